@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""infra-calc entry point: python3 calculations/calc.py SUBCOMMAND [options]."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from infracalc.cli import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure functions from a ledger (and a device) to result records."""

@@ -1,0 +1,81 @@
+"""`forward`: the per-operator ledger of one pass with roofline times on a device."""
+
+from .. import ledger
+from .records import (CONVENTIONS, SCHEMA_VERSION, device_record, model_record,
+                      workload_record)
+from .roofline import ideal_bound, op_bound, roof
+
+
+def operator_record(op, bound_tuple):
+    c, m, t, bound = bound_tuple
+    moved = op.bytes_moved
+    return {
+        "name": op.name,
+        "layers": op.layers,
+        "repeats": op.repeats,
+        "category": op.category,
+        "shape": op.shape,
+        "matrix_flops": op.matrix_flops,
+        "attention_flops_rectangular": op.rect_flops,
+        "vector_flops": op.vector_flops,
+        "weight_bytes_read": op.weight_read,
+        "act_bytes_read": op.act_read,
+        "kv_bytes_read": op.kv_read,
+        "act_bytes_written": op.act_write,
+        "kv_bytes_written": op.kv_write,
+        "arithmetic_intensity": op.flops / moved if moved else None,
+        "compute_dtype": op.compute or None,
+        "compute_time_s": c,
+        "memory_time_s": m,
+        "time_s": t,
+        "bound": bound,
+    }
+
+
+def totals_record(t, bounds, r):
+    """Totals plus the pass bounds; `bounds` are the operators' op_bound tuples."""
+    compute, memory, ideal = ideal_bound(t, r)
+    return {
+        "params": t.params,
+        "active_params": t.active_params,
+        "weight_bytes": t.weight_bytes,
+        "linear_flops": t.linear_flops,
+        "attention_flops_causal": t.attention_flops_causal,
+        "attention_flops_rectangular": t.attention_flops_rectangular,
+        "matrix_flops": t.matrix_flops,
+        "vector_flops": t.vector_flops,
+        "weight_bytes_read": t.weight_bytes_read,
+        "act_bytes_read": t.act_bytes_read,
+        "kv_bytes_read": t.kv_bytes_read,
+        "bytes_read": t.bytes_read,
+        "act_bytes_written": t.act_bytes_written,
+        "kv_bytes_written": t.kv_bytes_written,
+        "bytes_written": t.bytes_written,
+        "unique_bytes": t.unique_bytes,
+        "kv_bytes_per_token": t.kv_bytes_per_token,
+        "kv_bytes_resident_before": t.kv_bytes_resident_before,
+        "kv_bytes_resident_after": t.kv_bytes_resident_after,
+        "roofline_time_s": sum(b[2] for b in bounds),
+        "compute_bound_time_s": sum(b[2] for b in bounds if b[3] == "compute"),
+        "ideal_compute_time_s": compute,
+        "ideal_memory_time_s": memory,
+        "ideal_time_s": ideal,
+        "ideal_bound": "compute" if compute > memory else "memory",
+    }
+
+
+def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
+    """The full `forward` result record."""
+    L = ledger.build(arch, w)
+    r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    bounds = [op_bound(op, r) for op in L.ops]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": "forward",
+        "model": model_record(arch),
+        "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
+        "inputs": workload_record(w),
+        "conventions": list(CONVENTIONS),
+        "operators": [operator_record(op, b) for op, b in zip(L.ops, bounds)],
+        "totals": totals_record(L.totals, bounds, r),
+    }

@@ -1,0 +1,68 @@
+"""Record pieces every analysis echoes: model, device, inputs, conventions."""
+
+SCHEMA_VERSION = 1
+
+CONVENTIONS = (
+    "A multiply-add is 2 FLOPs; matrix FLOPs (GEMMs, attention matmuls) run at the "
+    "compute format's dense tensor peak, vector FLOPs (norms, activations, softmax, "
+    "RoPE, residuals, biases, routing) at the FP32 vector peak.",
+    "Attention counts only the query-key pairs a causal kernel computes: with H cached "
+    "and T new tokens a full-attention head sees T*H + T*(T+1)/2 pairs, a window W caps "
+    "each query at W keys; the rectangular count T*(H+T) is reported beside it.",
+    "Weights are read once per pass (shared by the batch); KV history is read per "
+    "request; new KV is written; attention is fused (scores never leave the chip); "
+    "every other operator reads its inputs from and writes its outputs to memory.",
+    "Roofline: an operator's bound is max(FLOPs / peak, bytes / bandwidth); the pass "
+    "bound is the sum over operators; the ideal bound is max(total compute time, "
+    "(weights read + KV read + KV written) / bandwidth). Peaks are dense, never 2:4 sparse.",
+)
+
+
+def model_record(arch):
+    rec = {
+        "id": arch.id,
+        "model_type": arch.model_type,
+        "params": arch.params,
+        "active_params": arch.active_params,
+        "layers": len(arch.layers),
+        "hidden_size": arch.hidden_size,
+        "vocab_size": arch.vocab_size,
+        "attention": arch.attention_summary,
+        "tied_embeddings": arch.tied_embeddings,
+        "max_context": arch.max_context,
+    }
+    if arch.parts:
+        rec["parts_not_counted"] = [{"name": p.name, "params": p.params, "note": p.note}
+                                    for p in arch.parts]
+    if arch.notes:
+        rec["notes"] = list(arch.notes)
+    return rec
+
+
+def device_record(device, r, compute_dtype, compute_efficiency, memory_efficiency):
+    return {
+        "id": device.id,
+        "name": device.name,
+        "compute_dtype": compute_dtype.name,
+        "matrix_flops_per_s": device.peak(compute_dtype),
+        "vector_flops_per_s": device.vector_flops_per_s,
+        "memory_bytes": device.memory_bytes,
+        "memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s,
+        "compute_efficiency": compute_efficiency,
+        "memory_efficiency": memory_efficiency,
+    }
+
+
+def workload_record(w):
+    rec = {
+        "batch": w.batch,
+        "tokens": w.tokens,
+        "history": w.history,
+        "logits": w.logits,
+        "weight_dtype": w.weight_dtype.name,
+        "act_dtype": w.act_dtype.name,
+        "kv_dtype": w.kv_dtype.name,
+    }
+    if w.formats:
+        rec["native_formats"] = {role: d.name for role, d in w.formats}
+    return rec

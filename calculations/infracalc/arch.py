@@ -1,0 +1,183 @@
+"""The normalized architecture: what a config means, independent of its keys.
+
+An `Architecture` is an embedding, a tuple of `Layer`s, a final norm and an
+output head. A `Layer` is a sequence of blocks (norms, attention, residual
+adds, MLP or MoE). Every block is a frozen dataclass that knows two things:
+its checkpoint tensors (`tensors()`, for exact parameter counts) and its
+operators for a workload (`ops(w)`, for the ledger). Identical layers compare
+equal, so the ledger computes each distinct layer once.
+"""
+
+from .record import Record
+
+
+class Tensor(Record):
+    """One checkpoint tensor. role: matrix | expert | embedding | head | vector."""
+    name: str
+    shape: tuple
+    role: str = "matrix"
+
+    @property
+    def params(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+class Block(Record):
+    """Defaults for blocks without weights, KV cache or attention."""
+
+    label = ""
+
+    def tensors(self):
+        return ()
+
+    def ops(self, w):
+        return []
+
+    def kv_bytes_per_token(self, kv_dtype):
+        """Cache bytes one token adds to this block (0 if it keeps none)."""
+        return 0
+
+    def kv_tokens(self, context):
+        """How many of `context` tokens this block keeps in its cache."""
+        return context
+
+    def state_bytes(self, kv_dtype):
+        """Fixed per-request state that does not grow with context (recurrent layers)."""
+        return 0
+
+    @property
+    def params(self):
+        return sum(t.params for t in self.tensors())
+
+    def active_params(self):
+        """Parameters one token uses (differs from `params` for MoE)."""
+        return self.params
+
+
+class Layer(Record):
+    blocks: tuple
+
+    def tensors(self):
+        return tuple(t for b in self.blocks for t in b.tensors())
+
+    @property
+    def params(self):
+        return sum(b.params for b in self.blocks)
+
+    def active_params(self):
+        return sum(b.active_params() for b in self.blocks)
+
+    @property
+    def label(self):
+        return " + ".join(b.label for b in self.blocks if b.label)
+
+    def kv_bytes_per_token(self, kv_dtype):
+        return sum(b.kv_bytes_per_token(kv_dtype) for b in self.blocks)
+
+    def kv_bytes(self, kv_dtype, context):
+        """Cache bytes one request holds in this layer after `context` tokens."""
+        return sum(b.kv_bytes_per_token(kv_dtype) * b.kv_tokens(context)
+                   + b.state_bytes(kv_dtype) for b in self.blocks)
+
+
+class Part(Record):
+    """A part of the checkpoint reported apart from the main model (MTP, vision)."""
+    name: str
+    params: int
+    note: str
+
+
+class Architecture(Record):
+    id: str
+    model_type: str
+    hidden_size: int
+    vocab_size: int
+    max_context: int
+    embedding: object
+    layers: tuple
+    final_norm: object
+    head: object
+    tied_embeddings: bool = False
+    native_formats: tuple = ()   # (role, dtype name) pairs the checkpoint ships in
+    parts: tuple = ()            # Part records not counted in params
+    notes: tuple = ()
+
+    def top_blocks(self):
+        return (self.embedding, self.final_norm, self.head)
+
+    def tensors(self):
+        """All checkpoint tensors of the main model; a tied head adds none."""
+        out = list(self.embedding.tensors())
+        for i, layer in enumerate(self.layers):
+            out.extend(Tensor(f"layers.{i}.{t.name}", t.shape, t.role) for t in layer.tensors())
+        out.extend(self.final_norm.tensors())
+        out.extend(self.head.tensors())
+        return out
+
+    @property
+    def params(self):
+        return sum(b.params for b in self.top_blocks()) + sum(
+            layer.params * count for layer, count, _ in self.layer_groups())
+
+    @property
+    def active_params(self):
+        """Parameters used per token: top-k routed experts, not all of them."""
+        return sum(b.active_params() for b in self.top_blocks()) + sum(
+            layer.active_params() * count for layer, count, _ in self.layer_groups())
+
+    def layer_groups(self):
+        """[(layer, count, indices)] for each distinct layer, in first-seen order."""
+        return _group_layers(self.layers)
+
+    def kv_bytes_per_token(self, kv_dtype):
+        return sum(layer.kv_bytes_per_token(kv_dtype) * count
+                   for layer, count, _ in self.layer_groups())
+
+    def kv_bytes(self, kv_dtype, context):
+        """Cache and state bytes of one request after `context` tokens."""
+        return sum(layer.kv_bytes(kv_dtype, context) * count
+                   for layer, count, _ in self.layer_groups())
+
+    @property
+    def attention_summary(self):
+        kinds = {}
+        for layer, count, _ in self.layer_groups():
+            for b in layer.blocks:
+                kind = getattr(b, "kind", None)
+                if kind:
+                    kinds[kind] = kinds.get(kind, 0) + count
+        if len(kinds) == 1:
+            return next(iter(kinds))
+        return " + ".join(f"{n}x {k}" for k, n in kinds.items())
+
+
+_GROUP_CACHE = {}
+
+
+def _group_layers(layers):
+    key = id(layers)
+    hit = _GROUP_CACHE.get(key)
+    if hit is not None and hit[0] is layers:
+        return hit[1]
+    groups = {}
+    for i, layer in enumerate(layers):
+        groups.setdefault(layer, []).append(i)
+    result = [(layer, len(ix), tuple(ix)) for layer, ix in groups.items()]
+    _GROUP_CACHE[key] = (layers, result)
+    return result
+
+
+def layer_range_label(indices):
+    """'0-35', '1,3,...,35' or '0,5,9' for a sorted tuple of layer indices."""
+    if len(indices) == 1:
+        return str(indices[0])
+    steps = {b - a for a, b in zip(indices, indices[1:])}
+    if steps == {1}:
+        return f"{indices[0]}-{indices[-1]}"
+    if len(steps) == 1 and len(indices) > 3:
+        return f"{indices[0]},{indices[1]},...,{indices[-1]}"
+    return ",".join(str(i) for i in indices) if len(indices) <= 8 else \
+        f"{len(indices)} layers in {indices[0]}-{indices[-1]}"

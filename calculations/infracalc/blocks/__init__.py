@@ -1,0 +1,1 @@
+"""Building blocks of a layer: each knows its tensors and its operators."""

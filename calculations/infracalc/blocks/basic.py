@@ -1,0 +1,73 @@
+"""Embedding, norms, residual adds and the output head."""
+
+
+from ..arch import Block, Tensor
+from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, residual, rmsnorm
+
+
+class Embedding(Block):
+    """Token embedding [vocab, hidden]: a gather, no FLOPs.
+
+    Reads one row per token, at most `vocab` distinct rows (an upper bound:
+    it assumes distinct token ids); `scale` multiplies by sqrt(hidden) (Gemma).
+    """
+    vocab: int
+    hidden: int
+    scale: bool = False
+
+    def tensors(self):
+        return (Tensor("embed_tokens.weight", (self.vocab, self.hidden), "embedding"),)
+
+    def ops(self, w):
+        rows = min(w.positions, self.vocab)
+        gathered = Tensor("rows", (rows, self.hidden), "embedding")
+        out = [Op("embedding", "memory", f"{w.positions} rows of [{self.vocab},{self.hidden}]",
+                  weight_read=w.weight_bytes(gathered),
+                  act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden))]
+        if self.scale:
+            out.append(elementwise(w, "embedding_scale", w.positions * self.hidden,
+                                   VECTOR_FLOPS["scale"]))
+        return out
+
+
+class RMSNorm(Block):
+    """RMSNorm over every position: 4 FLOPs per element, a weight of `width`."""
+    name: str
+    width: int
+
+    def tensors(self):
+        return (Tensor(f"{self.name}.weight", (self.width,), "vector"),)
+
+    def ops(self, w):
+        return [rmsnorm(w, self.name, w.positions, self.tensors()[0])]
+
+
+class Residual(Block):
+    """Residual add of a sublayer's output into the stream: 1 FLOP per element."""
+    width: int
+
+    def ops(self, w):
+        return [residual(w, w.positions, self.width)]
+
+
+class LMHead(Block):
+    """Output projection [vocab, hidden] on the positions `--logits` selects.
+
+    With tied embeddings it owns no tensor (the embedding is counted once) but
+    still reads the shared matrix.
+    """
+    vocab: int
+    hidden: int
+    tied: bool = False
+
+    def weight(self):
+        if self.tied:
+            return Tensor("embed_tokens.weight (tied)", (self.vocab, self.hidden), "embedding")
+        return Tensor("lm_head.weight", (self.vocab, self.hidden), "head")
+
+    def tensors(self):
+        return () if self.tied else (self.weight(),)
+
+    def ops(self, w):
+        rows = w.head_rows
+        return [gemm(w, "lm_head", rows, self.weight())] if rows else []

@@ -1,0 +1,44 @@
+"""Dense gated MLP (SwiGLU / GeGLU): down(act(gate(x)) * up(x))."""
+
+
+from ..arch import Block, Tensor
+from ..ops import VECTOR_FLOPS, elementwise, gemm
+
+ACTIVATIONS = {"silu": "swiglu", "gelu_pytorch_tanh": "geglu_tanh", "gelu_tanh": "geglu_tanh"}
+
+
+class GatedMLP(Block):
+    """gate/up [inter, hidden], down [hidden, inter]; per token 2*3*hidden*inter
+    matrix FLOPs; the gated activation costs VECTOR_FLOPS[act] per element."""
+    hidden: int
+    inter: int
+    act: str = "swiglu"
+    bias: bool = False
+    prefix: str = "mlp"
+
+    @property
+    def label(self):
+        return f"MLP {self.inter}"
+
+    def tensors(self):
+        p, h, i = self.prefix, self.hidden, self.inter
+        out = [Tensor(f"{p}.gate_proj.weight", (i, h)), Tensor(f"{p}.up_proj.weight", (i, h)),
+               Tensor(f"{p}.down_proj.weight", (h, i))]
+        if self.bias:
+            out += [Tensor(f"{p}.gate_proj.bias", (i,), "vector"),
+                    Tensor(f"{p}.up_proj.bias", (i,), "vector"),
+                    Tensor(f"{p}.down_proj.bias", (h,), "vector")]
+        return tuple(out)
+
+    def ops(self, w):
+        t = self.tensors()
+        gate, up, down = t[:3]
+        gb, ub, db = t[3:] if self.bias else (None, None, None)
+        n = w.positions
+        return [
+            gemm(w, "gate_proj", n, gate, gb),
+            gemm(w, "up_proj", n, up, ub),
+            elementwise(w, self.act, n * self.inter, VECTOR_FLOPS[self.act], inputs=2,
+                        shape=f"[{n},{self.inter}]"),
+            gemm(w, "down_proj", n, down, db),
+        ]

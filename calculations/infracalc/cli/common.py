@@ -1,0 +1,87 @@
+"""Arguments several subcommands share, and their parsing into objects."""
+
+import argparse
+
+FORMATS = ("md", "json", "csv")
+
+
+def positive_int(text):
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'")
+    return value
+
+
+def non_negative_int(text):
+    try:
+        value = int(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got '{text}'")
+    return value
+
+
+def fraction(text):
+    """An efficiency factor in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got '{text}'") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got '{text}'")
+    return value
+
+
+def add_model(p, required=True):
+    p.add_argument("--model", required=required, metavar="ID|CONFIG.json",
+                   help="a bundled model id (see `models`) or a path to a Hugging Face config.json")
+
+
+def add_device(p):
+    p.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json",
+                   help="a bundled device id (see `hardware`) or a device JSON path (default h100-sxm)")
+    p.add_argument("--compute-efficiency", type=fraction, default=1.0,
+                   help="fraction of the peak FLOP/s reached (default 1.0)")
+    p.add_argument("--memory-efficiency", type=fraction, default=1.0,
+                   help="fraction of the memory bandwidth reached (default 1.0)")
+
+
+def add_dtypes(p):
+    p.add_argument("--weight-dtype", default=None, metavar="FMT",
+                   help="weight storage format (default bf16, or the checkpoint's native format)")
+    p.add_argument("--act-dtype", default="bf16", metavar="FMT",
+                   help="activation and compute format (default bf16)")
+    p.add_argument("--kv-dtype", default=None, metavar="FMT",
+                   help="KV cache format (default: the activation format)")
+
+
+def add_output(p, formats=FORMATS):
+    p.add_argument("--format", choices=formats, default="md", help="output format (default md)")
+    p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
+
+
+def workload(args, arch, batch, tokens, history):
+    """A Workload from the shared dtype arguments."""
+    from ..dtypes import dtype
+    from ..workload import Workload
+
+    weight = dtype(args.weight_dtype or "bf16")
+    act = dtype(args.act_dtype)
+    kv = dtype(args.kv_dtype) if args.kv_dtype else act
+    return Workload(batch=batch, tokens=tokens, history=history,
+                    logits=getattr(args, "logits", "last"), weight_dtype=weight,
+                    act_dtype=act, kv_dtype=kv)
+
+
+def emit(args, record, markdown, csv=None):
+    """Render a record in the chosen format."""
+    if args.format == "json":
+        from ..render.table import to_json
+        return to_json(record)
+    if args.format == "csv":
+        return csv(record)
+    return markdown(record)

@@ -1,0 +1,30 @@
+"""`forward`: one forward pass, operator by operator, with a roofline on a device."""
+
+from . import common
+
+
+def add_arguments(p):
+    common.add_model(p)
+    p.add_argument("--batch", type=common.positive_int, default=1, help="requests in the batch (default 1)")
+    p.add_argument("--tokens", type=common.positive_int, default=1,
+                   help="new tokens per request (default 1)")
+    p.add_argument("--history", type=common.non_negative_int, default=0,
+                   help="cached tokens per request before the pass (default 0)")
+    p.add_argument("--logits", choices=("last", "all", "none"), default="last",
+                   help="positions the output head runs on (default last)")
+    common.add_dtypes(p)
+    common.add_device(p)
+    common.add_output(p)
+
+
+def run(args):
+    from ..analyses.forward import forward
+    from ..load.hardware import load_device
+    from ..load.models import load_model
+    from ..render import forward as render
+
+    arch = load_model(args.model)
+    device = load_device(args.device)
+    w = common.workload(args, arch, args.batch, args.tokens, args.history)
+    rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency)
+    return common.emit(args, rec, render.markdown, render.csv)

@@ -1,0 +1,91 @@
+"""The ledger: an architecture and a workload -> operator records and totals.
+
+This is the single source of truth every analysis composes: it never looks at
+a device. Each distinct layer is expanded once and multiplied by its count.
+"""
+
+from .record import Record
+
+from .arch import layer_range_label
+
+
+class Totals(Record):
+    params: int
+    active_params: int
+    weight_bytes: int               # resident weights in their stored formats
+    linear_flops: int               # projections, MLP/experts, router, output head
+    attention_flops_causal: int
+    attention_flops_rectangular: int
+    vector_flops: int
+    weight_bytes_read: int
+    act_bytes_read: int
+    kv_bytes_read: int
+    act_bytes_written: int
+    kv_bytes_written: int
+    kv_bytes_per_token: int         # one token's cache across all layers
+    kv_bytes_resident_before: int   # whole batch, before the pass
+    kv_bytes_resident_after: int
+
+    @property
+    def matrix_flops(self):
+        return self.linear_flops + self.attention_flops_causal
+
+    @property
+    def flops(self):
+        return self.matrix_flops + self.vector_flops
+
+    @property
+    def bytes_read(self):
+        return self.weight_bytes_read + self.act_bytes_read + self.kv_bytes_read
+
+    @property
+    def bytes_written(self):
+        return self.act_bytes_written + self.kv_bytes_written
+
+    @property
+    def unique_bytes(self):
+        """The least a perfectly fused pass must move: weights read, KV read
+        and written (activations assumed to stay on chip)."""
+        return self.weight_bytes_read + self.kv_bytes_read + self.kv_bytes_written
+
+
+class Ledger(Record):
+    arch: object
+    workload: object
+    ops: tuple
+    totals: Totals
+
+
+def build(arch, w):
+    """Every operator of one forward pass of `arch` over workload `w`."""
+    ops = [op.times(1, "-") for op in arch.embedding.ops(w)]
+    for layer, count, indices in arch.layer_groups():
+        label = layer_range_label(indices)
+        for block in layer.blocks:
+            ops.extend(op.times(count, label) for op in block.ops(w))
+    ops.extend(op.times(1, "-") for op in arch.final_norm.ops(w))
+    ops.extend(op.times(1, "-") for op in arch.head.ops(w))
+    return Ledger(arch, w, tuple(ops), _totals(arch, w, ops))
+
+
+def _totals(arch, w, ops):
+    def total(attr, category=None):
+        return sum(getattr(op, attr) for op in ops if category is None or op.category == category)
+
+    return Totals(
+        params=arch.params,
+        active_params=arch.active_params,
+        weight_bytes=sum(w.weight_bytes(t) for t in arch.tensors()),
+        linear_flops=total("matrix_flops", "linear"),
+        attention_flops_causal=total("matrix_flops", "attention"),
+        attention_flops_rectangular=total("rect_flops", "attention"),
+        vector_flops=total("vector_flops"),
+        weight_bytes_read=total("weight_read"),
+        act_bytes_read=total("act_read"),
+        kv_bytes_read=total("kv_read"),
+        act_bytes_written=total("act_write"),
+        kv_bytes_written=total("kv_write"),
+        kv_bytes_per_token=arch.kv_bytes_per_token(w.kv_dtype),
+        kv_bytes_resident_before=w.batch * arch.kv_bytes(w.kv_dtype, w.history) if w.history else 0,
+        kv_bytes_resident_after=w.batch * arch.kv_bytes(w.kv_dtype, w.context),
+    )

@@ -1,0 +1,1 @@
+"""Parsing and validation: config JSON -> Architecture, device JSON -> Device."""

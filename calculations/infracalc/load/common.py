@@ -1,0 +1,58 @@
+"""Pieces every adapter shares: attention geometry, pre-norm layers, the model shell."""
+
+from ..arch import Architecture, Layer
+from ..blocks.attention import Attention
+from ..blocks.basic import Embedding, LMHead, Residual, RMSNorm
+from ..blocks.mlp import ACTIVATIONS
+
+
+def activation(cfg, key="hidden_act", default="silu"):
+    """The gated activation's vector-cost name for a config's hidden_act."""
+    act = cfg.get(key, default)
+    if act not in ACTIVATIONS:
+        raise cfg.unsupported(f"{key} '{act}'")
+    return ACTIVATIONS[act]
+
+
+def head_dim(cfg):
+    """head_dim, or hidden_size / num_attention_heads when the config omits it."""
+    if cfg.has("head_dim"):
+        return cfg.int("head_dim")
+    hidden, heads = cfg.int("hidden_size"), cfg.int("num_attention_heads")
+    if hidden % heads:
+        raise cfg.unsupported(f"hidden_size {hidden} not divisible by num_attention_heads {heads} without head_dim")
+    return hidden // heads
+
+
+def attention(cfg, window=None, **flags):
+    """Softmax attention from the usual keys (num_key_value_heads defaults to heads)."""
+    heads = cfg.int("num_attention_heads")
+    kv_heads = cfg.int("num_key_value_heads", heads)
+    if heads % kv_heads:
+        raise cfg.unsupported(f"num_attention_heads {heads} not a multiple of num_key_value_heads {kv_heads}")
+    hd = head_dim(cfg)
+    rope = flags.pop("rope_dim", None)
+    if rope is None:
+        rope = int(hd * cfg.number("partial_rotary_factor", 1.0))
+    return Attention(hidden=cfg.int("hidden_size"), heads=heads, kv_heads=kv_heads,
+                     head_dim=hd, rope_dim=rope, window=window, **flags)
+
+
+def prenorm_layer(hidden, mixer, mlp):
+    """x += mixer(norm(x)); x += mlp(norm(x)) (Llama-style pre-norm decoder layer)."""
+    return Layer((RMSNorm("input_layernorm", hidden), mixer, Residual(hidden),
+                  RMSNorm("post_attention_layernorm", hidden), mlp, Residual(hidden)))
+
+
+def model(cfg, model_id, layers, scale_embedding=False, **extra):
+    """Wrap layers with embedding, final norm and head from the usual keys."""
+    hidden, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
+    tied = cfg.flag("tie_word_embeddings", extra.pop("tied_default", False))
+    if len(layers) != cfg.int("num_hidden_layers"):
+        raise cfg.unsupported(f"{len(layers)} layers built for num_hidden_layers {cfg.int('num_hidden_layers')}")
+    return Architecture(
+        id=model_id, model_type=cfg.model_type, hidden_size=hidden, vocab_size=vocab,
+        max_context=cfg.int("max_position_embeddings"),
+        embedding=Embedding(vocab, hidden, scale_embedding), layers=tuple(layers),
+        final_norm=RMSNorm("norm", hidden), head=LMHead(vocab, hidden, tied),
+        tied_embeddings=tied, **extra)

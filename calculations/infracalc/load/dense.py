@@ -1,0 +1,64 @@
+"""Dense decoder families: Llama 3.x, Mistral, Qwen2/2.5, Qwen3, Phi-3.
+
+All share the pre-norm layer: RMSNorm, attention, residual, RMSNorm, gated
+MLP, residual. They differ only in biases, q/k norms and windows:
+- llama: `attention_bias` on q, k, v and o; `mlp_bias` on the MLP;
+- qwen2: q, k, v always carry a bias, o none (Qwen2Attention);
+- qwen3: q_norm and k_norm (RMSNorm over head_dim); `attention_bias` on q, k, v, o;
+- mistral: `sliding_window` W on every layer when set;
+- phi3: fused qkv_proj and gate_up_proj (same counts as split projections),
+  `sliding_window` on every layer when set.
+"""
+
+from ..blocks.mlp import GatedMLP
+from .common import activation, attention, model, prenorm_layer
+
+
+def _window(cfg, gate_key=None):
+    """The sliding window when the config enables it (Qwen2 gates it with a flag)."""
+    if gate_key is not None and not cfg.flag(gate_key, False):
+        return None
+    return cfg.int("sliding_window") if cfg.has("sliding_window") else None
+
+
+def dense(cfg, model_id, *, qkv_bias, o_bias, qk_norm=False, window=None, notes=()):
+    hidden = cfg.int("hidden_size")
+    attn = attention(cfg, window=window, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=qk_norm)
+    mlp = GatedMLP(hidden, cfg.int("intermediate_size"), activation(cfg),
+                   bias=cfg.flag("mlp_bias", False))
+    layers = [prenorm_layer(hidden, attn, mlp)] * cfg.int("num_hidden_layers")
+    return model(cfg, model_id, layers, notes=notes)
+
+
+def llama(cfg, model_id):
+    bias = cfg.flag("attention_bias", False)
+    return dense(cfg, model_id, qkv_bias=bias, o_bias=bias)
+
+
+def mistral(cfg, model_id):
+    return dense(cfg, model_id, qkv_bias=False, o_bias=False, window=_window(cfg))
+
+
+def qwen2(cfg, model_id):
+    window = _window(cfg, "use_sliding_window")
+    if window is not None and cfg.int("max_window_layers", 1, low=0) < cfg.int("num_hidden_layers"):
+        raise cfg.unsupported("use_sliding_window with max_window_layers below num_hidden_layers")
+    return dense(cfg, model_id, qkv_bias=True, o_bias=False, window=window)
+
+
+def qwen3(cfg, model_id):
+    bias = cfg.flag("attention_bias", False)
+    window = _window(cfg, "use_sliding_window")
+    if window is not None:
+        raise cfg.unsupported("use_sliding_window")
+    return dense(cfg, model_id, qkv_bias=bias, o_bias=bias, qk_norm=True)
+
+
+def phi3(cfg, model_id):
+    bias = cfg.flag("attention_bias", False)
+    return dense(cfg, model_id, qkv_bias=bias, o_bias=bias, window=_window(cfg),
+                 notes=("Phi-3 stores fused qkv_proj and gate_up_proj; they are listed "
+                        "split (same parameter count and FLOPs).",))
+
+
+ADAPTERS = {"llama": llama, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3, "phi3": phi3}

@@ -1,0 +1,99 @@
+"""Device JSON -> a frozen Device (calculations/hardware/<id>.json)."""
+
+import os
+from ..record import Record
+
+from ..errors import UserError, unknown
+from .models import read_json
+
+HARDWARE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "hardware")
+
+
+class Link(Record):
+    name: str
+    bytes_per_s: int          # one direction
+    domain_size: int = 1
+
+
+class Device(Record):
+    id: str
+    name: str
+    vendor: str
+    matrix_flops_per_s: tuple   # ((format, dense FLOP/s), ...)
+    vector_flops_per_s: int     # non-tensor FP32 peak
+    memory_bytes: int
+    memory_bandwidth_bytes_per_s: int
+    scale_up: Link = None
+    scale_out: Link = None
+    tdp_watts: int = 0
+
+    def peak(self, dtype):
+        """Dense matrix FLOP/s at a format's peak; a format the device lacks is a UserError."""
+        key = dtype.peak
+        for k, v in self.matrix_flops_per_s:
+            if k == key:
+                return v
+        have = ", ".join(k for k, _ in self.matrix_flops_per_s)
+        what = f"{dtype.name} matrix peak" if key else f"matrix peak for {dtype.name} (storage-only format)"
+        raise UserError(f"device {self.id} has no {what}; it has: {have}")
+
+
+def device_ids():
+    return sorted(f[:-5] for f in os.listdir(HARDWARE_DIR) if f.endswith(".json"))
+
+
+def _int(data, key, source, required=True):
+    value = data.get(key)
+    if value is None and not required:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise UserError(f"{source}: field '{key}' must be a positive integer, got {value!r}")
+    return value
+
+
+def _link(data, key, source):
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise UserError(f"{source}: field '{key}' must be an object or null")
+    return Link(str(value.get("name", key)), _int(value, "bytes_per_s_per_direction", f"{source}:{key}"),
+                _int(value, "domain_size", f"{source}:{key}", required=False) or 1)
+
+
+_CACHE = {}
+
+
+def load_device(spec):
+    """A device id or a path to a device JSON -> Device."""
+    if spec in _CACHE:
+        return _CACHE[spec]
+    if spec.endswith(".json") or os.sep in spec:
+        if not os.path.isfile(spec):
+            raise UserError(f"device file not found: {spec}")
+        path = spec
+    else:
+        path = os.path.join(HARDWARE_DIR, spec + ".json")
+        if not os.path.isfile(path):
+            raise unknown("device", spec, device_ids())
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: device file must be a JSON object")
+    source = data.get("id") or spec
+    peaks = data.get("matrix_flops_per_s")
+    if not isinstance(peaks, dict) or not peaks:
+        raise UserError(f"{source}: missing required field 'matrix_flops_per_s'")
+    vector = data.get("vector_flops_per_s")
+    if not isinstance(vector, dict) or "fp32" not in vector:
+        raise UserError(f"{source}: missing required field 'vector_flops_per_s.fp32'")
+    dev = Device(
+        id=source, name=str(data.get("name", source)), vendor=str(data.get("vendor", "")),
+        matrix_flops_per_s=tuple((k, _int(peaks, k, f"{source}:matrix_flops_per_s")) for k in peaks),
+        vector_flops_per_s=_int(vector, "fp32", f"{source}:vector_flops_per_s"),
+        memory_bytes=_int(data, "memory_bytes", source),
+        memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
+        scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
+        tdp_watts=_int(data, "tdp_watts", source, required=False))
+    _CACHE[spec] = dev
+    return dev

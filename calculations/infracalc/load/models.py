@@ -1,0 +1,62 @@
+"""The model registry: bundled ids, config paths, and the adapter per model_type."""
+
+import json
+import os
+
+from ..errors import UserError, unknown
+from .config import Config
+
+MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "models")
+
+
+def bundled_ids():
+    return sorted(f[:-5] for f in os.listdir(MODELS_DIR) if f.endswith(".json"))
+
+
+def resolve(spec):
+    """A bundled id or a path to a config.json -> (id, path)."""
+    if spec.endswith(".json") or os.sep in spec or os.path.isfile(spec):
+        if not os.path.isfile(spec):
+            raise UserError(f"model config file not found: {spec}")
+        name = os.path.basename(spec)
+        name = name[:-5] if name.endswith(".json") else name
+        if name == "config":
+            name = os.path.basename(os.path.dirname(os.path.abspath(spec))) or name
+        return name, spec
+    path = os.path.join(MODELS_DIR, spec + ".json")
+    if not os.path.isfile(path):
+        raise unknown("model", spec, bundled_ids())
+    return spec, path
+
+
+def read_json(path):
+    """Parse a JSON file; malformed JSON is a UserError naming line and column."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"{path}: cannot read: {e}") from None
+
+
+_CACHE = {}
+
+
+def load_model(spec):
+    """A bundled id or config path -> a normalized Architecture."""
+    if spec in _CACHE:
+        return _CACHE[spec]
+    from .adapters import ADAPTERS
+
+    model_id, path = resolve(spec)
+    cfg = Config(read_json(path), model_id)
+    model_type = cfg.require("model_type")
+    adapter = ADAPTERS.get(model_type)
+    if adapter is None:
+        raise UserError(f"{model_id}: unsupported model_type '{model_type}' "
+                        f"(supported: {', '.join(sorted(ADAPTERS))})")
+    arch = adapter(cfg, model_id)
+    _CACHE[spec] = arch
+    return arch

@@ -1,0 +1,68 @@
+"""Frozen records without the start-up cost of `dataclasses`.
+
+`dataclasses` imports `inspect` and compiles code for every class at import
+time, which alone costs more than this tool's whole budget of ~30 ms per
+command. A `Record` subclass declares its fields as annotated class attributes
+(a value is the default), exactly like a frozen dataclass, and gets keyword or
+positional construction, equality and hashing by type and values, a repr, and
+`replace()`. Instances are immutable.
+"""
+
+_MISSING = object()
+
+
+class Record:
+    _fields = ()
+    _defaults = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = [name for name in cls.__dict__.get("__annotations__", {}) if not name.startswith("_")]
+        fields = list(cls._fields) + [f for f in own if f not in cls._fields]
+        defaults = dict(cls._defaults)
+        for name in own:
+            if name in cls.__dict__:
+                defaults[name] = cls.__dict__[name]
+        cls._fields = tuple(fields)
+        cls._defaults = defaults
+
+    def __init__(self, *args, **kwargs):
+        fields = self._fields
+        if len(args) > len(fields):
+            raise TypeError(f"{type(self).__name__} takes at most {len(fields)} fields")
+        values = dict(zip(fields, args))
+        for name, value in kwargs.items():
+            if name not in fields or name in values:
+                raise TypeError(f"{type(self).__name__}: bad or repeated field {name!r}")
+            values[name] = value
+        setattr_ = object.__setattr__
+        for name in fields:
+            value = values.get(name, self._defaults.get(name, _MISSING))
+            if value is _MISSING:
+                raise TypeError(f"{type(self).__name__}: missing field {name!r}")
+            setattr_(self, name, value)
+        self._check()
+
+    def _check(self):
+        """Validate after construction (override as needed)."""
+
+    def _values(self):
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._values() == other._values()
+
+    def __hash__(self):
+        return hash((type(self).__name__,) + self._values())
+
+    def __repr__(self):
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)
+        return f"{type(self).__name__}({inner})"
+
+    def replace(self, **changes):
+        values = {f: getattr(self, f) for f in self._fields}
+        values.update(changes)
+        return type(self)(**values)

@@ -1,0 +1,1 @@
+"""Result records -> text. Rendering formats; it never computes."""

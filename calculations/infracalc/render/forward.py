@@ -1,0 +1,87 @@
+"""Markdown and CSV for a `forward` record."""
+
+from . import units as u
+from .table import markdown_table, records_to_csv
+
+
+def header_lines(rec):
+    """The lines naming model, workload and device shared by forward-like outputs."""
+    m, d, i = rec["model"], rec["device"], rec["inputs"]
+    active = ""
+    if m["active_params"] != m["params"]:
+        active = f", active per token {u.integer(m['active_params'])}"
+    lines = [
+        f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
+        f"attention {m['attention']}; params {u.integer(m['params'])}{active}"
+        + ("; tied embeddings counted once" if m["tied_embeddings"] else ""),
+        f"- Workload: batch {i['batch']}, {i['tokens']} new tokens per request, history {i['history']}, "
+        f"output head on {'the last position of each request' if i['logits'] == 'last' else ('every position' if i['logits'] == 'all' else 'no position')} (`--logits {i['logits']}`)",
+        f"- Formats: weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}"
+        + ("".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items())),
+        f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
+        f"{u.rate_flops(d['matrix_flops_per_s'])}, FP32 vector {u.rate_flops(d['vector_flops_per_s'])}, "
+        f"memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}; efficiency compute "
+        f"{d['compute_efficiency']}, memory {d['memory_efficiency']}",
+    ]
+    for p in m.get("parts_not_counted", []):
+        lines.append(f"- Not counted in params: {p['name']} ({u.integer(p['params'])} params): {p['note']}")
+    for note in m.get("notes", []):
+        lines.append(f"- Note: {note}")
+    return lines
+
+
+def operator_rows(ops):
+    for o in ops:
+        yield [
+            o["name"], o["layers"], o["repeats"], f"`{o['shape']}`",
+            u.flops(o["matrix_flops"]), u.flops(o["vector_flops"]),
+            u.nbytes(o["weight_bytes_read"]), u.nbytes(o["act_bytes_read"]),
+            u.nbytes(o["kv_bytes_read"]),
+            u.nbytes(o["act_bytes_written"] + o["kv_bytes_written"]),
+            u.ratio(o["arithmetic_intensity"]), u.seconds(o["time_s"]), o["bound"],
+        ]
+
+
+def totals_rows(t):
+    exact = [
+        ("Parameters", u.integer(t["params"]), ""),
+        ("Active parameters per token", u.integer(t["active_params"]), ""),
+        ("Weight bytes (resident)", u.integer(t["weight_bytes"]), u.nbytes(t["weight_bytes"])),
+        ("Linear matrix FLOPs (projections, MLP, head)", u.integer(t["linear_flops"]), u.flops(t["linear_flops"])),
+        ("Attention matrix FLOPs, causal", u.integer(t["attention_flops_causal"]), u.flops(t["attention_flops_causal"])),
+        ("Attention matrix FLOPs, rectangular", u.integer(t["attention_flops_rectangular"]), u.flops(t["attention_flops_rectangular"])),
+        ("Matrix FLOPs (linear + causal attention)", u.integer(t["matrix_flops"]), u.flops(t["matrix_flops"])),
+        ("Vector FLOPs", u.integer(t["vector_flops"]), u.flops(t["vector_flops"])),
+        ("Bytes read: weights", u.integer(t["weight_bytes_read"]), u.nbytes(t["weight_bytes_read"])),
+        ("Bytes read: activations", u.integer(t["act_bytes_read"]), u.nbytes(t["act_bytes_read"])),
+        ("Bytes read: KV cache", u.integer(t["kv_bytes_read"]), u.nbytes(t["kv_bytes_read"])),
+        ("Bytes written: activations", u.integer(t["act_bytes_written"]), u.nbytes(t["act_bytes_written"])),
+        ("Bytes written: KV cache", u.integer(t["kv_bytes_written"]), u.nbytes(t["kv_bytes_written"])),
+        ("KV bytes per token (all layers)", u.integer(t["kv_bytes_per_token"]), u.nbytes(t["kv_bytes_per_token"])),
+        ("KV resident before the pass (batch)", u.integer(t["kv_bytes_resident_before"]), u.nbytes(t["kv_bytes_resident_before"])),
+        ("KV resident after the pass (batch)", u.integer(t["kv_bytes_resident_after"]), u.nbytes(t["kv_bytes_resident_after"])),
+        ("Roofline time (sum of operator bounds)", "", u.seconds(t["roofline_time_s"])),
+        ("  of which compute-bound operators", "", u.seconds(t["compute_bound_time_s"])),
+        (f"Ideal bound ({t['ideal_bound']}-bound: max of compute and unique bytes)", "", u.seconds(t["ideal_time_s"])),
+        ("  compute at peak", "", u.seconds(t["ideal_compute_time_s"])),
+        ("  unique bytes (weights + KV read + KV written) at bandwidth", u.integer(t["unique_bytes"]), u.seconds(t["ideal_memory_time_s"])),
+    ]
+    return [list(row) for row in exact]
+
+
+def markdown(rec):
+    m, d = rec["model"], rec["device"]
+    parts = [f"# forward: {m['id']} on {d['id']}", "", *header_lines(rec), "",
+             "## Operators", "",
+             "Values are per pass, summed over the listed layers (x = number of layers).", "",
+             markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
+                             "act read", "KV read", "written", "FLOP/B", "time", "bound"],
+                            list(operator_rows(rec["operators"])), "llrlrrrrrrrrl"),
+             "", "## Totals", "",
+             markdown_table(["quantity", "exact", "human"], totals_rows(rec["totals"]), "lrr"),
+             "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+    return "\n".join(parts)
+
+
+def csv(rec):
+    return records_to_csv(rec["operators"])

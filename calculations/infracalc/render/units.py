@@ -1,0 +1,47 @@
+"""Human units for Markdown: GiB (2^30) for capacities, decimal for rates."""
+
+
+def integer(n):
+    """12,345,678 (exact, with thousands separators)."""
+    return f"{n:,}"
+
+
+def _scaled(value, units, base):
+    for factor, unit in units:
+        if abs(value) >= factor:
+            return f"{value / factor:.3f} {unit}"
+    return f"{value:.3f} {units[-1][1]}" if value else f"0 {units[-1][1]}"
+
+
+def flops(n):
+    """FLOPs in decimal units: 1.234 TFLOP."""
+    return _scaled(n, ((1e18, "EFLOP"), (1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"),
+                       (1e6, "MFLOP"), (1e3, "kFLOP"), (1, "FLOP")), 1000)
+
+
+def nbytes(n):
+    """Bytes in binary units: 1.500 GiB."""
+    return _scaled(n, ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")), 1024)
+
+
+def rate_flops(x):
+    return f"{x / 1e12:,.1f} TFLOP/s"
+
+
+def rate_bytes(x):
+    return f"{x / 1e9:,.0f} GB/s"
+
+
+def seconds(s):
+    """Seconds in the unit that reads best: 12.345 ms."""
+    if s is None:
+        return "-"
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.3f} us"
+
+
+def ratio(x, digits=1):
+    return "-" if x is None else f"{x:,.{digits}f}"

@@ -1,0 +1,68 @@
+"""What one forward pass processes, and in which number formats."""
+
+from .record import Record
+
+from .dtypes import DTYPES, Dtype
+from .errors import UserError
+
+LOGITS = ("last", "all", "none")
+_BF16 = DTYPES["bf16"]
+
+
+class Workload(Record):
+    """B requests, each with `history` cached tokens and `tokens` new ones.
+
+    Weight formats: matrices (roles matrix, expert, embedding, head) are stored
+    in `weight_dtype` unless `formats` overrides a role (a checkpoint's native
+    format, e.g. MXFP4 experts); 1-D tensors (norms, biases, sinks) stay at the
+    weight dtype when it has 16 or more bits and at bf16 otherwise.
+    Matrix work runs at the activation format's peak (`compute_dtype`).
+    """
+    batch: int = 1
+    tokens: int = 1
+    history: int = 0
+    logits: str = "last"
+    weight_dtype: Dtype = _BF16
+    act_dtype: Dtype = _BF16
+    kv_dtype: Dtype = _BF16
+    formats: tuple = ()   # ((role, Dtype), ...)
+
+    def _check(self):
+        for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                need = "a positive integer" if low else "a non-negative integer"
+                raise UserError(f"{name} must be {need}, got {value!r}")
+        if self.logits not in LOGITS:
+            raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
+
+    @property
+    def positions(self):
+        """New token positions in the pass: batch * tokens."""
+        return self.batch * self.tokens
+
+    @property
+    def context(self):
+        """Tokens per request after the pass: history + tokens."""
+        return self.history + self.tokens
+
+    @property
+    def head_rows(self):
+        """Positions the output head runs on."""
+        return {"last": self.batch, "all": self.positions, "none": 0}[self.logits]
+
+    @property
+    def compute_dtype(self):
+        return self.act_dtype
+
+    def dtype_for(self, role):
+        for r, d in self.formats:
+            if r == role:
+                return d
+        if role == "vector":
+            wd = self.weight_dtype
+            return wd if wd.bits >= 16 else _BF16
+        return self.weight_dtype
+
+    def weight_bytes(self, tensor):
+        return self.dtype_for(tensor.role).nbytes(tensor.shape)
