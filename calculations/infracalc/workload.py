@@ -26,6 +26,8 @@ class Workload(Record):
     act_dtype: Dtype = _BF16
     kv_dtype: Dtype = _BF16
     formats: tuple = ()   # ((role, Dtype), ...)
+    routing: str = "uniform"      # MoE routing model (see blocks.moe)
+    routing_loads: tuple = ()     # relative load per expert for routing "histogram"
 
     def _check(self):
         for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):

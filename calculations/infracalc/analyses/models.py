@@ -1,0 +1,80 @@
+"""`models`: the bundled models' summaries, and one model's tensors."""
+
+from ..arch import layer_range_label
+from ..dtypes import DTYPES
+from ..errors import UserError
+from .records import SCHEMA_VERSION, model_record
+
+_BF16 = DTYPES["bf16"]
+
+
+def _geometry(arch):
+    for layer in arch.layers:
+        for b in layer.blocks:
+            if hasattr(b, "heads"):
+                return b.heads, getattr(b, "kv_heads", None), getattr(b, "head_dim", None)
+    return None, None, None
+
+
+def summary(arch):
+    heads, kv_heads, hd = _geometry(arch)
+    return {
+        "id": arch.id,
+        "model_type": arch.model_type,
+        "layers": len(arch.layers),
+        "hidden_size": arch.hidden_size,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": hd,
+        "attention": arch.attention_summary,
+        "params": arch.params,
+        "active_params": arch.active_params,
+        "kv_bytes_per_token_bf16": arch.kv_bytes_per_token(_BF16),
+        "max_context": arch.max_context,
+    }
+
+
+def listing(ids, load):
+    """Summaries of every bundled model; one that cannot be modelled says why."""
+    rows = []
+    for model_id in ids:
+        try:
+            rows.append(summary(load(model_id)))
+        except UserError as e:
+            rows.append({"id": model_id, "error": str(e)})
+    return {"schema_version": SCHEMA_VERSION, "command": "models", "models": rows}
+
+
+def tensor_rows(arch):
+    """Per-tensor breakdown: name, shape, role, params each, copies, params total."""
+    rows = []
+
+    def add(prefix, tensors, copies):
+        for t in tensors:
+            rows.append({"tensor": prefix + t.name, "shape": list(t.shape), "role": t.role,
+                         "params_each": t.params, "copies": copies,
+                         "params": t.params * copies})
+
+    add("", arch.embedding.tensors(), 1)
+    for layer, count, indices in arch.layer_groups():
+        add(f"layers.{layer_range_label(indices)}.", layer.tensors(), count)
+    add("", arch.final_norm.tensors(), 1)
+    add("", arch.head.tensors(), 1)
+    return rows
+
+
+def detail(arch):
+    """One model: its normalized layers and every tensor."""
+    groups = [{
+        "layers": layer_range_label(indices),
+        "count": count,
+        "blocks": [type(b).__name__ + (f" ({b.label})" if b.label else "") for b in layer.blocks],
+        "params_per_layer": layer.params,
+        "active_params_per_layer": layer.active_params(),
+        "kv_bytes_per_token_bf16": layer.kv_bytes_per_token(_BF16),
+    } for layer, count, indices in arch.layer_groups()]
+    tensors = tensor_rows(arch)
+    total = sum(r["params"] for r in tensors)
+    assert total == arch.params, "tensor breakdown must add up to the parameter count"
+    return {"schema_version": SCHEMA_VERSION, "command": "models", "model": model_record(arch),
+            "summary": summary(arch), "layer_groups": groups, "tensors": tensors}

@@ -1,0 +1,142 @@
+"""Mixture of experts: a router, E routed experts (top-k per token), optional
+shared experts.
+
+Per token: router 2*hidden*E matrix FLOPs; each of the k chosen experts runs a
+gated MLP, 2*3*hidden*I; shared experts run on every token. Expert weights are
+read once per pass for each expert the batch touches. With N tokens each
+choosing k of E experts, the routing model gives the expected number touched:
+- uniform: E * (1 - (1 - k/E)^N) (each token picks k distinct experts at random);
+- balanced: min(E, N*k) (tokens spread evenly over experts);
+- concentrated: k (every token picks the same experts);
+- histogram: sum_i 1 - (1 - p_i)^N with p_i = min(1, k * load_i / sum(load)).
+An expectation is rarely whole: it is rounded up to whole experts, so weight
+bytes stay exact integers and never undercount.
+"""
+
+import math
+
+from ..arch import Block, Tensor
+from ..errors import UserError
+from ..ops import VECTOR_FLOPS, Op, elementwise, gemm
+
+ROUTING_MODELS = ("uniform", "balanced", "concentrated")
+ROUTER_FLOPS_PER_SCORE = 5   # score function (softmax or sigmoid) and top-k selection
+
+
+def _ceil_expectation(x):
+    """Round an expected count up, ignoring float noise below 1e-9."""
+    nearest = round(x)
+    return nearest if abs(x - nearest) < 1e-9 else math.ceil(x)
+
+
+def experts_touched(routing, experts, top_k, tokens, loads=()):
+    """Expected distinct experts hit by `tokens` tokens, rounded up."""
+    if tokens == 0:
+        return 0
+    if routing == "concentrated":
+        return top_k
+    if routing == "balanced":
+        return min(experts, tokens * top_k)
+    if routing == "uniform":
+        return _ceil_expectation(experts * (1 - (1 - top_k / experts) ** tokens))
+    if routing == "histogram":
+        if len(loads) != experts:
+            raise UserError(f"routing histogram has {len(loads)} entries; this model has {experts} experts per layer")
+        total = sum(loads)
+        probs = [min(1.0, top_k * load / total) for load in loads]
+        return _ceil_expectation(sum(1 - (1 - p) ** tokens for p in probs))
+    raise UserError(f"unknown routing model '{routing}'")
+
+
+class MoE(Block):
+    hidden: int
+    experts: int
+    top_k: int
+    expert_inter: int
+    shared_inter: int = 0        # total intermediate size of the shared expert(s)
+    act: str = "swiglu"
+    router_bias: bool = False    # bias on the router linear (GPT-OSS)
+    expert_bias: bool = False    # biases on every expert projection (GPT-OSS)
+    score_bias: bool = False     # e_score_correction_bias per expert (DeepSeek-V3)
+    shared_gate: bool = False    # sigmoid gate [1, hidden] on the shared expert (Qwen3-Next)
+    prefix: str = "mlp"
+
+    @property
+    def label(self):
+        shared = f" + shared {self.shared_inter}" if self.shared_inter else ""
+        return f"MoE {self.experts}x{self.expert_inter} top-{self.top_k}{shared}"
+
+    def _router(self):
+        p = self.prefix
+        out = [Tensor(f"{p}.gate.weight", (self.experts, self.hidden))]
+        if self.router_bias:
+            out.append(Tensor(f"{p}.gate.bias", (self.experts,), "vector"))
+        if self.score_bias:
+            out.append(Tensor(f"{p}.gate.e_score_correction_bias", (self.experts,), "vector"))
+        return out
+
+    def _expert(self):
+        """One routed expert's tensors (stacked over E in `tensors`)."""
+        p, h, i = self.prefix, self.hidden, self.expert_inter
+        out = [Tensor(f"{p}.experts.gate_proj.weight", (i, h), "expert"),
+               Tensor(f"{p}.experts.up_proj.weight", (i, h), "expert"),
+               Tensor(f"{p}.experts.down_proj.weight", (h, i), "expert")]
+        if self.expert_bias:
+            out += [Tensor(f"{p}.experts.gate_proj.bias", (i,), "vector"),
+                    Tensor(f"{p}.experts.up_proj.bias", (i,), "vector"),
+                    Tensor(f"{p}.experts.down_proj.bias", (h,), "vector")]
+        return out
+
+    def _shared(self):
+        if not self.shared_inter:
+            return []
+        p, h, i = self.prefix, self.hidden, self.shared_inter
+        out = [Tensor(f"{p}.shared_experts.gate_proj.weight", (i, h)),
+               Tensor(f"{p}.shared_experts.up_proj.weight", (i, h)),
+               Tensor(f"{p}.shared_experts.down_proj.weight", (h, i))]
+        if self.shared_gate:
+            out.append(Tensor(f"{p}.shared_expert_gate.weight", (1, h)))
+        return out
+
+    def tensors(self):
+        stacked = [Tensor(t.name, (self.experts,) + t.shape, t.role) for t in self._expert()]
+        return tuple(self._router() + stacked + self._shared())
+
+    def active_params(self):
+        one = sum(t.params for t in self._expert())
+        return (sum(t.params for t in self._router()) + self.top_k * one
+                + sum(t.params for t in self._shared()))
+
+    def ops(self, w):
+        n, h, e, k, i = w.positions, self.hidden, self.experts, self.top_k, self.expert_inter
+        routed = n * k
+        router = self._router()
+        out = [gemm(w, "router", n, router[0], router[1] if self.router_bias else None),
+               Op("routing", "vector", f"[{n},{e}] top-{k}",
+                  vector_flops=n * e * ROUTER_FLOPS_PER_SCORE,
+                  weight_read=w.weight_bytes(router[-1]) if self.score_bias else 0,
+                  act_read=w.act_dtype.nbytes_flat(n * e))]
+        touched = experts_touched(w.routing, e, k, n, w.routing_loads)
+        gate, up, down = self._expert()[:3]
+        biases = self._expert()[3:] if self.expert_bias else (None, None, None)
+        for name, t, bias in (("experts.gate_proj", gate, biases[0]), ("experts.up_proj", up, biases[1])):
+            op = gemm(w, name, routed, t, bias, shape=f"{routed} routed x [{h},{i}], {touched}/{e} experts read")
+            out.append(op.replace(weight_read=op.weight_read * touched))
+        out.append(elementwise(w, f"experts.{self.act}", routed * i, VECTOR_FLOPS[self.act], inputs=2,
+                               shape=f"[{routed},{i}]"))
+        op = gemm(w, "experts.down_proj", routed, down, biases[2],
+                  shape=f"{routed} routed x [{i},{h}], {touched}/{e} experts read")
+        out.append(op.replace(weight_read=op.weight_read * touched))
+        out.append(elementwise(w, "experts.combine", routed * h, 2, shape=f"[{n},{k},{h}] -> [{n},{h}]")
+                   .replace(act_write=w.act_dtype.nbytes_flat(n * h)))
+        shared = self._shared()
+        if shared:
+            out += [gemm(w, "shared.gate_proj", n, shared[0]), gemm(w, "shared.up_proj", n, shared[1]),
+                    elementwise(w, f"shared.{self.act}", n * self.shared_inter, VECTOR_FLOPS[self.act],
+                                inputs=2, shape=f"[{n},{self.shared_inter}]"),
+                    gemm(w, "shared.down_proj", n, shared[2])]
+            if self.shared_gate:
+                out.append(gemm(w, "shared.gate", n, shared[3]))
+                out.append(elementwise(w, "shared.sigmoid_scale", n * h, 4, inputs=2,
+                                       shape=f"[{n},{h}]"))
+        return out

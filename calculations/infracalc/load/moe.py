@@ -1,0 +1,41 @@
+"""Mixture-of-experts decoders: Qwen3-MoE and Mixtral.
+
+- qwen3_moe: Qwen3 attention (q/k norms); layer i is MoE when
+  (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers,
+  otherwise a dense MLP of intermediate_size (Qwen3MoeDecoderLayer).
+- mixtral: Mistral attention (optional sliding window); every layer has
+  num_local_experts experts of intermediate_size, top num_experts_per_tok.
+"""
+
+from ..blocks.mlp import GatedMLP
+from ..blocks.moe import MoE
+from .common import activation, attention, model, prenorm_layer
+
+
+def qwen3_moe(cfg, model_id):
+    hidden, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
+    bias = cfg.flag("attention_bias", False)
+    if cfg.flag("use_sliding_window", False):
+        raise cfg.unsupported("use_sliding_window")
+    attn = attention(cfg, qkv_bias=bias, o_bias=bias, qk_norm=True)
+    act = activation(cfg)
+    moe = MoE(hidden, cfg.int("num_experts"), cfg.int("num_experts_per_tok"),
+              cfg.int("moe_intermediate_size"), act=act)
+    step = cfg.int("decoder_sparse_step", 1)
+    dense_layers = set(cfg.get("mlp_only_layers", []))
+    dense = GatedMLP(hidden, cfg.int("intermediate_size"), act) if dense_layers or step > 1 else None
+    layers = [prenorm_layer(hidden, attn, moe if (i + 1) % step == 0 and i not in dense_layers else dense)
+              for i in range(n)]
+    return model(cfg, model_id, layers)
+
+
+def mixtral(cfg, model_id):
+    hidden = cfg.int("hidden_size")
+    window = cfg.int("sliding_window") if cfg.has("sliding_window") else None
+    attn = attention(cfg, window=window)
+    moe = MoE(hidden, cfg.int("num_local_experts"), cfg.int("num_experts_per_tok"),
+              cfg.int("intermediate_size"), act=activation(cfg), prefix="block_sparse_moe")
+    return model(cfg, model_id, [prenorm_layer(hidden, attn, moe)] * cfg.int("num_hidden_layers"))
+
+
+ADAPTERS = {"qwen3_moe": qwen3_moe, "mixtral": mixtral}

@@ -1,0 +1,67 @@
+"""Markdown and CSV for `models`."""
+
+from . import units as u
+from .table import markdown_table, records_to_csv
+
+
+def _heads(m):
+    if m.get("heads") is None:
+        return "-"
+    return f"{m['heads']} / {m['kv_heads'] if m['kv_heads'] is not None else '-'} / {m['head_dim'] if m['head_dim'] is not None else '-'}"
+
+
+def listing_markdown(rec):
+    rows = []
+    for m in rec["models"]:
+        if "error" in m:
+            rows.append([f"`{m['id']}`", "-", "-", "-", "-", f"not modelled: {m['error']}", "-", "-", "-", "-"])
+            continue
+        active = u.integer(m["active_params"]) if m["active_params"] != m["params"] else "="
+        rows.append([f"`{m['id']}`", m["model_type"], m["layers"], m["hidden_size"], _heads(m),
+                     m["attention"], u.integer(m["params"]), active,
+                     u.integer(m["kv_bytes_per_token_bf16"]), u.integer(m["max_context"])])
+    return "\n".join([
+        "# Bundled models", "",
+        "Parameters are exact counts of the checkpoint tensors (tied embeddings once). "
+        "KV bytes per token: all layers' cache for one token at bf16 "
+        "(windowed layers hold at most W tokens; see `kv`).", "",
+        markdown_table(["id", "model_type", "layers", "hidden", "heads / KV heads / head dim",
+                        "attention", "params", "active params", "KV B/token (bf16)", "max context"],
+                       rows, "llrrllrrrr"), ""])
+
+
+def detail_markdown(rec):
+    m, s = rec["model"], rec["summary"]
+    lines = [f"# Model `{m['id']}` ({m['model_type']})", "",
+             f"- Parameters: {u.integer(m['params'])}"
+             + (f" (active per token: {u.integer(m['active_params'])})" if m["active_params"] != m["params"] else ""),
+             f"- Layers: {m['layers']}, hidden {m['hidden_size']}, vocabulary {m['vocab_size']}, "
+             f"max context {u.integer(m['max_context'])}",
+             f"- Attention: {m['attention']}; KV cache {u.integer(s['kv_bytes_per_token_bf16'])} bytes per token at bf16",
+             f"- Embeddings: {'tied (counted once)' if m['tied_embeddings'] else 'untied'}"]
+    for p in m.get("parts_not_counted", []):
+        lines.append(f"- Not counted: {p['name']}, {u.integer(p['params'])} params: {p['note']}")
+    for note in m.get("notes", []):
+        lines.append(f"- Note: {note}")
+    lines += ["", "## Layers", "",
+              markdown_table(["layers", "count", "blocks", "params / layer", "active / layer", "KV B/token (bf16)"],
+                             [[g["layers"], g["count"], "; ".join(g["blocks"]),
+                               u.integer(g["params_per_layer"]), u.integer(g["active_params_per_layer"]),
+                               u.integer(g["kv_bytes_per_token_bf16"])] for g in rec["layer_groups"]],
+                             "lrlrrr"),
+              "", "## Tensors", "",
+              markdown_table(["tensor", "shape", "role", "params each", "copies", "params"],
+                             [[f"`{t['tensor']}`", "x".join(map(str, t["shape"])), t["role"],
+                               u.integer(t["params_each"]), t["copies"], u.integer(t["params"])]
+                              for t in rec["tensors"]], "lllrrr"),
+              "", f"Total: {u.integer(sum(t['params'] for t in rec['tensors']))} parameters.", ""]
+    return "\n".join(lines)
+
+
+def listing_csv(rec):
+    return records_to_csv(rec["models"])
+
+
+def detail_csv(rec):
+    rows = [dict(t, shape="x".join(map(str, t["shape"]))) for t in rec["tensors"]]
+    return records_to_csv(rows)
