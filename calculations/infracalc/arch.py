@@ -44,6 +44,13 @@ class Block(Record):
         """How many of `context` tokens this block keeps in its cache."""
         return context
 
+    def history_breakpoints(self, lo, hi):
+        """History values h in (lo, hi] where a new linear piece of the per-step
+        cost begins. For one new token per request (T = 1) every quantity of
+        `ops` must be linear in the history on each piece, so a sum over decode
+        steps can be done in closed form piece by piece."""
+        return ()
+
     def state_bytes(self, kv_dtype):
         """Fixed per-request state that does not grow with context (recurrent layers)."""
         return 0

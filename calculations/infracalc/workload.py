@@ -6,6 +6,7 @@ from .dtypes import DTYPES, Dtype
 from .errors import UserError
 
 LOGITS = ("last", "all", "none")
+MLA_PATHS = ("absorbed", "naive")
 _BF16 = DTYPES["bf16"]
 
 
@@ -28,6 +29,7 @@ class Workload(Record):
     formats: tuple = ()   # ((role, Dtype), ...)
     routing: str = "uniform"      # MoE routing model (see blocks.moe)
     routing_loads: tuple = ()     # relative load per expert for routing "histogram"
+    mla: str = "absorbed"         # MLA execution path: naive | absorbed (see blocks.mla)
 
     def _check(self):
         for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):
@@ -35,6 +37,8 @@ class Workload(Record):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 need = "a positive integer" if low else "a non-negative integer"
                 raise UserError(f"{name} must be {need}, got {value!r}")
+        if self.mla not in MLA_PATHS:
+            raise UserError(f"mla must be one of {', '.join(MLA_PATHS)}, got {self.mla!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
 

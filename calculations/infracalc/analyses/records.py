@@ -63,6 +63,8 @@ def workload_record(w):
         "act_dtype": w.act_dtype.name,
         "kv_dtype": w.kv_dtype.name,
     }
+    rec["routing"] = w.routing if not w.routing_loads else f"histogram of {len(w.routing_loads)} experts"
+    rec["mla"] = w.mla
     if w.formats:
         rec["native_formats"] = {role: d.name for role, d in w.formats}
     return rec

@@ -89,6 +89,10 @@ class Attention(Block):
     def kv_tokens(self, context):
         return context if self.window is None else min(context, self.window)
 
+    def history_breakpoints(self, lo, hi):
+        """With T = 1 a query sees min(H + 1, W) keys: linear up to H = W - 1, flat after."""
+        return (self.window,) if self.window is not None and lo < self.window <= hi else ()
+
     def ops(self, w):
         named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
         n, b, t, hist = w.positions, w.batch, w.tokens, w.history

@@ -59,6 +59,35 @@ def add_dtypes(p):
                    help="KV cache format (default: the activation format)")
 
 
+def add_architecture_options(p):
+    p.add_argument("--routing", default="uniform", metavar="MODEL|LOADS.json",
+                   help="MoE routing model: uniform (default), balanced, concentrated, or a JSON "
+                        "file with a list of relative loads per expert")
+    p.add_argument("--mla", choices=("absorbed", "naive"), default="absorbed",
+                   help="MLA execution path: absorbed (latent cache, default) or naive (expanded K/V)")
+
+
+def routing(text):
+    """(model, loads) from --routing: a model name or a JSON histogram file."""
+    from ..blocks.moe import ROUTING_MODELS
+    from ..errors import UserError, unknown
+
+    if text in ROUTING_MODELS:
+        return text, ()
+    if not text.endswith(".json"):
+        raise unknown("routing model", text, ROUTING_MODELS + ("FILE.json",))
+    from ..load.models import read_json
+
+    data = read_json(text)
+    loads = data.get("loads") if isinstance(data, dict) else data
+    if (not isinstance(loads, list) or not loads
+            or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 for x in loads)
+            or not sum(loads)):
+        raise UserError(f"{text}: routing histogram must be a non-empty list of non-negative loads "
+                        "(or {\"loads\": [...]}) with a positive sum")
+    return "histogram", tuple(loads)
+
+
 def add_output(p, formats=FORMATS):
     p.add_argument("--format", choices=formats, default="md", help="output format (default md)")
     p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
@@ -72,9 +101,11 @@ def workload(args, arch, batch, tokens, history):
     weight = dtype(args.weight_dtype or "bf16")
     act = dtype(args.act_dtype)
     kv = dtype(args.kv_dtype) if args.kv_dtype else act
+    model, loads = routing(getattr(args, "routing", "uniform"))
     return Workload(batch=batch, tokens=tokens, history=history,
                     logits=getattr(args, "logits", "last"), weight_dtype=weight,
-                    act_dtype=act, kv_dtype=kv)
+                    act_dtype=act, kv_dtype=kv, routing=model, routing_loads=loads,
+                    mla=getattr(args, "mla", "absorbed"))
 
 
 def emit(args, record, markdown, csv=None):

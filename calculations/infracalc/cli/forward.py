@@ -13,6 +13,7 @@ def add_arguments(p):
     p.add_argument("--logits", choices=("last", "all", "none"), default="last",
                    help="positions the output head runs on (default last)")
     common.add_dtypes(p)
+    common.add_architecture_options(p)
     common.add_device(p)
     common.add_output(p)
 
