@@ -6,6 +6,7 @@ a device. Each distinct layer is expanded once and multiplied by its count.
 
 from .record import Record
 
+from .analyses.memory import weight_bytes
 from .arch import layer_range_label
 
 
@@ -75,7 +76,7 @@ def _totals(arch, w, ops):
     return Totals(
         params=arch.params,
         active_params=arch.active_params,
-        weight_bytes=sum(w.weight_bytes(t) for t in arch.tensors()),
+        weight_bytes=weight_bytes(arch, w),
         linear_flops=total("matrix_flops", "linear"),
         attention_flops_causal=total("matrix_flops", "attention"),
         attention_flops_rectangular=total("rect_flops", "attention"),

@@ -1,0 +1,38 @@
+"""Memory on one device: weights + KV cache + a workspace reserve.
+
+The reserve covers activations, the CUDA context, allocator slack and
+fragmentation. Default: 10% of device memory, mirroring vLLM's default
+gpu_memory_utilization of 0.9; it is an explicit input wherever it is used.
+"""
+
+DEFAULT_RESERVE_FRACTION = 0.10
+
+
+def default_reserve(memory_bytes):
+    """Workspace reserve in bytes: 10% of capacity, rounded down."""
+    return memory_bytes // 10
+
+
+def weight_bytes(arch, w):
+    """Resident weight bytes of the whole model in the workload's formats."""
+    total = sum(w.weight_bytes(t) for b in arch.top_blocks() for t in b.tensors())
+    for layer, count, _ in arch.layer_groups():
+        total += count * sum(w.weight_bytes(t) for t in layer.tensors())
+    return total
+
+
+def request_bytes(arch, w, context):
+    """KV cache and recurrent state of one request after `context` tokens."""
+    return arch.kv_bytes(w.kv_dtype, context)
+
+
+def max_requests(arch, w, memory_bytes, context, reserve_bytes=None):
+    """Concurrent requests of `context` tokens that fit beside the weights on
+    one device: floor((memory - weights - reserve) / bytes per request); 0 when
+    not even one fits (see `kv` for sharding, paging and prefix sharing)."""
+    reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
+    free = memory_bytes - weight_bytes(arch, w) - reserve
+    per = request_bytes(arch, w, context)
+    if free <= 0:
+        return 0
+    return free // per if per else None
