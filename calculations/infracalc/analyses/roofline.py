@@ -23,9 +23,16 @@ class Roof(Record):
         return nbytes / self.bytes_per_s
 
 
+def vector_peak(device, compute_dtype):
+    """The vector peak: the device's published FP32 (else BF16) non-tensor
+    figure; where none is published (TPUs), the matrix peak, which keeps the
+    bound a lower bound but is optimistic for vector work (stated in output)."""
+    return device.vector_flops_per_s or device.peak(compute_dtype)
+
+
 def roof(device, compute_dtype, compute_efficiency=1.0, memory_efficiency=1.0):
     return Roof(device.peak(compute_dtype) * compute_efficiency,
-                device.vector_flops_per_s * compute_efficiency,
+                vector_peak(device, compute_dtype) * compute_efficiency,
                 device.memory_bandwidth_bytes_per_s * memory_efficiency)
 
 

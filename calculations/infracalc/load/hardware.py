@@ -21,7 +21,8 @@ class Device(Record):
     name: str
     vendor: str
     matrix_flops_per_s: tuple   # ((format, dense FLOP/s), ...)
-    vector_flops_per_s: int     # non-tensor FP32 peak
+    vector_flops_per_s: int     # non-tensor peak (FP32, else BF16); 0 when none is published
+    vector_peak_kind: str       # "fp32", "bf16" or "" (none published)
     memory_bytes: int
     memory_bandwidth_bytes_per_s: int
     scale_up: Link = None
@@ -85,12 +86,14 @@ def load_device(spec):
     if not isinstance(peaks, dict) or not peaks:
         raise UserError(f"{source}: missing required field 'matrix_flops_per_s'")
     vector = data.get("vector_flops_per_s")
-    if not isinstance(vector, dict) or "fp32" not in vector:
-        raise UserError(f"{source}: missing required field 'vector_flops_per_s.fp32'")
+    if not isinstance(vector, dict):
+        raise UserError(f"{source}: missing required field 'vector_flops_per_s' (an object, may be empty)")
+    vector_kind = next((k for k in ("fp32", "bf16") if k in vector), "")
     dev = Device(
         id=source, name=str(data.get("name", source)), vendor=str(data.get("vendor", "")),
         matrix_flops_per_s=tuple((k, _int(peaks, k, f"{source}:matrix_flops_per_s")) for k in peaks),
-        vector_flops_per_s=_int(vector, "fp32", f"{source}:vector_flops_per_s"),
+        vector_flops_per_s=_int(vector, vector_kind, f"{source}:vector_flops_per_s") if vector_kind else 0,
+        vector_peak_kind=vector_kind,
         memory_bytes=_int(data, "memory_bytes", source),
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),

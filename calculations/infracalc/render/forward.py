@@ -19,7 +19,7 @@ def header_lines(rec):
         f"- Formats: weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}"
         + ("".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items())),
         f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
-        f"{u.rate_flops(d['matrix_flops_per_s'])}, FP32 vector {u.rate_flops(d['vector_flops_per_s'])}, "
+        f"{u.rate_flops(d['matrix_flops_per_s'])}, vector {u.rate_flops(d['vector_flops_per_s'])} ({d['vector_peak']}), "
         f"memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}; efficiency compute "
         f"{d['compute_efficiency']}, memory {d['memory_efficiency']}",
     ]

@@ -1,0 +1,47 @@
+"""Markdown and CSV for `hardware`."""
+
+from . import units as u
+from .table import markdown_table, to_csv
+
+PEAK_COLUMNS = ("bf16", "fp16", "fp8", "int8", "fp4")
+
+
+def _tf(x):
+    return "-" if x is None else f"{x / 1e12:,.1f}"
+
+
+def markdown(rec):
+    rows = []
+    for d in rec["devices"]:
+        p = d["matrix_flops_per_s"]
+        up, out = d["scale_up"], d["scale_out"]
+        vec = "-" if d["vector_flops_per_s"] is None else f"{_tf(d['vector_flops_per_s'])} ({d['vector_peak_kind']})"
+        rows.append([f"`{d['id']}`", d["name"], *[_tf(p.get(k)) for k in PEAK_COLUMNS], vec,
+                     f"{d['memory_bytes'] / 1e9:,.1f} GB ({u.nbytes(d['memory_bytes'])})",
+                     f"{d['memory_bandwidth_bytes_per_s'] / 1e9:,.0f}",
+                     "-" if up is None else f"{up['name']}: {up['bytes_per_s_per_direction'] / 1e9:,.1f} x{up['domain_size']}",
+                     "-" if out is None else f"{out['bytes_per_s_per_direction'] / 1e9:,.2f}",
+                     "-" if d["tdp_watts"] is None else d["tdp_watts"]])
+    return "\n".join([
+        "# Bundled devices", "",
+        "Dense peaks (never 2:4 sparse) in TFLOP/s (10^12); memory in GB (10^9) and GiB (2^30); "
+        "bandwidths in GB/s (10^9), links per direction. Every figure's source and how well it is "
+        "verified: calculations/hardware/SOURCES.md and the `sources` object of each JSON file.", "",
+        markdown_table(["id", "name", "BF16", "FP16", "FP8", "INT8", "FP4", "vector", "memory",
+                        "HBM GB/s", "scale-up GB/s per dir x domain", "scale-out GB/s", "TDP W"],
+                       rows, "llrrrrrrrrlrr"), "",
+        "A blank (-) peak means the device has no such precision (or none is published); "
+        "TPUs publish no vector peak, so vector FLOPs are charged at the matrix peak there.", ""])
+
+
+def csv(rec):
+    header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS], "vector_flops_per_s",
+              "memory_bytes", "memory_bandwidth_bytes_per_s", "scale_up_bytes_per_s_per_direction",
+              "scale_up_domain_size", "scale_out_bytes_per_s_per_direction", "tdp_watts"]
+    rows = [[d["id"], d["name"], *[d["matrix_flops_per_s"].get(k) for k in PEAK_COLUMNS],
+             d["vector_flops_per_s"], d["memory_bytes"], d["memory_bandwidth_bytes_per_s"],
+             d["scale_up"] and d["scale_up"]["bytes_per_s_per_direction"],
+             d["scale_up"] and d["scale_up"]["domain_size"],
+             d["scale_out"] and d["scale_out"]["bytes_per_s_per_direction"], d["tdp_watts"]]
+            for d in rec["devices"]]
+    return to_csv(header, rows)

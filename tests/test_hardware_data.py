@@ -1,0 +1,283 @@
+"""Checks on the accelerator data files in calculations/hardware/.
+
+Stdlib only; reads the JSON files directly (no import of the project package).
+Spot values below are re-derived here from the vendor text quoted in each
+file's "sources" notes, so a silent edit of a number makes a test fail.
+"""
+
+import json
+import unittest
+from pathlib import Path
+
+HW_DIR = Path(__file__).resolve().parent.parent / "calculations" / "hardware"
+
+REQUIRED_IDS = [
+    "a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "h20", "b200", "gb200",
+    "mi300x", "mi325x", "mi355x", "tpu-v5e", "tpu-v5p", "tpu-v6e",
+    "rtx-4090", "rtx-5090", "gaudi3",
+]
+
+TOP_KEYS = [
+    "id", "name", "vendor", "matrix_flops_per_s", "vector_flops_per_s",
+    "memory_bytes", "memory_bandwidth_bytes_per_s", "scale_up", "scale_out",
+    "tdp_watts", "sources",
+]
+MATRIX_KEYS = ["bf16", "fp16", "fp8", "int8", "fp4"]
+VECTOR_KEYS = ["fp32", "bf16"]
+SCALE_UP_KEYS = ["name", "bytes_per_s_per_direction", "domain_size"]
+SCALE_OUT_KEYS = ["name", "bytes_per_s_per_direction"]
+SOURCE_KEYS = ["source", "status", "note"]
+STATUSES = {"V", "R", "3P"}
+# Fields that may be null (then "sources" must explain why under that key).
+NULLABLE = {"scale_out", "tdp_watts"}
+
+GB = 10**9
+TERA = 10**12
+PETA = 10**15
+GIB = 2**30
+
+
+def load_all():
+    records = {}
+    for path in sorted(HW_DIR.glob("*.json")):
+        records[path.stem] = (path, json.loads(path.read_text(encoding="utf-8")))
+    return records
+
+
+def numeric_leaves(obj, prefix=""):
+    """Yield (dotted_path, value) for every non-string leaf outside "sources"."""
+    for key, value in obj.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if not prefix and key == "sources":
+            continue
+        if isinstance(value, dict):
+            yield from numeric_leaves(value, path)
+        elif isinstance(value, str):
+            continue
+        else:
+            yield path, value
+
+
+class HardwareDataTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.records = load_all()
+
+    def rec(self, device_id):
+        self.assertIn(device_id, self.records, f"missing {device_id}.json")
+        return self.records[device_id][1]
+
+    # ---- structure -------------------------------------------------------
+
+    def test_directory_has_files(self):
+        self.assertTrue(HW_DIR.is_dir(), HW_DIR)
+        self.assertGreaterEqual(len(self.records), len(REQUIRED_IDS))
+
+    def test_required_ids_present(self):
+        missing = [i for i in REQUIRED_IDS if i not in self.records]
+        self.assertEqual(missing, [])
+
+    def test_formatting_two_space_indent_trailing_newline(self):
+        for stem, (path, data) in self.records.items():
+            with self.subTest(device=stem):
+                text = path.read_text(encoding="utf-8")
+                self.assertTrue(text.endswith("}\n"), "needs one trailing newline")
+                self.assertEqual(text, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+    def test_top_level_keys_in_order_and_id_matches_filename(self):
+        for stem, (_, data) in self.records.items():
+            with self.subTest(device=stem):
+                self.assertEqual(list(data.keys()), TOP_KEYS)
+                self.assertEqual(data["id"], stem)
+                for key in ("name", "vendor"):
+                    self.assertIsInstance(data[key], str)
+                    self.assertTrue(data[key].strip())
+
+    def test_nested_keys_allowed_and_ordered(self):
+        for stem, (_, data) in self.records.items():
+            with self.subTest(device=stem):
+                matrix = list(data["matrix_flops_per_s"].keys())
+                self.assertTrue(matrix, "at least one matrix dtype")
+                self.assertEqual(matrix, [k for k in MATRIX_KEYS if k in matrix])
+                vector = list(data["vector_flops_per_s"].keys())
+                self.assertEqual(vector, [k for k in VECTOR_KEYS if k in vector])
+                self.assertIsInstance(data["scale_up"], dict)
+                self.assertEqual(list(data["scale_up"].keys()), SCALE_UP_KEYS)
+                if data["scale_out"] is not None:
+                    self.assertEqual(list(data["scale_out"].keys()), SCALE_OUT_KEYS)
+                for link in ("scale_up", "scale_out"):
+                    if data[link] is not None:
+                        self.assertTrue(data[link]["name"].strip())
+
+    def test_numeric_fields_are_positive_ints_with_sources(self):
+        for stem, (_, data) in self.records.items():
+            sources = data["sources"]
+            for path, value in numeric_leaves(data):
+                with self.subTest(device=stem, field=path):
+                    if value is None:
+                        self.assertIn(path, NULLABLE, "only scale_out / tdp_watts may be null")
+                    else:
+                        self.assertIs(type(value), int, "must be int (no floats, no bools)")
+                        self.assertGreater(value, 0)
+                    self.assertIn(path, sources, "every numeric (or null) field needs a sources entry")
+
+    def test_source_entries_well_formed(self):
+        for stem, (_, data) in self.records.items():
+            for path, entry in data["sources"].items():
+                with self.subTest(device=stem, entry=path):
+                    self.assertIn(path.split(".")[0], TOP_KEYS[3:-1], "sources key must name a data field")
+                    self.assertEqual(list(entry.keys()), SOURCE_KEYS)
+                    self.assertIsInstance(entry["source"], str)
+                    self.assertTrue(entry["source"].strip())
+                    self.assertIn(entry["status"], STATUSES)
+                    self.assertIsInstance(entry["note"], str)
+
+    def test_plausible_ranges(self):
+        for stem, (_, data) in self.records.items():
+            with self.subTest(device=stem):
+                self.assertTrue(GB <= data["memory_bytes"] <= 1000 * GB)
+                self.assertTrue(100 * GB <= data["memory_bandwidth_bytes_per_s"] <= 20 * TERA)
+                for value in data["matrix_flops_per_s"].values():
+                    self.assertTrue(10 * TERA <= value <= 50 * PETA)
+                self.assertGreaterEqual(data["scale_up"]["domain_size"], 1)
+                if data["tdp_watts"] is not None:
+                    self.assertTrue(50 <= data["tdp_watts"] <= 3000)
+
+    # ---- invariants ------------------------------------------------------
+
+    def test_lower_precision_not_slower(self):
+        for stem, (_, data) in self.records.items():
+            m = data["matrix_flops_per_s"]
+            with self.subTest(device=stem):
+                if "fp8" in m and "bf16" in m:
+                    self.assertGreaterEqual(m["fp8"], m["bf16"])
+                if "fp4" in m and "fp8" in m:
+                    self.assertGreaterEqual(m["fp4"], m["fp8"])
+
+    def test_consumer_cards_have_no_scale_out(self):
+        for stem in ("rtx-4090", "rtx-5090"):
+            with self.subTest(device=stem):
+                data = self.rec(stem)
+                self.assertIsNone(data["scale_out"])
+                self.assertIn("scale_out", data["sources"])
+                self.assertEqual(data["scale_up"]["domain_size"], 1)
+                self.assertTrue(data["scale_up"]["name"].startswith("PCIe"))
+
+    def test_h20_is_third_party(self):
+        data = self.rec("h20")
+        for key in data["matrix_flops_per_s"]:
+            entry = data["sources"][f"matrix_flops_per_s.{key}"]
+            self.assertEqual(entry["status"], "3P")
+            self.assertIn("dense", entry["note"])
+
+    # ---- spot values, re-derived from the vendor text ----------------------
+
+    def test_h100_sxm_dense_is_half_of_datasheet_sparse(self):
+        d = self.rec("h100-sxm")
+        m = d["matrix_flops_per_s"]
+        # Datasheet: BF16/FP16 1,979 TFLOPS and FP8/INT8 3,958 "with sparsity".
+        self.assertEqual(m["bf16"], 1979 * TERA // 2)       # 989.5 TFLOPS
+        self.assertEqual(m["fp16"], 1979 * TERA // 2)
+        self.assertEqual(m["fp8"], 3958 * TERA // 2)        # 1,979 TFLOPS
+        self.assertEqual(m["int8"], 3958 * TERA // 2)
+        self.assertNotIn("fp4", m)
+        self.assertEqual(d["vector_flops_per_s"]["fp32"], 67 * TERA)
+        self.assertEqual(d["memory_bytes"], 80 * GB)
+        self.assertEqual(d["memory_bandwidth_bytes_per_s"], 3350 * GB)
+        # "900 GB/s NVLink" counts both directions.
+        self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"], 900 * GB // 2)
+        self.assertEqual(d["scale_up"]["domain_size"], 8)
+        self.assertEqual(d["scale_out"]["bytes_per_s_per_direction"], 400 * GB // 8)
+        self.assertEqual(d["tdp_watts"], 700)
+
+    def test_h200_same_compute_more_memory(self):
+        h100, h200 = self.rec("h100-sxm"), self.rec("h200")
+        self.assertEqual(h200["matrix_flops_per_s"], h100["matrix_flops_per_s"])
+        self.assertEqual(h200["memory_bytes"], 141 * GB)
+        self.assertEqual(h200["memory_bandwidth_bytes_per_s"], 4800 * GB)
+
+    def test_a100(self):
+        d = self.rec("a100-sxm-80gb")
+        self.assertEqual(d["matrix_flops_per_s"]["bf16"], 624 * TERA // 2)
+        self.assertNotIn("fp8", d["matrix_flops_per_s"])
+        self.assertEqual(d["memory_bandwidth_bytes_per_s"], 2039 * GB)
+        self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"], 600 * GB // 2)
+
+    def test_h100_pcie(self):
+        d = self.rec("h100-pcie")
+        self.assertEqual(d["matrix_flops_per_s"]["bf16"], 1513 * TERA // 2)
+        self.assertEqual(d["matrix_flops_per_s"]["fp8"], 3026 * TERA // 2)
+        self.assertEqual(d["tdp_watts"], 350)
+        self.assertTrue(d["scale_up"]["name"].startswith("PCIe Gen5"))
+
+    def test_b200_from_hgx_per_8_gpu_figures(self):
+        d = self.rec("b200")
+        m = d["matrix_flops_per_s"]
+        self.assertEqual(m["fp4"], 144 * PETA // 8 // 2)    # 144 PF sparse per HGX
+        self.assertEqual(m["fp8"], 72 * PETA // 8 // 2)
+        self.assertEqual(m["bf16"], 36 * PETA // 8 // 2)
+        self.assertEqual(d["memory_bytes"], 1440 * GB // 8)  # 180 GB usable
+        self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"], 1800 * GB // 2)
+
+    def test_gb200_from_nvl72_rack_figures(self):
+        d = self.rec("gb200")
+        m = d["matrix_flops_per_s"]
+        self.assertEqual(m["fp4"], 1440 * PETA // 72 // 2)  # 1,440 PF sparse per rack
+        self.assertEqual(m["fp8"], 720 * PETA // 72 // 2)
+        self.assertEqual(d["vector_flops_per_s"]["fp32"], 5760 * TERA // 72)
+        self.assertEqual(d["memory_bytes"], 372 * GB // 2)
+        self.assertEqual(d["scale_up"]["domain_size"], 72)
+
+    def test_tpus_from_google_docs(self):
+        v5e, v5p, v6e = self.rec("tpu-v5e"), self.rec("tpu-v5p"), self.rec("tpu-v6e")
+        self.assertEqual(v5e["matrix_flops_per_s"]["bf16"], 197 * TERA)
+        self.assertEqual(v5e["matrix_flops_per_s"]["int8"], 393 * TERA)
+        self.assertEqual(v5e["memory_bytes"], 16 * GB)
+        self.assertEqual(v5e["scale_up"]["bytes_per_s_per_direction"], 400 * GB // 2)
+        self.assertEqual(v5e["scale_up"]["domain_size"], 256)
+        self.assertEqual(v5e["scale_out"]["bytes_per_s_per_direction"], 2 * 100 * GB // 8 // 8)
+        self.assertEqual(v5p["matrix_flops_per_s"]["bf16"], 459 * TERA)
+        self.assertEqual(v5p["memory_bytes"], 95 * GIB)      # docs state GiB
+        self.assertEqual(v5p["memory_bandwidth_bytes_per_s"], 2765 * GB)
+        self.assertEqual(v5p["scale_up"]["bytes_per_s_per_direction"], 1200 * GB // 2)
+        self.assertEqual(v5p["scale_up"]["domain_size"], 8960)
+        self.assertEqual(v6e["matrix_flops_per_s"]["bf16"], 918 * TERA)
+        self.assertEqual(v6e["matrix_flops_per_s"]["int8"], 1836 * TERA)
+        self.assertEqual(v6e["memory_bandwidth_bytes_per_s"], 1638 * GB)
+        self.assertEqual(v6e["scale_up"]["bytes_per_s_per_direction"], 800 * GB // 2)
+        self.assertEqual(v6e["scale_up"]["domain_size"], 256)
+
+    def test_amd(self):
+        mi300x, mi355x = self.rec("mi300x"), self.rec("mi355x")
+        self.assertEqual(mi300x["matrix_flops_per_s"]["bf16"], 13074 * TERA // 10)
+        self.assertEqual(mi300x["matrix_flops_per_s"]["fp8"], 26149 * TERA // 10)
+        self.assertEqual(mi300x["memory_bytes"], 192 * GB)
+        self.assertEqual(mi300x["scale_up"]["bytes_per_s_per_direction"], 7 * 128 * GB // 2)
+        # MI355X: 256 CUs x 16,384 dense MXFP4 FLOP/clk/CU x 2.4 GHz; AMD's
+        # "20.1 PF" is the with-sparsity figure, exactly twice this.
+        fp4 = mi355x["matrix_flops_per_s"]["fp4"]
+        self.assertEqual(fp4, 256 * 16384 * 2_400_000_000)
+        self.assertEqual(round(2 * fp4 / (100 * TERA)), 201)
+        self.assertEqual(mi355x["matrix_flops_per_s"]["fp8"], fp4 // 2)
+        self.assertEqual(mi355x["memory_bytes"], 288 * GB)
+        self.assertEqual(mi355x["tdp_watts"], 1400)
+
+    def test_gaudi3(self):
+        d = self.rec("gaudi3")
+        self.assertEqual(d["matrix_flops_per_s"], {"bf16": 1835 * TERA, "fp8": 1835 * TERA})
+        self.assertEqual(d["vector_flops_per_s"], {"bf16": 287 * TERA // 10})
+        self.assertEqual(d["memory_bytes"], 128 * GB)
+        self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"], 21 * 200 * GB // 8)
+        self.assertEqual(d["scale_out"]["bytes_per_s_per_direction"], 3 * 200 * GB // 8)
+
+    def test_rtx_fp32_accumulate_rates(self):
+        r4090, r5090 = self.rec("rtx-4090"), self.rec("rtx-5090")
+        self.assertEqual(r4090["matrix_flops_per_s"]["bf16"], 1652 * TERA // 10)
+        self.assertEqual(r4090["matrix_flops_per_s"]["fp8"], 3303 * TERA // 10)
+        self.assertEqual(r4090["memory_bandwidth_bytes_per_s"], 1008 * GB)
+        self.assertEqual(r5090["matrix_flops_per_s"]["fp4"], 3352 * TERA // 2)
+        self.assertEqual(r5090["memory_bandwidth_bytes_per_s"], 1792 * GB)
+
+
+if __name__ == "__main__":
+    unittest.main()
