@@ -53,10 +53,16 @@ class Record:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __eq__(self, other):
-        return type(self) is type(other) and self._values() == other._values()
+        if self is other:
+            return True
+        return type(self) is type(other) and hash(self) == hash(other) and self._values() == other._values()
 
     def __hash__(self):
-        return hash((type(self).__name__,) + self._values())
+        h = self.__dict__.get("_hash")
+        if h is None:   # immutable, so the hash is computed once
+            h = hash((type(self).__name__,) + self._values())
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __repr__(self):
         inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in self._fields)

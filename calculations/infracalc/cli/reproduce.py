@@ -1,0 +1,108 @@
+"""`reproduce`: regenerate every stored result, or (--check) diff against them.
+
+calculations/results/scenarios.json lists scenarios: a name, the command-line
+arguments, and the formats to store. Each is written to results/NAME.FORMAT.
+--check recomputes them in memory and exits 1 on any drift, printing a
+unified diff of what changed; it also flags stored files no scenario makes.
+"""
+
+import os
+
+from . import common
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "results")
+SCENARIOS = os.path.join(RESULTS_DIR, "scenarios.json")
+MAX_DIFF_LINES = 40
+
+
+def add_arguments(p):
+    p.add_argument("--check", action="store_true",
+                   help="recompute and compare with the stored files; exit 1 on any drift")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="only this scenario (repeatable)")
+    p.add_argument("--list", action="store_true", help="list the scenarios and their commands")
+
+
+def load_scenarios():
+    from ..errors import UserError
+    from ..load.models import read_json
+
+    data = read_json(SCENARIOS)
+    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
+        raise UserError(f"{SCENARIOS}: expected an object with a 'scenarios' list")
+    return data["scenarios"]
+
+
+def outputs(scenario):
+    """[(file name, text)] for one scenario, rendered in-process."""
+    from . import render
+
+    result = []
+    for fmt in scenario.get("formats", ["md", "json"]):
+        text, _ = render(list(scenario["args"]) + ["--format", fmt])
+        result.append((f"{scenario['name']}.{fmt}", text))
+    return result
+
+
+def _diff(name, old, new):
+    import difflib
+
+    lines = list(difflib.unified_diff(old.splitlines(), new.splitlines(),
+                                      f"stored/{name}", f"recomputed/{name}", lineterm="", n=1))
+    more = len(lines) - MAX_DIFF_LINES
+    return lines[:MAX_DIFF_LINES] + ([f"... ({more} more diff lines)"] if more > 0 else [])
+
+
+def run(args):
+    from ..errors import UserError
+
+    scenarios = load_scenarios()
+    if args.list:
+        return "".join(f"{s['name']}: infra-calc {' '.join(s['args'])}\n" for s in scenarios)
+    if args.only:
+        known = {s["name"] for s in scenarios}
+        for name in args.only:
+            if name not in known:
+                from ..errors import unknown
+                raise unknown("scenario", name, known)
+        scenarios = [s for s in scenarios if s["name"] in args.only]
+    report, drift, expected = [], 0, set()
+    for s in scenarios:
+        for name, text in outputs(s):
+            expected.add(name)
+            path = os.path.join(RESULTS_DIR, name)
+            if not args.check:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    stored = f.read()
+            except FileNotFoundError:
+                report.append(f"MISSING {name} (run `reproduce` to create it)")
+                drift += 1
+                continue
+            if stored != text:
+                drift += 1
+                report.append(f"DRIFT {name}")
+                report.extend(_diff(name, stored, text))
+    if not args.only:
+        stale = sorted(f for f in os.listdir(RESULTS_DIR)
+                       if f != "scenarios.json" and f.endswith((".md", ".json", ".csv")) and f not in expected)
+        for f in stale:
+            report.append(f"STALE {f}: no scenario produces it")
+        drift += len(stale) if args.check else 0
+    if args.check:
+        if drift:
+            args.exit_status = 1
+            report.append(f"reproduce --check: {drift} of {len(expected)} stored results differ")
+        else:
+            report.append(f"reproduce --check: all {len(expected)} stored results match "
+                          f"({len(scenarios)} scenarios)")
+    else:
+        report.append(f"reproduce: wrote {len(expected)} files for {len(scenarios)} scenarios "
+                      f"to {os.path.relpath(RESULTS_DIR)}")
+    if not scenarios:
+        raise UserError("no scenarios selected")
+    return "\n".join(report) + "\n"

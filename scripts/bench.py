@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Start-up benchmark: each subcommand in a fresh process, median of N runs.
+
+Prints the bare interpreter start (`python3 -c pass`), each command's wall
+time, and the command's own share (imports plus work) over the bare start.
+The budget is ~30 ms of own share per command. Uses the running interpreter
+directly, so a version-manager shim does not distort the figures.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CALC = os.path.join(ROOT, "calculations", "calc.py")
+
+COMMANDS = [
+    ["models"],
+    ["models", "--model", "deepseek-v3"],
+    ["hardware"],
+    ["forward", "--model", "qwen3-8b", "--tokens", "8192"],
+    ["forward", "--model", "qwen3-8b", "--batch", "64", "--history", "8192", "--format", "json"],
+    ["forward", "--model", "qwen3-235b-a22b", "--tokens", "1048576", "--format", "csv"],
+    ["kv", "--model", "qwen3-8b", "--context", "32768"],
+    ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
+    ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1048576", "--batch-sweep"],
+    ["reproduce", "--check"],
+]
+BUDGET_S = 0.030
+
+
+def wall(argv, runs):
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        times.append(time.perf_counter() - t0)
+        if p.returncode not in (0,):
+            return None, p.stderr.decode().strip().splitlines()[-1:]
+    return statistics.median(times), None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=9)
+    args = ap.parse_args()
+    base, _ = wall([sys.executable, "-c", "pass"], args.runs)
+    print(f"bare interpreter start: {base * 1e3:.1f} ms (median of {args.runs}, {sys.executable})")
+    print(f"{'command':<100} {'wall ms':>8} {'own ms':>7} {'ratio':>6}")
+    worst, failures = 0.0, 0
+    for cmd in COMMANDS:
+        t, err = wall([sys.executable, CALC, *cmd], args.runs)
+        label = "infra-calc " + " ".join(cmd)
+        if t is None:
+            if err and "unknown command" in err[0]:
+                print(f"{label:<100} {'(not available yet)':>23}")
+                continue
+            print(f"{label:<100} failed: {err}")
+            failures += 1
+            continue
+        own = t - base
+        worst = max(worst, own) if cmd[0] != "reproduce" else worst
+        print(f"{label:<100} {t * 1e3:8.1f} {own * 1e3:7.1f} {t / base:6.2f}")
+    verdict = "within" if worst <= BUDGET_S else "OVER"
+    print(f"worst own share (excluding reproduce): {worst * 1e3:.1f} ms, {verdict} the {BUDGET_S * 1e3:.0f} ms budget")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""Shared test helpers: import path, temp configs, running the CLI."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CALC = os.path.join(ROOT, "calculations")
+if CALC not in sys.path:
+    sys.path.insert(0, CALC)
+
+from infracalc.dtypes import DTYPES  # noqa: E402
+from infracalc.ledger import build  # noqa: E402
+from infracalc.load.models import load_model  # noqa: E402
+from infracalc.workload import Workload  # noqa: E402
+
+
+def write_config(test, data):
+    """Write a config dict to a temp JSON file removed after the test; return its path."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f) if not isinstance(data, str) else f.write(data)
+    test.addCleanup(os.remove, path)
+    return path
+
+
+def totals(model, **workload):
+    return build(load_model(model), Workload(**workload)).totals
+
+
+def cli(*args):
+    """Run calc.py in a fresh process: (exit status, stdout, stderr)."""
+    p = subprocess.run([sys.executable, os.path.join(CALC, "calc.py"), *args],
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr

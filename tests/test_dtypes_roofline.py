@@ -1,0 +1,64 @@
+"""Storage formats (exact bytes with scales) and the roofline arithmetic."""
+
+import unittest
+
+from support import DTYPES, Workload, build, load_model
+
+from infracalc.analyses.roofline import Roof, op_bound
+from infracalc.ops import Op
+
+
+class FormatBytes(unittest.TestCase):
+    def test_plain_formats(self):
+        self.assertEqual(DTYPES["bf16"].nbytes((4096, 4096)), 2 * 4096 * 4096)
+        self.assertEqual(DTYPES["fp8"].nbytes((3, 5)), 15)
+        self.assertEqual(DTYPES["fp4"].nbytes((3,)), 2)       # 12 bits round up to 2 bytes
+
+    def test_mxfp4(self):
+        # 4 bits per value + one 8-bit scale per 32 values along the last axis:
+        # [2880, 2880]: 2880*2880/2 + 2880 * 90 = 4,147,200 + 259,200
+        self.assertEqual(DTYPES["mxfp4"].nbytes((2880, 2880)), 4_147_200 + 259_200)
+
+    def test_nvfp4(self):
+        # 4 bits + one FP8 scale per 16 values + one FP32 per tensor: [16, 64]
+        # 16*64/2 = 512; scales 16*4 = 64; +4
+        self.assertEqual(DTYPES["nvfp4"].nbytes((16, 64)), 580)
+
+    def test_fp8_block_scales(self):
+        # DeepSeek-V3 FP8: one FP32 per 128x128 block: [7168, 18432] has 56*144 blocks
+        self.assertEqual(DTYPES["fp8-block128"].nbytes((7168, 18432)), 7168 * 18432 + 56 * 144 * 4)
+        # partial blocks round up: [129, 1] -> 2 x 1 blocks
+        self.assertEqual(DTYPES["fp8-block128"].nbytes((129, 1)), 129 + 2 * 4)
+
+    def test_int4_group_scales(self):
+        # 4 bits + one BF16 scale per 128 values: [256, 256] -> 32768 + 512 groups * 2
+        self.assertEqual(DTYPES["int4"].nbytes((256, 256)), 32768 + 1024)
+
+
+class RooflineArithmetic(unittest.TestCase):
+    def test_op_bound_by_hand(self):
+        roof = Roof(1e12, 1e11, 1e9)  # 1 TFLOP/s matrix, 0.1 TFLOP/s vector, 1 GB/s
+        op = Op("x", "linear", "", matrix_flops=2_000_000, vector_flops=100_000, act_read=1000)
+        c, m, t, bound = op_bound(op, roof)
+        self.assertAlmostEqual(c, 2e-6 + 1e-6)
+        self.assertAlmostEqual(m, 1e-6)
+        self.assertEqual(bound, "compute")
+        self.assertEqual(t, c)
+
+    def test_dense_decode_is_weight_bound(self):
+        # Qwen3-8B, B=1, one token, no history: every GEMM is memory-bound
+        # (arithmetic intensity ~1 FLOP/byte, far below 989.5e12/3.35e12 = 295).
+        from infracalc.analyses.forward import forward
+        from infracalc.load.hardware import load_device
+
+        rec = forward(load_model("qwen3-8b"), Workload(), load_device("h100-sxm"))
+        gemms = [o for o in rec["operators"] if o["category"] == "linear"]
+        self.assertTrue(all(o["bound"] == "memory" for o in gemms))
+        t = rec["totals"]
+        self.assertEqual(t["ideal_bound"], "memory")
+        self.assertAlmostEqual(t["ideal_memory_time_s"], t["unique_bytes"] / 3.35e12)
+        self.assertGreaterEqual(t["roofline_time_s"], t["ideal_time_s"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,68 @@
+"""Bad input: one line on stderr, exit status 2, no traceback."""
+
+import unittest
+
+from support import cli, write_config
+
+
+class Errors(unittest.TestCase):
+    def assertUsageError(self, args, *fragments):
+        status, out, err = cli(*args)
+        self.assertEqual(status, 2, err)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertNotIn("Traceback", err)
+        for fragment in fragments:
+            self.assertIn(fragment, err)
+
+    def test_unknown_model_suggests(self):
+        self.assertUsageError(["forward", "--model", "qwen3-7b"], "unknown model 'qwen3-7b'", "qwen3-8b")
+
+    def test_unknown_device_suggests(self):
+        self.assertUsageError(["forward", "--model", "qwen3-8b", "--device", "h100"],
+                              "unknown device 'h100'", "h100-sxm")
+
+    def test_unknown_command(self):
+        self.assertUsageError(["forwrd"], "unknown command 'forwrd'", "forward")
+
+    def test_non_positive_and_non_integer_sizes(self):
+        for flag, value in (("--batch", "0"), ("--tokens", "-3"), ("--tokens", "1.5"),
+                            ("--batch", "eight"), ("--history", "-1")):
+            with self.subTest(flag=flag, value=value):
+                self.assertUsageError(["forward", "--model", "qwen3-8b", flag, value], flag, value)
+
+    def test_unknown_dtype(self):
+        self.assertUsageError(["forward", "--model", "qwen3-8b", "--weight-dtype", "fp9"],
+                              "unknown dtype 'fp9'")
+
+    def test_dtype_the_device_lacks(self):
+        self.assertUsageError(["forward", "--model", "qwen3-8b", "--act-dtype", "fp8",
+                               "--device", "a100-sxm-80gb"], "no fp8 matrix peak", "bf16")
+
+    def test_malformed_json(self):
+        path = write_config(self, '{"model_type": "llama", "hidden_size": 8,')
+        self.assertUsageError(["forward", "--model", path], "malformed JSON", "line 1")
+
+    def test_missing_field(self):
+        path = write_config(self, {"model_type": "llama", "hidden_size": 8, "num_attention_heads": 2,
+                                   "num_hidden_layers": 2, "vocab_size": 10, "max_position_embeddings": 8})
+        self.assertUsageError(["forward", "--model", path], "missing required field 'intermediate_size'")
+
+    def test_bad_field_type(self):
+        path = write_config(self, {"model_type": "llama", "hidden_size": "8"})
+        self.assertUsageError(["models", "--model", path], "hidden_size", "integer")
+
+    def test_unsupported_model_type(self):
+        path = write_config(self, {"model_type": "rwkv", "hidden_size": 8})
+        self.assertUsageError(["forward", "--model", path], "unsupported model_type 'rwkv'")
+
+    def test_missing_model_file(self):
+        self.assertUsageError(["forward", "--model", "/nonexistent/config.json"], "not found")
+
+    def test_bad_device_file(self):
+        path = write_config(self, {"id": "x", "matrix_flops_per_s": {"bf16": 1}})
+        self.assertUsageError(["forward", "--model", "qwen3-8b", "--device", path], "vector_flops_per_s")
+
+
+if __name__ == "__main__":
+    unittest.main()
