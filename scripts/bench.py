@@ -19,7 +19,7 @@ CALC = os.path.join(ROOT, "calculations", "calc.py")
 
 COMMANDS = [
     ["models"],
-    ["models", "--model", "deepseek-v3"],
+    ["models", "--model", "qwen3-30b-a3b"],
     ["hardware"],
     ["forward", "--model", "qwen3-8b", "--tokens", "8192"],
     ["forward", "--model", "qwen3-8b", "--batch", "64", "--history", "8192", "--format", "json"],

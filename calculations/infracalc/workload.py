@@ -13,10 +13,8 @@ _BF16 = DTYPES["bf16"]
 class Workload(Record):
     """B requests, each with `history` cached tokens and `tokens` new ones.
 
-    Weight formats: matrices (roles matrix, expert, embedding, head) are stored
-    in `weight_dtype` unless `formats` overrides a role (a checkpoint's native
-    format, e.g. MXFP4 experts); 1-D tensors (norms, biases, sinks) stay at the
-    weight dtype when it has 16 or more bits and at bf16 otherwise.
+    Weight formats: see `dtype_for`; `formats` overrides a role with a
+    checkpoint's native format (e.g. MXFP4 experts).
     Matrix work runs at the activation format's peak (`compute_dtype`).
     """
     batch: int = 1
@@ -62,13 +60,17 @@ class Workload(Record):
         return self.act_dtype
 
     def dtype_for(self, role):
+        """Storage format of a tensor role: a native override, else the weight
+        format for linear-layer matrices (roles matrix and expert); embedding,
+        head and 1-D tensors keep 16 bits (bf16) when the weight format is
+        narrower, as quantized checkpoints (GPTQ, AWQ, FP8, MXFP4) do."""
         for r, d in self.formats:
             if r == role:
                 return d
-        if role == "vector":
-            wd = self.weight_dtype
-            return wd if wd.bits >= 16 else _BF16
-        return self.weight_dtype
+        wd = self.weight_dtype
+        if role in ("matrix", "expert") or wd.bits >= 16:
+            return wd
+        return _BF16
 
     def weight_bytes(self, tensor):
         return self.dtype_for(tensor.role).nbytes(tensor.shape)

@@ -98,13 +98,17 @@ def workload(args, arch, batch, tokens, history):
     from ..dtypes import dtype
     from ..workload import Workload
 
-    weight = dtype(args.weight_dtype or "bf16")
+    if args.weight_dtype:   # an explicit format replaces the checkpoint's native ones
+        weight, formats = dtype(args.weight_dtype), ()
+    else:
+        weight = dtype("bf16")
+        formats = tuple((role, dtype(name)) for role, name in arch.native_formats)
     act = dtype(args.act_dtype)
     kv = dtype(args.kv_dtype) if args.kv_dtype else act
     model, loads = routing(getattr(args, "routing", "uniform"))
     return Workload(batch=batch, tokens=tokens, history=history,
                     logits=getattr(args, "logits", "last"), weight_dtype=weight,
-                    act_dtype=act, kv_dtype=kv, routing=model, routing_loads=loads,
+                    act_dtype=act, kv_dtype=kv, formats=formats, routing=model, routing_loads=loads,
                     mla=getattr(args, "mla", "absorbed"))
 
 

@@ -1,0 +1,53 @@
+"""Quantized storage formats per tensor class, native formats, compute peaks."""
+
+import unittest
+
+from support import DTYPES, Workload, build, cli, load_model
+
+
+class WeightFormats(unittest.TestCase):
+    def test_int4_applies_to_linear_layers_only(self):
+        # Qwen3-8B --weight-dtype int4 (4 bits + one bf16 scale per 128 values along
+        # the input axis). Per layer:
+        #   q, o [4096, 4096]: 8,388,608 + 4096*32*2 = 8,650,752 each
+        #   k, v [1024, 4096]: 2,097,152 + 1024*32*2 = 2,162,688 each
+        #   gate, up [12288, 4096]: 25,165,824 + 12288*32*2 = 25,952,256 each
+        #   down [4096, 12288]: 25,165,824 + 4096*96*2 = 25,952,256
+        #   norms (2*4096 + 2*128) * 2 bytes = 16,896  -> 99,500,544 per layer
+        # 36 layers = 3,582,019,584; embedding and head stay bf16: 2 * 151936*4096*2
+        # = 2,489,319,424; final norm 8,192 -> 6,071,347,200.
+        w = Workload(weight_dtype=DTYPES["int4"])
+        t = build(load_model("qwen3-8b"), w).totals
+        self.assertEqual(t.weight_bytes, 6_071_347_200)
+
+    def test_native_expert_format(self):
+        # Qwen3-30B-A3B with its experts in MXFP4 (as GPT-OSS ships): one expert's
+        # gate/up [768, 2048] = 786,432 + 768*64 scales = 835,584 bytes, down
+        # [2048, 768] = 786,432 + 2048*24 = 835,584 -> 2,506,752 per expert;
+        # x 128 experts x 48 layers = 15,401,484,288. Everything else bf16:
+        # (30,532,122,624 - 48*128*3*768*2048) * 2 = 3,082,186,752.
+        w = Workload(formats=(("expert", DTYPES["mxfp4"]),))
+        t = build(load_model("qwen3-30b-a3b"), w).totals
+        self.assertEqual(t.weight_bytes, 15_401_484_288 + 3_082_186_752)
+
+    def test_weight_only_int4_computes_at_activation_peak(self):
+        status, out, _ = cli("forward", "--model", "qwen3-8b", "--weight-dtype", "int4",
+                             "--format", "json")
+        self.assertEqual(status, 0)
+        self.assertIn('"compute_dtype": "bf16"', out)
+        self.assertIn('"matrix_flops_per_s": 989500000000000', out)
+
+    def test_fp8_compute_uses_fp8_peak(self):
+        status, out, _ = cli("forward", "--model", "qwen3-8b", "--weight-dtype", "fp8",
+                             "--act-dtype", "fp8", "--format", "json")
+        self.assertEqual(status, 0)
+        self.assertIn('"matrix_flops_per_s": 1979000000000000', out)
+
+    def test_storage_only_format_cannot_compute(self):
+        status, _, err = cli("forward", "--model", "qwen3-8b", "--act-dtype", "int4")
+        self.assertEqual(status, 2)
+        self.assertIn("storage-only", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
