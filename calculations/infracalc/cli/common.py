@@ -5,24 +5,22 @@ import argparse
 FORMATS = ("md", "json", "csv")
 
 
-def positive_int(text):
+def _int_at_least(text, low, what):
     try:
         value = int(text.replace("_", "").replace(",", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'")
+        value = None
+    if value is None or value < low:
+        raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
     return value
+
+
+def positive_int(text):
+    return _int_at_least(text, 1, "a positive integer")
 
 
 def non_negative_int(text):
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got '{text}'") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got '{text}'")
-    return value
+    return _int_at_least(text, 0, "a non-negative integer")
 
 
 def fraction(text):

@@ -31,13 +31,18 @@ def header_lines(rec):
 
 
 def operator_rows(ops):
+    def f(n):
+        return u.flops(n) if n else "-"
+
+    def b(n):
+        return u.nbytes(n) if n else "-"
+
     for o in ops:
         yield [
             o["name"], o["layers"], o["repeats"], f"`{o['shape']}`",
-            u.flops(o["matrix_flops"]), u.flops(o["vector_flops"]),
-            u.nbytes(o["weight_bytes_read"]), u.nbytes(o["act_bytes_read"]),
-            u.nbytes(o["kv_bytes_read"]),
-            u.nbytes(o["act_bytes_written"] + o["kv_bytes_written"]),
+            f(o["matrix_flops"]), f(o["vector_flops"]),
+            b(o["weight_bytes_read"]), b(o["act_bytes_read"]), b(o["kv_bytes_read"]),
+            b(o["act_bytes_written"] + o["kv_bytes_written"]),
             u.ratio(o["arithmetic_intensity"]), u.seconds(o["time_s"]), o["bound"],
         ]
 
