@@ -1,7 +1,20 @@
-"""model_type -> adapter. Each family module exports its own ADAPTERS table."""
+"""model_type -> the family module that adapts it (imported only when needed).
 
-from . import dense, moe
+Each family module exports an ADAPTERS table {model_type: function(cfg, id)};
+register a new model_type here with the name of its module.
+"""
 
-ADAPTERS = {}
-for _module in (dense, moe):
-    ADAPTERS.update(_module.ADAPTERS)
+import importlib
+
+FAMILIES = {
+    "llama": "dense", "mistral": "dense", "qwen2": "dense", "qwen3": "dense", "phi3": "dense",
+    "qwen3_moe": "moe", "mixtral": "moe",
+}
+
+
+def adapter(model_type):
+    """The adapter function for a model_type, or None if it is not modelled."""
+    family = FAMILIES.get(model_type)
+    if family is None:
+        return None
+    return importlib.import_module(f"{__package__}.{family}").ADAPTERS[model_type]

@@ -48,15 +48,15 @@ def load_model(spec):
     """A bundled id or config path -> a normalized Architecture."""
     if spec in _CACHE:
         return _CACHE[spec]
-    from .adapters import ADAPTERS
+    from .adapters import FAMILIES, adapter
 
     model_id, path = resolve(spec)
     cfg = Config(read_json(path), model_id)
     model_type = cfg.require("model_type")
-    adapter = ADAPTERS.get(model_type)
-    if adapter is None:
+    adapt = adapter(model_type)
+    if adapt is None:
         raise UserError(f"{model_id}: unsupported model_type '{model_type}' "
-                        f"(supported: {', '.join(sorted(ADAPTERS))})")
-    arch = adapter(cfg, model_id)
+                        f"(supported: {', '.join(sorted(FAMILIES))})")
+    arch = adapt(cfg, model_id)
     _CACHE[spec] = arch
     return arch
