@@ -12,7 +12,7 @@ from .record import Record
 
 
 class Tensor(Record):
-    """One checkpoint tensor. role: matrix | expert | embedding | head | vector."""
+    """One checkpoint tensor. role: matrix | expert | router | embedding | head | vector."""
     name: str
     shape: tuple
     role: str = "matrix"
@@ -29,6 +29,7 @@ class Block(Record):
     """Defaults for blocks without weights, KV cache or attention."""
 
     label = ""
+    kv_depends_on_mla = False   # True when the cache size depends on the MLA path (blocks.mla)
 
     def tensors(self):
         return ()
@@ -64,6 +65,13 @@ class Block(Record):
         return self.params
 
 
+def _kv_per_token(block, kv_dtype, mla):
+    """A block's cache bytes per token; only MLA blocks take the execution path."""
+    if block.kv_depends_on_mla:
+        return block.kv_bytes_per_token(kv_dtype, mla)
+    return block.kv_bytes_per_token(kv_dtype)
+
+
 class Layer(Record):
     blocks: tuple
 
@@ -81,12 +89,12 @@ class Layer(Record):
     def label(self):
         return " + ".join(b.label for b in self.blocks if b.label)
 
-    def kv_bytes_per_token(self, kv_dtype):
-        return sum(b.kv_bytes_per_token(kv_dtype) for b in self.blocks)
+    def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
+        return sum(_kv_per_token(b, kv_dtype, mla) for b in self.blocks)
 
-    def kv_bytes(self, kv_dtype, context):
+    def kv_bytes(self, kv_dtype, context, mla="absorbed"):
         """Cache bytes one request holds in this layer after `context` tokens."""
-        return sum(b.kv_bytes_per_token(kv_dtype) * b.kv_tokens(context)
+        return sum(_kv_per_token(b, kv_dtype, mla) * b.kv_tokens(context)
                    + b.state_bytes(kv_dtype) for b in self.blocks)
 
 
@@ -139,13 +147,14 @@ class Architecture(Record):
         """[(layer, count, indices)] for each distinct layer, in first-seen order."""
         return _group_layers(self.layers)
 
-    def kv_bytes_per_token(self, kv_dtype):
-        return sum(layer.kv_bytes_per_token(kv_dtype) * count
+    def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
+        """One token's cache over all layers; `mla` picks the MLA path (naive | absorbed)."""
+        return sum(layer.kv_bytes_per_token(kv_dtype, mla) * count
                    for layer, count, _ in self.layer_groups())
 
-    def kv_bytes(self, kv_dtype, context):
+    def kv_bytes(self, kv_dtype, context, mla="absorbed"):
         """Cache and state bytes of one request after `context` tokens."""
-        return sum(layer.kv_bytes(kv_dtype, context) * count
+        return sum(layer.kv_bytes(kv_dtype, context, mla) * count
                    for layer, count, _ in self.layer_groups())
 
     @property

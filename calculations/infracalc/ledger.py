@@ -86,7 +86,7 @@ def _totals(arch, w, ops):
         kv_bytes_read=total("kv_read"),
         act_bytes_written=total("act_write"),
         kv_bytes_written=total("kv_write"),
-        kv_bytes_per_token=arch.kv_bytes_per_token(w.kv_dtype),
-        kv_bytes_resident_before=w.batch * arch.kv_bytes(w.kv_dtype, w.history) if w.history else 0,
-        kv_bytes_resident_after=w.batch * arch.kv_bytes(w.kv_dtype, w.context),
+        kv_bytes_per_token=arch.kv_bytes_per_token(w.kv_dtype, w.mla),
+        kv_bytes_resident_before=w.batch * arch.kv_bytes(w.kv_dtype, w.history, w.mla) if w.history else 0,
+        kv_bytes_resident_after=w.batch * arch.kv_bytes(w.kv_dtype, w.context, w.mla),
     )

@@ -62,7 +62,7 @@ class Workload(Record):
     def dtype_for(self, role):
         """Storage format of a tensor role: a native override, else the weight
         format for linear-layer matrices (roles matrix and expert); embedding,
-        head and 1-D tensors keep 16 bits (bf16) when the weight format is
+        head, MoE router and 1-D tensors keep 16 bits (bf16) when the weight format is
         narrower, as quantized checkpoints (GPTQ, AWQ, FP8, MXFP4) do."""
         for r, d in self.formats:
             if r == role:

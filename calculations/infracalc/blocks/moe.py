@@ -1,6 +1,9 @@
 """Mixture of experts: a router, E routed experts (top-k per token), optional
 shared experts.
 
+The router weight has its own role ("router") so a checkpoint that quantizes
+the other matrices but keeps the router in BF16 (DeepSeek-V3) can say so.
+
 Per token: router 2*hidden*E matrix FLOPs; each of the k chosen experts runs a
 gated MLP, 2*3*hidden*I; shared experts run on every token. Expert weights are
 read once per pass for each expert the batch touches. With N tokens each
@@ -68,7 +71,7 @@ class MoE(Block):
 
     def _router(self):
         p = self.prefix
-        out = [Tensor(f"{p}.gate.weight", (self.experts, self.hidden))]
+        out = [Tensor(f"{p}.gate.weight", (self.experts, self.hidden), "router")]
         if self.router_bias:
             out.append(Tensor(f"{p}.gate.bias", (self.experts,), "vector"))
         if self.score_bias:

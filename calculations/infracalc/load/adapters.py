@@ -9,6 +9,7 @@ import importlib
 FAMILIES = {
     "llama": "dense", "mistral": "dense", "qwen2": "dense", "qwen3": "dense", "phi3": "dense",
     "qwen3_moe": "moe", "mixtral": "moe",
+    "deepseek_v2": "deepseek", "deepseek_v3": "deepseek", "kimi_k2": "deepseek",
 }
 
 

@@ -1,0 +1,178 @@
+"""Multi-head latent attention (MLA: DeepSeek-V2/V3, Kimi K2).
+
+Tensors (Hugging Face DeepseekV3Attention; q_lora_rank 0 means the config's
+null, a plain q_proj):
+- q_proj [heads*(qk_nope+qk_rope), hidden], or q_a_proj [q_lora, hidden],
+  q_a_layernorm [q_lora], q_b_proj [heads*(qk_nope+qk_rope), q_lora];
+- kv_a_proj_with_mqa [kv_lora+qk_rope, hidden] (latent c_kv and one shared
+  RoPE key k_pe), kv_a_layernorm [kv_lora];
+- kv_b_proj [heads*(qk_nope+v_head_dim), kv_lora]: per head, W_UK
+  [qk_nope, kv_lora] then W_UV [v_head_dim, kv_lora] (rows head-major);
+- o_proj [hidden, heads*v_head_dim].
+
+Two execution paths (`Workload.mla`, `--mla`), same weights, different work:
+
+naive (the Hugging Face reference with its cache of expanded K/V): kv_b_proj
+  up-projects the latent of the T NEW tokens only; the cache holds the
+  expanded K (heads*(qk_nope+qk_rope), k_pe copied to every head) and V
+  (heads*v_head_dim) per token, and cached tokens are read already expanded.
+  QK^T costs 2*heads*(qk_nope+qk_rope) FLOPs per pair, PV 2*heads*v_head_dim.
+
+absorbed (DeepSeek's inference code, attn_impl "absorb"): W_UK is applied
+  to each new query (q_nope [qk_nope] -> [kv_lora] per head: 2*heads*qk_nope*
+  kv_lora FLOPs per token, operator q_absorb), attention runs in latent space
+  (QK^T over kv_lora+qk_rope dims, 2*heads*(kv_lora+qk_rope) per pair; PV over
+  kv_lora, 2*heads*kv_lora per pair), then W_UV maps each head's latent output
+  to v_head_dim (2*heads*kv_lora*v_head_dim per token, operator out_absorb)
+  before o_proj. W_UV is NOT folded into o_proj: that product would be a
+  [hidden, heads*kv_lora] matrix, larger than both. The cache holds the
+  normalized latent (kv_lora) and the roped k_pe (qk_rope) per token, and the
+  latent serves as both key and value: a fused kernel reads it once (charged
+  to attn_qk; attn_pv reads no cache).
+  The absorption reads kv_b_proj split in two: W_UK's bytes are those of a
+  [heads, qk_nope, kv_lora] tensor in the weight format, W_UV's the rest of
+  kv_b_proj, so the two reads add up to the stored tensor exactly.
+
+Both paths: RoPE on heads*qk_rope query values and qk_rope key values per
+token; softmax over the causal pairs (blocks.attention.causal_pairs).
+"""
+
+from ..arch import Block, Tensor
+from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
+from .attention import causal_pairs, keys_touched, rectangular_pairs
+
+PATHS = ("absorbed", "naive")
+
+
+class MLA(Block):
+    hidden: int
+    heads: int
+    q_lora_rank: int         # 0: no query compression (q_proj)
+    kv_lora_rank: int
+    qk_nope: int
+    qk_rope: int
+    v_head_dim: int
+    prefix: str = "self_attn"
+
+    kind = "MLA"
+    kv_depends_on_mla = True
+
+    @property
+    def label(self):
+        q = f"q_lora {self.q_lora_rank}" if self.q_lora_rank else "q full"
+        return (f"MLA {self.heads}h {q} kv_lora {self.kv_lora_rank} "
+                f"qk {self.qk_nope}+{self.qk_rope} v {self.v_head_dim}")
+
+    def tensors(self):
+        p, h, heads = self.prefix, self.hidden, self.heads
+        r, qk = self.kv_lora_rank, self.qk_nope + self.qk_rope
+        if self.q_lora_rank:
+            q = [Tensor(f"{p}.q_a_proj.weight", (self.q_lora_rank, h)),
+                 Tensor(f"{p}.q_a_layernorm.weight", (self.q_lora_rank,), "vector"),
+                 Tensor(f"{p}.q_b_proj.weight", (heads * qk, self.q_lora_rank))]
+        else:
+            q = [Tensor(f"{p}.q_proj.weight", (heads * qk, h))]
+        return tuple(q + [
+            Tensor(f"{p}.kv_a_proj_with_mqa.weight", (r + self.qk_rope, h)),
+            Tensor(f"{p}.kv_a_layernorm.weight", (r,), "vector"),
+            Tensor(f"{p}.kv_b_proj.weight", (heads * (self.qk_nope + self.v_head_dim), r)),
+            Tensor(f"{p}.o_proj.weight", (h, heads * self.v_head_dim)),
+        ])
+
+    def cache_values(self, mla):
+        """(key values, value values) cached per token: the latent and k_pe when
+        absorbed (one stream read as key and value), expanded K and V when naive."""
+        if mla == "absorbed":
+            return self.kv_lora_rank, self.qk_rope
+        if mla == "naive":
+            return self.heads * (self.qk_nope + self.qk_rope), self.heads * self.v_head_dim
+        raise ValueError(f"MLA path must be one of {PATHS}, got {mla!r}")
+
+    def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
+        """absorbed: kv_lora + qk_rope values; naive: heads*(qk_nope+qk_rope+v_head_dim)."""
+        a, b = self.cache_values(mla)
+        return kv_dtype.nbytes_flat(a) + kv_dtype.nbytes_flat(b)
+
+    def ops(self, w):
+        named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
+        n = w.positions
+        out = self._query(w, named, n)
+        out += [gemm(w, "kv_a_proj_with_mqa", n, named["kv_a_proj_with_mqa.weight"]),
+                rmsnorm(w, "kv_a_layernorm", n, named["kv_a_layernorm.weight"])]
+        path = self._absorbed if w.mla == "absorbed" else self._naive
+        return out + path(w, named, n) + [gemm(w, "o_proj", n, named["o_proj.weight"])]
+
+    def _query(self, w, named, n):
+        if not self.q_lora_rank:
+            return [gemm(w, "q_proj", n, named["q_proj.weight"])]
+        return [gemm(w, "q_a_proj", n, named["q_a_proj.weight"]),
+                rmsnorm(w, "q_a_layernorm", n, named["q_a_layernorm.weight"]),
+                gemm(w, "q_b_proj", n, named["q_b_proj.weight"])]
+
+    def _rope(self, w, n):
+        heads, rope = self.heads, self.qk_rope
+        return elementwise(w, "rope", n * (heads + 1) * rope, VECTOR_FLOPS["rope"],
+                           shape=f"[{n},{heads}+1,{rope}]")
+
+    def _pairs(self, w):
+        return (causal_pairs(w.history, w.tokens), rectangular_pairs(w.history, w.tokens),
+                keys_touched(w.history, w.tokens))
+
+    def _softmax(self, w, pairs):
+        return Op("softmax", "vector", f"{w.batch}x{self.heads}x{pairs} pairs",
+                  vector_flops=VECTOR_FLOPS["softmax"] * w.batch * self.heads * pairs)
+
+    def _naive(self, w, named, n):
+        b, t, heads, r = w.batch, w.tokens, self.heads, self.kv_lora_rank
+        qk, v, rope = self.qk_nope + self.qk_rope, self.v_head_dim, self.qk_rope
+        act, kv = w.act_dtype, w.kv_dtype
+        pairs, rect, keys = self._pairs(w)
+        k_token, v_token = kv.nbytes_flat(heads * qk), kv.nbytes_flat(heads * v)
+        return [
+            gemm(w, "kv_b_proj", n, named["kv_b_proj.weight"],
+                 shape=f"[{n},{r}]x[{r},{heads}x({self.qk_nope}+{v})], new tokens only"),
+            self._rope(w, n),
+            Op("kv_store", "memory", f"[{n},{heads},{qk}+{v}] expanded K and V",
+               act_read=act.nbytes_flat(n * (heads * (self.qk_nope + v) + rope)),
+               kv_write=n * (k_token + v_token)),
+            Op("attn_qk", "attention", f"{b}x{heads}x[{t},{qk}]x[{qk},{keys}]",
+               matrix_flops=2 * b * heads * qk * pairs, rect_flops=2 * b * heads * qk * rect,
+               act_read=act.nbytes_flat(n * heads * qk), kv_read=b * keys * k_token,
+               compute=w.compute_dtype.name),
+            self._softmax(w, pairs),
+            Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{v}]",
+               matrix_flops=2 * b * heads * v * pairs, rect_flops=2 * b * heads * v * rect,
+               kv_read=b * keys * v_token, act_write=act.nbytes_flat(n * heads * v),
+               compute=w.compute_dtype.name),
+        ]
+
+    def _absorbed(self, w, named, n):
+        b, t, heads, r = w.batch, w.tokens, self.heads, self.kv_lora_rank
+        nope, rope, v = self.qk_nope, self.qk_rope, self.v_head_dim
+        act, kv = w.act_dtype, w.kv_dtype
+        pairs, rect, keys = self._pairs(w)
+        kv_b = named["kv_b_proj.weight"]
+        w_uk = Tensor("kv_b_proj.weight[W_UK]", (heads, nope, r), kv_b.role)
+        uk_bytes = w.weight_bytes(w_uk)
+        latent_token = self.kv_bytes_per_token(kv, "absorbed")
+        rows = n * heads
+        q_absorb = gemm(w, "q_absorb (W_UK)", rows, Tensor("W_UK", (r, nope), kv_b.role),
+                        shape=f"{n}x{heads}x[{nope}]x[{nope},{r}]")
+        out_absorb = gemm(w, "out_absorb (W_UV)", rows, Tensor("W_UV", (v, r), kv_b.role),
+                          shape=f"{n}x{heads}x[{r}]x[{r},{v}]")
+        return [
+            q_absorb.replace(weight_read=uk_bytes),
+            self._rope(w, n),
+            Op("kv_store", "memory", f"[{n},{r}+{rope}] latent and k_pe",
+               act_read=act.nbytes_flat(n * (r + rope)), kv_write=n * latent_token),
+            Op("attn_qk", "attention", f"{b}x{heads}x[{t},{r}+{rope}]x[{r}+{rope},{keys}]",
+               matrix_flops=2 * b * heads * (r + rope) * pairs,
+               rect_flops=2 * b * heads * (r + rope) * rect,
+               act_read=act.nbytes_flat(n * heads * (r + rope)), kv_read=b * keys * latent_token,
+               compute=w.compute_dtype.name),
+            self._softmax(w, pairs),
+            Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{r}] latent read by attn_qk",
+               matrix_flops=2 * b * heads * r * pairs, rect_flops=2 * b * heads * r * rect,
+               act_write=act.nbytes_flat(n * heads * r), compute=w.compute_dtype.name),
+            out_absorb.replace(weight_read=w.weight_bytes(kv_b) - uk_bytes),
+        ]
