@@ -23,7 +23,7 @@ def weight_bytes(arch, w):
 
 def request_bytes(arch, w, context):
     """KV cache and recurrent state of one request after `context` tokens."""
-    return arch.kv_bytes(w.kv_dtype, context)
+    return arch.kv_bytes(w.kv_dtype, context, w.mla)
 
 
 def max_requests(arch, w, memory_bytes, context, reserve_bytes=None):

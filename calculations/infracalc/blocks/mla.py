@@ -35,6 +35,14 @@ absorbed (DeepSeek's inference code, attn_impl "absorb"): W_UK is applied
 
 Both paths: RoPE on heads*qk_rope query values and qk_rope key values per
 token; softmax over the causal pairs (blocks.attention.causal_pairs).
+
+Consequences of the formulas: the linear FLOPs per new token are equal
+(W_UK + W_UV on the queries is 2*heads*kv_lora*(qk_nope+v_head_dim), exactly
+kv_b_proj on the new tokens); per query-key pair the absorbed path costs
+(kv_lora+qk_rope+kv_lora)/(qk_nope+qk_rope+v_head_dim) times the naive path's
+(1088/320 = 3.4 for DeepSeek-V3) but reads (kv_lora+qk_rope)/(heads*(qk_nope+
+qk_rope+v_head_dim)) of its cache bytes (576/40960): absorbed suits decode,
+naive long prefills, which is why serving systems often mix the two.
 """
 
 from ..arch import Block, Tensor
