@@ -208,6 +208,9 @@ class DeepSeekV3(unittest.TestCase):
         # README_WEIGHTS: "11.5B unique parameters" (to its rounding)
         self.assertEqual(int(part.params / 1e8), 116)
         self.assertAlmostEqual(part.params / 1e9, 11.5, delta=0.15)
+        # stored with the embedding/head copies: HF total 684,531,386,000 - main
+        # 671,026,419,200 - FP32 block-scale elements 41,540,496 = 13,463,426,304
+        self.assertIn("13,463,426,304 params stored", part.note)
 
     def test_checkpoint_totals(self):
         """The safetensors index of the FP8 checkpoint: 684,531,386,000 elements

@@ -72,10 +72,11 @@ def _mtp(cfg, make_layer):
     hidden, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
     own = 3 * hidden + 2 * hidden * hidden      # enorm, hnorm, shared_head.norm; eh_proj
     params = sum(own + make_layer(n + j).params for j in range(k))
+    stored = params + k * 2 * cfg.int("vocab_size") * hidden
     note = (f"{k} multi-token-prediction module(s): enorm, hnorm, eh_proj [{hidden},{2 * hidden}], "
-            f"one decoder layer and shared_head.norm each; the checkpoint's copies of the "
-            f"embedding and output head (layers.{n}.embed_tokens, layers.{n}.shared_head.head) "
-            f"are the main model's and are not counted again")
+            f"one decoder layer and shared_head.norm each; the checkpoint also stores copies of the "
+            f"main embedding and output head (layers.{n}.embed_tokens, layers.{n}.shared_head.head), "
+            f"not counted again ({stored:,} params stored with the copies)")
     return (Part("MTP", params, note),)
 
 
