@@ -38,10 +38,21 @@ TINY = {
 }
 
 
+_TMP = []
+
+
+def setUpModule():
+    _TMP.append(tempfile.TemporaryDirectory())
+
+
+def tearDownModule():
+    _TMP.pop().cleanup()
+
+
 def write_config(data):
-    d = tempfile.mkdtemp()
-    path = os.path.join(d, "tiny-mla.json")
-    with open(path, "w") as f:
+    """A config file in a directory removed after the module's tests."""
+    fd, path = tempfile.mkstemp(suffix=".json", dir=_TMP[0].name)
+    with os.fdopen(fd, "w") as f:
         json.dump(data, f)
     return path
 
