@@ -7,6 +7,7 @@ from .errors import UserError
 
 LOGITS = ("last", "all", "none")
 MLA_PATHS = ("absorbed", "naive")
+DELTA_FORMS = ("auto", "chunked", "recurrent")
 _BF16 = DTYPES["bf16"]
 
 
@@ -28,6 +29,7 @@ class Workload(Record):
     routing: str = "uniform"      # MoE routing model (see blocks.moe)
     routing_loads: tuple = ()     # relative load per expert for routing "histogram"
     mla: str = "absorbed"         # MLA execution path: naive | absorbed (see blocks.mla)
+    delta_form: str = "auto"      # Gated DeltaNet form: auto | chunked | recurrent (see blocks.linear_attention)
 
     def _check(self):
         for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):
@@ -37,6 +39,8 @@ class Workload(Record):
                 raise UserError(f"{name} must be {need}, got {value!r}")
         if self.mla not in MLA_PATHS:
             raise UserError(f"mla must be one of {', '.join(MLA_PATHS)}, got {self.mla!r}")
+        if self.delta_form not in DELTA_FORMS:
+            raise UserError(f"delta_form must be one of {', '.join(DELTA_FORMS)}, got {self.delta_form!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
 

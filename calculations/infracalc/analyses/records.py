@@ -69,6 +69,7 @@ def workload_record(w):
     }
     rec["routing"] = w.routing if not w.routing_loads else f"histogram of {len(w.routing_loads)} experts"
     rec["mla"] = w.mla
+    rec["delta_form"] = w.delta_form
     if w.formats:
         rec["native_formats"] = {role: d.name for role, d in w.formats}
     return rec

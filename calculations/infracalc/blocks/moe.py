@@ -62,6 +62,7 @@ class MoE(Block):
     expert_bias: bool = False    # biases on every expert projection (GPT-OSS)
     score_bias: bool = False     # e_score_correction_bias per expert (DeepSeek-V3)
     shared_gate: bool = False    # sigmoid gate [1, hidden] on the shared expert (Qwen3-Next)
+    shared_name: str = "shared_experts"  # checkpoint module name (Qwen3-Next: shared_expert)
     prefix: str = "mlp"
 
     @property
@@ -94,9 +95,9 @@ class MoE(Block):
         if not self.shared_inter:
             return []
         p, h, i = self.prefix, self.hidden, self.shared_inter
-        out = [Tensor(f"{p}.shared_experts.gate_proj.weight", (i, h)),
-               Tensor(f"{p}.shared_experts.up_proj.weight", (i, h)),
-               Tensor(f"{p}.shared_experts.down_proj.weight", (h, i))]
+        s = f"{p}.{self.shared_name}"
+        out = [Tensor(f"{s}.gate_proj.weight", (i, h)), Tensor(f"{s}.up_proj.weight", (i, h)),
+               Tensor(f"{s}.down_proj.weight", (h, i))]
         if self.shared_gate:
             out.append(Tensor(f"{p}.shared_expert_gate.weight", (1, h)))
         return out

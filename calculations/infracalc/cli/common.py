@@ -63,6 +63,9 @@ def add_architecture_options(p):
                         "file with a list of relative loads per expert")
     p.add_argument("--mla", choices=("absorbed", "naive"), default="absorbed",
                    help="MLA execution path: absorbed (latent cache, default) or naive (expanded K/V)")
+    p.add_argument("--delta-form", choices=("auto", "chunked", "recurrent"), default="auto",
+                   help="Gated DeltaNet form: auto (chunked when a request has more than one new "
+                        "token, recurrent for one; default), chunked or recurrent")
 
 
 def routing(text):
@@ -107,7 +110,8 @@ def workload(args, arch, batch, tokens, history):
     return Workload(batch=batch, tokens=tokens, history=history,
                     logits=getattr(args, "logits", "last"), weight_dtype=weight,
                     act_dtype=act, kv_dtype=kv, formats=formats, routing=model, routing_loads=loads,
-                    mla=getattr(args, "mla", "absorbed"))
+                    mla=getattr(args, "mla", "absorbed"),
+                    delta_form=getattr(args, "delta_form", "auto"))
 
 
 def emit(args, record, markdown, csv=None):
