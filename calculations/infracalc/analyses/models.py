@@ -30,6 +30,7 @@ def summary(arch):
         "params": arch.params,
         "active_params": arch.active_params,
         "kv_bytes_per_token_bf16": arch.kv_bytes_per_token(_BF16),
+        "state_bytes_per_request": arch.kv_bytes(_BF16, 0),   # recurrent layers' fixed state
         "max_context": arch.max_context,
     }
 

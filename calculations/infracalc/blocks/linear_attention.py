@@ -57,6 +57,10 @@ Splitting a prefill conserves the chunked FLOPs only when the split point is a
 multiple of C (the chunks are then the same); the recurrent form conserves
 them for any split.
 
+The recurrent form's matrix-vector products are counted as matrix FLOPs, like
+softmax attention at decode (they run on vector units in practice; a decode
+step is memory-bound either way).
+
 Which form the ledger uses: chunked for a pass with T > 1 new tokens per
 request, recurrent for T = 1 (as HF, vLLM and SGLang do for prefill and
 decode); `Workload.delta_form` can force either, and the other form's FLOPs

@@ -19,7 +19,10 @@ def listing_markdown(rec):
         active = u.integer(m["active_params"]) if m["active_params"] != m["params"] else "="
         rows.append([f"`{m['id']}`", m["model_type"], m["layers"], m["hidden_size"], _heads(m),
                      m["attention"], u.integer(m["params"]), active,
-                     u.integer(m["kv_bytes_per_token_bf16"]), u.integer(m["max_context"])])
+                     u.integer(m["kv_bytes_per_token_bf16"])
+                     + (f" + {u.integer(m['state_bytes_per_request'])} state/request"
+                        if m.get("state_bytes_per_request") else ""),
+                     u.integer(m["max_context"])])
     return "\n".join([
         "# Bundled models", "",
         "Parameters are exact counts of the checkpoint tensors (tied embeddings once). "
@@ -37,7 +40,9 @@ def detail_markdown(rec):
              + (f" (active per token: {u.integer(m['active_params'])})" if m["active_params"] != m["params"] else ""),
              f"- Layers: {m['layers']}, hidden {m['hidden_size']}, vocabulary {m['vocab_size']}, "
              f"max context {u.integer(m['max_context'])}",
-             f"- Attention: {m['attention']}; KV cache {u.integer(s['kv_bytes_per_token_bf16'])} bytes per token at bf16",
+             f"- Attention: {m['attention']}; KV cache {u.integer(s['kv_bytes_per_token_bf16'])} bytes per token at bf16"
+             + (f", plus a fixed state of {u.integer(s['state_bytes_per_request'])} bytes per request "
+                "(recurrent layers; does not grow with context)" if s.get("state_bytes_per_request") else ""),
              f"- Embeddings: {'tied (counted once)' if m['tied_embeddings'] else 'untied'}"]
     for p in m.get("parts_not_counted", []):
         lines.append(f"- Not counted: {p['name']}, {u.integer(p['params'])} params: {p['note']}")
