@@ -74,7 +74,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
         "command": "forward",
         "model": model_record(arch),
         "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
-        "inputs": workload_record(w),
+        "inputs": workload_record(w, arch),
         "conventions": list(CONVENTIONS),
         "operators": [operator_record(op, b) for op, b in zip(L.ops, bounds)],
         "totals": totals_record(L.totals, bounds, r),

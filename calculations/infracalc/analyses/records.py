@@ -57,7 +57,8 @@ def device_record(device, r, compute_dtype, compute_efficiency, memory_efficienc
     }
 
 
-def workload_record(w):
+def workload_record(w, arch=None):
+    """The workload echoed; delta_form only for models with recurrent layers."""
     rec = {
         "batch": w.batch,
         "tokens": w.tokens,
@@ -69,7 +70,8 @@ def workload_record(w):
     }
     rec["routing"] = w.routing if not w.routing_loads else f"histogram of {len(w.routing_loads)} experts"
     rec["mla"] = w.mla
-    rec["delta_form"] = w.delta_form
+    if arch is not None and arch.kv_bytes(w.kv_dtype, 0):
+        rec["delta_form"] = w.delta_form
     if w.formats:
         rec["native_formats"] = {role: d.name for role, d in w.formats}
     return rec
