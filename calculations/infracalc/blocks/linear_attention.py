@@ -63,8 +63,9 @@ step is memory-bound either way).
 
 Which form the ledger uses: chunked for a pass with T > 1 new tokens per
 request, recurrent for T = 1 (as HF, vLLM and SGLang do for prefill and
-decode); `Workload.delta_form` can force either, and the other form's FLOPs
-are shown in the operator's shape.
+decode; HF runs the chunked kernel for a one-token prompt with no cache,
+a difference of f(1) against one recurrent step); `Workload.delta_form` can
+force either, and the other form's FLOPs are shown in the operator's shape.
 
 State (replaces the KV cache; does not grow with context), per request and
 layer: the recurrent state num_v_heads * dk * dv values, float32 by default
