@@ -99,7 +99,8 @@ class Layer(Record):
 
 
 class Part(Record):
-    """A part of the checkpoint reported apart from the main model (MTP, vision)."""
+    """A part of the checkpoint reported apart from the main model (MTP, vision).
+    params is None when it cannot be derived from the config (unknown)."""
     name: str
     params: int
     note: str

@@ -24,6 +24,12 @@ VECTOR_FLOPS = {
     "swiglu": 5,     # silu(g) = g * sigmoid(g) (exp, add, div, mul = 4) then * up
     "geglu_tanh": 10,  # 0.5*g*(1+tanh(c*(g+0.044715 g^3))): 9, then * up
     "scale": 1,      # multiply by a constant
+    # GPT-OSS clamped SwiGLU, per element of the expert width: g = min(g, limit) (1),
+    # u = clamp(u, -limit, limit) (2), g * sigmoid(alpha * g) (alpha*g 1, exp 1,
+    # add 1, div 1, * g 1 = 5), (u + 1) * that (2): 10.
+    "swiglu_clamp": 10,
+    "l2norm": 3,     # x^2, sum, * rsqrt(mean): RMSNorm without a weight (Llama 4 qk norm)
+    "sink": 4,       # per softmax row: the sink logit joins the max, subtract, exp, sum (never scaled)
 }
 
 CATEGORIES = ("linear", "attention", "vector", "memory")

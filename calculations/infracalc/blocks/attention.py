@@ -1,17 +1,31 @@
-"""Softmax attention with grouped KV heads (MHA, GQA, MQA), full or windowed.
+"""Softmax attention with grouped KV heads (MHA, GQA, MQA): full, sliding-window
+or chunked.
 
-Work counted per request with H cached tokens and T new ones:
-- causal pairs: query at position p (H <= p < H+T) sees min(p+1, W) keys,
-  W = window (unbounded for full attention): sum_{x=H+1}^{H+T} min(x, W);
+Positions count from 0. Work counted per request with H cached tokens and T
+new ones (queries at positions p = H .. H+T-1):
+- full: query p sees p + 1 keys (itself and all before it);
+- sliding window W (Mistral, Phi-3, Gemma 3 local, GPT-OSS sliding): query p
+  sees keys (p - W, p], min(p + 1, W) of them (W counts the query's own key,
+  the Hugging Face `sliding_window` convention); pairs
+  sum_{x=H+1}^{H+T} min(x, W);
+- chunked, chunk C (Llama 4 RoPE layers): query p sees keys
+  [floor(p/C)*C, p], (p mod C) + 1 of them; pairs
+  S(H+T) - S(H) with S(n) = sum_{p<n} (p mod C + 1)
+                        = floor(n/C) * C(C+1)/2 + r(r+1)/2, r = n mod C;
 - rectangular pairs (an unmasked dense matmul): T * (H + T);
-- QK^T is 2 * heads * head_dim FLOPs per pair, PV 2 * heads * v_head_dim.
-Keys read per request: every cached key some query sees, min(H+T, W-1+T).
-The cache keeps 2 * kv_heads * head_dim values per token, min(context, W)
-tokens in a windowed layer.
+- QK^T is 2 * heads * head_dim FLOPs per pair, PV 2 * heads * head_dim.
+Keys read per request: every key some query sees: H+T (full),
+min(H+T, W-1+T) (window), (H mod C) + T (chunked).
+The cache keeps 2 * kv_heads * head_dim values per token, for min(context, W)
+tokens in a windowed layer and, in a chunked layer, for the tokens of the chunk
+holding the latest token: ((context-1) mod C) + 1 (C when context is a
+multiple of C; the next token opens a new chunk and needs none of them).
+Attention sinks (GPT-OSS): one learned logit per head joins every softmax row.
 """
 
 
 from ..arch import Block, Tensor
+from ..errors import UserError
 from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
 
 
@@ -26,8 +40,10 @@ def sum_min(a, b, cap):
     return (a + cap) * (cap - a + 1) // 2 + cap * (b - cap)
 
 
-def causal_pairs(history, tokens, window=None):
-    """Query-key pairs a causal (windowed) kernel computes for one request."""
+def causal_pairs(history, tokens, window=None, chunk=None):
+    """Query-key pairs a causal (windowed or chunked) kernel computes for one request."""
+    if chunk is not None:
+        return chunked_pairs(history, tokens, chunk)
     return sum_min(history + 1, history + tokens, window)
 
 
@@ -36,11 +52,26 @@ def rectangular_pairs(history, tokens):
     return tokens * (history + tokens)
 
 
-def keys_touched(history, tokens, window=None):
-    """Distinct cached keys the T new queries read, per request."""
+def keys_touched(history, tokens, window=None, chunk=None):
+    """Distinct keys (cached and new) the T new queries read, per request."""
+    if chunk is not None:
+        return history % chunk + tokens
     if window is None:
         return history + tokens
     return min(history + tokens, window - 1 + tokens)
+
+
+def chunk_prefix_pairs(n, chunk):
+    """S(n) = sum_{p=0}^{n-1} (p mod C + 1): pairs of the first n queries of a
+    chunked layer. Each complete chunk adds 1 + 2 + ... + C = C(C+1)/2, the
+    r = n mod C positions of the open chunk add 1 + ... + r."""
+    full, r = divmod(n, chunk)
+    return full * chunk * (chunk + 1) // 2 + r * (r + 1) // 2
+
+
+def chunked_pairs(history, tokens, chunk):
+    """sum_{p=H}^{H+T-1} (p mod C + 1) = S(H+T) - S(H)."""
+    return chunk_prefix_pairs(history + tokens, chunk) - chunk_prefix_pairs(history, chunk)
 
 
 class Attention(Block):
@@ -50,20 +81,33 @@ class Attention(Block):
     head_dim: int
     rope_dim: int            # rotated dims per head (0 = NoPE)
     window: int = None       # sliding window W (None = full causal)
+    chunk: int = None        # chunked attention C (Llama 4); exclusive with window
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False
     sinks: bool = False      # one learned sink logit per head (GPT-OSS)
     prefix: str = "self_attn"
+    qk_l2norm: bool = False  # weightless L2 norm of q and k per head (Llama 4 use_qk_norm)
+
+    def _check(self):
+        for name in ("window", "chunk"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise UserError(f"attention {name} must be a positive integer or None, got {value!r}")
+        if self.window is not None and self.chunk is not None:
+            raise UserError("attention takes a sliding window or a chunk, not both")
 
     @property
     def kind(self):
         base = "MHA" if self.heads == self.kv_heads else ("MQA" if self.kv_heads == 1 else "GQA")
+        if self.chunk:
+            return f"{base} chunked {self.chunk}"
         return f"{base} window {self.window}" if self.window else f"{base} full"
 
     @property
     def label(self):
-        return f"{self.kind} {self.heads}/{self.kv_heads}x{self.head_dim}"
+        sinks = " + sinks" if self.sinks else ""
+        return f"{self.kind} {self.heads}/{self.kv_heads}x{self.head_dim}{sinks}"
 
     def tensors(self):
         p, h, hd = self.prefix, self.hidden, self.head_dim
@@ -87,19 +131,30 @@ class Attention(Block):
         return 2 * kv_dtype.nbytes_flat(self.kv_heads * self.head_dim)
 
     def kv_tokens(self, context):
+        if self.chunk is not None:
+            return (context - 1) % self.chunk + 1 if context else 0
         return context if self.window is None else min(context, self.window)
 
     def history_breakpoints(self, lo, hi):
-        """With T = 1 a query sees min(H + 1, W) keys: linear up to H = W - 1, flat after."""
+        """Window: with T = 1 a query sees min(H + 1, W) keys: linear up to
+        H = W - 1, flat after. Chunk: the query at H sees (H mod C) + 1 keys,
+        restarting at every H = kC; the cache held before the step,
+        ((H-1) mod C) + 1 tokens, restarts at H = kC + 1. Both are returned, so
+        every quantity is linear between consecutive breakpoints; there are
+        about 2 (hi - lo) / C of them."""
+        if self.chunk is not None:
+            c = self.chunk
+            first = (lo // c + 1) * c
+            return tuple(h for k in range(first, hi + 1, c) for h in (k, k + 1) if h <= hi)
         return (self.window,) if self.window is not None and lo < self.window <= hi else ()
 
     def ops(self, w):
         named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
         n, b, t, hist = w.positions, w.batch, w.tokens, w.history
         hd, heads, kvh = self.head_dim, self.heads, self.kv_heads
-        pairs = causal_pairs(hist, t, self.window)
+        pairs = causal_pairs(hist, t, self.window, self.chunk)
         rect = rectangular_pairs(hist, t)
-        keys = keys_touched(hist, t, self.window)
+        keys = keys_touched(hist, t, self.window, self.chunk)
         act, kv = w.act_dtype, w.kv_dtype
         k_token = kv.nbytes_flat(kvh * hd)
         out = [gemm(w, "q_proj", n, named["q_proj.weight"], named.get("q_proj.bias")),
@@ -112,6 +167,9 @@ class Attention(Block):
             out.append(elementwise(w, "rope", n * (heads + kvh) * self.rope_dim,
                                    VECTOR_FLOPS["rope"],
                                    shape=f"[{n},{heads}+{kvh},{self.rope_dim}]"))
+        if self.qk_l2norm:
+            out.append(elementwise(w, "qk_l2norm", n * (heads + kvh) * hd, VECTOR_FLOPS["l2norm"],
+                                   shape=f"[{n},{heads}+{kvh},{hd}]"))
         out.append(Op("kv_store", "memory", f"[{n},2,{kvh},{hd}]",
                       act_read=act.nbytes_flat(n * 2 * kvh * hd),
                       kv_write=n * 2 * k_token))
@@ -121,8 +179,11 @@ class Attention(Block):
                       rect_flops=2 * b * heads * hd * rect,
                       act_read=act.nbytes_flat(n * heads * hd),
                       kv_read=b * keys * k_token, compute=w.compute_dtype.name))
-        out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs",
-                      vector_flops=VECTOR_FLOPS["softmax"] * b * heads * pairs,
+        sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
+        out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
+                      + (f" + {t} sink logits" if self.sinks else ""),
+                      vector_flops=VECTOR_FLOPS["softmax"] * b * heads * pairs
+                      + VECTOR_FLOPS["sink"] * sink_rows,
                       weight_read=w.weight_bytes(named["sinks"]) if self.sinks else 0))
         out.append(Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{hd}]",
                       matrix_flops=2 * b * heads * hd * pairs,

@@ -11,6 +11,8 @@ FAMILIES = {
     "qwen3_moe": "moe", "mixtral": "moe",
     "deepseek_v2": "deepseek", "deepseek_v3": "deepseek", "kimi_k2": "deepseek",
     "qwen3_next": "qwen3_next",
+    "gemma3": "gemma", "gemma3_text": "gemma", "gpt_oss": "gpt_oss",
+    "llama4": "llama4", "llama4_text": "llama4",
 }
 
 

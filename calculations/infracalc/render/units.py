@@ -2,8 +2,8 @@
 
 
 def integer(n):
-    """12,345,678 (exact, with thousands separators)."""
-    return f"{n:,}"
+    """12,345,678 (exact, with thousands separators); None (not derivable) is 'unknown'."""
+    return "unknown" if n is None else f"{n:,}"
 
 
 def _scaled(value, units, base):
