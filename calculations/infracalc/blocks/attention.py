@@ -144,8 +144,8 @@ class Attention(Block):
         about 2 (hi - lo) / C of them."""
         if self.chunk is not None:
             c = self.chunk
-            first = (lo // c + 1) * c
-            return tuple(h for k in range(first, hi + 1, c) for h in (k, k + 1) if h <= hi)
+            return tuple(h for k in range(lo // c * c, hi + 1, c) for h in (k, k + 1)
+                         if lo < h <= hi and h > 1)   # kv_tokens(0) = 0 lies on the first piece
         return (self.window,) if self.window is not None and lo < self.window <= hi else ()
 
     def ops(self, w):
