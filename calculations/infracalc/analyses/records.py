@@ -10,7 +10,9 @@ CONVENTIONS = (
     "RoPE, residuals, biases, routing) at the FP32 vector peak.",
     "Attention counts only the query-key pairs a causal kernel computes: with H cached "
     "and T new tokens a full-attention head sees T*H + T*(T+1)/2 pairs, a window W caps "
-    "each query at W keys; the rectangular count T*(H+T) is reported beside it.",
+    "each query at W keys (its own included), a chunk C lets the query at position p see "
+    "keys floor(p/C)*C..p; the rectangular count T*(H+T) is reported beside it. A windowed "
+    "layer caches min(context, W) tokens, a chunked layer the tokens of the latest chunk.",
     "Weights are read once per pass (shared by the batch); KV history is read per "
     "request; new KV is written; attention is fused (scores never leave the chip); "
     "every other operator reads its inputs from and writes its outputs to memory.",
