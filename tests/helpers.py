@@ -1,13 +1,10 @@
-"""Shared test helpers: import path, tiny hand-made configs loaded through the adapters."""
+"""Tiny hand-made Gemma 3 / GPT-OSS / Llama 4 configs loaded through the adapters."""
 
 import json
 import os
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "calculations"))
-
-from infracalc.load.models import load_model  # noqa: E402
+from support import load_model
 
 # Tiny configs (hidden 8, 2 query heads of width 4 sharing 1 KV head, vocabulary 10) whose
 # counts are derived by hand in the tests; window and chunk are 4.

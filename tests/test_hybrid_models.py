@@ -6,23 +6,19 @@ Independent derivations of the bundled counts: notes/param-derivations.md
 (tensor tables from the transformers modeling code), reproduced here in short.
 """
 
+import json
 import os
-import subprocess
-import sys
 import unittest
 
 from helpers import tiny_model, write_config
+from support import build, cli, load_model, Workload
 
 from infracalc.blocks.attention import Attention
 from infracalc.dtypes import DTYPES
 from infracalc.errors import UserError
-from infracalc.ledger import build
-from infracalc.load.models import load_model
-from infracalc.workload import Workload
 
 BF16 = DTYPES["bf16"]
 MXFP4 = (("expert", DTYPES["mxfp4"]),)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def attn_blocks(arch):
@@ -212,15 +208,10 @@ class Llama4(unittest.TestCase):
 
 class Cli(unittest.TestCase):
 
-    def run_cli(self, *args):
-        return subprocess.run([sys.executable, os.path.join(ROOT, "calculations", "calc.py"), *args],
-                              capture_output=True, text=True)
-
     def test_models_lists_the_four(self):
-        out = self.run_cli("models", "--format", "json")
-        self.assertEqual(out.returncode, 0, out.stderr)
-        import json
-        rows = {r["id"]: r for r in json.loads(out.stdout)["models"]}
+        status, out, err = cli("models", "--format", "json")
+        self.assertEqual(status, 0, err)
+        rows = {r["id"]: r for r in json.loads(out)["models"]}
         expect = {"gemma-3-27b": 27009346304, "gpt-oss-20b": 20914757184,
                   "gpt-oss-120b": 116829156672, "llama-4-scout": 107769861120}
         self.assertEqual({k: rows[k].get("params") for k in expect}, expect)
@@ -230,12 +221,21 @@ class Cli(unittest.TestCase):
                              "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4,
                              "num_hidden_layers": 6, "final_logit_softcapping": 30.0})
         try:
-            out = self.run_cli("forward", "--model", path)
+            status, _, err = cli("forward", "--model", path)
         finally:
             os.unlink(path)
-        self.assertEqual(out.returncode, 2)
-        self.assertEqual(len(out.stderr.strip().splitlines()), 1, out.stderr)
-        self.assertIn("final_logit_softcapping", out.stderr)
+        self.assertEqual(status, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("final_logit_softcapping", err)
+
+    def test_forward_uses_native_mxfp4(self):
+        # the checkpoint's native MXFP4 experts give the published 13,761,264,768 bytes
+        status, out, err = cli("forward", "--model", "gpt-oss-20b", "--format", "json")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["totals"]["weight_bytes"], 13761264768)
+        for model_id in ("gemma-3-27b", "gpt-oss-120b", "llama-4-scout"):
+            status, _, err = cli("forward", "--model", model_id, "--tokens", "8192")
+            self.assertEqual(status, 0, err)
 
 
 if __name__ == "__main__":

@@ -7,20 +7,15 @@ window W the query at p sees keys (p - W, p] (W keys including its own); with a
 chunk C it sees keys [floor(p/C)*C, p].
 """
 
-import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "calculations"))
+from helpers import tiny_model
+from support import build, load_model, Workload
 
-from infracalc.arch import Layer  # noqa: E402
-from infracalc.blocks.attention import (Attention, causal_pairs, chunk_prefix_pairs,  # noqa: E402
-                                        keys_touched)
-from infracalc.dtypes import DTYPES  # noqa: E402
-from infracalc.errors import UserError  # noqa: E402
-from infracalc.ledger import build  # noqa: E402
-from infracalc.load.models import load_model  # noqa: E402
-from infracalc.workload import Workload  # noqa: E402
+from infracalc.arch import Layer
+from infracalc.blocks.attention import Attention, causal_pairs, chunk_prefix_pairs, keys_touched
+from infracalc.dtypes import DTYPES
+from infracalc.errors import UserError
 
 BF16 = DTYPES["bf16"]
 
@@ -217,7 +212,6 @@ class PrefillSplit(unittest.TestCase):
             self.assertEqual(whole, (a[0] + b[0], a[1] + b[1]), (arch.id, p, c))
 
     def test_tiny_models(self):
-        from helpers import tiny_model
         # window / chunk 4 in every tiny model: (1, 2) stays inside the first window / chunk,
         # (3, 6) and (6, 7) cross boundaries, (4, 4) splits exactly on one
         cases = [(1, 2), (2, 1), (3, 6), (4, 4), (6, 7), (9, 3), (13, 20)]
