@@ -30,24 +30,26 @@ class Record:
         fields = self._fields
         if len(args) > len(fields):
             raise TypeError(f"{type(self).__name__} takes at most {len(fields)} fields")
-        values = dict(zip(fields, args))
-        for name, value in kwargs.items():
-            if name not in fields or name in values:
-                raise TypeError(f"{type(self).__name__}: bad or repeated field {name!r}")
-            values[name] = value
-        setattr_ = object.__setattr__
-        for name in fields:
-            value = values.get(name, self._defaults.get(name, _MISSING))
-            if value is _MISSING:
-                raise TypeError(f"{type(self).__name__}: missing field {name!r}")
-            setattr_(self, name, value)
+        d = self.__dict__   # written directly: __setattr__ refuses all writes
+        d.update(self._defaults)
+        d.update(zip(fields, args))
+        if kwargs:
+            positional = fields[:len(args)]
+            for name in kwargs:
+                if name not in fields or name in positional:
+                    raise TypeError(f"{type(self).__name__}: bad or repeated field {name!r}")
+            d.update(kwargs)
+        if len(d) < len(fields):
+            missing = [f for f in fields if f not in d]
+            raise TypeError(f"{type(self).__name__}: missing fields {missing}")
         self._check()
 
     def _check(self):
         """Validate after construction (override as needed)."""
 
     def _values(self):
-        return tuple(getattr(self, f) for f in self._fields)
+        d = self.__dict__
+        return tuple([d[f] for f in self._fields])
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
