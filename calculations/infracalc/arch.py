@@ -144,9 +144,16 @@ class Architecture(Record):
         return sum(b.active_params() for b in self.top_blocks()) + sum(
             layer.active_params() * count for layer, count, _ in self.layer_groups())
 
+    def _check(self):
+        groups = {}
+        for i, layer in enumerate(self.layers):
+            groups.setdefault(layer, []).append(i)
+        self.__dict__["_groups"] = [(layer, len(ix), tuple(ix)) for layer, ix in groups.items()]
+
     def layer_groups(self):
-        """[(layer, count, indices)] for each distinct layer, in first-seen order."""
-        return _group_layers(self.layers)
+        """[(layer, count, indices)] for each distinct layer, in first-seen order
+        (computed once, when the architecture is built)."""
+        return self._groups
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """One token's cache over all layers; `mla` picks the MLA path (naive | absorbed)."""
@@ -169,22 +176,6 @@ class Architecture(Record):
         if len(kinds) == 1:
             return next(iter(kinds))
         return " + ".join(f"{n}x {k}" for k, n in kinds.items())
-
-
-_GROUP_CACHE = {}
-
-
-def _group_layers(layers):
-    key = id(layers)
-    hit = _GROUP_CACHE.get(key)
-    if hit is not None and hit[0] is layers:
-        return hit[1]
-    groups = {}
-    for i, layer in enumerate(layers):
-        groups.setdefault(layer, []).append(i)
-    result = [(layer, len(ix), tuple(ix)) for layer, ix in groups.items()]
-    _GROUP_CACHE[key] = (layers, result)
-    return result
 
 
 def layer_range_label(indices):

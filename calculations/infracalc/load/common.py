@@ -1,5 +1,7 @@
 """Pieces every adapter shares: attention geometry, pre-norm layers, the model shell."""
 
+import functools
+
 from ..arch import Architecture, Layer
 from ..blocks.attention import Attention
 from ..blocks.basic import Embedding, LMHead, Residual, RMSNorm
@@ -38,8 +40,12 @@ def attention(cfg, window=None, **flags):
                      head_dim=hd, rope_dim=rope, window=window, **flags)
 
 
+@functools.lru_cache(maxsize=None)
 def prenorm_layer(hidden, mixer, mlp):
-    """x += mixer(norm(x)); x += mlp(norm(x)) (Llama-style pre-norm decoder layer)."""
+    """x += mixer(norm(x)); x += mlp(norm(x)) (Llama-style pre-norm decoder layer).
+
+    Memoized: equal arguments give the same Layer object, so grouping the
+    layers of a model compares identities rather than whole layers."""
     return Layer((RMSNorm("input_layernorm", hidden), mixer, Residual(hidden),
                   RMSNorm("post_attention_layernorm", hidden), mlp, Residual(hidden)))
 

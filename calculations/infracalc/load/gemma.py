@@ -122,7 +122,8 @@ def gemma3(cfg, model_id):
     glob = local.replace(window=None)
     mlp = GatedMLP(hidden, tc.int("intermediate_size"), activation(tc, "hidden_activation"))
     kinds = layer_kinds(tc)
-    layers = [gemma_layer(hidden, local if k == "sliding_attention" else glob, mlp) for k in kinds]
+    local_layer, global_layer = gemma_layer(hidden, local, mlp), gemma_layer(hidden, glob, mlp)
+    layers = [local_layer if k == "sliding_attention" else global_layer for k in kinds]
     n_global = kinds.count("full_attention")
     notes = [f"{len(kinds) - n_global} sliding-window layers (window {window}, each query sees at most "
              f"{window} keys including itself) and {n_global} global layers "
