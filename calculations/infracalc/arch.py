@@ -25,6 +25,13 @@ class Tensor(Record):
         return n
 
 
+def split_tensor(t, axis, ways):
+    """The largest of `ways` shards of tensor `t` cut along `axis`: ceil(d / ways)."""
+    shape = list(t.shape)
+    shape[axis] = -(-shape[axis] // ways)
+    return Tensor(t.name, tuple(shape), t.role)
+
+
 class Block(Record):
     """Defaults for blocks without weights, KV cache or attention."""
 
@@ -55,6 +62,27 @@ class Block(Record):
     def state_bytes(self, kv_dtype):
         """Fixed per-request state that does not grow with context (recurrent layers)."""
         return 0
+
+    def kv_formula(self, kv_dtype):
+        """One line deriving `kv_bytes_per_token` (and `state_bytes`) from the
+        shapes, for the `kv` output; "" when the block does not describe it."""
+        return ""
+
+    def tp_kv_ways(self, tp):
+        """Ways tensor parallelism of degree `tp` splits this block's cache and
+        state: one device holds 1/ways of it. None = not declared; `kv` then
+        counts the cache whole on every device (never overstates capacity) and
+        says so."""
+        return None
+
+    def tp_shard(self, tp):
+        """This block's tensors as one of `tp` tensor-parallel devices holds
+        them. Default (Megatron-style): 1-D tensors (norms, biases) replicated;
+        every other tensor split along one axis, the largest shard ceil(d / tp):
+        axis 0 (output rows; vocab rows for embeddings and heads, i.e.
+        vocab-parallel), axis 1 for stacked experts [E, ...]."""
+        return tuple(split_tensor(t, 1 if t.role == "expert" and len(t.shape) >= 3 else 0, tp)
+                     if t.role != "vector" else t for t in self.tensors())
 
     @property
     def params(self):

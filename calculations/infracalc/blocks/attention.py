@@ -130,6 +130,40 @@ class Attention(Block):
     def kv_bytes_per_token(self, kv_dtype):
         return 2 * kv_dtype.nbytes_flat(self.kv_heads * self.head_dim)
 
+    def kv_formula(self, kv_dtype):
+        """'2 (K,V) x kv_heads x head_dim x bytes per value = B per token', plus the window cap."""
+        n = self.kv_heads * self.head_dim
+        if kv_dtype.bits % 8 == 0 and not kv_dtype.is_quantized:
+            per = f"2 (K,V) x {self.kv_heads} KV heads x {self.head_dim} head dim x {kv_dtype.bits // 8} B ({kv_dtype.name})"
+        else:
+            per = f"2 (K,V) x {kv_dtype.name} bytes of {self.kv_heads} KV heads x {self.head_dim} head dim ({n:,} values)"
+        text = f"{per} = {self.kv_bytes_per_token(kv_dtype):,} B per token"
+        text += f", for at most W = {self.window:,} tokens (sliding window)" if self.window else ", for every token"
+        if self.sinks:
+            text += "; attention sinks are per-head weights and add no cache"
+        return text
+
+    def tp_kv_ways(self, tp):
+        """KV heads are split over TP; past kv_heads devices each holds one head (replicated)."""
+        return min(tp, self.kv_heads)
+
+    def tp_shard(self, tp):
+        """One TP device's tensors: heads/tp query heads (q, o, sinks), kv_heads/tp KV
+        heads, or one replicated KV head when tp > kv_heads; q/k norms replicated."""
+        hd = self.head_dim
+        q = -(-self.heads // tp) * hd
+        kv = (-(-self.kv_heads // tp) if tp <= self.kv_heads else 1) * hd
+        rows = {"q_proj": q, "k_proj": kv, "v_proj": kv, "sinks": q // hd}
+        out = []
+        for t in self.tensors():
+            part = t.name[len(self.prefix) + 1:].split(".")[0]
+            if part in rows:
+                t = Tensor(t.name, (rows[part],) + t.shape[1:], t.role)
+            elif part == "o_proj" and t.role == "matrix":
+                t = Tensor(t.name, (t.shape[0], q), t.role)
+            out.append(t)
+        return tuple(out)
+
     def kv_tokens(self, context):
         if self.chunk is not None:
             return (context - 1) % self.chunk + 1 if context else 0

@@ -1,0 +1,442 @@
+"""`kv`: KV cache and recurrent state per token, per layer and per request, and
+how many requests (or how long a context) fit beside the weights on a device.
+
+Everything goes through the Block interface, so new layer types need no change
+here: `kv_bytes_per_token(kv_dtype)` (cache per token), `kv_tokens(context)`
+(tokens a layer keeps: all of them, or at most a window), `state_bytes(kv_dtype)`
+(fixed recurrent state per request), `kv_formula(kv_dtype)` (the text of the
+formula), `tp_kv_ways(tp)` and `tp_shard(tp)` (tensor-parallel split).
+
+Memory per device = weight shard + KV cache + workspace reserve. A stage of
+the pipeline holding weights Wt and, per request, own cache R (plus a shared
+prefix cache S once) fits B requests when Wt + reserve + S + B * R <= memory:
+max requests = floor((memory - Wt - reserve - S) / R), the minimum over stages.
+"""
+
+from .memory import default_reserve
+from .records import SCHEMA_VERSION, model_record
+from ..arch import layer_range_label
+from ..errors import UserError
+from ..record import Record
+
+CONVENTIONS = (
+    "Cache bytes per token = the sum over layers of each layer type's bytes per token "
+    "(formula per layer type above); a windowed layer keeps at most its window W of "
+    "tokens; recurrent (linear-attention) state is a fixed size per request.",
+    "Memory per device = weight shard + KV cache + workspace reserve. The reserve covers "
+    "activations, the runtime context, allocator slack and fragmentation; its default is "
+    "10% of device memory (vLLM's gpu_memory_utilization 0.9) and it is set with --reserve.",
+    "Tensor parallelism (Megatron-style): query heads and KV heads split over the TP devices; "
+    "when TP exceeds the KV heads every device holds one KV head (replicated) and its cache; "
+    "other matrices (MLP, experts) split 1/TP along one axis (largest shard ceil(d/TP)); "
+    "embedding and output head vocab-parallel (ceil(vocab/TP) rows, no padding); norms, "
+    "biases outside attention and the MoE router replicated. A layer type that does not "
+    "declare its TP split keeps its whole cache on every device.",
+    "Pipeline parallelism: layers in contiguous stages as even as possible, the first "
+    "(layers mod PP) stages one layer more; stage 0 also holds the embedding, the last "
+    "stage the final norm and output head (with tied embeddings, a copy of the embedding "
+    "matrix). Capacity is the minimum over stages; the binding stage is named.",
+    "Pages of P tokens: a layer holding n tokens allocates ceil(n/P) pages while nothing has "
+    "left its window, and ceil((n + P - 1)/P) pages once the window slides (the worst case, "
+    "the window straddling a page boundary). Waste = allocated - held tokens. Recurrent "
+    "state is not paged.",
+    "Prefix sharing: a common prefix of S tokens is stored once for the whole batch in every "
+    "layer that still holds it (a layer holding n tokens keeps positions context-n .. "
+    "context-1); with pages only the floor(S/P) whole pages of the prefix are shared. "
+    "Recurrent state is per request. Where context < S, the whole context is the prefix.",
+    "Max context at batch B: the largest context, up to the model's maximum, at which B "
+    "requests fit (bytes never fall as context grows, so it is found by bisection).",
+)
+
+
+# -- sizing -----------------------------------------------------------------
+
+def cache_per_token(block, w):
+    """Cache bytes one token adds to `block` under workload `w` (the one call site)."""
+    return block.kv_bytes_per_token(w.kv_dtype)
+
+
+def cache_state(block, w):
+    return block.state_bytes(w.kv_dtype)
+
+
+def cache_blocks(layer, w):
+    """The blocks of a layer that keep a cache or a recurrent state."""
+    return [b for b in layer.blocks if cache_per_token(b, w) or cache_state(b, w)]
+
+
+def formula(block, w):
+    """The block's own formula text, or its label with the figure when it has none."""
+    text = block.kv_formula(w.kv_dtype)
+    if text:
+        return text
+    parts = []
+    if cache_per_token(block, w):
+        parts.append(f"{cache_per_token(block, w):,} B per token")
+    if cache_state(block, w):
+        parts.append(f"{cache_state(block, w):,} B fixed state per request")
+    return f"{block.label or type(block).__name__}: " + ", ".join(parts)
+
+
+def pages_held(n, context, page):
+    """Pages one layer allocates for its n most recent of `context` tokens."""
+    if n == context:
+        return -(-n // page)
+    return -(-(n + page - 1) // page)
+
+
+def held_tokens(n, context, page):
+    """Token slots allocated for n held tokens: n, or whole pages."""
+    return n if not page else pages_held(n, context, page) * page
+
+
+def shared_tokens(n, context, prefix, page):
+    """Of the n tokens a layer holds (positions context-n .. context-1), the slots
+    of the common prefix (positions < prefix) stored once for the batch."""
+    first = context - n
+    if not page:
+        return max(0, prefix - first)
+    return max(0, prefix // page - first // page) * page
+
+
+class Term(Record):
+    """One cache-keeping block type, counted over `layers` layers, on one device."""
+    label: str
+    formula: str
+    layers: int
+    per_token: int          # bytes per token per layer, whole model (no TP split)
+    per_token_device: int   # bytes per token per layer on one TP device
+    state_device: int       # fixed state bytes per request per layer on one device
+    tokens: int             # tokens held per layer
+    slots: int              # token slots allocated (whole pages)
+    shared: int             # slots of the common prefix, stored once
+    ways: object            # TP ways the cache splits (None: not declared)
+
+    @property
+    def own_bytes(self):
+        """Per request, all `layers` layers: own slots plus state."""
+        return self.layers * ((self.slots - self.shared) * self.per_token_device + self.state_device)
+
+    @property
+    def shared_bytes(self):
+        return self.layers * self.shared * self.per_token_device
+
+    @property
+    def waste_bytes(self):
+        return self.layers * (self.slots - self.tokens) * self.per_token_device
+
+
+def _ways(block, tp):
+    return block.tp_kv_ways(tp) if tp > 1 else 1
+
+
+def terms(layer_counts, w, context, tp=1, page=None, prefix=0):
+    """Term per cache block of each (layer, count) pair at `context` tokens."""
+    prefix = min(prefix, context)
+    out = []
+    for layer, count in layer_counts:
+        for b in cache_blocks(layer, w):
+            k, s = cache_per_token(b, w), cache_state(b, w)
+            ways = _ways(b, tp)
+            div = ways or 1
+            n = b.kv_tokens(context) if k else 0
+            out.append(Term(label=b.label or type(b).__name__, formula=formula(b, w), layers=count,
+                            per_token=k, per_token_device=-(-k // div), state_device=-(-s // div),
+                            tokens=n, slots=held_tokens(n, context, page) if n else 0,
+                            shared=shared_tokens(n, context, prefix, page) if n else 0,
+                            ways=ways))
+    return out
+
+
+def merge(ts):
+    """Sum terms of the same block type (a layer type split over stages)."""
+    merged = {}
+    for t in ts:
+        key = t.replace(layers=0)
+        merged[key] = merged.get(key, 0) + t.layers
+    return [t.replace(layers=n) for t, n in merged.items()]
+
+
+# -- layout -----------------------------------------------------------------
+
+def valid_tps(arch):
+    """TP degrees dividing every block's attention heads, with KV heads either
+    divisible by TP or dividing it (so each device holds whole KV heads)."""
+    heads, kv = set(), set()
+    for layer, _, _ in arch.layer_groups():
+        for b in layer.blocks:
+            if getattr(b, "heads", None):
+                heads.add(b.heads)
+                if getattr(b, "kv_heads", None):
+                    kv.add(b.kv_heads)
+    if not heads:
+        return None
+    low = min(heads)
+    return [t for t in range(1, low + 1)
+            if all(h % t == 0 for h in heads) and all(k % t == 0 or t % k == 0 for k in kv)]
+
+
+def check_layout(arch, tp, pp):
+    tps = valid_tps(arch)
+    if tps is not None and tp not in tps:
+        heads = sorted({b.heads for layer, _, _ in arch.layer_groups() for b in layer.blocks
+                        if getattr(b, "heads", None)})
+        raise UserError(f"--tp {tp} does not split the attention heads of {arch.id} "
+                        f"({'/'.join(map(str, heads))} heads) into whole heads; valid TP values: "
+                        f"{', '.join(map(str, tps))}")
+    if pp > len(arch.layers):
+        raise UserError(f"--pp {pp} exceeds the {len(arch.layers)} layers of {arch.id}")
+
+
+def stages(arch, pp):
+    """[(first, last + 1)] layer ranges: the first (L mod pp) stages one layer more."""
+    n = len(arch.layers)
+    base, extra = divmod(n, pp)
+    out, start = [], 0
+    for s in range(pp):
+        size = base + (1 if s < extra else 0)
+        out.append((start, start + size))
+        start += size
+    return out
+
+
+def stage_layers(arch, lo, hi):
+    """[(layer, count)] of distinct layers with index in [lo, hi)."""
+    out = []
+    for layer, _, indices in arch.layer_groups():
+        count = sum(1 for i in indices if lo <= i < hi)
+        if count:
+            out.append((layer, count))
+    return out
+
+
+def shard_bytes(block, w, tp):
+    return sum(w.weight_bytes(t) for t in (block.tp_shard(tp) if tp > 1 else block.tensors()))
+
+
+def stage_weight_bytes(arch, w, tp, s, pp, layer_counts):
+    """Weight bytes one device of stage s holds."""
+    total = sum(count * sum(shard_bytes(b, w, tp) for b in layer.blocks)
+                for layer, count in layer_counts)
+    if s == 0:
+        total += shard_bytes(arch.embedding, w, tp)
+    if s == pp - 1:
+        total += shard_bytes(arch.final_norm, w, tp) + shard_bytes(arch.head, w, tp)
+        if arch.tied_embeddings and pp > 1:
+            total += shard_bytes(arch.embedding, w, tp)
+    return total
+
+
+class Stage(Record):
+    index: int
+    first: int
+    last: int               # inclusive
+    layer_counts: tuple
+    weight_bytes: int
+
+
+def layout(arch, w, tp, pp):
+    out = []
+    for s, (lo, hi) in enumerate(stages(arch, pp)):
+        lc = tuple(stage_layers(arch, lo, hi))
+        out.append(Stage(s, lo, hi - 1, lc, stage_weight_bytes(arch, w, tp, s, pp, lc)))
+    return out
+
+
+# -- capacity ---------------------------------------------------------------
+
+class Demand(Record):
+    """What one device of a stage needs at a context: weights, shared and own cache."""
+    weights: int
+    shared: int       # prefix cache, once
+    own: int          # per request
+    waste: int        # page waste per request
+    per_token: int    # cache bytes per token on this device (its layers, TP split)
+
+    def need(self, batch, reserve):
+        return self.weights + reserve + self.shared + batch * self.own
+
+    def max_requests(self, memory, reserve):
+        """floor((memory - weights - reserve - shared) / own); None if own is 0 and it fits."""
+        free = memory - self.weights - reserve - self.shared
+        if free < 0 or (self.own and free < self.own):
+            return 0
+        return free // self.own if self.own else None
+
+
+def demand(stage, w, context, tp, page, prefix):
+    ts = terms(stage.layer_counts, w, context, tp, page, prefix)
+    return Demand(stage.weight_bytes, sum(t.shared_bytes for t in ts),
+                  sum(t.own_bytes for t in ts), sum(t.waste_bytes for t in ts),
+                  sum(t.layers * t.per_token_device for t in ts))
+
+
+def max_requests_at(stages_, w, context, memory, reserve, tp, page, prefix):
+    """(max requests, binding stage index, demands) at a context; None = unbounded."""
+    ds = [demand(st, w, context, tp, page, prefix) for st in stages_]
+
+    def tightness(i):
+        """Fewest requests first (unbounded last), then least memory left at that count."""
+        m = ds[i].max_requests(memory, reserve)
+        return (m is None, m or 0, memory - ds[i].need(m or 0, reserve))
+
+    bind = min(range(len(ds)), key=tightness)
+    return ds[bind].max_requests(memory, reserve), bind, ds
+
+
+def fits(stages_, w, context, batch, memory, reserve, tp, page, prefix):
+    return all(demand(st, w, context, tp, page, prefix).need(batch, reserve) <= memory
+               for st in stages_)
+
+
+def max_context(stages_, w, batch, limit, memory, reserve, tp, page, prefix):
+    """Largest context <= limit at which `batch` requests fit (0 if none)."""
+    if not fits(stages_, w, 1, batch, memory, reserve, tp, page, prefix):
+        return 0
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(stages_, w, mid, batch, memory, reserve, tp, page, prefix):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def table_contexts(max_ctx):
+    """1K, 2K, 4K, ... up to the model's maximum (included when not a power of two)."""
+    out, c = [], 1024
+    while c <= max_ctx:
+        out.append(c)
+        c *= 2
+    if not out or out[-1] != max_ctx:
+        out.append(max_ctx)
+    return out
+
+
+# -- the record -------------------------------------------------------------
+
+def _term_record(t, context):
+    return {
+        "layer_type": t.label,
+        "layers": t.layers,
+        "formula": t.formula,
+        "bytes_per_token_per_layer": t.per_token,
+        "tokens_held_per_layer": t.tokens,
+        "state_bytes_per_layer": t.state_device,
+        "bytes_per_request_per_layer": t.per_token * t.tokens + t.state_device,
+        "bytes_per_token": t.layers * t.per_token,
+        "bytes_per_request": t.layers * (t.per_token * t.tokens + t.state_device),
+    }
+
+
+def _tp_notes(arch, w, tp):
+    notes = []
+    if tp == 1:
+        return notes
+    seen = set()
+    for layer, _, _ in arch.layer_groups():
+        for b in cache_blocks(layer, w):
+            if b in seen:
+                continue
+            seen.add(b)
+            ways = b.tp_kv_ways(tp)
+            label = b.label or type(b).__name__
+            if ways is None:
+                notes.append(f"{label}: its TP split is not declared, so its whole cache is counted "
+                             f"on each of the {tp} TP devices")
+            elif ways < tp:
+                notes.append(f"{label}: TP {tp} exceeds its {ways} KV heads; each device holds one "
+                             f"KV head, replicated {tp // ways}x across the TP group")
+            else:
+                notes.append(f"{label}: cache split {tp} ways by KV heads")
+    return notes
+
+
+def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, page=None,
+       prefix=0, device=None):
+    """The full `kv` result record."""
+    if prefix > context:
+        raise UserError(f"--shared-prefix {prefix} exceeds --context {context}")
+    reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
+    if reserve >= memory_bytes:
+        raise UserError(f"reserve {reserve:,} B is not less than device memory {memory_bytes:,} B")
+    check_layout(arch, tp, pp)
+    groups = [(layer, count) for layer, count, _ in arch.layer_groups()]
+    whole = merge(terms(groups, w, context))
+    sts = layout(arch, w, tp, pp)
+    args = (memory_bytes, reserve, tp, page, prefix)
+    most, bind, ds = max_requests_at(sts, w, context, *args)
+    d = ds[bind]
+    left = [memory_bytes - dd.need(batch, reserve) for dd in ds]
+    limit = arch.max_context
+    mctx = max_context(sts, w, batch, max(limit, 1), *args)
+    notes = _tp_notes(arch, w, tp)
+    if context > arch.max_context:
+        notes.append(f"--context {context:,} exceeds the model's maximum context "
+                     f"{arch.max_context:,} (max_position_embeddings)")
+    capacity = {
+        "devices": tp * pp,
+        "memory_bytes_per_device": memory_bytes,
+        "reserve_bytes": reserve,
+        "binding_stage": bind,
+        "max_requests": most,
+        "fits_one_request": most is None or most >= 1,
+        "shortfall_bytes_at_batch_1": max(0, max(dd.need(1, reserve) for dd in ds) - memory_bytes),
+        "memory_left_bytes_at_batch": min(left),
+        "memory_left_bytes_at_max_requests": (
+            None if most is None or most == 0 else
+            min(memory_bytes - dd.need(most, reserve) for dd in ds)),
+        "max_context_at_batch": mctx,
+        "max_context_is_model_limit": mctx == limit,
+        "kv_bytes_per_token_per_device": d.per_token,
+        "kv_bytes_per_request_per_device": d.own,
+        "shared_prefix_bytes_per_device": d.shared,
+        "page_waste_bytes_per_request": d.waste,
+        "page_waste_bytes_at_batch": d.waste * batch,
+        "stages": [{
+            "stage": st.index,
+            "layers": layer_range_label(tuple(range(st.first, st.last + 1))),
+            "weight_bytes": st.weight_bytes,
+            "kv_bytes_per_request": dd.own,
+            "shared_prefix_bytes": dd.shared,
+            "page_waste_bytes_per_request": dd.waste,
+            "max_requests": dd.max_requests(memory_bytes, reserve),
+            "memory_left_bytes_at_batch": memory_bytes - dd.need(batch, reserve),
+        } for st, dd in zip(sts, ds)],
+    }
+    table = []
+    for c in table_contexts(arch.max_context):
+        m, b, _ = max_requests_at(sts, w, c, *args)
+        table.append({"context": c, "max_requests": m, "binding_stage": b})
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": "kv",
+        "model": model_record(arch),
+        "inputs": {
+            "context": context,
+            "batch": batch,
+            "weight_dtype": w.weight_dtype.name,
+            "kv_dtype": w.kv_dtype.name,
+            "mla": w.mla,
+            "tp": tp,
+            "pp": pp,
+            "page_size": page,
+            "shared_prefix": prefix,
+            "device": device,
+            "memory_bytes": memory_bytes,
+            "reserve_bytes": reserve,
+            "reserve_is_default": reserve_bytes is None,
+        },
+        "sizing": {
+            "bytes_per_token": sum(t.layers * t.per_token for t in whole),
+            "state_bytes_per_request": sum(t.layers * t.state_device for t in whole),
+            "bytes_per_request": sum(t.layers * (t.per_token * t.tokens + t.state_device)
+                                     for t in whole),
+            "layer_types": [_term_record(t, context) for t in whole],
+        },
+        "capacity": capacity,
+        "concurrency": table,
+        "notes": notes,
+        "conventions": list(CONVENTIONS),
+    }

@@ -1,0 +1,125 @@
+"""Markdown and CSV for a `kv` record."""
+
+from . import units as u
+from .table import markdown_table, records_to_csv
+
+
+def _both(n):
+    return [u.integer(n), u.nbytes(n)]
+
+
+def _requests(m):
+    return "unbounded (no per-request cache)" if m is None else u.integer(m)
+
+
+def header_lines(rec):
+    m, i = rec["model"], rec["inputs"]
+    where = f"`{i['device']}`" if i["device"] else "`--memory-bytes`"
+    reserve = ("default: 10% of memory" if i["reserve_is_default"] else "set with --reserve")
+    lines = [
+        f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, attention {m['attention']}, "
+        f"maximum context {u.integer(m['max_context'])}",
+        f"- Requests: context {u.integer(i['context'])} tokens, batch {i['batch']}"
+        + (f", shared prefix {u.integer(i['shared_prefix'])} tokens" if i["shared_prefix"] else "")
+        + (f", pages of {i['page_size']} tokens" if i["page_size"] else ", no paging"),
+        f"- Formats: KV cache {i['kv_dtype']}, weights {i['weight_dtype']}; MLA path `{i['mla']}` "
+        "(used by MLA layers only)",
+        f"- Layout: TP {i['tp']} x PP {i['pp']} = {i['tp'] * i['pp']} device{'s' if i['tp'] * i['pp'] > 1 else ''}; memory per device "
+        f"{u.integer(i['memory_bytes'])} B ({u.nbytes(i['memory_bytes'])}) from {where}; workspace "
+        f"reserve {u.integer(i['reserve_bytes'])} B ({u.nbytes(i['reserve_bytes'])}, {reserve})",
+    ]
+    for note in m.get("notes", []):
+        lines.append(f"- Model note: {note}")
+    return lines
+
+
+def sizing_section(rec):
+    s, i = rec["sizing"], rec["inputs"]
+    rows = [[t["layer_type"], t["layers"], t["formula"], u.integer(t["bytes_per_token_per_layer"]),
+             u.integer(t["tokens_held_per_layer"]), u.integer(t["state_bytes_per_layer"]),
+             u.integer(t["bytes_per_token"]), u.integer(t["bytes_per_request"])]
+            for t in s["layer_types"]]
+    out = [
+        "## Cache per layer type", "",
+        f"Whole model (no TP split, no paging), one request at {u.integer(i['context'])} tokens.", "",
+        markdown_table(["layer type", "layers", "formula (per layer)", "B/token/layer", "tokens held",
+                        "state B/layer", "B/token (all layers)", "B/request (all layers)"],
+                       rows, "lrlrrrrr"),
+        "",
+        markdown_table(["quantity", "bytes", "human"], [
+            ["Cache per token, all layers", *_both(s["bytes_per_token"])],
+            ["Fixed state per request", *_both(s["state_bytes_per_request"])],
+            [f"Cache per request at {u.integer(i['context'])} tokens", *_both(s["bytes_per_request"])],
+        ], "lrr"),
+    ]
+    if not rows:
+        out.insert(4, "No layer keeps a cache or state.")
+    return out
+
+
+def capacity_section(rec):
+    c, i = rec["capacity"], rec["inputs"]
+    b, ctx = i["batch"], u.integer(i["context"])
+    st = c["stages"][c["binding_stage"]]
+    where = f" (binding: stage {c['binding_stage']}, layers {st['layers']})" if i["pp"] > 1 else ""
+    rows = [
+        [f"Weights per device{where}", *_both(st["weight_bytes"])],
+        ["Workspace reserve", *_both(c["reserve_bytes"])],
+        ["KV cache per token per device", *_both(c["kv_bytes_per_token_per_device"])],
+        ["KV cache per request per device", *_both(c["kv_bytes_per_request_per_device"])],
+    ]
+    if i["shared_prefix"]:
+        rows.append(["Shared prefix cache per device (once)", *_both(c["shared_prefix_bytes_per_device"])])
+    if i["page_size"]:
+        rows += [["Page waste per request per device", *_both(c["page_waste_bytes_per_request"])],
+                 [f"Page waste at batch {b}", *_both(c["page_waste_bytes_at_batch"])]]
+    rows.append([f"**Max concurrent requests at {ctx} tokens**", _requests(c["max_requests"]), ""])
+    left = c["memory_left_bytes_at_batch"]
+    label = f"Memory left at batch {b}" if left >= 0 else f"Memory short at batch {b}"
+    rows.append([label, u.integer(abs(left)), u.nbytes(abs(left))])
+    if c["memory_left_bytes_at_max_requests"] is not None:
+        rows.append(["Memory left at the max requests", *_both(c["memory_left_bytes_at_max_requests"])])
+    mc = c["max_context_at_batch"]
+    rows.append([f"**Max context at batch {b}**",
+                 u.integer(mc) + (" (the model's maximum)" if c["max_context_is_model_limit"] else ""), ""])
+    out = ["## Capacity", "",
+           "Per device: memory = weight shard + KV cache + reserve.", ""]
+    if not c["fits_one_request"]:
+        out += [f"**Does not fit: one request at {ctx} tokens needs "
+                f"{u.integer(c['shortfall_bytes_at_batch_1'])} B "
+                f"({u.nbytes(c['shortfall_bytes_at_batch_1'])}) more than the device holds.**", ""]
+    out.append(markdown_table(["quantity", "exact", "human"], rows, "lrr"))
+    if i["pp"] > 1:
+        srows = [[s["stage"], s["layers"], *_both(s["weight_bytes"]), u.integer(s["kv_bytes_per_request"]),
+                  _requests(s["max_requests"]), u.integer(s["memory_left_bytes_at_batch"])]
+                 for s in c["stages"]]
+        out += ["", "### Pipeline stages (one device each per TP rank)", "",
+                markdown_table(["stage", "layers", "weight B", "weights", "KV B/request",
+                                "max requests", f"left at batch {b} (B)"], srows, "rlrrrrr")]
+    return out
+
+
+def concurrency_section(rec):
+    rows = [[u.integer(r["context"]), _requests(r["max_requests"])]
+            + ([r["binding_stage"]] if rec["inputs"]["pp"] > 1 else [])
+            for r in rec["concurrency"]]
+    head = ["context", "max requests"] + (["binding stage"] if rec["inputs"]["pp"] > 1 else [])
+    return ["## Max concurrency by context", "",
+            "Same layout, reserve, paging and prefix; contexts are powers of two from 1K and the "
+            "model's maximum.", "", markdown_table(head, rows)]
+
+
+def markdown(rec):
+    m, i = rec["model"], rec["inputs"]
+    where = i["device"] or "memory " + u.nbytes(i["memory_bytes"])
+    parts = [f"# kv: {m['id']} at {u.integer(i['context'])} tokens on {where} "
+             f"(TP {i['tp']}, PP {i['pp']})", "", *header_lines(rec), "",
+             *sizing_section(rec), "", *capacity_section(rec), "", *concurrency_section(rec), ""]
+    if rec["notes"]:
+        parts += ["## Notes", "", *[f"- {n}" for n in rec["notes"]], ""]
+    parts += ["## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+    return "\n".join(parts)
+
+
+def csv(rec):
+    return records_to_csv(rec["concurrency"])
