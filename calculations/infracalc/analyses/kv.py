@@ -44,8 +44,9 @@ CONVENTIONS = (
     "layer that still holds it (a layer holding n tokens keeps positions context-n .. "
     "context-1); with pages only the floor(S/P) whole pages of the prefix are shared. "
     "Recurrent state is per request. Where context < S, the whole context is the prefix.",
-    "Max context at batch B: the largest context, up to the model's maximum, at which B "
-    "requests fit (bytes never fall as context grows, so it is found by bisection).",
+    "Max context at batch B: the largest context, from the shared prefix up to the model's "
+    "maximum, at which B requests fit (from there a batch's bytes never fall as the context "
+    "grows, so it is found by bisection).",
 )
 
 
@@ -290,10 +291,11 @@ def fits(stages_, w, context, batch, memory, reserve, tp, page, prefix):
 
 
 def max_context(stages_, w, batch, limit, memory, reserve, tp, page, prefix):
-    """Largest context <= limit at which `batch` requests fit (0 if none)."""
-    if not fits(stages_, w, 1, batch, memory, reserve, tp, page, prefix):
+    """Largest context in [max(1, prefix), limit] at which `batch` requests fit (0 if
+    none). From the prefix on, a batch's bytes never fall as the context grows."""
+    lo, hi = max(1, prefix), limit
+    if lo > hi or not fits(stages_, w, lo, batch, memory, reserve, tp, page, prefix):
         return 0
-    lo, hi = 1, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if fits(stages_, w, mid, batch, memory, reserve, tp, page, prefix):

@@ -1,0 +1,385 @@
+"""Tests of the `kv` analysis: sizing per layer type, paging, prefix sharing,
+capacity over TP/PP, and invariants. Expected values are derived by hand in
+the comments, never by calling the code under test."""
+
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculations")
+sys.path.insert(0, ROOT)
+
+from infracalc.analyses import kv as K  # noqa: E402
+from infracalc.analyses.memory import max_requests, weight_bytes  # noqa: E402
+from infracalc.arch import Architecture, Block, Layer  # noqa: E402
+from infracalc.blocks.attention import Attention  # noqa: E402
+from infracalc.blocks.basic import Embedding, LMHead, RMSNorm  # noqa: E402
+from infracalc.cli import main  # noqa: E402
+from infracalc.dtypes import DTYPES  # noqa: E402
+from infracalc.errors import UserError  # noqa: E402
+from infracalc.load.models import load_model  # noqa: E402
+from infracalc.workload import Workload  # noqa: E402
+
+BF16 = Workload()
+FP8 = Workload(kv_dtype=DTYPES["fp8"])
+
+# A tiny Llama: hidden 64, 4 heads, 2 KV heads, head_dim 16, MLP 128, 2 layers,
+# vocab 1000, untied. Parameters (hand count):
+#   embedding 1000*64 = 64,000; per layer q 64*64 = 4,096, k 32*64 = 2,048,
+#   v 2,048, o 4,096 (12,288), MLP 3*128*64 = 24,576, two norms 128 -> 36,992;
+#   two layers 73,984; final norm 64; head 64,000. Total 202,048 -> bf16 404,096 B.
+# KV per token: 2 layers * 2 (K,V) * 2 heads * 16 * 2 B = 256 B.
+TINY = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
+        "num_hidden_layers": 2, "vocab_size": 1000, "max_position_embeddings": 4096,
+        "tie_word_embeddings": False, "hidden_act": "silu"}
+
+
+def tiny(**changes):
+    cfg = dict(TINY, **changes)
+    fd, path = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(cfg, f)
+    try:
+        return load_model(path)
+    finally:
+        os.unlink(path)
+
+
+class Recurrent(Block):
+    """A stand-in for a layer type kv.py has never seen: fixed state, no cache,
+    no kv_formula and no declared TP split."""
+    nbytes: int
+    label = "recurrent"
+
+    def state_bytes(self, kv_dtype):
+        return self.nbytes
+
+
+def arch_of(*mixers, vocab=10, hidden=8, max_context=1024):
+    layers = tuple(Layer((m,)) for m in mixers)
+    return Architecture(id="hand", model_type="hand", hidden_size=hidden, vocab_size=vocab,
+                        max_context=max_context, embedding=Embedding(vocab, hidden),
+                        layers=layers, final_norm=RMSNorm("norm", hidden),
+                        head=LMHead(vocab, hidden))
+
+
+def attn(kv_heads=1, head_dim=4, window=None, heads=None, sinks=False):
+    # bf16 cache per token: 2 * kv_heads * head_dim * 2 B (16 B with the defaults)
+    return Attention(hidden=8, heads=heads or kv_heads, kv_heads=kv_heads, head_dim=head_dim,
+                     rope_dim=head_dim, window=window, sinks=sinks)
+
+
+def one(rec_terms):
+    assert len(rec_terms) == 1
+    return rec_terms[0]
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+class Sizing(unittest.TestCase):
+    def test_qwen3_8b_per_token(self):
+        # 36 layers * 2 (K,V) * 8 KV heads * 128 head dim * 2 B = 147,456 B
+        rec = K.kv(load_model("qwen3-8b"), BF16, 1024, 1, 80 * 10**9)
+        self.assertEqual(rec["sizing"]["bytes_per_token"], 147_456)
+        # one request at 1,024 tokens: 147,456 * 1,024 = 150,994,944
+        self.assertEqual(rec["sizing"]["bytes_per_request"], 150_994_944)
+        t = one(rec["sizing"]["layer_types"])
+        self.assertEqual((t["layers"], t["bytes_per_token_per_layer"]), (36, 4_096))
+        self.assertIn("2 (K,V) x 8 KV heads x 128 head dim x 2 B (bf16) = 4,096 B per token",
+                      t["formula"])
+
+    def test_fp8_halves_the_cache(self):
+        # 36 * 2 * 8 * 128 * 1 B = 73,728
+        rec = K.kv(load_model("qwen3-8b"), FP8, 1024, 1, 80 * 10**9)
+        self.assertEqual(rec["sizing"]["bytes_per_token"], 73_728)
+
+    def test_sliding_window_caps_tokens(self):
+        # Mistral-7B: 32 * 2 * 8 * 128 * 2 = 131,072 B/token, window 4,096.
+        arch = load_model("mistral-7b-v0.1")
+        small = K.kv(arch, BF16, 1000, 1, 80 * 10**9)["sizing"]
+        big = K.kv(arch, BF16, 8192, 1, 80 * 10**9)["sizing"]
+        self.assertEqual(small["bytes_per_token"], 131_072)
+        self.assertEqual(small["bytes_per_request"], 131_072 * 1000)      # 131,072,000
+        self.assertEqual(big["bytes_per_request"], 536_870_912)           # 131,072 * 4,096
+        self.assertIn("at most W = 4,096 tokens", one(big["layer_types"])["formula"])
+        self.assertEqual(one(big["layer_types"])["tokens_held_per_layer"], 4096)
+
+    def test_mixed_layer_types_and_state(self):
+        # full (16 B/token), window 50 (2*2*4*2 = 32 B/token), recurrent state 1,000 B:
+        # at 100 tokens: 16*100 + 32*50 + 1,000 = 1,600 + 1,600 + 1,000 = 4,200 B.
+        arch = arch_of(attn(), attn(kv_heads=2, window=50), Recurrent(1000))
+        s = K.kv(arch, BF16, 100, 1, 10**9)["sizing"]
+        self.assertEqual(s["bytes_per_token"], 16 + 32)
+        self.assertEqual(s["state_bytes_per_request"], 1000)
+        self.assertEqual(s["bytes_per_request"], 4200)
+        self.assertEqual(s["bytes_per_request"], arch.kv_bytes(DTYPES["bf16"], 100))
+        rows = {r["layer_type"]: r for r in s["layer_types"]}
+        self.assertEqual(rows["recurrent"]["formula"], "recurrent: 1,000 B fixed state per request")
+        self.assertEqual(rows["recurrent"]["bytes_per_request"], 1000)
+
+    def test_sinks_add_no_cache(self):
+        # GPT-OSS sinks are one weight per head: same 16 B/token with or without them.
+        plain, sink = attn(), attn(sinks=True)
+        self.assertEqual(sink.kv_bytes_per_token(DTYPES["bf16"]), 16)
+        self.assertEqual(plain.kv_bytes_per_token(DTYPES["bf16"]), 16)
+        self.assertIn("sinks are per-head weights and add no cache", sink.kv_formula(DTYPES["bf16"]))
+
+    def test_fp4_formula_counts_scales(self):
+        # NVFP4: 1,024 values -> 512 B + 64 E4M3 scales (one per 16) + 4 B tensor scale = 580 B;
+        # K and V: 1,160 B per token.
+        a = attn(kv_heads=8, head_dim=128)
+        self.assertEqual(a.kv_bytes_per_token(DTYPES["nvfp4"]), 1160)
+        self.assertIn("nvfp4 bytes of 8 KV heads x 128 head dim", a.kv_formula(DTYPES["nvfp4"]))
+
+
+class Pages(unittest.TestCase):
+    def test_full_attention_rounds_up_to_pages(self):
+        # 100 tokens, pages of 16: ceil(100/16) = 7 pages = 112 slots; waste 12 * 16 B = 192 B.
+        t = one(K.terms([(Layer((attn(),)), 1)], BF16, 100, page=16))
+        self.assertEqual((t.tokens, t.slots, t.waste_bytes, t.own_bytes), (100, 112, 192, 1792))
+
+    def test_sliding_window_worst_case_page(self):
+        # W = 50 slid (context 100): 50 tokens can touch ceil((50 + 15)/16) = 5 pages
+        # (positions 15..64 span pages 0..4) -> 80 slots, waste 30 tokens.
+        t = one(K.terms([(Layer((attn(window=50),)), 1)], BF16, 100, page=16))
+        self.assertEqual((t.tokens, t.slots), (50, 80))
+        # W = 48, a multiple of the page: 48/16 + 1 = 4 pages once it slides...
+        self.assertEqual(one(K.terms([(Layer((attn(window=48),)), 1)], BF16, 100, page=16)).slots, 64)
+        # ...but exactly 3 pages while nothing has been evicted (context 48, aligned at 0).
+        self.assertEqual(one(K.terms([(Layer((attn(window=48),)), 1)], BF16, 48, page=16)).slots, 48)
+
+    def test_state_is_not_paged(self):
+        t = one(K.terms([(Layer((Recurrent(1000),)), 1)], BF16, 100, page=16))
+        self.assertEqual((t.slots, t.waste_bytes, t.own_bytes), (0, 0, 1000))
+
+
+class Prefix(unittest.TestCase):
+    def test_prefix_stored_once(self):
+        # 16 B/token, context 100, prefix 40: 640 B once, 60 * 16 = 960 B per request.
+        t = one(K.terms([(Layer((attn(),)), 1)], BF16, 100, prefix=40))
+        self.assertEqual((t.shared_bytes, t.own_bytes), (640, 960))
+
+    def test_prefix_whole_pages_only(self):
+        # pages of 16: floor(40/16) = 2 pages (32 tokens, 512 B) shared;
+        # own = 7 pages * 16 - 32 = 80 slots = 1,280 B.
+        t = one(K.terms([(Layer((attn(),)), 1)], BF16, 100, page=16, prefix=40))
+        self.assertEqual((t.shared_bytes, t.own_bytes), (512, 1280))
+
+    def test_window_past_the_prefix_shares_nothing(self):
+        # W = 50 at context 100 keeps positions 50..99: none below 40.
+        t = one(K.terms([(Layer((attn(window=50),)), 1)], BF16, 100, prefix=40))
+        self.assertEqual((t.shared_bytes, t.own_bytes), (0, 800))
+        # W = 80 keeps positions 20..99: positions 20..39 (20 tokens) shared.
+        t = one(K.terms([(Layer((attn(window=80),)), 1)], BF16, 100, prefix=40))
+        self.assertEqual((t.shared_bytes, t.own_bytes), (320, 960))
+
+    def test_batch_capacity_with_prefix(self):
+        # Tiny Llama at 1,000 tokens, prefix 600: shared 600 * 256 = 153,600 B once,
+        # own 400 * 256 = 102,400 B. Memory 10,000,000, reserve 1,000,000, weights 404,096:
+        # (10,000,000 - 404,096 - 1,000,000 - 153,600) / 102,400 = 8,442,304 / 102,400 = 82.4 -> 82.
+        rec = K.kv(tiny(), BF16, 1000, 1, 10_000_000, prefix=600)
+        self.assertEqual(rec["capacity"]["max_requests"], 82)
+        self.assertEqual(rec["capacity"]["shared_prefix_bytes_per_device"], 153_600)
+
+
+class Capacity(unittest.TestCase):
+    def test_hand_checked_single_device(self):
+        # Weights 404,096 B (see TINY); reserve default 10% = 1,000,000; free 8,595,904 B.
+        # 1,000 tokens * 256 B = 256,000 B/request -> floor(8,595,904 / 256,000) = 33,
+        # left 8,595,904 - 33 * 256,000 = 147,904 B.
+        arch = tiny()
+        self.assertEqual(weight_bytes(arch, BF16), 404_096)
+        c = K.kv(arch, BF16, 1000, 16, 10_000_000)["capacity"]
+        self.assertEqual(c["reserve_bytes"], 1_000_000)
+        self.assertEqual(c["max_requests"], 33)
+        self.assertEqual(c["memory_left_bytes_at_max_requests"], 147_904)
+        # batch 16: 8,595,904 - 16 * 256,000 = 4,499,904 left
+        self.assertEqual(c["memory_left_bytes_at_batch"], 4_499_904)
+        # max context at batch 16: floor(8,595,904 / (16 * 256)) = floor(2,098.6) = 2,098
+        self.assertEqual(c["max_context_at_batch"], 2098)
+        self.assertFalse(c["max_context_is_model_limit"])
+
+    def test_max_context_capped_at_model_limit(self):
+        # batch 4: 8,595,904 / 1,024 = 8,394 > 4,096 -> the model's maximum 4,096
+        c = K.kv(tiny(), BF16, 1000, 4, 10_000_000)["capacity"]
+        self.assertEqual((c["max_context_at_batch"], c["max_context_is_model_limit"]), (4096, True))
+
+    def test_tp2_shards_weights_and_heads(self):
+        # TP 2: embedding 500*64 = 32,000; per layer q 32*64 = 2,048, k 16*64 = 1,024,
+        # v 1,024, o 64*32 = 2,048; gate/up 64*64 = 4,096 each, down split on axis 0
+        # 32*128 = 4,096; norms 128 -> 18,560; two layers 37,120; final norm 64;
+        # head 32,000. Total 101,184 params -> 202,368 B.
+        # KV: 1 head per device -> 128 B/token, 128,000 B/request at 1,000 tokens;
+        # (10,000,000 - 202,368 - 1,000,000) / 128,000 = 68.7 -> 68.
+        c = K.kv(tiny(), BF16, 1000, 1, 10_000_000, tp=2)["capacity"]
+        self.assertEqual(c["stages"][0]["weight_bytes"], 202_368)
+        self.assertEqual(c["kv_bytes_per_token_per_device"], 128)
+        self.assertEqual(c["max_requests"], 68)
+
+    def test_tp_beyond_kv_heads_replicates(self):
+        # TP 4 > 2 KV heads: each device keeps one KV head: still 128 B/token.
+        # Weights: embedding 250*64 = 16,000; per layer q 16*64, k 16*64, v 16*64,
+        # o 64*16 (4,096), gate/up 32*64 each, down 16*128 (6,144), norms 128 -> 10,368;
+        # x2 = 20,736; + 64 + 16,000 head = 52,800 params -> 105,600 B.
+        rec = K.kv(tiny(), BF16, 1000, 1, 10_000_000, tp=4)
+        self.assertEqual(rec["capacity"]["kv_bytes_per_token_per_device"], 128)
+        self.assertEqual(rec["capacity"]["stages"][0]["weight_bytes"], 105_600)
+        self.assertTrue(any("replicated 2x" in n for n in rec["notes"]))
+
+    def test_tp_must_split_heads(self):
+        with self.assertRaisesRegex(UserError, "valid TP values: 1, 2, 4$"):
+            K.kv(tiny(), BF16, 1000, 1, 10_000_000, tp=3)
+
+    def test_pp_stages(self):
+        # PP 2: stage 0 = layer 0 + embedding = (36,992 + 64,000) * 2 = 201,984 B;
+        # stage 1 = layer 1 + final norm + head = (36,992 + 64 + 64,000) * 2 = 202,112 B.
+        # KV per stage 1 layer * 128 B * 1,000 = 128,000; stage 1 binds:
+        # (10,000,000 - 202,112 - 1,000,000) / 128,000 = 68.7 -> 68.
+        c = K.kv(tiny(), BF16, 1000, 1, 10_000_000, pp=2)["capacity"]
+        self.assertEqual([s["weight_bytes"] for s in c["stages"]], [201_984, 202_112])
+        self.assertEqual((c["max_requests"], c["binding_stage"]), (68, 1))
+
+    def test_pp_tied_embedding_copy_on_last_stage(self):
+        # tied: the head owns no tensor; with PP 2 the last stage holds a copy of the
+        # embedding: stage 1 = (36,992 + 64 + 64,000) * 2 = 202,112 B, as untied.
+        c = K.kv(tiny(tie_word_embeddings=True), BF16, 1000, 1, 10_000_000, pp=2)["capacity"]
+        self.assertEqual([s["weight_bytes"] for s in c["stages"]], [201_984, 202_112])
+
+    def test_uneven_stages(self):
+        # 5 layers over 2 stages: 3 + 2, the first stage one more.
+        arch = arch_of(*[attn()] * 5)
+        self.assertEqual(K.stages(arch, 2), [(0, 3), (3, 5)])
+        self.assertEqual(K.stages(arch, 5), [(i, i + 1) for i in range(5)])
+
+    def test_does_not_fit_is_a_result(self):
+        # memory 500,000, no reserve: need 404,096 + 256,000 = 660,096 -> short 160,096 B.
+        c = K.kv(tiny(), BF16, 1000, 1, 500_000, reserve_bytes=0)["capacity"]
+        self.assertEqual((c["max_requests"], c["fits_one_request"]), (0, False))
+        self.assertEqual(c["shortfall_bytes_at_batch_1"], 160_096)
+        # it fits shorter contexts: (500,000 - 404,096) / 256 = 374.6 -> 374 tokens
+        self.assertEqual(c["max_context_at_batch"], 374)
+        c = K.kv(tiny(), BF16, 1000, 1, 400_000, reserve_bytes=0)["capacity"]
+        self.assertEqual((c["max_context_at_batch"], c["shortfall_bytes_at_batch_1"]),
+                         (0, 404_096 + 256_000 - 400_000))
+
+    def test_undeclared_tp_split_counts_whole_state(self):
+        arch = arch_of(attn(kv_heads=2, heads=2), Recurrent(1000))
+        rec = K.kv(arch, BF16, 10, 1, 10**6, tp=2)
+        # attention 2*2*4*2/2 = 16 B/token per device; the recurrent state stays 1,000 B:
+        # own per request = 16 * 10 + 1,000 = 1,160 B.
+        self.assertEqual(rec["capacity"]["kv_bytes_per_request_per_device"], 1160)
+        self.assertTrue(any("recurrent: its TP split is not declared" in n for n in rec["notes"]))
+
+    def test_concurrency_table_contexts(self):
+        self.assertEqual(K.table_contexts(40960), [1024, 2048, 4096, 8192, 16384, 32768, 40960])
+        self.assertEqual(K.table_contexts(4096), [1024, 2048, 4096])
+
+
+class Invariants(unittest.TestCase):
+    MODELS = ("qwen3-8b", "mistral-7b-v0.1", "qwen3-30b-a3b", "mixtral-8x7b", "phi-3-mini")
+
+    def test_agrees_with_memory_max_requests(self):
+        for model in self.MODELS:
+            arch = load_model(model)
+            for ctx in (1000, 4096, 32768):
+                mem = 80 * 10**9 if "mixtral" not in model else 192 * 10**9
+                got = K.kv(arch, BF16, ctx, 1, mem)["capacity"]["max_requests"]
+                self.assertEqual(got, max_requests(arch, BF16, mem, ctx), (model, ctx))
+
+    def test_tp1_shard_is_whole_model(self):
+        for model in self.MODELS:
+            arch = load_model(model)
+            st = K.layout(arch, BF16, 1, 1)[0]
+            self.assertEqual(st.weight_bytes, weight_bytes(arch, BF16), model)
+
+    def test_pp_conserves_weights_untied(self):
+        arch = load_model("qwen3-8b")   # untied
+        total = sum(s.weight_bytes for s in K.layout(arch, BF16, 1, 4))
+        self.assertEqual(total, weight_bytes(arch, BF16))
+
+    def test_tp_conserves_kv_within_kv_heads(self):
+        arch = load_model("qwen3-8b")
+        for tp in (1, 2, 4, 8):
+            c = K.kv(arch, BF16, 4096, 1, 10**12, tp=tp)["capacity"]
+            self.assertEqual(c["kv_bytes_per_token_per_device"] * tp, 147_456)
+
+    def test_moe_router_replicated_experts_split(self):
+        moe = load_model("qwen3-30b-a3b").layers[0].blocks[4]
+        shard = {t.name: t.shape for t in moe.tp_shard(4)}
+        self.assertEqual(shard["mlp.gate.weight"], (128, 2048))
+        self.assertEqual(shard["mlp.experts.gate_proj.weight"], (128, 192, 2048))   # 768 / 4
+
+    def test_more_memory_never_fits_fewer(self):
+        cases = [(tiny(), {}), (tiny(), {"page": 16, "prefix": 300}), (tiny(), {"tp": 4}),
+                 (arch_of(attn(), attn(window=50), Recurrent(1000)), {"page": 16, "prefix": 60})]
+        for arch, kw in cases:
+            prev_req, prev_ctx = -1, -1
+            for mem in range(200_000, 20_000_001, 350_003):
+                c = K.kv(arch, BF16, 1000 if arch.id != "hand" else 100, 3, mem,
+                         reserve_bytes=100_000, **kw)["capacity"]
+                self.assertGreaterEqual(c["max_requests"], prev_req, (kw, mem))
+                self.assertGreaterEqual(c["max_context_at_batch"], prev_ctx, (kw, mem))
+                prev_req, prev_ctx = c["max_requests"], c["max_context_at_batch"]
+            self.assertGreater(prev_req, 0)
+
+    def test_bytes_never_fall_with_context(self):
+        # from the shared prefix on (the bisection for max context relies on it),
+        # pages, windows and prefixes included
+        arch = arch_of(attn(), attn(window=50), attn(window=48), Recurrent(7))
+        st = K.layout(arch, BF16, 1, 1)[0]
+        for page in (None, 1, 16):
+            for prefix in (0, 1, 30, 70):
+                for batch in (1, 5):
+                    prev = -1
+                    for ctx in range(max(1, prefix), 300):
+                        need = K.demand(st, BF16, ctx, 1, page, prefix).need(batch, 0)
+                        self.assertGreaterEqual(need, prev, (page, prefix, batch, ctx))
+                        prev = need
+
+
+class Cli(unittest.TestCase):
+    def test_markdown_and_json(self):
+        code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "32768", "--batch", "8")
+        self.assertEqual(code, 0)
+        self.assertIn("| Cache per token, all layers | 147,456 |", out)
+        # 80e9 - 16,381,470,720 weights - 8e9 reserve = 55,618,529,280; / (147,456 * 32,768
+        # = 4,831,838,208) = 11.5 -> 11
+        self.assertIn("| **Max concurrent requests at 32,768 tokens** | 11 |", out)
+        code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "32768", "--format", "json")
+        self.assertEqual(json.loads(out)["capacity"]["max_requests"], 11)
+
+    def test_errors_exit_2(self):
+        for argv in (["--tp", "3"], ["--shared-prefix", "200"], ["--pp", "37"],
+                     ["--memory-bytes", "lots"], ["--reserve", "100%"],
+                     ["--memory-bytes", "1000", "--reserve", "1000"]):
+            code, out, err = run_cli("kv", "--model", "qwen3-8b", "--context", "100", *argv)
+            self.assertEqual(code, 2, argv)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertNotIn("Traceback", err)
+
+    def test_not_fitting_exits_0_with_shortfall(self):
+        code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "4096",
+                               "--memory-bytes", "16GiB", "--reserve", "0")
+        # weights 16,381,470,720 + 4,096 * 147,456 (603,979,776) = 16,985,450,496
+        # - 17,179,869,184 (16 GiB) < 0: it fits; at 8 GiB it is short by
+        # 16,985,450,496 - 8,589,934,592 = 8,395,515,904 B.
+        self.assertEqual(code, 0)
+        self.assertIn("| **Max concurrent requests at 4,096 tokens** | 1 |", out)
+        code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "4096",
+                               "--memory-bytes", "8GiB", "--reserve", "0")
+        self.assertEqual(code, 0)
+        self.assertIn("needs 8,395,515,904 B", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
