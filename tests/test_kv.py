@@ -142,6 +142,40 @@ class Sizing(unittest.TestCase):
         self.assertIn("nvfp4 bytes of 8 KV heads x 128 head dim", a.kv_formula(DTYPES["nvfp4"]))
 
 
+class MLASizing(unittest.TestCase):
+    def test_deepseek_v3_absorbed_and_naive(self):
+        arch = load_model("deepseek-v3")
+        # absorbed: 61 layers x (kv_lora 512 + qk_rope 64) x 2 B = 70,272 B per token
+        rec = K.kv(arch, BF16, 8192, 1, 141 * 10**9)
+        self.assertEqual(rec["sizing"]["bytes_per_token"], 70_272)
+        self.assertIn("(kv_lora 512 + qk_rope 64) x 2 B (bf16) = 1,152 B per token",
+                      one(rec["sizing"]["layer_types"])["formula"])
+        # naive: 61 x 128 heads x (128 + 64 + 128) x 2 B = 61 x 81,920 = 4,997,120
+        naive = Workload(mla="naive")
+        rec = K.kv(arch, naive, 8192, 1, 141 * 10**9)
+        self.assertEqual(rec["sizing"]["bytes_per_token"], 4_997_120)
+        self.assertIn("128 heads x (qk_nope 128 + qk_rope 64 + v 128) x 2 B (bf16) = 81,920",
+                      one(rec["sizing"]["layer_types"])["formula"])
+
+    def test_mla_tp_latent_replicated_naive_split(self):
+        arch = load_model("deepseek-v3")
+        c = K.kv(arch, BF16, 8192, 1, 10**12, tp=8)
+        self.assertEqual(c["capacity"]["kv_bytes_per_token_per_device"], 70_272)   # replicated
+        self.assertTrue(any("not split by TP" in n for n in c["notes"]))
+        c = K.kv(arch, Workload(mla="naive"), 8192, 1, 10**12, tp=8)["capacity"]
+        self.assertEqual(c["kv_bytes_per_token_per_device"], 624_640)   # 4,997,120 / 8
+
+    def test_mla_tp_shard_by_hand(self):
+        # hidden 8, 4 heads, q_lora 6, kv_lora 4, qk_nope 2, qk_rope 2, v 3; TP 2:
+        # q_a [6,8] 48 and q_a_layernorm 6 replicated; q_b [4*4, 6] -> [8, 6] 48;
+        # kv_a [4+2, 8] 48 and kv_a_layernorm 4 replicated; kv_b [4*(2+3), 4] -> [10, 4] 40;
+        # o [8, 4*3] -> [8, 6] 48. Per device 242 of the whole 378.
+        from infracalc.blocks.mla import MLA
+        m = MLA(hidden=8, heads=4, q_lora_rank=6, kv_lora_rank=4, qk_nope=2, qk_rope=2, v_head_dim=3)
+        self.assertEqual(m.params, 378)
+        self.assertEqual(sum(t.params for t in m.tp_shard(2)), 242)
+
+
 class Pages(unittest.TestCase):
     def test_full_attention_rounds_up_to_pages(self):
         # 100 tokens, pages of 16: ceil(100/16) = 7 pages = 112 slots; waste 12 * 16 B = 192 B.
@@ -286,15 +320,17 @@ class Capacity(unittest.TestCase):
 
 
 class Invariants(unittest.TestCase):
-    MODELS = ("qwen3-8b", "mistral-7b-v0.1", "qwen3-30b-a3b", "mixtral-8x7b", "phi-3-mini")
+    MODELS = ("qwen3-8b", "mistral-7b-v0.1", "qwen3-30b-a3b", "mixtral-8x7b", "phi-3-mini",
+              "deepseek-v2-lite")
 
     def test_agrees_with_memory_max_requests(self):
-        for model in self.MODELS:
+        for model in self.MODELS + ("deepseek-v3",):
             arch = load_model(model)
-            for ctx in (1000, 4096, 32768):
-                mem = 80 * 10**9 if "mixtral" not in model else 192 * 10**9
-                got = K.kv(arch, BF16, ctx, 1, mem)["capacity"]["max_requests"]
-                self.assertEqual(got, max_requests(arch, BF16, mem, ctx), (model, ctx))
+            for w in (BF16, Workload(mla="naive"), FP8):
+                for ctx in (1000, 4096, 32768):
+                    mem = 2 * 10**12 if model == "deepseek-v3" else 192 * 10**9
+                    got = K.kv(arch, w, ctx, 1, mem)["capacity"]["max_requests"]
+                    self.assertEqual(got, max_requests(arch, w, mem, ctx), (model, ctx))
 
     def test_tp1_shard_is_whole_model(self):
         for model in self.MODELS:

@@ -65,7 +65,9 @@ class Block(Record):
 
     def kv_formula(self, kv_dtype):
         """One line deriving `kv_bytes_per_token` (and `state_bytes`) from the
-        shapes, for the `kv` output; "" when the block does not describe it."""
+        shapes, for the `kv` output; "" when the block does not describe it.
+        Blocks with `kv_depends_on_mla` take the MLA path as a second argument
+        here and in `tp_kv_ways`, as in `kv_bytes_per_token`."""
         return ""
 
     def tp_kv_ways(self, tp):
@@ -77,12 +79,14 @@ class Block(Record):
 
     def tp_shard(self, tp):
         """This block's tensors as one of `tp` tensor-parallel devices holds
-        them. Default (Megatron-style): 1-D tensors (norms, biases) replicated;
-        every other tensor split along one axis, the largest shard ceil(d / tp):
-        axis 0 (output rows; vocab rows for embeddings and heads, i.e.
-        vocab-parallel), axis 1 for stacked experts [E, ...]."""
-        return tuple(split_tensor(t, 1 if t.role == "expert" and len(t.shape) >= 3 else 0, tp)
-                     if t.role != "vector" else t for t in self.tensors())
+        them. Default (Megatron-style): 1-D tensors (norms, biases) and MoE
+        routers replicated; every other tensor split along one axis, the
+        largest shard ceil(d / tp): axis 0 (output rows; vocab rows for
+        embeddings and heads, i.e. vocab-parallel), axis 1 for stacked experts
+        [E, ...]."""
+        return tuple(t if t.role in ("vector", "router") else
+                     split_tensor(t, 1 if t.role == "expert" and len(t.shape) >= 3 else 0, tp)
+                     for t in self.tensors())
 
     @property
     def params(self):

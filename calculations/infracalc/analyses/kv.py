@@ -52,9 +52,14 @@ CONVENTIONS = (
 
 # -- sizing -----------------------------------------------------------------
 
+def _path(block, w):
+    """The extra argument MLA blocks take: the workload's MLA path."""
+    return (w.mla,) if block.kv_depends_on_mla else ()
+
+
 def cache_per_token(block, w):
-    """Cache bytes one token adds to `block` under workload `w` (the one call site)."""
-    return block.kv_bytes_per_token(w.kv_dtype)
+    """Cache bytes one token adds to `block` under workload `w`."""
+    return block.kv_bytes_per_token(w.kv_dtype, *_path(block, w))
 
 
 def cache_state(block, w):
@@ -68,7 +73,7 @@ def cache_blocks(layer, w):
 
 def formula(block, w):
     """The block's own formula text, or its label with the figure when it has none."""
-    text = block.kv_formula(w.kv_dtype)
+    text = block.kv_formula(w.kv_dtype, *_path(block, w))
     if text:
         return text
     parts = []
@@ -127,8 +132,8 @@ class Term(Record):
         return self.layers * (self.slots - self.tokens) * self.per_token_device
 
 
-def _ways(block, tp):
-    return block.tp_kv_ways(tp) if tp > 1 else 1
+def _ways(block, w, tp):
+    return block.tp_kv_ways(tp, *_path(block, w)) if tp > 1 else 1
 
 
 def terms(layer_counts, w, context, tp=1, page=None, prefix=0):
@@ -138,7 +143,7 @@ def terms(layer_counts, w, context, tp=1, page=None, prefix=0):
     for layer, count in layer_counts:
         for b in cache_blocks(layer, w):
             k, s = cache_per_token(b, w), cache_state(b, w)
-            ways = _ways(b, tp)
+            ways = _ways(b, w, tp)
             div = ways or 1
             n = b.kv_tokens(context) if k else 0
             out.append(Term(label=b.label or type(b).__name__, formula=formula(b, w), layers=count,
@@ -260,7 +265,7 @@ class Demand(Record):
     def max_requests(self, memory, reserve):
         """floor((memory - weights - reserve - shared) / own); None if own is 0 and it fits."""
         free = memory - self.weights - reserve - self.shared
-        if free < 0 or (self.own and free < self.own):
+        if free < 0:
             return 0
         return free // self.own if self.own else None
 
@@ -342,11 +347,14 @@ def _tp_notes(arch, w, tp):
             if b in seen:
                 continue
             seen.add(b)
-            ways = b.tp_kv_ways(tp)
+            ways = _ways(b, w, tp)
             label = b.label or type(b).__name__
             if ways is None:
                 notes.append(f"{label}: its TP split is not declared, so its whole cache is counted "
                              f"on each of the {tp} TP devices")
+            elif ways == 1:
+                notes.append(f"{label}: its cache is not split by TP; each of the {tp} TP devices "
+                             "holds all of it (replicated)")
             elif ways < tp:
                 notes.append(f"{label}: TP {tp} exceeds its {ways} KV heads; each device holds one "
                              f"KV head, replicated {tp // ways}x across the TP group")

@@ -101,6 +101,38 @@ class MLA(Block):
         a, b = self.cache_values(mla)
         return kv_dtype.nbytes_flat(a) + kv_dtype.nbytes_flat(b)
 
+    def kv_formula(self, kv_dtype, mla="absorbed"):
+        """The cache per token as a formula of the shapes, for `kv`."""
+        nb = kv_dtype.bits // 8 if kv_dtype.bits % 8 == 0 and not kv_dtype.is_quantized else None
+        per = f" x {nb} B ({kv_dtype.name})" if nb else f" values in {kv_dtype.name}"
+        total = f" = {self.kv_bytes_per_token(kv_dtype, mla):,} B per token"
+        if mla == "absorbed":
+            return (f"(kv_lora {self.kv_lora_rank} + qk_rope {self.qk_rope}){per}{total}: the "
+                    "latent and the shared RoPE key (absorbed path)")
+        return (f"{self.heads} heads x (qk_nope {self.qk_nope} + qk_rope {self.qk_rope} + "
+                f"v {self.v_head_dim}){per}{total}: expanded K and V (naive path)")
+
+    def tp_kv_ways(self, tp, mla="absorbed"):
+        """The absorbed latent serves every head: each TP device keeps all of it
+        (replicated); the naive path's expanded K/V split by heads."""
+        return 1 if mla == "absorbed" else min(tp, self.heads)
+
+    def tp_shard(self, tp):
+        """One TP device's tensors (as vLLM shards DeepSeek attention): the
+        down-projections q_a_proj and kv_a_proj_with_mqa and the norms
+        replicated; q_b_proj (or q_proj) and kv_b_proj split by heads, o_proj
+        by its per-head input columns."""
+        heads = -(-self.heads // tp)
+        out = []
+        for t in self.tensors():
+            part = t.name[len(self.prefix) + 1:].split(".")[0]
+            if part in ("q_b_proj", "q_proj", "kv_b_proj"):
+                t = Tensor(t.name, (t.shape[0] // self.heads * heads,) + t.shape[1:], t.role)
+            elif part == "o_proj":
+                t = Tensor(t.name, (t.shape[0], heads * self.v_head_dim), t.role)
+            out.append(t)
+        return tuple(out)
+
     def ops(self, w):
         named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
         n = w.positions

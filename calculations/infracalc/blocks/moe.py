@@ -106,11 +106,6 @@ class MoE(Block):
         stacked = [Tensor(t.name, (self.experts,) + t.shape, t.role) for t in self._expert()]
         return tuple(self._router() + stacked + self._shared())
 
-    def tp_shard(self, tp):
-        """The router stays whole on every TP device; experts and shared experts split."""
-        router = self._router()
-        return tuple(router) + Block.tp_shard(self, tp)[len(router):]
-
     def active_params(self):
         one = sum(t.params for t in self._expert())
         return (sum(t.params for t in self._router()) + self.top_k * one
