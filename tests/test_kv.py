@@ -317,6 +317,7 @@ class Capacity(unittest.TestCase):
     def test_concurrency_table_contexts(self):
         self.assertEqual(K.table_contexts(40960), [1024, 2048, 4096, 8192, 16384, 32768, 40960])
         self.assertEqual(K.table_contexts(4096), [1024, 2048, 4096])
+        self.assertEqual(K.table_contexts(4096, prefix=2048), [4096])
 
 
 class Invariants(unittest.TestCase):

@@ -310,15 +310,16 @@ def max_context(stages_, w, batch, limit, memory, reserve, tp, page, prefix):
     return lo
 
 
-def table_contexts(max_ctx):
-    """1K, 2K, 4K, ... up to the model's maximum (included when not a power of two)."""
+def table_contexts(max_ctx, prefix=0):
+    """1K, 2K, 4K, ... up to the model's maximum (included when not a power of
+    two), longer than the shared prefix."""
     out, c = [], 1024
     while c <= max_ctx:
         out.append(c)
         c *= 2
     if not out or out[-1] != max_ctx:
         out.append(max_ctx)
-    return out
+    return [c for c in out if c > prefix]
 
 
 # -- the record -------------------------------------------------------------
@@ -382,6 +383,10 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
     limit = arch.max_context
     mctx = max_context(sts, w, batch, max(limit, 1), *args)
     notes = _tp_notes(arch, w, tp)
+    if prefix and not any(dd.shared for dd in ds):
+        notes.append(f"No layer still holds any of the {prefix:,}-token shared prefix at "
+                     f"{context:,} tokens (windows have slid past it, or it is shorter than "
+                     "one page), so nothing is shared")
     if context > arch.max_context:
         notes.append(f"--context {context:,} exceeds the model's maximum context "
                      f"{arch.max_context:,} (max_position_embeddings)")
@@ -416,7 +421,7 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
         } for st, dd in zip(sts, ds)],
     }
     table = []
-    for c in table_contexts(arch.max_context):
+    for c in table_contexts(arch.max_context, prefix):
         m, b, _ = max_requests_at(sts, w, c, *args)
         table.append({"context": c, "max_requests": m, "binding_stage": b})
     return {

@@ -106,7 +106,8 @@ def concurrency_section(rec):
     head = ["context", "max requests"] + (["binding stage"] if rec["inputs"]["pp"] > 1 else [])
     return ["## Max concurrency by context", "",
             "Same layout, reserve, paging and prefix; contexts are powers of two from 1K and the "
-            "model's maximum.", "", markdown_table(head, rows)]
+            "model's maximum" + (", longer than the shared prefix." if rec["inputs"]["shared_prefix"]
+                                 else "."), "", markdown_table(head, rows)]
 
 
 def markdown(rec):
