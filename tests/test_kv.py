@@ -176,6 +176,39 @@ class MLASizing(unittest.TestCase):
         self.assertEqual(sum(t.params for t in m.tp_shard(2)), 242)
 
 
+class LinearAttentionSizing(unittest.TestCase):
+    def test_qwen3_next_state_and_cache(self):
+        # 12 gated full-attention layers: 2 (K,V) x 2 KV heads x 256 x 2 B = 2,048 B/token each
+        # -> 24,576 B/token. 36 Gated DeltaNet layers, state per layer: recurrent
+        # 32 v-heads x 128 x 128 x 4 B (fp32) = 2,097,152 + conv (4 - 1) x (2*16*128 + 32*128
+        # = 8,192) x 2 B = 49,152 -> 2,146,304; x 36 = 77,266,944 B per request.
+        # At 65,536 tokens: 24,576 * 65,536 + 77,266,944 = 1,687,879,680 B.
+        rec = K.kv(load_model("qwen3-next-80b-a3b"), BF16, 65536, 1, 10**12)
+        s = rec["sizing"]
+        self.assertEqual((s["bytes_per_token"], s["state_bytes_per_request"], s["bytes_per_request"]),
+                         (24_576, 77_266_944, 1_687_879_680))
+        rows = {r["layers"]: r for r in s["layer_types"]}
+        self.assertIn("= 2,097,152 B + conv state (4 - 1) x 8,192 channels in bf16 = 49,152 B",
+                      rows[36]["formula"])
+
+    def test_qwen3_next_tp4(self):
+        # TP 4: state split 4 ways, 77,266,944 / 4 = 19,316,736; attention TP 4 > 2 KV heads:
+        # one head per device, 12 x 2 x 256 x 2 = 12,288 B/token.
+        # Per request at 65,536: 12,288 * 65,536 + 19,316,736 = 824,623,104 B.
+        c = K.kv(load_model("qwen3-next-80b-a3b"), BF16, 65536, 1, 10**12, tp=4)["capacity"]
+        self.assertEqual(c["kv_bytes_per_token_per_device"], 12_288)
+        self.assertEqual(c["kv_bytes_per_request_per_device"], 824_623_104)
+
+    def test_gated_attention_shard_keeps_the_gate(self):
+        # q_proj of a gated attention is [2 * heads * hd, hidden] (query and gate per head):
+        # hidden 8, 4 heads, 2 KV heads, hd 2, TP 2: q [16,8] -> [8,8] 64, k [4,8] -> [2,8] 16,
+        # v 16, o [8,8] -> [8,4] 32: 128 of the whole 256.
+        from infracalc.blocks.gated_attention import GatedAttention
+        g = GatedAttention(hidden=8, heads=4, kv_heads=2, head_dim=2, rope_dim=2)
+        self.assertEqual(g.params, 256)
+        self.assertEqual(sum(t.params for t in g.tp_shard(2)), 128)
+
+
 class Pages(unittest.TestCase):
     def test_full_attention_rounds_up_to_pages(self):
         # 100 tokens, pages of 16: ceil(100/16) = 7 pages = 112 slots; waste 12 * 16 B = 192 B.
@@ -322,7 +355,7 @@ class Capacity(unittest.TestCase):
 
 class Invariants(unittest.TestCase):
     MODELS = ("qwen3-8b", "mistral-7b-v0.1", "qwen3-30b-a3b", "mixtral-8x7b", "phi-3-mini",
-              "deepseek-v2-lite")
+              "deepseek-v2-lite", "qwen3-next-80b-a3b")
 
     def test_agrees_with_memory_max_requests(self):
         for model in self.MODELS + ("deepseek-v3",):

@@ -150,17 +150,18 @@ class Attention(Block):
     def tp_shard(self, tp):
         """One TP device's tensors: heads/tp query heads (q, o, sinks), kv_heads/tp KV
         heads, or one replicated KV head when tp > kv_heads; q/k norms replicated."""
-        hd = self.head_dim
-        q = -(-self.heads // tp) * hd
-        kv = (-(-self.kv_heads // tp) if tp <= self.kv_heads else 1) * hd
-        rows = {"q_proj": q, "k_proj": kv, "v_proj": kv, "sinks": q // hd}
+        heads = -(-self.heads // tp)
+        kv = -(-self.kv_heads // tp) if tp <= self.kv_heads else 1
+        per_device = {"q_proj": (self.heads, heads), "sinks": (self.heads, heads),
+                      "k_proj": (self.kv_heads, kv), "v_proj": (self.kv_heads, kv)}
         out = []
         for t in self.tensors():
             part = t.name[len(self.prefix) + 1:].split(".")[0]
-            if part in rows:
-                t = Tensor(t.name, (rows[part],) + t.shape[1:], t.role)
+            if part in per_device:   # rows are head-major: keep this device's heads
+                whole, mine = per_device[part]
+                t = Tensor(t.name, (t.shape[0] // whole * mine,) + t.shape[1:], t.role)
             elif part == "o_proj" and t.role == "matrix":
-                t = Tensor(t.name, (t.shape[0], q), t.role)
+                t = Tensor(t.name, (t.shape[0], t.shape[1] // self.heads * heads), t.role)
             out.append(t)
         return tuple(out)
 

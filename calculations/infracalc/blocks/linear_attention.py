@@ -188,6 +188,20 @@ class GatedDeltaNet(Block):
         """Per request: recurrent + conv state. The KV format does not apply (see docstring)."""
         return self.recurrent_state_bytes() + self.conv_state_bytes()
 
+    def kv_formula(self, kv_dtype):
+        """The fixed state per request as a formula of the shapes, for `kv`."""
+        rec, conv = DTYPES[self.state_dtype], DTYPES[self.conv_dtype]
+        return (f"recurrent state {self.v_heads} v-heads x {self.k_dim} x {self.v_dim} in "
+                f"{rec.name} = {self.recurrent_state_bytes():,} B + conv state "
+                f"({self.conv_kernel} - 1) x {self.conv_dim:,} channels in {conv.name} = "
+                f"{self.conv_state_bytes():,} B: {self.state_bytes(kv_dtype):,} B per request, "
+                "whatever the context; no KV cache")
+
+    def tp_kv_ways(self, tp):
+        """Both states split by heads when TP divides the q/k heads (each device
+        keeps whole q/k heads and their value heads); otherwise not declared."""
+        return tp if self.k_heads % tp == 0 else None
+
     def history_breakpoints(self, lo, hi):
         """Cost is flat in the history, except that history 0 reads no state."""
         return (1,) if lo < 1 <= hi else ()
