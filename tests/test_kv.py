@@ -68,10 +68,10 @@ def arch_of(*mixers, vocab=10, hidden=8, max_context=1024):
                         head=LMHead(vocab, hidden))
 
 
-def attn(kv_heads=1, head_dim=4, window=None, heads=None, sinks=False):
+def attn(kv_heads=1, head_dim=4, window=None, heads=None, sinks=False, chunk=None):
     # bf16 cache per token: 2 * kv_heads * head_dim * 2 B (16 B with the defaults)
     return Attention(hidden=8, heads=heads or kv_heads, kv_heads=kv_heads, head_dim=head_dim,
-                     rope_dim=head_dim, window=window, sinks=sinks)
+                     rope_dim=head_dim, window=window, sinks=sinks, chunk=chunk)
 
 
 def one(rec_terms):
@@ -207,6 +207,42 @@ class LinearAttentionSizing(unittest.TestCase):
         g = GatedAttention(hidden=8, heads=4, kv_heads=2, head_dim=2, rope_dim=2)
         self.assertEqual(g.params, 256)
         self.assertEqual(sum(t.params for t in g.tp_shard(2)), 128)
+
+
+class ChunkedSizing(unittest.TestCase):
+    def layer(self):
+        return [(Layer((attn(chunk=32),)), 1)]   # 16 B/token, chunk C = 32
+
+    def test_reserves_a_full_chunk(self):
+        # context 70: the open chunk holds (69 mod 32) + 1 = 6 tokens now, but the request
+        # held a full chunk of 32 at context 64: it reserves 32 * 16 = 512 B.
+        t = one(K.terms(self.layer(), BF16, 70))
+        self.assertEqual((t.tokens, t.own_bytes), (32, 512))
+        self.assertIn("at most C = 32 tokens", t.formula)
+        self.assertEqual(one(K.terms(self.layer(), BF16, 20)).tokens, 20)
+
+    def test_chunk_pages(self):
+        # pages of 16 divide C = 32: chunks start on page boundaries, 2 pages, no waste;
+        # pages of 24 do not: worst case ceil((32 + 23)/24) = 3 pages = 72 slots.
+        self.assertEqual(one(K.terms(self.layer(), BF16, 70, page=16)).slots, 32)
+        self.assertEqual(one(K.terms(self.layer(), BF16, 70, page=24)).slots, 72)
+
+    def test_chunk_prefix(self):
+        # prefix 10: at context 20 the first chunk holds it (10 shared, 10 own = 160 B);
+        # at context 70 the open chunk starts at 64, past the prefix: nothing shared.
+        t = one(K.terms(self.layer(), BF16, 20, prefix=10))
+        self.assertEqual((t.shared_bytes, t.own_bytes), (160, 160))
+        t = one(K.terms(self.layer(), BF16, 70, prefix=10))
+        self.assertEqual((t.shared_bytes, t.own_bytes), (0, 512))
+
+    def test_llama4_scout_tp8(self):
+        # 36 chunked (C = 8,192) and 12 full layers, 8 KV heads x 128: 4,096 B/token/layer
+        # whole, 512 on each of 8 devices. At 100,000 tokens per device: chunked
+        # 36 * 8,192 * 512 = 150,994,944 + full 12 * 100,000 * 512 = 614,400,000
+        # -> 765,394,944 B.
+        c = K.kv(load_model("llama-4-scout"), BF16, 100_000, 1, 10**12, tp=8)["capacity"]
+        self.assertEqual(c["kv_bytes_per_token_per_device"], 48 * 512)
+        self.assertEqual(c["kv_bytes_per_request_per_device"], 765_394_944)
 
 
 class Pages(unittest.TestCase):
@@ -405,7 +441,7 @@ class Invariants(unittest.TestCase):
     def test_bytes_never_fall_with_context(self):
         # from the shared prefix on (the bisection for max context relies on it),
         # pages, windows and prefixes included
-        arch = arch_of(attn(), attn(window=50), attn(window=48), Recurrent(7))
+        arch = arch_of(attn(), attn(window=50), attn(window=48), attn(chunk=32), Recurrent(7))
         st = K.layout(arch, BF16, 1, 1)[0]
         for page in (None, 1, 16):
             for prefix in (0, 1, 30, 70):

@@ -52,6 +52,12 @@ class Block(Record):
         """How many of `context` tokens this block keeps in its cache."""
         return context
 
+    def kv_tokens_peak(self, context):
+        """The most tokens this block holds at any context up to `context`:
+        what a request must reserve on its way there. Override when
+        `kv_tokens` can fall as the context grows (chunked attention)."""
+        return self.kv_tokens(context)
+
     def history_breakpoints(self, lo, hi):
         """History values h in (lo, hi] where a new linear piece of the per-step
         cost begins. For one new token per request (T = 1) every quantity of

@@ -36,10 +36,12 @@ CONVENTIONS = (
     "(layers mod PP) stages one layer more; stage 0 also holds the embedding, the last "
     "stage the final norm and output head (with tied embeddings, a copy of the embedding "
     "matrix). Capacity is the minimum over stages; the binding stage is named.",
+    "A chunked layer (chunk C) holds the tokens of the open chunk; a request reserves the "
+    "most it holds on its way to the context, min(context, C).",
     "Pages of P tokens: a layer holding n tokens allocates ceil(n/P) pages while nothing has "
-    "left its window, and ceil((n + P - 1)/P) pages once the window slides (the worst case, "
-    "the window straddling a page boundary). Waste = allocated - held tokens. Recurrent "
-    "state is not paged.",
+    "left its window (or when P divides the chunk C), and ceil((n + P - 1)/P) pages once a "
+    "window slides (the worst case, the window straddling a page boundary). Waste = "
+    "allocated - held tokens. Recurrent state is not paged.",
     "Prefix sharing: a common prefix of S tokens is stored once for the whole batch in every "
     "layer that still holds it (a layer holding n tokens keeps positions context-n .. "
     "context-1); with pages only the floor(S/P) whole pages of the prefix are shared. "
@@ -84,16 +86,19 @@ def formula(block, w):
     return f"{block.label or type(block).__name__}: " + ", ".join(parts)
 
 
-def pages_held(n, context, page):
-    """Pages one layer allocates for its n most recent of `context` tokens."""
-    if n == context:
+def pages_held(n, context, page, align=None):
+    """Pages one layer allocates for n held tokens of `context`: ceil(n/page)
+    when the span starts on a page boundary (nothing evicted yet, or chunks of
+    `align` tokens with page dividing align), else the worst case
+    ceil((n + page - 1)/page) (a sliding span straddling a page boundary)."""
+    if n == context or (align and align % page == 0):
         return -(-n // page)
     return -(-(n + page - 1) // page)
 
 
-def held_tokens(n, context, page):
+def held_tokens(n, context, page, align=None):
     """Token slots allocated for n held tokens: n, or whole pages."""
-    return n if not page else pages_held(n, context, page) * page
+    return n if not page else pages_held(n, context, page, align) * page
 
 
 def shared_tokens(n, context, prefix, page):
@@ -145,11 +150,13 @@ def terms(layer_counts, w, context, tp=1, page=None, prefix=0):
             k, s = cache_per_token(b, w), cache_state(b, w)
             ways = _ways(b, w, tp)
             div = ways or 1
-            n = b.kv_tokens(context) if k else 0
+            n = b.kv_tokens_peak(context) if k else 0
+            now = b.kv_tokens(context) if k else 0
+            align = getattr(b, "chunk", None)
             out.append(Term(label=b.label or type(b).__name__, formula=formula(b, w), layers=count,
                             per_token=k, per_token_device=-(-k // div), state_device=-(-s // div),
-                            tokens=n, slots=held_tokens(n, context, page) if n else 0,
-                            shared=shared_tokens(n, context, prefix, page) if n else 0,
+                            tokens=n, slots=held_tokens(n, context, page, align) if n else 0,
+                            shared=shared_tokens(now, context, prefix, page) if now else 0,
                             ways=ways))
     return out
 

@@ -138,7 +138,12 @@ class Attention(Block):
         else:
             per = f"2 (K,V) x {kv_dtype.name} bytes of {self.kv_heads} KV heads x {self.head_dim} head dim ({n:,} values)"
         text = f"{per} = {self.kv_bytes_per_token(kv_dtype):,} B per token"
-        text += f", for at most W = {self.window:,} tokens (sliding window)" if self.window else ", for every token"
+        if self.window:
+            text += f", for at most W = {self.window:,} tokens (sliding window)"
+        elif self.chunk:
+            text += f", for at most C = {self.chunk:,} tokens (the open chunk)"
+        else:
+            text += ", for every token"
         if self.sinks:
             text += "; attention sinks are per-head weights and add no cache"
         return text
@@ -164,6 +169,12 @@ class Attention(Block):
                 t = Tensor(t.name, (t.shape[0], t.shape[1] // self.heads * heads), t.role)
             out.append(t)
         return tuple(out)
+
+    def kv_tokens_peak(self, context):
+        """A chunked layer holds up to C tokens (a full chunk) before a new chunk frees them."""
+        if self.chunk is not None:
+            return min(context, self.chunk)
+        return self.kv_tokens(context)
 
     def kv_tokens(self, context):
         if self.chunk is not None:
