@@ -59,6 +59,12 @@ class Ledger(Record):
 
 def build(arch, w):
     """Every operator of one forward pass of `arch` over workload `w`."""
+    ops = operators(arch, w)
+    return Ledger(arch, w, tuple(ops), _totals(arch, w, ops))
+
+
+def operators(arch, w):
+    """The ledger's operator rows alone (no totals): what the decode sums need."""
     ops = [op.times(1, "-") for op in arch.embedding.ops(w)]
     for layer, count, indices in arch.layer_groups():
         label = layer_range_label(indices)
@@ -66,7 +72,7 @@ def build(arch, w):
             ops.extend(op.times(count, label) for op in block.ops(w))
     ops.extend(op.times(1, "-") for op in arch.final_norm.ops(w))
     ops.extend(op.times(1, "-") for op in arch.head.ops(w))
-    return Ledger(arch, w, tuple(ops), _totals(arch, w, ops))
+    return ops
 
 
 def _totals(arch, w, ops):

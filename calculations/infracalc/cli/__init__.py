@@ -9,6 +9,7 @@ from ..errors import UserError
 COMMANDS = {
     "models": "bundled models and their exact parameter counts",
     "forward": "per-operator ledger of one forward pass with roofline times",
+    "decode": "TTFT and per-token time bounds of B requests on one device (or --batch-sweep)",
     "kv": "KV cache per layer type and request capacity on a device layout",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",

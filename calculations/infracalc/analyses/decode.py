@@ -1,0 +1,361 @@
+"""`decode`: prefill (TTFT bound) and G-1 decode steps for B requests on one device.
+
+A request of P input tokens and G output tokens costs one prefill pass of its
+P tokens, which yields the first output token (the TTFT bound), then G - 1
+decode steps; step i (i = 0..G-2) reads a history of P + i cached tokens,
+adds one token and writes its cache. The decode steps are summed in closed
+form (analyses/decode_sum.py): two or three ledgers per linear piece of the
+history, never one per token.
+
+Every time is a roofline bound summed over operators (as in `forward`) and is
+split by what bounds it: compute-bound operators' time, and memory-bound
+operators' time in proportion to the bytes they move (weights, KV cache,
+activations). A phase is compute-bound when compute-bound operators take more
+than half its time; otherwise the largest byte class names it.
+"""
+
+from .. import ledger
+from ..errors import UserError
+from ..record import Record
+from . import decode_sum
+from .memory import default_reserve, max_requests, request_bytes, weight_bytes
+from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
+from .roofline import roof
+
+DECODE_CONVENTIONS = (
+    "Output length G counts every generated token (as vLLM's --output-len): the prefill pass "
+    "over the P input tokens yields the first one, and its bound is the TTFT; G - 1 decode "
+    "steps follow, step i (i = 0..G-2) reading a history of P + i cached tokens per request, "
+    "so each step is charged its own history, not the final length.",
+    "The B requests run in lockstep: their prompts are prefilled together in one pass "
+    "(B x P tokens) and every decode step carries one new token of each request.",
+    "Decode sums are closed forms: every ledger quantity is linear in the history on pieces "
+    "delimited by window edges and the like, summed as arithmetic series in exact integers; "
+    "each operator's per-step bound max(compute, memory) is summed exactly by splitting a "
+    "piece where the operator turns from memory- to compute-bound.",
+    "Bound of a phase: time of compute-bound operators against memory-bound operators' time, "
+    "split by the bytes they move (weights read; KV cache read and written; activations). "
+    "Compute-bound when compute-bound operators take more than half the time, otherwise "
+    "named by the largest byte class.",
+    "Time per output token (TPOT) = decode time / (G - 1); decode tokens/s per request = "
+    "1 / TPOT, for the batch B / TPOT; end-to-end tokens/s per request = G / (TTFT + decode time).",
+    "Capacity: requests whose cache for P + G tokens fits beside the weights and a workspace "
+    "reserve of 10% of device memory (analyses/memory; `kv` adds sharding, paging, prefix sharing).",
+)
+
+LEFT_OUT = (
+    "This is a lower bound on time (an upper bound on throughput) for one device. It leaves out "
+    "queueing and admission delays, scheduling and batching overheads (continuous batching, "
+    "interleaving prefill with decode), kernel launch and synchronisation latency, host-side "
+    "sampling and detokenisation, and communication (single device; see `parallel`).",
+    "Efficiency factors divide every compute time (--compute-efficiency) and memory time "
+    "(--memory-efficiency); at 1.0 the device runs at its dense vendor peaks.",
+)
+
+
+class Account(Record):
+    """Where a roofline time goes: compute-bound operators' time, and
+    memory-bound operators' time split by the bytes they move."""
+    compute_s: float = 0.0
+    weights_s: float = 0.0
+    kv_s: float = 0.0
+    act_s: float = 0.0
+
+    @property
+    def time_s(self):
+        return self.compute_s + self.weights_s + self.kv_s + self.act_s
+
+    @property
+    def bound(self):
+        total = self.time_s
+        if not total:
+            return "-"
+        if self.compute_s > total / 2:
+            return "compute"
+        name, _ = max((("weights", self.weights_s), ("KV", self.kv_s), ("activations", self.act_s)),
+                      key=lambda kv: kv[1])
+        return f"memory: {name}"
+
+
+# Indices into decode_sum.FIELDS.
+_MF, _RECT, _VF, _WR, _AR, _KR, _AW, _KW = range(8)
+
+
+def _shares(v, compute_bound, r):
+    """(compute, weights, KV, activations) seconds of summed values v under one bound."""
+    if compute_bound:
+        return (r.compute_s(v[_MF], v[_VF]), 0.0, 0.0, 0.0)
+    bw = r.bytes_per_s
+    return (0.0, v[_WR] / bw, (v[_KR] + v[_KW]) / bw, (v[_AR] + v[_AW]) / bw)
+
+
+def _bounds(r):
+    def compute_s(v):
+        return r.compute_s(v[_MF], v[_VF])
+
+    def memory_s(v):
+        return (v[_WR] + v[_AR] + v[_KR] + v[_AW] + v[_KW]) / r.bytes_per_s
+
+    return compute_s, memory_s
+
+
+def operator_accounts(pcs, r):
+    """Per operator: ((compute, weights, KV, activations) seconds summed over every
+    step, steps on which it is compute-bound)."""
+    compute_s, memory_s = _bounds(r)
+    out = []
+    for i in range(len(pcs[0].ops)):
+        acc, compute_steps = (0.0, 0.0, 0.0, 0.0), 0
+        for p in pcs:
+            for is_compute, count, v in decode_sum.split_by_bound(
+                    p.values(i), p.deltas[i], p.steps, compute_s, memory_s):
+                acc = tuple(a + b for a, b in zip(acc, _shares(v, is_compute, r)))
+                compute_steps += count if is_compute else 0
+        out.append((acc, compute_steps))
+    return out
+
+
+def account(pcs, r):
+    """The Account of all steps of the pieces."""
+    return Account(*(sum(col) for col in zip(*(a for a, _ in operator_accounts(pcs, r)))))
+
+
+def ideal_time(pcs, r):
+    """Sum over steps of the ideal bound max(all FLOPs at peak, unique bytes / bandwidth)."""
+    def compute_s(v):
+        return r.compute_s(v[_MF], v[_VF])
+
+    def unique_s(v):
+        return (v[_WR] + v[_KR] + v[_KW]) / r.bytes_per_s
+
+    total = 0.0
+    for p in pcs:
+        v0 = tuple(map(sum, zip(*(p.values(i) for i in range(len(p.ops))))))
+        d = tuple(map(sum, zip(*p.deltas)))
+        for is_compute, _, v in decode_sum.split_by_bound(v0, d, p.steps, compute_s, unique_s):
+            total += compute_s(v) if is_compute else unique_s(v)
+    return total
+
+
+def phase_record(pcs, r):
+    """Exact work and bounded time of a phase (one pass, or decode steps summed)."""
+    rows = decode_sum.summed_ops(pcs)
+    acc = account(pcs, r)
+
+    def total(attr, category=None):
+        return sum(getattr(op, attr) for op in rows if category is None or op.category == category)
+
+    return {
+        "steps": sum(p.steps for p in pcs),
+        "linear_flops": total("matrix_flops", "linear"),
+        "attention_flops_causal": total("matrix_flops", "attention"),
+        "attention_flops_rectangular": total("rect_flops", "attention"),
+        "vector_flops": total("vector_flops"),
+        "weight_bytes_read": total("weight_read"),
+        "act_bytes_read": total("act_read"),
+        "kv_bytes_read": total("kv_read"),
+        "act_bytes_written": total("act_write"),
+        "kv_bytes_written": total("kv_write"),
+        "time_s": acc.time_s,
+        "compute_bound_s": acc.compute_s,
+        "weights_s": acc.weights_s,
+        "kv_s": acc.kv_s,
+        "activations_s": acc.act_s,
+        "bound": acc.bound,
+        "ideal_time_s": ideal_time(pcs, r),
+    }
+
+
+def operator_rows(pcs, r):
+    """The decode ledger summed over all steps, with each operator's summed bound."""
+    steps = sum(p.steps for p in pcs)
+    out = []
+    for op, (acc, compute_steps) in zip(decode_sum.summed_ops(pcs), operator_accounts(pcs, r)):
+        bound = ("compute" if compute_steps == steps else "memory" if compute_steps == 0
+                 else f"compute on {compute_steps} of {steps} steps")
+        out.append({
+            "name": op.name, "layers": op.layers, "repeats": op.repeats, "category": op.category,
+            "shape": op.shape, "matrix_flops": op.matrix_flops,
+            "attention_flops_rectangular": op.rect_flops, "vector_flops": op.vector_flops,
+            "weight_bytes_read": op.weight_read, "act_bytes_read": op.act_read,
+            "kv_bytes_read": op.kv_read, "act_bytes_written": op.act_write,
+            "kv_bytes_written": op.kv_write, "time_s": sum(acc), "bound": bound,
+        })
+    return out
+
+
+def capacity_record(arch, w, device, context):
+    reserve = default_reserve(device.memory_bytes)
+    per = request_bytes(arch, w, context)
+    fit = max_requests(arch, w, device.memory_bytes, context, reserve)
+    return {
+        "context_tokens": context,
+        "memory_bytes": device.memory_bytes,
+        "weight_bytes": weight_bytes(arch, w),
+        "reserve_bytes": reserve,
+        "cache_bytes_per_request": per,
+        "max_requests": fit,
+        "fits": fit is None or w.batch <= fit,
+    }
+
+
+def inputs_record(w, input_len, output_len, batch=True):
+    base = workload_record(w)
+    rec = {"batch": w.batch} if batch else {}
+    rec.update({"input_len": input_len, "output_len": output_len, "decode_steps": output_len - 1,
+                "first_history": input_len, "last_history": input_len + output_len - 2})
+    rec.update((k, v) for k, v in base.items() if k not in ("batch", "tokens", "history", "logits"))
+    return rec
+
+
+def _check_lengths(arch, input_len, output_len):
+    for name, value in (("input_len", input_len), ("output_len", output_len)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError(f"{name} must be a positive integer, got {value!r}")
+    notes = []
+    if input_len + output_len > arch.max_context:
+        notes.append(f"input + output length {input_len + output_len} exceeds the model's "
+                     f"max_position_embeddings {arch.max_context}; computed anyway")
+    return notes
+
+
+def _header(arch, w, device, r, ce, me):
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": "decode",
+        "model": model_record(arch),
+        "device": device_record(device, r, w.compute_dtype, ce, me),
+    }
+
+
+def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0):
+    """The `decode` record for one request shape and batch."""
+    notes = _check_lengths(arch, input_len, output_len)
+    w = w.replace(tokens=1, history=0, logits="last")
+    r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    steps = output_len - 1
+    prefill = phase_record([decode_sum.single(ledger.operators(arch, w.replace(tokens=input_len)))], r)
+    rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
+    rec["inputs"] = inputs_record(w, input_len, output_len)
+    cap = capacity_record(arch, w, device, input_len + output_len)
+    if not cap["fits"]:
+        notes.append(f"batch {w.batch} does not fit: at most {cap['max_requests']} requests of "
+                     f"{input_len + output_len} tokens fit beside the weights and reserve; "
+                     "times are computed as if memory were unlimited")
+    rec["notes"] = notes
+    rec["capacity"] = cap
+    rec["prefill"] = prefill
+    first = last = summed = None
+    operators = []
+    if steps:
+        pcs = decode_sum.decode_pieces(arch, w, input_len, input_len + steps - 1)
+        summed = phase_record(pcs, r)
+        first = phase_record([pcs[0].step(0)], r)
+        last = phase_record([pcs[-1].step(pcs[-1].steps - 1)], r)
+        operators = operator_rows(pcs, r)
+    rec["decode_first_step"] = first
+    rec["decode_last_step"] = last
+    rec["decode"] = summed
+    rec["latency"] = latency_record(w.batch, output_len, prefill, first, summed, last)
+    rec["operators"] = operators
+    rec["left_out"] = list(LEFT_OUT)
+    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS)
+    return rec
+
+
+def latency_record(batch, output_len, prefill, first, summed, last):
+    steps = output_len - 1
+    ttft = prefill["time_s"]
+    dec = summed["time_s"] if summed else 0.0
+    total = ttft + dec
+    mean = dec / steps if steps else None
+    return {
+        "ttft_s": ttft,
+        "tpot_first_s": first["time_s"] if first else None,
+        "tpot_mean_s": mean,
+        "tpot_last_s": last["time_s"] if last else None,
+        "decode_s": dec,
+        "total_s": total,
+        "decode_tokens_per_s_per_request": steps / dec if steps else None,
+        "decode_tokens_per_s_batch": batch * steps / dec if steps else None,
+        "tokens_per_s_per_request": output_len / total,
+        "tokens_per_s_batch": batch * output_len / total,
+    }
+
+
+def sweep_batches(capacity):
+    """1, 2, 4, ... up to the capacity, and the capacity itself."""
+    out, b = [], 1
+    while b <= capacity:
+        out.append(b)
+        b *= 2
+    if out and out[-1] != capacity:
+        out.append(capacity)
+    return out
+
+
+def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0):
+    """The `decode --batch-sweep` record: B = 1, 2, 4, ... up to the batch whose cache still fits."""
+    notes = _check_lengths(arch, input_len, output_len)
+    if output_len < 2:
+        raise UserError("--batch-sweep needs --output-len of at least 2 (one decode step)")
+    w = w.replace(batch=1, tokens=1, history=0, logits="last")
+    r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    steps = output_len - 1
+    lo, hi = input_len, input_len + steps - 1
+    cap = capacity_record(arch, w, device, input_len + output_len)
+    if cap["max_requests"] is None:
+        raise UserError(f"{arch.id} keeps no per-request cache: memory does not bound the batch")
+    del cap["fits"]
+    rows = []
+    for b in sweep_batches(cap["max_requests"]):
+        wb = w.replace(batch=b)
+        pcs = decode_sum.decode_pieces(arch, wb, lo, hi, check=b == 1)
+        acc = account(pcs, r)
+        dec = acc.time_s
+        rows.append({
+            "batch": b, "tpot_first_s": account([pcs[0].step(0)], r).time_s,
+            "tpot_mean_s": dec / steps, "tpot_last_s": account([pcs[-1].step(pcs[-1].steps - 1)], r).time_s,
+            "decode_tokens_per_s_per_request": steps / dec,
+            "decode_tokens_per_s_aggregate": b * steps / dec,
+            "compute_share": acc.compute_s / dec,
+            "compute_bound_s": acc.compute_s, "weights_s": acc.weights_s, "kv_s": acc.kv_s,
+            "activations_s": acc.act_s, "bound": acc.bound,
+            "cache_bytes": b * cap["cache_bytes_per_request"],
+        })
+    rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
+    rec["inputs"] = inputs_record(w, input_len, output_len, batch=False)
+    if not rows:
+        notes.append("not even one request fits: the weights and the reserve exceed device memory")
+    rec["notes"] = notes
+    rec["capacity"] = cap
+    rec["rows"] = rows
+    rec["compute_bound_batch"] = compute_bound_batch(arch, w, rows, lo, hi, r)
+    rec["capacity_batch"] = cap["max_requests"]
+    rec["left_out"] = list(LEFT_OUT)
+    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + [
+        "Sweep: the smallest batch whose decode phase is compute-bound is found by bisection "
+        "between the last memory-bound and the first compute-bound swept batch."]
+    return rec
+
+
+def compute_bound_batch(arch, w, rows, lo, hi, r):
+    """The smallest batch whose decode phase is compute-bound, or None within capacity.
+
+    Bisection between the last memory-bound and the first compute-bound swept
+    batch (assumes one switch inside that bracket; log2 of its width steps).
+    """
+    k = next((i for i, row in enumerate(rows) if row["bound"] == "compute"), None)
+    if k is None:
+        return None
+    if k == 0:
+        return rows[0]["batch"]
+    below, above = rows[k - 1]["batch"], rows[k]["batch"]   # memory-bound, compute-bound
+    while above - below > 1:
+        mid = (below + above) // 2
+        pcs = decode_sum.decode_pieces(arch, w.replace(batch=mid), lo, hi, check=False)
+        if account(pcs, r).bound == "compute":
+            above = mid
+        else:
+            below = mid
+    return above

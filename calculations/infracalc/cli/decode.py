@@ -1,0 +1,46 @@
+"""`decode`: TTFT and per-token time bounds for B requests on one device, or a batch sweep."""
+
+from . import common
+
+
+def add_arguments(p):
+    common.add_model(p)
+    p.add_argument("--input-len", type=common.positive_int, required=True, metavar="P",
+                   help="prompt tokens per request (as vLLM's benchmark --input-len)")
+    p.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
+                   help="generated tokens per request, the first one from the prefill pass")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--batch", type=common.positive_int, default=1, metavar="B",
+                      help="concurrent requests decoded in lockstep (default 1)")
+    size.add_argument("--batch-sweep", action="store_true",
+                      help="B = 1, 2, 4, ... up to the largest batch whose cache fits on the device")
+    common.add_dtypes(p)
+    common.add_architecture_options(p)
+    common.add_device(p)
+    common.add_output(p)
+    p.add_argument("--plot", metavar="FILE.svg",
+                   help="with --batch-sweep: write an SVG of aggregate against per-request tokens/s")
+
+
+def run(args):
+    from ..analyses import decode
+    from ..errors import UserError
+    from ..load.hardware import load_device
+    from ..load.models import load_model
+    from ..render import decode as render
+
+    if args.plot and not args.batch_sweep:
+        raise UserError("--plot needs --batch-sweep")
+    arch = load_model(args.model)
+    device = load_device(args.device)
+    w = common.workload(args, arch, args.batch, 1, 0)
+    eff = (args.compute_efficiency, args.memory_efficiency)
+    if not args.batch_sweep:
+        rec = decode.decode(arch, w, device, args.input_len, args.output_len, *eff)
+        return common.emit(args, rec, render.markdown, render.csv)
+    rec = decode.sweep(arch, w, device, args.input_len, args.output_len, *eff)
+    if args.plot:
+        from ..render.svg import throughput_plot
+        with open(args.plot, "w", encoding="utf-8") as f:
+            f.write(throughput_plot(rec))
+    return common.emit(args, rec, render.sweep_markdown, render.sweep_csv)

@@ -1,0 +1,150 @@
+"""Markdown and CSV for `decode` records (one batch, or a batch sweep)."""
+
+from . import units as u
+from .table import markdown_table, records_to_csv
+
+
+def _header(rec, batch_text):
+    m, d, i = rec["model"], rec["device"], rec["inputs"]
+    active = ""
+    if m["active_params"] != m["params"]:
+        active = f", active per token {u.integer(m['active_params'])}"
+    steps = i["decode_steps"]
+    decode = (f"then {steps} decode steps over histories {i['first_history']}..{i['last_history']}"
+              if steps else "no decode step")
+    extra = []
+    if "routing" in i and m["active_params"] != m["params"]:
+        extra.append(f"MoE routing `{i['routing']}`")
+    if i.get("mla") and "MLA" in m["attention"]:
+        extra.append(f"MLA path `{i['mla']}`")
+    lines = [
+        f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
+        f"attention {m['attention']}; params {u.integer(m['params'])}{active}",
+        f"- Requests: {batch_text}, {i['input_len']} input and {i['output_len']} output tokens each: "
+        f"one prefill pass, {decode}" + (f"; {', '.join(extra)}" if extra else ""),
+        f"- Formats: weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}"
+        + "".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items()),
+        f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
+        f"{u.rate_flops(d['matrix_flops_per_s'])}, vector {u.rate_flops(d['vector_flops_per_s'])} "
+        f"({d.get('vector_peak', 'FP32')}), memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}, "
+        f"{u.nbytes(d['memory_bytes'])}; efficiency compute {d['compute_efficiency']}, "
+        f"memory {d['memory_efficiency']}",
+    ]
+    for p in m.get("parts_not_counted", []):
+        lines.append(f"- Not counted in params: {p['name']} ({u.integer(p['params'])} params): {p['note']}")
+    for note in m.get("notes", []) + rec.get("notes", []):
+        lines.append(f"- Note: {note}")
+    return lines
+
+
+def _tail(rec):
+    return ["", "## What the bound leaves out", "", *[f"- {t}" for t in rec["left_out"]],
+            "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+
+
+def _rate(x):
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def _capacity_lines(c, batch=None):
+    fit = c["max_requests"]
+    lines = [
+        f"- Cache per request at {u.integer(c['context_tokens'])} tokens: "
+        f"{u.integer(c['cache_bytes_per_request'])} B ({u.nbytes(c['cache_bytes_per_request'])})",
+        f"- Device memory {u.nbytes(c['memory_bytes'])} = weights {u.nbytes(c['weight_bytes'])} "
+        f"+ reserve {u.nbytes(c['reserve_bytes'])} + caches",
+        f"- Requests that fit: {'unbounded (no per-request cache)' if fit is None else u.integer(fit)}",
+    ]
+    if batch is not None:
+        lines.append(f"- Batch {batch} fits: {'yes' if c['fits'] else 'no'}")
+    return lines
+
+
+def _phase_row(name, p):
+    return [name, u.seconds(p["time_s"]), u.seconds(p["ideal_time_s"]), u.seconds(p["compute_bound_s"]),
+            u.seconds(p["weights_s"]), u.seconds(p["kv_s"]), u.seconds(p["activations_s"]), p["bound"]]
+
+
+def _work_row(name, p):
+    return [name, p["steps"], u.flops(p["linear_flops"]), u.flops(p["attention_flops_causal"]),
+            u.flops(p["vector_flops"]), u.nbytes(p["weight_bytes_read"]), u.nbytes(p["kv_bytes_read"]),
+            u.nbytes(p["kv_bytes_written"]), u.nbytes(p["act_bytes_read"] + p["act_bytes_written"])]
+
+
+def markdown(rec):
+    m, d, i, lat = rec["model"], rec["device"], rec["inputs"], rec["latency"]
+    b, steps = i["batch"], i["decode_steps"]
+    phases = [("prefill (TTFT)", rec["prefill"])]
+    if steps:
+        phases += [(f"first decode step (history {i['first_history']})", rec["decode_first_step"]),
+                   (f"last decode step (history {i['last_history']})", rec["decode_last_step"]),
+                   (f"all {steps} decode steps", rec["decode"])]
+    latency = [
+        [f"TTFT: prefill of {b} x {i['input_len']} tokens", u.seconds(lat["ttft_s"])],
+        [f"Time per output token, first decode step", u.seconds(lat["tpot_first_s"])],
+        [f"Time per output token, mean over {steps} steps", u.seconds(lat["tpot_mean_s"])],
+        [f"Time per output token, last decode step", u.seconds(lat["tpot_last_s"])],
+        [f"Decode time ({steps} steps)", u.seconds(lat["decode_s"])],
+        ["Total latency (TTFT + decode)", u.seconds(lat["total_s"])],
+        ["Decode tokens/s per request (1 / mean TPOT)", _rate(lat["decode_tokens_per_s_per_request"])],
+        [f"Decode tokens/s, batch of {b}", _rate(lat["decode_tokens_per_s_batch"])],
+        ["End-to-end tokens/s per request (G / total latency)", _rate(lat["tokens_per_s_per_request"])],
+        [f"End-to-end tokens/s, batch of {b}", _rate(lat["tokens_per_s_batch"])],
+    ]
+    parts = [f"# decode: {m['id']} on {d['id']}", "", *_header(rec, f"batch {b}"), "",
+             "## Latency and throughput (roofline lower bounds)", "",
+             markdown_table(["quantity", "bound"], latency, "lr"),
+             "", "## What bounds each phase", "",
+             "Time = compute-bound operators' time + memory-bound operators' time split by the bytes "
+             "they move. Ideal: per step max(all FLOPs at peak, (weights + KV) bytes / bandwidth).", "",
+             markdown_table(["phase", "time", "ideal", "compute-bound ops", "weights", "KV", "activations",
+                             "bound"], [_phase_row(n, p) for n, p in phases], "lrrrrrrl"),
+             "", "## Work per phase (exact)", "",
+             markdown_table(["phase", "steps", "linear FLOPs", "attention FLOPs (causal)", "vector FLOPs",
+                             "weights read", "KV read", "KV written", "activations moved"],
+                            [_work_row(n, p) for n, p in phases], "lrrrrrrrr"),
+             "", "## Capacity", "", *_capacity_lines(rec["capacity"], b)]
+    if rec["operators"]:
+        rows = [[o["name"], o["layers"], o["repeats"], f"`{o['shape']}`", u.flops(o["matrix_flops"]),
+                 u.flops(o["vector_flops"]), u.nbytes(o["weight_bytes_read"]), u.nbytes(o["kv_bytes_read"]),
+                 u.nbytes(o["act_bytes_read"] + o["act_bytes_written"] + o["kv_bytes_written"]),
+                 u.seconds(o["time_s"]), o["bound"]] for o in rec["operators"]]
+        parts += ["", f"## Decode operators, summed over the {steps} steps", "",
+                  "Shapes of the first step ... the last step; values summed over the steps and the "
+                  "listed layers (x = number of layers).", "",
+                  markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
+                                  "KV read", "other bytes", "time", "bound"], rows, "llrlrrrrrrl")]
+    return "\n".join(parts + _tail(rec))
+
+
+def csv(rec):
+    return records_to_csv(rec["operators"])
+
+
+def sweep_markdown(rec):
+    m, d, i = rec["model"], rec["device"], rec["inputs"]
+    rows = [[r["batch"], u.seconds(r["tpot_first_s"]), u.seconds(r["tpot_mean_s"]), u.seconds(r["tpot_last_s"]),
+             _rate(r["decode_tokens_per_s_per_request"]), _rate(r["decode_tokens_per_s_aggregate"]),
+             f"{100 * r['compute_share']:.1f}%",
+             r["bound"], u.nbytes(r["cache_bytes"])] for r in rec["rows"]]
+    cb, cap = rec["compute_bound_batch"], rec["capacity_batch"]
+    findings = [
+        (f"- Decode turns compute-bound at batch {cb}." if cb is not None else
+         "- Decode stays memory-bound up to the capacity limit."),
+        (f"- Capacity stops the sweep at batch {cap}: a larger batch's caches of "
+         f"{u.integer(rec['capacity']['context_tokens'])} tokens per request do not fit." if cap else
+         "- Not even one request fits on the device."),
+    ]
+    parts = [f"# decode batch sweep: {m['id']} on {d['id']}", "",
+             *_header(rec, "B requests in lockstep"), "",
+             "## Sweep", "",
+             "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "
+             "compute share = compute-bound operators' share of the decode time.", "",
+             markdown_table(["batch", "TPOT first", "TPOT mean", "TPOT last", "tokens/s per request",
+                             "tokens/s aggregate", "compute share", "bound", "caches"], rows, "rrrrrrrlr"),
+             "", *findings, "", "## Capacity", "", *_capacity_lines(rec["capacity"])]
+    return "\n".join(parts + _tail(rec))
+
+
+def sweep_csv(rec):
+    return records_to_csv(rec["rows"])

@@ -1,0 +1,109 @@
+"""SVG plots written with string formatting (no plotting library).
+
+Output is deterministic: coordinates are printed with one decimal and the
+elements come in a fixed order, so the same record gives the same bytes.
+"""
+
+import math
+
+WIDTH, HEIGHT = 640, 440
+LEFT, RIGHT, TOP, BOTTOM = 84, 28, 52, 64
+
+
+def _escape(text):
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def nice_step(span, ticks=5):
+    """A 1, 2 or 5 x 10^k step giving about `ticks` intervals over [0, span]."""
+    if span <= 0:
+        return 1.0
+    raw = span / ticks
+    power = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * power:
+            return m * power
+    return 10 * power
+
+
+def _tick_label(v):
+    return f"{v:,.0f}" if v >= 10 or v == 0 else f"{v:g}"
+
+
+def log_ticks(lo, hi):
+    """Decade bounds [10^a, 10^b] around lo..hi (> 0) and the 1, 2, 5 x 10^k ticks inside."""
+    a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    if a == b:
+        b += 1
+    ticks = [m * 10.0 ** k for k in range(a, b + 1) for m in (1, 2, 5) if m * 10.0 ** k <= 10.0 ** b]
+    return 10.0 ** a, 10.0 ** b, ticks
+
+
+def scatter(points, labels, title, x_label, y_label):
+    """A connected scatter plot of (x, y) points (y > 0): linear x from 0, log10 y."""
+    xs = [p[0] for p in points] or [1.0]
+    ys = [p[1] for p in points] or [1.0]
+    x_step = nice_step(max(xs))
+    x_max = x_step * math.ceil(1.05 * max(xs) / x_step)   # room for the labels
+    y_min, y_max, y_ticks = log_ticks(min(ys), max(ys))
+    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    span = math.log10(y_max) - math.log10(y_min)
+
+    def px(x):
+        return LEFT + plot_w * x / x_max
+
+    def py(y):
+        return TOP + plot_h * (1 - (math.log10(y) - math.log10(y_min)) / span)
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+           f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+           f'<text x="{WIDTH / 2:.1f}" y="24" text-anchor="middle" font-size="14">{_escape(title)}</text>']
+    for k in range(round(x_max / x_step) + 1):
+        v = k * x_step
+        out.append(f'<line x1="{px(v):.1f}" y1="{TOP}" x2="{px(v):.1f}" y2="{TOP + plot_h}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{px(v):.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{_tick_label(v)}</text>')
+    for v in y_ticks:
+        out.append(f'<line x1="{LEFT}" y1="{py(v):.1f}" x2="{LEFT + plot_w}" y2="{py(v):.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{LEFT - 8}" y="{py(v) + 4:.1f}" text-anchor="end">{_tick_label(v)}</text>')
+    out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="black"/>')
+    out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 18}" text-anchor="middle">{_escape(x_label)}</text>')
+    out.append(f'<text x="18" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
+               f'transform="rotate(-90 18 {TOP + plot_h / 2:.1f})">{_escape(y_label)}</text>')
+    if points:
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="1.5"/>')
+    placed = []
+    for (x, y), label in zip(points, labels):
+        out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="#1f77b4"/>')
+        lx, ly, anchor = _place(px(x), py(y), len(label), placed)
+        out.append(f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="11"{anchor}>{_escape(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _place(x, y, chars, placed):
+    """A label position beside a point that overlaps no label placed so far
+    (above-right, below-right, above-left, below-left; else above-right)."""
+    w, h = 6.5 * chars, 11
+    options = ((x + 6, y - 6, ""), (x + 6, y + 15, ""), (x - 6, y - 6, ' text-anchor="end"'),
+               (x - 6, y + 15, ' text-anchor="end"'))
+    for lx, ly, anchor in options:
+        x0 = lx - w if anchor else lx
+        box = (x0, ly - h, x0 + w, ly)
+        if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in placed):
+            placed.append(box)
+            return lx, ly, anchor
+    return options[0]
+
+
+def throughput_plot(rec):
+    """Aggregate decode tokens/s against tokens/s per request, one point per batch."""
+    i = rec["inputs"]
+    rows = rec["rows"]
+    points = [(r["decode_tokens_per_s_per_request"], r["decode_tokens_per_s_aggregate"]) for r in rows]
+    labels = [f"B={r['batch']}" for r in rows]
+    title = (f"decode: {rec['model']['id']} on {rec['device']['id']}, "
+             f"{i['input_len']} in / {i['output_len']} out, {i['weight_dtype']} weights")
+    return scatter(points, labels, title, "decode tokens/s per request (1 / mean TPOT)",
+                   "aggregate decode tokens/s (B / mean TPOT), log scale")
