@@ -1,0 +1,355 @@
+"""`decode`: closed-form step sums, hand-derived step times, the batch sweep."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "calculations"))
+
+from infracalc import ledger  # noqa: E402
+from infracalc.analyses import decode as D  # noqa: E402
+from infracalc.analyses import decode_sum as S  # noqa: E402
+from infracalc.analyses.forward import forward  # noqa: E402
+from infracalc.analyses.roofline import Roof, op_bound, roof  # noqa: E402
+from infracalc.cli import main  # noqa: E402
+from infracalc.load.hardware import load_device  # noqa: E402
+from infracalc.load.models import load_model  # noqa: E402
+from infracalc.workload import Workload  # noqa: E402
+
+H100 = json.loads((ROOT / "calculations" / "hardware" / "h100-sxm.json").read_text())
+BW = H100["memory_bandwidth_bytes_per_s"]          # 3.35e12 B/s
+VECTOR = H100["vector_flops_per_s"]["fp32"]        # 67e12 FLOP/s
+
+
+def loop_sum(arch, w, lo, hi):
+    """Per-operator FIELDS summed over explicit per-step ledgers, histories lo..hi."""
+    total = None
+    for h in range(lo, hi + 1):
+        rows = [[getattr(op, f) for f in S.FIELDS] for op in ledger.build(arch, w.replace(tokens=1, history=h)).ops]
+        total = rows if total is None else [[a + b for a, b in zip(x, y)] for x, y in zip(total, rows)]
+    return total
+
+
+def loop_time(arch, w, lo, hi, r):
+    """Sum over steps and operators of max(compute, memory)."""
+    return sum(op_bound(op, r)[2] for h in range(lo, hi + 1)
+               for op in ledger.build(arch, w.replace(tokens=1, history=h)).ops)
+
+
+def closed(arch, w, lo, hi):
+    return [[getattr(op, f) for f in S.FIELDS] for op in S.summed_ops(S.decode_pieces(arch, w, lo, hi))]
+
+
+def windowed_mistral(window):
+    """A temporary copy of the bundled Mistral 7B config with a small sliding window."""
+    cfg = json.loads((ROOT / "calculations" / "models" / "mistral-7b-v0.1.json").read_text())
+    cfg["sliding_window"] = window
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(cfg, tmp)
+    tmp.close()
+    return tmp.name
+
+
+class ClosedFormEqualsLoop(unittest.TestCase):
+    """The closed form equals the sum of per-step ledgers exactly (FLOPs, bytes)."""
+
+    def check(self, arch, w, lo, hi, min_pieces=1):
+        self.assertGreaterEqual(len(S.pieces(arch, lo, hi)), min_pieces)
+        self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi))
+        r = roof(load_device("h100-sxm"), w.compute_dtype)
+        self.assertAlmostEqual(D.account(S.decode_pieces(arch, w, lo, hi), r).time_s / loop_time(arch, w, lo, hi, r),
+                               1.0, places=12)
+
+    def test_dense(self):
+        self.check(load_model("qwen3-8b"), Workload(batch=3), 5, 44)
+
+    def test_windowed_crossing_the_window(self):
+        path = windowed_mistral(16)
+        try:
+            arch = load_model(path)
+            # histories 5..33 cross W = 16: keys min(H + 1, 16) is linear, then flat
+            self.assertEqual(S.pieces(arch, 5, 33), [(5, 15), (16, 33)])
+            self.check(arch, Workload(batch=2), 5, 33, min_pieces=2)
+        finally:
+            os.unlink(path)
+
+    def test_moe(self):
+        self.check(load_model("qwen3-30b-a3b"), Workload(batch=4), 3, 22)
+
+    def test_one_step_and_window_edges(self):
+        path = windowed_mistral(16)
+        try:
+            arch = load_model(path)
+            for lo, hi in ((7, 7), (15, 16), (16, 16), (14, 15), (0, 40)):
+                self.assertEqual(closed(arch, Workload(), lo, hi), loop_sum(arch, Workload(), lo, hi), (lo, hi))
+        finally:
+            os.unlink(path)
+
+    def test_bound_switch_inside_a_piece(self):
+        # A roof with a ridge of 3.3 FLOP/B. attn_qk of qwen3-8b at B = 1, per layer:
+        # FLOPs 2*32*128*(H+1) = 8192 (H+1); bytes: Q 32*128*2 = 8192, K 8*128*2 = 2048 (H+1).
+        # Compute-bound when 8192 (H+1) / 3.3 > 8192 + 2048 (H+1), i.e. H + 1 > 18.86:
+        # from H = 18 on, so 13 of the 29 steps H = 2..30.
+        arch, w = load_model("qwen3-8b"), Workload()
+        r = Roof(3.3e12, 1e12, 1e12)
+        pcs = S.decode_pieces(arch, w, 2, 30)
+        self.assertEqual(len(pcs), 1)
+        steps = {row["name"]: row["bound"] for row in D.operator_rows(pcs, r)}
+        self.assertEqual(steps["attn_qk"], "compute on 13 of 29 steps")
+        looped = [h for h in range(2, 31) for op in ledger.build(arch, w.replace(history=h)).ops
+                  if op.name == "attn_qk" and op_bound(op, r)[3] == "compute"]
+        self.assertEqual(looped, list(range(18, 31)))
+        self.assertAlmostEqual(D.account(pcs, r).time_s / loop_time(arch, w, 2, 30, r), 1.0, places=12)
+
+    def test_ideal_time_matches_loop(self):
+        arch, w = load_model("qwen3-8b"), Workload(batch=512)
+        r = roof(load_device("h100-sxm"), w.compute_dtype)
+        want = 0.0
+        for h in range(100, 140):
+            t = ledger.build(arch, w.replace(tokens=1, history=h)).totals
+            want += max(r.compute_s(t.matrix_flops, t.vector_flops), t.unique_bytes / r.bytes_per_s)
+        self.assertAlmostEqual(D.ideal_time(S.decode_pieces(arch, w, 100, 139), r) / want, 1.0, places=12)
+
+
+class HandDerivedStep(unittest.TestCase):
+    """Qwen3-8B, B = 1, P = 1024 on the H100 SXM: the first decode step by hand."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rec = D.decode(load_model("qwen3-8b"), Workload(), load_device("h100-sxm"), 1024, 1024)
+
+    # Qwen3-8B: 36 layers, hidden 4096, 32 heads / 8 KV heads x 128, MLP 12288,
+    # vocab 151936, untied; 8,190,735,360 params (notes/param-derivations.md).
+    # Weights read per step: every tensor once, except the embedding table of which one
+    # row is gathered: 2 B x (8,190,735,360 - 151,936*4096 + 4096) = 15,136,819,200 B.
+    WEIGHTS = 2 * (8_190_735_360 - 151_936 * 4096 + 4096)
+    # KV per token: 36 layers x 2 (K, V) x 8 x 128 x 2 B = 147,456 B. At history H the
+    # query reads H + 1 keys (the new one included): 147,456 x 1025 = 151,142,400 B.
+    KV_READ = 147_456 * 1025
+    KV_WRITE = 147_456
+    # Activation traffic per layer at T = 1, in elements (read + write):
+    # norm 4096+4096; q 4096+4096; k 4096+1024; v 4096+1024; q_norm 4096+4096;
+    # k_norm 1024+1024; rope 5120+5120; kv_store 2048; attn_qk Q 4096; attn_pv out 4096;
+    # o 4096+4096; residual 8192+4096; norm 8192; gate 4096+12288; up 4096+12288;
+    # swiglu 24576+12288; down 12288+4096; residual 12288 = 184,320 per layer.
+    # Model: 36 x 184,320 + embedding out 4096 + final norm 8192 + lm_head 4096+151,936
+    # = 6,803,840 elements x 2 B = 13,607,680 B.
+    ACT = 2 * (36 * 184_320 + 4096 + 8192 + 4096 + 151_936)
+    # The only compute-bound operator at B = 1 is the softmax (5 vector FLOPs per score,
+    # no bytes): 5 x 32 heads x 1025 keys x 36 layers.
+    SOFTMAX = 5 * 32 * 1025 * 36
+
+    def test_exact_work(self):
+        p = self.rec["decode_first_step"]
+        self.assertEqual(p["weight_bytes_read"], self.WEIGHTS)
+        self.assertEqual(p["weight_bytes_read"], 15_136_819_200)
+        self.assertEqual(p["kv_bytes_read"], self.KV_READ)
+        self.assertEqual(p["kv_bytes_written"], self.KV_WRITE)
+        self.assertEqual(p["act_bytes_read"] + p["act_bytes_written"], self.ACT)
+
+    def test_ideal_step_is_weights_plus_kv_over_bandwidth(self):
+        want = (self.WEIGHTS + self.KV_READ + self.KV_WRITE) / BW      # about 4.5636 ms
+        self.assertAlmostEqual(self.rec["decode_first_step"]["ideal_time_s"] / want, 1.0, places=12)
+
+    def test_roofline_step(self):
+        want = (self.WEIGHTS + self.KV_READ + self.KV_WRITE + self.ACT) / BW + self.SOFTMAX / VECTOR
+        p = self.rec["decode_first_step"]
+        self.assertAlmostEqual(p["time_s"] / want, 1.0, places=12)
+        self.assertAlmostEqual(self.rec["latency"]["tpot_first_s"] / want, 1.0, places=12)
+        self.assertEqual(p["bound"], "memory: weights")
+        self.assertAlmostEqual(p["weights_s"] / (self.WEIGHTS / BW), 1.0, places=12)
+
+    def test_last_step_charges_its_own_history(self):
+        # last step: history P + G - 2 = 2046, 2047 keys read
+        last = self.rec["decode_last_step"]
+        self.assertEqual(last["kv_bytes_read"], 147_456 * 2047)
+        want = (self.WEIGHTS + 147_456 * 2047 + self.KV_WRITE + self.ACT) / BW + 5 * 32 * 2047 * 36 / VECTOR
+        self.assertAlmostEqual(last["time_s"] / want, 1.0, places=12)
+
+    def test_decode_sum(self):
+        # 1023 steps, histories 1024..2046: KV read = 147,456 x sum_{H} (H + 1)
+        # = 147,456 x (1025 + 2047) x 1023 / 2.
+        d = self.rec["decode"]
+        self.assertEqual(d["steps"], 1023)
+        self.assertEqual(d["kv_bytes_read"], 147_456 * (1025 + 2047) * 1023 // 2)
+        self.assertEqual(d["weight_bytes_read"], 1023 * self.WEIGHTS)
+        # every step is memory-bound except the softmax: time is linear in H, so the
+        # mean step time is the average of the first and last
+        lat = self.rec["latency"]
+        self.assertAlmostEqual(lat["tpot_mean_s"] / ((lat["tpot_first_s"] + lat["tpot_last_s"]) / 2), 1.0, places=12)
+        self.assertAlmostEqual(lat["total_s"], lat["ttft_s"] + lat["decode_s"], places=15)
+        self.assertAlmostEqual(lat["decode_tokens_per_s_per_request"], 1 / lat["tpot_mean_s"], places=9)
+
+    def test_ttft_is_the_forward_prefill_bound(self):
+        fwd = forward(load_model("qwen3-8b"), Workload(tokens=1024), load_device("h100-sxm"))
+        self.assertAlmostEqual(self.rec["prefill"]["time_s"] / fwd["totals"]["roofline_time_s"], 1.0, places=12)
+        self.assertEqual(self.rec["prefill"]["linear_flops"], fwd["totals"]["linear_flops"])
+        self.assertEqual(self.rec["prefill"]["kv_bytes_written"], fwd["totals"]["kv_bytes_written"])
+
+    def test_capacity(self):
+        # (80e9 - 10% reserve - 16,381,470,720 B of weights) // (147,456 x 2048) = 184
+        c = self.rec["capacity"]
+        self.assertEqual(c["cache_bytes_per_request"], 147_456 * 2048)
+        self.assertEqual(c["max_requests"], (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 2048))
+        self.assertEqual(c["max_requests"], 184)
+
+
+class Behaviour(unittest.TestCase):
+    def test_efficiency_scales_every_time(self):
+        arch, dev = load_model("qwen3-8b"), load_device("h100-sxm")
+        full = D.decode(arch, Workload(batch=8), dev, 64, 32)
+        half = D.decode(arch, Workload(batch=8), dev, 64, 32, 0.5, 0.5)
+        for key in ("ttft_s", "tpot_first_s", "tpot_mean_s", "tpot_last_s", "total_s"):
+            self.assertAlmostEqual(half["latency"][key] / full["latency"][key], 2.0, places=12)
+
+    def test_one_output_token_has_no_decode_step(self):
+        rec = D.decode(load_model("qwen3-0.6b"), Workload(batch=2), load_device("h100-sxm"), 100, 1)
+        self.assertIsNone(rec["decode"])
+        self.assertIsNone(rec["latency"]["tpot_mean_s"])
+        self.assertEqual(rec["latency"]["total_s"], rec["latency"]["ttft_s"])
+        self.assertEqual(rec["operators"], [])
+
+    def test_windowed_reads_are_capped(self):
+        path = windowed_mistral(16)
+        try:
+            rec = D.decode(load_model(path), Workload(), load_device("h100-sxm"), 40, 10)
+            # Mistral 7B: 32 layers x 2 x 8 KV heads x 128 x 2 B = 131,072 B per token;
+            # past the window each step reads 16 keys
+            self.assertEqual(rec["decode_first_step"]["kv_bytes_read"], 131_072 * 16)
+            self.assertEqual(rec["decode_last_step"]["kv_bytes_read"], 131_072 * 16)
+            self.assertEqual(rec["decode"]["kv_bytes_read"], 9 * 131_072 * 16)
+        finally:
+            os.unlink(path)
+
+    def test_moe_charges_the_experts_the_batch_touches(self):
+        # Qwen3-30B-A3B: 48 layers, 128 experts of 3 x [768, 2048], top-8. At B = 1 each
+        # layer reads 8 experts: 48 x 8 x 3 x 2048 x 768 x 2 B = 3,623,878,656 B.
+        arch, dev = load_model("qwen3-30b-a3b"), load_device("h100-sxm")
+        pcs = S.decode_pieces(arch, Workload(), 100, 100)
+        experts = sum(op.weight_read for op in pcs[0].ops if op.name.startswith("experts."))
+        self.assertEqual(experts, 48 * 8 * 3 * 2048 * 768 * 2)
+        # B = 16 under uniform routing: 128 x (1 - (1 - 8/128)^16) = 128 x (1 - 0.356074)
+        # = 82.42 experts expected, rounded up to 83 per layer
+        pcs = S.decode_pieces(arch, Workload(batch=16), 100, 100)
+        experts = sum(op.weight_read for op in pcs[0].ops if op.name.startswith("experts."))
+        self.assertEqual(experts, 48 * 83 * 3 * 2048 * 768 * 2)
+        # so the cost per token falls with the batch
+        per_token = [D.decode(arch, Workload(batch=b), dev, 256, 64)["latency"]["tpot_mean_s"] / b
+                     for b in (1, 2, 4, 8, 16, 64)]
+        self.assertEqual(per_token, sorted(per_token, reverse=True))
+
+    def test_oversized_batch_is_reported_not_fatal(self):
+        rec = D.decode(load_model("qwen3-8b"), Workload(batch=1000), load_device("h100-sxm"), 1024, 1024)
+        self.assertFalse(rec["capacity"]["fits"])
+        self.assertTrue(any("does not fit" in n for n in rec["notes"]))
+
+
+class Sweep(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.arch, cls.dev = load_model("qwen3-8b"), load_device("h100-sxm")
+        cls.rec = D.sweep(cls.arch, Workload(), cls.dev, 128, 128)
+
+    def test_batches_and_capacity(self):
+        # cache per request 147,456 x 256; (72e9 - 16,381,470,720) // 37,748,736 = 1473
+        cap = (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 256)
+        self.assertEqual(cap, 1473)
+        self.assertEqual(self.rec["capacity_batch"], cap)
+        self.assertEqual([r["batch"] for r in self.rec["rows"]],
+                         [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1473])
+
+    def test_aggregate_throughput_never_falls(self):
+        for rec in (self.rec, D.sweep(load_model("qwen3-30b-a3b"), Workload(), self.dev, 512, 256)):
+            agg = [r["decode_tokens_per_s_aggregate"] for r in rec["rows"]]
+            self.assertGreater(len(agg), 3)
+            self.assertTrue(all(b >= a for a, b in zip(agg, agg[1:])), agg)
+            per = [r["decode_tokens_per_s_per_request"] for r in rec["rows"]]
+            self.assertTrue(all(b <= a for a, b in zip(per, per[1:])), per)
+
+    def test_compute_bound_batch_is_the_switch(self):
+        b = self.rec["compute_bound_batch"]
+        self.assertIsNotNone(b)
+        r = roof(self.dev, Workload().compute_dtype)
+
+        def bound(batch):
+            return D.account(S.decode_pieces(self.arch, Workload(batch=batch), 128, 254), r).bound
+
+        self.assertEqual(bound(b), "compute")
+        self.assertNotEqual(bound(b - 1), "compute")
+        # Linear layers turn compute-bound once B exceeds the ridge 989.5e12 / 3.35e12
+        # = 295 FLOP/B (2B FLOPs per 2 weight bytes); the whole step needs more than that.
+        self.assertGreater(b, 295)
+
+    def test_rows_match_single_decode(self):
+        single = D.decode(self.arch, Workload(batch=64), self.dev, 128, 128)["latency"]
+        row = next(r for r in self.rec["rows"] if r["batch"] == 64)
+        self.assertEqual(row["tpot_mean_s"], single["tpot_mean_s"])
+        self.assertEqual(row["tpot_first_s"], single["tpot_first_s"])
+        self.assertAlmostEqual(row["tpot_last_s"] / single["tpot_last_s"], 1.0, places=12)
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+class Cli(unittest.TestCase):
+    def test_markdown_and_json(self):
+        status, out, _ = run_cli("decode", "--model", "qwen3-0.6b", "--input-len", "64", "--output-len", "16",
+                                 "--batch", "4")
+        self.assertEqual(status, 0)
+        for text in ("# decode: qwen3-0.6b on h100-sxm", "TTFT", "What the bound leaves out", "queueing"):
+            self.assertIn(text, out)
+        status, out, _ = run_cli("decode", "--model", "qwen3-0.6b", "--input-len", "64", "--output-len", "16",
+                                 "--format", "json")
+        rec = json.loads(out)
+        self.assertEqual(rec["command"], "decode")
+        self.assertEqual(rec["inputs"]["decode_steps"], 15)
+
+    def test_sweep_plot_is_deterministic(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = [os.path.join(d, f"{k}.svg") for k in "ab"]
+            for p in paths:
+                status, out, _ = run_cli("decode", "--model", "qwen3-0.6b", "--input-len", "512",
+                                         "--output-len", "512", "--batch-sweep", "--plot", p)
+                self.assertEqual(status, 0)
+            a, b = (Path(p).read_text() for p in paths)
+            self.assertEqual(a, b)
+            self.assertTrue(a.startswith("<svg") and a.rstrip().endswith("</svg>"))
+            rows = out.count("\n| ") - 2   # table lines minus header and rule
+            self.assertEqual(a.count("<circle"), rows)
+            self.assertIn(">B=1<", a)
+            self.assertIn("tokens/s per request", a)
+
+    def test_errors(self):
+        for argv in (("--batch", "2", "--batch-sweep"), ("--plot", "x.svg"), ("--input-len", "0"),
+                     ("--batch-sweep", "--output-len", "1")):
+            base = {"--input-len": "16", "--output-len": "8"}
+            args = ["decode", "--model", "qwen3-0.6b"]
+            for k, v in base.items():
+                if k not in argv:
+                    args += [k, v]
+            status, out, err = run_cli(*args, *argv)
+            self.assertEqual(status, 2, argv)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertIn("error", err)
+
+    def test_command_line(self):
+        proc = subprocess.run([sys.executable, str(ROOT / "calculations" / "calc.py"), "decode", "--model",
+                               "llama-3.2-1b", "--input-len", "32", "--output-len", "8", "--format", "csv"],
+                              capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(proc.stdout.startswith("name,layers,"))
+
+
+if __name__ == "__main__":
+    unittest.main()
