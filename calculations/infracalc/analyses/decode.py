@@ -81,15 +81,8 @@ class Account(Record):
 _MF, _RECT, _VF, _WR, _AR, _KR, _AW, _KW = range(8)
 
 
-def _shares(v, compute_bound, r):
-    """(compute, weights, KV, activations) seconds of summed values v under one bound."""
-    if compute_bound:
-        return (r.compute_s(v[_MF], v[_VF]), 0.0, 0.0, 0.0)
-    bw = r.bytes_per_s
-    return (0.0, v[_WR] / bw, (v[_KR] + v[_KW]) / bw, (v[_AR] + v[_AW]) / bw)
-
-
 def _bounds(r):
+    """compute_s(v) and memory_s(v) of a FIELDS vector on a roof."""
     def compute_s(v):
         return r.compute_s(v[_MF], v[_VF])
 
@@ -101,17 +94,25 @@ def _bounds(r):
 
 def operator_accounts(pcs, r):
     """Per operator: ((compute, weights, KV, activations) seconds summed over every
-    step, steps on which it is compute-bound)."""
+    step, steps on which it is compute-bound). A compute-bound part is charged
+    its compute time; a memory-bound part its bytes by class over the bandwidth."""
     compute_s, memory_s = _bounds(r)
+    bw = r.bytes_per_s
     out = []
     for i in range(len(pcs[0].ops)):
-        acc, compute_steps = (0.0, 0.0, 0.0, 0.0), 0
+        c = weights = kv = act = 0.0
+        compute_steps = 0
         for p in pcs:
             for is_compute, count, v in decode_sum.split_by_bound(
-                    p.values(i), p.deltas[i], p.steps, compute_s, memory_s):
-                acc = tuple(a + b for a, b in zip(acc, _shares(v, is_compute, r)))
-                compute_steps += count if is_compute else 0
-        out.append((acc, compute_steps))
+                    p.starts[i], p.deltas[i], p.steps, compute_s, memory_s):
+                if is_compute:
+                    c += compute_s(v)
+                    compute_steps += count
+                else:
+                    weights += v[_WR] / bw
+                    kv += (v[_KR] + v[_KW]) / bw
+                    act += (v[_AR] + v[_AW]) / bw
+        out.append(((c, weights, kv, act), compute_steps))
     return out
 
 
@@ -239,8 +240,10 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     rec["inputs"] = inputs_record(w, input_len, output_len)
     cap = capacity_record(arch, w, device, input_len + output_len)
     if not cap["fits"]:
-        notes.append(f"batch {w.batch} does not fit: at most {cap['max_requests']} requests of "
-                     f"{input_len + output_len} tokens fit beside the weights and reserve; "
+        room = (f"at most {cap['max_requests']} requests of {input_len + output_len} tokens fit beside "
+                "the weights and reserve" if cap["max_requests"] else
+                "the weights and reserve alone exceed device memory")
+        notes.append(f"batch {w.batch} does not fit on one {device.id}: {room}; "
                      "times are computed as if memory were unlimited")
     rec["notes"] = notes
     rec["capacity"] = cap

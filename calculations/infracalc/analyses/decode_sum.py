@@ -162,13 +162,15 @@ def split_by_bound(v0, d, n, compute_s, memory_s):
     summed in closed form; the bound is "compute" when compute time > memory time.
     """
     diff0 = compute_s(v0) - memory_s(v0)
-    slope = compute_s(d) - memory_s(d) if n > 1 else 0.0
+    if n == 1:
+        return [(diff0 > 0, 1, v0)]
+    slope = compute_s(d) - memory_s(d)
 
     def is_compute(j):
         return diff0 + slope * j > 0
 
     start = is_compute(0)
-    if n == 1 or is_compute(n - 1) == start:
+    if is_compute(n - 1) == start:
         return [(start, n, series(v0, d, n))]
     k = min(max(int(-diff0 / slope), 1), n - 1)   # first step of the other bound, then exact
     while k > 1 and is_compute(k - 1) != start:

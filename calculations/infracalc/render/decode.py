@@ -128,20 +128,23 @@ def sweep_markdown(rec):
              f"{100 * r['compute_share']:.1f}%",
              r["bound"], u.nbytes(r["cache_bytes"])] for r in rec["rows"]]
     cb, cap = rec["compute_bound_batch"], rec["capacity_batch"]
-    findings = [
-        (f"- Decode turns compute-bound at batch {cb}." if cb is not None else
-         "- Decode stays memory-bound up to the capacity limit."),
-        (f"- Capacity stops the sweep at batch {cap}: a larger batch's caches of "
-         f"{u.integer(rec['capacity']['context_tokens'])} tokens per request do not fit." if cap else
-         "- Not even one request fits on the device."),
-    ]
+    if cap:
+        findings = [
+            (f"- Decode turns compute-bound at batch {cb}." if cb is not None else
+             "- Decode stays memory-bound up to the capacity limit."),
+            f"- Capacity stops the sweep at batch {cap}: a larger batch's caches of "
+            f"{u.integer(rec['capacity']['context_tokens'])} tokens per request do not fit.",
+        ]
+    else:
+        findings = ["- Not even one request fits on the device: nothing to sweep."]
     parts = [f"# decode batch sweep: {m['id']} on {d['id']}", "",
              *_header(rec, "B requests in lockstep"), "",
              "## Sweep", "",
              "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "
              "compute share = compute-bound operators' share of the decode time.", "",
              markdown_table(["batch", "TPOT first", "TPOT mean", "TPOT last", "tokens/s per request",
-                             "tokens/s aggregate", "compute share", "bound", "caches"], rows, "rrrrrrrlr"),
+                             "tokens/s aggregate", "compute share", "bound", "caches"], rows, "rrrrrrrlr")
+             if rows else "No batch fits.",
              "", *findings, "", "## Capacity", "", *_capacity_lines(rec["capacity"])]
     return "\n".join(parts + _tail(rec))
 
