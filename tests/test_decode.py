@@ -118,6 +118,30 @@ class ClosedFormEqualsLoop(unittest.TestCase):
         self.assertAlmostEqual(D.ideal_time(S.decode_pieces(arch, w, 100, 139), r) / want, 1.0, places=12)
 
 
+class EveryAttentionKind(unittest.TestCase):
+    """Closed form vs per-step loop across each kind of mixer, over its breakpoints."""
+
+    CASES = (
+        ("deepseek-v3", "absorbed", 20, 27, 1),        # MLA, latent cache
+        ("deepseek-v3", "naive", 20, 27, 1),           # MLA, expanded K/V
+        ("llama-4-scout", "absorbed", 8186, 8197, 3),  # chunks of 8192: new chunk at 8192, 8193
+        ("gemma-3-27b", "absorbed", 1020, 1029, 2),    # window 1024 on 5 of 6 layers
+        ("gpt-oss-20b", "absorbed", 124, 133, 2),      # window 128 with sinks, MXFP4 experts
+        ("qwen3-next-80b-a3b", "absorbed", 0, 9, 2),   # Gated DeltaNet: fixed state from H = 1
+    )
+
+    def test_closed_form_equals_loop(self):
+        dev = load_device("h100-sxm")
+        for model, mla, lo, hi, n_pieces in self.CASES:
+            with self.subTest(model=model, mla=mla):
+                arch, w = load_model(model), Workload(batch=2, mla=mla)
+                self.assertEqual(len(S.pieces(arch, lo, hi)), n_pieces)
+                self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi))
+                r = roof(dev, w.compute_dtype)
+                got = D.account(S.decode_pieces(arch, w, lo, hi), r).time_s
+                self.assertAlmostEqual(got / loop_time(arch, w, lo, hi, r), 1.0, places=12)
+
+
 class HandDerivedStep(unittest.TestCase):
     """Qwen3-8B, B = 1, P = 1024 on the H100 SXM: the first decode step by hand."""
 
