@@ -20,7 +20,6 @@ equal to the sum of the per-step bounds (up to floating-point rounding).
 """
 
 from .. import ledger
-from ..ops import Op
 from ..record import Record
 
 FIELDS = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
@@ -142,15 +141,8 @@ def summed_ops(pcs):
             total = [t + s for t, s in zip(total, series(p.starts[i], p.deltas[i], p.steps))]
         end = last.end_ops[i].shape if last.end_ops else "..."
         shape = op.shape if end == op.shape else f"{op.shape} ... {end}"
-        rows.append(Op(op.name, op.category, shape, *total, compute=op.compute,
-                       layers=op.layers, repeats=op.repeats))
+        rows.append(op.replace(shape=shape, **dict(zip(FIELDS, total))))
     return rows
-
-
-def step_ops(piece, j):
-    """The Op rows of step j of a piece (exact, from the linear form; shapes of its first step)."""
-    return [Op(op.name, op.category, op.shape, *piece.values(i, j), compute=op.compute,
-               layers=op.layers, repeats=op.repeats) for i, op in enumerate(piece.ops)]
 
 
 def split_by_bound(v0, d, n, compute_s, memory_s):
