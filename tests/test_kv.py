@@ -394,10 +394,10 @@ class Invariants(unittest.TestCase):
               "deepseek-v2-lite", "qwen3-next-80b-a3b")
 
     def test_agrees_with_memory_max_requests(self):
-        for model in self.MODELS + ("deepseek-v3",):
+        for model in self.MODELS + ("deepseek-v3", "llama-4-scout"):
             arch = load_model(model)
             for w in (BF16, Workload(mla="naive"), FP8):
-                for ctx in (1000, 4096, 32768):
+                for ctx in (1000, 4096, 32768, 100_000):
                     mem = 2 * 10**12 if model == "deepseek-v3" else 192 * 10**9
                     got = K.kv(arch, w, ctx, 1, mem)["capacity"]["max_requests"]
                     self.assertEqual(got, max_requests(arch, w, mem, ctx), (model, ctx))

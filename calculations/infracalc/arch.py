@@ -130,9 +130,11 @@ class Layer(Record):
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         return sum(_kv_per_token(b, kv_dtype, mla) for b in self.blocks)
 
-    def kv_bytes(self, kv_dtype, context, mla="absorbed"):
-        """Cache bytes one request holds in this layer after `context` tokens."""
-        return sum(_kv_per_token(b, kv_dtype, mla) * b.kv_tokens(context)
+    def kv_bytes(self, kv_dtype, context, mla="absorbed", peak=False):
+        """Cache bytes one request holds in this layer after `context` tokens
+        (peak: the most it holds on the way there, what it must reserve)."""
+        return sum(_kv_per_token(b, kv_dtype, mla)
+                   * (b.kv_tokens_peak(context) if peak else b.kv_tokens(context))
                    + b.state_bytes(kv_dtype) for b in self.blocks)
 
 
@@ -198,9 +200,10 @@ class Architecture(Record):
         return sum(layer.kv_bytes_per_token(kv_dtype, mla) * count
                    for layer, count, _ in self.layer_groups())
 
-    def kv_bytes(self, kv_dtype, context, mla="absorbed"):
-        """Cache and state bytes of one request after `context` tokens."""
-        return sum(layer.kv_bytes(kv_dtype, context, mla) * count
+    def kv_bytes(self, kv_dtype, context, mla="absorbed", peak=False):
+        """Cache and state bytes of one request after `context` tokens
+        (peak: the most held on the way there; differs for chunked attention)."""
+        return sum(layer.kv_bytes(kv_dtype, context, mla, peak) * count
                    for layer, count, _ in self.layer_groups())
 
     @property

@@ -22,8 +22,9 @@ def weight_bytes(arch, w):
 
 
 def request_bytes(arch, w, context):
-    """KV cache and recurrent state of one request after `context` tokens."""
-    return arch.kv_bytes(w.kv_dtype, context, w.mla)
+    """KV cache and recurrent state one request must reserve to reach
+    `context` tokens (the peak it holds on the way, as `kv` counts it)."""
+    return arch.kv_bytes(w.kv_dtype, context, w.mla, peak=True)
 
 
 def max_requests(arch, w, memory_bytes, context, reserve_bytes=None):
