@@ -26,7 +26,8 @@ COMMANDS = [
     ["forward", "--model", "qwen3-235b-a22b", "--tokens", "1048576", "--format", "csv"],
     ["kv", "--model", "qwen3-8b", "--context", "32768"],
     ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
-    ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1048576", "--batch-sweep"],
+    ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
+    ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
     ["reproduce", "--check"],
 ]
 BUDGET_S = 0.030
