@@ -195,6 +195,13 @@ class Architecture(Record):
         (computed once, when the architecture is built)."""
         return self._groups
 
+    def weight_bytes(self, w):
+        """Resident weight bytes of the whole model in the workload's formats."""
+        total = sum(w.weight_bytes(t) for b in self.top_blocks() for t in b.tensors())
+        for layer, count, _ in self.layer_groups():
+            total += count * sum(w.weight_bytes(t) for t in layer.tensors())
+        return total
+
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """One token's cache over all layers; `mla` picks the MLA path (naive | absorbed)."""
         return sum(layer.kv_bytes_per_token(kv_dtype, mla) * count

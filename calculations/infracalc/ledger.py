@@ -4,10 +4,8 @@ This is the single source of truth every analysis composes: it never looks at
 a device. Each distinct layer is expanded once and multiplied by its count.
 """
 
-from .record import Record
-
-from .analyses.memory import weight_bytes
 from .arch import layer_range_label
+from .record import Record
 
 
 class Totals(Record):
@@ -82,7 +80,7 @@ def _totals(arch, w, ops):
     return Totals(
         params=arch.params,
         active_params=arch.active_params,
-        weight_bytes=weight_bytes(arch, w),
+        weight_bytes=arch.weight_bytes(w),
         linear_flops=total("matrix_flops", "linear"),
         attention_flops_causal=total("matrix_flops", "attention"),
         attention_flops_rectangular=total("rect_flops", "attention"),

@@ -15,10 +15,7 @@ def default_reserve(memory_bytes):
 
 def weight_bytes(arch, w):
     """Resident weight bytes of the whole model in the workload's formats."""
-    total = sum(w.weight_bytes(t) for b in arch.top_blocks() for t in b.tensors())
-    for layer, count, _ in arch.layer_groups():
-        total += count * sum(w.weight_bytes(t) for t in layer.tensors())
-    return total
+    return arch.weight_bytes(w)
 
 
 def request_bytes(arch, w, context):
