@@ -354,6 +354,44 @@ class Cli(unittest.TestCase):
             self.assertIn(">B=1<", a)
             self.assertIn("tokens/s per request", a)
 
+    def test_plot_is_valid_svg_with_log_axes(self):
+        from xml.dom import minidom
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.svg")
+            status, _, _ = run_cli("decode", "--model", "gpt-oss-20b", "--input-len", "256", "--output-len",
+                                   "256", "--batch-sweep", "--plot", path)
+            self.assertEqual(status, 0)
+            doc = minidom.parse(path)
+            texts = [t.firstChild.data for t in doc.getElementsByTagName("text")]
+            self.assertIn("decode tokens/s per request (1 / mean TPOT), log scale", texts)
+            self.assertIn("aggregate decode tokens/s (B / mean TPOT), log scale", texts)
+            # the checkpoint's native MXFP4 experts are named beside the weight format
+            self.assertTrue(any("expert mxfp4" in t for t in texts), texts)
+            # tick labels are short (1k, 20k, ...) so they stay clear of the axis title
+            self.assertTrue(all(len(t) <= 5 for t in texts if t[:1].isdigit()), texts)
+
+    def test_nothing_fits_is_an_empty_plot_and_a_header_only_csv(self):
+        # Kimi K2 (about 958 GiB of weights) on one 80 GB H100: a result, not a crash.
+        from xml.dom import minidom
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.svg")
+            status, out, _ = run_cli("decode", "--model", "kimi-k2", "--input-len", "1024", "--output-len",
+                                     "1024", "--batch-sweep", "--plot", path, "--format", "csv")
+            self.assertEqual(status, 0)
+            self.assertEqual(out, ",".join(D.SWEEP_COLUMNS) + "\n")
+            svg = minidom.parse(path)
+            self.assertEqual(svg.getElementsByTagName("circle"), [])
+            self.assertIn("Not even one request fits", Path(path).read_text())
+        status, out, _ = run_cli("decode", "--model", "qwen3-0.6b", "--input-len", "8", "--output-len", "1",
+                                 "--format", "csv")
+        self.assertEqual(out, ",".join(D.OPERATOR_COLUMNS) + "\n")
+
+    def test_row_keys_are_the_csv_columns(self):
+        rec = D.sweep(load_model("qwen3-0.6b"), Workload(), load_device("h100-sxm"), 8, 4)
+        self.assertEqual(tuple(rec["rows"][0]), D.SWEEP_COLUMNS)
+        rec = D.decode(load_model("qwen3-0.6b"), Workload(), load_device("h100-sxm"), 8, 4)
+        self.assertEqual(tuple(rec["operators"][0]), D.OPERATOR_COLUMNS)
+
     def test_errors(self):
         for argv in (("--batch", "2", "--batch-sweep"), ("--plot", "x.svg"), ("--input-len", "0"),
                      ("--batch-sweep", "--output-len", "1")):

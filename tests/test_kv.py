@@ -473,6 +473,19 @@ class Cli(unittest.TestCase):
             self.assertEqual(err.count("\n"), 1, err)
             self.assertNotIn("Traceback", err)
 
+    def test_reserve_forms(self):
+        # 0 in any unit is no reserve; a percentage is exact: 7.5% of 80e9 = 6e9 and
+        # 12.345678901234567% of 80e9 = 9,876,543,120.98... -> floor 9,876,543,120 B.
+        for text, want in (("0", 0), ("0GiB", 0), ("7.5%", 6_000_000_000),
+                           ("12.345678901234567%", 9_876_543_120), ("2GiB", 2 * 2**30)):
+            code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "100", "--reserve", text,
+                                   "--format", "json")
+            self.assertEqual(code, 0, text)
+            self.assertEqual(json.loads(out)["capacity"]["reserve_bytes"], want, text)
+        code, _, err = run_cli("kv", "--model", "qwen3-8b", "--context", "100", "--reserve=-1")
+        self.assertEqual(code, 2)
+        self.assertIn("non-negative byte count", err)
+
     def test_not_fitting_exits_0_with_shortfall(self):
         code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "4096",
                                "--memory-bytes", "16GiB", "--reserve", "0")

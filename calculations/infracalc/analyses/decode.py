@@ -53,6 +53,15 @@ LEFT_OUT = (
 )
 
 
+# Keys of an operator row and of a sweep row, in order (the CSV header even when empty).
+OPERATOR_COLUMNS = ("name", "layers", "repeats", "category", "shape", "matrix_flops",
+                    "attention_flops_rectangular", "vector_flops", "weight_bytes_read", "act_bytes_read",
+                    "kv_bytes_read", "act_bytes_written", "kv_bytes_written", "time_s", "bound")
+SWEEP_COLUMNS = ("batch", "tpot_first_s", "tpot_mean_s", "tpot_last_s", "decode_tokens_per_s_per_request",
+                 "decode_tokens_per_s_aggregate", "compute_share", "compute_bound_s", "weights_s", "kv_s",
+                 "activations_s", "bound", "cache_bytes")
+
+
 class Account(Record):
     """Where a roofline time goes: compute-bound operators' time, and
     memory-bound operators' time split by the bytes they move."""

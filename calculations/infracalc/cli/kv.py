@@ -8,34 +8,41 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
 
-def byte_size(text):
-    """A positive byte count: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
+def _bytes(text, low):
+    """An integer count of bytes >= low: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
     raw = text.strip().replace("_", "").replace(",", "")
     digits = raw.rstrip("KMGTIBkmgtib")
     unit = raw[len(digits):].upper()
+    what = "a positive" if low else "a non-negative"
     try:
         value = int(digits) * _UNITS[unit]
     except (ValueError, KeyError):
         raise argparse.ArgumentTypeError(
-            f"must be a positive byte count (e.g. 85899345920, 80GiB, 141GB), got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive byte count, got '{text}'")
+            f"must be {what} byte count (e.g. 85899345920, 80GiB, 141GB), got '{text}'") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {what} byte count, got '{text}'")
     return value
 
 
+def byte_size(text):
+    """A positive byte count: 85899345920, 80GiB, 141GB."""
+    return _bytes(text, 1)
+
+
 def reserve(text):
-    """A byte count, or a percentage of device memory ('5%')."""
+    """A byte count (0 allowed), or a percentage of device memory ('5%', '7.5%'),
+    kept exact as a fraction so the reserve is floor(memory x pct / 100) bytes."""
     if text.strip().endswith("%"):
+        from fractions import Fraction
+
         try:
-            pct = float(text.strip()[:-1])
-        except ValueError:
+            pct = Fraction(text.strip()[:-1])
+        except (ValueError, ZeroDivisionError):
             pct = -1
         if not 0 <= pct < 100:
             raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100), got '{text}'")
         return ("percent", pct)
-    if text.strip() in ("0", "0B"):
-        return ("bytes", 0)
-    return ("bytes", byte_size(text))
+    return ("bytes", _bytes(text, 0))
 
 
 def add_arguments(p):
@@ -82,7 +89,7 @@ def run(args):
     res = None
     if args.reserve is not None:
         kind, value = args.reserve
-        res = value if kind == "bytes" else int(memory * value) // 100
+        res = value if kind == "bytes" else int(memory * value // 100)
     rec = kv(arch, w, args.context, args.batch, memory, res, args.tp, args.pp,
              args.page_size, args.shared_prefix, device)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -1,5 +1,6 @@
 """Markdown and CSV for `decode` records (one batch, or a batch sweep)."""
 
+from ..analyses.decode import OPERATOR_COLUMNS, SWEEP_COLUMNS
 from . import units as u
 from .table import markdown_table, records_to_csv
 
@@ -118,7 +119,7 @@ def markdown(rec):
 
 
 def csv(rec):
-    return records_to_csv(rec["operators"])
+    return records_to_csv(rec["operators"], OPERATOR_COLUMNS)
 
 
 def sweep_markdown(rec):
@@ -150,4 +151,4 @@ def sweep_markdown(rec):
 
 
 def sweep_csv(rec):
-    return records_to_csv(rec["rows"])
+    return records_to_csv(rec["rows"], SWEEP_COLUMNS)

@@ -14,20 +14,12 @@ def _escape(text):
     return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def nice_step(span, ticks=5):
-    """A 1, 2 or 5 x 10^k step giving about `ticks` intervals over [0, span]."""
-    if span <= 0:
-        return 1.0
-    raw = span / ticks
-    power = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        if raw <= m * power:
-            return m * power
-    return 10 * power
-
-
 def _tick_label(v):
-    return f"{v:,.0f}" if v >= 10 or v == 0 else f"{v:g}"
+    """1, 20, 500, 2k, 50k, 1M, 0.5: short enough to stay clear of the axis title."""
+    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= factor:
+            return f"{v / factor:g}{suffix}"
+    return f"{v:g}"
 
 
 def log_ticks(lo, hi):
@@ -39,33 +31,35 @@ def log_ticks(lo, hi):
     return 10.0 ** a, 10.0 ** b, ticks
 
 
-def scatter(points, labels, title, x_label, y_label):
-    """A connected scatter plot of (x, y) points (y > 0): linear x from 0, log10 y."""
-    xs = [p[0] for p in points] or [1.0]
-    ys = [p[1] for p in points] or [1.0]
-    x_step = nice_step(max(xs))
-    x_max = x_step * math.ceil(1.05 * max(xs) / x_step)   # room for the labels
-    y_min, y_max, y_ticks = log_ticks(min(ys), max(ys))
+def scatter(points, labels, title, subtitle, x_label, y_label, empty="no data"):
+    """A connected scatter plot of (x, y) points (x, y > 0) on log10 axes, or the
+    frame, the axis titles and the `empty` message when there are no points."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    span = math.log10(y_max) - math.log10(y_min)
-
-    def px(x):
-        return LEFT + plot_w * x / x_max
-
-    def py(y):
-        return TOP + plot_h * (1 - (math.log10(y) - math.log10(y_min)) / span)
-
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
            f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
            f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
-           f'<text x="{WIDTH / 2:.1f}" y="24" text-anchor="middle" font-size="14">{_escape(title)}</text>']
-    for k in range(round(x_max / x_step) + 1):
-        v = k * x_step
-        out.append(f'<line x1="{px(v):.1f}" y1="{TOP}" x2="{px(v):.1f}" y2="{TOP + plot_h}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{px(v):.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{_tick_label(v)}</text>')
-    for v in y_ticks:
-        out.append(f'<line x1="{LEFT}" y1="{py(v):.1f}" x2="{LEFT + plot_w}" y2="{py(v):.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{LEFT - 8}" y="{py(v) + 4:.1f}" text-anchor="end">{_tick_label(v)}</text>')
+           f'<text x="{WIDTH / 2:.1f}" y="24" text-anchor="middle" font-size="14">{_escape(title)}</text>',
+           f'<text x="{WIDTH / 2:.1f}" y="42" text-anchor="middle" font-size="11">{_escape(subtitle)}</text>']
+    if points:
+        x_min, x_max, x_ticks = log_ticks(min(p[0] for p in points), max(p[0] for p in points))
+        y_min, y_max, y_ticks = log_ticks(min(p[1] for p in points), max(p[1] for p in points))
+        x_span, y_span = math.log10(x_max / x_min), math.log10(y_max / y_min)
+
+        def px(x):
+            return LEFT + plot_w * math.log10(x / x_min) / x_span
+
+        def py(y):
+            return TOP + plot_h * (1 - math.log10(y / y_min) / y_span)
+
+        for v in x_ticks:
+            out.append(f'<line x1="{px(v):.1f}" y1="{TOP}" x2="{px(v):.1f}" y2="{TOP + plot_h}" stroke="#e5e5e5"/>')
+            out.append(f'<text x="{px(v):.1f}" y="{TOP + plot_h + 18}" text-anchor="middle">{_tick_label(v)}</text>')
+        for v in y_ticks:
+            out.append(f'<line x1="{LEFT}" y1="{py(v):.1f}" x2="{LEFT + plot_w}" y2="{py(v):.1f}" stroke="#e5e5e5"/>')
+            out.append(f'<text x="{LEFT - 8}" y="{py(v) + 4:.1f}" text-anchor="end">{_tick_label(v)}</text>')
+    else:
+        out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{TOP + plot_h / 2:.1f}" '
+                   f'text-anchor="middle">{_escape(empty)}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="black"/>')
     out.append(f'<text x="{LEFT + plot_w / 2:.1f}" y="{HEIGHT - 18}" text-anchor="middle">{_escape(x_label)}</text>')
     out.append(f'<text x="18" y="{TOP + plot_h / 2:.1f}" text-anchor="middle" '
@@ -85,7 +79,7 @@ def scatter(points, labels, title, x_label, y_label):
 def _place(x, y, chars, placed):
     """A label position beside a point that overlaps no label placed so far
     (above-right, below-right, above-left, below-left; else above-right)."""
-    w, h = 6.5 * chars, 11
+    w, h = 7 * chars + 6, 11   # an 11 px sans-serif label and a gap
     options = ((x + 6, y - 6, ""), (x + 6, y + 15, ""), (x - 6, y - 6, ' text-anchor="end"'),
                (x - 6, y + 15, ' text-anchor="end"'))
     for lx, ly, anchor in options:
@@ -104,6 +98,10 @@ def throughput_plot(rec):
     points = [(r["decode_tokens_per_s_per_request"], r["decode_tokens_per_s_aggregate"]) for r in rows]
     labels = [f"B={r['batch']}" for r in rows]
     title = (f"decode: {rec['model']['id']} on {rec['device']['id']}, "
-             f"{i['input_len']} in / {i['output_len']} out, {i['weight_dtype']} weights")
-    return scatter(points, labels, title, "decode tokens/s per request (1 / mean TPOT)",
-                   "aggregate decode tokens/s (B / mean TPOT), log scale")
+             f"{i['input_len']} in / {i['output_len']} out per request")
+    native = "".join(f", {role} {fmt}" for role, fmt in i.get("native_formats", {}).items())
+    subtitle = (f"weights {i['weight_dtype']}{native}, activations {i['act_dtype']}, "
+                f"KV cache {i['kv_dtype']}")
+    return scatter(points, labels, title, subtitle, "decode tokens/s per request (1 / mean TPOT), log scale",
+                   "aggregate decode tokens/s (B / mean TPOT), log scale",
+                   "Not even one request fits beside the weights: nothing to plot")

@@ -28,7 +28,8 @@ def to_csv(header, rows):
     return buf.getvalue()
 
 
-def records_to_csv(records):
-    """CSV of a list of flat dicts sharing keys (the first one's order)."""
-    header = list(records[0]) if records else []
+def records_to_csv(records, columns=()):
+    """CSV of a list of flat dicts sharing keys (the first one's order); with no
+    records, the header `columns` alone."""
+    header = list(records[0]) if records else list(columns)
     return to_csv(header, [[r.get(k) for k in header] for r in records])
