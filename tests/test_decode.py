@@ -142,6 +142,81 @@ class EveryAttentionKind(unittest.TestCase):
                 self.assertAlmostEqual(got / loop_time(arch, w, lo, hi, r), 1.0, places=12)
 
 
+def chunked_scout(chunk):
+    """A temporary copy of the bundled Llama 4 Scout config with a small attention chunk."""
+    cfg = json.loads((ROOT / "calculations" / "models" / "llama-4-scout.json").read_text())
+    (cfg.get("text_config") or cfg)["attention_chunk_size"] = chunk
+    tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(cfg, tmp)
+    tmp.close()
+    return tmp.name
+
+
+class RepeatedChunks(unittest.TestCase):
+    """Chunked attention: pieces recur every chunk and are summed as repeats, not one by one."""
+
+    @classmethod
+    def setUpClass(cls):
+        path = chunked_scout(32)
+        try:
+            cls.arch = load_model(path)
+        finally:
+            os.unlink(path)
+
+    def test_closed_form_equals_loop_over_many_chunks(self):
+        # Roof with a ridge of 3.3 FLOP/B: a chunked layer's attn_qk (40 query heads,
+        # 8 KV heads x 128) reads Q (10,240 B) and 2,048 B per key for 10,240 FLOPs per
+        # key, so it turns compute-bound once a chunk holds about 10 keys, and back to
+        # memory-bound in the next chunk: the bound flips inside every repeat.
+        for batch, lo, hi, r in ((1, 2, 300, Roof(3.3e12, 1e12, 1e12)),
+                                 (64, 5, 250, roof(load_device("h100-sxm"), Workload().compute_dtype))):
+            with self.subTest(batch=batch):
+                w = Workload(batch=batch)
+                pcs = S.decode_pieces(self.arch, w, lo, hi)
+                self.assertTrue(any(p.repeats >= 6 for p in pcs), [(p.first, p.steps, p.repeats) for p in pcs])
+                self.assertEqual(sum(p.total_steps for p in pcs), hi - lo + 1)
+                self.assertEqual(closed(self.arch, w, lo, hi), loop_sum(self.arch, w, lo, hi))
+                self.assertAlmostEqual(D.account(pcs, r).time_s / loop_time(self.arch, w, lo, hi, r), 1.0,
+                                       places=12)
+                looped = {}
+                for h in range(lo, hi + 1):
+                    for op in ledger.build(self.arch, w.replace(tokens=1, history=h)).ops:
+                        key = (op.name, op.layers)
+                        looped[key] = looped.get(key, 0) + (op_bound(op, r)[3] == "compute")
+                n = hi - lo + 1
+                flips = 0
+                for row in D.operator_rows(pcs, r):
+                    c = looped[(row["name"], row["layers"])]
+                    flips += 0 < c < n
+                    want = "compute" if c == n else "memory" if c == 0 else f"compute on {c} of {n} steps"
+                    self.assertEqual(row["bound"], want, row["name"])
+                if batch == 1:
+                    self.assertGreater(flips, 0)
+                last = ledger.build(self.arch, w.replace(tokens=1, history=hi)).ops
+                self.assertEqual(pcs[-1].last_step().starts, tuple(tuple(getattr(op, f) for f in S.FIELDS)
+                                                                    for op in last))
+
+    def test_ledgers_built_do_not_grow_with_output_length(self):
+        calls = []
+        real = S.ledger.operators
+
+        def counting(*args, **kwargs):
+            calls.append(1)
+            return real(*args, **kwargs)
+
+        counts = []
+        S.ledger.operators = counting
+        try:
+            for g in (1_000_000, 10_000_000):   # 122 and 1,221 chunks
+                calls.clear()
+                D.decode(load_model("llama-4-scout"), Workload(), load_device("h100-sxm"), 1000, g)
+                counts.append(len(calls))
+        finally:
+            S.ledger.operators = real
+        self.assertEqual(counts[0], counts[1])
+        self.assertLess(counts[1], 40)
+
+
 class HandDerivedStep(unittest.TestCase):
     """Qwen3-8B, B = 1, P = 1024 on the H100 SXM: the first decode step by hand."""
 

@@ -65,6 +65,12 @@ class Block(Record):
         steps can be done in closed form piece by piece."""
         return ()
 
+    def history_period(self):
+        """P when this block's breakpoints repeat every P histories and its
+        per-step cost at H + P is its cost at H plus a fixed increment (chunked
+        attention, P = C); None otherwise. Lets decode sum whole periods at once."""
+        return None
+
     def state_bytes(self, kv_dtype):
         """Fixed per-request state that does not grow with context (recurrent layers)."""
         return 0

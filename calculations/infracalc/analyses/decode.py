@@ -112,8 +112,7 @@ def operator_accounts(pcs, r):
         c = weights = kv = act = 0.0
         compute_steps = 0
         for p in pcs:
-            for is_compute, count, v in decode_sum.split_by_bound(
-                    p.starts[i], p.deltas[i], p.steps, compute_s, memory_s):
+            for is_compute, count, v in p.split(i, compute_s, memory_s):
                 if is_compute:
                     c += compute_s(v)
                     compute_steps += count
@@ -140,9 +139,9 @@ def ideal_time(pcs, r):
 
     total = 0.0
     for p in pcs:
-        v0 = tuple(map(sum, zip(*(p.values(i) for i in range(len(p.ops))))))
-        d = tuple(map(sum, zip(*p.deltas)))
-        for is_compute, _, v in decode_sum.split_by_bound(v0, d, p.steps, compute_s, unique_s):
+        v0, d, drift = p.totals()
+        for is_compute, _, v in decode_sum.split_repeated(v0, d, drift, p.steps, p.repeats,
+                                                          compute_s, unique_s):
             total += compute_s(v) if is_compute else unique_s(v)
     return total
 
@@ -156,7 +155,7 @@ def phase_record(pcs, r):
         return sum(getattr(op, attr) for op in rows if category is None or op.category == category)
 
     return {
-        "steps": sum(p.steps for p in pcs),
+        "steps": sum(p.total_steps for p in pcs),
         "linear_flops": total("matrix_flops", "linear"),
         "attention_flops_causal": total("matrix_flops", "attention"),
         "attention_flops_rectangular": total("rect_flops", "attention"),
@@ -178,7 +177,7 @@ def phase_record(pcs, r):
 
 def operator_rows(pcs, r):
     """The decode ledger summed over all steps, with each operator's summed bound."""
-    steps = sum(p.steps for p in pcs)
+    steps = sum(p.total_steps for p in pcs)
     out = []
     for op, (acc, compute_steps) in zip(decode_sum.summed_ops(pcs), operator_accounts(pcs, r)):
         bound = ("compute" if compute_steps == steps else "memory" if compute_steps == 0
@@ -263,7 +262,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
         pcs = decode_sum.decode_pieces(arch, w, input_len, input_len + steps - 1)
         summed = phase_record(pcs, r)
         first = phase_record([pcs[0].step(0)], r)
-        last = phase_record([pcs[-1].step(pcs[-1].steps - 1)], r)
+        last = phase_record([pcs[-1].last_step()], r)
         operators = operator_rows(pcs, r)
     rec["decode_first_step"] = first
     rec["decode_last_step"] = last
@@ -327,7 +326,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
         dec = acc.time_s
         rows.append({
             "batch": b, "tpot_first_s": account([pcs[0].step(0)], r).time_s,
-            "tpot_mean_s": dec / steps, "tpot_last_s": account([pcs[-1].step(pcs[-1].steps - 1)], r).time_s,
+            "tpot_mean_s": dec / steps, "tpot_last_s": account([pcs[-1].last_step()], r).time_s,
             "decode_tokens_per_s_per_request": steps / dec,
             "decode_tokens_per_s_aggregate": b * steps / dec,
             "compute_share": acc.compute_s / dec,

@@ -17,7 +17,18 @@ max(c(H), m(H)). Its compute time c and memory time m are both linear in H on
 a piece, so c - m changes sign at most once there; the piece is split at that
 step and each part is summed with its own bound, which makes the summed time
 equal to the sum of the per-step bounds (up to floating-point rounding).
+
+Chunked attention (chunk C) starts new pieces every C steps, so a long decode
+has about 2G/C of them. Those pieces repeat: the pieces of period k are the
+pieces of period 0 shifted by kC, and every quantity at H + kC is its value at
+H plus k times a fixed drift (`Block.history_period`). K repeats of a piece
+are one Piece with `repeats` K and `drifts`; they sum as a double arithmetic
+series, K * S(0) + n * drift * K(K-1)/2, and the bound split runs over the
+(repeat, step) lattice, where compute minus memory time is linear in both.
+So the cost stays a handful of ledgers whatever G is.
 """
+
+import math
 
 from .. import ledger
 from ..record import Record
@@ -41,13 +52,23 @@ def shifted(v0, d, j):
     return tuple(a + j * b for a, b in zip(v0, d))
 
 
-def breakpoints(arch, lo, hi):
-    """Histories in (lo, hi] where some block's per-step cost starts a new linear piece."""
+def _blocks(arch):
     blocks = list(arch.top_blocks())
     for layer, _, _ in arch.layer_groups():
         blocks.extend(layer.blocks)
+    return blocks
+
+
+def period(arch):
+    """The least common multiple of the blocks' history periods, or None."""
+    periods = [p for p in (b.history_period() for b in _blocks(arch)) if p]
+    return math.lcm(*periods) if periods else None
+
+
+def breakpoints(arch, lo, hi):
+    """Histories in (lo, hi] where some block's per-step cost starts a new linear piece."""
     points = set()
-    for block in blocks:
+    for block in _blocks(arch):
         points.update(h for h in block.history_breakpoints(lo, hi) if lo < h <= hi)
     return sorted(points)
 
@@ -60,29 +81,58 @@ def pieces(arch, lo, hi):
 
 
 class Piece(Record):
-    """Decode steps with histories first..first+steps-1 on which every operator is linear."""
+    """Decode steps with histories first..first+steps-1 on which every operator is
+    linear, repeated `repeats` times every `period` histories (step j of repeat k
+    has history first + k*period + j)."""
     first: int
-    steps: int
+    steps: int      # steps per repeat
     ops: tuple      # ledger rows of the step at `first` (names, layers, shapes)
     starts: tuple   # per operator: its FIELDS values at the first step
     deltas: tuple   # per operator: the per-step increment of each FIELDS value
     end_ops: tuple = ()   # ledger rows of the last step, when they were built
+    repeats: int = 1
+    period: int = 0
+    drifts: tuple = ()    # per operator: the per-repeat increment of each FIELDS value
 
-    def values(self, i, j=0):
-        """FIELDS of operator i at step j of the piece."""
-        return shifted(self.starts[i], self.deltas[i], j) if j else self.starts[i]
+    @property
+    def total_steps(self):
+        return self.steps * self.repeats
 
-    def step(self, j):
-        """Step j alone, as a one-step piece (exact, from the linear form)."""
+    def values(self, i, j=0, k=0):
+        """FIELDS of operator i at step j of repeat k."""
+        v = shifted(self.starts[i], self.deltas[i], j) if j else self.starts[i]
+        return shifted(v, self.drifts[i], k) if k else v
+
+    def step(self, j, k=0):
+        """Step j of repeat k alone, as a one-step piece (exact, from the linear form)."""
         zeros = (0,) * len(FIELDS)
-        if j == 0:
+        if j == 0 and k == 0:
             ops = end = self.ops
-        elif j == self.steps - 1 and self.end_ops:
+        elif j == self.steps - 1 and k == self.repeats - 1 and self.end_ops:
             ops = end = self.end_ops
         else:
             ops, end = self.ops, ()   # shape labels of step j were not built
-        return Piece(self.first + j, 1, ops, tuple(self.values(i, j) for i in range(len(ops))),
-                     tuple(zeros for _ in ops), end)
+        return Piece(self.first + k * self.period + j, 1, ops,
+                     tuple(self.values(i, j, k) for i in range(len(ops))), tuple(zeros for _ in ops), end)
+
+    def last_step(self):
+        return self.step(self.steps - 1, self.repeats - 1)
+
+    def summed(self, i):
+        """FIELDS of operator i summed over every step of every repeat."""
+        return repeated_series(self.starts[i], self.deltas[i], self.drifts[i] if self.drifts else None,
+                               self.steps, self.repeats)
+
+    def split(self, i, compute_s, memory_s):
+        """Operator i's steps split by bound: [(compute_bound, count, summed values)]."""
+        return split_repeated(self.starts[i], self.deltas[i], self.drifts[i] if self.drifts else None,
+                              self.steps, self.repeats, compute_s, memory_s)
+
+    def totals(self):
+        """(starts, deltas, drifts) summed over the operators."""
+        def add(rows):
+            return tuple(map(sum, zip(*rows))) if rows else ()
+        return add(self.starts), add(self.deltas), add(self.drifts)
 
 
 def single(ops, first=0):
@@ -95,15 +145,66 @@ def _step_ops(arch, w, history):
     return tuple(ledger.operators(arch, w.replace(tokens=1, history=history)))
 
 
+def periodic_run(spans, p):
+    """(i, s, K): spans[i:i+s] tile the p histories from spans[i]'s start, and the
+    next K - 1 groups of s spans are the same shifted by p, 2p, ... (K >= 3); None
+    if there is no such run (it would start within the first period)."""
+    if not p or len(spans) < 6:
+        return None
+    for i in range(min(len(spans), 8)):
+        a = spans[i][0]
+        s = next((m for m, (_, y) in enumerate(spans[i:], 1) if y >= a + p - 1), None)
+        if s is None:
+            return None
+        if spans[i + s - 1][1] != a + p - 1:
+            continue
+        first = spans[i:i + s]
+        k = 1
+        while spans[i + k * s:i + (k + 1) * s] == [(x + k * p, y + k * p) for x, y in first]:
+            k += 1
+        if k >= 3:
+            return i, s, k
+    return None
+
+
 def decode_pieces(arch, w, lo, hi, check=True):
     """The steps with histories lo..hi (one new token per request each) as linear pieces.
 
     Builds the ledgers at the first two histories of each piece; with `check`,
     also the last one, and fails loudly if a block is not linear where its
     `history_breakpoints` says it is (a bug in that block, not a user error).
+    Pieces that recur every `period(arch)` histories become one repeated Piece
+    (from the ledgers of the first two periods; with `check`, also the last).
     """
+    spans = pieces(arch, lo, hi)
+    run = periodic_run(spans, period(arch))
+    if run is None:
+        return _linear_pieces(arch, w, spans, check)
+    i, s, k = run
+    p = period(arch)
+    head = _linear_pieces(arch, w, spans[:i], check)
+    once = _linear_pieces(arch, w, spans[i:i + s], check)
+    again = _linear_pieces(arch, w, spans[i + s:i + 2 * s], check)
+    reps = []
+    for a, b in zip(once, again):
+        _same_rows(a.ops, b.ops, b.first)
+        if a.deltas != b.deltas:
+            raise AssertionError(f"per-step increments change between histories {a.first} and {b.first}: "
+                                 "a block's history_period is wrong")
+        drifts = tuple(tuple(y - x for x, y in zip(u, v)) for u, v in zip(a.starts, b.starts))
+        reps.append(a.replace(repeats=k, period=p, drifts=drifts, end_ops=()))
+    if check:
+        for rep, last in zip(reps, _linear_pieces(arch, w, spans[i + (k - 1) * s:i + k * s], check)):
+            if last.deltas != rep.deltas or any(last.starts[j] != rep.values(j, 0, k - 1)
+                                                for j in range(len(rep.ops))):
+                raise AssertionError(f"costs at history {last.first} are not those at {rep.first} plus "
+                                     f"{k - 1} periods of drift: a block's history_period is wrong")
+    return head + reps + _linear_pieces(arch, w, spans[i + k * s:], check)
+
+
+def _linear_pieces(arch, w, spans, check):
     out = []
-    for a, b in pieces(arch, lo, hi):
+    for a, b in spans:
         n = b - a + 1
         ops = _step_ops(arch, w, a)
         starts = tuple(_vector(op) for op in ops)
@@ -138,7 +239,7 @@ def summed_ops(pcs):
     for i, op in enumerate(first.ops):
         total = [0] * len(FIELDS)
         for p in pcs:
-            total = [t + s for t, s in zip(total, series(p.starts[i], p.deltas[i], p.steps))]
+            total = [t + s for t, s in zip(total, p.summed(i))]
         end = last.end_ops[i].shape if last.end_ops else "..."
         shape = op.shape if end == op.shape else f"{op.shape} ... {end}"
         rows.append(op.replace(shape=shape, **dict(zip(FIELDS, total))))
@@ -170,3 +271,59 @@ def split_by_bound(v0, d, n, compute_s, memory_s):
     while k < n - 1 and is_compute(k) == start:
         k += 1
     return [(start, k, series(v0, d, k)), (not start, n - k, series(shifted(v0, d, k), d, n - k))]
+
+
+def repeated_series(v0, d, drift, n, repeats):
+    """sum over k < repeats, j < n of v0 + j*d + k*drift, in exact integers."""
+    total = series(v0, d, n)
+    if repeats == 1:
+        return total
+    tri = repeats * (repeats - 1) // 2
+    return tuple(repeats * t + n * b * tri for t, b in zip(total, drift))
+
+
+def split_repeated(v0, d, drift, n, repeats, compute_s, memory_s):
+    """split_by_bound over the lattice of repeats k < K and steps j < n.
+
+    diff(k, j) = compute - memory time is linear in k and j. A repeat is wholly
+    memory-, mixed or wholly compute-bound by the signs at its corners j = 0 and
+    j = n - 1, and as k grows these classes come in one order (their corner
+    lines share the slope in k), so bisection finds the runs of whole repeats,
+    each summed in closed form; only the mixed repeats (about
+    |d diff / d j| * n / |d diff / d k| + 1 of them) are split one by one.
+    """
+    if repeats == 1:
+        return split_by_bound(v0, d, n, compute_s, memory_s)
+    diff0 = compute_s(v0) - memory_s(v0)
+    a = compute_s(d) - memory_s(d)
+    b = compute_s(drift) - memory_s(drift)
+
+    def rank(k):
+        """0, 1, 2: the class of repeat k in its order along k."""
+        lo_c, hi_c = diff0 + b * k > 0, diff0 + a * (n - 1) + b * k > 0
+        cls = 1 if lo_c != hi_c else (2 if lo_c else 0)   # 0 memory, 1 mixed, 2 compute
+        return cls if b >= 0 else 2 - cls
+
+    def first_at_least(r):
+        lo, hi = 0, repeats
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if rank(mid) >= r:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    m1, m2 = first_at_least(1), first_at_least(2)
+    parts = []
+    for k0, k1, r in ((0, m1, 0), (m1, m2, 1), (m2, repeats, 2)):
+        if k0 >= k1:
+            continue
+        if r == 1:
+            for k in range(k0, k1):
+                parts += split_by_bound(shifted(v0, drift, k), d, n, compute_s, memory_s)
+            continue
+        is_compute = (r == 2) == (b >= 0)
+        parts.append((is_compute, (k1 - k0) * n,
+                      repeated_series(shifted(v0, drift, k0), d, drift, n, k1 - k0)))
+    return parts

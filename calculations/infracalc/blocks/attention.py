@@ -187,12 +187,17 @@ class Attention(Block):
         restarting at every H = kC; the cache held before the step,
         ((H-1) mod C) + 1 tokens, restarts at H = kC + 1. Both are returned, so
         every quantity is linear between consecutive breakpoints; there are
-        about 2 (hi - lo) / C of them."""
+        about 2 (hi - lo) / C of them, and decode sums the recurring ones as
+        repeats (history_period)."""
         if self.chunk is not None:
             c = self.chunk
             return tuple(h for k in range(lo // c * c, hi + 1, c) for h in (k, k + 1)
                          if lo < h <= hi and h > 1)   # kv_tokens(0) = 0 lies on the first piece
         return (self.window,) if self.window is not None and lo < self.window <= hi else ()
+
+    def history_period(self):
+        """Chunk C: keys seen and cache held depend on H mod C only."""
+        return self.chunk
 
     def ops(self, w):
         named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
