@@ -128,6 +128,9 @@ class EveryAttentionKind(unittest.TestCase):
         ("gemma-3-27b", "absorbed", 1020, 1029, 2),    # window 1024 on 5 of 6 layers
         ("gpt-oss-20b", "absorbed", 124, 133, 2),      # window 128 with sinks, MXFP4 experts
         ("qwen3-next-80b-a3b", "absorbed", 0, 9, 2),   # Gated DeltaNet: fixed state from H = 1
+        ("deepseek-v2-lite", "naive", 30, 41, 1),      # MLA without q_lora, dense first layer, MoE
+        ("phi-3-mini", "absorbed", 2040, 2055, 2),     # fused qkv / gate_up, window 2047
+        ("mixtral-8x7b", "absorbed", 10, 21, 1),       # top-2 of 8 experts
     )
 
     def test_closed_form_equals_loop(self):
@@ -300,6 +303,51 @@ class HandDerivedStep(unittest.TestCase):
         self.assertEqual(c["max_requests"], 184)
 
 
+class HandDerivedLlamaA100(unittest.TestCase):
+    """Llama 3.1 8B, B = 1, P = 2048, G = 256 on the A100 SXM 80GB (312 TFLOP/s bf16, 2.039 TB/s)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rec = D.decode(load_model("llama-3.1-8b"), Workload(), load_device("a100-sxm-80gb"), 2048, 256)
+
+    # 32 layers, hidden 4096, 32 heads / 8 KV heads x 128, MLP 14336, vocab 128256, untied.
+    # Layer matrices: 4096 x (4096 + 1024 + 1024 + 4096) + 3 x 4096 x 14336 = 218,103,808
+    # params, x 32 = 6,979,321,856; embedding = lm_head = 128,256 x 4096 = 525,336,576.
+    LAYERS = 32 * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)
+    HEAD = 128_256 * 4096
+
+    def test_ttft_work(self):
+        p = self.rec["prefill"]
+        # linear: 2 FLOPs x layer matrices x 2048 tokens + the head on the last position
+        self.assertEqual(p["linear_flops"], 2 * self.LAYERS * 2048 + 2 * self.HEAD)
+        self.assertEqual(p["linear_flops"], 28_588_352_995_328)
+        # causal pairs 2048 x 2049 / 2 = 2,098,176; QK and PV each 2 x 32 heads x 128 per pair
+        self.assertEqual(p["attention_flops_causal"], 32 * 2 * (2 * 32 * 128) * 2_098_176)
+        # the prefill is compute-bound: matrix FLOPs alone take 29.69e12 / 312e12 = 95.2 ms
+        self.assertEqual(p["bound"], "compute")
+        matrix_s = (p["linear_flops"] + p["attention_flops_causal"]) / 312e12
+        self.assertGreater(self.rec["latency"]["ttft_s"], matrix_s)
+        self.assertLess(self.rec["latency"]["ttft_s"], 1.1 * matrix_s)
+
+    def test_tpot_is_weights_plus_kv_over_bandwidth(self):
+        # Step 0 (history 2048) reads every weight but the embedding, of which one row:
+        # 2 B x (6,979,321,856 + 525,336,576 + norms 32 x 2 x 4096 + 4096 + 4096) = 15,009,857,536 B;
+        # KV: 32 x 2 x 8 x 128 x 2 B = 131,072 B per token, 2049 tokens read, 1 written.
+        weights = 2 * (self.LAYERS + self.HEAD + 32 * 2 * 4096 + 4096 + 4096)
+        self.assertEqual(weights, 15_009_857_536)
+        first = self.rec["decode_first_step"]
+        self.assertEqual(first["weight_bytes_read"], weights)
+        self.assertEqual(first["kv_bytes_read"], 131_072 * 2049)
+        ideal = (weights + 131_072 * 2050) / 2.039e12          # 7.4932 ms
+        self.assertAlmostEqual(first["ideal_time_s"] / ideal, 1.0, places=12)
+        self.assertEqual(first["bound"], "memory: weights")
+        # activations and the softmax add under 0.1%
+        self.assertLess(abs(self.rec["latency"]["tpot_first_s"] / ideal - 1), 1e-3)
+        # last step: history 2048 + 254 = 2302, 2303 tokens read
+        last = self.rec["decode_last_step"]
+        self.assertAlmostEqual(last["ideal_time_s"] / ((weights + 131_072 * 2304) / 2.039e12), 1.0, places=12)
+
+
 class Behaviour(unittest.TestCase):
     def test_efficiency_scales_every_time(self):
         arch, dev = load_model("qwen3-8b"), load_device("h100-sxm")
@@ -385,6 +433,18 @@ class Sweep(unittest.TestCase):
         # Linear layers turn compute-bound once B exceeds the ridge 989.5e12 / 3.35e12
         # = 295 FLOP/B (2B FLOPs per 2 weight bytes); the whole step needs more than that.
         self.assertGreater(b, 295)
+
+    def test_compute_bound_batch_by_hand(self):
+        # Qwen3-8B on the H100 SXM with P = 1, G = 2 (KV traffic negligible). A bf16 GEMM
+        # of K x N weights at batch B is compute-bound when 2BKN / peak > 2(KN + BK + BN) / BW,
+        # i.e. B > KN / (KN x BW / peak - (K + N)). MLP gate/up/down (K + N = 4096 + 12288,
+        # KN = 50,331,648, 78% of a layer's weights): B > 50,331,648 / (170,400.2 - 16,384)
+        # = 326.8; lm_head (151,936 x 4096): B > 319.0; q_proj/o_proj: 345.5. At B = 326
+        # only lm_head (about 8% of the weights) is compute-bound: memory-bound step; at
+        # B = 327 the MLP GEMMs are, which is over half the time: compute-bound from 327,
+        # about 11% above the ridge 989.5e12 / 3.35e12 = 295.4.
+        rec = D.sweep(self.arch, Workload(), self.dev, 1, 2)
+        self.assertEqual(rec["compute_bound_batch"], 327)
 
     def test_rows_match_single_decode(self):
         single = D.decode(self.arch, Workload(batch=64), self.dev, 128, 128)["latency"]

@@ -352,6 +352,39 @@ class Capacity(unittest.TestCase):
         self.assertEqual([s["weight_bytes"] for s in c["stages"]], [201_984, 202_112])
         self.assertEqual((c["max_requests"], c["binding_stage"]), (68, 1))
 
+    def test_llama_70b_tp4_pp2_pages_prefix_by_hand(self):
+        # Llama 3.1 70B (80 layers, hidden 8192, 64/8 heads x 128, MLP 28672, vocab 128256,
+        # untied) on 80 GiB devices, TP 4 x PP 2, fp8 cache, pages of 64, 100,000 tokens.
+        # Per layer per device: q, o 8192 x 2048; k, v 8192 x 256 (2 of 8 KV heads);
+        # MLP 3 x 8192 x 7168; 2 norms of 8192 = 213,925,888 params = 427,851,776 B.
+        layer = 2 * (2 * 8192 * 2048 + 2 * 8192 * 256 + 3 * 8192 * 7168 + 2 * 8192)
+        # vocab-parallel embedding / head: 32,064 rows x 8192 x 2 B = 525,336,576 B;
+        # stage 1 also holds the final norm (16,384 B).
+        stage1 = 40 * layer + 32_064 * 8192 * 2 + 16_384
+        self.assertEqual(stage1, 17_639_424_000)
+        # KV per token per layer per device: 2 x 2 heads x 128 x 1 B = 512 B; 100,000
+        # tokens take ceil(100,000 / 64) = 1563 pages = 100,032 slots (32 wasted).
+        per_request = 40 * 100_032 * 512                       # 2,048,655,360 B
+        memory, reserve = 80 * 2**30, 8 * 2**30                # default reserve 10%
+        rec = K.kv(load_model("llama-3.1-70b"), FP8, 100_000, 1, memory, None, 4, 2, 64)
+        c = rec["capacity"]
+        self.assertEqual(c["binding_stage"], 1)
+        self.assertEqual(c["stages"][1]["weight_bytes"], stage1)
+        self.assertEqual(c["kv_bytes_per_request_per_device"], per_request)
+        self.assertEqual(c["page_waste_bytes_per_request"], 40 * 32 * 512)
+        # (85,899,345,920 - 17,639,424,000 - 8,589,934,592) / 2,048,655,360 = 29.13
+        self.assertEqual(c["max_requests"], (memory - stage1 - reserve) // per_request)
+        self.assertEqual(c["max_requests"], 29)
+        self.assertEqual(c["memory_left_bytes_at_max_requests"], 258_981_888)
+        # A 4,096-token prefix shared by 8 requests: its 64 whole pages are stored once
+        # (40 x 4096 x 512 = 83,886,080 B); each request keeps 100,032 - 4,096 slots
+        # (1,964,769,280 B): (59,669,987,328 - 83,886,080) / 1,964,769,280 = 30.3.
+        rec = K.kv(load_model("llama-3.1-70b"), FP8, 100_000, 8, memory, None, 4, 2, 64, 4096)
+        c = rec["capacity"]
+        self.assertEqual(c["shared_prefix_bytes_per_device"], 83_886_080)
+        self.assertEqual(c["kv_bytes_per_request_per_device"], 1_964_769_280)
+        self.assertEqual(c["max_requests"], 30)
+
     def test_pp_tied_embedding_copy_on_last_stage(self):
         # tied: the head owns no tensor; with PP 2 the last stage holds a copy of the
         # embedding: stage 1 = (36,992 + 64 + 64,000) * 2 = 202,112 B, as untied.
