@@ -47,14 +47,21 @@ def closed(arch, w, lo, hi):
     return [[getattr(op, f) for f in S.FIELDS] for op in S.summed_ops(S.decode_pieces(arch, w, lo, hi))]
 
 
+def patched_model(model, **changes):
+    """A bundled model loaded from a copy of its config with some fields changed
+    (in text_config if there is one)."""
+    cfg = json.loads((ROOT / "calculations" / "models" / f"{model}.json").read_text())
+    (cfg.get("text_config") or cfg).update(changes)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "config.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return load_model(path)
+
+
 def windowed_mistral(window):
-    """A temporary copy of the bundled Mistral 7B config with a small sliding window."""
-    cfg = json.loads((ROOT / "calculations" / "models" / "mistral-7b-v0.1.json").read_text())
-    cfg["sliding_window"] = window
-    tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump(cfg, tmp)
-    tmp.close()
-    return tmp.name
+    """Mistral 7B with a small sliding window."""
+    return patched_model("mistral-7b-v0.1", sliding_window=window)
 
 
 class ClosedFormEqualsLoop(unittest.TestCase):
@@ -71,26 +78,18 @@ class ClosedFormEqualsLoop(unittest.TestCase):
         self.check(load_model("qwen3-8b"), Workload(batch=3), 5, 44)
 
     def test_windowed_crossing_the_window(self):
-        path = windowed_mistral(16)
-        try:
-            arch = load_model(path)
-            # histories 5..33 cross W = 16: keys min(H + 1, 16) is linear, then flat
-            self.assertEqual(S.pieces(arch, 5, 33), [(5, 15), (16, 33)])
-            self.check(arch, Workload(batch=2), 5, 33, min_pieces=2)
-        finally:
-            os.unlink(path)
+        arch = windowed_mistral(16)
+        # histories 5..33 cross W = 16: keys min(H + 1, 16) is linear, then flat
+        self.assertEqual(S.pieces(arch, 5, 33), [(5, 15), (16, 33)])
+        self.check(arch, Workload(batch=2), 5, 33, min_pieces=2)
 
     def test_moe(self):
         self.check(load_model("qwen3-30b-a3b"), Workload(batch=4), 3, 22)
 
     def test_one_step_and_window_edges(self):
-        path = windowed_mistral(16)
-        try:
-            arch = load_model(path)
-            for lo, hi in ((7, 7), (15, 16), (16, 16), (14, 15), (0, 40)):
-                self.assertEqual(closed(arch, Workload(), lo, hi), loop_sum(arch, Workload(), lo, hi), (lo, hi))
-        finally:
-            os.unlink(path)
+        arch = windowed_mistral(16)
+        for lo, hi in ((7, 7), (15, 16), (16, 16), (14, 15), (0, 40)):
+            self.assertEqual(closed(arch, Workload(), lo, hi), loop_sum(arch, Workload(), lo, hi), (lo, hi))
 
     def test_bound_switch_inside_a_piece(self):
         # A roof with a ridge of 3.3 FLOP/B. attn_qk of qwen3-8b at B = 1, per layer:
@@ -145,26 +144,12 @@ class EveryAttentionKind(unittest.TestCase):
                 self.assertAlmostEqual(got / loop_time(arch, w, lo, hi, r), 1.0, places=12)
 
 
-def chunked_scout(chunk):
-    """A temporary copy of the bundled Llama 4 Scout config with a small attention chunk."""
-    cfg = json.loads((ROOT / "calculations" / "models" / "llama-4-scout.json").read_text())
-    (cfg.get("text_config") or cfg)["attention_chunk_size"] = chunk
-    tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
-    json.dump(cfg, tmp)
-    tmp.close()
-    return tmp.name
-
-
 class RepeatedChunks(unittest.TestCase):
     """Chunked attention: pieces recur every chunk and are summed as repeats, not one by one."""
 
     @classmethod
     def setUpClass(cls):
-        path = chunked_scout(32)
-        try:
-            cls.arch = load_model(path)
-        finally:
-            os.unlink(path)
+        cls.arch = patched_model("llama-4-scout", attention_chunk_size=32)
 
     def test_closed_form_equals_loop_over_many_chunks(self):
         # Roof with a ridge of 3.3 FLOP/B: a chunked layer's attn_qk (40 query heads,
@@ -364,16 +349,12 @@ class Behaviour(unittest.TestCase):
         self.assertEqual(rec["operators"], [])
 
     def test_windowed_reads_are_capped(self):
-        path = windowed_mistral(16)
-        try:
-            rec = D.decode(load_model(path), Workload(), load_device("h100-sxm"), 40, 10)
-            # Mistral 7B: 32 layers x 2 x 8 KV heads x 128 x 2 B = 131,072 B per token;
-            # past the window each step reads 16 keys
-            self.assertEqual(rec["decode_first_step"]["kv_bytes_read"], 131_072 * 16)
-            self.assertEqual(rec["decode_last_step"]["kv_bytes_read"], 131_072 * 16)
-            self.assertEqual(rec["decode"]["kv_bytes_read"], 9 * 131_072 * 16)
-        finally:
-            os.unlink(path)
+        rec = D.decode(windowed_mistral(16), Workload(), load_device("h100-sxm"), 40, 10)
+        # Mistral 7B: 32 layers x 2 x 8 KV heads x 128 x 2 B = 131,072 B per token;
+        # past the window each step reads 16 keys
+        self.assertEqual(rec["decode_first_step"]["kv_bytes_read"], 131_072 * 16)
+        self.assertEqual(rec["decode_last_step"]["kv_bytes_read"], 131_072 * 16)
+        self.assertEqual(rec["decode"]["kv_bytes_read"], 9 * 131_072 * 16)
 
     def test_moe_charges_the_experts_the_batch_touches(self):
         # Qwen3-30B-A3B: 48 layers, 128 experts of 3 x [768, 2048], top-8. At B = 1 each
