@@ -45,7 +45,7 @@ CONVENTIONS = (
     "Prefix sharing: a common prefix of S tokens is stored once for the whole batch in every "
     "layer that still holds it (a layer holding n tokens keeps positions context-n .. "
     "context-1); with pages only the floor(S/P) whole pages of the prefix are shared. "
-    "Recurrent state is per request. Where context < S, the whole context is the prefix.",
+    "Recurrent state is per request. The prefix may not exceed the context.",
     "Max context at batch B: the largest context, from the shared prefix up to the model's "
     "maximum, at which B requests fit (from there a batch's bytes never fall as the context "
     "grows, so it is found by bisection).",
@@ -142,8 +142,7 @@ def _ways(block, w, tp):
 
 
 def terms(layer_counts, w, context, tp=1, page=None, prefix=0):
-    """Term per cache block of each (layer, count) pair at `context` tokens."""
-    prefix = min(prefix, context)
+    """Term per cache block of each (layer, count) pair at `context` (>= prefix) tokens."""
     out = []
     for layer, count in layer_counts:
         for b in cache_blocks(layer, w):
