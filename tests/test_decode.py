@@ -281,10 +281,11 @@ class HandDerivedStep(unittest.TestCase):
         self.assertEqual(self.rec["prefill"]["kv_bytes_written"], fwd["totals"]["kv_bytes_written"])
 
     def test_capacity(self):
-        # (80e9 - 10% reserve - 16,381,470,720 B of weights) // (147,456 x 2048) = 184
+        # a request caches P + G - 1 = 2047 tokens (the last generated one is never fed back):
+        # (80e9 - 10% reserve - 16,381,470,720 B of weights) // (147,456 x 2047) = 184
         c = self.rec["capacity"]
-        self.assertEqual(c["cache_bytes_per_request"], 147_456 * 2048)
-        self.assertEqual(c["max_requests"], (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 2048))
+        self.assertEqual(c["cache_bytes_per_request"], 147_456 * 2047)
+        self.assertEqual(c["max_requests"], (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 2047))
         self.assertEqual(c["max_requests"], 184)
 
 
@@ -386,12 +387,12 @@ class Sweep(unittest.TestCase):
         cls.rec = D.sweep(cls.arch, Workload(), cls.dev, 128, 128)
 
     def test_batches_and_capacity(self):
-        # cache per request 147,456 x 256; (72e9 - 16,381,470,720) // 37,748,736 = 1473
-        cap = (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 256)
-        self.assertEqual(cap, 1473)
+        # cache per request 147,456 x 255 (P + G - 1); (72e9 - 16,381,470,720) // 37,601,280 = 1479
+        cap = (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 255)
+        self.assertEqual(cap, 1479)
         self.assertEqual(self.rec["capacity_batch"], cap)
         self.assertEqual([r["batch"] for r in self.rec["rows"]],
-                         [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1473])
+                         [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1479])
 
     def test_aggregate_throughput_never_falls(self):
         for rec in (self.rec, D.sweep(load_model("qwen3-30b-a3b"), Workload(), self.dev, 512, 256)):

@@ -35,6 +35,10 @@ class Errors(unittest.TestCase):
         self.assertUsageError(["forward", "--model", "qwen3-8b", "--weight-dtype", "fp9"],
                               "unknown dtype 'fp9'")
 
+    def test_block_scaled_kv_cache(self):
+        self.assertUsageError(["forward", "--model", "qwen3-8b", "--kv-dtype", "fp8-block128"],
+                              "--kv-dtype fp8-block128", "use fp8")
+
     def test_dtype_the_device_lacks(self):
         self.assertUsageError(["forward", "--model", "qwen3-8b", "--act-dtype", "fp8",
                                "--device", "a100-sxm-80gb"], "no fp8 matrix peak", "bf16")

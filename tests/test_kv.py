@@ -135,10 +135,10 @@ class Sizing(unittest.TestCase):
         self.assertIn("sinks are per-head weights and add no cache", sink.kv_formula(DTYPES["bf16"]))
 
     def test_fp4_formula_counts_scales(self):
-        # NVFP4: 1,024 values -> 512 B + 64 E4M3 scales (one per 16) + 4 B tensor scale = 580 B;
-        # K and V: 1,160 B per token.
+        # NVFP4: 1,024 values -> 512 B + 64 E4M3 scales (one per 16) = 576 B; the FP32
+        # per-tensor scale is one per layer's cache, not per token. K and V: 1,152 B per token.
         a = attn(kv_heads=8, head_dim=128)
-        self.assertEqual(a.kv_bytes_per_token(DTYPES["nvfp4"]), 1160)
+        self.assertEqual(a.kv_bytes_per_token(DTYPES["nvfp4"]), 1152)
         self.assertIn("nvfp4 bytes of 8 KV heads x 128 head dim", a.kv_formula(DTYPES["nvfp4"]))
 
 

@@ -42,8 +42,10 @@ class Dtype(Record):
         return total + self.tensor_scale_bytes
 
     def nbytes_flat(self, n):
-        """Bytes of n values laid out as one row (activations, KV cache)."""
-        return self.nbytes((n,)) if n else 0
+        """Bytes of n values that are one row of a larger tensor (a token's
+        activations or KV-cache entry): group scales counted; a per-tensor
+        scale is not, being one per layer's whole cache, not one per row."""
+        return self.nbytes((n,)) - self.tensor_scale_bytes if n else 0
 
     @property
     def is_quantized(self):

@@ -39,7 +39,7 @@ DECODE_CONVENTIONS = (
     "named by the largest byte class.",
     "Time per output token (TPOT) = decode time / (G - 1); decode tokens/s per request = "
     "1 / TPOT, for the batch B / TPOT; end-to-end tokens/s per request = G / (TTFT + decode time).",
-    "Capacity: requests whose cache for P + G tokens fits beside the weights and a workspace "
+    "Capacity: requests whose cache for P + G - 1 tokens (the last generated token is never cached) fits beside the weights and a workspace "
     "reserve of 10% of device memory (analyses/memory; `kv` adds sharding, paging, prefix sharing).",
 )
 
@@ -193,6 +193,12 @@ def operator_rows(pcs, r):
     return out
 
 
+def cached_tokens(input_len, output_len):
+    """Tokens a request caches by the end: the prompt and every generated token
+    but the last, which is never fed back: P + G - 1."""
+    return input_len + output_len - 1
+
+
 def capacity_record(arch, w, device, context):
     reserve = default_reserve(device.memory_bytes)
     per = request_bytes(arch, w, context)
@@ -246,9 +252,9 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     prefill = phase_record([decode_sum.single(ledger.operators(arch, w.replace(tokens=input_len)))], r)
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
     rec["inputs"] = inputs_record(w, input_len, output_len)
-    cap = capacity_record(arch, w, device, input_len + output_len)
+    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len))
     if not cap["fits"]:
-        room = (f"at most {cap['max_requests']} requests of {input_len + output_len} tokens fit beside "
+        room = (f"at most {cap['max_requests']} requests of {cap['context_tokens']} cached tokens fit beside "
                 "the weights and reserve" if cap["max_requests"] else
                 "the weights and reserve alone exceed device memory")
         notes.append(f"batch {w.batch} does not fit on one {device.id}: {room}; "
@@ -314,7 +320,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
     lo, hi = input_len, input_len + steps - 1
-    cap = capacity_record(arch, w, device, input_len + output_len)
+    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len))
     if cap["max_requests"] is None:
         raise UserError(f"{arch.id} keeps no per-request cache: memory does not bound the batch")
     del cap["fits"]

@@ -97,6 +97,7 @@ def add_output(p, formats=FORMATS):
 def workload(args, arch, batch, tokens, history):
     """A Workload from the shared dtype arguments."""
     from ..dtypes import dtype
+    from ..errors import UserError
     from ..workload import Workload
 
     if args.weight_dtype:   # an explicit format replaces the checkpoint's native ones
@@ -106,6 +107,9 @@ def workload(args, arch, batch, tokens, history):
         formats = tuple((role, dtype(name)) for role, name in arch.native_formats)
     act = dtype(args.act_dtype)
     kv = dtype(args.kv_dtype) if args.kv_dtype else act
+    if kv.block:
+        raise UserError(f"--kv-dtype {kv.name}: 128x128 block scales apply to weight matrices, "
+                        "not to cache rows; use fp8")
     model, loads = routing(getattr(args, "routing", "uniform"))
     return Workload(batch=batch, tokens=tokens, history=history,
                     logits=getattr(args, "logits", "last"), weight_dtype=weight,
