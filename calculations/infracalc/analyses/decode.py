@@ -203,11 +203,13 @@ def capacity_record(arch, w, device, context):
     reserve = default_reserve(device.memory_bytes)
     per = request_bytes(arch, w, context)
     fit = max_requests(arch, w, device.memory_bytes, context, reserve)
+    weights = weight_bytes(arch, w)
     return {
         "context_tokens": context,
         "memory_bytes": device.memory_bytes,
-        "weight_bytes": weight_bytes(arch, w),
+        "weight_bytes": weights,
         "reserve_bytes": reserve,
+        "cache_room_bytes": device.memory_bytes - weights - reserve,   # negative: a shortfall
         "cache_bytes_per_request": per,
         "max_requests": fit,
         "fits": fit is None or w.batch <= fit,

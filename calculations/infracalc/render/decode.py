@@ -52,8 +52,11 @@ def _capacity_lines(c, batch=None):
     lines = [
         f"- Cache per request at {u.integer(c['context_tokens'])} tokens: "
         f"{u.integer(c['cache_bytes_per_request'])} B ({u.nbytes(c['cache_bytes_per_request'])})",
-        f"- Device memory {u.nbytes(c['memory_bytes'])} = weights {u.nbytes(c['weight_bytes'])} "
-        f"+ reserve {u.nbytes(c['reserve_bytes'])} + caches",
+        f"- Device memory {u.nbytes(c['memory_bytes'])} - weights {u.nbytes(c['weight_bytes'])} "
+        f"- reserve {u.nbytes(c['reserve_bytes'])} = "
+        + (f"{u.nbytes(c['cache_room_bytes'])} for caches" if c["cache_room_bytes"] >= 0 else
+           f"a shortfall of {u.integer(-c['cache_room_bytes'])} B ({u.nbytes(-c['cache_room_bytes'])}) "
+           "before any cache"),
         f"- Requests that fit: {'unbounded (no per-request cache)' if fit is None else u.integer(fit)}",
     ]
     if batch is not None:
