@@ -23,15 +23,24 @@ def non_negative_int(text):
     return _int_at_least(text, 0, "a non-negative integer")
 
 
-def fraction(text):
-    """An efficiency factor in (0, 1]."""
+def _float_in(text, ok, interval):
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got '{text}'") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got '{text}'")
+        value = None
+    if value is None or not ok(value):   # NaN fails every comparison
+        raise argparse.ArgumentTypeError(f"must be a number in {interval}, got '{text}'")
     return value
+
+
+def unit_interval(text):
+    """A probability in [0, 1]."""
+    return _float_in(text, lambda v: 0 <= v <= 1, "[0, 1]")
+
+
+def fraction(text):
+    """An efficiency factor in (0, 1]."""
+    return _float_in(text, lambda v: 0 < v <= 1, "(0, 1]")
 
 
 def add_model(p, required=True):

@@ -18,6 +18,13 @@ def add_arguments(p):
     common.add_architecture_options(p)
     common.add_device(p)
     common.add_output(p)
+    spec = p.add_argument_group("speculative decoding")
+    spec.add_argument("--draft-model", metavar="ID|CONFIG.json",
+                      help="a draft model (same tokenizer) proposing tokens for the target to verify")
+    spec.add_argument("--acceptance-rate", type=common.unit_interval, metavar="ALPHA",
+                      help="probability that the target accepts a drafted token (0..1)")
+    spec.add_argument("--draft-tokens", type=common.positive_int, default=4, metavar="K",
+                      help="tokens drafted per verification step (default 4)")
     p.add_argument("--plot", metavar="FILE.svg",
                    help="with --batch-sweep: write an SVG of aggregate against per-request tokens/s")
 
@@ -31,12 +38,26 @@ def run(args):
 
     if args.plot and not args.batch_sweep:
         raise UserError("--plot needs --batch-sweep")
+    if (args.draft_model is None) != (args.acceptance_rate is None):
+        raise UserError("--draft-model and --acceptance-rate go together")
+    if args.draft_model and args.batch_sweep:
+        raise UserError("speculative decoding (--draft-model) takes one --batch, not --batch-sweep")
     arch = load_model(args.model)
     device = load_device(args.device)
     w = common.workload(args, arch, args.batch, 1, 0)
     eff = (args.compute_efficiency, args.memory_efficiency)
     if not args.batch_sweep:
         rec = decode.decode(arch, w, device, args.input_len, args.output_len, *eff)
+        if args.draft_model:
+            from ..analyses.roofline import roof
+            from ..analyses.speculative import speculative
+
+            draft = load_model(args.draft_model)
+            wd = common.workload(args, draft, args.batch, 1, 0)
+            r = roof(device, w.compute_dtype, *eff)
+            rec["speculative"] = speculative(arch, draft, w, wd, device, args.input_len,
+                                             args.output_len, args.acceptance_rate,
+                                             args.draft_tokens, r, rec)
         return common.emit(args, rec, render.markdown, render.csv)
     rec = decode.sweep(arch, w, device, args.input_len, args.output_len, *eff)
     if args.plot:

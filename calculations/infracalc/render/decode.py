@@ -108,6 +108,8 @@ def markdown(rec):
                              "weights read", "KV read", "KV written", "activations moved"],
                             [_work_row(n, p) for n, p in phases], "lrrrrrrrr"),
              "", "## Capacity", "", *_capacity_lines(rec["capacity"], b)]
+    if "speculative" in rec:
+        parts += speculative_lines(rec["speculative"], lat)
     if rec["operators"]:
         rows = [[o["name"], o["layers"], o["repeats"], f"`{o['shape']}`", u.flops(o["matrix_flops"]),
                  u.flops(o["vector_flops"]), u.nbytes(o["weight_bytes_read"]), u.nbytes(o["kv_bytes_read"]),
@@ -119,6 +121,34 @@ def markdown(rec):
                   markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
                                   "KV read", "other bytes", "time", "bound"], rows, "llrlrrrrrrl")]
     return "\n".join(parts + _tail(rec))
+
+
+def speculative_lines(s, lat):
+    """The speculative-decoding section beside the plain decode figures."""
+    def step(name, x):
+        return [f"{name} (history {x['history']:,})", u.seconds(x["draft_s"]), u.seconds(x["verify_s"]),
+                u.seconds(x["time_s"]), u.seconds(x["tpot_s"]), x["verify_bound"]]
+
+    speedup = s["speedup_vs_plain_decode"]
+    summary = [
+        ["Draft model", f"`{s['draft_model']}` ({u.integer(s['draft_params'])} params)"],
+        ["Acceptance rate alpha; tokens drafted per step k", f"{s['acceptance_rate']}; {s['draft_tokens']}"],
+        ["Expected tokens per verification step E", f"{s['expected_tokens_per_step']:.4f}"],
+        ["Verification steps for the decode tokens", f"{s['verification_steps']:,.1f}"],
+        ["TTFT (target and draft prefill)", u.seconds(s["ttft_s"])],
+        ["Time per output token", f"{u.seconds(s['tpot_s'])} (plain decode {u.seconds(lat['tpot_mean_s'])})"],
+        ["Speed-up of decode over plain decode", "-" if speedup is None else f"{speedup:.2f}x"],
+        ["Decode time", u.seconds(s["decode_s"])],
+        ["Draft weights", u.nbytes(s["draft_weight_bytes"])],
+        ["Cache per request, target + draft", u.nbytes(s["cache_bytes_per_request"])],
+        ["Requests that fit with the draft", "unbounded" if s["max_requests"] is None else u.integer(s["max_requests"])],
+    ]
+    return ["", "## Speculative decoding", "",
+            markdown_table(["quantity", "value"], summary, "lr"), "",
+            markdown_table(["verification step", "draft (k steps)", "verify (k+1 tokens)", "step",
+                            "per token", "verify bound"],
+                           [step("first", s["first_step"]), step("mid-generation", s["mid_step"])], "lrrrrl"),
+            "", *[f"- {a}" for a in s["assumptions"]]]
 
 
 def csv(rec):
