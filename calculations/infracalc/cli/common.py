@@ -4,14 +4,20 @@ import argparse
 
 FORMATS = ("md", "json", "csv")
 
+# Bounds on numeric arguments: far beyond any real workload, and small enough that
+# every count (at most ~2^300 with the config bounds of load/config.py) divided by a
+# rate stays a finite float.
+MAX_COUNT = 10**15
+MIN_EFFICIENCY = 1e-6
+
 
 def _int_at_least(text, low, what):
     try:
         value = int(text.replace("_", "").replace(",", ""))
     except ValueError:
         value = None
-    if value is None or value < low:
-        raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
+    if value is None or not low <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"must be {what} up to 10^15, got '{text}'")
     return value
 
 
@@ -39,8 +45,8 @@ def unit_interval(text):
 
 
 def fraction(text):
-    """An efficiency factor in (0, 1]."""
-    return _float_in(text, lambda v: 0 < v <= 1, "(0, 1]")
+    """An efficiency factor in [MIN_EFFICIENCY, 1] (a smaller one could make a time overflow)."""
+    return _float_in(text, lambda v: MIN_EFFICIENCY <= v <= 1, "[1e-6, 1]")
 
 
 def add_model(p, required=True):
@@ -86,15 +92,17 @@ def routing(text):
         return text, ()
     if not text.endswith(".json"):
         raise unknown("routing model", text, ROUTING_MODELS + ("FILE.json",))
+    import math
+
     from ..load.models import read_json
 
     data = read_json(text)
     loads = data.get("loads") if isinstance(data, dict) else data
     if (not isinstance(loads, list) or not loads
             or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 for x in loads)
-            or not sum(loads)):
+            or not 0 < sum(loads) < math.inf):
         raise UserError(f"{text}: routing histogram must be a non-empty list of non-negative loads "
-                        "(or {\"loads\": [...]}) with a positive sum")
+                        "(or {\"loads\": [...]}) with a positive, finite sum")
     return "histogram", tuple(loads)
 
 

@@ -10,7 +10,7 @@ from ..blocks.mlp import ACTIVATIONS
 
 def activation(cfg, key="hidden_act", default="silu"):
     """The gated activation's vector-cost name for a config's hidden_act."""
-    act = cfg.get(key, default)
+    act = cfg.string(key, default)
     if act not in ACTIVATIONS:
         raise cfg.unsupported(f"{key} '{act}'")
     return ACTIVATIONS[act]
@@ -35,7 +35,7 @@ def attention(cfg, window=None, **flags):
     hd = head_dim(cfg)
     rope = flags.pop("rope_dim", None)
     if rope is None:
-        rope = int(hd * cfg.number("partial_rotary_factor", 1.0))
+        rope = int(hd * cfg.fraction("partial_rotary_factor", 1.0))
     return Attention(hidden=cfg.int("hidden_size"), heads=heads, kv_heads=kv_heads,
                      head_dim=hd, rope_dim=rope, window=window, **flags)
 

@@ -1,6 +1,23 @@
-"""Typed, validated access to the keys of a Hugging Face config.json."""
+"""Typed, validated access to the keys of a Hugging Face config.json.
+
+Every getter checks the JSON type and range of one key and raises a one-line
+UserError naming the key otherwise, so adapters never meet a list where they
+expect a string. Integers are bounded above (INT_MAX; layer counts LAYERS_MAX,
+since one record is built per layer) so that no count, however large the
+config's numbers, overflows a float when turned into a time.
+"""
 
 from ..errors import UserError
+
+INT_MAX = 2**31 - 1          # int32, the type of every size in a Hugging Face config
+LAYERS_MAX = 2**16           # layer counts: one record per layer is built
+_LIMITS = {"num_hidden_layers": LAYERS_MAX, "num_nextn_predict_layers": LAYERS_MAX}
+
+
+def _show(value, limit=60):
+    """repr(value) cut to `limit` characters, for one-line messages."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class Config:
@@ -11,7 +28,8 @@ class Config:
             raise UserError(f"{source}: config must be a JSON object")
         self.data = data
         self.source = source
-        self.model_type = model_type or data.get("model_type")
+        model_type = model_type or data.get("model_type")
+        self.model_type = model_type if isinstance(model_type, str) else None   # for messages
 
     def _where(self, key):
         mt = f" (model_type {self.model_type})" if self.model_type else ""
@@ -31,23 +49,49 @@ class Config:
         return self.data[key]
 
     def int(self, key, default=None, low=1):
-        """A required (or defaulted) integer >= low."""
+        """A required (or defaulted) integer in [low, INT_MAX] (layer counts: LAYERS_MAX)."""
         value = self.require(key) if default is None else self.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise UserError(f"{self._where(key)} must be an integer >= {low}, got {value!r}")
+        high = _LIMITS.get(key, INT_MAX)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise UserError(f"{self._where(key)} must be an integer from {low} to {high:,}, "
+                            f"got {_show(value)}")
+        return value
+
+    def string(self, key, default=None):
+        """A required (or defaulted) string."""
+        value = self.require(key) if default is None else self.get(key, default)
+        if not isinstance(value, str):
+            raise UserError(f"{self._where(key)} must be a string, got {_show(value)}")
         return value
 
     def flag(self, key, default=False):
         value = self.get(key, default)
         if not isinstance(value, bool):
-            raise UserError(f"{self._where(key)} must be true or false, got {value!r}")
+            raise UserError(f"{self._where(key)} must be true or false, got {_show(value)}")
         return value
 
     def number(self, key, default):
+        """A finite number (JSON's NaN and Infinity are refused when the file is read)."""
         value = self.get(key, default)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise UserError(f"{self._where(key)} must be a number, got {value!r}")
+            raise UserError(f"{self._where(key)} must be a number, got {_show(value)}")
         return value
+
+    def fraction(self, key, default):
+        """A number in [0, 1] (partial_rotary_factor)."""
+        value = self.number(key, default)
+        if not 0 <= value <= 1:
+            raise UserError(f"{self._where(key)} must be a number from 0 to 1, got {_show(value)}")
+        return value
+
+    def layer_indices(self, key, layers):
+        """A list of layer indices in 0..layers-1 (absent: empty), as a set."""
+        value = self.get(key, [])
+        if not isinstance(value, list) or any(isinstance(i, bool) or not isinstance(i, int)
+                                              or not 0 <= i < layers for i in value):
+            raise UserError(f"{self._where(key)} must be a list of layer indices from 0 to "
+                            f"{layers - 1}, got {_show(value)}")
+        return set(value)
 
     def sub(self, key):
         """A nested config (text_config of a multimodal model)."""

@@ -39,10 +39,10 @@ def _mla(cfg):
 
 
 def _moe(cfg, act):
-    method = cfg.get("topk_method", "greedy")
+    method = cfg.string("topk_method", "greedy")
     if method not in TOPK_METHODS:
         raise cfg.unsupported(f"topk_method '{method}'")
-    scoring = cfg.get("scoring_func", "softmax")
+    scoring = cfg.string("scoring_func", "softmax")
     if scoring not in SCORING:
         raise cfg.unsupported(f"scoring_func '{scoring}'")
     inter = cfg.int("moe_intermediate_size")

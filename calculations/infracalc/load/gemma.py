@@ -47,9 +47,7 @@ LAYER_TYPES = ("sliding_attention", "full_attention")
 
 def text_config(cfg):
     """The decoder's config with Gemma3TextConfig defaults filled in, and the keys defaulted."""
-    raw = cfg.data["text_config"] if cfg.model_type == "gemma3" else cfg.data
-    if cfg.model_type == "gemma3":
-        cfg.sub("text_config")   # validates that it is an object
+    raw = cfg.sub("text_config").data if cfg.model_type == "gemma3" else cfg.data
     missing = tuple(k for k in DEFAULTS if raw.get(k) is None)
     merged = dict(DEFAULTS)
     merged.update({k: v for k, v in raw.items() if v is not None})

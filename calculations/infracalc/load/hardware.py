@@ -6,6 +6,11 @@ from ..record import Record
 from ..errors import UserError, unknown
 from .models import read_json
 
+# Keys of a device file's peak tables: the formats dtypes.DTYPES compute at, and the
+# non-tensor (vector) peaks the roofline uses, FP32 preferred.
+PEAK_FORMATS = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")
+VECTOR_FORMATS = ("fp32", "bf16")
+
 HARDWARE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "hardware")
 
@@ -44,13 +49,35 @@ def device_ids():
     return sorted(f[:-5] for f in os.listdir(HARDWARE_DIR) if f.endswith(".json"))
 
 
+MAX_FIGURE = 10**30   # far above any device figure; keeps rates times efficiencies finite floats
+
+
 def _int(data, key, source, required=True):
     value = data.get(key)
-    if value is None and not required:
+    if value is None:
+        if required:
+            raise UserError(f"{source}: missing required field '{key}' (a positive integer)")
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise UserError(f"{source}: field '{key}' must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_FIGURE:
+        raise UserError(f"{source}: field '{key}' must be a positive integer up to 10^30, got {value!r}")
     return value
+
+
+def _text(data, key, default):
+    """A string field (name, vendor, id); absent: the default."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value:
+        raise UserError(f"{default}: field '{key}' must be a non-empty string, got {value!r}")
+    return value
+
+
+def _known_keys(table, choices, source):
+    """Every key of a peak table names a format the tool knows (no silent skip)."""
+    for key in table:
+        if key not in choices:
+            raise UserError(f"{source}: {unknown('format', key, choices)}")
 
 
 def _link(data, key, source):
@@ -81,16 +108,19 @@ def load_device(spec):
     data = read_json(path)
     if not isinstance(data, dict):
         raise UserError(f"{path}: device file must be a JSON object")
-    source = data.get("id") or spec
+    source = _text(data, "id", spec)
     peaks = data.get("matrix_flops_per_s")
     if not isinstance(peaks, dict) or not peaks:
-        raise UserError(f"{source}: missing required field 'matrix_flops_per_s'")
+        raise UserError(f"{source}: field 'matrix_flops_per_s' must be an object with at least one "
+                        f"peak ({', '.join(PEAK_FORMATS)})")
     vector = data.get("vector_flops_per_s")
     if not isinstance(vector, dict):
         raise UserError(f"{source}: missing required field 'vector_flops_per_s' (an object, may be empty)")
-    vector_kind = next((k for k in ("fp32", "bf16") if k in vector), "")
+    _known_keys(peaks, PEAK_FORMATS, f"{source}:matrix_flops_per_s")
+    _known_keys(vector, VECTOR_FORMATS, f"{source}:vector_flops_per_s")
+    vector_kind = next((k for k in VECTOR_FORMATS if k in vector), "")
     dev = Device(
-        id=source, name=str(data.get("name", source)), vendor=str(data.get("vendor", "")),
+        id=source, name=_text(data, "name", source), vendor=_text(data, "vendor", ""),
         matrix_flops_per_s=tuple((k, _int(peaks, k, f"{source}:matrix_flops_per_s")) for k in peaks),
         vector_flops_per_s=_int(vector, vector_kind, f"{source}:vector_flops_per_s") if vector_kind else 0,
         vector_peak_kind=vector_kind,

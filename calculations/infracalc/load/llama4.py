@@ -59,10 +59,7 @@ def chunked_layers(tc, rope, notes):
 def moe_layer_set(tc):
     n = tc.int("num_hidden_layers")
     if tc.has("moe_layers"):
-        layers = tc.get("moe_layers")
-        if not isinstance(layers, list) or any(not isinstance(i, int) or not 0 <= i < n for i in layers):
-            raise tc.unsupported(f"moe_layers (need layer indices in 0..{n - 1})")
-        return set(layers)
+        return tc.layer_indices("moe_layers", n)
     step = tc.int("interleave_moe_layer_step", 1)
     return set(range(step - 1, n, step))
 

@@ -30,11 +30,18 @@ def resolve(spec):
     return spec, path
 
 
+def _refuse_constant(name):
+    raise UserError(f"{name} is not a JSON number")
+
+
 def read_json(path):
-    """Parse a JSON file; malformed JSON is a UserError naming line and column."""
+    """Parse a JSON file; malformed JSON (and the NaN / Infinity that Python's
+    parser would accept) is a UserError naming the file."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            return json.load(f, parse_constant=_refuse_constant)
+    except UserError as e:
+        raise UserError(f"{path}: {e}") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except (OSError, UnicodeDecodeError) as e:
@@ -52,7 +59,7 @@ def load_model(spec):
 
     model_id, path = resolve(spec)
     cfg = Config(read_json(path), model_id)
-    model_type = cfg.require("model_type")
+    model_type = cfg.string("model_type")
     adapt = adapter(model_type)
     if adapt is None:
         raise UserError(f"{model_id}: unsupported model_type '{model_type}' "

@@ -22,7 +22,7 @@ def qwen3_moe(cfg, model_id):
     moe = MoE(hidden, cfg.int("num_experts"), cfg.int("num_experts_per_tok"),
               cfg.int("moe_intermediate_size"), act=act)
     step = cfg.int("decoder_sparse_step", 1)
-    dense_layers = set(cfg.get("mlp_only_layers", []))
+    dense_layers = cfg.layer_indices("mlp_only_layers", n)
     dense = GatedMLP(hidden, cfg.int("intermediate_size"), act) if dense_layers or step > 1 else None
     layers = [prenorm_layer(hidden, attn, moe if (i + 1) % step == 0 and i not in dense_layers else dense)
               for i in range(n)]

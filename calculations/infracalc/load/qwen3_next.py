@@ -53,16 +53,17 @@ def gated_attention(cfg):
         raise cfg.unsupported("use_sliding_window")
     hd = head_dim(cfg)
     return GatedAttention(hidden=cfg.int("hidden_size"), heads=heads, kv_heads=kv_heads, head_dim=hd,
-                          rope_dim=int(hd * cfg.number("partial_rotary_factor", 0.25)), qk_norm=True)
+                          rope_dim=int(hd * cfg.fraction("partial_rotary_factor", 0.25)), qk_norm=True)
 
 
 def gated_deltanet(cfg):
     k_heads, v_heads = cfg.int("linear_num_key_heads"), cfg.int("linear_num_value_heads")
     if v_heads % k_heads:
         raise cfg.unsupported(f"linear_num_value_heads {v_heads} not a multiple of linear_num_key_heads {k_heads}")
-    if cfg.get("hidden_act", "silu") != "silu":
-        raise cfg.unsupported(f"hidden_act '{cfg.get('hidden_act')}' in the Gated DeltaNet conv and gated norm")
-    torch_dtype = cfg.get("torch_dtype", "bfloat16")
+    act = cfg.string("hidden_act", "silu")
+    if act != "silu":
+        raise cfg.unsupported(f"hidden_act '{act}' in the Gated DeltaNet conv and gated norm")
+    torch_dtype = cfg.string("torch_dtype", "bfloat16")
     if torch_dtype not in TORCH_DTYPES:
         raise cfg.unsupported(f"torch_dtype '{torch_dtype}'")
     return GatedDeltaNet(hidden=cfg.int("hidden_size"), k_heads=k_heads, v_heads=v_heads,
@@ -90,7 +91,7 @@ def qwen3_next(cfg, model_id):
     hidden = cfg.int("hidden_size")
     act = activation(cfg)
     step = cfg.int("decoder_sparse_step", 1)
-    dense_layers = set(cfg.get("mlp_only_layers", []))
+    dense_layers = cfg.layer_indices("mlp_only_layers", cfg.int("num_hidden_layers"))
     sparse = moe(cfg, act) if cfg.int("num_experts", 0, low=0) else None
     dense = GatedMLP(hidden, cfg.int("intermediate_size"), act) if dense_layers or step > 1 or not sparse else None
     mixers = {"linear_attention": gated_deltanet(cfg), "full_attention": gated_attention(cfg)}

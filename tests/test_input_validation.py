@@ -1,0 +1,144 @@
+"""Malformed configs, device files, histograms and extreme sizes: each is one
+line on stderr and exit status 2 (never a traceback), and the largest accepted
+sizes still give exact, finite results."""
+
+import contextlib
+import io
+import json
+import unittest
+
+from support import ROOT, write_config
+
+from infracalc.cli import main
+
+
+
+def bundled(kind, name):
+    """A bundled model config or device file as a dict."""
+    with open(f"{ROOT}/calculations/{kind}/{name}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+QWEN3_8B = bundled("models", "qwen3-8b")
+H100 = bundled("hardware", "h100-sxm")
+
+
+def run(*argv):
+    """main() in this process: (status, stdout, stderr). An uncaught exception
+    (a traceback for the user) fails the test that calls it."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+class Rejected(unittest.TestCase):
+    def assertRejected(self, argv, *fragments):
+        status, out, err = run(*argv)
+        self.assertEqual(status, 2, err)
+        self.assertEqual(out, "")
+        self.assertEqual(len(err.splitlines()), 1, err)
+        for fragment in fragments:
+            self.assertIn(fragment, err)
+
+    def model(self, **changes):
+        data = dict(QWEN3_8B)
+        data.update(changes)
+        return write_config(self, data)
+
+    def device(self, **changes):
+        data = json.loads(json.dumps(H100))
+        data.update(changes)
+        return write_config(self, data)
+
+    def test_config_fields_of_the_wrong_json_type(self):
+        cases = [
+            (self.model(hidden_act=["silu"]), "'hidden_act'", "must be a string"),
+            (self.model(model_type=["qwen3"]), "'model_type'", "must be a string"),
+            (self.model(partial_rotary_factor=2.0), "'partial_rotary_factor'", "from 0 to 1"),
+            (self.model(partial_rotary_factor=-0.5), "'partial_rotary_factor'", "from 0 to 1"),
+            (write_config(self, '{"model_type": "qwen3", "hidden_size": NaN}'), "NaN is not a JSON number"),
+            (write_config(self, {"model_type": "gemma3"}), "missing required field 'text_config'"),
+        ]
+        for path, *fragments in cases:
+            with self.subTest(fragments[0]):
+                self.assertRejected(["forward", "--model", path], *fragments)
+
+    def test_layer_index_lists(self):
+        moe = bundled("models", "qwen3-30b-a3b")
+        for bad in ("0,1", [48], [True], 3):
+            with self.subTest(bad=bad):
+                path = write_config(self, dict(moe, mlp_only_layers=bad))
+                self.assertRejected(["models", "--model", path], "'mlp_only_layers'", "0 to 47")
+
+    def test_sizes_beyond_any_config(self):
+        # Bounded so that no count overflows a float time (and one record per layer fits).
+        self.assertRejected(["forward", "--model", self.model(hidden_size=10**40)],
+                            "'hidden_size'", "from 1 to 2,147,483,647")
+        self.assertRejected(["forward", "--model", self.model(num_hidden_layers=10**9)],
+                            "'num_hidden_layers'", "from 1 to 65,536")
+
+    def test_device_files(self):
+        vector = {"fp16": 10**14}
+        cases = [
+            (self.device(id=["x"]), "'id'", "non-empty string"),
+            (self.device(vector_flops_per_s=vector), "unknown format 'fp16'", "fp32"),
+            (self.device(matrix_flops_per_s={"bfloat16": 10**15}), "unknown format 'bfloat16'", "bf16"),
+            (self.device(matrix_flops_per_s={"bf16": 9.89e14}), "'bf16'", "positive integer"),
+            (self.device(memory_bandwidth_bytes_per_s=10**400), "'memory_bandwidth_bytes_per_s'", "10^30"),
+            (self.device(matrix_flops_per_s={}), "'matrix_flops_per_s'", "at least one peak"),
+        ]
+        nomem = json.loads(json.dumps(H100))
+        del nomem["memory_bytes"]
+        cases.append((write_config(self, nomem), "missing required field 'memory_bytes'"))
+        for path, *fragments in cases:
+            with self.subTest(fragments[0]):
+                self.assertRejected(["forward", "--model", "qwen3-8b", "--device", path], *fragments)
+                self.assertRejected(["hardware", "--device", path], *fragments)
+
+    def test_routing_histograms_that_are_not_finite(self):
+        for text in ("[NaN" + ", 1" * 127 + "]", "[Infinity" + ", 1" * 127 + "]",
+                     json.dumps([1e308, 1e308] + [1] * 126)):   # the sum overflows to inf
+            with self.subTest(text=text[:12]):
+                path = write_config(self, text)
+                self.assertRejected(["forward", "--model", "qwen3-30b-a3b", "--routing", path], path)
+
+    def test_numbers_beyond_the_bounds(self):
+        self.assertRejected(["forward", "--model", "qwen3-8b", "--tokens", str(10**15 + 1)],
+                            "--tokens", "up to 10^15")
+        self.assertRejected(["forward", "--model", "qwen3-8b", "--memory-efficiency", "1e-320"],
+                            "--memory-efficiency", "1e-6")
+
+
+class Extremes(unittest.TestCase):
+    def test_largest_workload_is_exact_and_finite(self):
+        # Qwen3-8B, one request of T = 10^15 new tokens: causal attention pairs per head
+        # T(T+1)/2; QK^T and PV 2 * 128 FLOPs per pair each, 32 heads, 36 layers:
+        # 2 * 2 * 128 * 32 * 36 * T(T+1)/2 = 294,912 * (T^2 + T).
+        t = 10**15
+        status, out, err = run("forward", "--model", "qwen3-8b", "--tokens", str(t), "--format", "json",
+                               "--compute-efficiency", "1e-6", "--memory-efficiency", "1e-6")
+        self.assertEqual(status, 0, err)
+        totals = json.loads(out)["totals"]   # json.loads refuses nothing, so check finiteness
+        self.assertEqual(totals["attention_flops_causal"], 294_912 * (t * t + t))
+        self.assertLess(totals["roofline_time_s"], float("inf"))
+
+    def test_largest_config_renders_in_every_format(self):
+        # Every dimension at its bound: counts reach ~2^200, times stay finite.
+        big = 2**31 - 1
+        data = bundled("models", "qwen3-30b-a3b")
+        data.update(hidden_size=big, intermediate_size=big, moe_intermediate_size=big, num_experts=big,
+                    num_experts_per_tok=big, num_attention_heads=big, num_key_value_heads=big,
+                    head_dim=big, vocab_size=big, num_hidden_layers=4)
+        path = write_config(self, data)
+        for fmt in ("md", "json", "csv"):
+            with self.subTest(fmt=fmt):
+                status, out, err = run("forward", "--model", path, "--batch", str(10**15),
+                                       "--tokens", str(10**15), "--history", str(10**15),
+                                       "--logits", "all", "--format", fmt)
+                self.assertEqual((status, err), (0, ""))
+                self.assertNotIn("inf", out.replace("info", ""))
+
+
+if __name__ == "__main__":
+    unittest.main()
