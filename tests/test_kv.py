@@ -343,6 +343,24 @@ class Capacity(unittest.TestCase):
         with self.assertRaisesRegex(UserError, "valid TP values: 1, 2, 4$"):
             K.kv(tiny(), BF16, 1000, 1, 10_000_000, tp=3)
 
+    def test_divisors(self):
+        # 36 = 2^2 * 3^2: 1, 2, 3, 4, 6, 9, 12, 18, 36; 49 = 7^2 lists 7 once.
+        self.assertEqual(K.divisors(36), [1, 2, 3, 4, 6, 9, 12, 18, 36])
+        self.assertEqual(K.divisors(49), [1, 7, 49])
+        self.assertEqual(K.divisors(1), [1])
+
+    def test_valid_tps_fast_for_huge_head_counts(self):
+        # 2^31 - 1 heads (a Mersenne prime): the only whole-head splits are 1 and itself;
+        # listing them used to try every t up to 2^31 - 1 (minutes), now O(sqrt).
+        import time
+        big = 2**31 - 1
+        attn = Attention(hidden=64, heads=big, kv_heads=big, head_dim=1, rope_dim=0)
+        arch = Architecture("big", "llama", 64, 10, 100, Embedding(10, 64), (Layer((attn,)),),
+                            RMSNorm("norm", 64), LMHead(10, 64))
+        start = time.perf_counter()
+        self.assertEqual(K.valid_tps(arch), [1, big])
+        self.assertLess(time.perf_counter() - start, 1.0)
+
     def test_pp_stages(self):
         # PP 2: stage 0 = layer 0 + embedding = (36,992 + 64,000) * 2 = 201,984 B;
         # stage 1 = layer 1 + final norm + head = (36,992 + 64 + 64,000) * 2 = 202,112 B.

@@ -13,6 +13,8 @@ prefix cache S once) fits B requests when Wt + reserve + S + B * R <= memory:
 max requests = floor((memory - Wt - reserve - S) / R), the minimum over stages.
 """
 
+import math
+
 from .memory import default_reserve
 from .records import SCHEMA_VERSION, model_record
 from ..arch import layer_range_label
@@ -183,9 +185,13 @@ def valid_tps(arch):
                     kv.add(b.kv_heads)
     if not heads:
         return None
-    low = min(heads)
-    return [t for t in range(1, low + 1)
-            if all(h % t == 0 for h in heads) and all(k % t == 0 or t % k == 0 for k in kv)]
+    return [t for t in divisors(math.gcd(*heads)) if all(k % t == 0 or t % k == 0 for k in kv)]
+
+
+def divisors(n):
+    """The divisors of n in increasing order, in O(sqrt(n)) steps."""
+    low = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return low + [n // d for d in reversed(low) if d * d != n]
 
 
 def check_layout(arch, tp, pp):
