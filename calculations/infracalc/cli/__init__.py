@@ -63,8 +63,11 @@ def main(argv=None):
         text = module.run(args)
         out = getattr(args, "output", None)
         if out:
-            with open(out, "w", encoding="utf-8") as f:
-                f.write(text)
+            try:
+                with open(out, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as e:
+                raise UserError(f"cannot write --output {out}: {e.strerror or e}") from None
         elif text:
             sys.stdout.write(text)
         return getattr(args, "exit_status", 0)

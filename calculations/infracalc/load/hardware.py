@@ -98,6 +98,8 @@ def load_device(spec):
     if spec in _CACHE:
         return _CACHE[spec]
     if spec.endswith(".json") or os.sep in spec:
+        if os.path.isdir(spec):
+            raise UserError(f"{spec} is a directory, not a device file")
         if not os.path.isfile(spec):
             raise UserError(f"device file not found: {spec}")
         path = spec

@@ -15,7 +15,13 @@ def bundled_ids():
 
 
 def resolve(spec):
-    """A bundled id or a path to a config.json -> (id, path)."""
+    """A bundled id, a path to a config.json, or a directory holding one (a
+    Hugging Face snapshot) -> (id, path)."""
+    if os.path.isdir(spec):
+        inner = os.path.join(spec, "config.json")
+        if not os.path.isfile(inner):
+            raise UserError(f"{spec} is a directory without a config.json")
+        spec = inner
     if spec.endswith(".json") or os.sep in spec or os.path.isfile(spec):
         if not os.path.isfile(spec):
             raise UserError(f"model config file not found: {spec}")

@@ -1,0 +1,110 @@
+"""The output contract of `forward`, `models` and `hardware` on every bundled
+model: JSON with a schema version, the inputs echoed, finite numbers and
+integer exact quantities; a Markdown header naming model, device, formats and
+conventions; CSV with one row per operator; byte-identical reruns; --output
+writing the file and printing nothing; a snapshot directory as --model."""
+
+import csv
+import io
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+from support import CALC
+
+from infracalc.load.models import bundled_ids
+from test_input_validation import run
+
+EXACT_SUFFIXES = ("_bytes", "_flops", "params")
+
+
+def strict_json(text):
+    """json.loads that refuses NaN and Infinity (Python's parser accepts them)."""
+    def refuse(name):
+        raise AssertionError(f"{name} in JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+def leaves(value, key=""):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(v, k)
+    elif isinstance(value, list):
+        for v in value:
+            yield from leaves(v, key)
+    else:
+        yield key, value
+
+
+class ForwardOnEveryModel(unittest.TestCase):
+    ARGS = ("--batch", "2", "--tokens", "3", "--history", "5", "--logits", "all", "--device", "tpu-v5e",
+            "--kv-dtype", "fp8", "--weight-dtype", "int4")
+
+    def render(self, model, fmt):
+        status, out, err = run("forward", "--model", model, *self.ARGS, "--format", fmt)
+        self.assertEqual((status, err), (0, ""), model)
+        return out
+
+    def test_every_bundled_model(self):
+        for model in bundled_ids():
+            with self.subTest(model=model):
+                rec = strict_json(self.render(model, "json"))
+                self.assertEqual(rec["schema_version"], 1)
+                self.assertEqual((rec["model"]["id"], rec["device"]["id"]), (model, "tpu-v5e"))
+                i = rec["inputs"]
+                self.assertEqual((i["batch"], i["tokens"], i["history"], i["logits"], i["kv_dtype"],
+                                  i["weight_dtype"]), (2, 3, 5, "all", "fp8", "int4"))
+                parts = rec["model"].pop("parts_not_counted", [])   # params may be unknown (None)
+                self.assertTrue(all(p["params"] is None or type(p["params"]) is int for p in parts))
+                for key, value in leaves(rec):
+                    if key.endswith(EXACT_SUFFIXES):
+                        self.assertIs(type(value), int, key)
+                    if key.endswith("time_s"):
+                        self.assertIsInstance(value, float, key)
+                rows = list(csv.DictReader(io.StringIO(self.render(model, "csv"))))
+                self.assertEqual([r["name"] for r in rows], [o["name"] for o in rec["operators"]])
+                md = self.render(model, "md")
+                for fragment in (f"# forward: {model} on tpu-v5e", "weights int4", "KV cache fp8",
+                                 "activations bf16", "## Conventions", "A multiply-add is 2 FLOPs"):
+                    self.assertIn(fragment, md)
+                self.assertEqual(self.render(model, "md"), md)   # byte-identical rerun
+
+
+class Files(unittest.TestCase):
+    def test_output_writes_the_file_and_prints_nothing(self):
+        folder = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, folder)
+        for argv in (["forward", "--model", "qwen3-0.6b"], ["models"], ["hardware"]):
+            for fmt in ("md", "json", "csv"):
+                with self.subTest(argv=argv[0], fmt=fmt):
+                    path = os.path.join(folder, f"{argv[0]}.{fmt}")
+                    status, out, err = run(*argv, "--format", fmt, "--output", path)
+                    self.assertEqual((status, out, err), (0, "", ""))
+                    with open(path, encoding="utf-8") as f:
+                        self.assertEqual(f.read(), run(*argv, "--format", fmt)[1])
+
+    def test_unwritable_output_is_one_line(self):
+        status, out, err = run("hardware", "--output", os.path.join(CALC, "no-such-dir", "x.md"))
+        self.assertEqual((status, out), (2, ""))
+        self.assertEqual(len(err.splitlines()), 1)
+        self.assertIn("cannot write --output", err)
+
+    def test_snapshot_directory_as_model(self):
+        # A Hugging Face snapshot directory holds config.json; the directory names the model.
+        folder = os.path.join(tempfile.mkdtemp(), "Qwen3-0.6B")
+        os.mkdir(folder)
+        self.addCleanup(shutil.rmtree, os.path.dirname(folder))
+        shutil.copy(os.path.join(CALC, "models", "qwen3-0.6b.json"), os.path.join(folder, "config.json"))
+        status, out, err = run("models", "--model", folder, "--format", "json")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["model"]["id"], "Qwen3-0.6B")
+        self.assertEqual(json.loads(out)["model"]["params"], 596_049_920)
+        status, out, err = run("models", "--model", os.path.dirname(folder))
+        self.assertEqual(status, 2)
+        self.assertIn("is a directory without a config.json", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
