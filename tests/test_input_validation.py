@@ -71,6 +71,20 @@ class Rejected(unittest.TestCase):
                 path = write_config(self, dict(moe, mlp_only_layers=bad))
                 self.assertRejected(["models", "--model", path], "'mlp_only_layers'", "0 to 47")
 
+    def test_layer_types(self):
+        # One validation shared by Gemma 3, GPT-OSS, Llama 4 and Qwen3-Next: a wrong length is
+        # a malformed field; an unknown kind is an unmodelled architecture, named by index.
+        for model, kinds in (("gpt-oss-20b", ("sliding_attention", "full_attention")),
+                             ("qwen3-next-80b-a3b", ("linear_attention", "full_attention"))):
+            data = bundled("models", model)
+            n = data["num_hidden_layers"]
+            with self.subTest(model=model):
+                short = write_config(self, dict(data, layer_types=[kinds[0]] * (n - 1)))
+                self.assertRejected(["models", "--model", short], f"must be a list of {n} entries")
+                odd = write_config(self, dict(data, layer_types=[kinds[0]] * (n - 1) + ["mamba"]))
+                self.assertRejected(["models", "--model", odd], f"layer_types[{n - 1}] 'mamba'",
+                                    "not modelled", kinds[1])
+
     def test_sizes_beyond_any_config(self):
         # Bounded so that no count overflows a float time (and one record per layer fits).
         self.assertRejected(["forward", "--model", self.model(hidden_size=10**40)],

@@ -93,6 +93,18 @@ class Config:
                             f"{layers - 1}, got {_show(value)}")
         return set(value)
 
+    def layer_types(self, choices):
+        """`layer_types`: one of `choices` for each of num_hidden_layers layers, as a tuple.
+        A kind outside `choices` is an architecture the adapter does not model."""
+        n, value = self.int("num_hidden_layers"), self.require("layer_types")
+        if not isinstance(value, list) or len(value) != n:
+            raise UserError(f"{self._where('layer_types')} must be a list of {n} entries "
+                            f"(num_hidden_layers), got {_show(value)}")
+        for i, kind in enumerate(value):
+            if kind not in choices:
+                raise self.unsupported(f"layer_types[{i}] {_show(kind)} (modelled: {', '.join(choices)})")
+        return tuple(value)
+
     def sub(self, key):
         """A nested config (text_config of a multimodal model)."""
         return Config(self.require(key), f"{self.source}:{key}",

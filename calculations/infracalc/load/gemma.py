@@ -57,12 +57,9 @@ def text_config(cfg):
 
 def layer_kinds(tc):
     """'sliding_attention' / 'full_attention' for each layer."""
-    n = tc.int("num_hidden_layers")
     if tc.has("layer_types"):
-        kinds = tc.get("layer_types")
-        if not isinstance(kinds, list) or len(kinds) != n or any(k not in LAYER_TYPES for k in kinds):
-            raise tc.unsupported(f"layer_types (need {n} entries from {', '.join(LAYER_TYPES)})")
-        return tuple(kinds)
+        return tc.layer_types(LAYER_TYPES)
+    n = tc.int("num_hidden_layers")
     pattern = tc.int("sliding_window_pattern")
     return tuple("full_attention" if (i + 1) % pattern == 0 else "sliding_attention" for i in range(n))
 

@@ -24,9 +24,7 @@ LAYER_TYPES = ("sliding_attention", "full_attention")
 
 def gpt_oss(cfg, model_id):
     hidden, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
-    kinds = cfg.require("layer_types")
-    if not isinstance(kinds, list) or len(kinds) != n or any(k not in LAYER_TYPES for k in kinds):
-        raise cfg.unsupported(f"layer_types (need {n} entries from {', '.join(LAYER_TYPES)})")
+    kinds = cfg.layer_types(LAYER_TYPES)
     top_k = cfg.int("num_experts_per_tok")
     if cfg.has("experts_per_token") and cfg.int("experts_per_token") != top_k:
         raise cfg.unsupported("experts_per_token different from num_experts_per_tok")

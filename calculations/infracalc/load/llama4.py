@@ -50,10 +50,7 @@ def chunked_layers(tc, rope, notes):
     """Per layer: True when attention is chunked."""
     if not tc.has("layer_types"):
         return list(rope)
-    kinds = tc.get("layer_types")
-    if not isinstance(kinds, list) or len(kinds) != len(rope) or any(k not in LAYER_TYPES for k in kinds):
-        raise tc.unsupported(f"layer_types (need {len(rope)} entries from {', '.join(LAYER_TYPES)})")
-    return [k == "chunked_attention" for k in kinds]
+    return [k == "chunked_attention" for k in tc.layer_types(LAYER_TYPES)]
 
 
 def moe_layer_set(tc):

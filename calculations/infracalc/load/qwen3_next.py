@@ -32,12 +32,9 @@ TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
 def layer_types(cfg):
-    n = cfg.int("num_hidden_layers")
     if cfg.has("layer_types"):
-        types = cfg.require("layer_types")
-        if not isinstance(types, list) or len(types) != n or any(t not in LAYER_TYPES for t in types):
-            raise cfg.unsupported(f"layer_types {types!r} (expected {n} of {', '.join(LAYER_TYPES)})")
-        return list(types)
+        return list(cfg.layer_types(LAYER_TYPES))
+    n = cfg.int("num_hidden_layers")
     interval = cfg.int("full_attention_interval", 4)
     return ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(n)]
 
