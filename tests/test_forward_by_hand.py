@@ -24,6 +24,11 @@ def op(rec, name):
     return row
 
 
+def summed(rec, name, key):
+    """One quantity of an operator summed over its rows (one row per distinct layer group)."""
+    return sum(o[key] for o in rec["operators"] if o["name"] == name)
+
+
 def fp8_block(rows, cols):
     """FP8 values plus one FP32 scale per 128x128 block (DeepSeek-V3 weight_scale_inv)."""
     return rows * cols + -(-rows // 128) * -(-cols // 128) * 4
@@ -81,6 +86,29 @@ class DeepSeekV3Fp8(unittest.TestCase):
                  for r in ("concentrated", "balanced", "uniform")}
         self.assertEqual(reads["balanced"] - reads["concentrated"], 58 * (32 - 8) * self.EXPERT)
         self.assertEqual(reads["uniform"] - reads["concentrated"], 58 * (31 - 8) * self.EXPERT)
+
+
+class SharedExperts(unittest.TestCase):
+    def test_shared_output_added_to_the_routed_sum(self):
+        # DeepSeek-V3, T = 3: y = routed + shared(x) on [3, 7168] in each of 58 MoE layers:
+        # 1 FLOP per element, reads both (2 * 3 * 7168 * 2 B), writes the sum (3 * 7168 * 2 B).
+        add = op(run("deepseek-v3", tokens=3, formats=FP8_BLOCK), "shared.add")
+        self.assertEqual(add["layers"], "3-60")
+        self.assertEqual(add["vector_flops"], 58 * 3 * 7168)
+        self.assertEqual(add["act_bytes_read"], 58 * 2 * 3 * 7168 * 2)
+        self.assertEqual(add["act_bytes_written"], 58 * 3 * 7168 * 2)
+        # the routed sum: 8 expert outputs weighted and added, 2 FLOPs per value
+        self.assertEqual(op(run("deepseek-v3", tokens=3, formats=FP8_BLOCK), "experts.combine")["vector_flops"],
+                         58 * 2 * 3 * 8 * 7168)
+
+    def test_gated_shared_expert(self):
+        # Qwen3-Next, one token, 48 MoE layers (hidden 2048): sigmoid of one gate logit per
+        # token (3 FLOPs), then routed + g * shared: 2 FLOPs per element; the add also reads
+        # the gate value (2 B).
+        rec = run("qwen3-next-80b-a3b")
+        self.assertEqual(summed(rec, "shared.sigmoid", "vector_flops"), 48 * 3)
+        self.assertEqual(summed(rec, "shared.add", "vector_flops"), 48 * 2 * 2048)
+        self.assertEqual(summed(rec, "shared.add", "act_bytes_read"), 48 * (2 * 2048 * 2 + 2))
 
 
 class HeadAndRoofline(unittest.TestCase):

@@ -30,6 +30,9 @@ VECTOR_FLOPS = {
     "swiglu_clamp": 10,
     "l2norm": 3,     # x^2, sum, * rsqrt(mean): RMSNorm without a weight (Llama 4 qk norm)
     "sink": 4,       # per softmax row: the sink logit joins the max, subtract, exp, sum (never scaled)
+    "moe_combine": 2,  # per routed expert output value: * routing weight, + into the token's sum
+    "sigmoid": 3,    # exp(-x), 1 + that, 1 / that (Qwen3-Next shared-expert gate, one per token)
+    "gated_add": 2,  # y + g * x: the sigmoid-gated shared expert added to the routed sum
 }
 
 CATEGORIES = ("linear", "attention", "vector", "memory")

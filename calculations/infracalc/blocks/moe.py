@@ -5,7 +5,11 @@ The router weight has its own role ("router") so a checkpoint that quantizes
 the other matrices but keeps the router in BF16 (DeepSeek-V3) can say so.
 
 Per token: router 2*hidden*E matrix FLOPs; each of the k chosen experts runs a
-gated MLP, 2*3*hidden*I; shared experts run on every token. Expert weights are
+gated MLP, 2*3*hidden*I; shared experts run on every token. The k expert
+outputs are weighted and summed (`experts.combine`, 2 vector FLOPs per routed
+value) and the shared experts' output is added to that sum (`shared.add`, 1
+per element; Qwen3-Next first scales it by sigmoid(x . w_gate), one gate per
+token: 3 per token and 2 per element). Expert weights are
 read once per pass for each expert the batch touches. With N tokens each
 choosing k of E experts, the routing model gives the expected number touched:
 - uniform: E * (1 - (1 - k/E)^N) (each token picks k distinct experts at random);
@@ -131,7 +135,8 @@ class MoE(Block):
         op = gemm(w, "experts.down_proj", routed, down, biases[2],
                   shape=f"{routed} routed x [{i},{h}], {touched}/{e} experts read")
         out.append(op.replace(weight_read=op.weight_read * touched))
-        out.append(elementwise(w, "experts.combine", routed * h, 2, shape=f"[{n},{k},{h}] -> [{n},{h}]")
+        out.append(elementwise(w, "experts.combine", routed * h, VECTOR_FLOPS["moe_combine"],
+                               shape=f"[{n},{k},{h}] -> [{n},{h}]")
                    .replace(act_write=w.act_dtype.nbytes_flat(n * h)))
         shared = self._shared()
         if shared:
@@ -139,8 +144,13 @@ class MoE(Block):
                     elementwise(w, f"shared.{self.act}", n * self.shared_inter, VECTOR_FLOPS[self.act],
                                 inputs=2, shape=f"[{n},{self.shared_inter}]"),
                     gemm(w, "shared.down_proj", n, shared[2])]
+            add = elementwise(w, "shared.add", n * h, VECTOR_FLOPS["residual"], inputs=2,
+                              shape=f"[{n},{h}] + [{n},{h}]")
             if self.shared_gate:
-                out.append(gemm(w, "shared.gate", n, shared[3]))
-                out.append(elementwise(w, "shared.sigmoid_scale", n * h, 4, inputs=2,
-                                       shape=f"[{n},{h}]"))
+                out += [gemm(w, "shared.gate", n, shared[3]),
+                        elementwise(w, "shared.sigmoid", n, VECTOR_FLOPS["sigmoid"], shape=f"[{n},1]")]
+                add = add.replace(vector_flops=n * h * VECTOR_FLOPS["gated_add"],
+                                  act_read=add.act_read + w.act_dtype.nbytes_flat(n),
+                                  shape=f"[{n},{h}] + sigmoid gate [{n},1] x [{n},{h}]")
+            out.append(add)
         return out
