@@ -72,6 +72,25 @@ class ForwardOnEveryModel(unittest.TestCase):
                 self.assertEqual(self.render(model, "md"), md)   # byte-identical rerun
 
 
+class Header(unittest.TestCase):
+    def workload_line(self, *argv):
+        status, out, err = run("forward", *argv)
+        self.assertEqual(status, 0, err)
+        (line,) = [x for x in out.splitlines() if x.startswith("- Workload:")]
+        return line
+
+    def test_names_the_options_that_change_the_figures(self):
+        line = self.workload_line("--model", "deepseek-v3", "--routing", "balanced", "--mla", "naive")
+        self.assertIn("MoE routing `balanced`; MLA path `naive`", line)
+        self.assertIn("1 new token per request", line)
+        line = self.workload_line("--model", "qwen3-next-80b-a3b", "--tokens", "2", "--delta-form", "recurrent")
+        self.assertIn("MoE routing `uniform`; Gated DeltaNet form `recurrent`", line)
+        line = self.workload_line("--model", "qwen3-8b", "--tokens", "2")
+        self.assertIn("2 new tokens per request", line)
+        for option in ("routing", "MLA", "DeltaNet"):
+            self.assertNotIn(option, line)
+
+
 class Files(unittest.TestCase):
     def test_output_writes_the_file_and_prints_nothing(self):
         folder = tempfile.mkdtemp()

@@ -2,6 +2,7 @@
 
 from ..analyses.decode import OPERATOR_COLUMNS, SWEEP_COLUMNS
 from . import units as u
+from .forward import architecture_options
 from .table import markdown_table, records_to_csv
 
 
@@ -13,11 +14,7 @@ def _header(rec, batch_text):
     steps = i["decode_steps"]
     decode = (f"then {steps} decode steps over histories {i['first_history']}..{i['last_history']}"
               if steps else "no decode step")
-    extra = []
-    if "routing" in i and m["active_params"] != m["params"]:
-        extra.append(f"MoE routing `{i['routing']}`")
-    if i.get("mla") and "MLA" in m["attention"]:
-        extra.append(f"MLA path `{i['mla']}`")
+    extra = architecture_options(m, i)
     lines = [
         f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
         f"attention {m['attention']}; params {u.integer(m['params'])}{active}",

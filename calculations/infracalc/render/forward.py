@@ -4,6 +4,21 @@ from . import units as u
 from .table import markdown_table, records_to_csv
 
 
+HEAD_ROWS = {"last": "the last position of each request", "all": "every position", "none": "no position"}
+
+
+def architecture_options(m, i):
+    """The options that change this model's figures: MoE routing, MLA path, DeltaNet form."""
+    extra = []
+    if "routing" in i and m["active_params"] != m["params"]:
+        extra.append(f"MoE routing `{i['routing']}`")
+    if i.get("mla") and "MLA" in m["attention"]:
+        extra.append(f"MLA path `{i['mla']}`")
+    if i.get("delta_form"):
+        extra.append(f"Gated DeltaNet form `{i['delta_form']}`")
+    return extra
+
+
 def header_lines(rec):
     """The lines naming model, workload and device shared by forward-like outputs."""
     m, d, i = rec["model"], rec["device"], rec["inputs"]
@@ -14,8 +29,9 @@ def header_lines(rec):
         f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
         f"attention {m['attention']}; params {u.integer(m['params'])}{active}"
         + ("; tied embeddings counted once" if m["tied_embeddings"] else ""),
-        f"- Workload: batch {i['batch']}, {i['tokens']} new tokens per request, history {i['history']}, "
-        f"output head on {'the last position of each request' if i['logits'] == 'last' else ('every position' if i['logits'] == 'all' else 'no position')} (`--logits {i['logits']}`)",
+        f"- Workload: batch {i['batch']}, {i['tokens']} new token{'s' if i['tokens'] != 1 else ''} per request, "
+        f"history {i['history']}, output head on {HEAD_ROWS[i['logits']]} (`--logits {i['logits']}`)"
+        + "".join(f"; {option}" for option in architecture_options(m, i)),
         f"- Formats: weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}"
         + ("".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items())),
         f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
