@@ -91,6 +91,18 @@ class Header(unittest.TestCase):
             self.assertNotIn(option, line)
 
 
+    def test_context_beyond_the_model_maximum_is_noted(self):
+        # Qwen3-8B: max_position_embeddings 40,960; history 40,959 + 1 token fits, 40,960 + 1 not.
+        for history, noted in (("40959", False), ("40960", True)):
+            status, out, _ = run("forward", "--model", "qwen3-8b", "--history", history, "--format", "json")
+            rec = json.loads(out)
+            self.assertEqual("notes" in rec, noted, history)
+            if noted:
+                self.assertIn("40,961 per request exceeds the model's maximum context", rec["notes"][0])
+        status, out, _ = run("forward", "--model", "qwen3-8b", "--history", "40960")
+        self.assertIn("- Note: history + tokens = 40,961", out)
+
+
 class Files(unittest.TestCase):
     def test_output_writes_the_file_and_prints_nothing(self):
         folder = tempfile.mkdtemp()

@@ -64,11 +64,21 @@ def totals_record(t, bounds, r):
     }
 
 
+def workload_notes(arch, w):
+    """Warnings about the workload itself (empty when there are none)."""
+    if w.context > arch.max_context:
+        return [f"history + tokens = {w.context:,} per request exceeds the model's maximum context "
+                f"(max_position_embeddings {arch.max_context:,}); the figures extend the architecture "
+                "past what it was trained for."]
+    return []
+
+
 def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
-    """The full `forward` result record."""
+    """The full `forward` result record (`notes` only when there is a warning)."""
     L = ledger.build(arch, w)
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     bounds = [op_bound(op, r) for op in L.ops]
+    notes = workload_notes(arch, w)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "forward",
@@ -78,4 +88,5 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
         "conventions": list(CONVENTIONS),
         "operators": [operator_record(op, b) for op, b in zip(L.ops, bounds)],
         "totals": totals_record(L.totals, bounds, r),
+        **({"notes": notes} if notes else {}),
     }

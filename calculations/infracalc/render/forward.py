@@ -41,7 +41,7 @@ def header_lines(rec):
     ]
     for p in m.get("parts_not_counted", []):
         lines.append(f"- Not counted in params: {p['name']} ({u.integer(p['params'])} params): {p['note']}")
-    for note in m.get("notes", []):
+    for note in m.get("notes", []) + rec.get("notes", []):
         lines.append(f"- Note: {note}")
     return lines
 
