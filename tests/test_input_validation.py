@@ -64,6 +64,14 @@ class Rejected(unittest.TestCase):
             with self.subTest(fragments[0]):
                 self.assertRejected(["forward", "--model", path], *fragments)
 
+    def test_unreadable_files(self):
+        path = write_config(self, "")
+        with open(path, "wb") as f:
+            f.write(b'{"model_type": "\xff"}')
+        self.assertRejected(["forward", "--model", path], "not UTF-8 text (byte 16")
+        self.assertRejected(["forward", "--model", "qwen3-30b-a3b", "--routing", "/no/such/loads.json"],
+                            "/no/such/loads.json: cannot read: No such file or directory")
+
     def test_layer_index_lists(self):
         moe = bundled("models", "qwen3-30b-a3b")
         for bad in ("0,1", [48], [True], 3):

@@ -50,8 +50,10 @@ def read_json(path):
         raise UserError(f"{path}: {e}") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: cannot read: {e}") from None
+    except OSError as e:
+        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise UserError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
 
 
 _CACHE = {}
