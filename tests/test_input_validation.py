@@ -132,6 +132,33 @@ class Rejected(unittest.TestCase):
                             "--memory-efficiency", "1e-6")
 
 
+class Qwen2SlidingWindow(unittest.TestCase):
+    """use_sliding_window: layer i is windowed when i >= max_window_layers (transformers
+    Qwen2Config.layer_types). A tiny Qwen2: 4 layers, 1 KV head x 4, window 2."""
+
+    CFG = {"model_type": "qwen2", "hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1,
+           "intermediate_size": 16, "num_hidden_layers": 4, "vocab_size": 10,
+           "max_position_embeddings": 64, "use_sliding_window": True, "sliding_window": 2}
+
+    def attention(self, **changes):
+        status, out, err = run("models", "--model", write_config(self, dict(self.CFG, **changes)),
+                               "--format", "json")
+        self.assertEqual(status, 0, err)
+        rec = json.loads(out)
+        return rec["model"]["attention"], rec["summary"]["kv_bytes_per_token_bf16"], rec["model"].get("notes", [])
+
+    def test_windowed_layers_follow_max_window_layers(self):
+        # KV per token and layer at bf16: 2 (K, V) * 1 head * 4 * 2 B = 16 B, 4 layers: 64 B.
+        self.assertEqual(self.attention(max_window_layers=4)[:2], ("MQA full", 64))
+        kinds, _, notes = self.attention(max_window_layers=1)
+        self.assertEqual(kinds, "1x MQA full + 3x MQA window 2")
+        self.assertIn("layers 1-3 use the 2-key window", notes[0])
+        self.assertIn("no layer is windowed", self.attention(max_window_layers=4)[2][0])
+        self.assertEqual(self.attention(max_window_layers=0)[0], "MQA window 2")
+        self.assertEqual(self.attention()[0], "MQA full")   # default max_window_layers 28 >= 4 layers
+        self.assertEqual(self.attention(use_sliding_window=False, max_window_layers=0)[0], "MQA full")
+
+
 class Extremes(unittest.TestCase):
     def test_largest_workload_is_exact_and_finite(self):
         # Qwen3-8B, one request of T = 10^15 new tokens: causal attention pairs per head

@@ -3,7 +3,11 @@
 All share the pre-norm layer: RMSNorm, attention, residual, RMSNorm, gated
 MLP, residual. They differ only in biases, q/k norms and windows:
 - llama: `attention_bias` on q, k, v and o; `mlp_bias` on the MLP;
-- qwen2: q, k, v always carry a bias, o none (Qwen2Attention);
+- qwen2: q, k, v always carry a bias, o none (Qwen2Attention); with
+  `use_sliding_window`, layer i uses the window when i >= max_window_layers
+  (default 28), the rule of transformers' Qwen2Config.layer_types and vLLM
+  (some Qwen model-card answers read it the other way round; the output says
+  which layers are windowed);
 - qwen3: q_norm and k_norm (RMSNorm over head_dim); `attention_bias` on q, k, v, o;
 - mistral: `sliding_window` W on every layer when set;
 - phi3: fused qkv_proj and gate_up_proj (same counts as split projections),
@@ -21,12 +25,15 @@ def _window(cfg, gate_key=None):
     return cfg.int("sliding_window") if cfg.has("sliding_window") else None
 
 
-def dense(cfg, model_id, *, qkv_bias, o_bias, qk_norm=False, window=None, notes=()):
+def dense(cfg, model_id, *, qkv_bias, o_bias, qk_norm=False, window=None, windowed_from=0, notes=()):
+    """Identical pre-norm layers; with a window, layers i >= windowed_from use it."""
     hidden = cfg.int("hidden_size")
-    attn = attention(cfg, window=window, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=qk_norm)
+    full = attention(cfg, qkv_bias=qkv_bias, o_bias=o_bias, qk_norm=qk_norm)
+    local = full.replace(window=window)
     mlp = GatedMLP(hidden, cfg.int("intermediate_size"), activation(cfg),
                    bias=cfg.flag("mlp_bias", False))
-    layers = [prenorm_layer(hidden, attn, mlp)] * cfg.int("num_hidden_layers")
+    layers = [prenorm_layer(hidden, local if i >= windowed_from else full, mlp)
+              for i in range(cfg.int("num_hidden_layers"))]
     return model(cfg, model_id, layers, notes=notes)
 
 
@@ -39,11 +46,22 @@ def mistral(cfg, model_id):
     return dense(cfg, model_id, qkv_bias=False, o_bias=False, window=_window(cfg))
 
 
+QWEN2_MAX_WINDOW_LAYERS = 28   # Qwen2Config.max_window_layers default
+
+
 def qwen2(cfg, model_id):
     window = _window(cfg, "use_sliding_window")
-    if window is not None and cfg.int("max_window_layers", 1, low=0) < cfg.int("num_hidden_layers"):
-        raise cfg.unsupported("use_sliding_window with max_window_layers below num_hidden_layers")
-    return dense(cfg, model_id, qkv_bias=True, o_bias=False, window=window)
+    if window is None:
+        return dense(cfg, model_id, qkv_bias=True, o_bias=False)
+    first, n = cfg.int("max_window_layers", QWEN2_MAX_WINDOW_LAYERS, low=0), cfg.int("num_hidden_layers")
+    rule = "layer i is windowed when i >= max_window_layers, as transformers and vLLM apply it"
+    if first >= n:
+        note = f"use_sliding_window with max_window_layers {first} >= {n} layers: no layer is windowed ({rule})."
+    else:
+        which = f"layer {first} uses" if first == n - 1 else f"layers {first}-{n - 1} use"
+        note = f"use_sliding_window: {which} the {window}-key window ({rule}); the others attend fully."
+    return dense(cfg, model_id, qkv_bias=True, o_bias=False, window=window, windowed_from=first,
+                 notes=(note,))
 
 
 def qwen3(cfg, model_id):
