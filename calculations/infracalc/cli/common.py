@@ -51,7 +51,8 @@ def fraction(text):
 
 def add_model(p, required=True):
     p.add_argument("--model", required=required, metavar="ID|CONFIG.json",
-                   help="a bundled model id (see `models`) or a path to a Hugging Face config.json")
+                   help="a bundled model id (see `models`), a path to a Hugging Face config.json, "
+                        "or a directory holding one")
 
 
 def add_device(p):
