@@ -23,7 +23,7 @@ def operator_record(op, bound_tuple):
         "kv_bytes_read": op.kv_read,
         "act_bytes_written": op.act_write,
         "kv_bytes_written": op.kv_write,
-        "arithmetic_intensity": op.flops / moved if moved else None,
+        "arithmetic_intensity_flops_per_byte": op.flops / moved if moved else None,
         "compute_dtype": op.compute or None,
         "compute_time_s": c,
         "memory_time_s": m,

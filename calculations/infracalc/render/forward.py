@@ -59,7 +59,7 @@ def operator_rows(ops):
             f(o["matrix_flops"]), f(o["vector_flops"]),
             b(o["weight_bytes_read"]), b(o["act_bytes_read"]), b(o["kv_bytes_read"]),
             b(o["act_bytes_written"] + o["kv_bytes_written"]),
-            u.ratio(o["arithmetic_intensity"]), u.seconds(o["time_s"]), o["bound"],
+            u.ratio(o["arithmetic_intensity_flops_per_byte"]), u.seconds(o["time_s"]), o["bound"],
         ]
 
 
