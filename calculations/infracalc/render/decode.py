@@ -2,37 +2,20 @@
 
 from ..analyses.decode import OPERATOR_COLUMNS, SWEEP_COLUMNS
 from . import units as u
-from .forward import architecture_options
+from .forward import architecture_options, device_line, formats_line, model_line, note_lines
 from .table import markdown_table, records_to_csv
 
 
 def _header(rec, batch_text):
-    m, d, i = rec["model"], rec["device"], rec["inputs"]
-    active = ""
-    if m["active_params"] != m["params"]:
-        active = f", active per token {u.integer(m['active_params'])}"
+    m, i = rec["model"], rec["inputs"]
     steps = i["decode_steps"]
     decode = (f"then {steps} decode steps over histories {i['first_history']}..{i['last_history']}"
               if steps else "no decode step")
     extra = architecture_options(m, i)
-    lines = [
-        f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
-        f"attention {m['attention']}; params {u.integer(m['params'])}{active}",
-        f"- Requests: {batch_text}, {i['input_len']} input and {i['output_len']} output tokens each: "
-        f"one prefill pass, {decode}" + (f"; {', '.join(extra)}" if extra else ""),
-        f"- Formats: weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}"
-        + "".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items()),
-        f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
-        f"{u.rate_flops(d['matrix_flops_per_s'])}, vector {u.rate_flops(d['vector_flops_per_s'])} "
-        f"({d.get('vector_peak', 'FP32')}), memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}, "
-        f"{u.nbytes(d['memory_bytes'])}; efficiency compute {d['compute_efficiency']}, "
-        f"memory {d['memory_efficiency']}",
-    ]
-    for p in m.get("parts_not_counted", []):
-        lines.append(f"- Not counted in params: {p['name']} ({u.integer(p['params'])} params): {p['note']}")
-    for note in m.get("notes", []) + rec.get("notes", []):
-        lines.append(f"- Note: {note}")
-    return lines
+    requests = (f"- Requests: {batch_text}, {i['input_len']} input and {i['output_len']} output tokens each: "
+                f"one prefill pass, {decode}" + (f"; {', '.join(extra)}" if extra else ""))
+    return [model_line(m, tied=False), requests, formats_line(i), device_line(rec["device"], memory=True),
+            *note_lines(rec)]
 
 
 def _tail(rec):

@@ -19,31 +19,41 @@ def architecture_options(m, i):
     return extra
 
 
+def model_line(m, tied=True):
+    active = f", active per token {u.integer(m['active_params'])}" if m["active_params"] != m["params"] else ""
+    return (f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
+            f"attention {m['attention']}; params {u.integer(m['params'])}{active}"
+            + ("; tied embeddings counted once" if tied and m["tied_embeddings"] else ""))
+
+
+def formats_line(i):
+    return (f"- Formats: weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}"
+            + "".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items())
+            + f"; matrix work computes at {i['act_dtype']}")
+
+
+def device_line(d, memory=False):
+    size = f", {u.nbytes(d['memory_bytes'])}" if memory else ""
+    return (f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
+            f"{u.rate_flops(d['matrix_flops_per_s'])}, vector {u.rate_flops(d['vector_flops_per_s'])} "
+            f"({d['vector_peak']}), memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}{size}; "
+            f"efficiency compute {d['compute_efficiency']}, memory {d['memory_efficiency']}")
+
+
+def note_lines(rec):
+    m = rec["model"]
+    lines = [f"- Not counted in params: {p['name']} ({u.integer(p['params'])} params): {p['note']}"
+             for p in m.get("parts_not_counted", [])]
+    return lines + [f"- Note: {note}" for note in m.get("notes", []) + rec.get("notes", [])]
+
+
 def header_lines(rec):
-    """The lines naming model, workload and device shared by forward-like outputs."""
-    m, d, i = rec["model"], rec["device"], rec["inputs"]
-    active = ""
-    if m["active_params"] != m["params"]:
-        active = f", active per token {u.integer(m['active_params'])}"
-    lines = [
-        f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
-        f"attention {m['attention']}; params {u.integer(m['params'])}{active}"
-        + ("; tied embeddings counted once" if m["tied_embeddings"] else ""),
-        f"- Workload: batch {i['batch']}, {i['tokens']} new token{'s' if i['tokens'] != 1 else ''} per request, "
-        f"history {i['history']}, output head on {HEAD_ROWS[i['logits']]} (`--logits {i['logits']}`)"
-        + "".join(f"; {option}" for option in architecture_options(m, i)),
-        f"- Formats: weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}"
-        + ("".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items())),
-        f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
-        f"{u.rate_flops(d['matrix_flops_per_s'])}, vector {u.rate_flops(d['vector_flops_per_s'])} ({d['vector_peak']}), "
-        f"memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}; efficiency compute "
-        f"{d['compute_efficiency']}, memory {d['memory_efficiency']}",
-    ]
-    for p in m.get("parts_not_counted", []):
-        lines.append(f"- Not counted in params: {p['name']} ({u.integer(p['params'])} params): {p['note']}")
-    for note in m.get("notes", []) + rec.get("notes", []):
-        lines.append(f"- Note: {note}")
-    return lines
+    """The lines naming model, workload, formats and device of a `forward` record."""
+    m, i = rec["model"], rec["inputs"]
+    workload = (f"- Workload: batch {i['batch']}, {i['tokens']} new token{'s' if i['tokens'] != 1 else ''} "
+                f"per request, history {i['history']}, output head on {HEAD_ROWS[i['logits']]} "
+                f"(`--logits {i['logits']}`)" + "".join(f"; {o}" for o in architecture_options(m, i)))
+    return [model_line(m), workload, formats_line(i), device_line(rec["device"]), *note_lines(rec)]
 
 
 def operator_rows(ops):
