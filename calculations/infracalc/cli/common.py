@@ -65,8 +65,12 @@ def add_device(p):
 
 
 def add_dtypes(p):
+    from ..dtypes import DTYPES
+
+    formats = ", ".join(DTYPES)
     p.add_argument("--weight-dtype", default=None, metavar="FMT",
-                   help="weight storage format (default bf16, or the checkpoint's native format)")
+                   help=f"weight storage format of the linear layers: {formats} (default bf16, "
+                        "or the checkpoint's native formats)")
     p.add_argument("--act-dtype", default="bf16", metavar="FMT",
                    help="activation and compute format (default bf16)")
     p.add_argument("--kv-dtype", default=None, metavar="FMT",
