@@ -13,6 +13,7 @@ _MISSING = object()
 
 class Record:
     _fields = ()
+    _field_set = frozenset()
     _defaults = {}
 
     def __init_subclass__(cls, **kwargs):
@@ -24,20 +25,22 @@ class Record:
             if name in cls.__dict__:
                 defaults[name] = cls.__dict__[name]
         cls._fields = tuple(fields)
+        cls._field_set = frozenset(fields)
         cls._defaults = defaults
 
     def __init__(self, *args, **kwargs):
         fields = self._fields
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes at most {len(fields)} fields")
         d = self.__dict__   # written directly: __setattr__ refuses all writes
         d.update(self._defaults)
-        d.update(zip(fields, args))
+        if args:
+            if len(args) > len(fields):
+                raise TypeError(f"{type(self).__name__} takes at most {len(fields)} fields")
+            d.update(zip(fields, args))
         if kwargs:
-            positional = fields[:len(args)]
-            for name in kwargs:
-                if name not in fields or name in positional:
-                    raise TypeError(f"{type(self).__name__}: bad or repeated field {name!r}")
+            given = fields[:len(args)]
+            if not self._field_set.issuperset(kwargs) or any(k in given for k in kwargs):
+                bad = [k for k in kwargs if k not in self._field_set or k in given]
+                raise TypeError(f"{type(self).__name__}: bad or repeated fields {bad}")
             d.update(kwargs)
         if len(d) < len(fields):
             missing = [f for f in fields if f not in d]

@@ -1,0 +1,41 @@
+"""The frozen record base every dataclass-like type uses."""
+
+import unittest
+
+import support  # noqa: F401  (import path)
+
+from infracalc.record import Record
+
+
+class Point(Record):
+    x: int
+    y: int = 3
+
+
+class Other(Record):
+    x: int
+    y: int = 3
+
+
+class Records(unittest.TestCase):
+    def test_construction(self):
+        self.assertEqual((Point(1).x, Point(1).y), (1, 3))
+        self.assertEqual(Point(1, 2), Point(x=1, y=2))
+        self.assertEqual(Point(1, y=4).y, 4)
+        for bad in (lambda: Point(), lambda: Point(1, x=2), lambda: Point(1, z=2), lambda: Point(1, 2, 3)):
+            with self.assertRaises(TypeError):
+                bad()
+
+    def test_frozen_equality_and_hash(self):
+        p = Point(1)
+        with self.assertRaises(AttributeError):
+            p.x = 5
+        self.assertEqual(hash(p), hash(Point(1, 3)))
+        self.assertNotEqual(p, Other(1))          # same values, different type
+        self.assertEqual(len({Point(1), Point(1), Point(2)}), 2)
+        self.assertEqual(p.replace(y=7), Point(1, 7))
+        self.assertEqual(p, Point(1))             # replace leaves the original alone
+
+
+if __name__ == "__main__":
+    unittest.main()
