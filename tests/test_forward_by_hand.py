@@ -70,11 +70,11 @@ class DeepSeekV3Fp8(unittest.TestCase):
         attn = (fp8_block(1536, 7168) + fp8_block(24576, 1536) + fp8_block(576, 7168)
                 + fp8_block(32768, 512) + fp8_block(7168, 16384) + 2 * (1536 + 512 + 2 * 7168))
         dense = 2 * fp8_block(18432, 7168) + fp8_block(7168, 18432)
-        # MoE layer: BF16 router [256, 7168] and e_score_correction_bias [256] (sized at the
-        # 1-D format, bf16), 256 routed experts and one shared.
-        moe = 2 * (256 * 7168 + 256) + 257 * self.EXPERT
+        # MoE layer: BF16 router [256, 7168], FP32 e_score_correction_bias [256] (as the
+        # checkpoint stores it), 256 routed experts and one shared.
+        moe = 2 * 256 * 7168 + 4 * 256 + 257 * self.EXPERT
         whole = 3 * (attn + dense) + 58 * (attn + moe) + 2 * 2 * 129280 * 7168 + 2 * 7168
-        self.assertEqual(whole, 673_150_582_112)
+        self.assertEqual(whole, 673_150_582_112 + 58 * 256 * 2)
         t = run("deepseek-v3", formats=FP8_BLOCK)["totals"]
         self.assertEqual(t["weight_bytes"], whole)
 

@@ -12,10 +12,13 @@ from .record import Record
 
 
 class Tensor(Record):
-    """One checkpoint tensor. role: matrix | expert | router | embedding | head | vector."""
+    """One checkpoint tensor. role: matrix | expert | router | embedding | head | vector;
+    `stored` names a format the checkpoint always keeps it in (e.g. fp32 for
+    DeepSeek-V3's e_score_correction_bias), whatever the weight format."""
     name: str
     shape: tuple
     role: str = "matrix"
+    stored: str = ""
 
     @property
     def params(self):
@@ -29,7 +32,7 @@ def split_tensor(t, axis, ways):
     """The largest of `ways` shards of tensor `t` cut along `axis`: ceil(d / ways)."""
     shape = list(t.shape)
     shape[axis] = -(-shape[axis] // ways)
-    return Tensor(t.name, tuple(shape), t.role)
+    return t.replace(shape=tuple(shape))
 
 
 class Block(Record):
@@ -174,7 +177,7 @@ class Architecture(Record):
         """All checkpoint tensors of the main model; a tied head adds none."""
         out = list(self.embedding.tensors())
         for i, layer in enumerate(self.layers):
-            out.extend(Tensor(f"layers.{i}.{t.name}", t.shape, t.role) for t in layer.tensors())
+            out.extend(t.replace(name=f"layers.{i}.{t.name}") for t in layer.tensors())
         out.extend(self.final_norm.tensors())
         out.extend(self.head.tensors())
         return out

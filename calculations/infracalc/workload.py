@@ -77,4 +77,5 @@ class Workload(Record):
         return _BF16
 
     def weight_bytes(self, tensor):
-        return self.dtype_for(tensor.role).nbytes(tensor.shape)
+        fmt = DTYPES[tensor.stored] if tensor.stored else self.dtype_for(tensor.role)
+        return fmt.nbytes(tensor.shape)

@@ -164,9 +164,9 @@ class Attention(Block):
             part = t.name[len(self.prefix) + 1:].split(".")[0]
             if part in per_device:   # rows are head-major: keep this device's heads
                 whole, mine = per_device[part]
-                t = Tensor(t.name, (t.shape[0] // whole * mine,) + t.shape[1:], t.role)
+                t = t.replace(shape=(t.shape[0] // whole * mine,) + t.shape[1:])
             elif part == "o_proj" and t.role == "matrix":
-                t = Tensor(t.name, (t.shape[0], t.shape[1] // self.heads * heads), t.role)
+                t = t.replace(shape=(t.shape[0], t.shape[1] // self.heads * heads))
             out.append(t)
         return tuple(out)
 

@@ -29,9 +29,9 @@ class GatedAttention(Attention):
         out = []
         for t in super().tensors():
             if t.name == q_name + ".weight":
-                t = Tensor(t.name, (width, self.hidden), t.role)
+                t = t.replace(shape=(width, self.hidden))
             elif t.name == q_name + ".bias":
-                t = Tensor(t.name, (width,), t.role)
+                t = t.replace(shape=(width,))
             out.append(t)
         return tuple(out)
 

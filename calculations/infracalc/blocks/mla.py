@@ -127,9 +127,9 @@ class MLA(Block):
         for t in self.tensors():
             part = t.name[len(self.prefix) + 1:].split(".")[0]
             if part in ("q_b_proj", "q_proj", "kv_b_proj"):
-                t = Tensor(t.name, (t.shape[0] // self.heads * heads,) + t.shape[1:], t.role)
+                t = t.replace(shape=(t.shape[0] // self.heads * heads,) + t.shape[1:])
             elif part == "o_proj":
-                t = Tensor(t.name, (t.shape[0], heads * self.v_head_dim), t.role)
+                t = t.replace(shape=(t.shape[0], heads * self.v_head_dim))
             out.append(t)
         return tuple(out)
 

@@ -80,7 +80,7 @@ class MoE(Block):
         if self.router_bias:
             out.append(Tensor(f"{p}.gate.bias", (self.experts,), "vector"))
         if self.score_bias:
-            out.append(Tensor(f"{p}.gate.e_score_correction_bias", (self.experts,), "vector"))
+            out.append(Tensor(f"{p}.gate.e_score_correction_bias", (self.experts,), "vector", stored="fp32"))
         return out
 
     def _expert(self):
@@ -107,7 +107,7 @@ class MoE(Block):
         return out
 
     def tensors(self):
-        stacked = [Tensor(t.name, (self.experts,) + t.shape, t.role) for t in self._expert()]
+        stacked = [t.replace(shape=(self.experts,) + t.shape) for t in self._expert()]
         return tuple(self._router() + stacked + self._shared())
 
     def active_params(self):

@@ -91,8 +91,7 @@ def _native_formats(cfg):
     return FP8_BLOCK, (
         "Checkpoint weights: every attention, MLP and expert projection is FP8 E4M3 with one "
         "FP32 scale per 128x128 block (weight_scale_inv); embedding, lm_head, norms and the "
-        "router weight are BF16, and e_score_correction_bias is FP32 (sized here at the "
-        "1-D tensor format).",)
+        "router weight are BF16, and e_score_correction_bias is FP32.",)
 
 
 def deepseek(cfg, model_id):
