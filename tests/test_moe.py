@@ -110,6 +110,16 @@ class TinyMoE(unittest.TestCase):
         t = build(arch, Workload(logits="last")).totals
         self.assertEqual(t.linear_flops, 2 * (2 * 192 + 288 + 32 + 2 * 96 + 80))
 
+    def test_combine_by_hand(self):
+        # 3 tokens x top-2 = 6 routed rows of hidden 8: the combine reads 6*8 expert
+        # outputs and the 6 routing weights (bf16: 2 B each), writes 3*8, and costs
+        # 2 FLOPs (scale and add) per routed value: 96.
+        arch = load_model(write_config(self, self.CFG))
+        combine = [op for op in build(arch, Workload(tokens=3)).ops if op.name == "experts.combine"]
+        self.assertEqual(len(combine), 1)
+        op = combine[0]
+        self.assertEqual((op.act_read, op.act_write, op.vector_flops), ((48 + 6) * 2, 24 * 2, 96))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,7 +7,7 @@ the other matrices but keeps the router in BF16 (DeepSeek-V3) can say so.
 Per token: router 2*hidden*E matrix FLOPs; each of the k chosen experts runs a
 gated MLP, 2*3*hidden*I; shared experts run on every token. The k expert
 outputs are weighted and summed (`experts.combine`, 2 vector FLOPs per routed
-value) and the shared experts' output is added to that sum (`shared.add`, 1
+value; it reads the k outputs and the k routing weights of each token) and the shared experts' output is added to that sum (`shared.add`, 1
 per element; Qwen3-Next first scales it by sigmoid(x . w_gate), one gate per
 token: 3 per token and 2 per element). Expert weights are
 read once per pass for each expert the batch touches. With N tokens each
@@ -135,9 +135,11 @@ class MoE(Block):
         op = gemm(w, "experts.down_proj", routed, down, biases[2],
                   shape=f"{routed} routed x [{i},{h}], {touched}/{e} experts read")
         out.append(op.replace(weight_read=op.weight_read * touched))
-        out.append(elementwise(w, "experts.combine", routed * h, VECTOR_FLOPS["moe_combine"],
-                               shape=f"[{n},{k},{h}] -> [{n},{h}]")
-                   .replace(act_write=w.act_dtype.nbytes_flat(n * h)))
+        combine = elementwise(w, "experts.combine", routed * h, VECTOR_FLOPS["moe_combine"],
+                              shape=f"[{n},{k},{h}] -> [{n},{h}]")
+        # reads the k expert outputs per token and their k routing weights; writes one row
+        out.append(combine.replace(act_read=combine.act_read + w.act_dtype.nbytes_flat(routed),
+                                   act_write=w.act_dtype.nbytes_flat(n * h)))
         shared = self._shared()
         if shared:
             out += [gemm(w, "shared.gate_proj", n, shared[0]), gemm(w, "shared.up_proj", n, shared[1]),
