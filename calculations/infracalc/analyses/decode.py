@@ -353,48 +353,28 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["capacity_batch"] = cap["max_requests"]
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + [
-        "Sweep: the smallest batch whose decode phase is compute-bound is searched (secant "
-        "guesses inside a bisection bracket) between the last memory-bound and the first "
-        "compute-bound swept batch."]
+        "Sweep: the smallest batch whose decode phase is compute-bound is found by bisection "
+        "between the last memory-bound and the first compute-bound swept batch."]
     return rec
 
 
 def compute_bound_batch(arch, w, rows, lo, hi, r):
     """The smallest batch whose decode phase is compute-bound, or None within capacity.
 
-    Searched between the last memory-bound and the first compute-bound swept
-    batch (assumes one switch inside that bracket) on f(B) = compute-bound
-    time - half the decode time, positive when compute-bound. f is nearly
-    linear in B, so each probe is the secant (regula falsi) guess; a bisection
-    step follows whenever one end of the bracket stays put twice, so the search
-    keeps the bracket exact and never takes more than about twice log2 of its
-    width probes.
+    Bisection between the last memory-bound and the first compute-bound swept
+    batch (assumes one switch inside that bracket; log2 of its width steps).
     """
     k = next((i for i, row in enumerate(rows) if row["bound"] == "compute"), None)
     if k is None:
         return None
     if k == 0:
         return rows[0]["batch"]
-
-    def f(compute_s, time_s):
-        return compute_s - time_s / 2
-
     below, above = rows[k - 1]["batch"], rows[k]["batch"]   # memory-bound, compute-bound
-    f_below = f(rows[k - 1]["compute_bound_s"], rows[k - 1]["tpot_mean_s"] * (hi - lo + 1))
-    f_above = f(rows[k]["compute_bound_s"], rows[k]["tpot_mean_s"] * (hi - lo + 1))
-    last_side, same_side = None, 0
     while above - below > 1:
-        if same_side >= 2 or f_above <= f_below:
-            mid = (below + above) // 2
+        mid = (below + above) // 2
+        pcs = decode_sum.decode_pieces(arch, w.replace(batch=mid), lo, hi, check=False)
+        if account(pcs, r).bound == "compute":
+            above = mid
         else:
-            mid = below + round((above - below) * -f_below / (f_above - f_below))
-            mid = min(max(mid, below + 1), above - 1)
-        acc = account(decode_sum.decode_pieces(arch, w.replace(batch=mid), lo, hi, check=False), r)
-        side = "above" if acc.bound == "compute" else "below"
-        same_side = same_side + 1 if side == last_side else 1
-        last_side = side
-        if side == "above":
-            above, f_above = mid, f(acc.compute_s, acc.time_s)
-        else:
-            below, f_below = mid, f(acc.compute_s, acc.time_s)
+            below = mid
     return above
