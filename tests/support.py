@@ -30,6 +30,20 @@ def totals(model, **workload):
     return build(load_model(model), Workload(**workload)).totals
 
 
+def run_cli(*argv):
+    """main() in this process: (status, stdout, stderr). An uncaught exception
+    (a traceback for the user) fails the test that calls it."""
+    import contextlib
+    import io
+
+    from infracalc.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(argv))
+    return status, out.getvalue(), err.getvalue()
+
+
 def cli(*args):
     """Run calc.py in a fresh process: (exit status, stdout, stderr)."""
     p = subprocess.run([sys.executable, os.path.join(CALC, "calc.py"), *args],

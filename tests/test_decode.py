@@ -1,13 +1,11 @@
 """`decode`: closed-form step sums, hand-derived step times, the batch sweep."""
 
-import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import unittest
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,10 +16,10 @@ from infracalc.analyses import decode as D  # noqa: E402
 from infracalc.analyses import decode_sum as S  # noqa: E402
 from infracalc.analyses.forward import forward  # noqa: E402
 from infracalc.analyses.roofline import Roof, op_bound, roof  # noqa: E402
-from infracalc.cli import main  # noqa: E402
 from infracalc.load.hardware import load_device  # noqa: E402
 from infracalc.load.models import load_model  # noqa: E402
 from infracalc.workload import Workload  # noqa: E402
+from support import run_cli  # noqa: E402
 
 H100 = json.loads((ROOT / "calculations" / "hardware" / "h100-sxm.json").read_text())
 BW = H100["memory_bandwidth_bytes_per_s"]          # 3.35e12 B/s
@@ -436,11 +434,6 @@ class Sweep(unittest.TestCase):
         self.assertAlmostEqual(row["tpot_last_s"] / single["tpot_last_s"], 1.0, places=12)
 
 
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        status = main(list(argv))
-    return status, out.getvalue(), err.getvalue()
 
 
 class Cli(unittest.TestCase):

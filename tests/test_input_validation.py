@@ -2,14 +2,11 @@
 line on stderr and exit status 2 (never a traceback), and the largest accepted
 sizes still give exact, finite results."""
 
-import contextlib
-import io
 import json
 import unittest
 
-from support import ROOT, write_config
+from support import ROOT, run_cli as run, write_config
 
-from infracalc.cli import main
 
 
 
@@ -23,13 +20,6 @@ QWEN3_8B = bundled("models", "qwen3-8b")
 H100 = bundled("hardware", "h100-sxm")
 
 
-def run(*argv):
-    """main() in this process: (status, stdout, stderr). An uncaught exception
-    (a traceback for the user) fails the test that calls it."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(list(argv))
-    return status, out.getvalue(), err.getvalue()
 
 
 class Rejected(unittest.TestCase):

@@ -2,13 +2,11 @@
 capacity over TP/PP, and invariants. Expected values are derived by hand in
 the comments, never by calling the code under test."""
 
-import io
 import json
 import os
 import sys
 import tempfile
 import unittest
-from contextlib import redirect_stderr, redirect_stdout
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculations")
 sys.path.insert(0, ROOT)
@@ -18,11 +16,11 @@ from infracalc.analyses.memory import max_requests, weight_bytes  # noqa: E402
 from infracalc.arch import Architecture, Block, Layer  # noqa: E402
 from infracalc.blocks.attention import Attention  # noqa: E402
 from infracalc.blocks.basic import Embedding, LMHead, RMSNorm  # noqa: E402
-from infracalc.cli import main  # noqa: E402
 from infracalc.dtypes import DTYPES  # noqa: E402
 from infracalc.errors import UserError  # noqa: E402
 from infracalc.load.models import load_model  # noqa: E402
 from infracalc.workload import Workload  # noqa: E402
+from support import run_cli  # noqa: E402
 
 BF16 = Workload()
 FP8 = Workload(kv_dtype=DTYPES["fp8"])
@@ -79,11 +77,6 @@ def one(rec_terms):
     return rec_terms[0]
 
 
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 class Sizing(unittest.TestCase):
