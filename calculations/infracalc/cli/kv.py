@@ -51,8 +51,7 @@ def add_arguments(p):
                    help="tokens per request (prompt + generated)")
     p.add_argument("--batch", type=common.positive_int, default=1,
                    help="concurrent requests for the memory-left and max-context figures (default 1)")
-    p.add_argument("--weight-dtype", default=None, metavar="FMT", help="weight storage format (default bf16)")
-    p.add_argument("--kv-dtype", default="bf16", metavar="FMT", help="KV cache format (default bf16)")
+    common.add_dtypes(p)
     p.add_argument("--mla", choices=("absorbed", "naive"), default="absorbed",
                    help="MLA cache: absorbed (latent + rope key, default) or naive (expanded K/V)")
     where = p.add_mutually_exclusive_group()
@@ -78,7 +77,6 @@ def run(args):
     from ..render import kv as render
 
     arch = load_model(args.model)
-    args.act_dtype = "bf16"
     w = common.workload(args, arch, 1, 1, 0)
     if args.memory_bytes is not None:
         memory, device = args.memory_bytes, None

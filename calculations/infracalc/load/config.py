@@ -31,9 +31,11 @@ class Config:
         model_type = model_type or data.get("model_type")
         self.model_type = model_type if isinstance(model_type, str) else None   # for messages
 
+    def _model_type(self):
+        return f" (model_type {self.model_type})" if self.model_type else ""
+
     def _where(self, key):
-        mt = f" (model_type {self.model_type})" if self.model_type else ""
-        return f"{self.source}: field '{key}'{mt}"
+        return f"{self.source}: field '{key}'{self._model_type()}"
 
     def has(self, key):
         return self.data.get(key) is not None
@@ -44,8 +46,7 @@ class Config:
 
     def require(self, key):
         if self.data.get(key) is None:
-            mt = f" (model_type {self.model_type})" if self.model_type else ""
-            raise UserError(f"{self.source}: missing required field '{key}'{mt}")
+            raise UserError(f"{self.source}: missing required field '{key}'{self._model_type()}")
         return self.data[key]
 
     def int(self, key, default=None, low=1):
