@@ -12,7 +12,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculati
 sys.path.insert(0, ROOT)
 
 from infracalc.analyses import kv as K  # noqa: E402
-from infracalc.analyses.memory import max_requests, weight_bytes  # noqa: E402
+from infracalc.analyses.memory import max_requests  # noqa: E402
 from infracalc.arch import Architecture, Block, Layer  # noqa: E402
 from infracalc.blocks.attention import Attention  # noqa: E402
 from infracalc.blocks.basic import Embedding, LMHead, RMSNorm  # noqa: E402
@@ -294,7 +294,7 @@ class Capacity(unittest.TestCase):
         # 1,000 tokens * 256 B = 256,000 B/request -> floor(8,595,904 / 256,000) = 33,
         # left 8,595,904 - 33 * 256,000 = 147,904 B.
         arch = tiny()
-        self.assertEqual(weight_bytes(arch, BF16), 404_096)
+        self.assertEqual(arch.weight_bytes(BF16), 404_096)
         c = K.kv(arch, BF16, 1000, 16, 10_000_000)["capacity"]
         self.assertEqual(c["reserve_bytes"], 1_000_000)
         self.assertEqual(c["max_requests"], 33)
@@ -450,12 +450,12 @@ class Invariants(unittest.TestCase):
         for model in self.MODELS:
             arch = load_model(model)
             st = K.layout(arch, BF16, 1, 1)[0]
-            self.assertEqual(st.weight_bytes, weight_bytes(arch, BF16), model)
+            self.assertEqual(st.weight_bytes, arch.weight_bytes(BF16), model)
 
     def test_pp_conserves_weights_untied(self):
         arch = load_model("qwen3-8b")   # untied
         total = sum(s.weight_bytes for s in K.layout(arch, BF16, 1, 4))
-        self.assertEqual(total, weight_bytes(arch, BF16))
+        self.assertEqual(total, arch.weight_bytes(BF16))
 
     def test_tp_conserves_kv_within_kv_heads(self):
         arch = load_model("qwen3-8b")

@@ -18,7 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from ..record import Record
 from . import decode_sum
-from .memory import default_reserve, max_requests, request_bytes, weight_bytes
+from .memory import default_reserve, max_requests, request_bytes
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
 
@@ -203,7 +203,7 @@ def capacity_record(arch, w, device, context):
     reserve = default_reserve(device.memory_bytes)
     per = request_bytes(arch, w, context)
     fit = max_requests(arch, w, device.memory_bytes, context, reserve)
-    weights = weight_bytes(arch, w)
+    weights = arch.weight_bytes(w)
     return {
         "context_tokens": context,
         "memory_bytes": device.memory_bytes,

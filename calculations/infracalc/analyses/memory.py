@@ -13,11 +13,6 @@ def default_reserve(memory_bytes):
     return memory_bytes // 10
 
 
-def weight_bytes(arch, w):
-    """Resident weight bytes of the whole model in the workload's formats."""
-    return arch.weight_bytes(w)
-
-
 def request_bytes(arch, w, context):
     """KV cache and recurrent state one request must reserve to reach
     `context` tokens (the peak it holds on the way, as `kv` counts it)."""
@@ -29,8 +24,12 @@ def max_requests(arch, w, memory_bytes, context, reserve_bytes=None):
     one device: floor((memory - weights - reserve) / bytes per request); 0 when
     not even one fits (see `kv` for sharding, paging and prefix sharing)."""
     reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
-    free = memory_bytes - weight_bytes(arch, w) - reserve
-    per = request_bytes(arch, w, context)
-    if free <= 0:
+    return requests_in(memory_bytes - arch.weight_bytes(w) - reserve, request_bytes(arch, w, context))
+
+
+def requests_in(free_bytes, per_request):
+    """floor(free / per request): 0 when nothing is free, None when a request
+    keeps no cache (memory does not bound the batch)."""
+    if free_bytes <= 0:
         return 0
-    return free // per if per else None
+    return free_bytes // per_request if per_request else None

@@ -18,7 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from . import decode_sum
 from .decode import cached_tokens, phase_record
-from .memory import default_reserve, request_bytes, weight_bytes
+from .memory import default_reserve, request_bytes, requests_in
 
 
 def expected_tokens(alpha, k):
@@ -64,11 +64,9 @@ def speculative(target, draft, w, wd, device, input_len, output_len, alpha, k, r
     middle = _step_record(mid, *verification_step(target, draft, w, wd, mid, k, r), e)
     draft_prefill = phase_record([decode_sum.single(ledger.operators(draft, wd.replace(tokens=input_len)))], r)
     context = cached_tokens(input_len, output_len) + k   # drafted tokens are cached until rejected
-    memory = device.memory_bytes
-    reserve = default_reserve(memory)
-    weights = weight_bytes(target, w) + weight_bytes(draft, wd)
+    weights = target.weight_bytes(w) + draft.weight_bytes(wd)
     per_request = request_bytes(target, w, context) + request_bytes(draft, wd, context)
-    room = memory - weights - reserve
+    free = device.memory_bytes - weights - default_reserve(device.memory_bytes)
     plain_tpot = plain["latency"]["tpot_mean_s"]
     decode_s = steps / e * middle["time_s"] if steps else 0.0
     return {
@@ -84,9 +82,9 @@ def speculative(target, draft, w, wd, device, input_len, output_len, alpha, k, r
         "decode_s": decode_s,
         "tpot_s": middle["tpot_s"] if steps else None,
         "speedup_vs_plain_decode": plain_tpot / middle["tpot_s"] if steps and plain_tpot else None,
-        "draft_weight_bytes": weight_bytes(draft, wd),
+        "draft_weight_bytes": draft.weight_bytes(wd),
         "cache_bytes_per_request": per_request,
-        "max_requests": max(room, 0) // per_request if per_request else None,
+        "max_requests": requests_in(free, per_request),
         "assumptions": [
             "Each drafted token is accepted with probability alpha, independently "
             "(Leviathan et al. 2023); expected tokens per verification step "
