@@ -18,7 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from ..record import Record
 from . import decode_sum
-from .memory import default_reserve, max_requests, request_bytes
+from .memory import default_reserve, request_bytes, requests_in
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
 
@@ -200,16 +200,19 @@ def cached_tokens(input_len, output_len):
 
 
 def capacity_record(arch, w, device, context):
+    """Requests of `context` cached tokens that fit beside the weights and the
+    default reserve (memory.max_requests, with its parts shown)."""
     reserve = default_reserve(device.memory_bytes)
     per = request_bytes(arch, w, context)
-    fit = max_requests(arch, w, device.memory_bytes, context, reserve)
     weights = arch.weight_bytes(w)
+    room = device.memory_bytes - weights - reserve
+    fit = requests_in(room, per)
     return {
         "context_tokens": context,
         "memory_bytes": device.memory_bytes,
         "weight_bytes": weights,
         "reserve_bytes": reserve,
-        "cache_room_bytes": device.memory_bytes - weights - reserve,   # negative: a shortfall
+        "cache_room_bytes": room,   # negative: a shortfall
         "cache_bytes_per_request": per,
         "max_requests": fit,
         "fits": fit is None or w.batch <= fit,
