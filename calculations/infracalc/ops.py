@@ -35,9 +35,6 @@ VECTOR_FLOPS = {
     "gated_add": 2,  # y + g * x: the sigmoid-gated shared expert added to the routed sum
 }
 
-CATEGORIES = ("linear", "attention", "vector", "memory")
-
-
 class Op(Record):
     name: str
     category: str            # linear | attention | vector | memory

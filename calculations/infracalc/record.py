@@ -8,8 +8,6 @@ positional construction, equality and hashing by type and values, a repr, and
 `replace()`. Instances are immutable.
 """
 
-_MISSING = object()
-
 
 class Record:
     _fields = ()

@@ -1,9 +1,8 @@
 """What one forward pass processes, and in which number formats."""
 
-from .record import Record
-
 from .dtypes import DTYPES, Dtype
 from .errors import UserError
+from .record import Record
 
 LOGITS = ("last", "all", "none")
 MLA_PATHS = ("absorbed", "naive")

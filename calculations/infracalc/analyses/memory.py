@@ -5,8 +5,6 @@ fragmentation. Default: 10% of device memory, mirroring vLLM's default
 gpu_memory_utilization of 0.9; it is an explicit input wherever it is used.
 """
 
-DEFAULT_RESERVE_FRACTION = 0.10
-
 
 def default_reserve(memory_bytes):
     """Workspace reserve in bytes: 10% of capacity, rounded down."""

@@ -87,7 +87,6 @@ from ..errors import UserError
 from ..ops import Op, elementwise, gemm
 
 CHUNK = 64   # flash-linear-attention chunk_gated_delta_rule (BT = 64); HF fallback chunk_size=64
-FORMS = ("auto", "chunked", "recurrent")
 
 # Per-element vector FLOPs of the layer's small operators (transcendentals count 1).
 GDN_VECTOR_FLOPS = {

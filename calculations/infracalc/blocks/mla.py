@@ -47,9 +47,8 @@ naive long prefills, which is why serving systems often mix the two.
 
 from ..arch import Block, Tensor
 from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
+from ..workload import MLA_PATHS
 from .attention import causal_pairs, keys_touched, rectangular_pairs
-
-PATHS = ("absorbed", "naive")
 
 
 class MLA(Block):
@@ -94,7 +93,7 @@ class MLA(Block):
             return self.kv_lora_rank, self.qk_rope
         if mla == "naive":
             return self.heads * (self.qk_nope + self.qk_rope), self.heads * self.v_head_dim
-        raise ValueError(f"MLA path must be one of {PATHS}, got {mla!r}")
+        raise ValueError(f"MLA path must be one of {MLA_PATHS}, got {mla!r}")
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """absorbed: kv_lora + qk_rope values; naive: heads*(qk_nope+qk_rope+v_head_dim)."""

@@ -48,9 +48,9 @@ def parse(argv):
 
 
 def render(argv):
-    """Run one subcommand and return its output text (used by `reproduce` too)."""
+    """Run one subcommand and return its output text (used by `reproduce`)."""
     module, args = parse(argv)
-    return module.run(args), args
+    return module.run(args)
 
 
 def main(argv=None):

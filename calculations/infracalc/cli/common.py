@@ -2,6 +2,8 @@
 
 import argparse
 
+from ..workload import DELTA_FORMS, MLA_PATHS
+
 FORMATS = ("md", "json", "csv")
 
 # Bounds on numeric arguments: far beyond any real workload, and small enough that
@@ -81,9 +83,9 @@ def add_architecture_options(p):
     p.add_argument("--routing", default="uniform", metavar="MODEL|LOADS.json",
                    help="MoE routing model: uniform (default), balanced, concentrated, or a JSON "
                         "file with a list of relative loads per expert")
-    p.add_argument("--mla", choices=("absorbed", "naive"), default="absorbed",
+    p.add_argument("--mla", choices=MLA_PATHS, default="absorbed",
                    help="MLA execution path: absorbed (latent cache, default) or naive (expanded K/V)")
-    p.add_argument("--delta-form", choices=("auto", "chunked", "recurrent"), default="auto",
+    p.add_argument("--delta-form", choices=DELTA_FORMS, default="auto",
                    help="Gated DeltaNet form: auto (chunked when a request has more than one new "
                         "token, recurrent for one; default), chunked or recurrent")
 

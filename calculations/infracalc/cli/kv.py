@@ -52,7 +52,7 @@ def add_arguments(p):
     p.add_argument("--batch", type=common.positive_int, default=1,
                    help="concurrent requests for the memory-left and max-context figures (default 1)")
     common.add_dtypes(p)
-    p.add_argument("--mla", choices=("absorbed", "naive"), default="absorbed",
+    p.add_argument("--mla", choices=common.MLA_PATHS, default="absorbed",
                    help="MLA cache: absorbed (latent + rope key, default) or naive (expanded K/V)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--device", default=None, metavar="ID|DEVICE.json",

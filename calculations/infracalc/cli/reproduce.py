@@ -40,7 +40,7 @@ def outputs(scenario):
 
     result = []
     for fmt in scenario.get("formats", ["md", "json"]):
-        text, _ = render(list(scenario["args"]) + ["--format", fmt])
+        text = render(list(scenario["args"]) + ["--format", fmt])
         result.append((f"{scenario['name']}.{fmt}", text))
     return result
 
