@@ -10,6 +10,8 @@ class Embedding(Block):
 
     Reads one row per token, at most `vocab` distinct rows (an upper bound:
     it assumes distinct token ids); `scale` multiplies by sqrt(hidden) (Gemma).
+    Training keeps nothing (the backward scatter-adds into the rows by token
+    id; the ids are the input batch, not counted).
     """
     vocab: int
     hidden: int
@@ -20,10 +22,11 @@ class Embedding(Block):
 
     def ops(self, w):
         rows = min(w.positions, self.vocab)
-        gathered = Tensor("rows", (rows, self.hidden), "embedding")
+        gathered = Tensor("embed_tokens.weight", (rows, self.hidden), "embedding")
         out = [Op("embedding", "memory", f"{w.positions} rows of [{self.vocab},{self.hidden}]",
                   weight_read=w.weight_bytes(gathered),
-                  act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden))]
+                  act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden),
+                  kind="embedding", weight=gathered.name)]
         if self.scale:
             out.append(elementwise(w, "embedding_scale", w.positions * self.hidden,
                                    VECTOR_FLOPS["scale"]))
@@ -70,4 +73,4 @@ class LMHead(Block):
 
     def ops(self, w):
         rows = w.head_rows
-        return [gemm(w, "lm_head", rows, self.weight())] if rows else []
+        return [gemm(w, "lm_head", rows, self.weight(), replicated=True)] if rows else []
