@@ -33,6 +33,11 @@ VECTOR_FLOPS = {
     "moe_combine": 2,  # per routed expert output value: * routing weight, + into the token's sum
     "sigmoid": 3,    # exp(-x), 1 + that, 1 / that (Qwen3-Next shared-expert gate, one per token)
     "gated_add": 2,  # y + g * x: the sigmoid-gated shared expert added to the routed sum
+    # LayerNorm with weight and bias (GPT): mean (1), x - mean (1), square (1), sum (1),
+    # * rstd (1), * weight (1), + bias (1) per element.
+    "layernorm": 7,
+    "gelu_erf": 5,   # 0.5*x*(1+erf(x/sqrt(2))): / sqrt(2), erf, + 1, * x, * 0.5
+    "gelu_tanh": 9,  # 0.5*x*(1+tanh(c*(x+0.044715 x^3))), the GPT-2 "gelu_new" (geglu_tanh without * up)
 }
 
 class Op(Record):

@@ -93,7 +93,8 @@ class Attention(Block):
     sinks: bool = False      # one learned sink logit per head (GPT-OSS)
     prefix: str = "self_attn"
     qk_l2norm: bool = False  # weightless L2 norm of q and k per head (Llama 4 use_qk_norm)
-    dropout: bool = False    # training dropout on the attention probabilities and the output (GPT)
+    dropout: bool = False    # training dropout on the attention output (GPT resid_pdrop)
+    prob_dropout: bool = False  # training dropout on the attention probabilities (GPT attn_pdrop)
 
     def _check(self):
         for name in ("window", "chunk"):
