@@ -1,0 +1,276 @@
+"""Memory per device for training: model states under ZeRO and activations by recompute level.
+
+Model states (Rajbhandari et al. 2019, ZeRO, arXiv:1910.02054, section 3):
+parameters in the weight format, gradients in the gradient format, and the
+optimizer's states (OPTIMIZERS; AdamW with an fp32 master copy, momentum and
+variance = K = 12 bytes per parameter). The model is first split by tensor
+(TP), pipeline (PP) and expert (EP) parallelism, then ZeRO shards over the
+data-parallel group: stage 1 the optimizer states, stage 2 also the
+gradients, stage 3 also the parameters (Megatron's distributed optimizer =
+stage 1). Dense parameters shard over DP x CP; routed-expert parameters over
+the expert-data-parallel group EDP = TP x DP x CP / (ETP x EP) (Megatron-LM's
+expert groups; ETP defaults to TP), never by TP alone.
+
+Activations (per micro-batch) are the ledger's `saved_bytes` of a training
+pass: what every operator keeps for its backward. By recompute level:
+- none: everything saved;
+- selective: minus the attention core's internal state (the softmax row
+  statistics of a fused kernel, the T^2 probabilities of an unfused one);
+- full: each decoder layer keeps its input only (tokens x hidden), plus, while
+  one layer is recomputed and back-propagated, that layer's full set
+  (`recompute_working_bytes`).
+Tensor parallelism splits what lies inside its region; the sequence region
+(`saved_replicated`: norm inputs and statistics, a sublayer's first input,
+residual dropout masks) is whole on every TP rank unless sequence
+parallelism splits it too; context parallelism splits every activation.
+`attention="unfused"` adds the T x T tensors of a non-fused kernel (Korthikanti
+et al. 2022, arXiv:2205.05198: softmax output 2 bytes, dropout mask 1 byte and
+dropout output 2 bytes per score): 5 a s^2 b with dropout, 2 a s^2 b without.
+
+The loss keeps the logits in fp32 (tokens x vocabulary x 4 bytes; split by TP:
+the head is vocabulary-parallel). Pipelines hold several micro-batches: 1F1B
+stage i (from 0) holds min(p - i, m); interleaved with v chunks per stage,
+stage i holds min(2(p - i - 1) + (v - 1)p + 1, m v) chunks of 1/v of its
+layers (Narayanan et al. 2021, arXiv:2104.04473; stage 0: p + (p - 1)/v
+micro-batches' worth, Megatron-LM's 1 + (p - 1)/(p v) factor).
+"""
+
+from ..errors import UserError
+from ..record import Record
+from . import train_flops
+
+# bytes per parameter of each optimizer state
+OPTIMIZERS = {
+    "adamw": (("fp32 master weights", 4), ("momentum fp32", 4), ("variance fp32", 4)),
+    "adamw-bf16": (("fp32 master weights", 4), ("momentum bf16", 2), ("variance bf16", 2)),
+    "sgd": (("fp32 master weights", 4), ("momentum fp32", 4)),
+}
+ZERO_STAGES = (0, 1, 2, 3)
+ATTENTION_KERNELS = ("fused", "unfused")
+UNFUSED_SCORE_BYTES = 2   # softmax output per score (16-bit)
+DROPOUT_SCORE_BYTES = 3   # + 1-byte mask + 16-bit dropout output per score
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def optimizer_bytes(optimizer):
+    if optimizer not in OPTIMIZERS:
+        raise UserError(f"unknown optimizer '{optimizer}' (choose from {', '.join(OPTIMIZERS)})")
+    return sum(b for _, b in OPTIMIZERS[optimizer])
+
+
+class ModelStates(Record):
+    weights: int
+    grads: int
+    optimizer: int
+
+    @property
+    def total(self):
+        return self.weights + self.grads + self.optimizer
+
+    def __add__(self, other):
+        return ModelStates(self.weights + other.weights, self.grads + other.grads,
+                           self.optimizer + other.optimizer)
+
+
+def model_states(params, dp, zero, weight_bytes=2, grad_bytes=2, optimizer_bytes=12):
+    """Bytes per device of `params` parameters replicated over `dp` ranks
+    under ZeRO stage `zero` (shares rounded up: the largest rank's):
+    0: (W + G + K) x params; 1: W + G + K/dp; 2: W + (G + K)/dp; 3: (W + G + K)/dp."""
+    if zero not in ZERO_STAGES:
+        raise UserError(f"zero stage must be one of 0, 1, 2, 3, got {zero!r}")
+    w, g, k = params * weight_bytes, params * grad_bytes, params * optimizer_bytes
+    return ModelStates(_ceil(w, dp) if zero >= 3 else w, _ceil(g, dp) if zero >= 2 else g,
+                       _ceil(k, dp) if zero >= 1 else k)
+
+
+def stage_ranges(layers, pp):
+    """[(lo, hi)] layer ranges of pp stages: an even split, the first (L mod pp)
+    stages one layer more (the layout branch's `stages` may replace this)."""
+    if pp < 1 or pp > layers:
+        raise UserError(f"pp must be from 1 to the {layers} layers, got {pp}")
+    base, extra = divmod(layers, pp)
+    out, lo = [], 0
+    for i in range(pp):
+        hi = lo + base + (1 if i < extra else 0)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+def _params(tensors):
+    return sum(t.params for t in tensors)
+
+
+def _expert_share(t, ep, etp):
+    """One device's part of a stacked expert tensor [E, rows, cols]: ceil(E/ep)
+    experts, rows split by ETP."""
+    e, rows = t.shape[0], t.shape[1]
+    rest = 1
+    for d in t.shape[2:]:
+        rest *= d
+    return _ceil(e, ep) * _ceil(rows, etp) * rest
+
+
+def block_params(block, tp, ep, etp):
+    """(dense, expert) parameters of one block on one device."""
+    dense = _params(t for t in block.tp_shard(tp) if t.role != "expert")
+    expert = sum(_expert_share(t, ep, etp) for t in block.tensors() if t.role == "expert")
+    return dense, expert
+
+
+def stage_params(arch, stage, stages, tp=1, ep=1, etp=None):
+    """(dense, expert) parameters held by one device of pipeline stage `stage`:
+    its layers, the embedding on the first stage, the final norm and head on
+    the last (a tied head needs the embedding matrix there too when pp > 1)."""
+    etp = tp if etp is None else etp
+    lo, hi = stages[stage]
+    dense = expert = 0
+    for i in range(lo, hi):
+        for b in arch.layers[i].blocks:
+            d, e = block_params(b, tp, ep, etp)
+            dense, expert = dense + d, expert + e
+    if stage == 0:
+        dense += block_params(arch.embedding, tp, ep, etp)[0]
+    if stage == len(stages) - 1:
+        dense += block_params(arch.final_norm, tp, ep, etp)[0] + block_params(arch.head, tp, ep, etp)[0]
+        if arch.head.tied and len(stages) > 1:
+            dense += _ceil(arch.vocab_size, tp) * arch.hidden_size
+    return dense, expert
+
+
+def expert_dp(tp, dp, cp, ep, etp):
+    """EDP = TP x DP x CP / (ETP x EP): ranks that hold the same experts."""
+    ranks = tp * dp * cp
+    if ranks % (etp * ep):
+        raise UserError(f"EP {ep} x ETP {etp} does not divide TP x DP x CP = {ranks}")
+    return ranks // (etp * ep)
+
+
+class LayerActivations(Record):
+    """Bytes one decoder layer keeps per micro-batch on one device."""
+    none: int
+    selective: int
+    full: int          # the layer input only
+
+
+def _split(saved, replicated, tp, sp, cp):
+    inside = _ceil(saved - replicated, tp)
+    seq = _ceil(replicated, tp) if sp else replicated
+    return _ceil(inside + seq, cp)
+
+
+def unfused_score_bytes(layer, w):
+    """T x T tensors a non-fused softmax attention keeps for one layer:
+    B x heads x T x keys scores, 2 bytes each (softmax output), 5 with dropout."""
+    total = 0
+    for b in layer.blocks:
+        if hasattr(b, "heads") and hasattr(b, "prob_dropout"):
+            per = DROPOUT_SCORE_BYTES + UNFUSED_SCORE_BYTES if b.prob_dropout else UNFUSED_SCORE_BYTES
+            total += w.batch * b.heads * w.tokens * (w.history + w.tokens) * per
+    return total
+
+
+def layer_activations(layer, w, tp=1, sp=False, cp=1, attention="fused"):
+    """One layer's saved bytes per device by recompute level (see module doc)."""
+    ops = [op for b in layer.blocks for op in b.ops(w)]
+    saved = sum(op.saved_bytes for op in ops)
+    repl = sum(op.saved_replicated for op in ops)
+    core = sum(op.saved_bytes for op in ops if op.kind == "softmax")
+    scores = unfused_score_bytes(layer, w) if attention == "unfused" else 0
+    scores = _ceil(_ceil(scores, tp), cp)
+    none = _split(saved, repl, tp, sp, cp) + scores
+    selective = _split(saved - core, repl, tp, sp, cp)
+    full_in = w.act_dtype.nbytes_flat(w.positions * layer_width(layer))
+    full = _ceil(_ceil(full_in, tp) if sp else full_in, cp)
+    return LayerActivations(none, selective, full)
+
+
+def layer_width(layer):
+    """The residual stream width a layer reads (its first norm's width)."""
+    for b in layer.blocks:
+        if hasattr(b, "width"):
+            return b.width
+    raise UserError("a layer without a leading norm: its input width is unknown")
+
+
+def in_flight(stage, pp, micro_batches, chunks=1):
+    """(numerator, denominator): micro-batches of the stage's activations held at
+    the peak. 1F1B: min(p - i, m); interleaved (v = chunks): min(2(p-i-1) +
+    (v-1)p + 1, m v) chunks of 1/v of the stage."""
+    if chunks == 1:
+        return min(pp - stage, micro_batches), 1
+    held = 2 * (pp - stage - 1) + (chunks - 1) * pp + 1
+    return min(held, micro_batches * chunks), chunks
+
+
+class StageMemory(Record):
+    stage: int
+    layers: tuple            # (lo, hi): layers lo .. hi-1
+    dense_params: int
+    expert_params: int
+    states: ModelStates
+    layer_activation_bytes: int     # one micro-batch, the stage's layers at the recompute level
+    extra_activation_bytes: int     # embedding / final norm / head / loss on first or last stage
+    logits_bytes: int               # part of extra: the loss's fp32 logits
+    in_flight: tuple                # (numerator, denominator) micro-batches held
+    recompute_working_bytes: int    # full recompute: one layer's set while it is back-propagated
+
+    @property
+    def activation_bytes(self):
+        num, den = self.in_flight
+        return _ceil((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
+            + self.recompute_working_bytes
+
+    @property
+    def total(self):
+        return self.states.total + self.activation_bytes
+
+
+def _top_saved(arch, w, first, last, tp, sp, cp):
+    """Saved bytes outside the layers: the embedding's on the first stage; the
+    final norm's, the head's input and the loss's fp32 logits on the last.
+    Returns (total, logits part)."""
+    ops = list(arch.embedding.ops(w)) if first else []
+    loss = train_flops.CrossEntropy(arch.vocab_size).ops(w) if last else []
+    if last:
+        ops += list(arch.final_norm.ops(w)) + list(arch.head.ops(w))
+    logits = sum(_ceil(_ceil(op.saved_bytes, tp), cp) for op in loss)   # vocabulary-parallel
+    return sum(_split(op.saved_bytes, op.saved_replicated, tp, sp, cp) for op in ops) + logits, logits
+
+
+def memory(arch, w, *, tp=1, pp=1, dp=1, cp=1, ep=1, etp=None, sp=False, zero=0,
+           recompute="none", optimizer="adamw", weight_bytes=2, grad_bytes=2,
+           micro_batches=1, chunks=1, attention="fused"):
+    """Per-stage memory of one device of each pipeline stage: [StageMemory].
+    `w` is one micro-batch (batch = micro-batch size, tokens = sequence length)."""
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep),
+                        ("micro_batches", micro_batches), ("chunks", chunks)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError(f"{name} must be a positive integer, got {value!r}")
+    if recompute not in train_flops.RECOMPUTE:
+        raise UserError(f"recompute must be one of {', '.join(train_flops.RECOMPUTE)}, got {recompute!r}")
+    if attention not in ATTENTION_KERNELS:
+        raise UserError(f"attention must be one of {', '.join(ATTENTION_KERNELS)}, got {attention!r}")
+    w = train_flops.training_workload(w)
+    etp = tp if etp is None else etp
+    edp = expert_dp(tp, dp, cp, ep, etp)
+    k = optimizer_bytes(optimizer)
+    stages = stage_ranges(len(arch.layers), pp)
+    per_layer = {}
+    for layer, _, _ in arch.layer_groups():
+        per_layer[layer] = layer_activations(layer, w, tp, sp, cp, attention)
+    out = []
+    for i, (lo, hi) in enumerate(stages):
+        dense, expert = stage_params(arch, i, stages, tp, ep, etp)
+        states = (model_states(dense, dp * cp, zero, weight_bytes, grad_bytes, k)
+                  + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
+        acts = [per_layer[arch.layers[j]] for j in range(lo, hi)]
+        layer_bytes = sum(getattr(a, recompute) for a in acts)
+        working = max(a.none for a in acts) if recompute == "full" and acts else 0
+        extra, logits = _top_saved(arch, w, i == 0, i == len(stages) - 1, tp, sp, cp)
+        out.append(StageMemory(i, (lo, hi), dense, expert, states, layer_bytes, extra, logits,
+                               in_flight(i, pp, micro_batches, chunks), working))
+    return out

@@ -1,0 +1,150 @@
+"""Training memory per device: ZeRO model states and activations, against the papers.
+
+ZeRO (Rajbhandari et al. 2019, arXiv:1910.02054) Table 1: per-device model
+states of mixed-precision Adam (2 + 2 + K bytes per parameter, K = 12) at
+DP degree Nd: stage 1 (P_os) 4P + 12P/Nd, stage 2 (P_os+g) 2P + 14P/Nd,
+stage 3 (P_os+g+p) 16P/Nd, printed in GB (1e9 bytes) to three significant
+digits: 7.5B at Nd = 64 -> 31.4 / 16.6 / 1.88 (the row quoted in issue 9).
+The other rows below are that formula evaluated by hand at the table's Nd
+(1, 4, 16, 64, 256, 1024) and compared at three significant digits; e.g. 1T at
+Nd = 1024 -> 4,011.7 / 2,013.7 / 15.6 (4,000 + 11.7; 2,000 + 13.7; 16,000/1,024).
+
+Korthikanti et al. 2022 (arXiv:2205.05198) eq. 1-5, per layer with s = 2048,
+b = 1, h = 12288, a = 96 (GPT-3 175B), t = 8, 16-bit activations, 1-byte
+dropout masks: no parallelism sbh(34 + 5as/h); TP sbh(10 + 24/t + 5as/(ht));
+TP + SP sbh(34 + 5as/h)/t; TP + selective sbh(10 + 24/t); TP + SP + selective
+34sbh/t; full recompute 2sbh (the layer input). The paper's count leaves out
+two things this tool keeps: the LayerNorms' fp32 statistics (mean and rstd,
+8 bytes per row, two norms: 2 x 8 x sb, in the sequence region) and a fused
+kernel's fp32 log-sum-exp per (query, head) row (4 x a s b, split by TP; the
+paper's unfused kernel keeps the probabilities instead, and selective
+recompute drops both).
+"""
+
+import math
+import unittest
+
+from support import Workload, load_model
+
+from infracalc.analyses import train_memory as tm
+from infracalc.errors import UserError
+
+P75, P1T = 7_500_000_000, 1_000_000_000_000
+
+
+def gb(x):
+    return x / 1e9
+
+
+class ZeroTable1(unittest.TestCase):
+    # (params, Nd, stage 1, stage 2, stage 3) as printed in Table 1 (GB)
+    ROWS = [(P75, 1, 120, 120, 120), (P75, 4, 52.5, 41.3, 30), (P75, 16, 35.6, 21.6, 7.5),
+            (P75, 64, 31.4, 16.6, 1.88), (P75, 256, 30.4, 15.4, 0.469), (P75, 1024, 30.1, 15.1, 0.117),
+            (P1T, 1, 16000, 16000, 16000), (P1T, 4, 7000, 5500, 4000), (P1T, 16, 4750, 2875, 1000),
+            (P1T, 64, 4187.5, 2218.75, 250), (P1T, 256, 4046.9, 2054.7, 62.5),
+            (P1T, 1024, 4011.7, 2013.7, 15.6)]
+
+    def test_table(self):
+        for params, nd, *stages in self.ROWS:
+            for zero, printed in zip((1, 2, 3), stages):
+                got = gb(tm.model_states(params, nd, zero).total)
+                half_unit = 10 ** (math.floor(math.log10(printed)) - 2) / 2   # 3 significant digits
+                self.assertLessEqual(abs(got - printed), half_unit * (1 + 1e-9), msg=(params, nd, zero))
+
+    def test_stage0_is_16_bytes_per_param_and_stages_conserve(self):
+        self.assertEqual(tm.model_states(P75, 64, 0).total, 16 * P75)
+        # summed over the 64 ranks, stage 3 holds exactly one copy of everything
+        self.assertEqual(64 * tm.model_states(P75, 64, 3).total, 16 * P75)
+
+    def test_optimizers(self):
+        self.assertEqual(tm.optimizer_bytes("adamw"), 12)
+        self.assertEqual(tm.optimizer_bytes("adamw-bf16"), 8)
+        self.assertEqual(tm.optimizer_bytes("sgd"), 8)
+        # Megatron distributed optimizer, bf16 params / fp32 grads: 6 + 12/d bytes per param
+        self.assertEqual(tm.model_states(1000, 4, 1, 2, 4, 12).total, 1000 * 6 + 12 * 1000 // 4)
+        with self.assertRaises(UserError):
+            tm.optimizer_bytes("lion")
+        with self.assertRaises(UserError):
+            tm.model_states(10, 2, 4)
+
+
+class Korthikanti(unittest.TestCase):
+    s, b, h, a, t = 2048, 1, 12288, 96, 8
+
+    def setUp(self):
+        arch = load_model("gpt3-175b")
+        self.layer, self.w = arch.layers[0], Workload(tokens=self.s)
+        self.sbh = self.s * self.b * self.h
+        self.stats = 2 * 8 * self.s * self.b          # two LayerNorms' mean + rstd, fp32
+        self.lse = 4 * self.a * self.s * self.b       # fused kernel's log-sum-exp rows
+
+    def acts(self, tp=1, sp=False, attention="unfused"):
+        return tm.layer_activations(self.layer, self.w, tp, sp, 1, attention)
+
+    def test_no_parallelism(self):
+        got = self.acts()
+        s2 = 5 * self.a * self.s * self.s * self.b     # sbh * 5as/h
+        self.assertEqual(got.none - self.stats - self.lse, 34 * self.sbh + s2)
+        self.assertEqual(got.selective - self.stats, 34 * self.sbh)
+        self.assertEqual(got.full, 2 * self.sbh)
+        fused = self.acts(attention="fused")           # no T^2 term
+        self.assertEqual(fused.none - self.stats - self.lse, 34 * self.sbh)
+
+    def test_tensor_parallel(self):
+        t = self.t
+        got = self.acts(tp=t)
+        s2t = 5 * self.a * self.s * self.s * self.b // t
+        self.assertEqual(got.none - self.stats - self.lse // t, self.sbh * 10 + self.sbh * 24 // t + s2t)
+        self.assertEqual(got.selective - self.stats, self.sbh * 10 + self.sbh * 24 // t)
+
+    def test_tensor_and_sequence_parallel(self):
+        t = self.t
+        got = self.acts(tp=t, sp=True)
+        s2 = 5 * self.a * self.s * self.s * self.b
+        self.assertEqual(got.none - (self.stats + self.lse) // t, (34 * self.sbh + s2) // t)
+        self.assertEqual(got.selective - self.stats // t, 34 * self.sbh // t)
+        self.assertEqual(got.full, 2 * self.sbh // t)
+
+
+class Pipeline(unittest.TestCase):
+    def test_in_flight(self):
+        # 1F1B: stage i holds min(p - i, m)
+        self.assertEqual([tm.in_flight(i, 4, 8) for i in range(4)], [(4, 1), (3, 1), (2, 1), (1, 1)])
+        self.assertEqual(tm.in_flight(0, 4, 2), (2, 1))
+        # interleaved, p = 4, v = 2: stage 0 holds p + (p - 1)/v = 5.5 micro-batches' worth
+        num, den = tm.in_flight(0, 4, 8, chunks=2)
+        self.assertEqual(num / den, 4 + 3 / 2)
+
+    def test_stages_and_params_conserve(self):
+        arch = load_model("gpt3-175b")
+        self.assertEqual(tm.stage_ranges(10, 4), [(0, 3), (3, 6), (6, 8), (8, 10)])
+        stages = tm.stage_ranges(96, 8)
+        total = sum(tm.stage_params(arch, i, stages)[0] for i in range(8))
+        # the tied head adds one embedding copy on the last stage when pp > 1
+        self.assertEqual(total, arch.params + 51200 * 12288)
+        self.assertEqual(tm.stage_params(arch, 0, [(0, 96)])[0], arch.params)
+
+    def test_moe_experts_shard_over_ep(self):
+        arch = load_model("qwen3-30b-a3b")   # 48 layers of 128 experts [768 x 2048] x 3
+        stages = [(0, 48)]
+        dense1, expert1 = tm.stage_params(arch, 0, stages)
+        self.assertEqual(expert1, 48 * 128 * 3 * 768 * 2048)
+        dense8, expert8 = tm.stage_params(arch, 0, stages, ep=8)
+        self.assertEqual((dense8, expert8 * 8), (dense1, expert1))
+        self.assertEqual(tm.expert_dp(tp=1, dp=8, cp=1, ep=8, etp=1), 1)
+        with self.assertRaises(UserError):
+            tm.expert_dp(tp=1, dp=6, cp=1, ep=4, etp=1)
+
+    def test_logits_buffer_and_errors(self):
+        arch = load_model("qwen3-8b")
+        (st,) = tm.memory(arch, Workload(tokens=4096))
+        self.assertEqual(st.logits_bytes, 4096 * 151936 * 4 + 4096 * 4)   # fp32 logits + lse
+        self.assertEqual(st.states.total, 16 * arch.params)
+        with self.assertRaises(UserError):
+            tm.memory(arch, Workload(tokens=8), pp=37)
+        with self.assertRaises(UserError):
+            tm.memory(arch, Workload(tokens=8), recompute="half")
+
+
+if __name__ == "__main__":
+    unittest.main()
