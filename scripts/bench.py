@@ -28,6 +28,8 @@ COMMANDS = [
     ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
     ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
+    ["train", "--model", "qwen3-8b", "--seq", "8192", "--global-batch", "512"],
+    ["train", "--model", "qwen3-30b-a3b", "--seq", "4096", "--recompute", "full", "--format", "json"],
     ["reproduce", "--check"],
 ]
 BUDGET_S = 0.030

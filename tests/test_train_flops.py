@@ -112,3 +112,35 @@ class Gpt3ClosedForms(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TrainCommand(unittest.TestCase):
+    """The single-device `train` command echoes the exact figures above."""
+
+    def test_json(self):
+        import json
+
+        from support import run_cli
+        status, out, err = run_cli("train", "--model", "qwen3-8b", "--seq", "8192", "--global-batch", "2",
+                                   "--format", "json")
+        self.assertEqual((status, err), (0, ""))
+        rec = json.loads(out)
+        self.assertEqual(rec["flops_per_step"]["model_flops"], 2 * 431_367_993_163_776)
+        six = next(c for c in rec["closed_forms"] if c["name"] == "6ND")
+        self.assertEqual(six["flops"], 2 * 402_591_024_414_720)
+        mem = rec["memory"]
+        # AdamW, bf16 weights and grads: 2 + 2 + 12 bytes per parameter
+        self.assertEqual(mem["weights_bytes"] + mem["grads_bytes"] + mem["optimizer_bytes"],
+                         16 * 8_190_735_360)
+        self.assertEqual(mem["total_bytes"], 16 * 8_190_735_360 + mem["activations_bytes"])
+        self.assertFalse(mem["fits"])   # 131 GB of model states > 80 GB
+
+    def test_errors(self):
+        from support import run_cli
+        for argv, needle in ((("--global-batch", "3", "--micro-batch", "2"), "not a multiple"),
+                             (("--grad-dtype", "int4"), "grad-dtype"),
+                             (("--weight-dtype", "mxfp4"), "whole-byte")):
+            status, out, err = run_cli("train", "--model", "qwen3-8b", "--seq", "16", *argv)
+            self.assertEqual(status, 2, argv)
+            self.assertIn(needle, err)
+            self.assertEqual(len(err.strip().splitlines()), 1)

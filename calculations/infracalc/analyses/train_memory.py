@@ -121,6 +121,14 @@ def block_params(block, tp, ep, etp):
     return dense, expert
 
 
+def _count_layers(layers):
+    """[(layer, how many times it appears)] in first-seen order."""
+    counts = {}
+    for layer in layers:
+        counts[layer] = counts.get(layer, 0) + 1
+    return list(counts.items())
+
+
 def stage_params(arch, stage, stages, tp=1, ep=1, etp=None):
     """(dense, expert) parameters held by one device of pipeline stage `stage`:
     its layers, the embedding on the first stage, the final norm and head on
@@ -128,10 +136,10 @@ def stage_params(arch, stage, stages, tp=1, ep=1, etp=None):
     etp = tp if etp is None else etp
     lo, hi = stages[stage]
     dense = expert = 0
-    for i in range(lo, hi):
-        for b in arch.layers[i].blocks:
+    for layer, count in _count_layers(arch.layers[lo:hi]):
+        for b in layer.blocks:
             d, e = block_params(b, tp, ep, etp)
-            dense, expert = dense + d, expert + e
+            dense, expert = dense + count * d, expert + count * e
     if stage == 0:
         dense += block_params(arch.embedding, tp, ep, etp)[0]
     if stage == len(stages) - 1:
