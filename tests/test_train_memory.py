@@ -79,7 +79,7 @@ class Korthikanti(unittest.TestCase):
         self.lse = 4 * self.a * self.s * self.b       # fused kernel's log-sum-exp rows
 
     def acts(self, tp=1, sp=False, attention="unfused"):
-        return tm.layer_activations(self.layer, self.w, tp, sp, 1, attention)
+        return tm.layer_activations(self.layer, self.w, self.h, tp, sp, 1, attention)
 
     def test_no_parallelism(self):
         got = self.acts()

@@ -75,9 +75,9 @@ class Backward(Record):
     bytes: int
 
 
-def backward(op, w, flash_recompute=False):
+def backward(op, w, vocab, flash_recompute=False):
     """The backward of one ledger row (already multiplied over its layers) of a
-    pass over workload `w`."""
+    pass over workload `w` through a model with a `vocab`-word vocabulary."""
     kind = op.kind
     if kind == "gemm":
         return Backward(2 * op.matrix_flops, op.vector_flops, 2 * op.bytes_moved)
@@ -89,7 +89,7 @@ def backward(op, w, flash_recompute=False):
         elements = w.positions * (op.act_write // w.act_dtype.nbytes_flat(w.positions))
         return Backward(0, elements, op.act_write + 2 * op.weight_read)
     if kind == "loss":
-        rows, logits = w.positions, w.positions * _loss_vocab(op, w)
+        rows, logits = w.positions, w.positions * vocab
         return Backward(0, logits * LOSS_BWD_PER_LOGIT + rows * LOSS_BWD_PER_ROW,
                         op.saved_bytes + op.act_read)
     if kind == "softmax":     # inside the fused kernel: reads its row statistics only
@@ -98,10 +98,6 @@ def backward(op, w, flash_recompute=False):
         raise UserError(f"operator {op.name}: no backward rule for kind '{kind or '(none)'}'")
     moved = 0 if kind == "memory" else op.act_write + op.saved_bytes + op.act_read + 2 * op.weight_read
     return Backward(0, op.vector_flops * BACKWARD_VECTOR[kind], moved)
-
-
-def _loss_vocab(op, w):
-    return (op.vector_flops // w.positions - LOSS_FWD_PER_ROW) // LOSS_FWD_PER_LOGIT
 
 
 def training_workload(w):
@@ -130,7 +126,7 @@ def recomputed(op, level):
     if level == "full":
         return in_layers(op)
     if level == "selective":
-        return in_layers(op) and op.kind in ("attention", "softmax") and op.category != "linear"
+        return in_layers(op) and op.kind in ("attention", "softmax")
     return False
 
 
@@ -187,7 +183,7 @@ def step(arch, w, recompute="none", flash_recompute=False):
     w, ops = training_ops(arch, w)
     rows = []
     for op in ops:
-        b = backward(op, w, flash_recompute)
+        b = backward(op, w, arch.vocab_size, flash_recompute)
         again = recomputed(op, recompute)
         rows.append(OpFlops(op.name, op.layers, op.repeats, op.kind, op.matrix_flops, op.vector_flops,
                             b.matrix_flops, b.vector_flops, b.bytes,

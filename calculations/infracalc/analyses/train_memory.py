@@ -181,8 +181,9 @@ def unfused_score_bytes(layer, w):
     return total
 
 
-def layer_activations(layer, w, tp=1, sp=False, cp=1, attention="fused"):
-    """One layer's saved bytes per device by recompute level (see module doc)."""
+def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"):
+    """One layer's saved bytes per device by recompute level (see module doc);
+    `hidden` is the width of the residual stream (the layer's input)."""
     ops = [op for b in layer.blocks for op in b.ops(w)]
     saved = sum(op.saved_bytes for op in ops)
     repl = sum(op.saved_replicated for op in ops)
@@ -191,17 +192,9 @@ def layer_activations(layer, w, tp=1, sp=False, cp=1, attention="fused"):
     scores = _ceil(_ceil(scores, tp), cp)
     none = _split(saved, repl, tp, sp, cp) + scores
     selective = _split(saved - core, repl, tp, sp, cp)
-    full_in = w.act_dtype.nbytes_flat(w.positions * layer_width(layer))
+    full_in = w.act_dtype.nbytes_flat(w.positions * hidden)
     full = _ceil(_ceil(full_in, tp) if sp else full_in, cp)
     return LayerActivations(none, selective, full)
-
-
-def layer_width(layer):
-    """The residual stream width a layer reads (its first norm's width)."""
-    for b in layer.blocks:
-        if hasattr(b, "width"):
-            return b.width
-    raise UserError("a layer without a leading norm: its input width is unknown")
 
 
 def in_flight(stage, pp, micro_batches, chunks=1):
@@ -269,7 +262,7 @@ def memory(arch, w, *, tp=1, pp=1, dp=1, cp=1, ep=1, etp=None, sp=False, zero=0,
     stages = stage_ranges(len(arch.layers), pp)
     per_layer = {}
     for layer, _, _ in arch.layer_groups():
-        per_layer[layer] = layer_activations(layer, w, tp, sp, cp, attention)
+        per_layer[layer] = layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention)
     out = []
     for i, (lo, hi) in enumerate(stages):
         dense, expert = stage_params(arch, i, stages, tp, ep, etp)
