@@ -270,8 +270,9 @@ def conventions(arch, st, sequences, seq):
                    f"6 x N_non-embedding x D + 12 L H Q T x D, N_non-embedding = {non_emb:,}, "
                    f"sum of L H (Q_k + Q_v) / 2 = {attn // 2:,}, T = {seq:,}",
                    palm, "model", st.model_flops,
-                   "drops the embedding table, keeps the head; attention over all T keys "
-                   "(not halved for causality, windows ignored)"),
+                   ("drops the embedding table, which the tied head also multiplies by (its FLOPs "
+                    "go missing)" if arch.tied_embeddings else "drops the embedding table, keeps the head")
+                   + "; attention over all T keys (not halved for causality, windows ignored)"),
         Convention("Megatron (Narayanan et al. 2021, eq. 3)",
                    "96 B s l h^2 (1 + s/(6h) + V/(16 l h)), full recompute",
                    megatron_closed_form(sequences, seq, len(arch.layers), arch.hidden_size,

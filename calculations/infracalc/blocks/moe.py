@@ -23,7 +23,10 @@ gate), the routing scores, each routed copy's input to gate_proj (shared by
 up_proj), the activation's inputs and down_proj's input per routed copy, the
 k expert outputs and weights per token (the combine's gradient w.r.t. the
 routing weights), the shared experts' like a dense MLP, and the sigmoid gate's
-output and the shared output it scales.
+output and the shared output it scales. The dispatched inputs and the k
+outputs per token lie in the sequence region (whole on every TP rank without
+sequence parallelism), like a dense MLP's input; each device processes the k
+copies of its own tokens (balanced routing).
 """
 
 import math
@@ -138,7 +141,7 @@ class MoE(Block):
         for name, t, bias, saves in (("experts.gate_proj", gate, biases[0], True),
                                      ("experts.up_proj", up, biases[1], False)):
             op = gemm(w, name, routed, t, bias, shape=f"{routed} routed x [{h},{i}], {touched}/{e} experts read",
-                      saves_input=saves)
+                      saves_input=saves, replicated=True)
             out.append(op.replace(weight_read=op.weight_read * touched))
         out.append(elementwise(w, f"experts.{self.act}", routed * i, VECTOR_FLOPS[self.act], inputs=2,
                                shape=f"[{routed},{i}]", kind="activation",
@@ -151,7 +154,8 @@ class MoE(Block):
         # reads the k expert outputs per token and their k routing weights; writes one row
         out.append(combine.replace(act_read=combine.act_read + w.act_dtype.nbytes_flat(routed),
                                    act_write=w.act_dtype.nbytes_flat(n * h),
-                                   saved_bytes=saved_inputs(w, routed * h) + saved_inputs(w, routed)))
+                                   saved_bytes=saved_inputs(w, routed * h) + saved_inputs(w, routed),
+                                   saved_replicated=saved_inputs(w, routed * h) + saved_inputs(w, routed)))
         shared = self._shared()
         if shared:
             out += [gemm(w, "shared.gate_proj", n, shared[0], saves_input=False),

@@ -15,7 +15,8 @@ def header_lines(rec):
         f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
         f"attention {m['attention']}; params {u.integer(m['params'])}"
         + (f", active {u.integer(m['active_params'])}" if m["active_params"] != m["params"] else ""),
-        f"- Step: {u.integer(i['global_batch'])} sequences x {u.integer(i['seq'])} tokens = "
+        f"- Step: {u.integer(i['global_batch'])} sequence{'s' if i['global_batch'] > 1 else ''} x "
+        f"{u.integer(i['seq'])} tokens = "
         f"{u.integer(i['global_batch'] * i['seq'])} tokens, as {i['micro_batches_per_step']} micro-batch"
         f"{'es' if i['micro_batches_per_step'] > 1 else ''} of {i['micro_batch']}",
         f"- Layout: one device (TP = PP = DP = 1); recompute `{i['recompute']}`; attention kernel "
