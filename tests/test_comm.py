@@ -195,6 +195,35 @@ class CostTest(unittest.TestCase):
                 comm.time_s(c, link, algorithm)
 
 
+class DeviceDataTest(unittest.TestCase):
+    def test_bad_link_fields_are_one_line_errors(self):
+        import json
+        import os
+        import tempfile
+        with open(os.path.join(support.CALC, "hardware", "h100-sxm.json")) as f:
+            base = json.load(f)
+        for field, value in (("topology", "ring"), ("alpha_s", -1), ("in_network_reduce", "yes"),
+                             ("links_per_device", 1.5)):
+            data = json.loads(json.dumps(base))
+            data["scale_up"][field] = value
+            with self.subTest(field=field), tempfile.TemporaryDirectory() as d:
+                path = os.path.join(d, "dev.json")
+                with open(path, "w") as f:
+                    json.dump(data, f)
+                with self.assertRaises(UserError) as e:
+                    load_device(path)
+                self.assertIn(field if field != "topology" else "topology 'ring'", str(e.exception))
+
+    def test_every_device_gives_links(self):
+        # Devices without a published alpha (AMD, Gaudi 3) fall back to the stated default.
+        for dev in ("mi355x", "gaudi3"):
+            up = comm.links(load_device(dev))["up"]
+            self.assertEqual(up.alpha_s, comm.DEFAULT_ALPHA_S)
+        self.assertEqual(comm.links(load_device("tpu-v4"))["out"], None)
+        rows = comm.describe()
+        self.assertEqual(rows[0]["time"], "2(n-1)/n * S/B + 2(n-1) * alpha")
+
+
 class BuilderTest(unittest.TestCase):
     def test_tp_two_all_reduces_per_layer(self):
         # Llama-3.1-70B-like: 80 layers, hidden 8192, bf16, 2048 tokens: S = 2048*8192*2 = 33,554,432.
