@@ -184,6 +184,16 @@ class CostTest(unittest.TestCase):
         # + 8 us; about 1/4 of an all-gather of the whole 16 * 9e8 array (15/16*1.44e10/9e10 = 150 ms).
         a2a = Collective("a2a", "all_to_all", 900_000_000, 16, "up")
         self.assertAlmostEqual(comm.time_s(a2a, link), 0.040 + 8e-6, places=12)
+        # 2D group of 16 x 16 = 256 chips, both axes wrap: all-gather over 2 axes x 2 links:
+        # 255/256 * 2.56e9 / (4 * 4.5e10) = 14.1667 ms, + 2 axes * 8 hops * 1 us.
+        ag2 = Collective("ag", "all_gather", 2_560_000_000, 256, "up")
+        self.assertAlmostEqual(comm.time_s(ag2, link, axes=2), 255 / 256 * 2.56e9 / 1.8e11 + 16e-6, places=12)
+        # All-to-all over 16 x 16 (bisection of 16 rows x 2 links): floor(256/4) * S/16 / 9e10,
+        # S = 9e8: 40 ms, the same as on one 16-chip axis; + 16 hops.
+        a2a2 = Collective("a2a", "all_to_all", 900_000_000, 256, "up")
+        self.assertAlmostEqual(comm.time_s(a2a2, link, axes=2), 0.040 + 16e-6, places=12)
+        with self.assertRaises(UserError):
+            comm.time_s(Collective("ag", "all_gather", 8, 200, "up"), link, axes=2)
         self.assertFalse(comm.wraparound(comm.links(load_device("tpu-v5p"))["up"], 2))
         self.assertTrue(comm.wraparound(comm.links(load_device("tpu-v5p"))["up"], 8))
 

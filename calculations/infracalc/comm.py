@@ -27,9 +27,10 @@ Which B a group gets depends on the tier and the topology:
   bidirectional ring over the axis's two links per rank when the axis wraps around
   (n a multiple of the device's `wraparound_axis`), one link otherwise: B = 2 W_link or W_link
   (the scaling-book: no wraparound doubles the time); latency floor(n/2) hops with wraparound,
-  n-1 without. All-to-all on an axis is limited by the busiest link: floor(n^2/4) S/n over the
-  link bandwidth of a cut (2 W_link with wraparound), about a quarter of an all-gather of the
-  whole array (scaling-book). A group over several axes: pass `axes`; B scales with it.
+  n-1 without. All-to-all is limited by the bisection: floor(L^2/4) S/L over 2 W_link with
+  wraparound (W_link without), L the axis length; on one axis about a quarter of an all-gather
+  of the whole array (scaling-book). A group over several axes (`axes`, L = n^(1/axes) chips
+  each): all-gather-type bandwidth scales with the axes, hops add up per axis.
 - a group spanning scale-up domains ("out") runs at the scale-out bandwidth of one device: its
   NIC bandwidth times its NICs (the device file's per-device scale-out figure); a flat ring is as
   fast as its slowest hop, the NIC. Hierarchical algorithms are not modelled.
@@ -90,10 +91,11 @@ ALGORITHMS = (
     Algorithm("in_network", "all-reduce (scale-up, NVLS)", "S/(B * eta) + alpha_nvls",
               "NVIDIA/nccl:src/graph/tuning.cc v2.30.7: nvlsEfficiency Hopper 0.85, Blackwell 0.74; NVLS latency 25 us"),
     Algorithm("torus axis", "all-gather, reduce-scatter (all-reduce twice)",
-              "(n-1)/n * S/(2 W_link) + floor(n/2) * alpha with wraparound; S/W_link-based, n-1 hops without",
+              "(n-1)/n * S/(2 W_link axes) + axes floor(L/2) alpha with wraparound; W_link and L-1 hops without",
               "jax-ml/scaling-book tpus.md (bidirectional ring; no wraparound doubles the time)"),
-    Algorithm("torus axis", "all-to-all", "floor(n^2/4) * S/n / (2 W_link) with wraparound, / W_link without",
-              "derived: busiest link of a shortest-path ring (about 1/4 of an all-gather of the array, scaling-book)"),
+    Algorithm("torus axis", "all-to-all", "floor(L^2/4) * S/L / (2 W_link) with wraparound, / W_link without",
+              "derived: bisection of the torus, L chips per axis (one axis: about 1/4 of an all-gather "
+              "of the array, scaling-book)"),
 )
 ALGORITHM_CHOICES = ("ring", "tree", "in_network", "best")
 
@@ -168,18 +170,20 @@ def links(device, alpha_up=None, alpha_out=None, link_bw_up=None, link_bw_out=No
     --alpha-up/--alpha-out (seconds), --link-bw-up/--link-bw-out (bytes/s per direction per
     device) and --comm-efficiency (a factor on every bandwidth) options; None keeps the data.
     A device without a scale-out link (consumer cards, TPU v4) has "out" None unless
-    --link-bw-out supplies one."""
+    --link-bw-out supplies one (likewise "up")."""
     from .load.hardware import Link as DataLink
 
     eff = 1.0 if comm_efficiency is None else comm_efficiency
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 1e-6 <= eff <= 1:
         raise UserError(f"--comm-efficiency must be from 1e-6 to 1, got {eff!r}")
     eff = float(eff)
-    out = device.scale_out
-    if out is None and link_bw_out is not None:
-        out = DataLink("scale-out (given)", _bandwidth(link_bw_out, "--link-bw-out"))
-    return {"up": _link("up", device.scale_up, alpha_up, link_bw_up, eff),
-            "out": None if out is None else _link("out", out, alpha_out, link_bw_out, eff)}
+    result = {}
+    for name, data, alpha, bw in (("up", device.scale_up, alpha_up, link_bw_up),
+                                  ("out", device.scale_out, alpha_out, link_bw_out)):
+        if data is None and bw is not None:
+            data = DataLink(f"scale-{name} (given)", _bandwidth(bw, f"--link-bw-{name}"))
+        result[name] = None if data is None else _link(name, data, alpha, bw, eff)
+    return result
 
 
 def tier(layout_group_span_devices, device):
@@ -189,6 +193,14 @@ def tier(layout_group_span_devices, device):
     if isinstance(span, bool) or not isinstance(span, int) or span < 1:
         raise UserError(f"a group spans a positive number of devices, got {span!r}")
     return "up" if span <= device.scale_up.domain_size else "out"
+
+
+def axis_length(n, axes):
+    """Chips per axis of a group of n spread evenly over `axes` torus axes (n = L^axes)."""
+    length = round(n ** (1 / axes))
+    if length ** axes != n:
+        raise UserError(f"a group of {n} chips does not spread evenly over {axes} torus axes")
+    return length
 
 
 def wraparound(link, n):
@@ -205,14 +217,19 @@ def _torus_link_bw(link):
 
 
 def _torus_time(c, link, axes, wrap):
-    """Per-axis formulas (scaling-book tpus.md); bandwidth term and hop count."""
-    n, w = c.group, _torus_link_bw(link) * axes * link.efficiency
-    hops = n // 2 if wrap else n - 1
-    cut = 2 * w if wrap else w     # one rank's bidirectional ring bandwidth / a cut's capacity
-    if c.kind == "p2p":
-        return c.bytes / w + link.alpha_s
+    """Per-axis formulas (scaling-book tpus.md). A group over `axes` axes of L = n^(1/axes) chips
+    each uses the links of every axis at once (bandwidth x axes) and pays each axis's hops."""
+    n, w_link = c.group, _torus_link_bw(link) * link.efficiency
+    if c.kind == "p2p":                       # one message to a neighbour over one link
+        return c.bytes / w_link + link.alpha_s
+    length = axis_length(n, axes)
+    wrap = wraparound(link, length) if wrap is None else wrap
+    hops = axes * (length // 2 if wrap else length - 1)
+    per_axis = (2 if wrap else 1) * w_link    # one rank's ring bandwidth on one axis
     if c.kind == "all_to_all":
-        return (n * n // 4) * c.bytes * c.skew / n / cut + hops * link.alpha_s
+        # Bisection across one axis: floor(L^2/4) S / L per rank-row of the cut, per direction.
+        return (length * length // 4) * c.bytes * c.skew / length / per_axis + hops * link.alpha_s
+    cut = per_axis * axes
     phases = 2 if c.kind == "all_reduce" else 1
     factor = 1.0 if c.kind == "broadcast" else (n - 1) / n
     return phases * (factor * c.bytes * c.skew / cut + hops * link.alpha_s)
@@ -230,13 +247,14 @@ def group_bandwidth(c, link):
 
 def time_s(c, link, algorithm="ring", axes=1, wrap=None):
     """Seconds for ONE run of collective `c` over `link` (multiply by c.count for a pass).
-    `axes` and `wrap` apply to a torus: the number of axes the group spans, and whether they
-    wrap around (default: from the device's wraparound axis)."""
+    `axes` and `wrap` apply to a torus: the number of axes the group spans (its n chips spread
+    evenly, n^(1/axes) per axis; the caller that knows the slice shape passes it), and whether
+    they wrap around (default: from the device's wraparound axis)."""
     if algorithm not in ALGORITHM_CHOICES:
         raise UserError(f"unknown collective algorithm '{algorithm}'; choose from {', '.join(ALGORITHM_CHOICES)}")
     if link is None:
-        raise UserError(f"'{c.name}' crosses the scale-out tier, but the device has no scale-out link; "
-                        "give --link-bw-out")
+        raise UserError(f"'{c.name}' crosses the scale-{c.tier} tier, but the device has no such link; "
+                        f"give --link-bw-{c.tier}")
     if c.group == 1 or c.bytes == 0:
         return 0.0
     if algorithm == "best":
@@ -251,7 +269,7 @@ def time_s(c, link, algorithm="ring", axes=1, wrap=None):
     if link.topology == "torus" and c.tier == "up":
         if algorithm == "tree":
             raise UserError("the tree algorithm is not modelled on a torus; use ring")
-        return _torus_time(c, link, axes, wraparound(link, c.group) if wrap is None else wrap)
+        return _torus_time(c, link, axes, wrap)
     b = group_bandwidth(c, link) * link.efficiency
     if algorithm == "tree":
         if c.kind != "all_reduce":
