@@ -10,8 +10,11 @@ The algorithms (formulas with sources in `ALGORITHMS`; `describe()` lists them):
 - ring (NCCL's bandwidth-optimal default; nccl-tests PERFORMANCE.md): all-reduce
   2(n-1)/n S/B + 2(n-1) alpha; all-gather, reduce-scatter, all-to-all (n-1)/n S/B + (n-1) alpha;
   broadcast S/B + (n-1) alpha (pipelined); point-to-point S/B + alpha.
-- tree (all-reduce only; NCCL's double binary tree, for latency-bound sizes):
-  2 S/B + 2 ceil(log2 n) alpha (reduce up, broadcast down; NCCL's tree algBw = busBw / 2).
+- tree (all-reduce only, for latency-bound sizes): 2 S/B + 2 ceil(log2 n) alpha: a binary
+  tree reduces up and broadcasts down, log2 n levels each way (the double binary tree of
+  Sanders, Speck and Traeff 2009, which NCCL runs across nodes); bandwidth as NCCL's tree,
+  algBw = busBw / 2 (tuning.cc; its further x0.92 and per-channel caps are not modelled).
+  Inside one node NCCL chains the ranks instead, so its own tree latency there is 2(n-1) steps.
 - in_network (all-reduce only, scale-up tier, where the device reduces in the switch: NVLS):
   S / (B * eta) + alpha_nvls; eta is NCCL's nvlsEfficiency (Hopper 0.85, Blackwell 0.74) and
   alpha_nvls its NVLS latency (25 us), NVIDIA/nccl:src/graph/tuning.cc (v2.30.7).
@@ -87,7 +90,8 @@ ALGORITHMS = (
     Algorithm("ring", "broadcast", "S/B + (n-1) * alpha", "pipelined ring; nccl-tests busbw factor 1"),
     Algorithm("ring", "point-to-point", "S/B + alpha", "one message over one hop"),
     Algorithm("tree", "all-reduce", "2 * S/B + 2 ceil(log2 n) * alpha",
-              "NVIDIA/nccl:src/graph/tuning.cc (double binary tree: algBw = busBw/2, latency per tree level)"),
+              "binary tree up and down (double binary tree: Sanders, Speck, Traeff 2009); "
+              "NVIDIA/nccl:src/graph/tuning.cc tree algBw = busBw/2"),
     Algorithm("in_network", "all-reduce (scale-up, NVLS)", "S/(B * eta) + alpha_nvls",
               "NVIDIA/nccl:src/graph/tuning.cc v2.30.7: nvlsEfficiency Hopper 0.85, Blackwell 0.74; NVLS latency 25 us"),
     Algorithm("torus axis", "all-gather, reduce-scatter (all-reduce twice)",
@@ -304,10 +308,13 @@ def algbw(c, t):
     return c.bytes / t
 
 
-def busbw(c, t):
-    """nccl-tests' bus bandwidth: algbw * 2(n-1)/n for all-reduce, * (n-1)/n for all-gather,
-    reduce-scatter and all-to-all, * 1 otherwise (NVIDIA/nccl-tests:doc/PERFORMANCE.md). For a
-    ring at alpha = 0 it equals the link bandwidth B."""
+def busbw(c, t, in_network=False):
+    """nccl-tests' bus bandwidth: algbw * 2(n-1)/n for all-reduce ((n-1)/(n+1) for an
+    in-network reduction), * (n-1)/n for all-gather, reduce-scatter and all-to-all, * 1
+    otherwise (NVIDIA/nccl-tests:doc/PERFORMANCE.md). For a ring at alpha = 0 it equals the
+    link bandwidth B."""
+    if in_network and c.kind == "all_reduce":
+        return algbw(c, t) * (c.group - 1) / (c.group + 1)
     return algbw(c, t) * bus_factor(c.kind, c.group)
 
 
