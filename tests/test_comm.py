@@ -234,6 +234,18 @@ class DeviceDataTest(unittest.TestCase):
         self.assertEqual(rows[0]["time"], "2(n-1)/n * S/B + 2(n-1) * alpha")
 
 
+    def test_hardware_listing_shows_the_link_fields(self):
+        from infracalc.analyses.hardware import device_summary
+        up = device_summary(H100)["scale_up"]
+        self.assertEqual((up["topology"], up["links_per_device"], up["bytes_per_s_per_link"]),
+                         ("switch", 18, 25 * 10**9))               # 18 x 25 GB/s = 450 GB/s
+        self.assertEqual((up["alpha_s"], up["in_network_reduce"], up["in_network_efficiency"]),
+                         (0.6e-6, True, 0.85))
+        self.assertEqual(device_summary(H100)["scale_out"]["nics_per_device"], 1)
+        mi = device_summary(load_device("mi300x"))
+        self.assertEqual((mi["scale_up"]["alpha_s"], mi["scale_out"]["alpha_s"]), (None, None))  # not published
+
+
 class BuilderTest(unittest.TestCase):
     def test_tp_two_all_reduces_per_layer(self):
         # Llama-3.1-70B-like: 80 layers, hidden 8192, bf16, 2048 tokens: S = 2048*8192*2 = 33,554,432.

@@ -11,7 +11,6 @@ sequence batch of its DP replica, before any TP/SP split).
 """
 
 import math
-from fractions import Fraction
 
 from .errors import UserError
 from .record import Record
@@ -108,6 +107,8 @@ def distinct_devices(experts, top_k, ep):
     The k experts are k distinct of E, uniformly at random; each rank holds m = E/ep of them.
     A rank is missed when all k come from the other E - m: P = C(E-m, k) / C(E, k). By
     linearity of expectation, E[distinct ranks] = ep * (1 - C(E-m, k) / C(E, k))."""
+    from fractions import Fraction   # only dedup needs exact rationals
+
     m = experts // ep
     return ep * (1 - Fraction(math.comb(experts - m, top_k), math.comb(experts, top_k)))
 
