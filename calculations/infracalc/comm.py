@@ -55,9 +55,10 @@ DEFAULT_ALPHA_S = 1e-6   # stated default when a device publishes no latency (or
 MAX_ALPHA_S = 1.0
 MAX_BANDWIDTH = 10**30
 
-# nccl-tests' bus-bandwidth factors (NVIDIA/nccl-tests:doc/PERFORMANCE.md): busbw = algbw * factor.
-# They equal the ring algorithm's bytes on the wire per rank over S.
+
 def bus_factor(kind, n):
+    """nccl-tests' bus-bandwidth factor (NVIDIA/nccl-tests:doc/PERFORMANCE.md), busbw = algbw *
+    factor; it equals the ring algorithm's bytes on the wire per rank over S."""
     if kind == "all_reduce":
         return 2 * (n - 1) / n
     if kind in ("all_gather", "reduce_scatter", "all_to_all"):
