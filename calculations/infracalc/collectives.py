@@ -147,7 +147,7 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
     _positive(tokens=tokens, top_k=top_k, hidden=hidden, act_bytes=act_bytes, ep=ep)
     if ep == 1 or not moe_layers:
         return []
-    if (dedup or routing != "uniform") and not experts:
+    if (dedup or routing not in ("uniform", "balanced")) and not experts:
         raise UserError("EP dedup and non-uniform routing need the number of routed experts")
     if experts:
         if experts % ep:
