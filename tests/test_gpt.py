@@ -73,6 +73,13 @@ class Adapter(unittest.TestCase):
         # n_inner replaces 4h: the MLP has 2 h f + f + h
         self.assertEqual(self.load(n_inner=16).params, gpt_params(2, 8, 10, 16) - 2 * (2 * 8 * 16 + 16))
 
+    def test_positions_beyond_the_table(self):
+        arch = self.load()
+        build(arch, Workload(tokens=16))
+        with self.assertRaises(UserError) as e:
+            build(arch, Workload(tokens=8, history=9))
+        self.assertIn("16 positions", str(e.exception))
+
     def test_unsupported(self):
         for changes, needle in (({"activation_function": "relu"}, "activation_function"),
                                 ({"add_cross_attention": True}, "add_cross_attention"),

@@ -15,6 +15,7 @@ the MLP keeps fc's input, the GELU's input and proj's input (its output).
 """
 
 from ..arch import Block, Tensor
+from ..errors import UserError
 from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs, with_dropout_mask
 
 
@@ -37,6 +38,9 @@ class GPTEmbedding(Block):
         return (wte.replace(shape=(-(-self.vocab // tp), self.hidden)), wpe)
 
     def ops(self, w):
+        if w.context > self.positions:
+            raise UserError(f"learned position embeddings cover {self.positions:,} positions; "
+                            f"a pass reaching position {w.context:,} has no embedding for them")
         n, h = w.positions, self.hidden
         tokens = Tensor("wte.weight", (min(n, self.vocab), h), "embedding")
         where = Tensor("wpe.weight", (min(w.tokens, self.positions), h), "embedding")
