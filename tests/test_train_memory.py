@@ -115,6 +115,25 @@ class Pipeline(unittest.TestCase):
         num, den = tm.in_flight(0, 4, 8, chunks=2)
         self.assertEqual(num / den, 4 + 3 / 2)
 
+    def test_gpt3_megatron_layout_stage_activations(self):
+        # GPT-3 175B, TP 8 + SP, PP 8 (12 layers per stage), 64 micro-batches of one 2,048-token
+        # sequence, selective recompute, fused attention. Per layer: (34 sbh + LayerNorm stats
+        # 2 x 8 x s) / 8 = 106,954,752 + 4,096. Stage 0 holds p = 8 micro-batches and the
+        # embedding's dropout mask (sbh x 1 B / 8); stage 7 holds one, plus ln_f (input and
+        # stats), the head's input and the fp32 logits and log-sum-exp, all split by 8.
+        arch = load_model("gpt3-175b")
+        s, h, v = 2048, 12288, 51200
+        stages = tm.memory(arch, Workload(tokens=s), tp=8, pp=8, sp=True, recompute="selective",
+                           micro_batches=64)
+        layer = 34 * s * h // 8 + 2 * 8 * s // 8
+        self.assertEqual(stages[0].activation_bytes, 8 * (12 * layer + s * h // 8))
+        last = 12 * layer + (2 * s * h + 8 * s) // 8 + 2 * s * h // 8 + (4 * s * v + 4 * s) // 8
+        self.assertEqual(stages[7].activation_bytes, last)
+        self.assertEqual(stages[7].logits_bytes, (4 * s * v + 4 * s) // 8)
+        # Megatron-LM's first-stage estimate (SP + selective, 1F1B): 34 sbh/t x L layers' worth
+        self.assertEqual(stages[0].layer_activation_bytes * 8 - 8 * 12 * 2 * 8 * s // 8,
+                         34 * s * h // 8 * 96)
+
     def test_stages_and_params_conserve(self):
         arch = load_model("gpt3-175b")
         self.assertEqual(tm.stage_ranges(10, 4), [(0, 3), (3, 6), (6, 8), (8, 10)])
@@ -134,6 +153,17 @@ class Pipeline(unittest.TestCase):
         self.assertEqual(tm.expert_dp(tp=1, dp=8, cp=1, ep=8, etp=1), 1)
         with self.assertRaises(UserError):
             tm.expert_dp(tp=1, dp=6, cp=1, ep=4, etp=1)
+
+    def test_zero_over_dp_and_expert_dp(self):
+        arch = load_model("qwen3-8b")
+        (st,) = tm.memory(arch, Workload(tokens=8), dp=8, zero=1)
+        self.assertEqual(st.states, tm.model_states(arch.params, 8, 1))
+        moe = load_model("qwen3-30b-a3b")
+        dense, expert = tm.stage_params(moe, 0, [(0, 48)], ep=8)
+        # EP 8 over DP 8: each expert lives on one rank of its group (EDP = 1), so ZeRO-1
+        # cannot shard expert optimizer states; dense states shard over the 8 DP ranks
+        (st,) = tm.memory(moe, Workload(tokens=8), dp=8, ep=8, zero=1)
+        self.assertEqual(st.states, tm.model_states(dense, 8, 1) + tm.model_states(expert, 1, 1))
 
     def test_logits_buffer_and_errors(self):
         arch = load_model("qwen3-8b")
