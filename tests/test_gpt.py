@@ -34,6 +34,34 @@ class Params(unittest.TestCase):
             self.assertEqual(arch.active_params, published, model)
 
 
+class Opt(unittest.TestCase):
+    """OPT-125m (h 768, 12 layers, ffn 3,072 = 4h, V 50,272, 2,048 + 2 position rows, tied):
+    12 x 7,087,872 + (50,272 + 2,050) x 768 + 1,536 = 85,054,464 + 40,183,296 + 1,536
+    = 125,239,296, the published count of facebook/opt-125m."""
+
+    def test_params(self):
+        self.assertEqual(load_model("opt-125m").params, gpt_params(12, 768, 50272, 2050))
+        self.assertEqual(load_model("opt-125m").params, 125_239_296)
+
+    def test_relu_and_positions(self):
+        arch = load_model("opt-125m")
+        ops = {op.name: op for b in arch.layers[0].blocks for op in b.ops(Workload(tokens=4))}
+        self.assertEqual(ops["relu"].vector_flops, 4 * 3072)     # one FLOP per element
+        build(arch, Workload(tokens=2048))                         # the whole usable table
+        with self.assertRaises(UserError):
+            build(arch, Workload(tokens=2049))
+
+    def test_unsupported(self):
+        base = {"model_type": "opt", "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1,
+                "ffn_dim": 32, "max_position_embeddings": 16, "vocab_size": 10}
+        for changes, needle in (({"do_layer_norm_before": False}, "do_layer_norm_before"),
+                                ({"word_embed_proj_dim": 4}, "word_embed_proj_dim"),
+                                ({"activation_function": "gelu"}, "activation_function")):
+            with self.assertRaises(UserError) as e:
+                load_model(write_config(self, dict(base, **changes)))
+            self.assertIn(needle, str(e.exception))
+
+
 class Forward(unittest.TestCase):
     def test_gpt2_forward_by_hand(self):
         # T = 1024 tokens, head on the last position:

@@ -36,6 +36,7 @@ VECTOR_FLOPS = {
     # LayerNorm with weight and bias (GPT): mean (1), x - mean (1), square (1), sum (1),
     # * rstd (1), * weight (1), + bias (1) per element.
     "layernorm": 7,
+    "relu": 1,       # max(0, x) (OPT)
     "gelu_erf": 5,   # 0.5*x*(1+erf(x/sqrt(2))): / sqrt(2), erf, + 1, * x, * 0.5
     "gelu_tanh": 9,  # 0.5*x*(1+tanh(c*(x+0.044715 x^3))), the GPT-2 "gelu_new" (geglu_tanh without * up)
 }

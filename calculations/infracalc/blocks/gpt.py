@@ -21,17 +21,19 @@ from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs,
 
 class GPTEmbedding(Block):
     """Token embedding wte [vocab, hidden] plus learned positions wpe [positions,
-    hidden]: two gathers and one add per element (1 FLOP); with dropout, a mask.
+    hidden] (OPT: `offset` more rows): two gathers and one add per element (1 FLOP);
+    with dropout, a mask.
     The position rows read are those of the pass's new positions (shared by the
     batch). TP splits wte by vocabulary rows and keeps wpe whole on every rank."""
     vocab: int
     hidden: int
     positions: int
     dropout: bool = False
+    offset: int = 0          # extra rows before position 0 (OPT: 2)
 
     def tensors(self):
         return (Tensor("wte.weight", (self.vocab, self.hidden), "embedding"),
-                Tensor("wpe.weight", (self.positions, self.hidden), "embedding"))
+                Tensor("wpe.weight", (self.positions + self.offset, self.hidden), "embedding"))
 
     def tp_shard(self, tp):
         wte, wpe = self.tensors()
@@ -43,7 +45,7 @@ class GPTEmbedding(Block):
                             f"a pass reaching position {w.context:,} has no embedding for them")
         n, h = w.positions, self.hidden
         tokens = Tensor("wte.weight", (min(n, self.vocab), h), "embedding")
-        where = Tensor("wpe.weight", (min(w.tokens, self.positions), h), "embedding")
+        where = Tensor("wpe.weight", (w.tokens, h), "embedding")
         gather = Op("embedding", "memory", f"{n} rows of [{self.vocab},{h}] + {w.tokens} rows of "
                     f"[{self.positions},{h}]",
                     weight_read=w.weight_bytes(tokens) + w.weight_bytes(where),
@@ -77,13 +79,13 @@ class GPTMLP(Block):
     per token 2*2*hidden*inter matrix FLOPs."""
     hidden: int
     inter: int
-    act: str = "gelu_tanh"   # VECTOR_FLOPS key: gelu_tanh (GPT-2 gelu_new) | gelu_erf (exact gelu)
+    act: str = "gelu_tanh"   # VECTOR_FLOPS key: gelu_tanh (GPT-2 gelu_new) | gelu_erf (exact gelu) | relu (OPT)
     dropout: bool = False
     prefix: str = "mlp"
 
     @property
     def label(self):
-        return f"MLP {self.inter} GELU"
+        return f"MLP {self.inter} {'ReLU' if self.act == 'relu' else 'GELU'}"
 
     def tensors(self):
         p, h, i = self.prefix, self.hidden, self.inter

@@ -1,5 +1,5 @@
 """GPT-2-type configs (GPT-2, and the GPT-3 / Megatron-LM shapes bundled for
-the training tables): post-2019 pre-LayerNorm layers with learned positions.
+the training tables) and OPT: pre-LayerNorm layers with learned positions.
 
 Keys (Hugging Face GPT2Config): n_embd, n_head, n_layer, n_positions,
 vocab_size, n_inner (null = 4 * n_embd), activation_function (gelu_new,
@@ -7,6 +7,15 @@ gelu_pytorch_tanh, gelu_fast = tanh form; gelu = erf form), resid_pdrop,
 embd_pdrop, attn_pdrop (a rate > 0 turns that dropout on for training),
 tie_word_embeddings (default true). Layer: x += attn(ln_1(x)); x += mlp(ln_2(x));
 then ln_f and the head (tied to wte by default).
+
+OPT (Hugging Face OPTConfig, model_type opt): the same blocks with
+hidden_size, num_attention_heads, num_hidden_layers, ffn_dim, a ReLU MLP,
+dropout (`dropout`, also after the embeddings) and attention_dropout, and a
+position table of max_position_embeddings + 2 rows (OPT's learned positions
+start at offset 2). Not modelled (an error names them): post-LayerNorm
+layers (do_layer_norm_before false, OPT-350m), word_embed_proj_dim unlike
+hidden_size (project_in/out), no biases, non-affine LayerNorms, no final
+LayerNorm, activation dropout.
 """
 
 from ..arch import Architecture, Layer
@@ -50,4 +59,43 @@ def gpt2(cfg, model_id):
                "split as [out, in] (same parameter count and FLOPs).",))
 
 
-ADAPTERS = {"gpt2": gpt2}
+OPT_POSITION_OFFSET = 2   # OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows
+
+
+def opt(cfg, model_id):
+    h, heads = cfg.int("hidden_size"), cfg.int("num_attention_heads")
+    if h % heads:
+        raise cfg.unsupported(f"hidden_size {h} not divisible by num_attention_heads {heads}")
+    for key, default, modelled in (("do_layer_norm_before", True, True), ("enable_bias", True, True),
+                                   ("layer_norm_elementwise_affine", True, True),
+                                   ("_remove_final_layer_norm", False, False)):
+        if cfg.flag(key, default) != modelled:
+            raise cfg.unsupported(f"{key} {str(not modelled).lower()}")
+    if cfg.int("word_embed_proj_dim", h) != h:
+        raise cfg.unsupported("word_embed_proj_dim unlike hidden_size (project_in/project_out)")
+    if cfg.fraction("activation_dropout", 0.0) > 0:
+        raise cfg.unsupported("activation_dropout > 0")
+    act = cfg.string("activation_function", "relu")
+    if act != "relu":
+        raise cfg.unsupported(f"activation_function '{act}' (modelled: relu)")
+    vocab = cfg.int("vocab_size")
+    context = cfg.int("max_position_embeddings")
+    resid = cfg.fraction("dropout", 0.1) > 0
+    attn = Attention(hidden=h, heads=heads, kv_heads=heads, head_dim=h // heads, rope_dim=0,
+                     qkv_bias=True, o_bias=True, prefix="self_attn", dropout=resid,
+                     prob_dropout=cfg.fraction("attention_dropout", 0.0) > 0)
+    layer = Layer((LayerNorm("self_attn_layer_norm", h), attn, Residual(h),
+                   LayerNorm("final_layer_norm", h),
+                   GPTMLP(h, cfg.int("ffn_dim"), "relu", dropout=resid), Residual(h)))
+    tied = cfg.flag("tie_word_embeddings", True)
+    return Architecture(
+        id=model_id, model_type=cfg.model_type, hidden_size=h, vocab_size=vocab, max_context=context,
+        embedding=GPTEmbedding(vocab, h, context, resid, OPT_POSITION_OFFSET),
+        layers=(layer,) * cfg.int("num_hidden_layers"), final_norm=LayerNorm("final_layer_norm", h),
+        head=LMHead(vocab, h, tied), tied_embeddings=tied,
+        notes=(f"OPT's position table has max_position_embeddings + {OPT_POSITION_OFFSET} rows "
+               "(positions start at offset 2); tensors are listed with GPT-2's names "
+               "(wte, wpe, c_fc, c_proj; same counts).",))
+
+
+ADAPTERS = {"gpt2": gpt2, "opt": opt}
