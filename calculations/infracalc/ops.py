@@ -87,7 +87,7 @@ class Op(Record):
     def times(self, k, layers):
         """This op repeated over k identical layers (every additive field times k,
         copied by name)."""
-        values = {f: getattr(self, f) for f in self._fields}
+        values = dict(zip(self._fields, self._values()))
         for f in self._SCALED:
             values[f] *= k
         values["layers"], values["repeats"] = layers, k
