@@ -272,11 +272,22 @@ def shard(arch, layout, stage):
 def stage_weight_bytes(arch, w, layout, stage):
     """Weight bytes one device of `stage` holds: its layers' shards (counted per
     distinct layer) plus the embedding / final norm / head shards it holds."""
-    total = sum(count * sum(w.weight_bytes(t) for t in shard_layer(layer, layout.tp,
-                                                                    layout.ep).tensors())
+    total = sum(count * layer_weight_bytes(layer, layout.tp, layout.ep, w)
                 for layer, count in stage_layers(arch, stage.lo, stage.hi))
     return total + sum(w.weight_bytes(t) for b in top_shards(arch, layout, stage)
                        for t in b.tensors())
+
+
+_WEIGHTS = {}
+
+
+def layer_weight_bytes(layer, tp, ep, w):
+    """Weight bytes of one device's shard of `layer` (memoized)."""
+    key = (layer, tp, ep, w)
+    out = _WEIGHTS.get(key)
+    if out is None:
+        out = _WEIGHTS[key] = sum(w.weight_bytes(t) for t in shard_layer(layer, tp, ep).tensors())
+    return out
 
 
 class StageMemory(Record):

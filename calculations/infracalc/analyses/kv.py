@@ -246,10 +246,10 @@ def _cache_demand(layer_counts, w, context, tp, page, prefix):
 
 
 def max_requests_at(stages_, w, context, memory, reserve, tp, page, prefix):
-    """(max requests, binding stage index, demands of the distinct stages) at a
-    context; None = unbounded. Ties go to the first stage."""
-    kinds = distinct(stages_)
-    ds = [demand(st, w, context, tp, page, prefix) for st in kinds]
+    """(max requests, binding stage index, demands) at a context; None =
+    unbounded. Ties go to the first stage. Pass `distinct(stages)`: repeated
+    stage kinds change nothing."""
+    ds = [demand(st, w, context, tp, page, prefix) for st in stages_]
 
     def tightness(i):
         """Fewest requests first (unbounded last), then least memory left at that count."""
@@ -257,12 +257,12 @@ def max_requests_at(stages_, w, context, memory, reserve, tp, page, prefix):
         return (m is None, m or 0, memory - ds[i].need(m or 0, reserve))
 
     bind = min(range(len(ds)), key=tightness)
-    return ds[bind].max_requests(memory, reserve), kinds[bind].index, ds
+    return ds[bind].max_requests(memory, reserve), stages_[bind].index, ds
 
 
 def fits(stages_, w, context, batch, memory, reserve, tp, page, prefix):
     return all(demand(st, w, context, tp, page, prefix).need(batch, reserve) <= memory
-               for st in distinct(stages_))
+               for st in stages_)
 
 
 def max_context(stages_, w, batch, limit, memory, reserve, tp, page, prefix):
@@ -347,13 +347,14 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
     groups = [(layer, count) for layer, count, _ in arch.layer_groups()]
     whole = merge(terms(groups, w, context))
     sts = plan(arch, w, lay)
+    kinds = distinct(sts)
     args = (memory_bytes, reserve, tp, page, prefix)
-    most, bind, _ = max_requests_at(sts, w, context, *args)
+    most, bind, _ = max_requests_at(kinds, w, context, *args)
     ds = [demand(st, w, context, tp, page, prefix) for st in sts]   # cached per stage kind
     d = ds[bind]
     left = [memory_bytes - dd.need(batch, reserve) for dd in ds]
     limit = arch.max_context
-    mctx = max_context(sts, w, batch, max(limit, 1), *args)
+    mctx = max_context(kinds, w, batch, max(limit, 1), *args)
     notes = _tp_notes(arch, w, tp)
     if prefix and not any(dd.shared for dd in ds):
         notes.append(f"No layer still holds any of the {prefix:,}-token shared prefix at "
@@ -394,7 +395,7 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
     }
     table = []
     for c in table_contexts(arch.max_context, prefix):
-        m, b, _ = max_requests_at(sts, w, c, *args)
+        m, b, _ = max_requests_at(kinds, w, c, *args)
         table.append({"context": c, "max_requests": m, "binding_stage": b})
     return {
         "schema_version": SCHEMA_VERSION,
