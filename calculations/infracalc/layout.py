@@ -208,30 +208,30 @@ def stage_layers(arch, lo, hi):
 
 # -- shards -----------------------------------------------------------------
 
-_BLOCKS, _LAYERS, _ARCHS = {}, {}, {}
+_MEMO = {}
+
+
+def memo(key, make):
+    """The value stored under `key`, made once by make() (records are hashable)."""
+    out = _MEMO.get(key)
+    if out is None:
+        out = _MEMO[key] = make()
+    return out
 
 
 def shard_block(block, tp, ep=1):
     """block.shard(tp, ep), memoized; the whole block when nothing splits."""
     if tp == 1 and ep == 1:
         return block
-    key = (block, tp, ep)
-    out = _BLOCKS.get(key)
-    if out is None:
-        out = _BLOCKS[key] = block.shard(tp, ep)
-    return out
+    return memo(("block", block, tp, ep), lambda: block.shard(tp, ep))
 
 
 def shard_layer(layer, tp, ep=1):
     """A layer as one TP x EP device holds it (ep applies to MoE blocks only)."""
     if tp == 1 and ep == 1:
         return layer
-    key = (layer, tp, ep)
-    out = _LAYERS.get(key)
-    if out is None:
-        out = _LAYERS[key] = layer.replace(blocks=tuple(
-            shard_block(b, tp, ep if hasattr(b, "experts") else 1) for b in layer.blocks))
-    return out
+    return memo(("layer", layer, tp, ep), lambda: layer.replace(blocks=tuple(
+        shard_block(b, tp, ep if hasattr(b, "experts") else 1) for b in layer.blocks)))
 
 
 def top_shards(arch, layout, stage):
@@ -255,16 +255,15 @@ def top_shards(arch, layout, stage):
 
 def shard(arch, layout, stage):
     """The per-device `Architecture` of one device of `stage` (memoized)."""
-    key = (arch, layout.tp, layout.ep, stage)
-    out = _ARCHS.get(key)
-    if out is None:
-        tp, ep = layout.tp, layout.ep
+    def make():
         embedding, norm, head = top_shards(arch, layout, stage)
-        layers = tuple(shard_layer(layer, tp, ep) for layer in arch.layers[stage.lo:stage.hi])
-        out = _ARCHS[key] = arch.replace(
+        layers = tuple(shard_layer(layer, layout.tp, layout.ep)
+                       for layer in arch.layers[stage.lo:stage.hi])
+        return arch.replace(
             id=f"{arch.id} [{layout.label()}, stage {stage.index}: layers {stage.lo}-{stage.hi - 1}]",
             embedding=embedding, layers=layers, final_norm=norm, head=head, parts=())
-    return out
+
+    return memo(("arch", arch, layout.tp, layout.ep, stage), make)
 
 
 # -- memory per device --------------------------------------------------------
@@ -278,16 +277,10 @@ def stage_weight_bytes(arch, w, layout, stage):
                        for t in b.tensors())
 
 
-_WEIGHTS = {}
-
-
 def layer_weight_bytes(layer, tp, ep, w):
     """Weight bytes of one device's shard of `layer` (memoized)."""
-    key = (layer, tp, ep, w)
-    out = _WEIGHTS.get(key)
-    if out is None:
-        out = _WEIGHTS[key] = sum(w.weight_bytes(t) for t in shard_layer(layer, tp, ep).tensors())
-    return out
+    return memo(("weights", layer, tp, ep, w), lambda: sum(
+        w.weight_bytes(t) for t in shard_layer(layer, tp, ep).tensors()))
 
 
 class StageMemory(Record):
