@@ -180,6 +180,21 @@ class Conservation(unittest.TestCase):
                         got_flops += devices * build(s, w).totals.matrix_flops
                     self.assertEqual((got_bytes, got_flops), self.expected(arch, lay, model))
 
+    def test_device_ledger_is_the_shard_ledger(self):
+        # the memoized per-device rows equal the ledger of the shard architecture
+        # (layer labels aside: the device rows name global layer indices)
+        w = Workload(batch=4, tokens=1, history=500)
+        for model, lay in (("deepseek-v3", L.Layout(tp=8, pp=3, ep=16, dp=2)),
+                           ("qwen3-next-80b-a3b", L.Layout(tp=4, pp=5, ep=2)),
+                           ("llama-3.2-1b", L.Layout(tp=2, pp=2))):
+            arch = load_model(model)
+            for st in L.stages(arch, lay):
+                got, want = L.device_ledger(arch, lay, st, w), build(L.shard(arch, lay, st), w)
+                self.assertEqual(got.totals, want.totals, (model, st))
+                self.assertEqual([o.replace(layers="") for o in got.ops],
+                                 [o.replace(layers="") for o in want.ops], (model, st))
+        self.assertEqual(got.ops[1].layers, "8-15")   # llama-3.2-1b stage 1: layers 8-15
+
     def test_moe_layouts_are_exercised(self):
         seen = {m for m in MODELS if any(l.ep > 1 for l in self.layouts(load_model(m)))}
         self.assertGreaterEqual(len(seen), 8, seen)

@@ -105,6 +105,17 @@ class Stage(Record):
         return self.hi - self.lo
 
 
+_MEMO = {}
+
+
+def memo(key, make):
+    """The value stored under `key`, made once by make() (records are hashable)."""
+    out = _MEMO.get(key)
+    if out is None:
+        out = _MEMO[key] = make()
+    return out
+
+
 # -- checks -----------------------------------------------------------------
 
 def divisors(n):
@@ -114,16 +125,23 @@ def divisors(n):
 
 
 def _distinct_blocks(arch):
-    seen = {}
-    for layer, _, _ in arch.layer_groups():
-        for b in layer.blocks:
-            seen.setdefault(b, None)
-    return list(seen)
+    def make():
+        seen = {}
+        for layer, _, _ in arch.layer_groups():
+            for b in layer.blocks:
+                seen.setdefault(b, None)
+        return list(seen)
+
+    return memo(("distinct blocks", arch), make)
 
 
 def valid_tps(arch):
     """TP degrees dividing every block's attention heads, with KV heads either
     divisible by TP or dividing it (so each device holds whole KV heads)."""
+    return memo(("valid tps", arch), lambda: _valid_tps(arch))
+
+
+def _valid_tps(arch):
     heads, kv = set(), set()
     for b in _distinct_blocks(arch):
         if getattr(b, "heads", None):
@@ -171,8 +189,20 @@ def validate(arch, layout):
                             f"{','.join(map(str, sizes))}")
         if sum(sizes) != n:
             raise UserError(f"--pp-layers sums to {sum(sizes)}; {arch.id} has {n} layers")
-    for b in _distinct_blocks(arch) + list(arch.top_blocks()):
-        shard_block(b, tp, ep if hasattr(b, "experts") else 1)   # raises the block's reason
+    error = memo(("shard error", arch, tp, ep), lambda: _shard_error(arch, tp, ep))
+    if error:
+        raise UserError(error)
+
+
+def _shard_error(arch, tp, ep):
+    """The first block's reason it cannot be split tp x ep ways, or "" (memoized
+    by validate, so a search checks each (tp, ep) once)."""
+    try:
+        for b in _distinct_blocks(arch) + list(arch.top_blocks()):
+            shard_block(b, tp, ep if hasattr(b, "experts") else 1)
+    except UserError as e:
+        return str(e)
+    return ""
 
 
 # -- stages -----------------------------------------------------------------
@@ -207,17 +237,6 @@ def stage_layers(arch, lo, hi):
 
 
 # -- shards -----------------------------------------------------------------
-
-_MEMO = {}
-
-
-def memo(key, make):
-    """The value stored under `key`, made once by make() (records are hashable)."""
-    out = _MEMO.get(key)
-    if out is None:
-        out = _MEMO[key] = make()
-    return out
-
 
 def shard_block(block, tp, ep=1):
     """block.shard(tp, ep), memoized; the whole block when nothing splits."""
@@ -264,6 +283,54 @@ def shard(arch, layout, stage):
             embedding=embedding, layers=layers, final_norm=norm, head=head, parts=())
 
     return memo(("arch", arch, layout.tp, layout.ep, stage), make)
+
+
+# -- per-device ledger ---------------------------------------------------------
+
+def block_ops(block, w):
+    """block.ops(w), memoized: layouts sharing a (block shard, workload) reuse it."""
+    return memo(("ops", block, w), lambda: tuple(block.ops(w)))
+
+
+def device_layers(arch, layout, stage):
+    """[(layer shard, count, global layer indices)] one device of `stage` runs,
+    per distinct layer (memoized): the unit a search over layouts composes and
+    caches per-layer figures on, without building the stage's architecture."""
+    def make():
+        out = []
+        for layer, _, indices in arch.layer_groups():
+            i, j = bisect.bisect_left(indices, stage.lo), bisect.bisect_left(indices, stage.hi)
+            if i < j:
+                out.append((shard_layer(layer, layout.tp, layout.ep), j - i, indices[i:j]))
+        return tuple(sorted(out, key=lambda g: g[2][0]))   # first seen in the stage first
+
+    return memo(("device layers", arch, layout.tp, layout.ep, stage.lo, stage.hi), make)
+
+
+def device_operators(arch, layout, stage, w):
+    """`ledger.operators` of one device of `stage`, row for row (layer labels
+    name the model's global layer indices), from memoized per-block operators."""
+    from .arch import layer_range_label
+
+    emb, norm, head = top_shards(arch, layout, stage)
+    ops = [op.times(1, "-") for op in block_ops(emb, w)]
+    for layer, count, indices in device_layers(arch, layout, stage):
+        label = layer_range_label(indices)
+        for b in layer.blocks:
+            ops.extend(op.times(count, label) for op in block_ops(b, w))
+    ops.extend(op.times(1, "-") for op in block_ops(norm, w))
+    ops.extend(op.times(1, "-") for op in block_ops(head, w))
+    return ops
+
+
+def device_ledger(arch, layout, stage, w):
+    """ledger.build(shard(arch, layout, stage), w), from `device_operators`
+    (the same rows and totals; layer labels are global indices)."""
+    from .ledger import Ledger, _totals
+
+    one = shard(arch, layout, stage)
+    ops = device_operators(arch, layout, stage, w)
+    return Ledger(one, w, tuple(ops), _totals(one, w, ops))
 
 
 # -- memory per device --------------------------------------------------------
