@@ -286,6 +286,11 @@ class DeviceMemory(unittest.TestCase):
         self.assertEqual((s.weight_bytes, s.kv_bytes_per_request, s.reserve_bytes, s.max_requests),
                          (8_820_375_552, 167_772_160, 8 * 10**9, 376))
         self.assertEqual(per_stage[0].weight_bytes, 8_820_375_552 - 16_384)
+        # CP 2: each rank holds 4,096 of the 8,192 tokens, half the cache
+        per_stage, _ = L.device_memory(arch, BF16, L.Layout(tp=8, pp=2, cp=2), 8192, 80 * 10**9)
+        self.assertEqual(per_stage[1].kv_bytes_per_request, 83_886_080)
+        self.assertEqual(per_stage[1].shortfall_bytes(10**4), 10**4 * 83_886_080 + 8 * 10**9
+                         + 8_820_375_552 - 80 * 10**9)
 
     def test_kv_uses_the_same_weights(self):
         arch = load_model("qwen3-30b-a3b")

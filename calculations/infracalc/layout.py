@@ -376,16 +376,18 @@ class StageMemory(Record):
 def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
     """(per-stage StageMemory, index of the binding stage) for requests of
     `context` tokens: weights + reserve + batch x per-request cache per device
-    (analyses.memory's rule), the cache of each stage's sharded layers; the
-    binding stage fits the fewest requests (ties: the least memory left)."""
+    (analyses.memory's rule), the cache of each stage's sharded layers (the
+    peak a request reserves); with context parallelism each rank holds its
+    sequence shard, ceil(context / cp) tokens. The binding stage fits the
+    fewest requests (ties: the least memory left, then the first)."""
     from .analyses.memory import default_reserve
 
     reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
+    tokens = -(-context // layout.cp)
     out = []
     for st in stages(arch, layout):
-        kv = sum(count * shard_layer(layer, layout.tp, layout.ep).kv_bytes(
-            w.kv_dtype, context, w.mla, peak=True)
-            for layer, count in stage_layers(arch, st.lo, st.hi))
+        kv = sum(count * layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True)
+                 for layer, count, _ in device_layers(arch, layout, st))
         out.append(StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st),
                                kv, reserve, memory_bytes))
 
