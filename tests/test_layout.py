@@ -237,6 +237,10 @@ class Stages(unittest.TestCase):
         self.assertEqual([lay.group_stride(d) for d in ("tp", "cp", "dp", "pp", "ep")], [1, 8, 16, 64, 2])
         self.assertEqual(lay.group_span("dp"), 49)
         self.assertEqual(lay.group_span("tp"), 8)
+        self.assertEqual(lay.group_span("ep"), 7)   # ranks 0, 2, 4, 6
+        # EP 16 over TP 8 x 2 DP replicas: TP ranks 0-7 and 16-23, a span of 24
+        self.assertEqual(L.Layout(tp=8, cp=2, dp=4, ep=16).group_span("ep"), 24)
+        self.assertEqual(L.Layout(pp=2, pp_layers=[3, 4]).pp_layers, (3, 4))
 
 
 class Refused(unittest.TestCase):

@@ -4,8 +4,9 @@ An `Architecture` is an embedding, a tuple of `Layer`s, a final norm and an
 output head. A `Layer` is a sequence of blocks (norms, attention, residual
 adds, MLP or MoE). Every block is a frozen dataclass that knows two things:
 its checkpoint tensors (`tensors()`, for exact parameter counts) and its
-operators for a workload (`ops(w)`, for the ledger). Identical layers compare
-equal, so the ledger computes each distinct layer once.
+operators for a workload (`ops(w)`, for the ledger); `shard(tp, ep)` returns
+the block as one device of a parallel layout holds it (see `layout`).
+Identical layers compare equal, so the ledger computes each distinct layer once.
 """
 
 from .record import Record

@@ -41,6 +41,7 @@ class Layout(Record):
     order: str = "tp-cp-ep-dp-pp"   # rank order, innermost first (Megatron)
 
     def _check(self):
+        self.__dict__["pp_layers"] = tuple(self.pp_layers)   # hashable whatever was given
         for name in ("tp", "pp", "dp", "cp", "ep", "micro_batches"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -82,7 +83,7 @@ class Layout(Record):
         what must fit in one scale-up domain for the group to use its links."""
         if dim == "ep":
             if self.ep <= self.tp:
-                return self.tp if self.ep > 1 else 1
+                return self.expert_tp * (self.ep - 1) + 1
             return self.group_stride("dp") * (self.ep // self.tp - 1) + self.tp
         return self.group_stride(dim) * (self._size(dim) - 1) + 1
 
