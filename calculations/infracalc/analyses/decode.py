@@ -17,7 +17,7 @@ than half its time; otherwise the largest byte class names it.
 from .. import ledger
 from ..errors import UserError
 from ..record import Record
-from . import decode_sum
+from . import decode_sum, mla_path
 from .memory import ENGINE_DEFAULTS, default_reserve, engine_reserve, request_bytes, requests_in
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
@@ -263,11 +263,30 @@ def _header(arch, w, device, r, ce, me):
     }
 
 
-def serving_record(arch, w, r, input_len, output_len, cap):
+def decode_path(arch, w, lo, hi, r):
+    """The decode steps' workload and MLA choice (mla_path.cheaper over all steps)."""
+    if hi < lo:
+        return mla_path.cheaper(arch, w, lambda x: 0.0)
+    return mla_path.cheaper(arch, w, lambda x: account(
+        decode_sum.decode_pieces(arch, x, lo, hi, check=False), r).time_s)
+
+
+def mla_notes(rec, notes, prefill, steps):
+    """State the MLA paths auto chose for the prefill and the decode steps."""
+    if prefill:
+        notes.append(mla_path.note(prefill, "prefill"))
+    if steps:
+        notes.append(mla_path.note(steps, "decode steps"))
+    if prefill or steps:
+        rec["inputs"]["mla"] = (f"auto: {prefill['path'] if prefill else '-'} for the prefill, "
+                                f"{steps['path'] if steps else '-'} for the decode steps")
+
+
+def serving_record(arch, w, r, input_len, output_len, cap, prefill_w=None):
     """The serving-throughput bound (analyses/serving) in the capacity's room."""
     from .serving import serving_bound
 
-    return serving_bound(arch, w, r, input_len, output_len, cap["cache_room_bytes"])
+    return serving_bound(arch, w, r, input_len, output_len, cap["cache_room_bytes"], prefill_w)
 
 
 def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0,
@@ -277,9 +296,12 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     w = w.replace(tokens=1, history=0, logits="last")
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
-    prefill = phase_record([decode_sum.single(ledger.operators(arch, w.replace(tokens=input_len)))], r)
+    wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
+    prefill = phase_record([decode_sum.single(ledger.operators(arch, wp))], r)
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
+    w, step_choice = decode_path(arch, w, input_len, input_len + steps - 1, r)
     rec["inputs"] = inputs_record(w, input_len, output_len)
+    mla_notes(rec, notes, choice, step_choice)
     cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve_bytes)
     if not cap["fits"]:
         room = (f"at most {cap['max_requests']} requests of {cap['context_tokens']} cached tokens fit beside "
@@ -303,7 +325,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     rec["decode"] = summed
     rec["latency"] = latency_record(w.batch, output_len, prefill, first, summed, last)
     rec["operators"] = operators
-    rec["serving"] = serving_record(arch, w, r, input_len, output_len, cap)
+    rec["serving"] = serving_record(arch, w, r, input_len, output_len, cap, wp)
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
     return rec
@@ -350,11 +372,13 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
     lo, hi = input_len, input_len + steps - 1
+    wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
+    w, step_choice = decode_path(arch, w, lo, hi, r)
     cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve_bytes)
     if cap["max_requests"] is None:
         raise UserError(f"{arch.id} keeps no per-request cache: memory does not bound the batch")
     del cap["fits"]
-    serving = serving_record(arch, w, r, input_len, output_len, cap)
+    serving = serving_record(arch, w, r, input_len, output_len, cap, wp)
     work = (serving["request_matrix_flops"], serving["request_vector_flops"], serving["request_kv_bytes"])
     rows = []
     for b in sweep_batches(cap["max_requests"]):
@@ -377,6 +401,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
         })
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
     rec["inputs"] = inputs_record(w, input_len, output_len, batch=False)
+    mla_notes(rec, notes, choice, step_choice)
     if not rows:
         notes.append("not even one request fits: the weights and the reserve exceed device memory")
     rec["notes"] = notes

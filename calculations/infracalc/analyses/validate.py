@@ -110,6 +110,8 @@ def serving_case(case):
 
     from ..cli.common import workload
     from ..load.hardware import load_device
+    from .decode import decode_path
+    from .mla_path import for_pass
     from .roofline import roof
     from .serving import serving_bound
 
@@ -118,11 +120,13 @@ def serving_case(case):
     device = load_device(s["device"])
     args = SimpleNamespace(weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"],
                            kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
-                           mla=s.get("mla", "absorbed"))
+                           mla=s.get("mla", "auto"))
     w = workload(args, arch, 1, 1, 0)
     room = device.memory_bytes - arch.weight_bytes(w) - s.get("reserve_bytes", 0)
     r = roof(device, w.compute_dtype)
-    return arch, device, serving_bound(arch, w, r, s["input_len"], s["output_len"], room)
+    wp, _ = for_pass(arch, w.replace(tokens=s["input_len"]), r)
+    ws = decode_path(arch, w, s["input_len"], s["input_len"] + s["output_len"] - 2, r)[0]
+    return arch, device, serving_bound(arch, ws, r, s["input_len"], s["output_len"], room, wp)
 
 
 def evaluate(case):

@@ -2,7 +2,7 @@
 
 import argparse
 
-from ..workload import DELTA_FORMS, MLA_PATHS
+from ..workload import DELTA_FORMS, MLA_CHOICES, MLA_PATHS
 
 FORMATS = ("md", "json", "csv")
 
@@ -145,8 +145,11 @@ def add_architecture_options(p):
     p.add_argument("--routing", default="uniform", metavar="MODEL|LOADS.json",
                    help="MoE routing model: uniform (default), balanced, concentrated, or a JSON "
                         "file with a list of relative loads per expert")
-    p.add_argument("--mla", choices=MLA_PATHS, default="absorbed",
-                   help="MLA execution path: absorbed (latent cache, default) or naive (expanded K/V)")
+    p.add_argument("--mla", choices=MLA_CHOICES, default="auto",
+                   help="MLA execution path: auto (default: per pass the cheaper of expanded and "
+                        "absorbed; decode steps absorbed), absorbed (W_UK/W_UV folded, latent "
+                        "cache), expanded (K/V up-projected per pass, latent cache) or naive "
+                        "(expanded K/V cached, the HF reference)")
     p.add_argument("--delta-form", choices=DELTA_FORMS, default="auto",
                    help="Gated DeltaNet form: auto (chunked when a request has more than one new "
                         "token, recurrent for one; default), chunked or recurrent")

@@ -55,8 +55,10 @@ def run(args):
             from ..analyses.speculative import speculative
 
             draft = load_model(args.draft_model)
-            wd = common.workload(args, draft, args.batch, 1, 0)
             r = roof(device, w.compute_dtype, *eff)
+            span = (args.input_len, args.input_len + args.output_len - 2)   # the decode steps
+            w = decode.decode_path(arch, w, *span, r)[0]
+            wd = decode.decode_path(draft, common.workload(args, draft, args.batch, 1, 0), *span, r)[0]
             rec["speculative"] = speculative(arch, draft, w, wd, device, args.input_len,
                                              args.output_len, args.acceptance_rate,
                                              args.draft_tokens, r, rec)
