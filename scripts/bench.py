@@ -30,7 +30,7 @@ COMMANDS = [
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
     ["reproduce", "--check"],
     ["validate"],
-    ["validate", "--case", "trtllm-llama31-8b-fp8-h100-128-2048", "--format", "json"],
+    ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
 ]
 BUDGET_S = 0.030
 

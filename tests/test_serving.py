@@ -121,10 +121,10 @@ class ValidateCommand(unittest.TestCase):
                 self.assertAlmostEqual(c["ratio"], c["measured"] / c["bound"], places=12)
 
     def test_one_case_and_unknown_case(self):
-        code, out, _ = run_cli("validate", "--case", "trtllm-llama31-8b-fp8-h100-128-2048", "--format", "json")
+        code, out, _ = run_cli("validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json")
         self.assertEqual(code, 0)
         rec = json.loads(out)
-        self.assertEqual([c["id"] for c in rec["cases"]], ["trtllm-llama31-8b-fp8-h100-128-2048"])
+        self.assertEqual([c["id"] for c in rec["cases"]], ["trtllm-llama31-8b-fp8-h100-sxm-128-2048"])
         self.assertEqual(rec["cases"][0]["measured"], 22714)
         code, _, err = run_cli("validate", "--case", "no-such-case")
         self.assertEqual(code, 2)
@@ -135,7 +135,7 @@ class ValidateCommand(unittest.TestCase):
 
         from infracalc.analyses import validate as V
 
-        src = os.path.join(V.VALIDATION_DIR, "trtllm-llama31-8b-fp8-h100-128-2048.json")
+        src = os.path.join(V.VALIDATION_DIR, "trtllm-llama31-8b-fp8-h100-sxm-128-2048.json")
         with open(src, encoding="utf-8") as f:
             case = json.load(f)
         with tempfile.TemporaryDirectory() as d:

@@ -2,7 +2,7 @@
 
 Each case file records one published measurement: its source, the setup as
 published, the measured figure with its unit, the assumptions the case had to
-make, and an optional reasoned exemption (schema: calculations/validation/README.md).
+make, and an optional reasoned exemption (schema: calculations/validation/SOURCES.md).
 For every case we compute our bound for the same setup and the ratio
 measured / bound, an efficiency that a bound keeps at or below 1:
 
@@ -29,8 +29,12 @@ THROUGHPUT_UNITS = {"output_tokens_per_s": "output_tokens_per_s",
                     "total_tokens_per_s": "total_tokens_per_s",
                     "requests_per_s": "requests_per_s"}
 REQUIRED = ("id", "kind", "source", "setup", "measured", "assumptions", "exemption")
-SETUP_REQUIRED = ("model", "device", "devices", "weight_dtype", "act_dtype", "kv_dtype",
-                  "input_len", "output_len", "scenario")
+_COMMON = ("model", "device", "devices", "weight_dtype", "act_dtype", "scenario")
+SETUP_REQUIRED = {   # per kind (calculations/validation/SOURCES.md, schema v1 + training-step)
+    "serving-throughput": _COMMON + ("kv_dtype", "input_len", "output_len"),
+    "serving-latency": _COMMON + ("kv_dtype", "input_len", "output_len"),
+    "training-step": _COMMON + ("layout", "global_batch", "micro_batch", "seq_len"),
+}
 
 CONVENTIONS = (
     "Ratio = measured / bound, an efficiency: a bound is never beaten, so every ratio is at most "
@@ -66,7 +70,7 @@ def load_case(path):
         from ..errors import unknown
         raise UserError(f"{name}: {unknown('kind', data['kind'], KINDS)}")
     setup, measured = data["setup"], data["measured"]
-    for key in SETUP_REQUIRED:
+    for key in SETUP_REQUIRED[data["kind"]]:
         if not isinstance(setup, dict) or key not in setup:
             raise UserError(f"{name}: missing required field 'setup.{key}'")
     value = measured.get("value") if isinstance(measured, dict) else None
@@ -135,8 +139,8 @@ def evaluate(case):
     row = {
         "id": case["id"], "kind": case["kind"], "model": s["model"], "device": s["device"],
         "devices": s["devices"],
-        "formats": f"{s['weight_dtype']}/{s['act_dtype']}/{s['kv_dtype']}",
-        "input_len": s["input_len"], "output_len": s["output_len"],
+        "formats": f"{s['weight_dtype']}/{s['act_dtype']}/{s.get('kv_dtype', '-')}",
+        "input_len": s.get("input_len"), "output_len": s.get("output_len"),
         "measured": m["value"], "unit": m.get("unit"),
         "bound": None, "ratio": None, "bound_kind": None, "concurrency": None,
         "status": None, "source": case["source"].get("title", "") if isinstance(case["source"], dict) else "",

@@ -12,7 +12,8 @@ def _num(x, fmt="{:,.1f}"):
 
 
 def markdown(rec):
-    rows = [[f"`{r['id']}`", r["model"], r["device"], r["formats"], f"{r['input_len']:,}/{r['output_len']:,}",
+    rows = [[f"`{r['id']}`", r["model"], r["device"] + (f" x{r['devices']}" if r["devices"] != 1 else ""),
+             r["formats"], "-" if r["input_len"] is None else f"{r['input_len']:,}/{r['output_len']:,}",
              f"{_num(r['measured'])} {r['unit']}", _num(r["bound"]), _num(r["ratio"], "{:.3f}"),
              r["bound_kind"] or "-", r["status"]] for r in rec["cases"]]
     spread = [[s["device"], s["formats"], s["cases"], f"{s['min_ratio']:.3f}", f"{s['median_ratio']:.3f}",
