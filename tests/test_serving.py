@@ -78,6 +78,30 @@ class Qwen3On100(unittest.TestCase):
             last = b["steady_state"]["output_tokens_per_s"]
 
 
+class ReserveAndEngineDefaults(unittest.TestCase):
+    def test_decode_reserve_and_engines(self):
+        code, out, _ = run_cli("decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024",
+                               "--reserve", "5%", "--format", "json")
+        self.assertEqual(code, 0)
+        cap = json.loads(out)["capacity"]
+        # 5% of 85,520,809,984 = 4,276,040,499.2 -> 4,276,040,499 B; room 64,863,298,765 B
+        # // 301,842,432 = 214 requests
+        self.assertEqual(cap["reserve_bytes"], 4_276_040_499)
+        self.assertEqual(cap["max_requests"], 214)
+        engines = {e["engine"]: e for e in cap["engine_defaults"]}
+        # vLLM: 10% of total memory (ours by default); TensorRT-LLM: 10% of the memory left
+        # after the weights, (85,520,809,984 - 16,381,470,720) // 10 = 6,913,933,926 B -> 206
+        self.assertEqual(engines["vLLM"]["reserve_bytes"], 8_552_080_998)
+        self.assertEqual(engines["vLLM"]["max_requests"], 200)
+        self.assertEqual(engines["TensorRT-LLM"]["reserve_bytes"], 6_913_933_926)
+        self.assertEqual(engines["TensorRT-LLM"]["max_requests"], 206)
+        self.assertIsNone(engines["SGLang"]["reserve_bytes"])
+        code, _, err = run_cli("decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "8",
+                               "--memory-convention", "nominal")
+        self.assertEqual(code, 2)
+        self.assertEqual(err.count("\n"), 1)
+
+
 class HeldSumClosedForm(unittest.TestCase):
     """sum_n c(n) in closed form equals the explicit sum where c is not linear."""
 
