@@ -42,4 +42,6 @@ def run(args):
     res = common.reserve_bytes(args, memory)
     rec = kv(arch, w, args.context, args.batch, memory, res, args.tp, args.pp,
              args.page_size, args.shared_prefix, device)
+    if device:
+        rec["inputs"]["memory_convention"] = args.memory_convention
     return common.emit(args, rec, render.markdown, render.csv)
