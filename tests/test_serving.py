@@ -154,6 +154,18 @@ class ValidateCommand(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("unknown validation case", err)
 
+    def test_malformed_case_is_a_clear_error(self):
+        import tempfile
+
+        from infracalc.analyses import validate as V
+        from infracalc.errors import UserError
+
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "bad.json"), "w", encoding="utf-8") as f:
+                json.dump({"id": "bad", "kind": "serving-throughput"}, f)
+            with self.assertRaisesRegex(UserError, "bad.json: missing required field 'source'"):
+                V.validate(directory=d)
+
     def test_a_beaten_bound_fails_unless_exempt(self):
         import tempfile
 
