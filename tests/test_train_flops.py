@@ -22,9 +22,9 @@ from infracalc.analyses import train_flops as tf
 from infracalc.errors import UserError
 
 
-def step(model, tokens, batch=1, **kw):
+def step(model, tokens, batch=1, mla="absorbed", **kw):
     arch = load_model(model)
-    return arch, tf.step(arch, Workload(batch=batch, tokens=tokens), **kw)
+    return arch, tf.step(arch, Workload(batch=batch, tokens=tokens, mla=mla), **kw)
 
 
 class Qwen3Exact(unittest.TestCase):
@@ -84,6 +84,18 @@ class Qwen3Exact(unittest.TestCase):
             tf.step(self.arch, Workload(tokens=8), recompute="some")
         with self.assertRaises(UserError):
             tf.step(self.arch, Workload(tokens=8, history=4))
+
+
+class MlaTrainsNaive(unittest.TestCase):
+    def test_deepseek_v2_lite(self):
+        # K and V up-projected per head (kv_b_proj on every token), no absorbed products;
+        # QK^T over qk_nope + qk_rope = 192 dims, PV over v_head_dim = 128, 16 heads, 27 layers
+        arch, st = step("deepseek-v2-lite", 64, mla="absorbed")
+        names = {r.name for r in st.ops}
+        self.assertIn("kv_b_proj", names)
+        self.assertNotIn("q_absorb (W_UK)", names)
+        qk = sum(r.forward_matrix_flops for r in st.ops if r.name == "attn_qk")   # dense + MoE layers
+        self.assertEqual(qk, 27 * 2 * 16 * 192 * (64 * 65 // 2))
 
 
 class Gpt3ClosedForms(unittest.TestCase):

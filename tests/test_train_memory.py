@@ -26,6 +26,7 @@ import unittest
 
 from support import Workload, load_model
 
+from infracalc import layout
 from infracalc.analyses import train_memory as tm
 from infracalc.errors import UserError
 
@@ -79,7 +80,7 @@ class Korthikanti(unittest.TestCase):
         self.lse = 4 * self.a * self.s * self.b       # fused kernel's log-sum-exp rows
 
     def acts(self, tp=1, sp=False, attention="unfused"):
-        return tm.layer_activations(self.layer, self.w, self.h, tp, sp, 1, attention)
+        return tm.layer_activations(layout.shard_layer(self.layer, tp), self.w, self.h, tp, sp, 1, attention)
 
     def test_no_parallelism(self):
         got = self.acts()
@@ -120,50 +121,56 @@ class Pipeline(unittest.TestCase):
         # sequence, selective recompute, fused attention. Per layer: (34 sbh + LayerNorm stats
         # 2 x 8 x s) / 8 = 106,954,752 + 4,096. Stage 0 holds p = 8 micro-batches and the
         # embedding's dropout mask (sbh x 1 B / 8); stage 7 holds one, plus ln_f (input and
-        # stats), the head's input and the fp32 logits and log-sum-exp, all split by 8.
+        # stats) and the head's input split by 8, and the loss buffer.
         arch = load_model("gpt3-175b")
         s, h, v = 2048, 12288, 51200
         stages = tm.memory(arch, Workload(tokens=s), tp=8, pp=8, sp=True, recompute="selective",
                            micro_batches=64)
         layer = 34 * s * h // 8 + 2 * 8 * s // 8
         self.assertEqual(stages[0].activation_bytes, 8 * (12 * layer + s * h // 8))
-        last = 12 * layer + (2 * s * h + 8 * s) // 8 + 2 * s * h // 8 + (4 * s * v + 4 * s) // 8
+        # each TP rank keeps its vocabulary slice of fp32 logits and the whole row's log-sum-exp
+        last = 12 * layer + (2 * s * h + 8 * s) // 8 + 2 * s * h // 8 + 4 * s * v // 8 + 4 * s
         self.assertEqual(stages[7].activation_bytes, last)
-        self.assertEqual(stages[7].logits_bytes, (4 * s * v + 4 * s) // 8)
+        self.assertEqual(stages[7].logits_bytes, 4 * s * v // 8 + 4 * s)
         # Megatron-LM's first-stage estimate (SP + selective, 1F1B): 34 sbh/t x L layers' worth
         self.assertEqual(stages[0].layer_activation_bytes * 8 - 8 * 12 * 2 * 8 * s // 8,
                          34 * s * h // 8 * 96)
 
-    def test_stages_and_params_conserve(self):
+    def test_stage_params_conserve(self):
         arch = load_model("gpt3-175b")
-        self.assertEqual(tm.stage_ranges(10, 4), [(0, 3), (3, 6), (6, 8), (8, 10)])
-        stages = tm.stage_ranges(96, 8)
-        total = sum(tm.stage_params(arch, i, stages)[0] for i in range(8))
+        stages = tm.memory(arch, Workload(tokens=8), pp=8)
         # the tied head adds one embedding copy on the last stage when pp > 1
-        self.assertEqual(total, arch.params + 51200 * 12288)
-        self.assertEqual(tm.stage_params(arch, 0, [(0, 96)])[0], arch.params)
+        self.assertEqual(sum(st.dense_params for st in stages), arch.params + 51200 * 12288)
+        self.assertEqual([st.layers for st in stages[:2]], [(0, 12), (12, 24)])
+        (whole,) = tm.memory(arch, Workload(tokens=8))
+        self.assertEqual(whole.dense_params, arch.params)
+        # TP 8: matrices, q/k/v/c_fc biases and the vocabulary split; o/c_proj biases and
+        # LayerNorms (4h + 2h per layer) and the position table replicated
+        (tp8,) = tm.memory(arch, Workload(tokens=8), tp=8)
+        h, L = 12288, 96
+        per_layer = 12 * h * h // 8 + 3 * h // 8 + h + 4 * h // 8 + h + 4 * h
+        self.assertEqual(tp8.dense_params, L * per_layer + 51200 * h // 8 + 2048 * h + 2 * h)
 
     def test_moe_experts_shard_over_ep(self):
         arch = load_model("qwen3-30b-a3b")   # 48 layers of 128 experts [768 x 2048] x 3
-        stages = [(0, 48)]
-        dense1, expert1 = tm.stage_params(arch, 0, stages)
-        self.assertEqual(expert1, 48 * 128 * 3 * 768 * 2048)
-        dense8, expert8 = tm.stage_params(arch, 0, stages, ep=8)
-        self.assertEqual((dense8, expert8 * 8), (dense1, expert1))
-        self.assertEqual(tm.expert_dp(tp=1, dp=8, cp=1, ep=8, etp=1), 1)
-        with self.assertRaises(UserError):
-            tm.expert_dp(tp=1, dp=6, cp=1, ep=4, etp=1)
+        (one,) = tm.memory(arch, Workload(tokens=8))
+        self.assertEqual(one.expert_params, 48 * 128 * 3 * 768 * 2048)
+        (ep8,) = tm.memory(arch, Workload(tokens=8), dp=8, ep=8)
+        self.assertEqual((ep8.dense_params, ep8.expert_params * 8), (one.dense_params, one.expert_params))
+        self.assertEqual(tm.expert_dp(layout.Layout(dp=8, ep=8)), 1)
+        self.assertEqual(tm.expert_dp(layout.Layout(tp=2, dp=8, ep=4)), 4)   # expert TP 1: 16 / 4
 
     def test_zero_over_dp_and_expert_dp(self):
         arch = load_model("qwen3-8b")
         (st,) = tm.memory(arch, Workload(tokens=8), dp=8, zero=1)
         self.assertEqual(st.states, tm.model_states(arch.params, 8, 1))
         moe = load_model("qwen3-30b-a3b")
-        dense, expert = tm.stage_params(moe, 0, [(0, 48)], ep=8)
+        (one,) = tm.memory(moe, Workload(tokens=8))
         # EP 8 over DP 8: each expert lives on one rank of its group (EDP = 1), so ZeRO-1
         # cannot shard expert optimizer states; dense states shard over the 8 DP ranks
         (st,) = tm.memory(moe, Workload(tokens=8), dp=8, ep=8, zero=1)
-        self.assertEqual(st.states, tm.model_states(dense, 8, 1) + tm.model_states(expert, 1, 1))
+        self.assertEqual(st.states, tm.model_states(one.dense_params, 8, 1)
+                         + tm.model_states(one.expert_params // 8, 1, 1))
 
     def test_logits_buffer_and_errors(self):
         arch = load_model("qwen3-8b")
@@ -172,6 +179,8 @@ class Pipeline(unittest.TestCase):
         self.assertEqual(st.states.total, 16 * arch.params)
         with self.assertRaises(UserError):
             tm.memory(arch, Workload(tokens=8), pp=37)
+        with self.assertRaises(UserError):
+            tm.memory(arch, Workload(tokens=8), tp=3)       # 32 heads
         with self.assertRaises(UserError):
             tm.memory(arch, Workload(tokens=8), recompute="half")
 

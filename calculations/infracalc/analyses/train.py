@@ -13,7 +13,8 @@ from .records import SCHEMA_VERSION, model_record
 CONVENTIONS = (
     "Training pass = the forward ledger with the output head on every position plus a "
     "softmax cross-entropy over the vocabulary in fp32 (4 vector FLOPs per logit + 2 per "
-    "row forward, 3 per logit + 1 per row backward).",
+    "row forward, 3 per logit + 1 per row backward); no KV cache is read; MLA runs in its "
+    "naive form (K and V up-projected per head, as Megatron-LM trains it; --mla does not apply).",
     "Backward: every matrix operator 2x its forward matrix FLOPs (input and weight "
     "gradients; attention's QK^T and PV likewise); the embedding a scatter-add (one add "
     "per element, no matrix FLOPs); vector operators their forward vector FLOPs times: "
@@ -83,7 +84,8 @@ def train(arch, w, device, *, global_batch, recompute="none", flash_recompute=Fa
         "schema_version": SCHEMA_VERSION,
         "command": "train",
         "model": model_record(arch),
-        "device": {"id": device.id, "name": device.name, "memory_bytes": device.memory_bytes},
+        "device": {"id": device.id, "name": device.name, "memory_bytes": device.memory_bytes,
+                   "memory_convention": device.memory_convention},
         "inputs": {
             "devices": 1, "tp": 1, "pp": 1, "dp": 1, "seq": w.tokens, "micro_batch": w.batch,
             "global_batch": global_batch, "micro_batches_per_step": steps,

@@ -101,10 +101,11 @@ def backward(op, w, vocab, flash_recompute=False):
 
 
 def training_workload(w):
-    """The workload of a training pass: no history, the head on every position."""
+    """The workload of a training pass: no history, the head on every position;
+    MLA in its naive form (K and V up-projected per head, as Megatron-LM trains it)."""
     if w.history:
         raise UserError("a training pass has no KV history (history must be 0)")
-    return w.replace(logits="all")
+    return w.replace(logits="all", mla="naive")
 
 
 def training_ops(arch, w):

@@ -3,13 +3,13 @@
 Model states (Rajbhandari et al. 2019, ZeRO, arXiv:1910.02054, section 3):
 parameters in the weight format, gradients in the gradient format, and the
 optimizer's states (OPTIMIZERS; AdamW with an fp32 master copy, momentum and
-variance = K = 12 bytes per parameter). The model is first split by tensor
-(TP), pipeline (PP) and expert (EP) parallelism, then ZeRO shards over the
-data-parallel group: stage 1 the optimizer states, stage 2 also the
-gradients, stage 3 also the parameters (Megatron's distributed optimizer =
-stage 1). Dense parameters shard over DP x CP; routed-expert parameters over
-the expert-data-parallel group EDP = TP x DP x CP / (ETP x EP) (Megatron-LM's
-expert groups; ETP defaults to TP), never by TP alone.
+variance = K = 12 bytes per parameter). The model is first placed by the
+layout engine (`layout.shard`: TP, PP stages, EP carved out of TP then DP),
+then ZeRO shards over the data-parallel group: stage 1 the optimizer states,
+stage 2 also the gradients, stage 3 also the parameters (Megatron's
+distributed optimizer = stage 1). Dense parameters shard over DP x CP;
+routed-expert parameters over the expert-data-parallel group EDP = TP x DP x
+CP / (expert TP x EP) (Megatron-LM's expert groups), never by TP alone.
 
 Activations (per micro-batch) are the ledger's `saved_bytes` of a training
 pass: what every operator keeps for its backward. By recompute level:
@@ -28,7 +28,8 @@ et al. 2022, arXiv:2205.05198: softmax output 2 bytes, dropout mask 1 byte and
 dropout output 2 bytes per score): 5 a s^2 b with dropout, 2 a s^2 b without.
 
 The loss keeps the logits in fp32 (tokens x vocabulary x 4 bytes; split by TP:
-the head is vocabulary-parallel). Pipelines hold several micro-batches: 1F1B
+the head is vocabulary-parallel) and one fp32 log-sum-exp per token (whole on
+every TP rank). Pipelines hold several micro-batches: 1F1B
 stage i (from 0) holds min(p - i, m); interleaved with v chunks per stage,
 stage i holds min(2(p - i - 1) + (v - 1)p + 1, m v) chunks of 1/v of its
 layers (Narayanan et al. 2021, arXiv:2104.04473; stage 0: p + (p - 1)/v
@@ -86,75 +87,27 @@ def model_states(params, dp, zero, weight_bytes=2, grad_bytes=2, optimizer_bytes
                        _ceil(k, dp) if zero >= 1 else k)
 
 
-def stage_ranges(layers, pp):
-    """[(lo, hi)] layer ranges of pp stages: an even split, the first (L mod pp)
-    stages one layer more (the layout branch's `stages` may replace this)."""
-    if pp < 1 or pp > layers:
-        raise UserError(f"pp must be from 1 to the {layers} layers, got {pp}")
-    base, extra = divmod(layers, pp)
-    out, lo = [], 0
-    for i in range(pp):
-        hi = lo + base + (1 if i < extra else 0)
-        out.append((lo, hi))
-        lo = hi
-    return out
-
-
-def _params(tensors):
-    return sum(t.params for t in tensors)
-
-
-def _expert_share(t, ep, etp):
-    """One device's part of a stacked expert tensor [E, rows, cols]: ceil(E/ep)
-    experts, rows split by ETP."""
-    e, rows = t.shape[0], t.shape[1]
-    rest = 1
-    for d in t.shape[2:]:
-        rest *= d
-    return _ceil(e, ep) * _ceil(rows, etp) * rest
-
-
-def block_params(block, tp, ep, etp):
-    """(dense, expert) parameters of one block on one device."""
-    dense = _params(t for t in block.tp_shard(tp) if t.role != "expert")
-    expert = sum(_expert_share(t, ep, etp) for t in block.tensors() if t.role == "expert")
-    return dense, expert
-
-
-def _count_layers(layers):
-    """[(layer, how many times it appears)] in first-seen order."""
-    counts = {}
-    for layer in layers:
-        counts[layer] = counts.get(layer, 0) + 1
-    return list(counts.items())
-
-
-def stage_params(arch, stage, stages, tp=1, ep=1, etp=None):
-    """(dense, expert) parameters held by one device of pipeline stage `stage`:
-    its layers, the embedding on the first stage, the final norm and head on
-    the last (a tied head needs the embedding matrix there too when pp > 1)."""
-    etp = tp if etp is None else etp
-    lo, hi = stages[stage]
+def device_params(dev):
+    """(dense, expert) parameters of a per-device architecture (`layout.shard`):
+    routed-expert tensors apart, since ZeRO shards them over another group."""
     dense = expert = 0
-    for layer, count in _count_layers(arch.layers[lo:hi]):
-        for b in layer.blocks:
-            d, e = block_params(b, tp, ep, etp)
-            dense, expert = dense + count * d, expert + count * e
-    if stage == 0:
-        dense += block_params(arch.embedding, tp, ep, etp)[0]
-    if stage == len(stages) - 1:
-        dense += block_params(arch.final_norm, tp, ep, etp)[0] + block_params(arch.head, tp, ep, etp)[0]
-        if arch.head.tied and len(stages) > 1:
-            dense += _ceil(arch.vocab_size, tp) * arch.hidden_size
+    for block in dev.top_blocks():
+        for t in block.tensors():
+            dense, expert = (dense, expert + t.params) if t.role == "expert" else (dense + t.params, expert)
+    for layer, count, _ in dev.layer_groups():
+        for t in layer.tensors():
+            if t.role == "expert":
+                expert += count * t.params
+            else:
+                dense += count * t.params
     return dense, expert
 
 
-def expert_dp(tp, dp, cp, ep, etp):
-    """EDP = TP x DP x CP / (ETP x EP): ranks that hold the same experts."""
-    ranks = tp * dp * cp
-    if ranks % (etp * ep):
-        raise UserError(f"EP {ep} x ETP {etp} does not divide TP x DP x CP = {ranks}")
-    return ranks // (etp * ep)
+def expert_dp(layout):
+    """EDP = TP x DP x CP / (expert TP x EP): the ranks holding the same expert
+    shard, over which ZeRO shards its states (Megatron-LM's expert data-parallel
+    group; EP is carved out of TP first, see `layout`)."""
+    return layout.tp * layout.dp * layout.cp // (layout.expert_tp * layout.ep)
 
 
 class LayerActivations(Record):
@@ -165,9 +118,10 @@ class LayerActivations(Record):
 
 
 def _split(saved, replicated, tp, sp, cp):
-    inside = _ceil(saved - replicated, tp)
+    """Per-device bytes of a shard's saved bytes: the sequence region split by
+    TP only with SP; everything by CP."""
     seq = _ceil(replicated, tp) if sp else replicated
-    return _ceil(inside + seq, cp)
+    return _ceil(saved - replicated + seq, cp)
 
 
 def unfused_score_bytes(layer, w):
@@ -182,14 +136,15 @@ def unfused_score_bytes(layer, w):
 
 
 def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"):
-    """One layer's saved bytes per device by recompute level (see module doc);
-    `hidden` is the width of the residual stream (the layer's input)."""
+    """Saved bytes per device of one decoder layer as one device holds it (a
+    `layout.shard_layer`: heads and MLP already split by TP), by recompute level
+    (see module doc). The sequence region is whole on every TP rank unless `sp`
+    splits it tp ways; `cp` splits everything; `hidden` is the residual width."""
     ops = [op for b in layer.blocks for op in b.ops(w)]
     saved = sum(op.saved_bytes for op in ops)
     repl = sum(op.saved_replicated for op in ops)
     core = sum(op.saved_bytes for op in ops if op.kind == "softmax")
-    scores = unfused_score_bytes(layer, w) if attention == "unfused" else 0
-    scores = _ceil(_ceil(scores, tp), cp)
+    scores = _ceil(unfused_score_bytes(layer, w), cp) if attention == "unfused" else 0
     none = _split(saved, repl, tp, sp, cp) + scores
     selective = _split(saved - core, repl, tp, sp, cp)
     full_in = w.act_dtype.nbytes_flat(w.positions * hidden)
@@ -210,6 +165,7 @@ def in_flight(stage, pp, micro_batches, chunks=1):
 class StageMemory(Record):
     stage: int
     layers: tuple            # (lo, hi): layers lo .. hi-1
+    device: str              # what one device of the stage holds (the shard's id)
     dense_params: int
     expert_params: int
     states: ModelStates
@@ -230,48 +186,50 @@ class StageMemory(Record):
         return self.states.total + self.activation_bytes
 
 
-def _top_saved(arch, w, first, last, tp, sp, cp):
-    """Saved bytes outside the layers: the embedding's on the first stage; the
-    final norm's, the head's input and the loss's fp32 logits on the last.
-    Returns (total, logits part)."""
-    ops = list(arch.embedding.ops(w)) if first else []
-    loss = train_flops.CrossEntropy(arch.vocab_size).ops(w) if last else []
-    if last:
-        ops += list(arch.final_norm.ops(w)) + list(arch.head.ops(w))
-    logits = sum(_ceil(_ceil(op.saved_bytes, tp), cp) for op in loss)   # vocabulary-parallel
+def _top_saved(dev, stage, w, tp, sp, cp):
+    """Saved bytes outside the layers on one device: the embedding's on the first
+    stage; the final norm's, the head's input and the loss's fp32 logits (of the
+    device's vocabulary slice) on the last. Returns (total, logits part)."""
+    ops = list(dev.embedding.ops(w)) if stage.has_embedding else []
+    loss = train_flops.CrossEntropy(dev.head.vocab).ops(w) if stage.has_head else []
+    if stage.has_head:
+        ops += list(dev.final_norm.ops(w)) + list(dev.head.ops(w))
+    logits = sum(_ceil(op.saved_bytes, cp) for op in loss)
     return sum(_split(op.saved_bytes, op.saved_replicated, tp, sp, cp) for op in ops) + logits, logits
 
 
-def memory(arch, w, *, tp=1, pp=1, dp=1, cp=1, ep=1, etp=None, sp=False, zero=0,
-           recompute="none", optimizer="adamw", weight_bytes=2, grad_bytes=2,
-           micro_batches=1, chunks=1, attention="fused"):
+def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw", weight_bytes=2,
+           grad_bytes=2, chunks=1, attention="fused", **degrees):
     """Per-stage memory of one device of each pipeline stage: [StageMemory].
-    `w` is one micro-batch (batch = micro-batch size, tokens = sequence length)."""
-    for name, value in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep),
-                        ("micro_batches", micro_batches), ("chunks", chunks)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UserError(f"{name} must be a positive integer, got {value!r}")
+    `w` is one micro-batch (batch = micro-batch size, tokens = sequence length);
+    the placement is a `layout.Layout` or its fields as keywords (tp, pp, dp,
+    cp, ep, sp, micro_batches, pp_layers); `chunks` = interleaved chunks per stage."""
+    from .. import layout as placement
+
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise UserError(f"chunks must be a positive integer, got {chunks!r}")
     if recompute not in train_flops.RECOMPUTE:
         raise UserError(f"recompute must be one of {', '.join(train_flops.RECOMPUTE)}, got {recompute!r}")
     if attention not in ATTENTION_KERNELS:
         raise UserError(f"attention must be one of {', '.join(ATTENTION_KERNELS)}, got {attention!r}")
+    lay = layout or placement.Layout(**degrees)
+    placement.validate(arch, lay)
     w = train_flops.training_workload(w)
-    etp = tp if etp is None else etp
-    edp = expert_dp(tp, dp, cp, ep, etp)
+    tp, cp, sp = lay.tp, lay.cp, lay.sp
+    edp = expert_dp(lay)
     k = optimizer_bytes(optimizer)
-    stages = stage_ranges(len(arch.layers), pp)
-    per_layer = {}
-    for layer, _, _ in arch.layer_groups():
-        per_layer[layer] = layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention)
     out = []
-    for i, (lo, hi) in enumerate(stages):
-        dense, expert = stage_params(arch, i, stages, tp, ep, etp)
-        states = (model_states(dense, dp * cp, zero, weight_bytes, grad_bytes, k)
+    for stage in placement.stages(arch, lay):
+        dev = placement.shard(arch, lay, stage)
+        dense, expert = device_params(dev)
+        states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
                   + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
-        acts = [per_layer[arch.layers[j]] for j in range(lo, hi)]
-        layer_bytes = sum(getattr(a, recompute) for a in acts)
-        working = max(a.none for a in acts) if recompute == "full" and acts else 0
-        extra, logits = _top_saved(arch, w, i == 0, i == len(stages) - 1, tp, sp, cp)
-        out.append(StageMemory(i, (lo, hi), dense, expert, states, layer_bytes, extra, logits,
-                               in_flight(i, pp, micro_batches, chunks), working))
+        acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention), count)
+                for layer, count, _ in dev.layer_groups()]
+        layer_bytes = sum(getattr(a, recompute) * count for a, count in acts)
+        working = max(a.none for a, _ in acts) if recompute == "full" and acts else 0
+        extra, logits = _top_saved(dev, stage, w, tp, sp, cp)
+        out.append(StageMemory(stage.index, (stage.lo, stage.hi), dev.id, dense, expert, states,
+                               layer_bytes, extra, logits,
+                               in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working))
     return out

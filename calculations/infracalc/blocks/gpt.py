@@ -35,9 +35,10 @@ class GPTEmbedding(Block):
         return (Tensor("wte.weight", (self.vocab, self.hidden), "embedding"),
                 Tensor("wpe.weight", (self.positions + self.offset, self.hidden), "embedding"))
 
-    def tp_shard(self, tp):
-        wte, wpe = self.tensors()
-        return (wte.replace(shape=(-(-self.vocab // tp), self.hidden)), wpe)
+    def shard(self, tp, ep=1):
+        """Vocab-parallel wte (ceil(vocab / tp) rows per TP device, as `Embedding`);
+        the position table is replicated."""
+        return self.replace(vocab=-(-self.vocab // tp))
 
     def ops(self, w):
         if w.context > self.positions:
@@ -65,6 +66,10 @@ class LayerNorm(Block):
         return (Tensor(f"{self.name}.weight", (self.width,), "vector"),
                 Tensor(f"{self.name}.bias", (self.width,), "vector"))
 
+    def shard(self, tp, ep=1):
+        """Norms are replicated: every TP device holds and applies the whole weight."""
+        return self
+
     def ops(self, w):
         n = w.positions
         saved = saved_inputs(w, n * self.width) + 2 * n * STAT_BYTES
@@ -91,6 +96,13 @@ class GPTMLP(Block):
         p, h, i = self.prefix, self.hidden, self.inter
         return (Tensor(f"{p}.c_fc.weight", (i, h)), Tensor(f"{p}.c_fc.bias", (i,), "vector"),
                 Tensor(f"{p}.c_proj.weight", (h, i)), Tensor(f"{p}.c_proj.bias", (h,), "vector"))
+
+    def shard(self, tp, ep=1):
+        """Megatron MLP: c_fc column-parallel, c_proj row-parallel, inter / tp per
+        device (c_fc's bias split alike, c_proj's replicated)."""
+        if self.inter % tp:
+            raise UserError(f"TP {tp} does not divide the MLP intermediate size {self.inter}")
+        return self.replace(inter=self.inter // tp)
 
     def ops(self, w):
         fc, fc_b, proj, proj_b = self.tensors()

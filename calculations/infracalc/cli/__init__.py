@@ -14,6 +14,7 @@ COMMANDS = {
     "train": "FLOPs of one training step (exact and closed forms) and memory of one device",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
+    "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",
 }
 
 PROG = "infra-calc"

@@ -29,6 +29,10 @@ def add_arguments(p):
                    help="gradient format (default bf16; fp32 as Megatron-LM keeps them)")
     p.add_argument("--act-dtype", default="bf16", metavar="FMT",
                    help="activation and compute format (default bf16)")
+    from ..load.hardware import MEMORY_CONVENTIONS
+    p.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
+                   help="device capacity: physical (default; what a server can allocate) or label "
+                        "(the vendor's GB read as 10^9 bytes)")
     common.add_device(p)
     common.add_output(p)
 
@@ -43,7 +47,7 @@ def run(args):
     from ..workload import Workload
 
     arch = load_model(args.model)
-    device = load_device(args.device)
+    device = load_device(args.device, args.memory_convention)
     grad = dtype(args.grad_dtype)
     if grad.bits % 8 or grad.is_quantized:
         raise UserError(f"--grad-dtype must be a whole-byte format (bf16, fp16, fp32), got {grad.name}")

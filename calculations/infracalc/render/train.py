@@ -24,7 +24,7 @@ def header_lines(rec):
         f"- Formats: weights {i['weight_dtype']}, gradients {i['grad_bytes_per_param']} B/param, "
         f"activations {i['act_dtype']}; optimizer `{i['optimizer']}` ({states}); ZeRO stage {i['zero']}",
         f"- Device: {d['name']} (`{d['id']}`), memory {u.integer(d['memory_bytes'])} B "
-        f"({u.nbytes(d['memory_bytes'])})",
+        f"({u.nbytes(d['memory_bytes'])}, {d['memory_convention']} capacity, --memory-convention)",
     ]
     lines += [f"- Model note: {n}" for n in m.get("notes", [])]
     return lines
