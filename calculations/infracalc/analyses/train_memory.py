@@ -126,7 +126,8 @@ def _split(saved, replicated, tp, sp, cp):
 
 def unfused_score_bytes(layer, w):
     """T x T tensors a non-fused softmax attention keeps for one layer:
-    B x heads x T x keys scores, 2 bytes each (softmax output), 5 with dropout."""
+    B x heads x T x keys scores, 2 bytes each (softmax output), 5 with dropout
+    (grouped-query `Attention` blocks; MLA and linear attention are always fused here)."""
     total = 0
     for b in layer.blocks:
         if hasattr(b, "heads") and hasattr(b, "prob_dropout"):
