@@ -156,3 +156,17 @@ class TrainCommand(unittest.TestCase):
             self.assertEqual(status, 2, argv)
             self.assertIn(needle, err)
             self.assertEqual(len(err.strip().splitlines()), 1)
+
+
+class OpTimes(unittest.TestCase):
+    def test_copies_every_field_by_name(self):
+        from infracalc.ops import Op
+        op = Op("x", "linear", "[1]", matrix_flops=1, rect_flops=2, vector_flops=3, weight_read=4,
+                act_read=5, kv_read=6, act_write=7, kv_write=8, compute="bf16", layers="-",
+                repeats=1, kind="gemm", weight="w", saved_bytes=9, saved_replicated=10)
+        got = op.times(3, "0-2")
+        scaled = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read", "kv_read",
+                  "act_write", "kv_write", "saved_bytes", "saved_replicated")
+        for f in Op._fields:
+            want = {"layers": "0-2", "repeats": 3}.get(f, getattr(op, f) * 3 if f in scaled else getattr(op, f))
+            self.assertEqual(getattr(got, f), want, f)
