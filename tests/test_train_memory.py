@@ -172,6 +172,16 @@ class Pipeline(unittest.TestCase):
         self.assertEqual(st.states, tm.model_states(one.dense_params, 8, 1)
                          + tm.model_states(one.expert_params // 8, 1, 1))
 
+    def test_context_parallel_splits_every_activation(self):
+        arch = load_model("qwen3-8b")
+        (one,) = tm.memory(arch, Workload(tokens=4096))
+        (cp2,) = tm.memory(arch, Workload(tokens=4096), cp=2, dp=1)
+        self.assertEqual(2 * cp2.layer_activation_bytes, one.layer_activation_bytes)
+        self.assertEqual(2 * cp2.extra_activation_bytes, one.extra_activation_bytes)
+        # dense optimizer states shard over DP x CP under ZeRO-1
+        (z1,) = tm.memory(arch, Workload(tokens=4096), cp=2, zero=1)
+        self.assertEqual(z1.states, tm.model_states(arch.params, 2, 1))
+
     def test_logits_buffer_and_errors(self):
         arch = load_model("qwen3-8b")
         (st,) = tm.memory(arch, Workload(tokens=4096))
