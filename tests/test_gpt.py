@@ -62,6 +62,36 @@ class Opt(unittest.TestCase):
             self.assertIn(needle, str(e.exception))
 
 
+class GptNeoX(unittest.TestCase):
+    """GPT-NeoX-20B (h 6,144, 44 layers, ffn 24,576 = 4h, V 50,432, RoPE, untied): per layer
+    12 h^2 + 13 h = 453,064,704; embed_in + embed_out 2 x 50,432 x 6,144 = 619,708,416; final
+    LayerNorm 12,288: 44 x 453,064,704 + 619,708,416 + 12,288 = 20,554,567,680 (model card)."""
+
+    def test_params_and_rope(self):
+        arch = load_model("gpt-neox-20b")
+        self.assertEqual(arch.params, 20_554_567_680)
+        attn = arch.layers[0].blocks[1]
+        self.assertEqual((attn.rope_dim, attn.dropout), (24, False))   # 0.25 x 96; legacy *_prob keys unread
+
+    def test_parallel_residual_keeps_the_input_once(self):
+        # ln1 and ln2 normalize the same x: one copy of it plus both norms' statistics
+        layer = load_model("gpt-neox-20b").layers[0]
+        ops = {op.name: op for b in layer.blocks for op in b.ops(Workload(tokens=4))}
+        self.assertEqual(ops["input_layernorm"].saved_bytes, 4 * 6144 * 2 + 4 * 8)
+        self.assertEqual(ops["post_attention_layernorm"].saved_bytes, 4 * 8)
+
+    def test_sequential_and_dropout(self):
+        base = {"model_type": "gpt_neox", "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1,
+                "intermediate_size": 32, "max_position_embeddings": 16, "vocab_size": 10}
+        arch = load_model(write_config(self, dict(base, use_parallel_residual=False, hidden_dropout=0.1)))
+        names = [type(b).__name__ for b in arch.layers[0].blocks]
+        self.assertEqual(names, ["LayerNorm", "Attention", "Residual", "LayerNorm", "GPTMLP", "Residual"])
+        emb = arch.embedding.ops(Workload(tokens=4))[0]
+        self.assertEqual(emb.saved_bytes, 4 * 8)      # the embedding's 1-byte dropout mask
+        with self.assertRaises(UserError):
+            load_model(write_config(self, dict(base, hidden_act="relu")))
+
+
 class Forward(unittest.TestCase):
     def test_gpt2_forward_by_hand(self):
         # T = 1024 tokens, head on the last position:

@@ -3,7 +3,7 @@
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, residual, rmsnorm
+from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, residual, rmsnorm, with_dropout_mask
 
 
 class Embedding(Block):
@@ -12,11 +12,13 @@ class Embedding(Block):
     Reads one row per token, at most `vocab` distinct rows (an upper bound:
     it assumes distinct token ids); `scale` multiplies by sqrt(hidden) (Gemma).
     Training keeps nothing (the backward scatter-adds into the rows by token
-    id; the ids are the input batch, not counted).
+    id; the ids are the input batch, not counted), except a 1-byte mask per
+    element with `dropout` (GPT-NeoX's embedding dropout).
     """
     vocab: int
     hidden: int
     scale: bool = False
+    dropout: bool = False
 
     def tensors(self):
         return (Tensor("embed_tokens.weight", (self.vocab, self.hidden), "embedding"),)
@@ -28,6 +30,8 @@ class Embedding(Block):
                   weight_read=w.weight_bytes(gathered),
                   act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden),
                   kind="embedding", weight=gathered.name)]
+        if self.dropout:
+            out[0] = with_dropout_mask(out[0], w.positions * self.hidden)
         if self.scale:
             out.append(elementwise(w, "embedding_scale", w.positions * self.hidden,
                                    VECTOR_FLOPS["scale"]))

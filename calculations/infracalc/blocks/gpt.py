@@ -58,9 +58,12 @@ class GPTEmbedding(Block):
 
 class LayerNorm(Block):
     """LayerNorm with weight and bias over every position: 7 FLOPs per element;
-    training keeps its input and two fp32 statistics (mean, rstd) per row."""
+    training keeps its input and two fp32 statistics (mean, rstd) per row (the
+    statistics only with `shares_input`: another norm of the same input keeps
+    it, as GPT-NeoX's two norms of a parallel-residual layer)."""
     name: str
     width: int
+    shares_input: bool = False
 
     def tensors(self):
         return (Tensor(f"{self.name}.weight", (self.width,), "vector"),
@@ -72,7 +75,7 @@ class LayerNorm(Block):
 
     def ops(self, w):
         n = w.positions
-        saved = saved_inputs(w, n * self.width) + 2 * n * STAT_BYTES
+        saved = (0 if self.shares_input else saved_inputs(w, n * self.width)) + 2 * n * STAT_BYTES
         op = elementwise(w, self.name, n * self.width, VECTOR_FLOPS["layernorm"],
                          shape=f"[{n},{self.width}]", kind="norm", saved=saved, replicated=True)
         weight, bias = self.tensors()

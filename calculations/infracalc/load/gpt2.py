@@ -1,5 +1,6 @@
 """GPT-2-type configs (GPT-2, and the GPT-3 / Megatron-LM shapes bundled for
-the training tables) and OPT: pre-LayerNorm layers with learned positions.
+the training tables), OPT and GPT-NeoX: pre-LayerNorm layers with biases,
+a non-gated MLP and (GPT-2, OPT) learned positions or (GPT-NeoX) partial RoPE.
 
 Keys (Hugging Face GPT2Config): n_embd, n_head, n_layer, n_positions,
 vocab_size, n_inner (null = 4 * n_embd), activation_function (gelu_new,
@@ -20,7 +21,7 @@ LayerNorm, activation dropout.
 
 from ..arch import Architecture, Layer
 from ..blocks.attention import Attention
-from ..blocks.basic import LMHead, Residual
+from ..blocks.basic import Embedding, LMHead, Residual
 from ..blocks.gpt import GPTMLP, GPTEmbedding, LayerNorm
 
 GELU = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
@@ -98,4 +99,44 @@ def opt(cfg, model_id):
                "(wte, wpe, c_fc, c_proj; same counts).",))
 
 
-ADAPTERS = {"gpt2": gpt2, "opt": opt}
+def gpt_neox(cfg, model_id):
+    """GPT-NeoX (Hugging Face GPTNeoXConfig): hidden_size, num_attention_heads,
+    num_hidden_layers, intermediate_size, rotary_pct (RoPE on that fraction of
+    each head, default 0.25), hidden_act, use_parallel_residual (default true:
+    x + attn(ln1(x)) + mlp(ln2(x)), both norms of the same x), attention_bias
+    (default true; the output projection keeps its bias), hidden_dropout and
+    attention_dropout (current transformers' keys, default 0.0; the legacy
+    *_prob keys are not read by it, nor here), tie_word_embeddings (default false)."""
+    h, heads = cfg.int("hidden_size"), cfg.int("num_attention_heads")
+    if h % heads:
+        raise cfg.unsupported(f"hidden_size {h} not divisible by num_attention_heads {heads}")
+    act = cfg.string("hidden_act", "gelu")
+    if act not in GELU:
+        raise cfg.unsupported(f"hidden_act '{act}' (modelled: {', '.join(GELU)})")
+    hd = h // heads
+    resid = cfg.fraction("hidden_dropout", 0.0) > 0
+    bias = cfg.flag("attention_bias", True)
+    attn = Attention(hidden=h, heads=heads, kv_heads=heads, head_dim=hd,
+                     rope_dim=int(hd * cfg.fraction("rotary_pct", 0.25)), qkv_bias=bias, o_bias=bias,
+                     prefix="attention", dropout=resid,
+                     prob_dropout=cfg.fraction("attention_dropout", 0.0) > 0)
+    mlp = GPTMLP(h, cfg.int("intermediate_size"), GELU[act], dropout=resid)
+    parallel = cfg.flag("use_parallel_residual", True)
+    ln1 = LayerNorm("input_layernorm", h)
+    ln2 = LayerNorm("post_attention_layernorm", h, shares_input=parallel)
+    blocks = ((ln1, attn, ln2, mlp, Residual(h), Residual(h)) if parallel else
+              (ln1, attn, Residual(h), ln2, mlp, Residual(h)))
+    vocab, tied = cfg.int("vocab_size"), cfg.flag("tie_word_embeddings", False)
+    return Architecture(
+        id=model_id, model_type=cfg.model_type, hidden_size=h, vocab_size=vocab,
+        max_context=cfg.int("max_position_embeddings"),
+        embedding=Embedding(vocab, h, dropout=resid),
+        layers=(Layer(blocks),) * cfg.int("num_hidden_layers"), final_norm=LayerNorm("final_layer_norm", h),
+        head=LMHead(vocab, h, tied), tied_embeddings=tied,
+        notes=(("parallel residual: x + attention(ln1(x)) + mlp(ln2(x))" if parallel else
+                "sequential residual (use_parallel_residual false)")
+               + "; GPT-NeoX stores a fused query_key_value and dense_h_to_4h / dense_4h_to_h, "
+                 "listed split with GPT-2's names (same counts).",))
+
+
+ADAPTERS = {"gpt2": gpt2, "opt": opt, "gpt_neox": gpt_neox}
