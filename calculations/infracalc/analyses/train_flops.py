@@ -85,9 +85,9 @@ def backward(op, w, vocab, flash_recompute=False):
         extra = op.matrix_flops if flash_recompute and op.name == "attn_qk" else 0
         return Backward(2 * op.matrix_flops + extra, op.vector_flops,
                         2 * op.saved_bytes + op.act_write)
-    if kind == "embedding":   # scatter-add: one add per element of dY
-        elements = w.positions * (op.act_write // w.act_dtype.nbytes_flat(w.positions))
-        return Backward(0, elements, op.act_write + 2 * op.weight_read)
+    if kind == "embedding":   # scatter-add: one add per element of dY [positions, hidden]
+        hidden = op.act_write // w.act_dtype.nbytes_flat(w.positions)
+        return Backward(0, w.positions * hidden, op.act_write + 2 * op.weight_read)
     if kind == "loss":
         rows, logits = w.positions, w.positions * vocab
         return Backward(0, logits * LOSS_BWD_PER_LOGIT + rows * LOSS_BWD_PER_ROW,
