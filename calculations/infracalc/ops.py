@@ -75,23 +75,25 @@ class Op(Record):
                   self.act_write * k, self.kv_write * k, self.compute, layers, k)
 
 
-def gemm(w, name, m, weight, bias=None, in_features=None, shape=None):
+def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, out_dtype=None):
     """Tokens [m, k] times a weight stored as [n, k] (Hugging Face layout).
 
     matrix FLOPs 2*m*k*n; reads the weight (in its stored format), the input
-    activations m*k; writes m*n outputs; a bias adds m*n vector FLOPs.
+    activations m*k; writes m*n outputs (in the activation format, or
+    `out_dtype`); a bias adds m*n vector FLOPs.
     """
     n, k = weight.shape[-2], weight.shape[-1]
     if in_features is not None:
         k = in_features
     act = w.act_dtype
+    out = out_dtype or act
     return Op(
         name, "linear", shape or f"[{m},{k}]x[{k},{n}]",
         matrix_flops=2 * m * k * n,
         vector_flops=m * n * VECTOR_FLOPS["bias"] if bias is not None else 0,
         weight_read=w.weight_bytes(weight) + (w.weight_bytes(bias) if bias is not None else 0),
         act_read=act.nbytes_flat(m * k),
-        act_write=act.nbytes_flat(m * n),
+        act_write=out.nbytes_flat(m * n),
         compute=w.compute_dtype.name,
     )
 

@@ -11,6 +11,8 @@ COMMANDS = {
     "forward": "per-operator ledger of one forward pass with roofline times",
     "decode": "TTFT and per-token time bounds of B requests on one device (or --batch-sweep)",
     "kv": "KV cache per layer type and request capacity on a device layout",
+    "gemm": "one GEMM [M,K]x[K,N]: FLOPs, bytes by operand, intensity, ridge point, roofline per device",
+    "attention": "one attention core (QK^T, softmax, PV): FLOPs, bytes, intensity, roofline per device",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
 }

@@ -10,13 +10,27 @@ def _tf(x):
     return "-" if x is None else f"{x / 1e12:,.1f}"
 
 
+def _peak(table, key):
+    """A peak cell: '-' when the device lacks the format, 'unknown' when it has it
+    but no figure is published."""
+    if key not in table:
+        return "-"
+    return "unknown" if table[key] is None else _tf(table[key])
+
+
+def _ridge(table, key):
+    if key not in table:
+        return "-"
+    return "unknown" if table[key] is None else f"{table[key]:,.1f}"
+
+
 def markdown(rec):
     rows = []
     for d in rec["devices"]:
         p = d["matrix_flops_per_s"]
         up, out = d["scale_up"], d["scale_out"]
         vec = "-" if d["vector_flops_per_s"] is None else f"{_tf(d['vector_flops_per_s'])} ({d['vector_peak_kind']})"
-        rows.append([f"`{d['id']}`", d["name"], *[_tf(p.get(k)) for k in PEAK_COLUMNS], vec,
+        rows.append([f"`{d['id']}`", d["name"], *[_peak(p, k) for k in PEAK_COLUMNS], vec,
                      f"{d['memory_bytes'] / 1e9:,.1f} GB ({u.nbytes(d['memory_bytes'])})",
                      f"{d['memory_bandwidth_bytes_per_s'] / 1e9:,.0f}",
                      "-" if up is None else f"{up['name']}: {up['bytes_per_s_per_direction'] / 1e9:,.1f} x{up['domain_size']}",
@@ -30,15 +44,26 @@ def markdown(rec):
         markdown_table(["id", "name", "BF16", "FP16", "FP8", "INT8", "FP4", "vector", "memory",
                         "HBM GB/s", "scale-up GB/s per dir x domain", "scale-out GB/s", "TDP W"],
                        rows, "llrrrrrrrrlrr"), "",
-        "A blank (-) peak means the device has no such precision (or none is published); "
-        "TPUs publish no vector peak, so vector FLOPs are charged at the matrix peak there.", ""])
+        "A blank (-) peak means the device has no such precision; `unknown` means it has it but "
+        "no figure is published. Work with no published peak is not charged compute time: its "
+        "bound is memory-bound with the compute side stated as unknown (never a stand-in peak). "
+        "TPUs publish no vector peak, so their vector compute time is unknown.", "",
+        "## Ridge points", "",
+        "Ridge point = dense matrix peak / memory bandwidth, in FLOP per byte: a kernel whose "
+        "arithmetic intensity (FLOPs / bytes moved) is above it is compute-bound at that format's "
+        "peak, below it memory-bound.", "",
+        markdown_table(["id", "BF16", "FP16", "FP8", "INT8", "FP4"],
+                       [[f"`{d['id']}`", *[_ridge(d["ridge_point_flops_per_byte"], k) for k in PEAK_COLUMNS]]
+                        for d in rec["devices"]], "lrrrrr"), ""])
 
 
 def csv(rec):
-    header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS], "vector_flops_per_s",
+    header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS],
+              *[f"{k}_ridge_point_flops_per_byte" for k in PEAK_COLUMNS], "vector_flops_per_s",
               "memory_bytes", "memory_bandwidth_bytes_per_s", "scale_up_bytes_per_s_per_direction",
               "scale_up_domain_size", "scale_out_bytes_per_s_per_direction", "tdp_watts"]
     rows = [[d["id"], d["name"], *[d["matrix_flops_per_s"].get(k) for k in PEAK_COLUMNS],
+             *[d["ridge_point_flops_per_byte"].get(k) for k in PEAK_COLUMNS],
              d["vector_flops_per_s"], d["memory_bytes"], d["memory_bandwidth_bytes_per_s"],
              d["scale_up"] and d["scale_up"]["bytes_per_s_per_direction"],
              d["scale_up"] and d["scale_up"]["domain_size"],
