@@ -129,5 +129,29 @@ class PerLayerAndRidge(unittest.TestCase):
         self.assertAlmostEqual(d["ridge_point_flops_per_byte"]["fp8"], 1979e12 / 3.35e12, places=9)
 
 
+class CrossoversAndRoom(unittest.TestCase):
+    def test_three_crossovers_qwen3_8b_h100(self):
+        # Qwen3-8B bf16 on H100 SXM, P = 1, G = 2 (one decode step at history 1).
+        # Ridge-point estimate: 989.5e12 / 3.35e12 = 295.37 FLOP/B; bf16 weights are
+        # 2 B per parameter, so B > 295.37 * (2P) / (2P): batch 296 (the book's figure).
+        # Operator sum: 327 (test_decode, by hand). The exact ideal bound (all FLOPs
+        # incl. vector work at the FP32 peak, embedding rows without FLOPs, the head on
+        # one position, KV bytes) lies between them: 297.
+        r = rec("decode", "--model", "qwen3-8b", "--input-len", "1", "--output-len", "2", "--batch-sweep")
+        self.assertEqual((r["ridge_estimate_batch"], r["ideal_compute_bound_batch"], r["compute_bound_batch"]),
+                         (296, 297, 327))
+
+    def test_kv_room(self):
+        # Qwen3-8B int8-g128 weights 9,544,230,912 B (the book's 8-bit) on an 80 GB H100
+        # with a 2 GiB reserve: 80e9 - 9,544,230,912 - 2,147,483,648 = 68,308,285,440 B
+        # left for the KV cache; at 8,192 tokens a request takes 36 * 2 * 8 * 128 * 2 * 8192
+        # = 1,207,959,552 B, so 56 fit (the book's capacity table, 80 GB row).
+        c = rec("kv", "--model", "qwen3-8b", "--context", "8192", "--reserve", "2147483648",
+                "--weight-dtype", "int8-g128")["capacity"]
+        self.assertEqual(c["kv_cache_room_bytes"], 68_308_285_440)
+        self.assertEqual(c["kv_bytes_per_request_per_device"], 1_207_959_552)
+        self.assertEqual(c["max_requests"], 56)
+
+
 if __name__ == "__main__":
     unittest.main()

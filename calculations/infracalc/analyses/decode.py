@@ -43,6 +43,22 @@ DECODE_CONVENTIONS = (
     "reserve of 10% of device memory (analyses/memory; `kv` adds sharding, paging, prefix sharing).",
 )
 
+CROSSOVER_RIDGE = (
+    "Ridge-point estimate: the smallest batch B with B x 2 x active params / peak > weight bytes / "
+    "bandwidth, i.e. B > ridge point x weight bytes / (2 x active params): two FLOPs per "
+    "parameter per token, the weights read once, nothing else (for bf16 weights B > ridge point).")
+CROSSOVER_IDEAL = (
+    "Ideal-bound crossover: the smallest batch whose decode phase is compute-bound under perfect "
+    "overlap: all its FLOPs at peak take longer than its unique bytes (weights read + KV read + "
+    "KV written; activations assumed on chip) at bandwidth. For a dense model at short context "
+    "it is about the ridge point x weight bytes / (2 x params) (the FLOP/byte of one token).")
+CROSSOVER_SUM = (
+    "Operator-sum crossover: the smallest batch whose decode phase is compute-bound as the sum "
+    "of per-operator bounds counts it: operators bound by compute take more than half of that "
+    "sum (each operator max(compute, memory), activation traffic counted). It is later than the "
+    "ideal crossover: each operator turns compute-bound only at its own intensity, and the "
+    "activation traffic and the vector work add time on the memory side.")
+
 LEFT_OUT = (
     "This is a lower bound on time (an upper bound on throughput) for one device. It leaves out "
     "queueing and admission delays, scheduling and batching overheads (continuous batching, "
@@ -329,10 +345,11 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     if cap["max_requests"] is None:
         raise UserError(f"{arch.id} keeps no per-request cache: memory does not bound the batch")
     del cap["fits"]
-    rows = []
+    rows, pieces = [], []
     for b in sweep_batches(cap["max_requests"]):
         wb = w.replace(batch=b)
         pcs = decode_sum.decode_pieces(arch, wb, lo, hi, check=b == 1)
+        pieces.append(pcs)
         acc = account(pcs, r)
         dec = acc.time_s
         rows.append({
@@ -352,32 +369,70 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["notes"] = notes
     rec["capacity"] = cap
     rec["rows"] = rows
-    rec["compute_bound_batch"] = compute_bound_batch(arch, w, rows, lo, hi, r)
+    ideal, summed = crossovers(arch, w, [row["batch"] for row in rows], pieces, lo, hi, r)
+    rec["ridge_estimate_batch"] = ridge_estimate_batch(r, cap["weight_bytes"], arch.active_params)
+    rec["ideal_compute_bound_batch"] = ideal
+    rec["compute_bound_batch"] = summed
+    rec["compute_unknown"] = r.compute_unknown(1, 1)
     rec["capacity_batch"] = cap["max_requests"]
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + [
-        "Sweep: the smallest batch whose decode phase is compute-bound is found by bisection "
-        "between the last memory-bound and the first compute-bound swept batch."]
+        CROSSOVER_RIDGE, CROSSOVER_IDEAL, CROSSOVER_SUM,
+        "Both crossovers are found by bisection between the last memory-bound and the first "
+        "compute-bound swept batch."]
     return rec
 
 
-def compute_bound_batch(arch, w, rows, lo, hi, r):
-    """The smallest batch whose decode phase is compute-bound, or None within capacity.
+def ridge_estimate_batch(r, weight_bytes, active_params):
+    """floor(x) + 1 for x = ridge point x weight bytes / (2 x active params): the batch
+    above which B tokens' 2 FLOPs per parameter at peak outlast one read of the
+    weights at bandwidth (the textbook estimate: B > peak / bandwidth for bf16
+    weights). None when the device publishes no peak."""
+    if not r.matrix_flops_per_s:
+        return None
+    return int(r.matrix_flops_per_s / r.bytes_per_s * weight_bytes / (2 * active_params)) + 1
 
-    Bisection between the last memory-bound and the first compute-bound swept
-    batch (assumes one switch inside that bracket; log2 of its width steps).
-    """
-    k = next((i for i, row in enumerate(rows) if row["bound"] == "compute"), None)
+
+def ideal_is_compute(pcs, r):
+    """True when the phase's FLOPs at peak take longer than its unique bytes
+    (weights read + KV read + KV written) at bandwidth: the ideal bound's side."""
+    rows = decode_sum.summed_ops(pcs)
+    mf = sum(op.matrix_flops for op in rows)
+    vf = sum(op.vector_flops for op in rows)
+    unique = sum(op.weight_read + op.kv_read + op.kv_write for op in rows)
+    return r.compute_s(mf, vf) > r.memory_s(unique)
+
+
+def operator_sum_is_compute(pcs, r):
+    """True when compute-bound operators take more than half the summed operator bounds."""
+    return account(pcs, r).bound == "compute"
+
+
+def first_compute_batch(batches, flags, probe):
+    """The smallest batch for which probe(batch) is True, given the swept `batches`
+    and their `flags`: bisection between the last False and the first True swept
+    batch (assumes one switch inside that bracket; log2 of its width probes).
+    None when no swept batch is True."""
+    k = next((i for i, f in enumerate(flags) if f), None)
     if k is None:
         return None
     if k == 0:
-        return rows[0]["batch"]
-    below, above = rows[k - 1]["batch"], rows[k]["batch"]   # memory-bound, compute-bound
+        return batches[0]
+    below, above = batches[k - 1], batches[k]
     while above - below > 1:
         mid = (below + above) // 2
-        pcs = decode_sum.decode_pieces(arch, w.replace(batch=mid), lo, hi, check=False)
-        if account(pcs, r).bound == "compute":
+        if probe(mid):
             above = mid
         else:
             below = mid
     return above
+
+
+def crossovers(arch, w, batches, pieces, lo, hi, r):
+    """(ideal-bound crossover, operator-sum crossover): the smallest batches whose
+    decode phase is compute-bound by each definition (None within capacity)."""
+    def probe(test):
+        return lambda b: test(decode_sum.decode_pieces(arch, w.replace(batch=b), lo, hi, check=False), r)
+
+    return tuple(first_compute_batch(batches, [test(p, r) for p in pieces], probe(test))
+                 for test in (ideal_is_compute, operator_sum_is_compute))

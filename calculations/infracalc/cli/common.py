@@ -104,8 +104,11 @@ def add_dtypes(p):
 
 def add_architecture_options(p):
     p.add_argument("--routing", default="uniform", metavar="MODEL|LOADS.json",
-                   help="MoE routing model: uniform (default), balanced, concentrated, or a JSON "
-                        "file with a list of relative loads per expert")
+                   help="MoE routing model: uniform (default: the expected experts hit when every token "
+                        "picks top-k at random; neither of the book's cases), balanced (the book's "
+                        "'dispersed': routed tokens spread over min(E, N*k) experts), concentrated "
+                        "(the book's 'concentrated': every token picks the same k experts), or a "
+                        "JSON file with a list of relative loads per expert")
     p.add_argument("--mla", choices=MLA_PATHS, default="absorbed",
                    help="MLA execution path: absorbed (latent cache, default) or naive (expanded K/V)")
     p.add_argument("--delta-form", choices=DELTA_FORMS, default="auto",
