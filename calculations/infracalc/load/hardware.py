@@ -4,6 +4,7 @@ import os
 from ..record import Record
 
 from ..errors import UserError, unknown
+from ..paths import data_dir
 from .models import read_json
 
 # Keys of a device file's peak tables: the formats dtypes.DTYPES compute at, and the
@@ -11,8 +12,7 @@ from .models import read_json
 PEAK_FORMATS = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")
 VECTOR_FORMATS = ("fp32", "bf16")
 
-HARDWARE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "hardware")
+HARDWARE_DIR = data_dir("hardware")
 
 
 class Link(Record):
