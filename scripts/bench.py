@@ -28,6 +28,9 @@ COMMANDS = [
     ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
     ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
+    ["gemm", "--m", "256", "--k", "4096", "--n", "4096", "--device", "all"],
+    ["attention", "--queries", "1", "--keys", "8192", "--heads", "32", "--kv-heads", "8", "--head-dim", "128"],
+    ["forward", "--model", "qwen3-8b", "--per-layer"],
     ["reproduce", "--check"],
 ]
 BUDGET_S = 0.030

@@ -46,7 +46,8 @@ DECODE_CONVENTIONS = (
 CROSSOVER_RIDGE = (
     "Ridge-point estimate: the smallest batch B with B x 2 x active params / peak > weight bytes / "
     "bandwidth, i.e. B > ridge point x weight bytes / (2 x active params): two FLOPs per "
-    "parameter per token, the weights read once, nothing else (for bf16 weights B > ridge point).")
+    "parameter per token, the weights read once, nothing else (for bf16 weights B > ridge point). "
+    "Dense models only: an MoE batch reads only the experts it touches.")
 CROSSOVER_IDEAL = (
     "Ideal-bound crossover: the smallest batch whose decode phase is compute-bound under perfect "
     "overlap: all its FLOPs at peak take longer than its unique bytes (weights read + KV read + "
@@ -370,7 +371,8 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["capacity"] = cap
     rec["rows"] = rows
     ideal, summed = crossovers(arch, w, [row["batch"] for row in rows], pieces, lo, hi, r)
-    rec["ridge_estimate_batch"] = ridge_estimate_batch(r, cap["weight_bytes"], arch.active_params)
+    rec["ridge_estimate_batch"] = (ridge_estimate_batch(r, cap["weight_bytes"], arch.active_params)
+                                   if arch.active_params == arch.params else None)   # dense only
     rec["ideal_compute_bound_batch"] = ideal
     rec["compute_bound_batch"] = summed
     rec["compute_unknown"] = r.compute_unknown(1, 1)

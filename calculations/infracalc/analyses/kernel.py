@@ -34,6 +34,16 @@ KERNEL_CONVENTIONS = (
 )
 
 
+ATTENTION_CONVENTIONS = (
+    "Attention core, fused (FlashAttention-style): QK^T is 2 * head_dim FLOPs per query-key pair "
+    "per head and PV the same; softmax 5 vector FLOPs per pair stays on chip (scores are never "
+    "written); Q is read and the output written once; each request's K and V rows are read once "
+    "(KV heads shared by a GQA group are read once). Causal: the T queries are the last T of the "
+    "K positions and query p sees keys 0..p, T*(K-T) + T*(T+1)/2 pairs; not causal: T*K pairs "
+    "(the rectangular count, reported beside the causal one).",
+)
+
+
 class Kernel(Record):
     """One fused kernel: its operator rows and the format it computes in."""
     ops: tuple
@@ -126,7 +136,8 @@ def device_row(kern, device, compute_efficiency=1.0, memory_efficiency=1.0):
     }
 
 
-def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory_efficiency=1.0):
+def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory_efficiency=1.0,
+                  conventions=()):
     """The full `gemm` / `attention` record: inputs, work, one row per device
     (a device without a matrix unit for the compute format gets a row saying so)."""
     from ..errors import UserError
@@ -140,5 +151,5 @@ def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory
         "inputs": dict(inputs, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency),
         "work": kernel_record(kern),
         "devices": [device_row(kern, d, compute_efficiency, memory_efficiency) for d in devices],
-        "conventions": list(KERNEL_CONVENTIONS),
+        "conventions": list(KERNEL_CONVENTIONS) + list(conventions),
     }

@@ -6,6 +6,9 @@ from . import common
 
 
 def add_arguments(p):
+    from ..dtypes import format_help
+
+    p.epilog = format_help()
     p.add_argument("--queries", type=common.positive_int, required=True,
                    help="new query tokens per request (T)")
     p.add_argument("--keys", type=common.positive_int, required=True,
@@ -27,7 +30,7 @@ def add_arguments(p):
 
 
 def run(args):
-    from ..analyses.kernel import attention_kernel, kernel_result
+    from ..analyses.kernel import ATTENTION_CONVENTIONS, attention_kernel, kernel_result
     from ..dtypes import dtype
     from ..render import kernel as render
 
@@ -40,5 +43,5 @@ def run(args):
               "kv_heads": kv_heads, "head_dim": args.head_dim, "causal": args.causal,
               "act_dtype": act.name, "kv_dtype": kv.name}
     rec = kernel_result("attention", inputs, kern, common.devices(args), args.compute_efficiency,
-                        args.memory_efficiency)
+                        args.memory_efficiency, ATTENTION_CONVENTIONS)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -60,6 +60,10 @@ def add_model(p, required=True):
 def add_device(p):
     p.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json",
                    help="a bundled device id (see `hardware`) or a device JSON path (default h100-sxm)")
+    add_efficiency(p)
+
+
+def add_efficiency(p):
     p.add_argument("--compute-efficiency", type=fraction, default=1.0,
                    help="fraction of the peak FLOP/s reached (default 1.0)")
     p.add_argument("--memory-efficiency", type=fraction, default=1.0,
@@ -71,10 +75,7 @@ def add_devices(p):
     p.add_argument("--device", action="append", metavar="ID|DEVICE.json|all",
                    help="a bundled device id (see `hardware`) or a device JSON path; repeatable; "
                         "`all` for every bundled device (default h100-sxm)")
-    p.add_argument("--compute-efficiency", type=fraction, default=1.0,
-                   help="fraction of the peak FLOP/s reached (default 1.0)")
-    p.add_argument("--memory-efficiency", type=fraction, default=1.0,
-                   help="fraction of the memory bandwidth reached (default 1.0)")
+    add_efficiency(p)
 
 
 def devices(args):

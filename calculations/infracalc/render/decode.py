@@ -156,6 +156,8 @@ def sweep_markdown(rec):
         findings = [
             (f"- Ridge-point estimate (2 FLOPs per parameter vs one read of the weights): compute-bound "
              f"from batch {ridge}." if ridge is not None else
+             "- Ridge-point estimate: not defined for an MoE model (the weights read depend on the batch)."
+             if m["active_params"] != m["params"] else
              "- Ridge-point estimate: unknown (the device publishes no matrix peak)."),
             crossover(ideal, "Ideal-bound crossover (all FLOPs at peak vs unique bytes at bandwidth)"),
             crossover(cb, "Operator-sum crossover (compute-bound operators over half the summed bounds)"),

@@ -18,17 +18,23 @@ def _inputs_line(rec):
             f"K and V {i['kv_dtype']}; matrix work computes at the {i['act_dtype']} peak")
 
 
-def _work_rows(w):
+LABELS = {
+    "gemm": (("weight_bytes_read", "bytes read: weight [K,N]"), ("act_bytes_read", "bytes read: input [M,K]"),
+             ("act_bytes_written", "bytes written: output [M,N]")),
+    "attention": (("act_bytes_read", "bytes read: Q"), ("kv_bytes_read", "bytes read: K and V"),
+                  ("act_bytes_written", "bytes written: output")),
+}
+
+
+def _work_rows(w, command):
     rows = [["matrix FLOPs", u.integer(w["matrix_flops"]), u.flops(w["matrix_flops"])]]
     if w["matrix_flops_rectangular"] != w["matrix_flops"]:
         rows.append(["matrix FLOPs of an unmasked (rectangular) matmul", u.integer(w["matrix_flops_rectangular"]),
                      u.flops(w["matrix_flops_rectangular"])])
     if w["vector_flops"]:
         rows.append(["vector FLOPs (softmax)", u.integer(w["vector_flops"]), u.flops(w["vector_flops"])])
-    for key, text in (("weight_bytes_read", "bytes read: weight"), ("act_bytes_read", "bytes read: input activations"),
-                      ("kv_bytes_read", "bytes read: K and V"), ("act_bytes_written", "bytes written: output")):
-        if w[key]:
-            rows.append([text, u.integer(w[key]), u.nbytes(w[key])])
+    for key, text in LABELS[command]:
+        rows.append([text, u.integer(w[key]), u.nbytes(w[key])])
     rows.append(["bytes moved (total)", u.integer(w["bytes_moved"]), u.nbytes(w["bytes_moved"])])
     rows.append(["arithmetic intensity (FLOPs / bytes moved)", "", f"{w['arithmetic_intensity_flops_per_byte']:,.2f} FLOP/B"])
     return rows
@@ -51,19 +57,19 @@ def markdown(rec):
     title = (f"gemm: [{i['m']},{i['k']}]x[{i['k']},{i['n']}]" if rec["command"] == "gemm"
              else f"attention: {i['queries']} queries x {i['keys']} keys x {i['heads']} heads")
     eff = f"- Efficiency: compute {i['compute_efficiency']}, memory {i['memory_efficiency']}"
-    ops = ""
+    ops = []
     if len(w["operators"]) > 1:
-        ops = "\n".join(["", "## Operators of the kernel", "",
+        ops = ["## Operators of the kernel", "",
                          markdown_table(["operator", "shape", "matrix FLOPs", "vector FLOPs", "bytes read",
                                          "bytes written"],
                                         [[o["name"], f"`{o['shape']}`", u.integer(o["matrix_flops"]),
                                           u.integer(o["vector_flops"]),
                                           u.integer(o["weight_bytes_read"] + o["act_bytes_read"] + o["kv_bytes_read"]),
                                           u.integer(o["act_bytes_written"])] for o in w["operators"]],
-                                        "llrrrr"), ""])
+                                        "llrrrr"), ""]
     return "\n".join([
         f"# {title}", "", _inputs_line(rec), eff, "", "## Work", "",
-        markdown_table(["quantity", "exact", "human"], _work_rows(w), "lrr"), ops, "",
+        markdown_table(["quantity", "exact", "human"], _work_rows(w, rec["command"]), "lrr"), "", *ops,
         f"## Roofline per device (compute at {w['compute_dtype']}; intensity "
         f"{w['arithmetic_intensity_flops_per_byte']:,.2f} FLOP/B)", "",
         markdown_table(["device", "matrix peak", "bandwidth", "ridge FLOP/B", "compute", "memory", "time bound",
