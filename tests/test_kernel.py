@@ -134,9 +134,11 @@ class CrossoversAndRoom(unittest.TestCase):
         # Qwen3-8B bf16 on H100 SXM, P = 1, G = 2 (one decode step at history 1).
         # Ridge-point estimate: 989.5e12 / 3.35e12 = 295.37 FLOP/B; bf16 weights are
         # 2 B per parameter, so B > 295.37 * (2P) / (2P): batch 296 (the book's figure).
-        # Operator sum: 327 (test_decode, by hand). The exact ideal bound (all FLOPs
-        # incl. vector work at the FP32 peak, embedding rows without FLOPs, the head on
-        # one position, KV bytes) lies between them: 297.
+        # Ideal bound, in closed form: per request 15,137,374,208 matrix FLOPs and
+        # 5,004,544 vector FLOPs (at 67e12), 450,560 B (an embedding row 8,192, KV read
+        # 294,912, KV written 147,456); shared weights 15,136,811,008 B. Compute-bound when
+        # B * (15,137,374,208/989.5e12 + 5,004,544/67e12) > (15,136,811,008 + B * 450,560)/3.35e12,
+        # i.e. B > 296.52: batch 297. Operator sum: 327 (test_decode, by hand).
         r = rec("decode", "--model", "qwen3-8b", "--input-len", "1", "--output-len", "2", "--batch-sweep")
         self.assertEqual((r["ridge_estimate_batch"], r["ideal_compute_bound_batch"], r["compute_bound_batch"]),
                          (296, 297, 327))
