@@ -21,7 +21,7 @@ one E4M3 scale per 16 values and one FP32 per tensor (NVIDIA Blackwell).
 
 from .record import Record
 
-from .errors import UserError, unknown
+from .errors import UserError
 
 
 class Dtype(Record):
@@ -146,10 +146,11 @@ def dtype(name):
     if name not in _CACHE:
         d = parse(name)
         if d is None:
-            err = unknown("dtype", name, DTYPES)
-            raise UserError(f"{err}; or BASE-gG[-SCALE] / BASE-bB[-SCALE] with BASE one of "
-                            f"{', '.join(b for b in BASES if BASES[b][0] <= 8)} and SCALE one of "
-                            f"{', '.join(SCALES)}") from None
+            from .errors import suggest
+            hint = suggest(name, DTYPES) or f"; choose from {', '.join(DTYPES)}"
+            raise UserError(f"unknown dtype '{name}'{hint} (or BASE-gG[-SCALE] / BASE-bB[-SCALE] with "
+                            f"BASE one of {', '.join(b for b in BASES if BASES[b][0] <= 8)} and SCALE "
+                            f"one of {', '.join(SCALES)})") from None
         _CACHE[name] = d
     return _CACHE[name]
 

@@ -143,8 +143,8 @@ def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory
     from ..errors import UserError
 
     if not kern.compute_dtype.peak:
-        raise UserError(f"{kern.compute_dtype.name} is a storage-only format: no device computes at a "
-                        f"{kern.compute_dtype.name} matrix peak; set --compute-dtype (e.g. bf16, fp8)")
+        raise UserError(f"{kern.compute_dtype.name} is a storage-only format: no device has a matrix peak "
+                        "for it; set --compute-dtype (e.g. bf16, fp8)")
     return {
         "schema_version": SCHEMA_VERSION,
         "command": command,
