@@ -143,6 +143,24 @@ class CrossoversAndRoom(unittest.TestCase):
         self.assertEqual((r["ridge_estimate_batch"], r["ideal_compute_bound_batch"], r["compute_bound_batch"]),
                          (296, 297, 327))
 
+    def test_affine_ideal_crossover_equals_bisection(self):
+        # The closed form (dense: totals affine in the batch) against bisection on ledgers.
+        # Qwen3-8B, P = G = 128 on H100: 646 (ideal) while the operator sum says 346.
+        from infracalc.analyses import decode as D, decode_sum
+        from infracalc.analyses.roofline import roof
+        from infracalc.load.hardware import load_device
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+        arch, dev, w = load_model("qwen3-8b"), load_device("h100-sxm"), Workload()
+        r = roof(dev, w.compute_dtype)
+        rows = D.sweep(arch, w, dev, 128, 128)
+        self.assertEqual((rows["ideal_compute_bound_batch"], rows["compute_bound_batch"]), (646, 346))
+
+        def probe(b):
+            return D.ideal_is_compute(decode_sum.decode_pieces(arch, w.replace(batch=b), 128, 254, check=False), r)
+        self.assertTrue(probe(646))
+        self.assertFalse(probe(645))
+
     def test_kv_room(self):
         # Qwen3-8B int8-g128 weights 9,544,230,912 B (the book's 8-bit) on an 80 GB H100
         # with a 2 GiB reserve: 80e9 - 9,544,230,912 - 2,147,483,648 = 68,308,285,440 B

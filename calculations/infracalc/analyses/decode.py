@@ -56,9 +56,10 @@ CROSSOVER_IDEAL = (
 CROSSOVER_SUM = (
     "Operator-sum crossover: the smallest batch whose decode phase is compute-bound as the sum "
     "of per-operator bounds counts it: operators bound by compute take more than half of that "
-    "sum (each operator max(compute, memory), activation traffic counted). It is later than the "
-    "ideal crossover: each operator turns compute-bound only at its own intensity, and the "
-    "activation traffic and the vector work add time on the memory side.")
+    "sum (each operator max(compute, memory), activation traffic counted). It can come before "
+    "or after the ideal crossover: each operator turns compute-bound at its own intensity (the "
+    "GEMMs early, attention over a long cache never), and activation traffic counts on the "
+    "memory side; the ideal bound pools all FLOPs against all unique bytes.")
 
 LEFT_OUT = (
     "This is a lower bound on time (an upper bound on throughput) for one device. It leaves out "
@@ -395,14 +396,55 @@ def ridge_estimate_batch(r, weight_bytes, active_params):
     return int(r.matrix_flops_per_s / r.bytes_per_s * weight_bytes / (2 * active_params)) + 1
 
 
-def ideal_is_compute(pcs, r):
-    """True when the phase's FLOPs at peak take longer than its unique bytes
-    (weights read + KV read + KV written) at bandwidth: the ideal bound's side."""
+def ideal_totals(pcs):
+    """(matrix FLOPs, vector FLOPs, unique bytes) of a phase: what the ideal bound weighs."""
     rows = decode_sum.summed_ops(pcs)
-    mf = sum(op.matrix_flops for op in rows)
-    vf = sum(op.vector_flops for op in rows)
-    unique = sum(op.weight_read + op.kv_read + op.kv_write for op in rows)
-    return r.compute_s(mf, vf) > r.memory_s(unique)
+    return (sum(op.matrix_flops for op in rows), sum(op.vector_flops for op in rows),
+            sum(op.weight_read + op.kv_read + op.kv_write for op in rows))
+
+
+def ideal_compute(t, r):
+    """True when the FLOPs of totals t at peak take longer than its unique bytes
+    (weights read + KV read + KV written) at bandwidth: the ideal bound's side."""
+    return r.compute_s(t[0], t[1]) > r.memory_s(t[2])
+
+
+def ideal_is_compute(pcs, r):
+    return ideal_compute(ideal_totals(pcs), r)
+
+
+def affine_ideal_crossover(one, two, capacity, vocab, r):
+    """The ideal crossover of a dense model from the phases at batch 1 and 2.
+
+    Without experts every total is affine in the batch B (per-request FLOPs and
+    cache bytes, weights read once, an embedding row per request while B <= the
+    vocabulary): t(B) = t(1) + (B - 1)(t(2) - t(1)), exactly, in integers. The
+    crossover solves compute(t(B)) = memory(t(B)) (both linear in t), then is
+    checked on the exact integer totals. None when it lies past the capacity;
+    False when the affine form does not hold there (B > vocabulary): bisect.
+    """
+    t1, t2 = ideal_totals(one), ideal_totals(two)
+    d = tuple(b - a for a, b in zip(t1, t2))
+
+    def at(b):
+        return tuple(a + (b - 1) * x for a, x in zip(t1, d))
+
+    def margin(t):
+        return r.compute_s(t[0], t[1]) - r.memory_s(t[2])
+
+    slope = margin(d)
+    if ideal_compute(t1, r):
+        return 1
+    if slope <= 0:
+        return None
+    b = max(2, 1 + int(-margin(t1) / slope))
+    while b > 2 and ideal_compute(at(b - 1), r):
+        b -= 1
+    while not ideal_compute(at(b), r):
+        b += 1
+    if b > capacity:
+        return None
+    return b if b <= vocab else False
 
 
 def operator_sum_is_compute(pcs, r):
@@ -432,9 +474,18 @@ def first_compute_batch(batches, flags, probe):
 
 def crossovers(arch, w, batches, pieces, lo, hi, r):
     """(ideal-bound crossover, operator-sum crossover): the smallest batches whose
-    decode phase is compute-bound by each definition (None within capacity)."""
+    decode phase is compute-bound by each definition (None within capacity).
+    The ideal one of a dense model is solved from batches 1 and 2 (its totals are
+    affine in the batch); otherwise both are bisected."""
     def probe(test):
         return lambda b: test(decode_sum.decode_pieces(arch, w.replace(batch=b), lo, hi, check=False), r)
 
-    return tuple(first_compute_batch(batches, [test(p, r) for p in pieces], probe(test))
-                 for test in (ideal_is_compute, operator_sum_is_compute))
+    ideal = False
+    if arch.active_params == arch.params and batches[:2] == [1, 2]:
+        ideal = affine_ideal_crossover(pieces[0], pieces[1], batches[-1], arch.vocab_size, r)
+    if ideal is False:
+        ideal = first_compute_batch(batches, [ideal_is_compute(p, r) for p in pieces],
+                                    probe(ideal_is_compute))
+    summed = first_compute_batch(batches, [operator_sum_is_compute(p, r) for p in pieces],
+                                 probe(operator_sum_is_compute))
+    return ideal, summed
