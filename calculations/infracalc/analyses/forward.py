@@ -79,13 +79,16 @@ PER_LAYER = ("Operators are per layer: one instance of each distinct layer (the 
 
 
 def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_layer=False):
-    """The full `forward` result record (`notes` only when there is a warning).
+    """The full `forward` result record (`notes` only when there is a warning or a choice).
     per_layer: the operator rows are one instance of each distinct layer; the
     totals stay those of the whole pass."""
-    L = ledger.build(arch, w)
+    from .mla_path import for_pass, note
+
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    w, choice = for_pass(arch, w, r)
+    L = ledger.build(arch, w)
     bounds = [op_bound(op, r) for op in L.ops]
-    notes = workload_notes(arch, w)
+    notes = workload_notes(arch, w) + ([note(choice)] if choice else [])
     rows = ledger.operators(arch, w, per_layer=True) if per_layer else L.ops
     row_bounds = [op_bound(op, r) for op in rows] if per_layer else bounds
     return {

@@ -15,6 +15,7 @@ COMMANDS = {
     "attention": "one attention core (QK^T, softmax, PV): FLOPs, bytes, intensity, roofline per device",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
+    "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",
 }
 
 PROG = "infra-calc"
