@@ -20,7 +20,7 @@ class Packaging(unittest.TestCase):
             if "__init__.py" in files:
                 name = os.path.relpath(folder, CALC).replace(os.sep, ".")
                 self.assertIn(f'"{name}"', text, f"{name} missing from pyproject.toml packages")
-        for name in ("models", "hardware", "results"):
+        for name in ("models", "hardware", "results", "validation"):
             self.assertIn(f'"infracalc.bundled.{name}" = "calculations/{name}"', text)
 
     def test_data_dir_in_a_checkout_and_installed(self):

@@ -1,7 +1,8 @@
-"""Where the bundled data lives: model configs, device files, stored results.
+"""Where the bundled data lives: model configs, device files, stored results,
+the validation corpus.
 
 In a source checkout they sit beside the package (calculations/models,
-calculations/hardware, calculations/results). A built wheel carries them inside
+calculations/hardware, calculations/results, calculations/validation). A built wheel carries them inside
 the package as infracalc/bundled/<name> (pyproject.toml maps those package
 directories to the checkout's folders), so an installed `infra-calc` works
 from any directory. The bundled copy is looked for first: it exists only in
@@ -15,7 +16,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def data_dir(name):
-    """The directory of one kind of bundled data: 'models', 'hardware' or 'results'."""
+    """The directory of one kind of bundled data: 'models', 'hardware', 'results' or 'validation'."""
     bundled = os.path.join(_HERE, "bundled", name)
     if os.path.isdir(bundled):
         return bundled
