@@ -20,7 +20,7 @@ from ..record import Record
 from . import decode_sum, mla_path
 from .memory import ENGINE_DEFAULTS, default_reserve, engine_reserve, request_bytes, requests_in
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
-from .roofline import roof
+from .roofline import UNKNOWN, roof
 from .serving import SERVING_CONVENTIONS, throughput
 
 DECODE_CONVENTIONS = (
@@ -426,7 +426,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["notes"] = notes
     rec["capacity"] = cap
     rec["rows"] = rows
-    ideal, summed = crossovers(arch, w, [row["batch"] for row in rows], pieces, lo, hi, r)
+    ideal, summed = crossovers(arch, w, rows, pieces, lo, hi, r)
     rec["ridge_estimate_batch"] = (ridge_estimate_batch(r, cap["weight_bytes"], arch.active_params)
                                    if arch.active_params == arch.params else None)   # dense only
     rec["ideal_compute_bound_batch"] = ideal
@@ -451,7 +451,7 @@ def ridge_estimate_batch(r, weight_bytes, active_params):
     above which B tokens' 2 FLOPs per parameter at peak outlast one read of the
     weights at bandwidth (the textbook estimate: B > peak / bandwidth for bf16
     weights). None when the device publishes no peak."""
-    if not r.matrix_flops_per_s:
+    if r.matrix_flops_per_s == UNKNOWN:
         return None
     return int(r.matrix_flops_per_s / r.bytes_per_s * weight_bytes / (2 * active_params)) + 1
 
@@ -532,20 +532,21 @@ def first_compute_batch(batches, flags, probe):
     return above
 
 
-def crossovers(arch, w, batches, pieces, lo, hi, r):
+def crossovers(arch, w, rows, pieces, lo, hi, r):
     """(ideal-bound crossover, operator-sum crossover): the smallest batches whose
-    decode phase is compute-bound by each definition (None within capacity).
-    The ideal one of a dense model is solved from batches 1 and 2 (its totals are
-    affine in the batch); otherwise both are bisected."""
+    decode phase is compute-bound by each definition (None within capacity), from
+    the swept rows and their pieces. The ideal one of a dense model is solved from
+    batches 1 and 2 (its totals are affine in the batch); otherwise both are bisected."""
     def probe(test):
         return lambda b: test(decode_sum.decode_pieces(arch, w.replace(batch=b), lo, hi, check=False), r)
 
+    batches = [row["batch"] for row in rows]
     ideal = False
     if arch.active_params == arch.params and batches[:2] == [1, 2]:
         ideal = affine_ideal_crossover(pieces[0], pieces[1], batches[-1], arch.vocab_size, r)
     if ideal is False:
         ideal = first_compute_batch(batches, [ideal_is_compute(p, r) for p in pieces],
                                     probe(ideal_is_compute))
-    summed = first_compute_batch(batches, [operator_sum_is_compute(p, r) for p in pieces],
+    summed = first_compute_batch(batches, [row["bound"] == "compute" for row in rows],
                                  probe(operator_sum_is_compute))
     return ideal, summed

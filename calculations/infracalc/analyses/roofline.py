@@ -7,44 +7,45 @@ sum of its operators' bounds; the ideal bound overlaps everything:
 max(all FLOPs at peak, unique bytes / bandwidth).
 
 A device without a published peak for the work (Apple GPUs publish no matrix
-peak, TPUs no vector peak) has that rate stored as 0 = unknown: those FLOPs
-add no compute time (the bound stays a lower bound, set by memory) and the
-operator's bound says the compute side is unknown. No stand-in peak is used.
+peak, TPUs no vector peak) has that rate stored as UNKNOWN (infinite): those
+FLOPs add no compute time (the bound stays a lower bound, set by memory) and
+the operator's bound says the compute side is unknown. No stand-in peak is used.
 """
 
 from ..record import Record
 
 
 UNKNOWN_COMPUTE = "memory; compute unknown"
+UNKNOWN = float("inf")   # the rate of work without a published peak: it then takes 0 s
 
 
 class Roof(Record):
     """A device's ceilings for one compute format, with efficiency applied;
-    a rate of 0 is unknown (no published peak)."""
+    a rate of UNKNOWN (infinite) has no published peak: its FLOPs take no time."""
     matrix_flops_per_s: float
     vector_flops_per_s: float
     bytes_per_s: float
 
     def compute_s(self, matrix_flops, vector_flops):
-        """Known compute time: FLOPs over their peak; FLOPs whose peak is unknown add 0."""
-        t = matrix_flops / self.matrix_flops_per_s if self.matrix_flops_per_s else 0.0
-        return t + (vector_flops / self.vector_flops_per_s if self.vector_flops_per_s else 0.0)
-
-    def compute_unknown(self, matrix_flops, vector_flops):
-        """True when some of these FLOPs have no published peak on the device."""
-        return bool((matrix_flops and not self.matrix_flops_per_s)
-                    or (vector_flops and not self.vector_flops_per_s))
+        """Known compute time: FLOPs over their peak (0 s where the peak is UNKNOWN)."""
+        return matrix_flops / self.matrix_flops_per_s + vector_flops / self.vector_flops_per_s
 
     def memory_s(self, nbytes):
         return nbytes / self.bytes_per_s
 
+    def compute_unknown(self, matrix_flops, vector_flops):
+        """True when some of these FLOPs have no published peak on the device."""
+        return bool((matrix_flops and self.matrix_flops_per_s == UNKNOWN)
+                    or (vector_flops and self.vector_flops_per_s == UNKNOWN))
+
 
 def roof(device, compute_dtype, compute_efficiency=1.0, memory_efficiency=1.0):
     """The ceilings of `device` computing in `compute_dtype`: its matrix peak for
-    that format and its FP32 (else BF16) non-tensor peak, 0 (unknown) where the
+    that format and its FP32 (else BF16) non-tensor peak, UNKNOWN where the
     device file gives none."""
-    return Roof((device.peak(compute_dtype) or 0) * compute_efficiency,
-                device.vector_flops_per_s * compute_efficiency,
+    peak = device.peak(compute_dtype)
+    return Roof(peak * compute_efficiency if peak else UNKNOWN,
+                device.vector_flops_per_s * compute_efficiency if device.vector_flops_per_s else UNKNOWN,
                 device.memory_bandwidth_bytes_per_s * memory_efficiency)
 
 
