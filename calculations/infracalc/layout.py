@@ -396,3 +396,21 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
         return (m is None, m or 0, memory_bytes - s.need(m or 0))
 
     return out, min(range(len(out)), key=lambda i: tightness(out[i]))
+
+
+# -- enumeration ----------------------------------------------------------------
+
+def candidate_layouts(arch, devices):
+    """Every Layout of exactly `devices` devices over tp, pp, cp, dp (and ep for an
+    MoE model: each divisor of tp x dp), in a fixed order (tp, pp, cp, dp, ep
+    increasing), valid or not: `validate` says why one is refused. SP is off and
+    stages are even (what a search compares)."""
+    moe = bool(moe_experts(arch))
+    out = []
+    for tp in divisors(devices):
+        for pp in divisors(devices // tp):
+            for cp in divisors(devices // (tp * pp)):
+                dp = devices // (tp * pp * cp)
+                for ep in (divisors(tp * dp) if moe else (1,)):
+                    out.append(Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep))
+    return out
