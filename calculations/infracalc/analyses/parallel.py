@@ -62,7 +62,8 @@ PARALLEL_CONVENTIONS = (
     "Context parallelism: the prompt is split contiguously, ceil(P/cp) tokens per rank; the "
     "last rank (the most causal pairs) bounds the prefill; in decode every rank runs the new "
     "tokens' projections against its share of the history, ceil(H/cp) tokens (weights "
-    "replicated over CP, like DP).",
+    "replicated over CP, like DP); recurrent (linear-attention) layers' state hand-off between CP "
+    "ranks is not charged.",
     "Capacity per stage as `kv`: weights + reserve + B x the cache of P + G - 1 tokens on that "
     "stage's layers (ceil((P + G - 1)/cp) tokens under CP); the binding stage fits the fewest. "
     "A layout that does not fit is a result with its shortfall; its times are computed as if "
@@ -83,7 +84,7 @@ OBJECTIVES = ("throughput", "ttft", "tpot")
 
 # Cost vector: (compute-bound s, weights s, KV s, activations s) then decode_sum.FIELDS.
 _NACC = 4
-ZERO = (0.0,) * _NACC + (0,) * len(decode_sum.FIELDS)
+ZERO = {True: (0.0,) * _NACC + (0,) * len(decode_sum.FIELDS), False: (0.0,) * _NACC}
 
 
 def _add(a, b):
@@ -98,9 +99,11 @@ def _time(cost):
     return cost[0] + cost[1] + cost[2] + cost[3]
 
 
-def _cost(pcs, r):
-    """Cost vector of linear pieces: their Account and their summed work."""
+def _cost(pcs, r, with_work=True):
+    """Cost vector of linear pieces: their Account and (with_work) their summed work."""
     acc = account(pcs, r)
+    if not with_work:
+        return (acc.compute_s, acc.weights_s, acc.kv_s, acc.act_s)
     work = [0] * len(decode_sum.FIELDS)
     for p in pcs:
         for i in range(len(p.ops)):
@@ -135,6 +138,8 @@ class Plan:
         self.act_bytes = ceil_div(self.w.act_dtype.bits, 8)
         self.domain = device.scale_up.domain_size if device.scale_up else 1
         self.mla_choices = {}
+        self.key = (arch, self.w, self.r, input_len, output_len, overlap, algorithm,
+                    tuple(sorted(self.links.items())))
         self.resolve_mla(1)
 
     @property
@@ -169,25 +174,54 @@ class Plan:
                                      final_norm=norm, head=head, parts=(), notes=())
         return memo(key, make)
 
-    def unit_cost(self, a, w, spec):
-        """Cost vector of architecture `a`: spec ("pass",) one pass of w; ("steps", lo, hi)
-        decode steps at histories lo..hi summed in closed form (w.tokens = 1)."""
+    def unit_cost(self, a, w, spec, work=True):
+        """Cost vectors of architecture `a`: spec ("pass",) -> (one pass of w,); ("steps", lo,
+        hi) -> (decode steps at histories lo..hi summed in closed form, the step at lo, the
+        step at hi), all from the same linear pieces (w.tokens = 1)."""
         def make():
+            if not a.layers and not any(b.tensors() or b.ops(w) for b in a.top_blocks()):
+                return (ZERO[work],) * (1 if spec[0] == "pass" else 3)
             if spec[0] == "pass":
-                return _cost([decode_sum.single(ledger.operators(a, w))], self.r)
-            return _cost(decode_sum.decode_pieces(a, w, spec[1], spec[2], check=False), self.r)
-        return memo(("cost", a, w, spec, self.r), make)
+                return (_cost([decode_sum.single(ledger.operators(a, w))], self.r, work),)
+            if not a.layers:   # embedding, final norm and head: the same work at every history
+                one = self.unit_cost(a, w.replace(history=0), ("pass",), work)[0]
+                return (_scale(one, spec[2] - spec[1] + 1), one, one)
+            pcs = self.pieces(a, w, spec[1], spec[2])
+            return (_cost(pcs, self.r, work), _cost([pcs[0].step(0)], self.r, work),
+                    _cost([pcs[-1].last_step()], self.r, work))
+        return memo(("cost", a, w, spec, self.r, work), make)
 
-    def stage_cost(self, lay, stage, w, spec):
-        """Cost vector of one device of `stage`: count x each distinct layer's cost + its top blocks."""
+    def pieces(self, a, w, lo, hi):
+        """decode_sum.decode_pieces(a, w, lo, hi). When no block of `a` starts a new linear
+        piece in (0, hi] (full attention), the steps lo..hi lie on the piece that starts at
+        history 0, so they are that piece shifted by lo steps: its two ledgers are built once
+        per (unit, workload), whatever the range (each CP degree has its own)."""
+        if decode_sum.period(a) or decode_sum.breakpoints(a, 0, hi):
+            return decode_sum.decode_pieces(a, w, lo, hi, check=False)
+        base = memo(("piece at 0", a, w), lambda: decode_sum.decode_pieces(a, w, 0, 1, check=False)[0])
+        starts = tuple(base.values(i, lo) for i in range(len(base.ops)))
+        return [base.replace(first=lo, steps=hi - lo + 1, starts=starts, end_ops=())]
+
+    def kind(self, lay, stage):
+        """What one device of `stage` holds: ((layer shard, count), ...), embedding?, head?.
+        Stages of the same kind cost the same, so a pipeline is costed once per kind."""
+        key = ("kind", self.arch, lay.tp, lay.ep, stage.lo, stage.hi, stage.has_embedding, stage.has_head)
+        return memo(key, lambda: (tuple((layer, count) for layer, count, _ in
+                                        placement.device_layers(self.arch, lay, stage)),
+                                  stage.has_embedding, stage.has_head))
+
+    def stage_cost(self, lay, stage, w, spec, work=True):
+        """Cost vectors (as unit_cost) of one device of `stage`: count x each distinct layer's
+        costs + its top blocks'."""
         def make():
-            total = self.unit_cost(self.top_unit(lay, stage), w, spec)
-            for layer, count, _ in placement.device_layers(self.arch, lay, stage):
-                total = _add(total, _scale(self.unit_cost(self.unit(layer), w, spec), count))
+            total = self.unit_cost(self.top_unit(lay, stage), w, spec, work)
+            for layer, count in self.kind(lay, stage)[0]:
+                unit = self.unit_cost(self.unit(layer), w, spec, work)
+                total = tuple(_add(t, _scale(u, count)) for t, u in zip(total, unit))
             return total
-        return memo(("stage cost", self.arch, lay.tp, lay.ep, stage, w, spec, self.r), make)
+        return memo(("stage cost", self.arch, lay.tp, self.kind(lay, stage), w, spec, self.r, work), make)
 
-    def prefill_cost(self, lay, stage, b):
+    def prefill_cost(self, lay, stage, b, work=True):
         """(cost, tokens per rank) of the prefill of b prompts on the slowest CP rank: the
         last (history (cp-1) c, its P - (cp-1) c tokens) or, when it holds fewer tokens,
         the one before it (c tokens after (cp-2) c), whichever takes longer."""
@@ -195,34 +229,27 @@ class Plan:
         c = ceil_div(P, cp)
         last = P - (cp - 1) * c
         w = self.wp.replace(batch=b, logits="last")
-        options = [(self.stage_cost(lay, stage, w.replace(tokens=last, history=(cp - 1) * c), ("pass",)), last)]
+        options = [(self.stage_cost(lay, stage, w.replace(tokens=last, history=(cp - 1) * c), ("pass",),
+                                    work)[0], last)]
         if last < c:
             options.append((self.stage_cost(lay, stage, w.replace(tokens=c, history=(cp - 2) * c),
-                                            ("pass",)), c))
+                                            ("pass",), work)[0], c))
         return max(options, key=lambda o: _time(o[0]))
 
-    def step_cost(self, lay, stage, b, history):
-        """One decode step at `history` (each CP rank holding ceil(history / cp) tokens)."""
-        w = self.wd.replace(batch=b, tokens=1, history=ceil_div(history, lay.cp))
-        return self.stage_cost(lay, stage, w, ("pass",))
-
-    def decode_cost(self, lay, stage, b):
-        """All G - 1 decode steps summed. Under CP a step at history h costs the step at
-        h' = ceil(h/cp); each h' in lo'..hi' stands for cp histories except at the ends:
+    def decode_cost(self, lay, stage, b, work=True):
+        """(all G - 1 decode steps summed, the first step, the last step). Under CP a step at
+        history h costs the step at h' = ceil(h/cp) (each rank holds at most that many); each
+        h' in lo'..hi' stands for cp histories except at the ends:
         sum = cp x S(lo'..hi') - x step(lo') - y step(hi'), x = lo - cp (lo' - 1) - 1,
         y = cp hi' - hi (exact)."""
         cp, lo, hi = lay.cp, self.P, self.P + self.steps - 1
         lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
         w = self.wd.replace(batch=b, tokens=1, history=0)
-        total = self.stage_cost(lay, stage, w, ("steps", lo2, hi2))
-        if cp == 1:
-            return total
-        x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
-        total = _scale(total, cp)
-        for n, h in ((x, lo2), (y, hi2)):
-            if n:
-                total = _add(total, _scale(self.stage_cost(lay, stage, w.replace(history=h), ("pass",)), -n))
-        return total
+        total, first, last = self.stage_cost(lay, stage, w, ("steps", lo2, hi2), work)
+        if cp > 1:
+            x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
+            total = _add(_scale(total, cp), _add(_scale(first, -x), _scale(last, -y)))
+        return total, first, last
 
     # -- communication -----------------------------------------------------------
 
@@ -230,42 +257,79 @@ class Plan:
         span = lay.group_stride("pp") + 1 if dim == "pp" else lay.group_span(dim)
         return "up" if span <= self.domain else "out"
 
+    def tiers(self, lay):
+        """The tier of the tp, ep, cp and pp groups (memoized per layout)."""
+        return memo(("tiers", lay, self.domain), lambda: tuple(self.tier(lay, d) for d in ("tp", "ep", "cp", "pp")))
+
     def collectives(self, lay, stage, phase, b, tokens_per_rank):
         """[Collective] one device of `stage` takes part in during one micro-batch pass of
-        `phase` ("prefill" or "decode"), b requests of tokens_per_rank new tokens each."""
-        key = ("collectives", self.arch, lay, stage, phase, b, tokens_per_rank, self.w)
-        return memo(key, lambda: self._collectives(lay, stage, phase, b, tokens_per_rank))
+        `phase` ("prefill" or "decode"), b requests of tokens_per_rank new tokens each: its
+        top blocks' and, per distinct layer, one layer's collectives x the layer count
+        (runs of the same collective merged)."""
+        def make():
+            merged = {}
+            parts = [(self.top_collectives(lay, stage, b, tokens_per_rank), 1)]
+            parts += [(self.layer_collectives(lay, layer, phase, b, tokens_per_rank), count)
+                      for layer, count in self.kind(lay, stage)[0]]
+            for cs, count in parts:
+                for c in cs:
+                    key = c.replace(count=1)
+                    merged[key] = merged.get(key, 0) + c.count * count
+            return [c.replace(count=n) for c, n in merged.items()]
+        return memo(self._comm_key(lay, ("stage", self.kind(lay, stage)), phase, b, tokens_per_rank), make)
 
-    def _collectives(self, lay, stage, phase, b, tokens_per_rank):
-        arch, w, act = self.arch, self.w, self.act_bytes
-        hidden, tokens = arch.hidden_size, b * tokens_per_rank
-        groups = placement.device_layers(arch, lay, stage)
-        layers = stage.hi - stage.lo
-        out = []
-        if lay.tp > 1:
-            vocab = lay.tp * ceil_div(arch.vocab_size, lay.tp)
-            out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, layers, self.tier(lay, "tp"),
-                                       embedding=stage.has_embedding,
-                                       head_tokens=b if stage.has_head else 0, vocab=vocab)
-        if lay.ep > 1:
-            moe = [(blk, count) for layer, count, _ in groups for blk in layer.blocks if hasattr(blk, "experts")]
-            if moe:
-                blk = moe[0][0]
-                out += comm.ep_collectives(ceil_div(tokens, min(lay.tp, lay.ep)), blk.top_k, hidden, act,
-                                           lay.ep, sum(c for _, c in moe), self.tier(lay, "ep"),
-                                           routing=w.routing, experts=blk.experts, loads=w.routing_loads)
-        if lay.cp > 1:
-            wk = self.wp if phase == "prefill" else self.wd
-            for layer, count, _ in groups:
-                per_token = layer.kv_bytes_per_token(w.kv_dtype, wk.mla)
-                if not per_token:
-                    continue
-                if phase == "prefill":
-                    out += comm.cp_collectives(tokens, per_token, lay.cp, count, self.tier(lay, "cp"))
-                else:
+    def comm_s(self, lay, stage, phase, b, tokens_per_rank):
+        """Seconds of every collective of `collectives(...)`, summed the same way, without
+        building the merged list (what a search needs)."""
+        def make():
+            total = sum(self.comm_time(c) for c in self.top_collectives(lay, stage, b, tokens_per_rank))
+            for layer, count in self.kind(lay, stage)[0]:
+                total += count * self.layer_comm_s(lay, layer, phase, b, tokens_per_rank)
+            return total
+        return memo(self._comm_key(lay, ("stage s", self.kind(lay, stage)), phase, b, tokens_per_rank), make)
+
+    def _comm_key(self, lay, what, phase, b, tokens_per_rank):
+        return ("comm", self.key, self.wp.mla, self.wd.mla, lay.tp, lay.ep, lay.cp, lay.sp, self.tiers(lay),
+                what, phase, b, tokens_per_rank)
+
+    def layer_comm_s(self, lay, layer, phase, b, tokens_per_rank):
+        return memo(self._comm_key(lay, ("layer s", layer), phase, b, tokens_per_rank), lambda: sum(
+            self.comm_time(c) for c in self.layer_collectives(lay, layer, phase, b, tokens_per_rank)))
+
+    def top_collectives(self, lay, stage, b, tokens_per_rank):
+        """The embedding's and the head's TP collectives (vocab-parallel) of one pass."""
+        if lay.tp == 1 or not (stage.has_embedding or stage.has_head):
+            return []
+        arch = self.arch
+        return comm.tp_collectives(b * tokens_per_rank, arch.hidden_size, self.act_bytes, lay.tp, lay.sp, 0,
+                                   self.tier(lay, "tp"), embedding=stage.has_embedding,
+                                   head_tokens=b if stage.has_head else 0,
+                                   vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp))
+
+    def layer_collectives(self, lay, layer, phase, b, tokens_per_rank):
+        """The collectives of ONE layer (its shard `layer`) in one pass, each with count 1 (or
+        cp - 1 for the CP ring pass)."""
+        def make():
+            w, act = self.w, self.act_bytes
+            hidden, tokens = self.arch.hidden_size, b * tokens_per_rank
+            out = []
+            if lay.tp > 1:
+                out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, 1, self.tier(lay, "tp"),
+                                           embedding=False)
+            moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
+            if lay.ep > 1 and moe:
+                out += comm.ep_collectives(ceil_div(tokens, min(lay.tp, lay.ep)), moe[0].top_k, hidden, act,
+                                           lay.ep, 1, self.tier(lay, "ep"), routing=w.routing,
+                                           experts=moe[0].experts, loads=w.routing_loads)
+            if lay.cp > 1:
+                per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
+                if per_token and phase == "prefill":
+                    out += comm.cp_collectives(tokens, per_token, lay.cp, 1, self.tier(lay, "cp"))
+                elif per_token:
                     out.append(comm.Collective("CP decode merge of partial attention", "all_reduce",
-                                               tokens * hidden * act, lay.cp, self.tier(lay, "cp"), count, "cp"))
-        return out
+                                               tokens * hidden * act, lay.cp, self.tier(lay, "cp"), 1, "cp"))
+            return out
+        return memo(self._comm_key(lay, ("layer", layer), phase, b, tokens_per_rank), make)
 
     def comm_time(self, c):
         """Seconds of all c.count runs of a collective on its tier."""
@@ -318,21 +382,20 @@ def _work(cost):
             "kv_bytes_written": v["kv_write"], "act_bytes_moved": v["act_read"] + v["act_write"]}
 
 
-def _stage_phase(plan, lay, stage, cost, cs, runs=1, detail=True):
-    """One stage's phase record: roofline split, collectives (x runs passes), exposed comm."""
+def _stage_phase(plan, lay, stage, cost, cs, runs=1):
+    """One stage's phase record: roofline split, work, collectives (x runs passes), exposed comm."""
     roofline = _time(cost)
     comm_s = sum(plan.comm_time(c) for c in cs) * runs
     rec = {"stage": stage.index, "roofline_s": roofline, "compute_bound_s": cost[0], "weights_s": cost[1],
            "kv_s": cost[2], "activations_s": cost[3], "comm_s": comm_s,
            "exposed_comm_s": plan.stage_time(roofline, comm_s) - roofline,
            "time_s": plan.stage_time(roofline, comm_s)}
-    if detail:
-        rec.update(_work(cost))
-        rec["collectives"] = _collective_rows(plan, cs)
-        if runs != 1:
-            for row in rec["collectives"]:
-                row["passes"] = runs
-                row["time_s"] *= runs
+    rec.update(_work(cost))
+    rec["collectives"] = _collective_rows(plan, cs)
+    if runs != 1:
+        for row in rec["collectives"]:
+            row["passes"] = runs
+            row["time_s"] *= runs
     return rec
 
 
@@ -340,6 +403,34 @@ def _pipeline(stage_times, transfer_s, m, pp):
     """(one micro-batch's pass L, slowest stage, m x slowest)."""
     slowest = max(stage_times)
     return sum(stage_times) + (pp - 1) * transfer_s, slowest, m * slowest
+
+
+def stage_phase(plan, lay, stage, phase, b, detail=True):
+    """One stage's record in `phase` (prefill | first | last | decode) for a micro-batch of b
+    requests, memoized per stage kind (identical stages are costed once)."""
+    key = ("stage phase", plan.key, plan.wp, plan.wd, lay.tp, lay.ep, lay.cp, lay.sp, plan.tiers(lay),
+           plan.kind(lay, stage), phase, b, detail)
+
+    def make():
+        runs, tokens, kind = 1, 1, "decode"
+        if phase == "prefill":
+            cost, tokens = plan.prefill_cost(lay, stage, b, detail)
+            kind = "prefill"
+        else:
+            total, first, last = plan.decode_cost(lay, stage, b, detail)
+            if phase == "decode":
+                cost, runs = total, plan.steps
+            else:
+                cost = first if phase == "first" else last
+        if detail:
+            return _stage_phase(plan, lay, stage, cost, plan.collectives(lay, stage, kind, b, tokens), runs)
+        roofline, comm_s = _time(cost), plan.comm_s(lay, stage, kind, b, tokens) * runs
+        t = plan.stage_time(roofline, comm_s)
+        return {"stage": stage.index, "roofline_s": roofline, "comm_s": comm_s,
+                "exposed_comm_s": t - roofline, "time_s": t}
+
+    rec = memo(key, make)
+    return rec if rec["stage"] == stage.index else dict(rec, stage=stage.index)
 
 
 def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
@@ -354,11 +445,7 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
         raise UserError(f"--cp {lay.cp} leaves the last rank no prompt token of {plan.P} "
                         f"(ceil(P/cp) = {c} tokens per rank)")
     if "prefill" in want:
-        recs, tokens = [], c
-        for st in sts:
-            cost, tokens = plan.prefill_cost(lay, st, b)
-            recs.append(_stage_phase(plan, lay, st, cost, plan.collectives(lay, st, "prefill", b, tokens),
-                                     detail=detail))
+        recs = [stage_phase(plan, lay, st, "prefill", b, detail) for st in sts]
         xc, xs = plan.transfer(lay, b * c)
         L, slowest, full = _pipeline([s["time_s"] for s in recs], xs, m, lay.pp)
         out["prefill"] = {"stages": recs, "transfer": _collective_rows(plan, [xc])[0] if xc else None,
@@ -378,16 +465,10 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
                 "transfer_s": xs * runs, "pass_s": L, "cycle_s": cycle,
                 "bubble_fraction": 1 - full / cycle if cycle else 0.0}
 
-    for name, hist in (("first", plan.P), ("last", plan.P + plan.steps - 1)):
+    for name in ("first", "last", "decode"):
         if name in want:
-            recs = [_stage_phase(plan, lay, st, plan.step_cost(lay, st, b, hist),
-                                 plan.collectives(lay, st, "decode", b, 1), detail=detail) for st in sts]
-            out[name] = step_phase(recs, 1)
-    if "decode" in want:
-        recs = [_stage_phase(plan, lay, st, plan.decode_cost(lay, st, b),
-                             plan.collectives(lay, st, "decode", b, 1), runs=plan.steps, detail=detail)
-                for st in sts]
-        out["decode"] = step_phase(recs, plan.steps)
+            out[name] = step_phase([stage_phase(plan, lay, st, name, b, detail) for st in sts],
+                                   plan.steps if name == "decode" else 1)
     return out
 
 
@@ -612,15 +693,17 @@ def score(plan, lay, batch, objective):
     return -lat["decode_tokens_per_s_per_device"], lat, ph
 
 
-def search_batches(cap, batch):
-    """The batches tried per layout: the given one, or 1, 2, 4, ... up to the capacity."""
+def search_batches(cap, batch, pp):
+    """The batches per replica tried for a layout: the given one, or pp micro-batches (a full
+    pipeline) of b = 1, 4, 16, ... requests (powers of 4) while b x pp fits the capacity
+    (2^20 when memory does not bound it)."""
     if batch is not None:
         return [batch]
     out, b = [], 1
     limit = cap if cap is not None else 1 << 20
-    while b <= limit:
-        out.append(b)
-        b *= 2
+    while b * pp <= limit:
+        out.append(b * pp)
+        b *= 4
     return out
 
 
@@ -633,7 +716,7 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
     """Every layout of `devices` the model admits, ranked by the objective (best first).
 
     throughput: decode tokens/s per device (cluster decode tokens/s / devices) at the best
-    batch per replica (powers of two up to the capacity, or --batch) with mean TPOT within
+    batch per replica (`search_batches`, or --batch) with mean TPOT within
     --tpot-limit; ttft: the smallest TTFT; tpot: the smallest mean TPOT (both at --batch,
     default 1). Rejections are counted by reason."""
     if objective not in OBJECTIVES:
@@ -668,12 +751,10 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
             continue
         best = None
         try:
-            for b in search_batches(cap, batch):
+            for b in search_batches(cap, batch, lay.pp):
                 if cap is not None and b > cap:
                     reject(f"does not fit: batch {b} per replica", lay, rows[binding].shortfall_bytes(b))
                     break
-                if b % math.gcd(b, lay.pp):
-                    continue
                 value, lat, _ = score(plan, lay, b, objective)
                 if tpot_limit is not None and lat["tpot_mean_s"] is not None and lat["tpot_mean_s"] > tpot_limit:
                     if best is None:
@@ -722,8 +803,9 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
         if choice:
             rec["notes"].append(mla_path.note(choice, phase) + " (at batch 1, for every layout)")
     rec["ranking"] = {
-        "throughput": "decode tokens/s per device at the best batch per replica (powers of two up to "
-                      "the capacity, or --batch) whose mean TPOT is within --tpot-limit",
+        "throughput": "decode tokens/s per device at the best batch per replica (pp micro-batches of "
+                      "1, 4, 16, ... requests while they fit, or --batch) whose mean TPOT is within "
+                      "--tpot-limit",
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
         "tpot": "mean TPOT (--batch, default 1), smallest first"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
