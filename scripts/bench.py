@@ -34,13 +34,25 @@ COMMANDS = [
     ["gemm", "--m", "256", "--k", "4096", "--n", "4096", "--device", "all"],
     ["attention", "--queries", "1", "--keys", "8192", "--heads", "32", "--kv-heads", "8", "--head-dim", "128"],
     ["forward", "--model", "qwen3-8b", "--per-layer"],
+    ["parallel", "--model", "llama-3.1-70b", "--devices", "8", "--tp", "8", "--input-len", "2048", "--output-len", "256"],
+    ["parallel", "--model", "deepseek-v3", "--device", "h200", "--devices", "16", "--tp", "8", "--pp", "2",
+     "--input-len", "2048", "--output-len", "1024", "--batch", "32", "--format", "json"],
+    ["parallel", "--model", "llama-3.1-70b", "--devices", "8", "--search", "--input-len", "2048", "--output-len", "256"],
+    ["parallel", "--model", "llama-3.1-70b", "--devices", "1024", "--search", "--input-len", "2048",
+     "--output-len", "256"],
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
 ]
 BUDGET_S = 0.030
 # Bulk checks: many results or cases in one run (a few ms each); timed, not held to the budget.
-BULK = (["reproduce", "--check"], ["validate"])
+# Searches over layouts (every layout at several batches; about 1 s for 1,024 devices, issue 8)
+# are bulk work too.
+BULK = (["reproduce", "--check"], ["validate"],
+        ["parallel", "--model", "llama-3.1-70b", "--devices", "8", "--search", "--input-len", "2048",
+         "--output-len", "256"],
+        ["parallel", "--model", "llama-3.1-70b", "--devices", "1024", "--search", "--input-len", "2048",
+         "--output-len", "256"])
 
 
 def wall(argv, runs):
@@ -76,8 +88,8 @@ def main():
         worst = worst if cmd in BULK else max(worst, own)
         print(f"{label:<100} {t * 1e3:8.1f} {own * 1e3:7.1f} {t / base:6.2f}")
     verdict = "within" if worst <= BUDGET_S else "OVER"
-    print(f"worst own share (excluding the bulk checks reproduce --check and validate over the whole "
-          f"corpus): {worst * 1e3:.1f} ms, {verdict} the {BUDGET_S * 1e3:.0f} ms budget")
+    print(f"worst own share (excluding the bulk checks reproduce --check, validate over the whole corpus "
+          f"and the parallel layout searches): {worst * 1e3:.1f} ms, {verdict} the {BUDGET_S * 1e3:.0f} ms budget")
     return 1 if failures else 0
 
 

@@ -588,7 +588,8 @@ def notes(plan, lay, mem, batch):
                    f"{plan.arch.max_context}; computed anyway")
     for phase, choice in plan.mla_choices.items():
         if choice:
-            out.append(mla_path.note(choice, phase))
+            out.append(mla_path.note(choice, phase) + f" (times of the whole model on one device at batch "
+                       f"{batch}; the chosen path runs on every shard)")
     if not mem["fits"]:
         st = mem["stages"][mem["binding_stage"]]
         out.append(f"does not fit: batch {batch} per replica needs {st['need_bytes']:,} B on a device of "
