@@ -136,6 +136,19 @@ class Composition(unittest.TestCase):
             self.assertAlmostEqual(-value, full["decode_tokens_per_s_per_device"], delta=1e-9)
 
 
+class Sweep(unittest.TestCase):
+    def test_sweep_up_to_capacity(self):
+        p = plan("qwen3-8b", 1024, 128)
+        rec = P.sweep(p, Layout(tp=2, dp=4))
+        cap = rec["memory"]["max_requests_per_replica"]
+        batches = [r["batch"] for r in rec["rows"]]
+        self.assertEqual(batches[-1], cap)
+        self.assertEqual(batches[:-1], [2 ** k for k in range(len(batches) - 1)])
+        for r in rec["rows"]:
+            self.assertEqual(r["decode_tokens_per_s_cluster"], 4 * r["decode_tokens_per_s_replica"])
+            self.assertEqual(r["decode_tokens_per_s_per_device"], r["decode_tokens_per_s_cluster"] / 8)
+
+
 class Search(unittest.TestCase):
     def test_layouts_of_8_devices(self):
         # 8 = 2^3 over tp, pp, cp, dp: C(6, 3) = 20 layouts. Llama-3.1-70B's bf16 weights
