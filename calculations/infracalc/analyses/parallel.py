@@ -34,8 +34,6 @@ from .decode import account, decode_path
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
 
-memo = placement.memo
-
 PARALLEL_CONVENTIONS = (
     "Devices = tp x pp x dp x cp; expert parallelism is carved out of the tp x dp devices of a "
     "stage (EP ranks from the TP group first, then from data-parallel replicas); each device "
@@ -138,9 +136,16 @@ class Plan:
         self.act_bytes = ceil_div(self.w.act_dtype.bits, 8)
         self.domain = device.scale_up.domain_size if device.scale_up else 1
         self.mla_choices = {}
-        self.key = (arch, self.w, self.r, input_len, output_len, overlap, algorithm,
-                    tuple(sorted(self.links.items())))
+        self._cache, self._kinds = {}, {}
+        self.wp = self.wd = None
         self.resolve_mla(1)
+
+    def memo(self, key, make):
+        """The value stored under `key` in this plan's cache, made once by make()."""
+        out = self._cache.get(key)
+        if out is None:
+            out = self._cache[key] = make()
+        return out
 
     @property
     def steps(self):
@@ -150,9 +155,12 @@ class Plan:
         """Concrete MLA paths of the prefill and the decode steps (`--mla auto`: the cheaper
         on the whole model at this batch, as `decode` picks; the same path on every shard)."""
         w = self.w.replace(batch=batch)
-        self.wp, pre = mla_path.for_pass(self.arch, w.replace(tokens=self.P), self.r)
-        self.wp = self.wp.replace(tokens=1)
-        self.wd, dec = decode_path(self.arch, w, self.P, self.P + self.steps - 1, self.r)
+        wp, pre = mla_path.for_pass(self.arch, w.replace(tokens=self.P), self.r)
+        wd, dec = decode_path(self.arch, w, self.P, self.P + self.steps - 1, self.r)
+        wp, wd = wp.replace(tokens=1, batch=1), wd.replace(batch=1)
+        if (wp, wd) != (self.wp, self.wd):
+            self._cache.clear()   # every cached figure assumed the former paths
+        self.wp, self.wd = wp, wd
         self.mla_choices = {"prefill": pre, "decode steps": dec if self.steps else None}
 
     # -- per-device compute ------------------------------------------------------
@@ -160,19 +168,19 @@ class Plan:
     def unit(self, layer):
         """A one-layer architecture: the unit whose ledgers a stage's cost sums."""
         none = Block()
-        return memo(("unit", self.arch, layer), lambda: self.arch.replace(
+        return self.memo(("unit", layer), lambda: self.arch.replace(
             id=f"{self.arch.id} [one layer]", embedding=none, layers=(layer,), final_norm=none,
             head=none, parts=(), notes=()))
 
     def top_unit(self, lay, stage):
         """The embedding, final norm and head shards one device of `stage` holds."""
-        key = ("top unit", self.arch, lay.tp, stage.has_embedding, stage.has_head)
+        key = ("top unit", lay.tp, stage.has_embedding, stage.has_head)
 
         def make():
             emb, norm, head = placement.top_shards(self.arch, lay, stage)
             return self.arch.replace(id=f"{self.arch.id} [top blocks]", embedding=emb, layers=(),
                                      final_norm=norm, head=head, parts=(), notes=())
-        return memo(key, make)
+        return self.memo(key, make)
 
     def unit_cost(self, a, w, spec, work=True):
         """Cost vectors of architecture `a`: spec ("pass",) -> (one pass of w,); ("steps", lo,
@@ -189,7 +197,7 @@ class Plan:
             pcs = self.pieces(a, w, spec[1], spec[2])
             return (_cost(pcs, self.r, work), _cost([pcs[0].step(0)], self.r, work),
                     _cost([pcs[-1].last_step()], self.r, work))
-        return memo(("cost", a, w, spec, self.r, work), make)
+        return self.memo(("cost", a, w, spec, work), make)
 
     def pieces(self, a, w, lo, hi):
         """decode_sum.decode_pieces(a, w, lo, hi). When no block of `a` starts a new linear
@@ -198,17 +206,25 @@ class Plan:
         per (unit, workload), whatever the range (each CP degree has its own)."""
         if decode_sum.period(a) or decode_sum.breakpoints(a, 0, hi):
             return decode_sum.decode_pieces(a, w, lo, hi, check=False)
-        base = memo(("piece at 0", a, w), lambda: decode_sum.decode_pieces(a, w, 0, 1, check=False)[0])
+        base = self.memo(("piece at 0", a, w), lambda: decode_sum.decode_pieces(a, w, 0, 1, check=False)[0])
         starts = tuple(base.values(i, lo) for i in range(len(base.ops)))
         return [base.replace(first=lo, steps=hi - lo + 1, starts=starts, end_ops=())]
 
     def kind(self, lay, stage):
         """What one device of `stage` holds: ((layer shard, count), ...), embedding?, head?.
         Stages of the same kind cost the same, so a pipeline is costed once per kind."""
-        key = ("kind", self.arch, lay.tp, lay.ep, stage.lo, stage.hi, stage.has_embedding, stage.has_head)
-        return memo(key, lambda: (tuple((layer, count) for layer, count, _ in
-                                        placement.device_layers(self.arch, lay, stage)),
-                                  stage.has_embedding, stage.has_head))
+        return self._kind(lay, stage)[1]
+
+    def kind_id(self, lay, stage):
+        """A small integer naming the kind (cheap to hash in cache keys)."""
+        return self._kind(lay, stage)[0]
+
+    def _kind(self, lay, stage):
+        def make():
+            kind = (tuple((layer, count) for layer, count, _ in placement.device_layers(self.arch, lay, stage)),
+                    stage.has_embedding, stage.has_head)
+            return self._kinds.setdefault(kind, len(self._kinds)), kind
+        return self.memo(("kind", lay.tp, lay.ep, stage.lo, stage.hi, stage.has_embedding, stage.has_head), make)
 
     def stage_cost(self, lay, stage, w, spec, work=True):
         """Cost vectors (as unit_cost) of one device of `stage`: count x each distinct layer's
@@ -219,7 +235,7 @@ class Plan:
                 unit = self.unit_cost(self.unit(layer), w, spec, work)
                 total = tuple(_add(t, _scale(u, count)) for t, u in zip(total, unit))
             return total
-        return memo(("stage cost", self.arch, lay.tp, self.kind(lay, stage), w, spec, self.r, work), make)
+        return self.memo(("stage cost", lay.tp, self.kind_id(lay, stage), w, spec, work), make)
 
     def prefill_cost(self, lay, stage, b, work=True):
         """(cost, tokens per rank) of the prefill of b prompts on the slowest CP rank: the
@@ -259,7 +275,7 @@ class Plan:
 
     def tiers(self, lay):
         """The tier of the tp, ep, cp and pp groups (memoized per layout)."""
-        return memo(("tiers", lay, self.domain), lambda: tuple(self.tier(lay, d) for d in ("tp", "ep", "cp", "pp")))
+        return self.memo(("tiers", lay), lambda: tuple(self.tier(lay, d) for d in ("tp", "ep", "cp", "pp")))
 
     def collectives(self, lay, stage, phase, b, tokens_per_rank):
         """[Collective] one device of `stage` takes part in during one micro-batch pass of
@@ -276,7 +292,7 @@ class Plan:
                     key = c.replace(count=1)
                     merged[key] = merged.get(key, 0) + c.count * count
             return [c.replace(count=n) for c, n in merged.items()]
-        return memo(self._comm_key(lay, ("stage", self.kind(lay, stage)), phase, b, tokens_per_rank), make)
+        return self.memo(self._comm_key(lay, ("stage", self.kind_id(lay, stage)), phase, b, tokens_per_rank), make)
 
     def comm_s(self, lay, stage, phase, b, tokens_per_rank):
         """Seconds of every collective of `collectives(...)`, summed the same way, without
@@ -286,14 +302,14 @@ class Plan:
             for layer, count in self.kind(lay, stage)[0]:
                 total += count * self.layer_comm_s(lay, layer, phase, b, tokens_per_rank)
             return total
-        return memo(self._comm_key(lay, ("stage s", self.kind(lay, stage)), phase, b, tokens_per_rank), make)
+        return self.memo(self._comm_key(lay, ("stage s", self.kind_id(lay, stage)), phase, b, tokens_per_rank),
+                         make)
 
     def _comm_key(self, lay, what, phase, b, tokens_per_rank):
-        return ("comm", self.key, self.wp.mla, self.wd.mla, lay.tp, lay.ep, lay.cp, lay.sp, self.tiers(lay),
-                what, phase, b, tokens_per_rank)
+        return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.tiers(lay), what, phase, b, tokens_per_rank)
 
     def layer_comm_s(self, lay, layer, phase, b, tokens_per_rank):
-        return memo(self._comm_key(lay, ("layer s", layer), phase, b, tokens_per_rank), lambda: sum(
+        return self.memo(self._comm_key(lay, ("layer s", layer), phase, b, tokens_per_rank), lambda: sum(
             self.comm_time(c) for c in self.layer_collectives(lay, layer, phase, b, tokens_per_rank)))
 
     def top_collectives(self, lay, stage, b, tokens_per_rank):
@@ -329,7 +345,7 @@ class Plan:
                     out.append(comm.Collective("CP decode merge of partial attention", "all_reduce",
                                                tokens * hidden * act, lay.cp, self.tier(lay, "cp"), 1, "cp"))
             return out
-        return memo(self._comm_key(lay, ("layer", layer), phase, b, tokens_per_rank), make)
+        return self.memo(self._comm_key(lay, ("layer", layer), phase, b, tokens_per_rank), make)
 
     def comm_time(self, c):
         """Seconds of all c.count runs of a collective on its tier."""
@@ -408,8 +424,8 @@ def _pipeline(stage_times, transfer_s, m, pp):
 def stage_phase(plan, lay, stage, phase, b, detail=True):
     """One stage's record in `phase` (prefill | first | last | decode) for a micro-batch of b
     requests, memoized per stage kind (identical stages are costed once)."""
-    key = ("stage phase", plan.key, plan.wp, plan.wd, lay.tp, lay.ep, lay.cp, lay.sp, plan.tiers(lay),
-           plan.kind(lay, stage), phase, b, detail)
+    key = ("stage phase", lay.tp, lay.ep, lay.cp, lay.sp, plan.tiers(lay), plan.kind_id(lay, stage), phase, b,
+           detail)
 
     def make():
         runs, tokens, kind = 1, 1, "decode"
@@ -429,7 +445,7 @@ def stage_phase(plan, lay, stage, phase, b, detail=True):
         return {"stage": stage.index, "roofline_s": roofline, "comm_s": comm_s,
                 "exposed_comm_s": t - roofline, "time_s": t}
 
-    rec = memo(key, make)
+    rec = plan.memo(key, make)
     return rec if rec["stage"] == stage.index else dict(rec, stage=stage.index)
 
 
