@@ -693,11 +693,6 @@ def sweep(plan, lay):
 
 # -- search ---------------------------------------------------------------------------
 
-def _reason(message):
-    """A rejection message with its layout-specific numbers kept (they name the cause)."""
-    return message
-
-
 def score(plan, lay, batch, objective):
     """(value to rank, figures) of one layout at one batch: lower is better."""
     want = ("prefill",) if objective == "ttft" else ("decode",)
@@ -759,7 +754,7 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
             if plan.P < lay.cp or plan.P - (lay.cp - 1) * ceil_div(plan.P, lay.cp) < 1:
                 raise UserError(f"CP {lay.cp} leaves a rank without prompt tokens (P = {plan.P})")
         except UserError as e:
-            reject(_reason(str(e)), lay)
+            reject(str(e), lay)
             continue
         rows, binding, cap = memory(plan, lay, 1)
         if cap == 0:
@@ -780,7 +775,7 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
                 if best is None or value < best[0]:
                     best = (value, b, lat)
         except UserError as e:
-            reject(_reason(str(e)), lay)
+            reject(str(e), lay)
             continue
         if best is not None:
             ranked.append((best[0], _collective_span(lay), lay, best[1], best[2]))
