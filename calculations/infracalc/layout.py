@@ -396,3 +396,52 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
         return (m is None, m or 0, memory_bytes - s.need(m or 0))
 
     return out, min(range(len(out)), key=lambda i: tightness(out[i]))
+
+
+# -- enumeration ----------------------------------------------------------------
+
+def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
+    """Every layout of exactly `devices` devices: (valid [Layout], {reason: count}).
+
+    tp x pp x cp x dp = devices over every divisor chain (cp only from `cps`);
+    for an MoE model every EP degree dividing both tp x dp and the routed
+    experts (EP is carved out of them), else ep = 1; sequence parallelism on
+    whenever tp > 1 when `sp` (the same traffic as TP's all-reduces, less
+    activation memory). `micro_batches(dp)` gives the layout's micro-batches
+    (or a reason string when dp cannot take the batch). Rejected layouts are
+    counted by reason, in the order they are met; the valid ones come in
+    (tp, pp, cp, dp, ep) order, deterministic."""
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise UserError(f"devices must be a positive integer, got {devices!r}")
+    tps = valid_tps(arch)
+    experts = moe_experts(arch)
+    layers = len(arch.layers)
+    valid, rejected = [], {}
+
+    def reject(reason):
+        rejected[reason] = rejected.get(reason, 0) + 1
+
+    for tp in divisors(devices):
+        for pp in divisors(devices // tp):
+            for cp in divisors(devices // (tp * pp)):
+                if cp not in cps:
+                    continue
+                dp = devices // (tp * pp * cp)
+                if tps is not None and tp not in tps:
+                    reject("TP does not split the attention heads into whole heads")
+                    continue
+                if pp > layers:
+                    reject("PP exceeds the layers")
+                    continue
+                m = micro_batches(dp) if micro_batches else 1
+                if isinstance(m, str):
+                    reject(m)
+                    continue
+                eps = [e for e in divisors(tp * dp) if all(x % e == 0 for x in experts)] if experts else [1]
+                for ep in eps:
+                    if memo(("shard error", arch, tp, ep), lambda: _shard_error(arch, tp, ep)):
+                        reject("a block cannot be split tp x ep ways")
+                        continue
+                    valid.append(Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, sp=sp and tp > 1,
+                                        micro_batches=m))
+    return valid, rejected

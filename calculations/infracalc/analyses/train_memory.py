@@ -46,6 +46,7 @@ OPTIMIZERS = {
     "adamw-bf16": (("fp32 master weights", 4), ("momentum bf16", 2), ("variance bf16", 2)),
     "sgd": (("fp32 master weights", 4), ("momentum fp32", 4)),
 }
+MASTER_NAMES = {4: "fp32", 2: "16-bit"}
 ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_KERNELS = ("fused", "unfused")
 UNFUSED_SCORE_BYTES = 2   # softmax output per score (16-bit)
@@ -56,10 +57,18 @@ def _ceil(a, b):
     return -(-a // b)
 
 
-def optimizer_bytes(optimizer):
+def optimizer_states(optimizer, master_bytes=4):
+    """((state, bytes per parameter), ...): the optimizer's states with the master
+    copy in `master_bytes` (0: no master copy, the weights are updated in place)."""
     if optimizer not in OPTIMIZERS:
         raise UserError(f"unknown optimizer '{optimizer}' (choose from {', '.join(OPTIMIZERS)})")
-    return sum(b for _, b in OPTIMIZERS[optimizer])
+    (_, _), *rest = OPTIMIZERS[optimizer]
+    master = ((f"{MASTER_NAMES[master_bytes]} master weights", master_bytes),) if master_bytes else ()
+    return master + tuple(rest)
+
+
+def optimizer_bytes(optimizer, master_bytes=4):
+    return sum(b for _, b in optimizer_states(optimizer, master_bytes))
 
 
 class ModelStates(Record):
@@ -200,7 +209,7 @@ def _top_saved(dev, stage, w, tp, sp, cp):
 
 
 def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw", weight_bytes=2,
-           grad_bytes=2, chunks=1, attention="fused", **degrees):
+           grad_bytes=2, chunks=1, attention="fused", master_bytes=4, **degrees):
     """Per-stage memory of one device of each pipeline stage: [StageMemory].
     `w` is one micro-batch (batch = micro-batch size, tokens = sequence length);
     the placement is a `layout.Layout` or its fields as keywords (tp, pp, dp,
@@ -218,7 +227,7 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
     w = train_flops.training_workload(w)
     tp, cp, sp = lay.tp, lay.cp, lay.sp
     edp = expert_dp(lay)
-    k = optimizer_bytes(optimizer)
+    k = optimizer_bytes(optimizer, master_bytes)
     out = []
     for stage in placement.stages(arch, lay):
         dev = placement.shard(arch, lay, stage)
