@@ -272,15 +272,19 @@ def top_shards(arch, layout, stage):
     return embedding, shard_block(arch.final_norm, tp), shard_block(arch.head, tp)
 
 
+def shard_id(arch, layout, stage):
+    """The id of a stage's per-device architecture."""
+    return f"{arch.id} [{layout.label()}, stage {stage.index}: layers {stage.lo}-{stage.hi - 1}]"
+
+
 def shard(arch, layout, stage):
     """The per-device `Architecture` of one device of `stage` (memoized)."""
     def make():
         embedding, norm, head = top_shards(arch, layout, stage)
         layers = tuple(shard_layer(layer, layout.tp, layout.ep)
                        for layer in arch.layers[stage.lo:stage.hi])
-        return arch.replace(
-            id=f"{arch.id} [{layout.label()}, stage {stage.index}: layers {stage.lo}-{stage.hi - 1}]",
-            embedding=embedding, layers=layers, final_norm=norm, head=head, parts=())
+        return arch.replace(id=shard_id(arch, layout, stage),
+                            embedding=embedding, layers=layers, final_norm=norm, head=head, parts=())
 
     return memo(("arch", arch, layout.tp, layout.ep, stage), make)
 
@@ -305,6 +309,15 @@ def device_layers(arch, layout, stage):
         return tuple(sorted(out, key=lambda g: g[2][0]))   # first seen in the stage first
 
     return memo(("device layers", arch, layout.tp, layout.ep, stage.lo, stage.hi), make)
+
+
+def stage_signature(arch, layout, stage):
+    """What one device of `stage` holds, up to renaming: its (layer shard, count)
+    pairs and whether it holds the embedding and the head. Stages with equal
+    signatures under one layout have equal per-device figures (a search
+    computes each once)."""
+    return (tuple((layer, count) for layer, count, _ in device_layers(arch, layout, stage)),
+            stage.has_embedding, stage.has_head)
 
 
 def device_operators(arch, layout, stage, w):

@@ -193,6 +193,14 @@ def cost(collectives, links):
     return [Timed(c, phase, comm.time_s(c, links[c.tier], ALGORITHM) * c.count) for c, phase in collectives]
 
 
+def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links):
+    """(compute Pass, [Timed] collectives) of one micro-batch on one device of stage `st`."""
+    compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
+    for layer, count, _ in placement.device_layers(arch, lay, st):
+        compute += layer_pass(layer, w, r, lay.cp, recompute, flash).times(count)
+    return compute, tuple(cost(stage_collectives(arch, lay, st, w, device, recompute, chunks), links))
+
+
 class StageTime(Record):
     stage: int
     compute: Pass              # per micro-batch
@@ -307,17 +315,19 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     links = links or comm.links(device)
     m = lay.micro_batches
+    link_key = (links.get("up"), links.get("out"))
     stages = []
     for st in placement.stages(arch, lay):
-        compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
-        for layer, count, _ in placement.device_layers(arch, lay, st):
-            compute += layer_pass(layer, w, r, lay.cp, recompute, flash).times(count)
-        timed = cost(stage_collectives(arch, lay, st, w, device, recompute, chunks), links)
+        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, r, recompute, flash,
+               chunks, device, link_key)
+        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, r, recompute, flash,
+                                                                chunks, device, links))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))
         if schedule == "dualpipe":
             dense, expert = 2 * dense, 2 * expert
-        dp = dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m)
+        dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key),
+                            lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         updated = (_ceil(dense, lay.dp * lay.cp) + _ceil(expert, train_memory.expert_dp(lay))
                    if zero >= 1 else dense + expert)
