@@ -314,17 +314,25 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
     layouts, rejected = placement.enumerate_layouts(arch, devices, cps=cps, micro_batches=m_of)
     considered = len(layouts) + sum(rejected.values())
     ranked = []
+
+    def reject(reason):
+        rejected[reason] = rejected.get(reason, 0) + 1
+
     for lay in layouts:
         try:
             train_time.check_schedule(arch, lay, s.schedule, s.chunks)
         except UserError:
-            rejected["the schedule cannot run this layout"] = rejected.get(
-                "the schedule cannot run this layout", 0) + 1
+            reject(f"the {s.schedule} schedule cannot run this layout")
             continue
-        mem, bind, t = evaluate(arch, w, lay, device, s, links)
+        try:
+            mem, bind, t = evaluate(arch, w, lay, device, s, links)
+        except UserError as e:   # e.g. a group crosses a tier the device has no link for
+            text = str(e)
+            reject("a collective" + text[text.index("' ") + 1:] if text.startswith("'") else text)
+            continue
         need = mem[bind].total
         if need > device.memory_bytes:
-            rejected["memory shortfall"] = rejected.get("memory shortfall", 0) + 1
+            reject("memory shortfall (the binding stage needs more than the device holds)")
             continue
         ranked.append((t.step_s, lay.tp * lay.cp, lay.pp, lay, need, t))
     ranked.sort(key=lambda x: x[:3])

@@ -70,6 +70,11 @@ def add_arguments(p):
                         "gathers with the forward)")
     p.add_argument("--comm-efficiency", type=common.fraction, default=None,
                    help="fraction of every link's bandwidth reached (default 1.0)")
+    for tier in ("up", "out"):
+        p.add_argument(f"--alpha-{tier}", type=float, default=None, metavar="SECONDS",
+                       help=f"per-step latency of the scale-{tier} link (default: the device data)")
+        p.add_argument(f"--link-bw-{tier}", type=float, default=None, metavar="BYTES_PER_S",
+                       help=f"scale-{tier} bandwidth per direction per device (default: the device data)")
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
     p.add_argument("--objective", choices=("step", "mfu"), default="step",
@@ -148,7 +153,8 @@ def run(args):
                     master_bytes=master, schedule=args.schedule, chunks=chunks,
                     compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
                     overlap_dp=args.overlap_dp)
-    lk = links(device, comm_efficiency=args.comm_efficiency)
+    lk = links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
+               link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
     if args.search:
         if not args.devices:
             raise UserError("--search needs --devices")
