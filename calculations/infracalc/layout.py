@@ -413,17 +413,31 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
 
 # -- enumeration ----------------------------------------------------------------
 
-def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
-    """Every layout of exactly `devices` devices: (valid [Layout], {reason: count}).
+def candidate_layouts(arch, devices):
+    """Every Layout of exactly `devices` devices over tp, pp, cp, dp (and ep for an
+    MoE model: each divisor of tp x dp), in a fixed order (tp, pp, cp, dp, ep
+    increasing), valid or not: `validate` says why one is refused. SP is off and
+    stages are even (what a search compares)."""
+    moe = bool(moe_experts(arch))
+    out = []
+    for tp in divisors(devices):
+        for pp in divisors(devices // tp):
+            for cp in divisors(devices // (tp * pp)):
+                dp = devices // (tp * pp * cp)
+                for ep in (divisors(tp * dp) if moe else (1,)):
+                    out.append(Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep))
+    return out
 
-    tp x pp x cp x dp = devices over every divisor chain (cp only from `cps`);
-    for an MoE model every EP degree dividing both tp x dp and the routed
-    experts (EP is carved out of them), else ep = 1; sequence parallelism on
+
+def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
+    """`candidate_layouts` sorted into (valid [Layout], {reason: count}).
+
+    Only cp degrees in `cps` are considered; sequence parallelism is turned on
     whenever tp > 1 when `sp` (the same traffic as TP's all-reduces, less
-    activation memory). `micro_batches(dp)` gives the layout's micro-batches
-    (or a reason string when dp cannot take the batch). Rejected layouts are
-    counted by reason, in the order they are met; the valid ones come in
-    (tp, pp, cp, dp, ep) order, deterministic."""
+    activation memory); `micro_batches(dp)` gives a layout's micro-batches, or a
+    reason string when dp cannot take the batch. Each refused layout is counted
+    under its first failed check (cheap structured checks, in `validate`'s
+    order), the reasons in the order they are met."""
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise UserError(f"devices must be a positive integer, got {devices!r}")
     tps = valid_tps(arch)
@@ -431,30 +445,25 @@ def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
     layers = len(arch.layers)
     valid, rejected = [], {}
 
-    def reject(reason):
-        rejected[reason] = rejected.get(reason, 0) + 1
+    def reason(lay):
+        if tps is not None and lay.tp not in tps:
+            return "TP does not split the attention heads into whole heads"
+        if any(x % lay.ep for x in experts):
+            return "EP does not divide the routed experts"
+        if lay.pp > layers:
+            return "PP exceeds the layers"
+        if memo(("shard error", arch, lay.tp, lay.ep), lambda: _shard_error(arch, lay.tp, lay.ep)):
+            return "a block cannot be split tp x ep ways"
+        return ""
 
-    for tp in divisors(devices):
-        for pp in divisors(devices // tp):
-            for cp in divisors(devices // (tp * pp)):
-                if cp not in cps:
-                    continue
-                dp = devices // (tp * pp * cp)
-                if tps is not None and tp not in tps:
-                    reject("TP does not split the attention heads into whole heads")
-                    continue
-                if pp > layers:
-                    reject("PP exceeds the layers")
-                    continue
-                m = micro_batches(dp) if micro_batches else 1
-                if isinstance(m, str):
-                    reject(m)
-                    continue
-                eps = [e for e in divisors(tp * dp) if all(x % e == 0 for x in experts)] if experts else [1]
-                for ep in eps:
-                    if memo(("shard error", arch, tp, ep), lambda: _shard_error(arch, tp, ep)):
-                        reject("a block cannot be split tp x ep ways")
-                        continue
-                    valid.append(Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, sp=sp and tp > 1,
-                                        micro_batches=m))
+    for lay in candidate_layouts(arch, devices):
+        if lay.cp not in cps:
+            continue
+        why = reason(lay)
+        m = micro_batches(lay.dp) if micro_batches and not why else 1
+        why = why or (m if isinstance(m, str) else "")
+        if why:
+            rejected[why] = rejected.get(why, 0) + 1
+            continue
+        valid.append(lay.replace(sp=sp and lay.tp > 1, micro_batches=m))
     return valid, rejected
