@@ -181,7 +181,8 @@ class Command(unittest.TestCase):
                 (("--train-tokens", "1.5"), "whole number"),
                 (("--tp", "7"), "valid TP"),
                 (("--global-batch", "3", "--dp", "2"), "not a multiple"),
-                (("--virtual-stages", "2",), "interleaved")):
+                (("--virtual-stages", "2",), "interleaved"),
+                (("--cp", "3"), "zig-zag")):
             status, out, err = run_cli(*base, *argv)
             self.assertEqual(status, 2, argv)
             self.assertIn(needle, err, argv)

@@ -72,6 +72,13 @@ def micro_batches(global_batch, micro_batch, dp):
     return global_batch // (dp * micro_batch)
 
 
+def cp_reason(seq, cp):
+    """Why `seq` tokens cannot be split over `cp` ranks in zig-zag chunks ("" when they can)."""
+    if cp > 1 and seq % (2 * cp):
+        return f"context parallelism splits the sequence into 2 x cp = {2 * cp} zig-zag chunks; {seq} tokens do not"
+    return ""
+
+
 def stage_memory(arch, w, lay, s):
     """[StageMemory] of the layout; DualPipe holds two stages' parameters and
     p + 1 micro-batches on every device (its published peak, an upper bound)."""
@@ -265,6 +272,8 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
     """The `train` record of one layout. `w`: one micro-batch (batch =
     micro-batch size, tokens = sequence length); `lay.micro_batches` = m."""
     check_formats(w)
+    if cp_reason(w.tokens, lay.cp):
+        raise UserError(cp_reason(w.tokens, lay.cp))
     st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute, s.flash_recompute)
     micro = train_flops.step(arch, w, s.recompute, s.flash_recompute)
     mem, bind, t = evaluate(arch, w, lay, device, s, links)
@@ -319,6 +328,9 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         rejected[reason] = rejected.get(reason, 0) + 1
 
     for lay in layouts:
+        if cp_reason(w.tokens, lay.cp):
+            reject("the sequence does not split into 2 x cp zig-zag chunks")
+            continue
         try:
             train_time.check_schedule(arch, lay, s.schedule, s.chunks)
         except UserError:
