@@ -13,7 +13,8 @@ Per micro-batch and pipeline stage (one device of the stage):
   all of its weights;
 - communication (`collectives` builders costed by `comm.time_s`, ring
   algorithm, not overlapped with compute): TP/SP collectives of the forward
-  (every layer, the vocab-parallel embedding, the vocab-parallel
+  (every layer, but no MLP reduction in MoE layers whose experts are not
+  tensor-split, EP >= TP; the vocab-parallel embedding, the vocab-parallel
   cross-entropy's three all-reduces of one fp32 per token), the same layer
   collectives again in the backward (Megatron's conjugate f/g operators) and
   in a full recompute; EP dispatch + combine all-to-all in the forward and
@@ -151,18 +152,20 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
     n = stage.layers
     full = recompute == "full"
     out = []
+    moe = _moe(arch)
+    moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
     if tp > 1:
         t = _tier(lay.group_span("tp"), device)
-        fwd = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, embedding=stage.has_embedding)
+        # MoE layers whose experts are not tensor-split (EP >= TP: expert TP 1) have no MLP reduction
+        mlp = n - moe_layers if lay.expert_tp == 1 else n
+        fwd = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=stage.has_embedding)
         if stage.has_head:
             fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
                                   "all_reduce", tokens * 4, tp, t, CE_ALLREDUCES, "tp"))
-        layer_only = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, embedding=False)
+        layer_only = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=False)
         out += [(c, "forward") for c in fwd] + [(c, "backward") for c in layer_only]
         out += [(c, "recompute") for c in layer_only] if full else []
-    moe = _moe(arch)
     if ep > 1 and moe is not None:
-        moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
         t = _tier(lay.group_span("ep"), device)
         cs = ep_collectives(tokens, moe.top_k, hidden, act, ep, moe_layers, t, experts=moe.experts)
         out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
