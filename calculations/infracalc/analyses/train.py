@@ -171,7 +171,7 @@ def memory_record(mem, capacity, lay):
 def _collective_record(t, stage):
     c = t.collective
     return {"stage": stage, "phase": t.phase, "name": c.name, "dim": c.dim, "kind": c.kind,
-            "bytes": c.bytes, "group": c.group, "tier": c.tier, "count": c.count, "seconds_s": _s(t.seconds)}
+            "bytes": c.bytes, "group": c.group, "tier": c.tier, "count": c.count, "time_s": _s(t.seconds)}
 
 
 def time_record(t):

@@ -108,7 +108,7 @@ def stage_time_rows(stages):
 
 def collective_rows(cs):
     return [[c["stage"], c["phase"], c["name"], c["dim"], c["kind"], u.nbytes(c["bytes"]), c["group"], c["tier"],
-             c["count"], u.seconds(c["seconds_s"])] for c in cs]
+             c["count"], u.seconds(c["time_s"])] for c in cs]
 
 
 def throughput_lines(th, i):
