@@ -219,6 +219,7 @@ class StageTime(Record):
 
 
 def _pass_of(timed):
+    """The seconds of per-micro-batch collectives summed by phase, as a Pass."""
     p = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     for t in timed:
         p[t.phase] += t.seconds

@@ -143,26 +143,6 @@ def stage_memory_rows(stages):
              ("" if s["fits"] else "-") + b(abs(s["headroom_bytes"]))] for s in stages]
 
 
-def memory_rows(mem):
-    b = u.nbytes
-    rows = [
-        _row("Weights", mem["weights_bytes"], b),
-        _row("Gradients", mem["grads_bytes"], b),
-        _row("Optimizer states", mem["optimizer_bytes"], b),
-        _row("Activations: decoder layers (one micro-batch)", mem["layer_activations_bytes"], b),
-        _row("Activations: embedding, final norm, head input, loss", mem["embedding_head_loss_activations_bytes"], b),
-        _row("  of which fp32 logits for the loss", mem["logits_fp32_bytes"], b),
-        _row("Recompute working set (full: one layer's activations)", mem["recompute_working_bytes"], b),
-        _row("Activations total", mem["activations_bytes"], b),
-        _row("Total per device", mem["total_bytes"], b),
-        _row("Device memory", mem["device_memory_bytes"], b),
-    ]
-    verdict = "fits" if mem["fits"] else "does not fit"
-    rows.append([f"Headroom ({verdict})", u.integer(mem["headroom_bytes"]),
-                 ("-" if mem["headroom_bytes"] < 0 else "") + b(abs(mem["headroom_bytes"]))])
-    return rows
-
-
 def memory_lines(mem):
     s = mem["stages"][mem["binding_stage"]]
     verdict = ("fits on every device" if mem["fits"] else
