@@ -167,10 +167,13 @@ class Plan:
 
     def unit(self, layer):
         """A one-layer architecture: the unit whose ledgers a stage's cost sums."""
-        none = Block()
         return self.memo(("unit", layer), lambda: self.arch.replace(
-            id=f"{self.arch.id} [one layer]", embedding=none, layers=(layer,), final_norm=none,
-            head=none, parts=(), notes=()))
+            id=f"{self.arch.id} [one layer]", embedding=Block(), layers=(layer,), final_norm=Block(),
+            head=Block(), parts=(), notes=()))
+
+    def stages(self, lay):
+        """layout.stages, memoized per (pp, pp_layers)."""
+        return self.memo(("stages", lay.pp, lay.pp_layers), lambda: placement.stages(self.arch, lay))
 
     def top_unit(self, lay, stage):
         """The embedding, final norm and head shards one device of `stage` holds."""
@@ -454,7 +457,7 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
     arch = plan.arch
     m = micro_batches(lay, batch)
     b = batch // m
-    sts = placement.stages(arch, lay)
+    sts = plan.stages(lay)
     out = {"micro_batches": m, "micro_batch": b}
     c = ceil_div(plan.P, lay.cp)
     if plan.P - (lay.cp - 1) * c < 1:
