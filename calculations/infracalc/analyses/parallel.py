@@ -118,7 +118,7 @@ class Plan:
 
     def __init__(self, arch, w, device, input_len, output_len, compute_efficiency=1.0,
                  memory_efficiency=1.0, reserve_bytes=None, overlap=False, algorithm="ring",
-                 link_options=None):
+                 link_options=None, batch=1):
         for name, value in (("input_len", input_len), ("output_len", output_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -138,7 +138,7 @@ class Plan:
         self.mla_choices = {}
         self._cache, self._kinds = {}, {}
         self.wp = self.wd = None
-        self.resolve_mla(1)
+        self.resolve_mla(batch)
 
     def memo(self, key, make):
         """The value stored under `key` in this plan's cache, made once by make()."""
@@ -154,6 +154,7 @@ class Plan:
     def resolve_mla(self, batch):
         """Concrete MLA paths of the prefill and the decode steps (`--mla auto`: the cheaper
         on the whole model at this batch, as `decode` picks; the same path on every shard)."""
+        self.mla_batch = batch
         w = self.w.replace(batch=batch)
         wp, pre = mla_path.for_pass(self.arch, w.replace(tokens=self.P), self.r)
         wd, dec = decode_path(self.arch, w, self.P, self.P + self.steps - 1, self.r)
@@ -620,7 +621,7 @@ def notes(plan, lay, mem, batch):
 def parallel(plan, lay, batch):
     """The `parallel` record of one layout and one batch per replica."""
     placement.validate(plan.arch, lay)
-    if batch != 1:
+    if batch != plan.mla_batch:
         plan.resolve_mla(batch)
     ph = phases(plan, lay, batch)
     rec = header(plan)

@@ -158,7 +158,8 @@ def run(args):
                     "link_bw_out": args.link_bw_out, "comm_efficiency": args.comm_efficiency}
     plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
                          args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
-                         args.overlap, args.algorithm, link_options)
+                         args.overlap, args.algorithm, link_options,
+                         1 if args.search or args.batch_sweep else args.batch or 1)
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)
