@@ -203,6 +203,41 @@ class RepeatedChunks(unittest.TestCase):
         self.assertLess(counts[1], 40)
 
 
+    def test_breakpoints_are_never_listed_over_the_output_length(self):
+        # Issue 12 point 1: at G = 10^15 (1.2e11 chunks of 8192) the sum used to list every chunk
+        # boundary first. Now no block is asked for breakpoints over more than a few periods
+        # (a head of at most two periods, then one period twice, the last period, a tail).
+        from infracalc.blocks.attention import Attention
+
+        spans = []
+        real = Attention.history_breakpoints
+
+        def recording(block, lo, hi):
+            if block.chunk is not None:
+                spans.append(hi - lo)
+            return real(block, lo, hi)
+
+        Attention.history_breakpoints = recording
+        try:
+            arch = load_model("llama-4-scout")
+            pcs = S.decode_pieces(arch, Workload(), 1024, 1024 + 10**15 - 2)
+        finally:
+            Attention.history_breakpoints = real
+        self.assertLessEqual(max(spans), 2 * 8192)
+        self.assertEqual(sum(p.total_steps for p in pcs), 10**15 - 1)
+        self.assertLessEqual(len(pcs), 8)
+
+    def test_sum_splits_at_any_step(self):
+        # Invariant: the closed form over lo..hi equals the sums over lo..m and m+1..hi
+        # (each with its own head, repeats and tail) for splits inside and across periods.
+        arch, w = self.arch, Workload(batch=3)
+        lo, hi = 7, 7 + 32 * 40 + 5
+        whole = closed(arch, w, lo, hi)
+        for m in (lo + 3, 64, 65, 300, 1000, hi - 1):
+            parts = [[a + b for a, b in zip(x, y)] for x, y in zip(closed(arch, w, lo, m), closed(arch, w, m + 1, hi))]
+            self.assertEqual(parts, whole, m)
+
+
 class HandDerivedStep(unittest.TestCase):
     """Qwen3-8B, B = 1, P = 1024 on the H100 SXM: the first decode step by hand."""
 
