@@ -13,13 +13,21 @@ MAX_COUNT = 10**15
 MIN_EFFICIENCY = 1e-6
 
 
+def digits(text):
+    """The value of a string of ASCII digits 0-9 and nothing else (no sign, space,
+    '_', ',' or other script's digits, which Python's int() would accept), or None."""
+    if text and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def _int_at_least(text, low, what):
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        value = None
+    from ..errors import quote
+
+    value = digits(text) if len(text) <= 20 else None
     if value is None or not low <= value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"must be {what} up to 10^15, got '{text}'")
+        raise argparse.ArgumentTypeError(f"must be {what} up to 10^15 (ASCII digits only), "
+                                         f"got {quote(text)}")
     return value
 
 
@@ -37,7 +45,8 @@ def _float_in(text, ok, interval):
     except ValueError:
         value = None
     if value is None or not ok(value):   # NaN fails every comparison
-        raise argparse.ArgumentTypeError(f"must be a number in {interval}, got '{text}'")
+        from ..errors import quote
+        raise argparse.ArgumentTypeError(f"must be a number in {interval}, got {quote(text)}")
     return value
 
 
@@ -103,19 +112,35 @@ def routing(text):
 
     from ..load.models import read_json
 
-    data = read_json(text)
+    data = read_json(text, "routing file")
     loads = data.get("loads") if isinstance(data, dict) else data
     if (not isinstance(loads, list) or not loads
             or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 for x in loads)
             or not 0 < sum(loads) < math.inf):
-        raise UserError(f"{text}: routing histogram must be a non-empty list of non-negative loads "
+        from ..errors import quote
+        raise UserError(f"{quote(text)}: routing histogram must be a non-empty list of non-negative loads "
                         "(or {\"loads\": [...]}) with a positive, finite sum")
     return "histogram", tuple(loads)
 
 
+def file_name(text):
+    """A file name for an output option: not empty (an empty name would be ignored silently)."""
+    if not text:
+        raise argparse.ArgumentTypeError("needs a file name, got ''")
+    return text
+
+
 def add_output(p, formats=FORMATS):
     p.add_argument("--format", choices=formats, default="md", help="output format (default md)")
-    p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--output", type=file_name, metavar="FILE",
+                   help="write to FILE instead of stdout (all or nothing: written to a temporary "
+                        "file, renamed into place only when the command succeeds)")
+
+
+def add_file(args, flag, path, text):
+    """Queue a file the command writes besides its output (`--plot`); cli.main writes
+    them all or none, once the command has succeeded (cli/files.py)."""
+    args.files = getattr(args, "files", []) + [(flag, path, text)]
 
 
 def workload(args, arch, batch, tokens, history):

@@ -8,20 +8,25 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
 
+# The largest byte count taken: the bound on a device file's figures
+# (load/hardware.py MAX_FIGURE, 10^30 B), so --memory-bytes accepts exactly the
+# memories a device file may state, and every count divided by it stays a finite float.
+MAX_BYTES = 10**30
+
+
 def _bytes(text, low):
-    """An integer count of bytes >= low: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
-    raw = text.strip().replace("_", "").replace(",", "")
-    digits = raw.rstrip("KMGTIBkmgtib")
-    unit = raw[len(digits):].upper()
+    """An integer count of bytes in [low, 10^30]: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
+    from ..errors import quote
+
+    number = text.rstrip("KMGTIBkmgtib")
+    value = common.digits(number) if len(number) <= 31 else None
+    scale = _UNITS.get(text[len(number):].upper())
     what = "a positive" if low else "a non-negative"
-    try:
-        value = int(digits) * _UNITS[unit]
-    except (ValueError, KeyError):
+    if value is None or scale is None or not low <= value * scale <= MAX_BYTES:
         raise argparse.ArgumentTypeError(
-            f"must be {what} byte count (e.g. 85899345920, 80GiB, 141GB), got '{text}'") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"must be {what} byte count, got '{text}'")
-    return value
+            f"must be {what} byte count up to 10^30 in ASCII digits with an optional unit "
+            f"(e.g. 85899345920, 80GiB, 141GB), got {quote(text)}")
+    return value * scale
 
 
 def byte_size(text):
@@ -32,15 +37,19 @@ def byte_size(text):
 def reserve(text):
     """A byte count (0 allowed), or a percentage of device memory ('5%', '7.5%'),
     kept exact as a fraction so the reserve is floor(memory x pct / 100) bytes."""
-    if text.strip().endswith("%"):
+    if text.endswith("%"):
         from fractions import Fraction
 
-        try:
-            pct = Fraction(text.strip()[:-1])
-        except (ValueError, ZeroDivisionError):
+        from ..errors import quote
+
+        whole, _, tenths = text[:-1].partition(".")
+        if common.digits(whole) is None or len(text) > 24 or (tenths and common.digits(tenths) is None):
             pct = -1
+        else:
+            pct = Fraction(text[:-1])
         if not 0 <= pct < 100:
-            raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100), got '{text}'")
+            raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100) in ASCII digits, "
+                                             f"got {quote(text)}")
         return ("percent", pct)
     return ("bytes", _bytes(text, 0))
 

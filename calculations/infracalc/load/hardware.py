@@ -3,8 +3,8 @@
 import os
 from ..record import Record
 
-from ..errors import UserError, unknown
-from .models import read_json
+from ..errors import UserError, quote, unknown
+from .jsonfile import read_json, regular_file
 
 # Keys of a device file's peak tables: the formats dtypes.DTYPES compute at, and the
 # non-tensor (vector) peaks the roofline uses, FP32 preferred.
@@ -59,17 +59,17 @@ def _int(data, key, source, required=True):
             raise UserError(f"{source}: missing required field '{key}' (a positive integer)")
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_FIGURE:
-        raise UserError(f"{source}: field '{key}' must be a positive integer up to 10^30, got {value!r}")
+        raise UserError(f"{source}: field '{key}' must be a positive integer up to 10^30, got {quote(value)}")
     return value
 
 
-def _text(data, key, default):
+def _text(data, key, default, source):
     """A string field (name, vendor, id); absent: the default."""
     value = data.get(key)
     if value is None:
         return default
     if not isinstance(value, str) or not value:
-        raise UserError(f"{default}: field '{key}' must be a non-empty string, got {value!r}")
+        raise UserError(f"{source}: field '{key}' must be a non-empty string, got {quote(value)}")
     return value
 
 
@@ -94,23 +94,22 @@ _CACHE = {}
 
 
 def load_device(spec):
-    """A device id or a path to a device JSON -> Device."""
+    """A device id or a path to a device JSON -> Device.
+
+    Messages about a device file name the path the user gave (not the file's
+    `id`, which may be wrong or missing); a bundled device is named by its id."""
     if spec in _CACHE:
         return _CACHE[spec]
     if spec.endswith(".json") or os.sep in spec:
-        if os.path.isdir(spec):
-            raise UserError(f"{spec} is a directory, not a device file")
-        if not os.path.isfile(spec):
-            raise UserError(f"device file not found: {spec}")
-        path = spec
+        regular_file(spec, "device file")
+        path, source = spec, quote(spec)
     else:
-        path = os.path.join(HARDWARE_DIR, spec + ".json")
+        path, source = os.path.join(HARDWARE_DIR, spec + ".json"), spec
         if not os.path.isfile(path):
             raise unknown("device", spec, device_ids())
-    data = read_json(path)
+    data = read_json(path, "device file")
     if not isinstance(data, dict):
-        raise UserError(f"{path}: device file must be a JSON object")
-    source = _text(data, "id", spec)
+        raise UserError(f"{source}: device file must be a JSON object")
     peaks = data.get("matrix_flops_per_s")
     if not isinstance(peaks, dict) or not peaks:
         raise UserError(f"{source}: field 'matrix_flops_per_s' must be an object with at least one "
@@ -121,8 +120,9 @@ def load_device(spec):
     _known_keys(peaks, PEAK_FORMATS, f"{source}:matrix_flops_per_s")
     _known_keys(vector, VECTOR_FORMATS, f"{source}:vector_flops_per_s")
     vector_kind = next((k for k in VECTOR_FORMATS if k in vector), "")
+    dev_id = _text(data, "id", spec, source)
     dev = Device(
-        id=source, name=_text(data, "name", source), vendor=_text(data, "vendor", ""),
+        id=dev_id, name=_text(data, "name", dev_id, source), vendor=_text(data, "vendor", "", source),
         matrix_flops_per_s=tuple((k, _int(peaks, k, f"{source}:matrix_flops_per_s")) for k in peaks),
         vector_flops_per_s=_int(vector, vector_kind, f"{source}:vector_flops_per_s") if vector_kind else 0,
         vector_peak_kind=vector_kind,
