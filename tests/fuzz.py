@@ -369,6 +369,8 @@ def run(seed, count, limit_s=5.0, report=None, seen=None):
         return cache[name]
 
     failures, clean = [], 0
+    cwd = os.getcwd()
+    os.chdir(files.dir)   # an output named by a drawn string ('x', '|', ...) lands in the temporary folder
     try:
         for i in range(count):
             argv = draw(rnd, files, actions_of)
@@ -383,5 +385,6 @@ def run(seed, count, limit_s=5.0, report=None, seen=None):
             else:
                 clean += 1
     finally:
+        os.chdir(cwd)
         files.close()
     return clean, failures
