@@ -180,28 +180,26 @@ class Files:
         return self.write(self.raw(text) if r.random() < 0.3 else text)
 
 
-def _model_value(files):
+def _id_or_file(files, bundled, mutated, near_misses):
+    """A bundled id (55%), a mutated file (37%), a special path (4%) or a near miss."""
     r = files.rnd
     x = r.random()
     if x < 0.55:
-        return r.choice(sorted(files.models))
+        return r.choice(sorted(bundled))
     if x < 0.92:
-        return files.config()
+        return mutated()
     if x < 0.96:
         return files.special()
-    return r.choice(("qwen3-7b", "llama", "", "a\nb", CALC, os.path.join(CALC, "models")))
+    return r.choice(near_misses)
+
+
+def _model_value(files):
+    return _id_or_file(files, files.models, files.config,
+                       ("qwen3-7b", "llama", "", "a\nb", CALC, os.path.join(CALC, "models")))
 
 
 def _device_value(files):
-    r = files.rnd
-    x = r.random()
-    if x < 0.6:
-        return r.choice(sorted(files.devices))
-    if x < 0.92:
-        return files.device()
-    if x < 0.96:
-        return files.special()
-    return r.choice(("h100", "", "tpu", "x|y"))
+    return _id_or_file(files, files.devices, files.device, ("h100", "", "tpu", "x|y"))
 
 
 def _output_value(files):
