@@ -122,6 +122,42 @@ class Streams(Case):
         self.assertTrue(p.stdout.startswith("# Bundled devices"))
 
 
+    def test_file_size_limit_on_stdout_is_one_line(self):
+        # A partial write to a size-limited file used to pass a buffered flush silently (exit 0,
+        # output cut at the limit).
+        try:
+            import resource
+        except ImportError:
+            self.skipTest("no resource module")
+        path = os.path.join(self.folder(), "out.md")
+        with open(path, "wb") as out:
+            p = subprocess.run([sys.executable, CALC_PY, "forward", "--model", "qwen3-8b"], stdout=out,
+                               stderr=subprocess.PIPE, text=True, timeout=20,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048)))
+        self.assertEqual((p.returncode, p.stderr),
+                         (2, "infra-calc: error: cannot write to standard output: File too large\n"))
+
+    def test_output_is_utf8_whatever_the_locale(self):
+        dev = bundled("hardware", "h100-sxm")
+        dev["name"] = "H100 \u00d7"
+        path = self.file(json.dumps(dev))
+        p = subprocess.run([sys.executable, CALC_PY, "forward", "--model", "qwen3-0.6b", "--device", path],
+                           capture_output=True, timeout=20, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+        self.assertEqual((p.returncode, p.stderr), (0, b""))
+        self.assertIn("- Device: H100 \u00d7 (`h100-sxm`)".encode(), p.stdout)
+
+    def test_undecodable_file_name_gives_valid_json(self):
+        if sys.platform == "win32" or os.fsencode("\udcff") != b"\xff":
+            self.skipTest("file names are not bytes here")
+        folder = self.folder()
+        name = os.path.join(folder, "\udcff.json")   # the byte 0xff, not UTF-8
+        shutil.copy(os.path.join(CALC, "models", "qwen3-0.6b.json"), name)
+        p = subprocess.run([sys.executable, CALC_PY, "models", "--model", name, "--format", "json"],
+                           capture_output=True, timeout=20)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(json.loads(p.stdout.decode("utf-8"))["model"]["id"], "\udcff")
+
+
 class NotRegularFiles(Case):
     """Point 4: a FIFO hung forever; anything but a regular file is refused unopened."""
 
@@ -271,6 +307,10 @@ class Smaller(Case):
         err = self.assertOneLine(["forward", "--model", "qwen3-8b", "--device", path],
                                  f"'{path}': field 'memory_bytes'")
         self.assertNotIn("h100-sxm", err)
+        dev["memory_bytes"] = 80 * 10**9
+        path = self.file(json.dumps(dev))
+        self.assertOneLine(["forward", "--model", "qwen3-8b", "--device", path, "--act-dtype", "fp4"],
+                           f"device '{path}' has no fp4 matrix peak")
 
     def test_integer_options_take_ascii_digits_only(self):
         for value in ("1,0,0", "_1", "1_0", "\u0661\u0660", "\uff11", " 1", "+1", "1e3"):

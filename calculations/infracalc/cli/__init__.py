@@ -82,15 +82,30 @@ def _silence_stdout():
         pass
 
 
-def _flush(text=""):
-    """Write text to stdout and flush it, under the stream policy of `main`; the
-    exit status to report, or None when all went out."""
+def _write_stdout(text):
+    """text to stdout as UTF-8 whatever the locale (an unencodable character, such
+    as an undecodable byte of a file name, is written as a backslash escape), with
+    every byte checked: os.write reports a full disk or a file-size limit that a
+    buffered flush can let pass after a partial write."""
+    if sys.stdout is None:
+        raise UserError("standard output is closed; use --output FILE")
     try:
-        if sys.stdout is None:
-            raise UserError("standard output is closed; use --output FILE")
-        if text:
-            sys.stdout.write(text)
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):   # not a file (in-process runs: a StringIO)
+        sys.stdout.write(text)
         sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    view = memoryview(text.encode("utf-8", "backslashreplace"))
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _flush(text=""):
+    """Write text to stdout under the stream policy of `main`; the exit status to
+    report, or None when all went out."""
+    try:
+        _write_stdout(text)
     except BrokenPipeError:
         _silence_stdout()
         return 0

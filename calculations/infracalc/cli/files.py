@@ -18,6 +18,12 @@ def _fail(flag, path, e):
     return UserError(f"cannot write {flag} {quote(path)}: {getattr(e, 'strerror', None) or e}")
 
 
+def _utf8(text):
+    """Output bytes: UTF-8, an unencodable character (an undecodable byte of a file
+    name) written as a backslash escape, as on stdout."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def _mode(path):
     """The permissions the file gets: those of the file it replaces, else 0666 less the umask."""
     try:
@@ -54,8 +60,8 @@ def write_files(outputs):
                 raise _fail(flag, path, e) from None
             staged.append((tmp, real))
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(_utf8(text))
                     f.flush()
                     os.fsync(f.fileno())
                 os.chmod(tmp, _mode(real))
@@ -63,8 +69,8 @@ def write_files(outputs):
                 raise _fail(flag, path, e) from None
         for flag, path, text in special:
             try:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(text)
+                with open(path, "wb") as f:
+                    f.write(_utf8(text))
             except OSError as e:
                 raise _fail(flag, path, e) from None
         for tmp, real in staged:

@@ -47,6 +47,7 @@ class Device(Record):
     scale_up: Link = None
     scale_out: Link = None
     tdp_watts: int = 0
+    source: str = ""          # how messages name it: the bundled id, or the quoted path given
 
     def peak(self, dtype):
         """Dense matrix FLOP/s at a format's peak; a format the device lacks is a UserError."""
@@ -56,7 +57,7 @@ class Device(Record):
                 return v
         have = ", ".join(k for k, _ in self.matrix_flops_per_s)
         what = f"{dtype.name} matrix peak" if key else f"matrix peak for {dtype.name} (storage-only format)"
-        raise UserError(f"device {self.id} has no {what}; it has: {have}")
+        raise UserError(f"device {self.source or self.id} has no {what}; it has: {have}")
 
 
 def device_ids():
@@ -169,6 +170,6 @@ def load_device(spec):
         memory_bytes=_int(data, "memory_bytes", source),
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
-        tdp_watts=_int(data, "tdp_watts", source, required=False))
+        tdp_watts=_int(data, "tdp_watts", source, required=False), source=source)
     _CACHE[spec] = dev
     return dev
