@@ -99,8 +99,15 @@ class Files:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def path(self, suffix=".json"):
+        """A fresh file name; now and then one with a newline, '|', an escape sequence or an
+        undecodable byte (a surrogate in Python) in it."""
         self.n += 1
-        return os.path.join(self.dir, f"f{self.n}{suffix}")
+        odd = self.rnd.choice(("", "", "", "", "\n|", "\x1b[2J", "\udcff", " x"))
+        try:
+            os.fsencode(odd)
+        except UnicodeError:   # a file system that cannot name it
+            odd = ""
+        return os.path.join(self.dir, f"f{self.n}{odd}{suffix}")
 
     def write(self, data, suffix=".json"):
         path = self.path(suffix)
