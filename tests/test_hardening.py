@@ -288,6 +288,13 @@ class InputSize(Case):
 class Smaller(Case):
     """Point 8."""
 
+    def test_empty_csv_table_keeps_its_header(self):
+        # Found by the fuzzer: a shared prefix past the model's maximum context leaves no
+        # row in kv's concurrency table, and the CSV was empty (not even a header).
+        status, out, err = run("kv", "--model", "deepseek-v3", "--context", "1000000000000000",
+                               "--shared-prefix", "1000000000000000", "--format", "csv")
+        self.assertEqual((status, out, err), (0, "context,max_requests,binding_stage\n", ""))
+
     def test_empty_file_names_refused(self):
         self.assertOneLine(["models", "--output", ""], "argument --output: needs a file name")
         self.assertOneLine(["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",

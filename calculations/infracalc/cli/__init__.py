@@ -124,15 +124,16 @@ def main(argv=None):
     for `reproduce --check` drift). Output that cannot be written (a full disk,
     a closed stdout) is one line on stderr and status 2. A closed or broken
     stderr loses the message, never the status, and no traceback is printed.
+    Ctrl-C exits 130 (128 + SIGINT) without a traceback; files being written
+    are left as they were (cli/files.py).
     """
     argv = sys.argv[1:] if argv is None else argv
     status = 0
     try:
         try:
             module, args = parse(argv)
-        except SystemExit as e:   # argparse's --help: its text is in stdout's buffer
-            module, args, status = None, None, e.code if isinstance(e.code, int) else 2
-            return _flush() or status
+        except SystemExit as e:   # --help, already written by Parser._print_message
+            return e.code if isinstance(e.code, int) else 2
         if module is None:
             return _flush(_top_help()) or 0
         text = module.run(args)
@@ -154,6 +155,8 @@ def main(argv=None):
     except BrokenPipeError:
         _silence_stdout()
         return status
+    except KeyboardInterrupt:   # Ctrl-C: the conventional 128 + SIGINT, no traceback
+        return 130
     except OSError as e:
         _say(f"{e.strerror or e}" + (f": {quote(e.filename)}" if e.filename else ""))
         return 2

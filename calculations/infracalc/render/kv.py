@@ -123,4 +123,4 @@ def markdown(rec):
 
 
 def csv(rec):
-    return records_to_csv(rec["concurrency"])
+    return records_to_csv(rec["concurrency"], ("context", "max_requests", "binding_stage"))
