@@ -19,13 +19,17 @@ step and each part is summed with its own bound, which makes the summed time
 equal to the sum of the per-step bounds (up to floating-point rounding).
 
 Chunked attention (chunk C) starts new pieces every C steps, so a long decode
-has about 2G/C of them. Those pieces repeat: the pieces of period k are the
-pieces of period 0 shifted by kC, and every quantity at H + kC is its value at
-H plus k times a fixed drift (`Block.history_period`). K repeats of a piece
-are one Piece with `repeats` K and `drifts`; they sum as a double arithmetic
-series, K * S(0) + n * drift * K(K-1)/2, and the bound split runs over the
+has about 2G/C of them, too many to list (G goes up to 10^15). Those pieces
+repeat: the pieces of period k are the pieces of period 0 shifted by kC, and
+every quantity at H + kC is its value at H plus k times a fixed drift
+(`Block.history_period`). So the range is first cut into segments at the few
+breakpoints of the blocks without a period; in a segment, the breakpoints of
+one period are listed and its K whole periods become one Piece per piece of a
+period, with `repeats` K and `drifts`; they sum as a double arithmetic series,
+K * S(0) + n * drift * K(K-1)/2, and the bound split runs over the
 (repeat, step) lattice, where compute minus memory time is linear in both.
-So the cost stays a handful of ledgers whatever G is.
+Nothing lists breakpoints over more than a few periods, so the cost is a
+handful of ledgers whatever G is.
 """
 
 import math
