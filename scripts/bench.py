@@ -25,14 +25,19 @@ COMMANDS = [
     ["forward", "--model", "qwen3-8b", "--batch", "64", "--history", "8192", "--format", "json"],
     ["forward", "--model", "qwen3-235b-a22b", "--tokens", "1048576", "--format", "csv"],
     ["kv", "--model", "qwen3-8b", "--context", "32768"],
+    ["kv", "--model", "deepseek-v3", "--context", "32768", "--device", "h200", "--tp", "8", "--pp", "4"],
     ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
     ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
     # Chunked attention over the largest allowed output length: cost flat in G (issue 12).
     ["decode", "--model", "llama-4-scout", "--input-len", "1024", "--output-len", "1000000000000000"],
     ["reproduce", "--check"],
+    ["validate"],
+    ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
 ]
 BUDGET_S = 0.030
+# Bulk checks: many results or cases in one run (a few ms each); timed, not held to the budget.
+BULK = (["reproduce", "--check"], ["validate"])
 
 
 def wall(argv, runs):
@@ -65,10 +70,11 @@ def main():
             failures += 1
             continue
         own = t - base
-        worst = max(worst, own) if cmd[0] != "reproduce" else worst
+        worst = worst if cmd in BULK else max(worst, own)
         print(f"{label:<100} {t * 1e3:8.1f} {own * 1e3:7.1f} {t / base:6.2f}")
     verdict = "within" if worst <= BUDGET_S else "OVER"
-    print(f"worst own share (excluding reproduce): {worst * 1e3:.1f} ms, {verdict} the {BUDGET_S * 1e3:.0f} ms budget")
+    print(f"worst own share (excluding the bulk checks reproduce --check and validate over the whole "
+          f"corpus): {worst * 1e3:.1f} ms, {verdict} the {BUDGET_S * 1e3:.0f} ms budget")
     return 1 if failures else 0
 
 

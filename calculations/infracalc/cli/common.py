@@ -2,7 +2,7 @@
 
 import argparse
 
-from ..workload import DELTA_FORMS, MLA_PATHS
+from ..workload import DELTA_FORMS, MLA_CHOICES, MLA_PATHS
 
 FORMATS = ("md", "json", "csv")
 
@@ -60,6 +60,77 @@ def fraction(text):
     return _float_in(text, lambda v: MIN_EFFICIENCY <= v <= 1, "[1e-6, 1]")
 
 
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+# The largest byte count taken: the bound on a device file's figures
+# (load/hardware.py MAX_FIGURE, 10^30 B), so --memory-bytes accepts exactly the
+# memories a device file may state, and every count divided by it stays a finite float.
+MAX_BYTES = 10**30
+
+
+def _bytes(text, low):
+    """An integer count of bytes in [low, 10^30]: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
+    from ..errors import quote
+
+    number = text.rstrip("KMGTIBkmgtib")
+    value = digits(number) if len(number) <= 31 else None
+    scale = _UNITS.get(text[len(number):].upper())
+    what = "a positive" if low else "a non-negative"
+    if value is None or scale is None or not low <= value * scale <= MAX_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"must be {what} byte count up to 10^30 in ASCII digits with an optional unit "
+            f"(e.g. 85899345920, 80GiB, 141GB), got {quote(text)}")
+    return value * scale
+
+
+def byte_size(text):
+    """A positive byte count: 85899345920, 80GiB, 141GB."""
+    return _bytes(text, 1)
+
+
+def reserve_arg(text):
+    """--reserve: a byte count (0 allowed), or a percentage of device memory ('5%', '7.5%'),
+    kept exact as a fraction so the reserve is floor(memory x pct / 100) bytes."""
+    if text.endswith("%"):
+        from fractions import Fraction
+
+        from ..errors import quote
+
+        whole, _, tenths = text[:-1].partition(".")
+        if digits(whole) is None or len(text) > 24 or (tenths and digits(tenths) is None):
+            pct = -1
+        else:
+            pct = Fraction(text[:-1])
+        if not 0 <= pct < 100:
+            raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100) in ASCII digits, "
+                                             f"got {quote(text)}")
+        return ("percent", pct)
+    return ("bytes", _bytes(text, 0))
+
+
+def add_memory(p):
+    """--reserve and --memory-convention: one definition for every command that sizes memory."""
+    from ..load.hardware import MEMORY_CONVENTIONS
+
+    p.add_argument("--reserve", type=reserve_arg, default=None, metavar="BYTES|PCT%",
+                   help="workspace reserve per device (activations, runtime, fragmentation): bytes "
+                        "(e.g. 4GiB) or a percentage of device memory; default 10%% of memory, "
+                        "as vLLM's gpu_memory_utilization 0.9")
+    p.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
+                   help="device capacity: physical (default; what a server can allocate, e.g. "
+                        "H100 SXM 81,559 MiB) or label (the vendor's GB read as 10^9 bytes, as the book)")
+
+
+def reserve_bytes(args, memory_bytes):
+    """The --reserve in bytes for a device of memory_bytes, or None (the default rule)."""
+    if args.reserve is None:
+        return None
+    kind, value = args.reserve
+    return value if kind == "bytes" else int(memory_bytes * value // 100)
+
+
 def add_model(p, required=True):
     p.add_argument("--model", required=required, metavar="ID|CONFIG.json",
                    help="a bundled model id (see `models`), a path to a Hugging Face config.json, "
@@ -92,8 +163,11 @@ def add_architecture_options(p):
     p.add_argument("--routing", default="uniform", metavar="MODEL|LOADS.json",
                    help="MoE routing model: uniform (default), balanced, concentrated, or a JSON "
                         "file with a list of relative loads per expert")
-    p.add_argument("--mla", choices=MLA_PATHS, default="absorbed",
-                   help="MLA execution path: absorbed (latent cache, default) or naive (expanded K/V)")
+    p.add_argument("--mla", choices=MLA_CHOICES, default="auto",
+                   help="MLA execution path: auto (default: per pass the cheaper of expanded and "
+                        "absorbed; decode steps absorbed), absorbed (W_UK/W_UV folded, latent "
+                        "cache), expanded (K/V up-projected per pass, latent cache) or naive "
+                        "(expanded K/V cached, the HF reference)")
     p.add_argument("--delta-form", choices=DELTA_FORMS, default="auto",
                    help="Gated DeltaNet form: auto (chunked when a request has more than one new "
                         "token, recurrent for one; default), chunked or recurrent")
