@@ -13,7 +13,8 @@ The contract, per call, within a time limit: exit status 0 with valid output
 (JSON that parses, without NaN or Infinity; any output file written) and
 nothing on stderr, or exit status 2 with exactly one printable line on stderr
 and nothing on stdout. `reproduce` is drawn with --check or --list only (it
-would otherwise rewrite the stored results).
+would otherwise rewrite the stored results) and mostly with --only, `validate`
+mostly with --case (a whole stored corpus per call would dominate the time).
 
 Calls run in this process (cli.main with redirected streams), which keeps a
 vector to a few milliseconds; the time limit is a SIGALRM timer where one
@@ -89,6 +90,9 @@ class Files:
         self.dir = tempfile.mkdtemp(prefix="infracalc-fuzz-")
         self.models = _bundled("models")
         self.devices = _bundled("hardware")
+        folder = os.path.join(CALC, "validation")
+        self.cases = tuple(sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json"))
+                           if os.path.isdir(folder) else ())
         self.n = 0
         self.fifo = os.path.join(self.dir, "fifo.json")
         if hasattr(os, "mkfifo"):
@@ -247,6 +251,8 @@ def value_for(action, files, hostile):
         return r.choice(("bf16", "fp16", "fp8", "fp32", "int8", "fp4", "mxfp4", "fp8-block128") + (("fp9", "") if bad else ()))
     if dest == "only":
         return r.choice(("models", "hardware", "qwen3-8b-prefill-8192", "nope"))
+    if dest == "case":
+        return r.choice(files.cases + ("nope", "../x", ""))
     return r.choice(INTS + STRINGS) if bad else r.choice(GOOD_INTS + ("x",))
 
 
@@ -283,6 +289,8 @@ def draw(rnd, files, actions_of):
             argv.append("--check")
         if "--only" not in argv and "--list" not in argv:
             argv += ["--only", rnd.choice(("models", "hardware", "kv-qwen3-8b-32k-b8-h100"))]
+    if name == "validate" and "--case" not in argv and files.cases and rnd.random() < 0.9:
+        argv += ["--case", rnd.choice(files.cases)]   # the whole corpus takes ~0.3 s a call
     if "--format" not in argv and rnd.random() < 0.6 and name != "reproduce":
         argv += ["--format", "json"]
     if rnd.random() < 0.05:
