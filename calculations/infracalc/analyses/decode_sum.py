@@ -182,39 +182,77 @@ def periodic_layout(arch, lo, hi, p):
     return (a, k) if k >= MIN_REPEATS else None
 
 
+def plan(arch, lo, hi):
+    """Histories lo..hi as [(spans, repeats, period)]: `spans` are linear pieces
+    (first, last); with repeats K > 1 they tile one period, and K - 1 copies
+    shifted by `period`, 2 `period`, ... follow. Within each segment (see
+    `segments`) the whole periods of `period(arch)` are one such entry, so no
+    breakpoint is listed over more than a few periods: the plan is short
+    whatever hi - lo."""
+    p = period(arch)
+    out = []
+    for s, e in segments(arch, lo, hi):
+        run = periodic_layout(arch, s, e, p) if p else None
+        if run is None:
+            out.append((pieces(arch, s, e), 1, 0))
+            continue
+        a, k = run
+        if a > s:
+            out.append((pieces(arch, s, a - 1), 1, 0))
+        spans = pieces(arch, a, a + p - 1)
+        if pieces(arch, a + p, a + 2 * p - 1) != [(x + p, y + p) for x, y in spans]:
+            raise AssertionError(f"breakpoints after history {a + p} are not those after {a} shifted by "
+                                 f"{p}: a block's history_period is wrong")
+        out.append((spans, k, p))
+        if a + k * p <= e:
+            out.append((pieces(arch, a + k * p, e), 1, 0))
+    return out
+
+
+def linear_sum(arch, lo, hi, f):
+    """sum_{h=lo}^{hi} f(h) in exact integers, for an integer f that is linear in h
+    on every piece of `plan` and gains a fixed drift from h to h + period (a
+    block's per-step cost, the cache a request holds): an arithmetic series per
+    piece, a double one over repeats, from a few values of f. Fails loudly if f
+    is not linear or periodic where the blocks say it is (a bug in a block)."""
+    total = 0
+    for spans, k, p in plan(arch, lo, hi):
+        for a, b in spans:
+            n = b - a + 1
+            f0 = f(a)
+            d = f(a + 1) - f0 if n > 1 else 0
+            if n > 2 and f(b) != f0 + (n - 1) * d:
+                raise AssertionError(f"not linear on histories {a}..{b}: a block misses a history breakpoint")
+            piece = n * f0 + d * (n * (n - 1) // 2)
+            if k > 1:
+                drift = f(a + p) - f0
+                if f(a + (k - 1) * p) != f0 + (k - 1) * drift or n > 1 and f(a + p + 1) - f(a + p) != d:
+                    raise AssertionError(f"values at history {a} + K x {p} are not those at {a} plus K "
+                                         "drifts: a block's history_period is wrong")
+                piece = k * piece + n * drift * (k * (k - 1) // 2)
+            total += piece
+    return total
+
+
 def decode_pieces(arch, w, lo, hi, check=True):
     """The steps with histories lo..hi (one new token per request each) as linear pieces.
 
     Builds the ledgers at the first two histories of each piece; with `check`,
     also the last one, and fails loudly if a block is not linear where its
     `history_breakpoints` says it is (a bug in that block, not a user error).
-    Within each segment (see `segments`), the whole periods of `period(arch)`
-    become one repeated Piece per piece of a period (from the ledgers of the
-    first two periods; with `check`, also the last). Nothing here lists more
-    than a few periods of breakpoints, so the cost is flat in hi - lo.
+    The repeated entries of `plan` become one repeated Piece per piece of a
+    period (from the ledgers of the first two periods; with `check`, also the
+    last), so the cost is flat in hi - lo.
     """
-    p = period(arch)
     out = []
-    for s, e in segments(arch, lo, hi):
-        run = periodic_layout(arch, s, e, p) if p else None
-        if run is None:
-            out += _linear_pieces(arch, w, pieces(arch, s, e), check)
-            continue
-        a, k = run
-        if a > s:
-            out += _linear_pieces(arch, w, pieces(arch, s, a - 1), check)
-        out += _repeated_pieces(arch, w, a, p, k, check)
-        if a + k * p <= e:
-            out += _linear_pieces(arch, w, pieces(arch, a + k * p, e), check)
+    for spans, k, p in plan(arch, lo, hi):
+        out += (_linear_pieces(arch, w, spans, check) if k == 1
+                else _repeated_pieces(arch, w, spans, p, k, check))
     return out
 
 
-def _repeated_pieces(arch, w, a, p, k, check):
-    """The pieces of histories a .. a + k p - 1, one repeated Piece per piece of a period."""
-    spans = pieces(arch, a, a + p - 1)
-    if pieces(arch, a + p, a + 2 * p - 1) != [(x + p, y + p) for x, y in spans]:
-        raise AssertionError(f"breakpoints after history {a + p} are not those after {a} shifted by "
-                             f"{p}: a block's history_period is wrong")
+def _repeated_pieces(arch, w, spans, p, k, check):
+    """The pieces of `spans` (one period) and their k - 1 shifted copies, as repeated Pieces."""
     once = _linear_pieces(arch, w, spans, check)
     again = _linear_pieces(arch, w, [(x + p, y + p) for x, y in spans], False)
     reps = []
