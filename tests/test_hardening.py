@@ -288,6 +288,18 @@ class InputSize(Case):
 class Smaller(Case):
     """Point 8."""
 
+    def test_device_without_scale_up_in_every_format(self):
+        # Found by the fuzzer: `hardware --device FILE --format csv` raised TypeError when the
+        # file's scale_up is null (no scale-up link published).
+        dev = bundled("hardware", "h100-sxm")
+        dev["scale_up"] = None
+        path = self.file(json.dumps(dev))
+        for fmt in ("md", "json", "csv"):
+            with self.subTest(fmt=fmt):
+                status, out, err = run("hardware", "--device", path, "--format", fmt)
+                self.assertEqual((status, err), (0, ""))
+        self.assertEqual(out.splitlines()[1].split(",")[11:13], ["", ""])   # scale-up figures blank
+
     def test_empty_csv_table_keeps_its_header(self):
         # Found by the fuzzer: a shared prefix past the model's maximum context leaves no
         # row in kv's concurrency table, and the CSV was empty (not even a header).
