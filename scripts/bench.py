@@ -31,6 +31,11 @@ COMMANDS = [
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
     # Chunked attention over the largest allowed output length: cost flat in G (issue 12).
     ["decode", "--model", "llama-4-scout", "--input-len", "1024", "--output-len", "1000000000000000"],
+    ["train", "--model", "qwen3-8b", "--seq", "8192", "--global-batch", "512"],
+    ["train", "--model", "qwen3-30b-a3b", "--seq", "4096", "--recompute", "full", "--format", "json"],
+    ["gemm", "--m", "256", "--k", "4096", "--n", "4096", "--device", "all"],
+    ["attention", "--queries", "1", "--keys", "8192", "--heads", "32", "--kv-heads", "8", "--head-dim", "128"],
+    ["forward", "--model", "qwen3-8b", "--per-layer"],
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],

@@ -8,10 +8,10 @@ unified diff of what changed; it also flags stored files no scenario makes.
 
 import os
 
+from ..paths import data_dir
 from . import common
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "results")
+RESULTS_DIR = data_dir("results")
 SCENARIOS = os.path.join(RESULTS_DIR, "scenarios.json")
 MAX_DIFF_LINES = 40
 

@@ -3,11 +3,11 @@
 import os
 
 from ..errors import UserError, quote, unknown
+from ..paths import data_dir
 from .config import Config
 from .jsonfile import read_json, regular_file  # noqa: F401  (read_json: the one JSON reader)
 
-MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "models")
+MODELS_DIR = data_dir("models")
 
 
 def bundled_ids():
