@@ -343,6 +343,19 @@ class Smaller(Case):
                                    "argument --memory-bytes")
         self.assertEqual(run("forward", "--model", "qwen3-8b", "--batch", "007", "--format", "json")[0], 0)
 
+    def test_token_counts_take_ascii_digits_only(self):
+        argv = ["train", "--model", "qwen3-8b", "--seq", "16", "--format", "json", "--train-tokens"]
+        for value in ("1_0T", "1,0T", "\u0661\u0660T", " 15T", "1e3", ".5T"):
+            with self.subTest(value=value):
+                self.assertOneLine(argv + [value], "argument --train-tokens", "ASCII digits")
+        status, out, err = run(*argv, "2.5T")
+        self.assertEqual(status, 0, err)
+
+    def test_link_bandwidth_below_one_byte_per_second(self):
+        # --link-bw-up 1e-300 truncated to 0 B/s and divided by it (ZeroDivisionError).
+        self.assertOneLine(["train", "--model", "qwen3-8b", "--seq", "16", "--tp", "8", "--devices", "16",
+                            "--link-bw-up", "1e-300"], "--link-bw-up must be a bandwidth from 1 to 1e30")
+
     def test_memory_bytes_bound_is_the_device_file_bound(self):
         # 10^30 B: the largest memory_bytes a device file may state (load/hardware.py MAX_FIGURE).
         argv = ["kv", "--model", "qwen3-8b", "--context", "8", "--format", "json", "--memory-bytes"]
