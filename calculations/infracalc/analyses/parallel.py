@@ -27,7 +27,7 @@ import math
 
 from .. import comm, ledger
 from .. import layout as placement
-from ..arch import Block
+from ..arch import Block, Layer
 from ..errors import UserError
 from . import decode_sum, mla_path
 from .decode import account, decode_path
@@ -140,6 +140,12 @@ class Plan:
         self.wp = self.wd = None
         self.resolve_mla(batch)
 
+    def workload(self, base, **changes):
+        """base.replace(**changes), one object per distinct result (a cache key compares it by
+        identity, not field by field)."""
+        key = ("workload", base is self.wp, tuple(sorted(changes.items())))
+        return self.memo(key, lambda: base.replace(**changes))
+
     def memo(self, key, make):
         """The value stored under `key` in this plan's cache, made once by make()."""
         out = self._cache.get(key)
@@ -166,12 +172,6 @@ class Plan:
 
     # -- per-device compute ------------------------------------------------------
 
-    def unit(self, layer):
-        """A one-layer architecture: the unit whose ledgers a stage's cost sums."""
-        return self.memo(("unit", layer), lambda: self.arch.replace(
-            id=f"{self.arch.id} [one layer]", embedding=Block(), layers=(layer,), final_norm=Block(),
-            head=Block(), parts=(), notes=()))
-
     def stages(self, lay):
         """layout.stages, memoized per (pp, pp_layers)."""
         return self.memo(("stages", lay.pp, lay.pp_layers), lambda: placement.stages(self.arch, lay))
@@ -186,13 +186,45 @@ class Plan:
                                      final_norm=norm, head=head, parts=(), notes=())
         return self.memo(key, make)
 
+    def unit(self, layer):
+        """A one-layer architecture: the unit whose ledgers a stage's cost sums."""
+        return self.memo(("unit", layer), lambda: self.arch.replace(
+            id=f"{self.arch.id} [one layer]", embedding=Block(), layers=(layer,), final_norm=Block(),
+            head=Block(), parts=(), notes=()))
+
+    def history_free(self, block, w):
+        """True when no operator of `block` changes with the history (MLP, MoE, norms): one
+        linear piece over every history (no breakpoint, no period) whose ledger at history 0
+        equals the one at history 1 (memoized per block and workload)."""
+        def make():
+            if block.history_period() or block.history_breakpoints(0, 1 << 62):
+                return False   # not one linear piece over every history
+            one = lambda h: [decode_sum._vector(op) for op in block.ops(w.replace(tokens=1, history=h))]
+            return one(0) == one(1)
+        return self.memo(("history free", block, w.replace(batch=1)), make)
+
     def unit_cost(self, a, w, spec, work=True):
         """Cost vectors of architecture `a`: spec ("pass",) -> (one pass of w,); ("steps", lo,
         hi) -> (decode steps at histories lo..hi summed in closed form, the step at lo, the
-        step at hi), all from the same linear pieces (w.tokens = 1)."""
+        step at hi), all from the same linear pieces (w.tokens = 1).
+
+        A layer of several blocks costs the sum of its blocks' costs (ledger rows come from
+        blocks alone, and each cost is a sum over rows), each block costed once per
+        workload: the attention shard of a TP degree is shared by every EP degree, and a
+        block whose rows do not change with the history costs (steps) x one step, so its
+        ledger is built once for every CP degree."""
         def make():
             if not a.layers and not any(b.tensors() or b.ops(w) for b in a.top_blocks()):
                 return (ZERO[work],) * (1 if spec[0] == "pass" else 3)
+            if a.layers and spec[0] == "steps" and len(a.layers[0].blocks) > 1:
+                total = None
+                for block in a.layers[0].blocks:
+                    part = self.unit_cost(self.unit(Layer(blocks=(block,))), w, spec, work)
+                    total = part if total is None else tuple(_add(t, u) for t, u in zip(total, part))
+                return total
+            if a.layers and spec[0] == "steps" and self.history_free(a.layers[0].blocks[0], w):
+                one = self.unit_cost(a, w if not w.history else w.replace(history=0), ("pass",), work)[0]
+                return (_scale(one, spec[2] - spec[1] + 1), one, one)
             if spec[0] == "pass":
                 return (_cost([decode_sum.single(ledger.operators(a, w))], self.r, work),)
             if not a.layers:   # embedding, final norm and head: the same work at every history
@@ -248,11 +280,13 @@ class Plan:
         cp, P = lay.cp, self.P
         c = ceil_div(P, cp)
         last = P - (cp - 1) * c
-        w = self.wp.replace(batch=b, logits="last")
-        options = [(self.stage_cost(lay, stage, w.replace(tokens=last, history=(cp - 1) * c), ("pass",),
+        wp = self.wp
+        options = [(self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=last,
+                                                              history=(cp - 1) * c), ("pass",),
                                     work)[0], last)]
         if last < c:
-            options.append((self.stage_cost(lay, stage, w.replace(tokens=c, history=(cp - 2) * c),
+            options.append((self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=c,
+                                                                      history=(cp - 2) * c),
                                             ("pass",), work)[0], c))
         return max(options, key=lambda o: _time(o[0]))
 
@@ -264,7 +298,7 @@ class Plan:
         y = cp hi' - hi (exact)."""
         cp, lo, hi = lay.cp, self.P, self.P + self.steps - 1
         lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
-        w = self.wd.replace(batch=b, tokens=1, history=0)
+        w = self.workload(self.wd, batch=b, tokens=1, history=0)
         total, first, last = self.stage_cost(lay, stage, w, ("steps", lo2, hi2), work)
         if cp > 1:
             x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
@@ -302,7 +336,10 @@ class Plan:
         """Seconds of every collective of `collectives(...)`, summed the same way, without
         building the merged list (what a search needs)."""
         def make():
-            total = sum(self.comm_time(c) for c in self.top_collectives(lay, stage, b, tokens_per_rank))
+            total = self.memo(self._comm_key(lay, ("top s", stage.has_embedding, stage.has_head), "", b,
+                                             tokens_per_rank),
+                              lambda: sum(self.comm_time(c)
+                                          for c in self.top_collectives(lay, stage, b, tokens_per_rank)))
             for layer, count in self.kind(lay, stage)[0]:
                 total += count * self.layer_comm_s(lay, layer, phase, b, tokens_per_rank)
             return total
@@ -380,13 +417,16 @@ def micro_batches(lay, batch):
 
 
 def memory(plan, lay, batch):
-    """Per-stage memory (as `kv`), the binding stage and the replica's capacity."""
-    context = plan.P + plan.G - 1
-    rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
-                                            plan.reserve)
-    fits = [s.max_requests for s in rows]
-    cap = None if all(f is None for f in fits) else min(f for f in fits if f is not None)
-    return rows, binding, cap
+    """Per-stage memory (as `kv`), the binding stage and the replica's capacity (memoized per
+    (tp, ep, pp, cp, stage sizes): what a device holds does not depend on dp or the batch)."""
+    def make():
+        context = plan.P + plan.G - 1
+        rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
+                                                plan.reserve)
+        fits = [s.max_requests for s in rows]
+        cap = None if all(f is None for f in fits) else min(f for f in fits if f is not None)
+        return rows, binding, cap
+    return plan.memo(("memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
 
 
 def _collective_rows(plan, cs):
