@@ -51,10 +51,14 @@ PARALLEL_CONVENTIONS = (
     "cluster / devices.",
     "Collectives per micro-batch pass (collectives.py, costed by comm.py on the tier the group "
     "spans): TP 2 all-reduces of [tokens, hidden] per layer (SP: reduce-scatter + all-gather), "
-    "the vocab-parallel embedding's all-reduce and the head's logits all-gather; EP dispatch and "
-    "combine all-to-all per MoE layer, each EP rank sending its 1/min(tp, ep) share of the "
-    "replica's tokens (the TP all-reduce after the MoE restores them); PP one point-to-point of "
-    "[tokens, hidden] per boundary; CP in prefill the ring pass of K/V shards (cp - 1 per "
+    "the vocab-parallel embedding's all-reduce and the head's logits all-gather; EP (the convention "
+    "train shares, collectives.moe_collectives, Megatron-LM's all-to-all token dispatcher): "
+    "dispatch and combine all-to-all per MoE layer, each TP rank sending its 1/tp slice of the "
+    "replica's tokens, plus an all-gather and a reduce-scatter over the expert-TP group when "
+    "ep < tp; an MoE layer under EP keeps its TP reduction only with shared experts or without "
+    "SP; PP (collectives.pp_boundary_collectives, Megatron's scatter/gather): per boundary each "
+    "TP rank sends its 1/tp slice of [tokens, hidden], and without SP the receiving stage "
+    "all-gathers it over TP; CP in prefill the ring pass of K/V shards (cp - 1 per "
     "layer), in decode one all-reduce of [B, hidden] per cache-keeping layer to merge the "
     "ranks' partial attention.",
     "Context parallelism: the prompt is split contiguously, ceil(P/cp) tokens per rank; the "
@@ -370,14 +374,15 @@ class Plan:
             w, act = self.w, self.act_bytes
             hidden, tokens = self.arch.hidden_size, b * tokens_per_rank
             out = []
-            if lay.tp > 1:
-                out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, 1, self.tier(lay, "tp"),
-                                           embedding=False)
             moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
+            if lay.tp > 1:
+                mlp = 1 if not moe or comm.moe_keeps_tp_reduction(lay.tp, lay.ep, lay.sp, moe[0].shared_inter) else 0
+                out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, 1, self.tier(lay, "tp"),
+                                           embedding=False, mlp_layers=mlp)
             if lay.ep > 1 and moe:
-                out += comm.ep_collectives(ceil_div(tokens, min(lay.tp, lay.ep)), moe[0].top_k, hidden, act,
-                                           lay.ep, 1, self.tier(lay, "ep"), routing=w.routing,
-                                           experts=moe[0].experts, loads=w.routing_loads)
+                out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, lay.tp, lay.ep, 1,
+                                            self.tier(lay, "ep"), self.tier(lay, "tp"), routing=w.routing,
+                                            experts=moe[0].experts, loads=w.routing_loads)
             if lay.cp > 1:
                 per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
                 if per_token and phase == "prefill":
@@ -396,11 +401,14 @@ class Plan:
         return comm.time_s(c, link, "ring") * c.count
 
     def transfer(self, lay, tokens):
-        """(Collective, seconds) of one PP boundary transfer of `tokens` token activations."""
+        """([Collective], seconds) of one PP boundary crossing of `tokens` token activations
+        (`collectives.pp_boundary_collectives`: the 1/tp slice per TP rank, and without SP the
+        receiver's TP all-gather)."""
         if lay.pp == 1:
-            return None, 0.0
-        c = comm.pp_collectives(tokens, self.arch.hidden_size, self.act_bytes, 1, self.tier(lay, "pp"))[0]
-        return c, self.comm_time(c)
+            return [], 0.0
+        cs = comm.pp_boundary_collectives(tokens, self.arch.hidden_size, self.act_bytes, lay.tp, lay.sp,
+                                          self.tier(lay, "pp"), self.tier(lay, "tp"))
+        return cs, sum(self.comm_time(c) for c in cs)
 
     def stage_time(self, roofline_s, comm_s):
         return max(roofline_s, comm_s) if self.overlap else roofline_s + comm_s
@@ -490,7 +498,23 @@ def stage_phase(plan, lay, stage, phase, b, detail=True):
                 "exposed_comm_s": t - roofline, "time_s": t}
 
     rec = plan.memo(key, make)
-    return rec if rec["stage"] == stage.index else dict(rec, stage=stage.index)
+    return rec if rec["stage"] == stage.index or not detail else dict(rec, stage=stage.index)
+
+
+def stage_phases(plan, lay, sts, phase, b, detail):
+    """stage_phase of every stage; stages of one kind share one record when not `detail`
+    (a search reads their times only)."""
+    if detail:
+        return [stage_phase(plan, lay, st, phase, b, detail) for st in sts]
+    by_kind = {}
+    out = []
+    for st in sts:
+        k = plan.kind_id(lay, st)
+        rec = by_kind.get(k)
+        if rec is None:
+            rec = by_kind[k] = stage_phase(plan, lay, st, phase, b, detail)
+        out.append(rec)
+    return out
 
 
 def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
@@ -505,10 +529,10 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
         raise UserError(f"--cp {lay.cp} leaves the last rank no prompt token of {plan.P} "
                         f"(ceil(P/cp) = {c} tokens per rank)")
     if "prefill" in want:
-        recs = [stage_phase(plan, lay, st, "prefill", b, detail) for st in sts]
+        recs = stage_phases(plan, lay, sts, "prefill", b, detail)
         xc, xs = plan.transfer(lay, b * c)
         L, slowest, full = _pipeline([s["time_s"] for s in recs], xs, m, lay.pp)
-        out["prefill"] = {"stages": recs, "transfer": _collective_rows(plan, [xc])[0] if xc else None,
+        out["prefill"] = {"stages": recs, "transfer": _collective_rows(plan, xc),
                           "transfer_s": xs, "pass_s": L, "ttft_first_s": L, "ttft_s": L + full - slowest,
                           "bubble_fraction": 1 - full / (L + full - slowest) if L else 0.0}
     if not plan.steps:
@@ -518,16 +542,17 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
     def step_phase(recs, runs):
         L, slowest, full = _pipeline([s["time_s"] for s in recs], xs * runs, m, lay.pp)
         cycle = max(L, full)
-        transfer = _collective_rows(plan, [xc])[0] if xc else None
-        if transfer and runs != 1:
-            transfer.update(passes=runs, time_s=xs * runs)
+        transfer = _collective_rows(plan, xc)
+        if runs != 1:
+            for row in transfer:
+                row.update(passes=runs, time_s=row["time_s"] * runs)
         return {"stages": recs, "transfer": transfer,
                 "transfer_s": xs * runs, "pass_s": L, "cycle_s": cycle,
                 "bubble_fraction": 1 - full / cycle if cycle else 0.0}
 
     for name in ("first", "last", "decode"):
         if name in want:
-            out[name] = step_phase([stage_phase(plan, lay, st, name, b, detail) for st in sts],
+            out[name] = step_phase(stage_phases(plan, lay, sts, name, b, detail),
                                    plan.steps if name == "decode" else 1)
     return out
 

@@ -139,8 +139,7 @@ def markdown(rec):
         if key != "last":
             for s in _distinct_stages(p["stages"]):
                 coll_rows += _collective_rows(name, s["stage"], s["collectives"])
-            if p["transfer"]:
-                coll_rows += _collective_rows(name, "boundary", [p["transfer"]])
+            coll_rows += _collective_rows(name, "boundary", p["transfer"])
     parts = [*_header(rec, f"parallel: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"), "",
              "## Latency and throughput (bounds)", "",
              markdown_table(["quantity", "bound"], quantities, "lr"),
