@@ -118,4 +118,16 @@ def markdown(rec):
 
 
 def csv(rec):
-    return records_to_csv(rec["operators"])
+    """One row per operator. With --per-layer the rows hold one layer instance, so the
+    additive columns (FLOPs, bytes, times) are named `per_layer_...`: a consumer summing
+    them must multiply by `repeats` (the markdown says so in a sentence; a CSV has only
+    its header)."""
+    ops = rec["operators"]
+    if rec.get("per_layer"):
+        ops = [{_per_layer_name(k): v for k, v in o.items()} for o in ops]
+    return records_to_csv(ops)
+
+
+def _per_layer_name(key):
+    additive = key.endswith(("_flops", "_flops_rectangular", "_s")) or "_bytes_" in key
+    return f"per_layer_{key}" if additive else key
