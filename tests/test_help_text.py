@@ -36,5 +36,19 @@ class MlaHelp(unittest.TestCase):
             self.assertRegex(text, rf"\b{path}\b(?! K/V)")
 
 
+
+class MlaModelNote(unittest.TestCase):
+    def test_note_matches_each_commands_default(self):
+        # The DeepSeek loader's note is printed by every command. kv takes no `auto` (its
+        # default is absorbed) and train has no --mla (naive form): the note may not tell
+        # them "--mla auto (default ...)".
+        from support import run_cli
+        for argv in (("kv", "--model", "deepseek-v2-lite", "--context", "1024"),
+                     ("train", "--model", "deepseek-v2-lite", "--seq", "128")):
+            code, out, _ = run_cli(*argv)
+            self.assertEqual(code, 0, argv)
+            self.assertNotIn("--mla auto (default", out, argv[0])
+            self.assertIn("kv to absorbed; train runs the naive form", out, argv[0])
+
 if __name__ == "__main__":
     unittest.main()
