@@ -33,6 +33,15 @@ class UnknownPeak(unittest.TestCase):
             self.assertIsNone(t["compute_s"], key)
             self.assertEqual(t["bound"], "memory; compute unknown", key)
             self.assertEqual(t["time_per_request_s"], t["memory_s"], key)
+        # the phases and decode operators say so too: a decode step at P = 128 reads
+        # 15,136,819,200 B of weights against 36 x 129 x 4,096 = 19,021,824 B of KV, so
+        # "memory: weights", and its 15.1 GFLOP have no time: "; compute unknown"
+        for phase in ("prefill", "decode_first_step", "decode"):
+            self.assertEqual(rec[phase]["bound"], "memory: weights; compute unknown", phase)
+        q = next(o for o in rec["operators"] if o["name"] == "q_proj")
+        self.assertEqual(q["bound"], "memory; compute unknown")
+        sweep = D.sweep(load_model("qwen3-8b"), Workload(), load_device("apple-m3-ultra"), 128, 16)
+        self.assertEqual(sweep["rows"][0]["bound"], "memory: weights; compute unknown")
 
 
 class Qwen3On100(unittest.TestCase):
