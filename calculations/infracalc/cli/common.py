@@ -191,8 +191,9 @@ def add_architecture_options(p):
                         "(the book's 'concentrated': every token picks the same k experts), or a "
                         "JSON file with a list of relative loads per expert")
     p.add_argument("--mla", choices=MLA_CHOICES, default="auto",
-                   help="MLA execution path: auto (default: per pass the cheaper of expanded and "
-                        "absorbed; decode steps absorbed), absorbed (W_UK/W_UV folded, latent "
+                   help="MLA execution path: auto (default: each phase the cheaper of expanded and "
+                        "absorbed by its roofline bound: a pass or prefill by its own, decode's "
+                        "steps by their summed bound), absorbed (W_UK/W_UV folded, latent "
                         "cache), expanded (K/V up-projected per pass, latent cache) or naive "
                         "(expanded K/V cached, the HF reference)")
     p.add_argument("--delta-form", choices=DELTA_FORMS, default="auto",
