@@ -1,0 +1,166 @@
+"""Figures of the book *深入理解 AI Infra* recomputed by the commands.
+
+Every expected value is copied from the book's public repository
+(bojieli/ai-infra-book), file named in the comment beside it; GiB = 2^30 and
+TFLOPs = 10^12 as the book prints them, compared at the book's printed digits.
+The scenarios are those of calculations/results/book/scenarios.json, whose
+README maps every book result group to them.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+
+from infracalc.cli import render  # noqa: E402
+
+GIB = 2 ** 30
+INDEX = "bojieli/ai-infra-book:calculations/results/README.md"
+
+
+def result(*argv):
+    return json.loads(render(list(argv) + ["--format", "json"]))
+
+
+def gib(n, digits):
+    return f"{n / GIB:.{digits}f}"
+
+
+class ModelLedger(unittest.TestCase):
+    def test_qwen3_8b_decode_b64_s8192(self):
+        # INDEX, table 1, row qwen3-8b-decode-b64-s8192:
+        # matrix TFLOPs 1.277991846, weights 15.256433487 GiB, KV at end 72.008789062 GiB,
+        # new KV 0.008789062 GiB
+        t = result("forward", "--model", "qwen3-8b", "--batch", "64", "--history", "8192",
+                   "--tokens", "1")["totals"]
+        self.assertEqual(f"{t['matrix_flops'] / 1e12:.9f}", "1.277991846")
+        self.assertEqual(gib(t["weight_bytes"], 9), "15.256433487")
+        self.assertEqual(gib(t["kv_bytes_resident_after"], 9), "72.008789062")
+        self.assertEqual(gib(t["kv_bytes_written"], 9), "0.008789062")
+        # bojieli/ai-infra-book:calculations/results/qwen3-8b-decode-b64-s8192.md:
+        # weight_read_once_per_operator_bytes 15,137,335,296
+        self.assertEqual(t["weight_bytes_read"], 15_137_335_296)
+
+    def test_llama70_prefill_all_head_512(self):
+        # INDEX, table 1, row llama70-prefill-all-head-512: 71.514024051 TFLOPs, 131.416519165 GiB
+        t = result("forward", "--model", "llama-3.1-70b", "--tokens", "512", "--logits", "all")["totals"]
+        self.assertEqual(f"{t['matrix_flops'] / 1e12:.9f}", "71.514024051")
+        self.assertEqual(gib(t["weight_bytes"], 9), "131.416519165")
+
+    def test_moe_routing_concentrated(self):
+        # INDEX, table 2, row qwen3-235b-a22b-decode-b64-s8192-concentrated:
+        # 512 dispatches and 8 experts per layer, expert matrix 1.816771166 TFLOPs,
+        # expert weight load 26.437500000 GiB
+        ops = result("forward", "--model", "qwen3-235b-a22b", "--batch", "64", "--history", "8192",
+                     "--tokens", "1", "--routing", "concentrated")["operators"]
+        experts = [o for o in ops if o["name"].startswith("experts.") and o["matrix_flops"]]
+        self.assertEqual(len(experts), 3)
+        self.assertTrue(experts[0]["shape"].startswith("512 routed x"))
+        self.assertIn("8/128 experts read", experts[0]["shape"])
+        self.assertEqual(f"{sum(o['matrix_flops'] for o in experts) / 1e12:.9f}", "1.816771166")
+        self.assertEqual(gib(sum(o["weight_bytes_read"] for o in experts), 9), "26.437500000")
+
+
+class DeepSeekV3(unittest.TestCase):
+    def test_base_forward_prefill(self):
+        # INDEX, table "DeepSeek V3 基础逻辑前向", rows v3-forward-prefill and -eager:
+        # 671026419200 parameters, 767753388556288 matrix FLOPs (eager 935408443588608),
+        # 40936407040 resident KV bytes
+        t = result("forward", "--model", "deepseek-v3", "--mla", "naive", "--weight-dtype", "bf16",
+                   "--routing", "balanced", "--tokens", "8192", "--logits", "all")["totals"]
+        self.assertEqual(t["params"], 671_026_419_200)
+        self.assertEqual(t["matrix_flops"], 767_753_388_556_288)
+        self.assertEqual(t["kv_bytes_resident_after"], 40_936_407_040)
+        eager = t["matrix_flops"] - t["attention_flops_causal"] + t["attention_flops_rectangular"]
+        self.assertEqual(eager, 935_408_443_588_608)
+
+
+class Capacity(unittest.TestCase):
+    def test_qwen3_8b_n8192_grid(self):
+        # bojieli/ai-infra-book:calculations/results/capacity-qwen3-8b-n8192.md:
+        # workspace 2 GiB; max concurrency at 24/48/80 GB: 16-bit 4, 24, 50; 4-bit 13, 32, 59;
+        # four_bit_scheme_bytes 6,071,347,200; bf16_kv_bytes_per_request 1,207,959,552
+        for fmt, expected in (("bf16", [4, 24, 50]), ("int4", [13, 32, 59])):
+            got = []
+            for cap in ("24GB", "48GB", "80GB"):
+                r = result("kv", "--model", "qwen3-8b", "--context", "8192", "--weight-dtype", fmt,
+                           "--memory-bytes", cap, "--reserve", "2GiB")
+                got.append(r["capacity"]["max_requests"])
+            self.assertEqual(got, expected, fmt)
+        self.assertEqual(r["capacity"]["stages"][0]["weight_bytes"], 6_071_347_200)
+        self.assertEqual(r["sizing"]["bytes_per_request"], 1_207_959_552)
+
+    def test_batch_reuse_h100_2k(self):
+        # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:
+        # declared_capacity_max_batch 210 (80 GB, workspace 0, history 2048 + the new token)
+        r = result("kv", "--model", "qwen3-8b", "--context", "2049", "--device", "h100-sxm",
+                   "--reserve", "0")
+        self.assertEqual(r["capacity"]["max_requests"], 210)
+
+
+class GenerationCache(unittest.TestCase):
+    def test_cache_sequence_qwen3_8b_b1(self):
+        # bojieli/ai-infra-book:calculations/results/cache-sequence-qwen3-8b-b1.md (P 8192, G 1024):
+        # decode_prior_history_read_payload_bytes 1,314,184,495,104; decode_append_write_bytes
+        # 150,994,944; final_persistent_state_bytes 1,358,954,496; decode QK/PV FLOPs
+        # 5,257,341,960,192. The book keeps the new K/V on chip: its prior-history read is our
+        # KV read less the KV written.
+        r = result("decode", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "1025")
+        d = r["decode"]
+        self.assertEqual(d["steps"], 1024)
+        self.assertEqual(d["kv_bytes_read"] - d["kv_bytes_written"], 1_314_184_495_104)
+        self.assertEqual(d["kv_bytes_written"], 150_994_944)
+        self.assertEqual(r["capacity"]["cache_bytes_per_request"], 1_358_954_496)
+        self.assertEqual(d["attention_flops_causal"], 5_257_341_960_192)
+
+    def test_kv_restore_recompute(self):
+        # bojieli/ai-infra-book:calculations/results/kv-restore-book.md: kv_snapshot_bytes
+        # 150,994,944; replay_backbone_matrix_flops 14,534,471,319,552 (1024 tokens, no lm_head)
+        t = result("forward", "--model", "qwen3-8b", "--tokens", "1024", "--logits", "none")["totals"]
+        self.assertEqual(t["matrix_flops"], 14_534_471_319_552)
+        self.assertEqual(t["kv_bytes_written"], 150_994_944)
+
+
+class ReproduceSubdirectories(unittest.TestCase):
+    """A scenario list in results/DIR/ writes into DIR/ and is checked there too."""
+
+    def setUp(self):
+        from infracalc.cli import reproduce
+
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        root = self.dir.name
+        os.mkdir(os.path.join(root, "sub"))
+        for path, scenarios in (("scenarios.json", []),
+                                ("sub/scenarios.json", [{"name": "dev", "formats": ["json"],
+                                                         "args": ["hardware", "--device", "h100-sxm"]}])):
+            with open(os.path.join(root, path), "w") as f:
+                json.dump({"scenarios": scenarios}, f)
+        saved = reproduce.RESULTS_DIR
+        reproduce.RESULTS_DIR = root
+        self.addCleanup(setattr, reproduce, "RESULTS_DIR", saved)
+
+    def run_reproduce(self, *argv):
+        return run_cli("reproduce", *argv)
+
+    def test_writes_checks_and_flags_stale_files_per_directory(self):
+        status, out, _ = self.run_reproduce()
+        self.assertEqual(status, 0, out)
+        self.assertTrue(os.path.isfile(os.path.join(self.dir.name, "sub", "dev.json")))
+        status, out, _ = self.run_reproduce("--check", "--only", "sub/dev")
+        self.assertEqual((status, out.splitlines()[-1]),
+                         (0, "reproduce --check: all 1 stored results match (1 scenarios)"))
+        for name in ("README.md", "stray.md"):   # prose is exempt, a stray result is not
+            open(os.path.join(self.dir.name, "sub", name), "w").close()
+        status, out, _ = self.run_reproduce("--check")
+        self.assertEqual(status, 1)
+        self.assertIn("STALE sub/stray.md: no scenario produces it", out)
+        self.assertNotIn("README.md", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
