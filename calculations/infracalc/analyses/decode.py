@@ -19,7 +19,7 @@ from ..errors import UserError
 from ..record import Record
 from . import decode_sum
 from .memory import default_reserve, request_bytes, requests_in
-from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
+from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import roof
 
 DECODE_CONVENTIONS = (
@@ -281,7 +281,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     rec["latency"] = latency_record(w.batch, output_len, prefill, first, summed, last)
     rec["operators"] = operators
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS)
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS)
     return rec
 
 
@@ -355,7 +355,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["compute_bound_batch"] = compute_bound_batch(arch, w, rows, lo, hi, r)
     rec["capacity_batch"] = cap["max_requests"]
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + [
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + [
         "Sweep: the smallest batch whose decode phase is compute-bound is found by bisection "
         "between the last memory-bound and the first compute-bound swept batch."]
     return rec

@@ -1,8 +1,7 @@
 """`forward`: the per-operator ledger of one pass with roofline times on a device."""
 
 from .. import ledger
-from .records import (CONVENTIONS, SCHEMA_VERSION, device_record, model_record,
-                      workload_record)
+from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import ideal_bound, op_bound, roof
 
 
@@ -85,7 +84,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
         "model": model_record(arch),
         "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
         "inputs": workload_record(w, arch),
-        "conventions": list(CONVENTIONS),
+        "conventions": conventions(w),
         "operators": [operator_record(op, b) for op, b in zip(L.ops, bounds)],
         "totals": totals_record(L.totals, bounds, r),
         **({"notes": notes} if notes else {}),

@@ -206,6 +206,7 @@ class Attention(Block):
         pairs = causal_pairs(hist, t, self.window, self.chunk)
         rect = rectangular_pairs(hist, t)
         keys = keys_touched(hist, t, self.window, self.chunk)
+        read = keys - w.new_keys_on_chip   # keys read from the cache
         act, kv = w.act_dtype, w.kv_dtype
         k_token = kv.nbytes_flat(kvh * hd)
         out = [gemm(w, "q_proj", n, named["q_proj.weight"], named.get("q_proj.bias")),
@@ -229,7 +230,7 @@ class Attention(Block):
                       matrix_flops=2 * b * heads * hd * pairs,
                       rect_flops=2 * b * heads * hd * rect,
                       act_read=act.nbytes_flat(n * heads * hd),
-                      kv_read=b * keys * k_token, compute=w.compute_dtype.name))
+                      kv_read=b * read * k_token, compute=w.compute_dtype.name))
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
                       + (f" + {t} sink logits" if self.sinks else ""),
@@ -239,7 +240,7 @@ class Attention(Block):
         out.append(Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{hd}]",
                       matrix_flops=2 * b * heads * hd * pairs,
                       rect_flops=2 * b * heads * hd * rect,
-                      kv_read=b * keys * k_token,
+                      kv_read=b * read * k_token,
                       act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name))
         out.append(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")))
         return out
