@@ -100,6 +100,13 @@ class Capacity(unittest.TestCase):
         r = result("kv", "--model", "qwen3-8b", "--context", "2049", "--device", "h100-sxm",
                    "--reserve", "0")
         self.assertEqual(r["capacity"]["max_requests"], 210)
+        # same file, batch 4 row: matrix FLOPs 65378975744, prior KV read 1207959552,
+        # total declared traffic 16345393152 (weights with one embedding row per request,
+        # KV read, KV written), memory-bound
+        t = result("forward", "--model", "qwen3-8b", "--batch", "4", "--history", "2048", "--tokens", "1",
+                   "--new-kv", "on-chip", "--device", "h100-sxm")["totals"]
+        self.assertEqual((t["matrix_flops"], t["kv_bytes_read"], t["unique_bytes"], t["ideal_bound"]),
+                         (65_378_975_744, 1_207_959_552, 16_345_393_152, "memory"))
 
 
 class GenerationCache(unittest.TestCase):
