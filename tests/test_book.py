@@ -96,8 +96,8 @@ class Capacity(unittest.TestCase):
 
     def test_batch_reuse_h100_2k(self):
         # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:
-        # declared_capacity_max_batch 210 (80 GB, workspace 0, history 2048 + the new token)
-        r = result("kv", "--model", "qwen3-8b", "--context", "2049", "--device", "h100-sxm",
+        # declared_capacity_max_batch 210 (80 GB label, workspace 0, history 2048 + the new token)
+        r = result("kv", "--model", "qwen3-8b", "--context", "2049", "--memory-bytes", "80GB",
                    "--reserve", "0")
         self.assertEqual(r["capacity"]["max_requests"], 210)
         # same file, batch 4 row: matrix FLOPs 65378975744, prior KV read 1207959552,
