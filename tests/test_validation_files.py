@@ -1,0 +1,182 @@
+"""Schema checks on the validation corpus in calculations/validation/.
+
+Every published measurement is one case file `<id>.json` (schema v1, documented
+in calculations/validation/SOURCES.md). A malformed case must fail here, before
+`validate` tries to compute a bound for it: missing or unknown keys, a unit or
+scenario outside the allowed lists, a model or device the project cannot
+resolve, a format the device has no peak for, or a model config beside the case
+that is not valid JSON.
+"""
+
+import json
+import numbers
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from support import ROOT  # noqa: E402  (puts calculations/ on the import path)
+from infracalc.dtypes import DTYPES  # noqa: E402
+from infracalc.load.hardware import device_ids, load_device  # noqa: E402
+from infracalc.load.models import bundled_ids  # noqa: E402
+
+VALIDATION_DIR = os.path.join(ROOT, "calculations", "validation")
+CONFIG_SUFFIX = ".config.json"
+
+CASE_KEYS = {"id", "kind", "source", "setup", "measured", "assumptions", "exemption"}
+SOURCE_KEYS = {"title", "url_or_ref", "locator", "version_or_date"}
+COMMON_SETUP = {"model", "device", "devices", "weight_dtype", "act_dtype", "batch_or_load", "scenario"}
+# Required setup keys and allowed scenarios / units per kind. Serving cases follow schema v1;
+# training-step is the extension proposed in SOURCES.md (checked once `train` lands).
+KINDS = {
+    "serving-throughput": (COMMON_SETUP | {"kv_dtype", "input_len", "output_len"},
+                           {"offline", "server", "single-stream"},
+                           {"output_tokens_per_s", "total_tokens_per_s", "requests_per_s"}),
+    "serving-latency": (COMMON_SETUP | {"kv_dtype", "input_len", "output_len"},
+                        {"offline", "server", "single-stream"},
+                        {"ttft_s", "tpot_s"}),
+    "training-step": (COMMON_SETUP | {"layout", "global_batch", "micro_batch", "seq_len"},
+                      {"training"},
+                      {"step_time_s", "tokens_per_s_per_device", "model_flops_per_s_per_device", "mfu"}),
+}
+SETUP_OPTIONAL = {"layout"}
+DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
+LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
+
+def case_files():
+    return sorted(f for f in os.listdir(VALIDATION_DIR)
+                  if f.endswith(".json") and not f.endswith(CONFIG_SUFFIX))
+
+
+def load_case(name):
+    with open(os.path.join(VALIDATION_DIR, name)) as f:
+        return json.load(f)
+
+
+def positive_int(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def text(value):
+    return isinstance(value, str) and value.strip() != ""
+
+
+class CaseSchema(unittest.TestCase):
+    """Each case file, checked key by key; subTest names the file that fails."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cases = {name: load_case(name) for name in case_files()}
+        cls.models = set(bundled_ids())
+        cls.devices = set(device_ids())
+
+    def test_keys_and_id(self):
+        for name, case in self.cases.items():
+            with self.subTest(case=name):
+                self.assertEqual(set(case), CASE_KEYS)
+                self.assertEqual(case["id"], name[:-len(".json")])
+                self.assertIn(case["kind"], KINDS)
+                self.assertEqual(set(case["source"]), SOURCE_KEYS)
+                for key in SOURCE_KEYS:
+                    self.assertTrue(text(case["source"][key]), key)
+
+    def test_setup(self):
+        for name, case in self.cases.items():
+            setup = case["setup"]
+            required, scenarios, _ = KINDS[case["kind"]]
+            with self.subTest(case=name):
+                self.assertTrue(required <= set(setup), required - set(setup))
+                self.assertTrue(set(setup) <= required | SETUP_OPTIONAL,
+                                set(setup) - required - SETUP_OPTIONAL)
+                for key in ("devices", "input_len", "output_len", "global_batch", "micro_batch", "seq_len"):
+                    if key in required:
+                        self.assertTrue(positive_int(setup[key]), key)
+                self.assertIn(setup["scenario"], scenarios)
+                self.assertTrue(text(setup["batch_or_load"]))
+                for key in ("weight_dtype", "act_dtype", "kv_dtype"):
+                    if key in required:
+                        self.assertIn(setup[key], DTYPES, key)
+                layout = setup.get("layout")
+                if layout is not None:
+                    self.assertTrue(set(layout) <= LAYOUT_KEYS, set(layout) - LAYOUT_KEYS)
+                    used = 1
+                    for axis, degree in layout.items():
+                        self.assertTrue(positive_int(degree), axis)
+                        used *= degree if axis in DEVICE_AXES else 1
+                    self.assertLessEqual(used, setup["devices"])
+                    if "dp" in layout:
+                        self.assertEqual(used, setup["devices"], "tp x pp x cp x dp = devices")
+                if setup["devices"] > 1:
+                    self.assertIsNotNone(layout, "a multi-device case gives its layout")
+
+    def test_measured_assumptions_exemption(self):
+        for name, case in self.cases.items():
+            with self.subTest(case=name):
+                measured = case["measured"]
+                self.assertEqual(set(measured), {"value", "unit"})
+                self.assertIn(measured["unit"], KINDS[case["kind"]][2])
+                value = measured["value"]
+                self.assertTrue(isinstance(value, numbers.Real) and not isinstance(value, bool))
+                self.assertGreater(value, 0)
+                self.assertIsInstance(case["assumptions"], list)
+                for item in case["assumptions"]:
+                    self.assertTrue(text(item))
+                exemption = case["exemption"]
+                if exemption is not None:
+                    self.assertEqual(set(exemption), {"reason"})
+                    self.assertTrue(text(exemption["reason"]))
+
+    def test_model_and_device_resolve(self):
+        for name, case in self.cases.items():
+            setup = case["setup"]
+            with self.subTest(case=name):
+                model = setup["model"]
+                if model.endswith(CONFIG_SUFFIX):
+                    path = os.path.join(VALIDATION_DIR, model)
+                    self.assertTrue(os.path.isfile(path), f"{model} is not beside the case")
+                else:
+                    self.assertIn(model, self.models)
+                self.assertIn(setup["device"], self.devices)
+
+    def test_device_has_the_compute_format(self):
+        """The activation format is the compute format: the device must publish its peak."""
+        loaded = {}
+        for name, case in self.cases.items():
+            setup = case["setup"]
+            with self.subTest(case=name):
+                device = loaded.get(setup["device"]) or load_device(setup["device"])
+                loaded[setup["device"]] = device
+                self.assertGreater(device.peak(DTYPES[setup["act_dtype"]]), 0)
+
+
+class CorpusShape(unittest.TestCase):
+
+    def test_configs_beside_cases_are_valid_json(self):
+        for name in sorted(os.listdir(VALIDATION_DIR)):
+            if name.endswith(CONFIG_SUFFIX):
+                with self.subTest(config=name), open(os.path.join(VALIDATION_DIR, name)) as f:
+                    self.assertIsInstance(json.load(f), dict)
+
+    def test_no_stray_files(self):
+        for name in os.listdir(VALIDATION_DIR):
+            with self.subTest(file=name):
+                self.assertTrue(name.endswith(".json") or name == "SOURCES.md")
+
+    def test_thirty_single_device_serving_cases_from_two_sources(self):
+        single = [c for c in map(load_case, case_files())
+                  if c["kind"].startswith("serving") and c["setup"]["devices"] == 1]
+        self.assertGreaterEqual(len(single), 30)
+        self.assertGreaterEqual(len({c["source"]["url_or_ref"] for c in single}), 2)
+
+    def test_every_source_is_listed_in_sources_md(self):
+        with open(os.path.join(VALIDATION_DIR, "SOURCES.md")) as f:
+            listed = f.read()
+        for name in case_files():
+            ref = load_case(name)["source"]["url_or_ref"]
+            with self.subTest(case=name):
+                first = ref.split(" ")[0]
+                self.assertTrue(first in listed, f"{first} is not in SOURCES.md")
+
+
+if __name__ == "__main__":
+    unittest.main()
