@@ -26,6 +26,14 @@ MATRIX_KEYS = ["bf16", "fp16", "fp8", "int8", "fp4"]
 VECTOR_KEYS = ["fp32", "bf16"]
 SCALE_UP_KEYS = ["name", "bytes_per_s_per_direction", "domain_size"]
 SCALE_OUT_KEYS = ["name", "bytes_per_s_per_direction"]
+# Optional link fields (absent = not published), in this order after the required ones.
+SCALE_UP_OPTIONAL = ["topology", "links_per_device", "bytes_per_s_per_link", "wraparound_axis",
+                     "in_network_reduce", "in_network_efficiency", "in_network_alpha_s", "alpha_s"]
+SCALE_OUT_OPTIONAL = ["nics_per_device", "alpha_s"]
+TOPOLOGIES = {"switch", "mesh", "torus"}
+# Non-integer link fields: latencies in seconds and efficiencies (floats), a flag (bool).
+FLOAT_FIELDS = {"alpha_s", "in_network_alpha_s", "in_network_efficiency"}
+BOOL_FIELDS = {"in_network_reduce"}
 SOURCE_KEYS = ["source", "status", "note"]
 STATUSES = {"V", "R", "3P"}
 # Fields that may be null (then "sources" must explain why under that key).
@@ -102,9 +110,14 @@ class HardwareDataTest(unittest.TestCase):
                 vector = list(data["vector_flops_per_s"].keys())
                 self.assertEqual(vector, [k for k in VECTOR_KEYS if k in vector])
                 self.assertIsInstance(data["scale_up"], dict)
-                self.assertEqual(list(data["scale_up"].keys()), SCALE_UP_KEYS)
+                up = list(data["scale_up"].keys())
+                self.assertEqual(up[:3], SCALE_UP_KEYS)
+                self.assertEqual(up[3:], [k for k in SCALE_UP_OPTIONAL if k in up])
+                self.assertIn(data["scale_up"].get("topology", "switch"), TOPOLOGIES)
                 if data["scale_out"] is not None:
-                    self.assertEqual(list(data["scale_out"].keys()), SCALE_OUT_KEYS)
+                    out = list(data["scale_out"].keys())
+                    self.assertEqual(out[:2], SCALE_OUT_KEYS)
+                    self.assertEqual(out[2:], [k for k in SCALE_OUT_OPTIONAL if k in out])
                 for link in ("scale_up", "scale_out"):
                     if data[link] is not None:
                         self.assertTrue(data[link]["name"].strip())
@@ -114,8 +127,14 @@ class HardwareDataTest(unittest.TestCase):
             sources = data["sources"]
             for path, value in numeric_leaves(data):
                 with self.subTest(device=stem, field=path):
+                    leaf = path.split(".")[-1]
                     if value is None:
                         self.assertIn(path, NULLABLE, "only scale_out / tdp_watts may be null")
+                    elif leaf in BOOL_FIELDS:
+                        self.assertIs(type(value), bool)
+                    elif leaf in FLOAT_FIELDS:
+                        self.assertIs(type(value), float)
+                        self.assertTrue(0 < value <= 1, "seconds or an efficiency: in (0, 1]")
                     else:
                         self.assertIs(type(value), int, "must be int (no floats, no bools)")
                         self.assertGreater(value, 0)
@@ -144,6 +163,31 @@ class HardwareDataTest(unittest.TestCase):
                     self.assertTrue(50 <= data["tdp_watts"] <= 3000)
 
     # ---- invariants ------------------------------------------------------
+
+    def test_links_times_per_link_match_the_device_figure(self):
+        # Switched and mesh parts: links x per-link = the per-direction device figure, exactly.
+        # TPUs: the scaling-book's per-link figure (e.g. v5p 9e10 B/s x 6 = 540 GB/s) sits about
+        # 10% below Google's halved chip figure (600 GB/s); both are kept (tpus.md).
+        for stem, (_, data) in self.records.items():
+            up = data["scale_up"]
+            if "links_per_device" not in up or "bytes_per_s_per_link" not in up:
+                continue
+            with self.subTest(device=stem):
+                total = up["links_per_device"] * up["bytes_per_s_per_link"]
+                if up.get("topology") == "torus":
+                    self.assertTrue(0.8 * up["bytes_per_s_per_direction"] <= total <= up["bytes_per_s_per_direction"])
+                else:
+                    self.assertEqual(total, up["bytes_per_s_per_direction"])
+
+    def test_in_network_reduction_only_on_nvswitch_gen3_and_later(self):
+        # NVLS exists on NVSwitch gen 3+ (Hopper on); NCCL's nvlsEfficiency: Hopper 0.85,
+        # Blackwell 0.74 (NVIDIA/nccl:src/graph/tuning.cc v2.30.7).
+        expect = {"h100-sxm": 0.85, "h200": 0.85, "h20": 0.85, "b200": 0.74, "gb200": 0.74}
+        for stem, (_, data) in self.records.items():
+            with self.subTest(device=stem):
+                up = data["scale_up"]
+                self.assertEqual(up.get("in_network_reduce", False), stem in expect)
+                self.assertEqual(up.get("in_network_efficiency"), expect.get(stem))
 
     def test_lower_precision_not_slower(self):
         for stem, (_, data) in self.records.items():

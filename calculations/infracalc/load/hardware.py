@@ -15,10 +15,24 @@ HARDWARE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "hardware")
 
 
+TOPOLOGIES = ("switch", "mesh", "torus")
+
+
 class Link(Record):
+    """One interconnect tier of a device as its JSON states it. A field the data lacks (not
+    published) is None (0 for counts); `comm.links` says which stated default replaces it."""
     name: str
-    bytes_per_s: int          # one direction
+    bytes_per_s: int          # one direction, per device
     domain_size: int = 1
+    topology: str = ""        # switch | mesh | torus; "" = not stated
+    links_per_device: int = 0
+    bytes_per_s_per_link: int = 0   # one direction
+    wraparound_axis: int = 0  # torus: axis lengths that are multiples of this have wraparound
+    in_network_reduce: bool = False
+    in_network_efficiency: float = None
+    in_network_alpha_s: float = None
+    alpha_s: float = None     # per-step latency (seconds)
+    nics_per_device: int = 0  # scale-out only
 
 
 class Device(Record):
@@ -80,14 +94,40 @@ def _known_keys(table, choices, source):
             raise UserError(f"{source}: {unknown('format', key, choices)}")
 
 
+def _fraction(data, key, source):
+    """An optional number in (0, 1]: a latency in seconds or an efficiency; absent: None."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise UserError(f"{source}: field '{key}' must be a number in (0, 1], got {value!r}")
+    return float(value)
+
+
 def _link(data, key, source):
     value = data.get(key)
     if value is None:
         return None
     if not isinstance(value, dict):
         raise UserError(f"{source}: field '{key}' must be an object or null")
-    return Link(str(value.get("name", key)), _int(value, "bytes_per_s_per_direction", f"{source}:{key}"),
-                _int(value, "domain_size", f"{source}:{key}", required=False) or 1)
+    where = f"{source}:{key}"
+    topology = value.get("topology", "")
+    if topology and topology not in TOPOLOGIES:
+        raise UserError(f"{where}: {unknown('topology', str(topology), TOPOLOGIES)}")
+    reduce = value.get("in_network_reduce", False)
+    if not isinstance(reduce, bool):
+        raise UserError(f"{where}: field 'in_network_reduce' must be true or false, got {reduce!r}")
+    return Link(str(value.get("name", key)), _int(value, "bytes_per_s_per_direction", where),
+                _int(value, "domain_size", where, required=False) or 1,
+                topology=topology,
+                links_per_device=_int(value, "links_per_device", where, required=False),
+                bytes_per_s_per_link=_int(value, "bytes_per_s_per_link", where, required=False),
+                wraparound_axis=_int(value, "wraparound_axis", where, required=False),
+                in_network_reduce=reduce,
+                in_network_efficiency=_fraction(value, "in_network_efficiency", where),
+                in_network_alpha_s=_fraction(value, "in_network_alpha_s", where),
+                alpha_s=_fraction(value, "alpha_s", where),
+                nics_per_device=_int(value, "nics_per_device", where, required=False))
 
 
 _CACHE = {}

@@ -4,10 +4,36 @@ from . import units as u
 from .table import markdown_table, to_csv
 
 PEAK_COLUMNS = ("bf16", "fp16", "fp8", "int8", "fp4")
+UP_FIELDS = ("topology", "links_per_device", "bytes_per_s_per_link", "wraparound_axis", "in_network_reduce",
+             "in_network_efficiency", "in_network_alpha_s", "alpha_s")
 
 
 def _tf(x):
     return "-" if x is None else f"{x / 1e12:,.1f}"
+
+
+def _csv_value(x):
+    return str(x).lower() if isinstance(x, bool) else x
+
+
+def _us(x):
+    return "-" if x is None else f"{x * 1e6:g}"
+
+
+def _interconnect_rows(rec):
+    rows = []
+    for d in rec["devices"]:
+        up, out = d["scale_up"], d["scale_out"]
+        links = "-" if up["links_per_device"] is None else (
+            f"{up['links_per_device']}" + ("" if up["bytes_per_s_per_link"] is None
+                                           else f" x {up['bytes_per_s_per_link'] / 1e9:g}"))
+        wrap = f", wraps at {up['wraparound_axis']}" if up["wraparound_axis"] else ""
+        reduce = "no" if not up["in_network_reduce"] else (
+            f"yes (eff {up['in_network_efficiency']:g}, {_us(up['in_network_alpha_s'])} us)")
+        rows.append([f"`{d['id']}`", (up["topology"] or "-") + wrap, links, _us(up["alpha_s"]), reduce,
+                     "-" if out is None or out["nics_per_device"] is None else out["nics_per_device"],
+                     "-" if out is None else _us(out["alpha_s"])])
+    return rows
 
 
 def markdown(rec):
@@ -31,17 +57,31 @@ def markdown(rec):
                         "HBM GB/s", "scale-up GB/s per dir x domain", "scale-out GB/s", "TDP W"],
                        rows, "llrrrrrrrrlrr"), "",
         "A blank (-) peak means the device has no such precision (or none is published); "
-        "TPUs publish no vector peak, so vector FLOPs are charged at the matrix peak there.", ""])
+        "TPUs publish no vector peak, so vector FLOPs are charged at the matrix peak there.", "",
+        "## Interconnect", "",
+        "Scale-up topology (switch, mesh or torus; a torus axis wraps around at multiples of the "
+        "stated length), links per device x GB/s per link per direction, per-step latency alpha "
+        "(NCCL's LL-protocol figures for NVIDIA, about 1 us per ICI hop for TPUs), in-network "
+        "all-reduce (NVLS: NCCL's efficiency and latency), scale-out NICs per device and alpha. "
+        "A dash: not published (the communication model then states the default it uses).", "",
+        markdown_table(["id", "scale-up topology", "links x GB/s", "alpha up us", "in-network reduce",
+                        "NICs", "alpha out us"], _interconnect_rows(rec), "llrrlrr"), ""])
 
 
 def csv(rec):
     header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS], "vector_flops_per_s",
               "memory_bytes", "memory_bandwidth_bytes_per_s", "scale_up_bytes_per_s_per_direction",
-              "scale_up_domain_size", "scale_out_bytes_per_s_per_direction", "tdp_watts"]
+              "scale_up_domain_size", "scale_out_bytes_per_s_per_direction", "tdp_watts",
+              "scale_up_topology", "scale_up_links_per_device", "scale_up_bytes_per_s_per_link",
+              "scale_up_wraparound_axis", "scale_up_in_network_reduce", "scale_up_in_network_efficiency",
+              "scale_up_in_network_alpha_s", "scale_up_alpha_s", "scale_out_nics_per_device",
+              "scale_out_alpha_s"]
     rows = [[d["id"], d["name"], *[d["matrix_flops_per_s"].get(k) for k in PEAK_COLUMNS],
              d["vector_flops_per_s"], d["memory_bytes"], d["memory_bandwidth_bytes_per_s"],
              d["scale_up"] and d["scale_up"]["bytes_per_s_per_direction"],
              d["scale_up"] and d["scale_up"]["domain_size"],
-             d["scale_out"] and d["scale_out"]["bytes_per_s_per_direction"], d["tdp_watts"]]
+             d["scale_out"] and d["scale_out"]["bytes_per_s_per_direction"], d["tdp_watts"],
+             *[_csv_value(d["scale_up"][k]) for k in UP_FIELDS],
+             d["scale_out"] and d["scale_out"]["nics_per_device"], d["scale_out"] and d["scale_out"]["alpha_s"]]
             for d in rec["devices"]]
     return to_csv(header, rows)

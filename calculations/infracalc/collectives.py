@@ -1,0 +1,237 @@
+"""What crosses the links: the collectives of one forward pass (and of a training step's
+gradient sync), per parallel dimension, from primitive shapes.
+
+Every builder is a pure function of integers, so `parallel` and `train` call the same ones.
+`Collective.bytes` is S as nccl-tests counts it (NVIDIA/nccl-tests:doc/PERFORMANCE.md): the
+whole buffer per rank for all-reduce; the gathered output for all-gather; the input for
+reduce-scatter; the bytes each rank sends plus keeps for all-to-all; the message for p2p.
+What one device actually puts on the wire is `comm.wire_bytes` (S times the ring factor).
+`tokens` is the number of tokens one device's model replica processes in the pass (the whole
+sequence batch of its DP replica, before any TP/SP split).
+"""
+
+import math
+
+from .errors import UserError
+from .record import Record
+
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p", "broadcast")
+TIERS = ("up", "out")
+ROUTINGS = ("uniform", "balanced", "concentrated", "histogram")
+
+
+class Collective(Record):
+    name: str        # what it is, e.g. "TP all-reduce after attention"
+    kind: str        # one of KINDS
+    bytes: int       # S, nccl-tests' convention (module docstring)
+    group: int       # ranks in the group (n)
+    tier: str        # "up" (scale-up domain) | "out" (scale-out NIC)
+    count: int = 1   # runs per pass (e.g. the number of layers)
+    dim: str = ""    # tp | pp | ep | dp | cp
+    skew: float = 1.0  # busiest rank's traffic / the mean (hot experts); scales the bandwidth term
+
+    def _check(self):
+        if self.kind not in KINDS:
+            raise UserError(f"unknown collective kind '{self.kind}'; choose from {', '.join(KINDS)}")
+        if self.tier not in TIERS:
+            raise UserError(f"unknown link tier '{self.tier}'; choose from up, out")
+        for field in ("bytes", "group", "count"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (1 if field == "group" else 0):
+                raise UserError(f"collective '{self.name}': {field} must be a "
+                                f"{'positive' if field == 'group' else 'non-negative'} integer, got {value!r}")
+        if not self.skew >= 1.0:
+            raise UserError(f"collective '{self.name}': skew must be >= 1, got {self.skew!r}")
+
+    @property
+    def total_bytes(self):
+        """S summed over the runs of one pass."""
+        return self.bytes * self.count
+
+
+def _positive(**values):
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UserError(f"{name} must be a positive integer, got {value!r}")
+
+
+def tp_collectives(tokens, hidden, act_bytes, tp, sp, layers, tier, *, mlp_layers=None,
+                   embedding=True, head_tokens=0, vocab=0, logits_bytes=None):
+    """Tensor parallelism, forward pass (Megatron-LM; Shoeybi et al. 2019, arXiv:1909.08053;
+    sequence parallelism: Korthikanti et al. 2022, arXiv:2205.05198).
+
+    Without SP, per layer: one all-reduce of [tokens, hidden] after the attention (row-parallel
+    output projection) and one after the MLP (row-parallel down projection).
+    With SP the activations between blocks stay split over the sequence: each all-reduce becomes
+    a reduce-scatter of the same [tokens, hidden] buffer and the block's input is rebuilt by an
+    all-gather of it: same ring traffic (2(n-1)/n S = (n-1)/n S + (n-1)/n S).
+    Vocab-parallel embedding: each rank looks up its vocabulary slice and an all-reduce of
+    [tokens, hidden] sums them (with SP, a reduce-scatter). Head: with SP the last norm's output is
+    all-gathered first; the vocab-parallel head's logits [head_tokens, vocab] are all-gathered
+    (`vocab` is the padded vocabulary the head holds; `logits_bytes` defaults to `act_bytes`).
+    `mlp_layers` (default `layers`) counts layers whose MLP is TP-split (MoE layers under EP
+    without expert TP have none)."""
+    _positive(tokens=tokens, hidden=hidden, act_bytes=act_bytes, tp=tp)
+    if tp == 1:
+        return []
+    mlp_layers = layers if mlp_layers is None else mlp_layers
+    s = tokens * hidden * act_bytes
+    c = lambda name, kind, size, count: Collective(name, kind, size, tp, tier, count, "tp")
+    out = []
+    if embedding:
+        out.append(c("TP embedding reduce-scatter (vocab-parallel, SP)" if sp else
+                     "TP embedding all-reduce (vocab-parallel)", "reduce_scatter" if sp else "all_reduce", s, 1))
+    if sp:
+        out += [c("SP all-gather before attention", "all_gather", s, layers),
+                c("SP reduce-scatter after attention", "reduce_scatter", s, layers)]
+        if mlp_layers:
+            out += [c("SP all-gather before MLP", "all_gather", s, mlp_layers),
+                    c("SP reduce-scatter after MLP", "reduce_scatter", s, mlp_layers)]
+    else:
+        out.append(c("TP all-reduce after attention", "all_reduce", s, layers))
+        if mlp_layers:
+            out.append(c("TP all-reduce after MLP", "all_reduce", s, mlp_layers))
+    if head_tokens:
+        if sp:
+            out.append(c("SP all-gather before the head", "all_gather", s, 1))
+        if not vocab:
+            raise UserError("the head's logits gather needs the vocabulary size")
+        logits = head_tokens * vocab * (logits_bytes or act_bytes)
+        out.append(c("TP head logits all-gather (vocab-parallel)", "all_gather", logits, 1))
+    return [x for x in out if x.count]
+
+
+def distinct_devices(experts, top_k, ep):
+    """Expected distinct EP ranks among one token's top-k experts (exact, a Fraction).
+
+    The k experts are k distinct of E, uniformly at random; each rank holds m = E/ep of them.
+    A rank is missed when all k come from the other E - m: P = C(E-m, k) / C(E, k). By
+    linearity of expectation, E[distinct ranks] = ep * (1 - C(E-m, k) / C(E, k))."""
+    from fractions import Fraction   # only dedup needs exact rationals
+
+    m = experts // ep
+    return ep * (1 - Fraction(math.comb(experts - m, top_k), math.comb(experts, top_k)))
+
+
+def _routing_skew(routing, experts, top_k, ep, loads):
+    """Busiest rank's share of the routed copies over the mean share (1 = even)."""
+    m = experts // ep
+    if routing in ("uniform", "balanced"):
+        return 1.0
+    if routing == "concentrated":   # every token picks experts 0..k-1, placed m per rank
+        return ep * min(top_k, m) / top_k
+    if routing == "histogram":
+        if len(loads) != experts:
+            raise UserError(f"routing histogram has {len(loads)} entries; this model has {experts} experts per layer")
+        total = sum(loads)
+        return ep * max(sum(loads[r * m:(r + 1) * m]) for r in range(ep)) / total
+    raise UserError(f"unknown routing model '{routing}'; choose from {', '.join(ROUTINGS)}")
+
+
+def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup=False,
+                   routing="uniform", *, experts=0, loads=(), combine_bytes=None):
+    """Expert parallelism: all-to-all dispatch and combine per MoE layer (GShard, Lepikhin et
+    al. 2020, arXiv:2006.16668; DeepEP, deepseek-ai/DeepEP).
+
+    Per copy: each token sends [hidden] to each of its k experts; S (sent + kept) =
+    tokens * k * hidden * act_bytes. A copy leaves its rank with probability (ep-1)/ep under
+    uniform routing, so a rank sends (ep-1)/ep * S (the all-to-all's ring factor).
+    Qwen3-30B-A3B at ep 8: 8 * 2048 * 2 * 7/8 = 28,672 B per token.
+    dedup: one copy per destination rank instead of per expert (DeepEP's dispatch):
+    S = tokens * hidden * act_bytes * E[distinct ranks] (`distinct_devices`, uniform routing only),
+    rounded up to whole bytes. Combine returns the same volume (in `combine_bytes` per value
+    if given, e.g. BF16 after an FP8 dispatch).
+    Routing (as the MoE block's models, experts placed E/ep per rank in order): balanced and
+    uniform load every rank evenly; concentrated (all tokens pick experts 0..k-1) and a
+    histogram load the busiest rank `skew` times the mean, which scales the bandwidth term."""
+    _positive(tokens=tokens, top_k=top_k, hidden=hidden, act_bytes=act_bytes, ep=ep)
+    if ep == 1 or not moe_layers:
+        return []
+    if (dedup or routing not in ("uniform", "balanced")) and not experts:
+        raise UserError("EP dedup and non-uniform routing need the number of routed experts")
+    if experts:
+        if experts % ep:
+            raise UserError(f"EP {ep} does not divide the {experts} routed experts")
+        if top_k > experts:
+            raise UserError(f"top-k {top_k} exceeds the {experts} routed experts")
+    skew = _routing_skew(routing, experts, top_k, ep, loads) if experts else 1.0
+    if dedup:
+        if routing != "uniform":
+            raise UserError("EP dedup's expected destination count is derived for uniform routing only")
+        per_value = tokens * hidden * distinct_devices(experts, top_k, ep)
+        dispatch = math.ceil(per_value * act_bytes)
+        combine = math.ceil(per_value * (combine_bytes or act_bytes))
+    else:
+        dispatch = tokens * top_k * hidden * act_bytes
+        combine = tokens * top_k * hidden * (combine_bytes or act_bytes)
+    how = " (one copy per destination rank)" if dedup else ""
+    return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, moe_layers, "ep", skew),
+            Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, moe_layers, "ep", skew)]
+
+
+def pp_collectives(tokens, hidden, act_bytes, boundaries, tier):
+    """Pipeline parallelism: a point-to-point send of the activations [tokens, hidden] across
+    each stage boundary (pp - 1 boundaries per forward pass; Narayanan et al. 2021,
+    arXiv:2104.04473)."""
+    _positive(tokens=tokens, hidden=hidden, act_bytes=act_bytes)
+    if not boundaries:
+        return []
+    return [Collective("PP activations send (stage boundary)", "p2p", tokens * hidden * act_bytes, 2,
+                       tier, boundaries, "pp")]
+
+
+def cp_collectives(tokens_per_rank, kv_bytes_per_token_per_layer, cp, layers, tier):
+    """Context parallelism, ring attention (Liu et al. 2023, arXiv:2310.01889): per layer each
+    rank passes its K/V shard (tokens_per_rank * K/V bytes per token per layer) to the next
+    rank cp - 1 times, so every rank sees every shard: cp - 1 p2p steps per layer, the traffic
+    of an all-gather of the K/V. The zig-zag split changes which tokens a rank holds, not the
+    bytes (see `cp_attention_pairs` for the compute balance)."""
+    _positive(tokens_per_rank=tokens_per_rank, kv_bytes_per_token_per_layer=kv_bytes_per_token_per_layer, cp=cp)
+    if cp == 1 or not layers:
+        return []
+    return [Collective("CP ring pass of K/V shards", "p2p", tokens_per_rank * kv_bytes_per_token_per_layer,
+                       cp, tier, (cp - 1) * layers, "cp")]
+
+
+def cp_attention_pairs(tokens_per_rank, cp, zigzag=False):
+    """Causal query-key pairs each CP rank computes, per head and layer (a tuple, rank order).
+
+    Contiguous split, chunk c = tokens_per_rank: rank r attends to r full earlier chunks and its
+    own triangle: c^2 r + c(c+1)/2, so the last rank does the most (the causal imbalance).
+    Zig-zag split (2cp chunks of h = c/2, rank r takes chunks r and 2cp-1-r): chunk j costs
+    h^2 j + h(h+1)/2, so every rank gets h^2 (2cp-1) + h(h+1): exactly balanced. The sum over
+    ranks is T(T+1)/2 with T = cp * c either way."""
+    _positive(tokens_per_rank=tokens_per_rank, cp=cp)
+    c = tokens_per_rank
+    if not zigzag:
+        return tuple(c * c * r + c * (c + 1) // 2 for r in range(cp))
+    if c % 2:
+        raise UserError(f"zig-zag context parallelism needs an even number of tokens per rank, got {c}")
+    h = c // 2
+    chunk = lambda j: h * h * j + h * (h + 1) // 2
+    return tuple(chunk(r) + chunk(2 * cp - 1 - r) for r in range(cp))
+
+
+def dp_gradient_collectives(grad_bytes, dp, zero_stage, tier, *, param_bytes=None):
+    """Data parallelism, one training step's gradient and parameter traffic by ZeRO stage
+    (Rajbhandari et al. 2019, arXiv:1910.02054, section 7):
+    stage 0: all-reduce of the gradients (2(n-1)/n Psi on the wire);
+    stages 1, 2: reduce-scatter of the gradients + all-gather of the updated parameters (the
+    same 2(n-1)/n Psi; Megatron's distributed optimizer does the same);
+    stage 3: reduce-scatter of the gradients + an all-gather of the parameters before the forward
+    and again before the backward (3(n-1)/n Psi, 1.5x the baseline).
+    `param_bytes` (the parameters in their communication dtype) defaults to `grad_bytes` (the
+    same dtype for both, e.g. BF16)."""
+    _positive(grad_bytes=grad_bytes, dp=dp)
+    if zero_stage not in (0, 1, 2, 3):
+        raise UserError(f"ZeRO stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    if dp == 1:
+        return []
+    params = grad_bytes if param_bytes is None else param_bytes
+    c = lambda name, kind, size, count=1: Collective(name, kind, size, dp, tier, count, "dp")
+    if zero_stage == 0:
+        return [c("DP gradient all-reduce", "all_reduce", grad_bytes)]
+    out = [c("DP gradient reduce-scatter", "reduce_scatter", grad_bytes)]
+    if zero_stage == 3:
+        return out + [c("ZeRO-3 parameter all-gather (forward and backward)", "all_gather", params, 2)]
+    return out + [c("DP updated-parameter all-gather", "all_gather", params)]

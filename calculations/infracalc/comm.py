@@ -1,0 +1,325 @@
+"""Cost of a collective: the alpha-beta model per algorithm, per link tier, from device data.
+
+One run of a collective of S bytes (nccl-tests' S, see `collectives`) over n ranks takes
+
+    t = factor(kind, n) * S * skew / (B * efficiency)  +  steps(kind, n) * alpha
+
+with B the per-direction bandwidth one rank can use for it and alpha the per-step latency.
+The algorithms (formulas with sources in `ALGORITHMS`; `describe()` lists them):
+
+- ring (NCCL's bandwidth-optimal default; nccl-tests PERFORMANCE.md): all-reduce
+  2(n-1)/n S/B + 2(n-1) alpha; all-gather, reduce-scatter, all-to-all (n-1)/n S/B + (n-1) alpha;
+  broadcast S/B + (n-1) alpha (pipelined); point-to-point S/B + alpha.
+- tree (all-reduce only, for latency-bound sizes): 2 S/B + 2 ceil(log2 n) alpha: a binary
+  tree reduces up and broadcasts down, log2 n levels each way (the double binary tree of
+  Sanders, Speck and Traeff 2009, which NCCL runs across nodes); bandwidth as NCCL's tree,
+  algBw = busBw / 2 (tuning.cc; its further x0.92 and per-channel caps are not modelled).
+  Inside one node NCCL chains the ranks instead, so its own tree latency there is 2(n-1) steps.
+- in_network (all-reduce only, scale-up tier, where the device reduces in the switch: NVLS):
+  S / (B * eta) + alpha_nvls; eta is NCCL's nvlsEfficiency (Hopper 0.85, Blackwell 0.74) and
+  alpha_nvls its NVLS latency (25 us), NVIDIA/nccl:src/graph/tuning.cc (v2.30.7).
+- best: the fastest of the above that apply (NCCL also picks the minimum-time algorithm).
+
+Which B a group gets depends on the tier and the topology:
+- switch (NVSwitch, PCIe switch, a fat-tree fabric): every rank injects at the device's full
+  per-direction bandwidth, whatever n.
+- mesh (AMD Infinity Fabric, Gaudi 3, an NVLink bridge pair): direct links to each of the D-1
+  peers of the domain, B/(D-1) each; a group of n uses the n-1 links to its members:
+  B * (n-1)/(D-1) (RCCL-style multi-ring; a single ring would use one link).
+- torus (TPU ICI, jax-ml/scaling-book tpus.md), a group along one axis of length n: a
+  bidirectional ring over the axis's two links per rank when the axis wraps around
+  (n a multiple of the device's `wraparound_axis`), one link otherwise: B = 2 W_link or W_link
+  (the scaling-book: no wraparound doubles the time); latency floor(n/2) hops with wraparound,
+  n-1 without. All-to-all is limited by the bisection: floor(L^2/4) S/L over 2 W_link with
+  wraparound (W_link without), L the axis length; on one axis about a quarter of an all-gather
+  of the whole array (scaling-book). A group over several axes (`axes`, L = n^(1/axes) chips
+  each): all-gather-type bandwidth scales with the axes, hops add up per axis.
+- a group spanning scale-up domains ("out") runs at the scale-out bandwidth of one device: its
+  NIC bandwidth times its NICs (the device file's per-device scale-out figure); a flat ring is as
+  fast as its slowest hop, the NIC. Hierarchical algorithms are not modelled.
+
+Latency alpha: NCCL's per-step figures for the LL protocol (NVLink 0.6 us, PCIe 1.0 us,
+network 2.7 us; tuning.cc v2.30.7), about 1 us per ICI hop for TPUs (scaling-book). NCCL's
+fixed per-call base latency (6.6-8.4 us) is not included. Where the device data has no alpha
+(not published), DEFAULT_ALPHA_S is used and the link says so in `assumptions`.
+"""
+
+import math
+
+from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
+                          dp_gradient_collectives, ep_collectives, pp_collectives, tp_collectives)
+from .errors import UserError
+from .record import Record
+
+DEFAULT_ALPHA_S = 1e-6   # stated default when a device publishes no latency (order of NCCL PCI/LL, ICI hop)
+MAX_ALPHA_S = 1.0
+MAX_BANDWIDTH = 10**30
+
+
+def bus_factor(kind, n):
+    """nccl-tests' bus-bandwidth factor (NVIDIA/nccl-tests:doc/PERFORMANCE.md), busbw = algbw *
+    factor; it equals the ring algorithm's bytes on the wire per rank over S."""
+    if kind == "all_reduce":
+        return 2 * (n - 1) / n
+    if kind in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (n - 1) / n
+    return 1.0   # broadcast, p2p (and reduce)
+
+
+def _ring_steps(kind, n):
+    if kind == "all_reduce":
+        return 2 * (n - 1)
+    if kind == "p2p":
+        return 1
+    return n - 1
+
+
+class Algorithm(Record):
+    name: str
+    applies_to: str
+    formula: str
+    source: str
+
+
+ALGORITHMS = (
+    Algorithm("ring", "all-reduce", "2(n-1)/n * S/B + 2(n-1) * alpha",
+              "NVIDIA/nccl-tests:doc/PERFORMANCE.md (ring all-reduce, busbw factor 2(n-1)/n)"),
+    Algorithm("ring", "all-gather, reduce-scatter", "(n-1)/n * S/B + (n-1) * alpha",
+              "NVIDIA/nccl-tests:doc/PERFORMANCE.md (busbw factor (n-1)/n; S = gathered size)"),
+    Algorithm("ring", "all-to-all", "(n-1)/n * S/B + (n-1) * alpha",
+              "NVIDIA/nccl-tests:doc/PERFORMANCE.md (busbw factor (n-1)/n)"),
+    Algorithm("ring", "broadcast", "S/B + (n-1) * alpha", "pipelined ring; nccl-tests busbw factor 1"),
+    Algorithm("ring", "point-to-point", "S/B + alpha", "one message over one hop"),
+    Algorithm("tree", "all-reduce", "2 * S/B + 2 ceil(log2 n) * alpha",
+              "binary tree up and down (double binary tree: Sanders, Speck, Traeff 2009); "
+              "NVIDIA/nccl:src/graph/tuning.cc tree algBw = busBw/2"),
+    Algorithm("in_network", "all-reduce (scale-up, NVLS)", "S/(B * eta) + alpha_nvls",
+              "NVIDIA/nccl:src/graph/tuning.cc v2.30.7: nvlsEfficiency Hopper 0.85, Blackwell 0.74; NVLS latency 25 us"),
+    Algorithm("torus axis", "all-gather, reduce-scatter (all-reduce twice)",
+              "(n-1)/n * S/(2 W_link axes) + axes floor(L/2) alpha with wraparound; W_link and L-1 hops without",
+              "jax-ml/scaling-book tpus.md (bidirectional ring; no wraparound doubles the time)"),
+    Algorithm("torus axis", "all-to-all", "floor(L^2/4) * S/L / (2 W_link) with wraparound, / W_link without",
+              "derived: bisection of the torus, L chips per axis (one axis: about 1/4 of an all-gather "
+              "of the array, scaling-book)"),
+)
+ALGORITHM_CHOICES = ("ring", "tree", "in_network", "best")
+
+
+def describe():
+    """The algorithm table as rows (for the CLI to print)."""
+    return [{"algorithm": a.name, "collective": a.applies_to, "time": a.formula, "source": a.source}
+            for a in ALGORITHMS]
+
+
+class Link(Record):
+    """One tier of one device, ready for costing. bytes_per_s: per direction, per device."""
+    tier: str
+    name: str
+    bytes_per_s: int
+    alpha_s: float
+    efficiency: float = 1.0
+    in_network_reduce: bool = False
+    topology: str = "switch"     # switch | mesh | torus
+    domain_size: int = 1
+    links_per_device: int = 0
+    bytes_per_s_per_link: int = 0
+    wraparound_axis: int = 0
+    in_network_efficiency: float = 0.0
+    in_network_alpha_s: float = 0.0
+    assumptions: tuple = ()      # defaults and overrides in force, in words
+
+
+def _alpha(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_ALPHA_S:
+        raise UserError(f"{what} must be a latency in seconds from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def _bandwidth(value, what):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_BANDWIDTH:
+        raise UserError(f"{what} must be a positive bandwidth in bytes/s up to 1e30, got {value!r}")
+    return int(value)
+
+
+def _link(tier, data, alpha, bw, efficiency):
+    notes = []
+    if alpha is not None:
+        a = _alpha(alpha, f"--alpha-{tier}")
+        notes.append(f"alpha {a * 1e6:g} us (override)")
+    elif data.alpha_s is not None:
+        a = data.alpha_s
+    else:
+        a = DEFAULT_ALPHA_S
+        notes.append(f"alpha not published: {a * 1e6:g} us assumed")
+    topology = data.topology
+    if not topology:
+        topology = "switch"
+        if tier == "up" and data.domain_size > 1:
+            notes.append("topology not stated: costed as a switch")
+    per_link, links = data.bytes_per_s_per_link, data.links_per_device
+    if bw is not None:
+        total = _bandwidth(bw, f"--link-bw-{tier}")
+        per_link = total // links if links else 0
+        notes.append(f"bandwidth {total / 1e9:g} GB/s per direction (override)")
+    else:
+        total = data.bytes_per_s
+    if efficiency != 1.0:
+        notes.append(f"efficiency {efficiency:g}")
+    return Link(tier, data.name, total, a, efficiency, data.in_network_reduce, topology, data.domain_size,
+                links, per_link, data.wraparound_axis, data.in_network_efficiency or 0.0,
+                data.in_network_alpha_s or 0.0, tuple(notes))
+
+
+def links(device, alpha_up=None, alpha_out=None, link_bw_up=None, link_bw_out=None, comm_efficiency=None):
+    """{"up": Link, "out": Link or None} for a device; the keyword overrides are the
+    --alpha-up/--alpha-out (seconds), --link-bw-up/--link-bw-out (bytes/s per direction per
+    device) and --comm-efficiency (a factor on every bandwidth) options; None keeps the data.
+    A device without a scale-out link (consumer cards, TPU v4) has "out" None unless
+    --link-bw-out supplies one (likewise "up")."""
+    from .load.hardware import Link as DataLink
+
+    eff = 1.0 if comm_efficiency is None else comm_efficiency
+    if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 1e-6 <= eff <= 1:
+        raise UserError(f"--comm-efficiency must be from 1e-6 to 1, got {eff!r}")
+    eff = float(eff)
+    result = {}
+    for name, data, alpha, bw in (("up", device.scale_up, alpha_up, link_bw_up),
+                                  ("out", device.scale_out, alpha_out, link_bw_out)):
+        if data is None and bw is not None:
+            data = DataLink(f"scale-{name} (given)", _bandwidth(bw, f"--link-bw-{name}"))
+        result[name] = None if data is None else _link(name, data, alpha, bw, eff)
+    return result
+
+
+def tier(layout_group_span_devices, device):
+    """"up" when a group spanning this many consecutive ranks fits one scale-up domain (groups
+    are placed aligned to domains), else "out"."""
+    span = layout_group_span_devices
+    if isinstance(span, bool) or not isinstance(span, int) or span < 1:
+        raise UserError(f"a group spans a positive number of devices, got {span!r}")
+    return "up" if span <= device.scale_up.domain_size else "out"
+
+
+def axis_length(n, axes):
+    """Chips per axis of a group of n spread evenly over `axes` torus axes (n = L^axes)."""
+    length = round(n ** (1 / axes))
+    if length ** axes != n:
+        raise UserError(f"a group of {n} chips does not spread evenly over {axes} torus axes")
+    return length
+
+
+def wraparound(link, n):
+    """A torus axis of n chips wraps around when n is a multiple of the device's wraparound axis."""
+    return bool(link.wraparound_axis) and n % link.wraparound_axis == 0
+
+
+def _torus_link_bw(link):
+    if link.bytes_per_s_per_link:
+        return link.bytes_per_s_per_link
+    if link.links_per_device:
+        return link.bytes_per_s // link.links_per_device
+    raise UserError(f"{link.name}: a torus needs links_per_device or bytes_per_s_per_link in the device data")
+
+
+def _torus_time(c, link, axes, wrap):
+    """Per-axis formulas (scaling-book tpus.md). A group over `axes` axes of L = n^(1/axes) chips
+    each uses the links of every axis at once (bandwidth x axes) and pays each axis's hops."""
+    n, w_link = c.group, _torus_link_bw(link) * link.efficiency
+    if c.kind == "p2p":                       # one message to a neighbour over one link
+        return c.bytes / w_link + link.alpha_s
+    length = axis_length(n, axes)
+    wrap = wraparound(link, length) if wrap is None else wrap
+    hops = axes * (length // 2 if wrap else length - 1)
+    per_axis = (2 if wrap else 1) * w_link    # one rank's ring bandwidth on one axis
+    if c.kind == "all_to_all":
+        # Bisection across one axis: floor(L^2/4) S / L per rank-row of the cut, per direction.
+        return (length * length // 4) * c.bytes * c.skew / length / per_axis + hops * link.alpha_s
+    cut = per_axis * axes
+    phases = 2 if c.kind == "all_reduce" else 1
+    factor = 1.0 if c.kind == "broadcast" else (n - 1) / n
+    return phases * (factor * c.bytes * c.skew / cut + hops * link.alpha_s)
+
+
+def group_bandwidth(c, link):
+    """B a rank of this group can use (bytes/s per direction), before efficiency."""
+    if link.topology == "mesh" and c.tier == "up" and link.domain_size > 1:
+        if c.group > link.domain_size:
+            raise UserError(f"a group of {c.group} does not fit the {link.domain_size}-device mesh of {link.name}")
+        peers = 1 if c.kind == "p2p" else c.group - 1
+        return link.bytes_per_s * peers / (link.domain_size - 1)
+    return link.bytes_per_s
+
+
+def time_s(c, link, algorithm="ring", axes=1, wrap=None):
+    """Seconds for ONE run of collective `c` over `link` (multiply by c.count for a pass).
+    `axes` and `wrap` apply to a torus: the number of axes the group spans (its n chips spread
+    evenly, n^(1/axes) per axis; the caller that knows the slice shape passes it), and whether
+    they wrap around (default: from the device's wraparound axis)."""
+    if algorithm not in ALGORITHM_CHOICES:
+        raise UserError(f"unknown collective algorithm '{algorithm}'; choose from {', '.join(ALGORITHM_CHOICES)}")
+    if link is None:
+        raise UserError(f"'{c.name}' crosses the scale-{c.tier} tier, but the device has no such link; "
+                        f"give --link-bw-{c.tier}")
+    if c.group == 1 or c.bytes == 0:
+        return 0.0
+    if algorithm == "best":
+        return choose(c, link, axes, wrap)[1]
+    if algorithm == "in_network":
+        if c.kind != "all_reduce":
+            raise UserError(f"in-network reduction is modelled for all-reduce only, not {c.kind}")
+        if not (link.in_network_reduce and c.tier == "up"):
+            raise UserError(f"{link.name} has no in-network reduction (NVLS) on the {c.tier} tier")
+        return c.bytes * c.skew / (link.bytes_per_s * link.in_network_efficiency * link.efficiency) \
+            + link.in_network_alpha_s
+    if link.topology == "torus" and c.tier == "up":
+        if algorithm == "tree":
+            raise UserError("the tree algorithm is not modelled on a torus; use ring")
+        return _torus_time(c, link, axes, wrap)
+    b = group_bandwidth(c, link) * link.efficiency
+    if algorithm == "tree":
+        if c.kind != "all_reduce":
+            raise UserError(f"the tree algorithm is modelled for all-reduce only, not {c.kind}")
+        return 2 * c.bytes * c.skew / b + 2 * math.ceil(math.log2(c.group)) * link.alpha_s
+    return bus_factor(c.kind, c.group) * c.bytes * c.skew / b + _ring_steps(c.kind, c.group) * link.alpha_s
+
+
+def applicable(c, link):
+    """Algorithms that apply to this collective on this link, in a fixed order."""
+    out = ["ring"]
+    torus = link.topology == "torus" and c.tier == "up"
+    if c.kind == "all_reduce" and not torus:
+        out.append("tree")
+    if c.kind == "all_reduce" and link.in_network_reduce and c.tier == "up":
+        out.append("in_network")
+    return out
+
+
+def choose(c, link, axes=1, wrap=None):
+    """(algorithm, seconds) of the fastest applicable algorithm; ties keep the earlier one."""
+    best = None
+    for name in applicable(c, link):
+        t = time_s(c, link, name, axes, wrap)
+        if best is None or t < best[1]:
+            best = (name, t)
+    return best
+
+
+def algbw(c, t):
+    """nccl-tests' algorithm bandwidth: S / t (bytes/s)."""
+    return c.bytes / t
+
+
+def busbw(c, t, in_network=False):
+    """nccl-tests' bus bandwidth: algbw * 2(n-1)/n for all-reduce ((n-1)/(n+1) for an
+    in-network reduction), * (n-1)/n for all-gather, reduce-scatter and all-to-all, * 1
+    otherwise (NVIDIA/nccl-tests:doc/PERFORMANCE.md). For a ring at alpha = 0 it equals the
+    link bandwidth B."""
+    if in_network and c.kind == "all_reduce":
+        return algbw(c, t) * (c.group - 1) / (c.group + 1)
+    return algbw(c, t) * bus_factor(c.kind, c.group)
+
+
+def wire_bytes(c):
+    """Bytes one rank sends per run under the ring algorithm: S * the bus factor
+    (all-to-all: the (ep-1)/ep of the copies that leave the rank)."""
+    return c.bytes * bus_factor(c.kind, c.group)
