@@ -25,6 +25,7 @@ COMMANDS = [
     ["forward", "--model", "qwen3-8b", "--batch", "64", "--history", "8192", "--format", "json"],
     ["forward", "--model", "qwen3-235b-a22b", "--tokens", "1048576", "--format", "csv"],
     ["kv", "--model", "qwen3-8b", "--context", "32768"],
+    ["kv", "--model", "deepseek-v3", "--context", "32768", "--device", "h200", "--tp", "8", "--pp", "4"],
     ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
     ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],

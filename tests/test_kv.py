@@ -11,6 +11,7 @@ import unittest
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculations")
 sys.path.insert(0, ROOT)
 
+from infracalc import layout as L  # noqa: E402
 from infracalc.analyses import kv as K  # noqa: E402
 from infracalc.analyses.memory import max_requests  # noqa: E402
 from infracalc.arch import Architecture, Block, Layer  # noqa: E402
@@ -166,7 +167,7 @@ class MLASizing(unittest.TestCase):
         from infracalc.blocks.mla import MLA
         m = MLA(hidden=8, heads=4, q_lora_rank=6, kv_lora_rank=4, qk_nope=2, qk_rope=2, v_head_dim=3)
         self.assertEqual(m.params, 378)
-        self.assertEqual(sum(t.params for t in m.tp_shard(2)), 242)
+        self.assertEqual(m.shard(2).params, 242)
 
 
 class LinearAttentionSizing(unittest.TestCase):
@@ -199,7 +200,7 @@ class LinearAttentionSizing(unittest.TestCase):
         from infracalc.blocks.gated_attention import GatedAttention
         g = GatedAttention(hidden=8, heads=4, kv_heads=2, head_dim=2, rope_dim=2)
         self.assertEqual(g.params, 256)
-        self.assertEqual(sum(t.params for t in g.tp_shard(2)), 128)
+        self.assertEqual(g.shard(2).params, 128)
 
 
 class ChunkedSizing(unittest.TestCase):
@@ -338,9 +339,9 @@ class Capacity(unittest.TestCase):
 
     def test_divisors(self):
         # 36 = 2^2 * 3^2: 1, 2, 3, 4, 6, 9, 12, 18, 36; 49 = 7^2 lists 7 once.
-        self.assertEqual(K.divisors(36), [1, 2, 3, 4, 6, 9, 12, 18, 36])
-        self.assertEqual(K.divisors(49), [1, 7, 49])
-        self.assertEqual(K.divisors(1), [1])
+        self.assertEqual(L.divisors(36), [1, 2, 3, 4, 6, 9, 12, 18, 36])
+        self.assertEqual(L.divisors(49), [1, 7, 49])
+        self.assertEqual(L.divisors(1), [1])
 
     def test_valid_tps_fast_for_huge_head_counts(self):
         # 2^31 - 1 heads (a Mersenne prime): the only whole-head splits are 1 and itself;
@@ -351,7 +352,7 @@ class Capacity(unittest.TestCase):
         arch = Architecture("big", "llama", 64, 10, 100, Embedding(10, 64), (Layer((attn,)),),
                             RMSNorm("norm", 64), LMHead(10, 64))
         start = time.perf_counter()
-        self.assertEqual(K.valid_tps(arch), [1, big])
+        self.assertEqual(L.valid_tps(arch), [1, big])
         self.assertLess(time.perf_counter() - start, 1.0)
 
     def test_pp_stages(self):
@@ -405,8 +406,9 @@ class Capacity(unittest.TestCase):
     def test_uneven_stages(self):
         # 5 layers over 2 stages: 3 + 2, the first stage one more.
         arch = arch_of(*[attn()] * 5)
-        self.assertEqual(K.stages(arch, 2), [(0, 3), (3, 5)])
-        self.assertEqual(K.stages(arch, 5), [(i, i + 1) for i in range(5)])
+        spans = lambda pp: [(s.lo, s.hi) for s in L.stages(arch, L.Layout(pp=pp))]
+        self.assertEqual(spans(2), [(0, 3), (3, 5)])
+        self.assertEqual(spans(5), [(i, i + 1) for i in range(5)])
 
     def test_does_not_fit_is_a_result(self):
         # memory 500,000, no reserve: need 404,096 + 256,000 = 660,096 -> short 160,096 B.
@@ -449,12 +451,12 @@ class Invariants(unittest.TestCase):
     def test_tp1_shard_is_whole_model(self):
         for model in self.MODELS:
             arch = load_model(model)
-            st = K.layout(arch, BF16, 1, 1)[0]
+            st = K.plan(arch, BF16, L.Layout())[0]
             self.assertEqual(st.weight_bytes, arch.weight_bytes(BF16), model)
 
     def test_pp_conserves_weights_untied(self):
         arch = load_model("qwen3-8b")   # untied
-        total = sum(s.weight_bytes for s in K.layout(arch, BF16, 1, 4))
+        total = sum(s.weight_bytes for s in K.plan(arch, BF16, L.Layout(pp=4)))
         self.assertEqual(total, arch.weight_bytes(BF16))
 
     def test_tp_conserves_kv_within_kv_heads(self):
@@ -465,7 +467,7 @@ class Invariants(unittest.TestCase):
 
     def test_moe_router_replicated_experts_split(self):
         moe = load_model("qwen3-30b-a3b").layers[0].blocks[4]
-        shard = {t.name: t.shape for t in moe.tp_shard(4)}
+        shard = {t.name: t.shape for t in moe.shard(4).tensors()}
         self.assertEqual(shard["mlp.gate.weight"], (128, 2048))
         self.assertEqual(shard["mlp.experts.gate_proj.weight"], (128, 192, 2048))   # 768 / 4
 
@@ -486,7 +488,7 @@ class Invariants(unittest.TestCase):
         # from the shared prefix on (the bisection for max context relies on it),
         # pages, windows and prefixes included
         arch = arch_of(attn(), attn(window=50), attn(window=48), attn(chunk=32), Recurrent(7))
-        st = K.layout(arch, BF16, 1, 1)[0]
+        st = K.plan(arch, BF16, L.Layout())[0]
         for page in (None, 1, 16):
             for prefix in (0, 1, 30, 70):
                 for batch in (1, 5):

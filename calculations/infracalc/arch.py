@@ -4,8 +4,9 @@ An `Architecture` is an embedding, a tuple of `Layer`s, a final norm and an
 output head. A `Layer` is a sequence of blocks (norms, attention, residual
 adds, MLP or MoE). Every block is a frozen dataclass that knows two things:
 its checkpoint tensors (`tensors()`, for exact parameter counts) and its
-operators for a workload (`ops(w)`, for the ledger). Identical layers compare
-equal, so the ledger computes each distinct layer once.
+operators for a workload (`ops(w)`, for the ledger); `shard(tp, ep)` returns
+the block as one device of a parallel layout holds it (see `layout`).
+Identical layers compare equal, so the ledger computes each distinct layer once.
 """
 
 from .record import Record
@@ -26,13 +27,6 @@ class Tensor(Record):
         for d in self.shape:
             n *= d
         return n
-
-
-def split_tensor(t, axis, ways):
-    """The largest of `ways` shards of tensor `t` cut along `axis`: ceil(d / ways)."""
-    shape = list(t.shape)
-    shape[axis] = -(-shape[axis] // ways)
-    return t.replace(shape=tuple(shape))
 
 
 class Block(Record):
@@ -82,26 +76,23 @@ class Block(Record):
         """One line deriving `kv_bytes_per_token` (and `state_bytes`) from the
         shapes, for the `kv` output; "" when the block does not describe it.
         Blocks with `kv_depends_on_mla` take the MLA path as a second argument
-        here and in `tp_kv_ways`, as in `kv_bytes_per_token`."""
+        here, as in `kv_bytes_per_token`."""
         return ""
 
-    def tp_kv_ways(self, tp):
-        """Ways tensor parallelism of degree `tp` splits this block's cache and
-        state: one device holds 1/ways of it. None = not declared; `kv` then
-        counts the cache whole on every device (never overstates capacity) and
-        says so."""
-        return None
-
-    def tp_shard(self, tp):
-        """This block's tensors as one of `tp` tensor-parallel devices holds
-        them. Default (Megatron-style): 1-D tensors (norms, biases) and MoE
-        routers replicated; every other tensor split along one axis, the
-        largest shard ceil(d / tp): axis 0 (output rows; vocab rows for
-        embeddings and heads, i.e. vocab-parallel), axis 1 for stacked experts
-        [E, ...]."""
-        return tuple(t if t.role in ("vector", "router") else
-                     split_tensor(t, 1 if t.role == "expert" and len(t.shape) >= 3 else 0, tp)
-                     for t in self.tensors())
+    def shard(self, tp, ep=1):
+        """This block as one device of a layout holds and runs it, itself an
+        ordinary block (fewer heads, a narrower MLP, fewer local experts, a
+        vocabulary slice), so `tensors()`, `ops(w)` and the cache methods give
+        per-device figures. `tp` is the tensor-parallel degree, `ep` the
+        expert-parallel degree (MoE blocks only). A block that cannot be split
+        that way raises UserError naming why. Default: a block without weights
+        is replicated (each device keeps any cache or state whole); a block with
+        weights must declare its split."""
+        if (tp > 1 or ep > 1) and self.tensors():
+            from .errors import UserError
+            raise UserError(f"{self.label or type(self).__name__} does not declare how tensor "
+                            "or expert parallelism splits it")
+        return self
 
     @property
     def params(self):

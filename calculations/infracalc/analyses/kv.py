@@ -5,7 +5,9 @@ Everything goes through the Block interface, so new layer types need no change
 here: `kv_bytes_per_token(kv_dtype)` (cache per token), `kv_tokens(context)`
 (tokens a layer keeps: all of them, or at most a window), `state_bytes(kv_dtype)`
 (fixed recurrent state per request), `kv_formula(kv_dtype)` (the text of the
-formula), `tp_kv_ways(tp)` and `tp_shard(tp)` (tensor-parallel split).
+formula) and `shard(tp)` (one tensor-parallel device's block). Placement (the
+layout checks, pipeline stages, per-device shards and weights) is the
+`layout` module's, shared with `parallel`.
 
 Memory per device = weight shard + KV cache + workspace reserve. A stage of
 the pipeline holding weights Wt and, per request, own cache R (plus a shared
@@ -13,11 +15,12 @@ prefix cache S once) fits B requests when Wt + reserve + S + B * R <= memory:
 max requests = floor((memory - Wt - reserve - S) / R), the minimum over stages.
 """
 
-import math
+from functools import lru_cache
 
 from .memory import default_reserve
 from .records import SCHEMA_VERSION, model_record
-from ..arch import layer_range_label
+from .. import layout as placement
+from ..arch import Block, layer_range_label
 from ..errors import UserError
 from ..record import Record
 
@@ -139,26 +142,36 @@ class Term(Record):
         return self.layers * (self.slots - self.tokens) * self.per_token_device
 
 
-def _ways(block, w, tp):
-    return block.tp_kv_ways(tp, *_path(block, w)) if tp > 1 else 1
+def split_ways(block, part, w):
+    """Ways one TP device's block `part` splits `block`'s cache (or state): whole
+    bytes / the device's bytes; None when the block declares no split (its whole
+    cache is then kept on every device, which never overstates capacity)."""
+    if part is block:
+        return None if type(block).shard is Block.shard else 1
+    whole = cache_per_token(block, w) or cache_state(block, w)
+    mine = cache_per_token(part, w) or cache_state(part, w)
+    return whole // mine if mine else None
 
 
 def terms(layer_counts, w, context, tp=1, page=None, prefix=0):
-    """Term per cache block of each (layer, count) pair at `context` (>= prefix) tokens."""
+    """Term per cache block of each (layer, count) pair at `context` (>= prefix)
+    tokens; per-device bytes from each block's TP shard (`layout.shard_layer`)."""
     out = []
     for layer, count in layer_counts:
-        for b in cache_blocks(layer, w):
+        mine = placement.shard_layer(layer, tp)
+        for b, part in zip(layer.blocks, mine.blocks):
             k, s = cache_per_token(b, w), cache_state(b, w)
-            ways = _ways(b, w, tp)
-            div = ways or 1
+            if not (k or s):
+                continue
             n = b.kv_tokens_peak(context) if k else 0
             now = b.kv_tokens(context) if k else 0
             align = getattr(b, "chunk", None)
             out.append(Term(label=b.label or type(b).__name__, formula=formula(b, w), layers=count,
-                            per_token=k, per_token_device=-(-k // div), state_device=-(-s // div),
+                            per_token=k, per_token_device=cache_per_token(part, w),
+                            state_device=cache_state(part, w),
                             tokens=n, slots=held_tokens(n, context, page, align) if n else 0,
                             shared=shared_tokens(now, context, prefix, page) if now else 0,
-                            ways=ways))
+                            ways=split_ways(b, part, w) if tp > 1 else 1))
     return out
 
 
@@ -171,81 +184,11 @@ def merge(ts):
     return [t.replace(layers=n) for t, n in merged.items()]
 
 
-# -- layout -----------------------------------------------------------------
-
-def valid_tps(arch):
-    """TP degrees dividing every block's attention heads, with KV heads either
-    divisible by TP or dividing it (so each device holds whole KV heads)."""
-    heads, kv = set(), set()
-    for layer, _, _ in arch.layer_groups():
-        for b in layer.blocks:
-            if getattr(b, "heads", None):
-                heads.add(b.heads)
-                if getattr(b, "kv_heads", None):
-                    kv.add(b.kv_heads)
-    if not heads:
-        return None
-    return [t for t in divisors(math.gcd(*heads)) if all(k % t == 0 or t % k == 0 for k in kv)]
-
-
-def divisors(n):
-    """The divisors of n in increasing order, in O(sqrt(n)) steps."""
-    low = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return low + [n // d for d in reversed(low) if d * d != n]
-
-
-def check_layout(arch, tp, pp):
-    tps = valid_tps(arch)
-    if tps is not None and tp not in tps:
-        heads = sorted({b.heads for layer, _, _ in arch.layer_groups() for b in layer.blocks
-                        if getattr(b, "heads", None)})
-        raise UserError(f"--tp {tp} does not split the attention heads of {arch.id} "
-                        f"({'/'.join(map(str, heads))} heads) into whole heads; valid TP values: "
-                        f"{', '.join(map(str, tps))}")
-    if pp > len(arch.layers):
-        raise UserError(f"--pp {pp} exceeds the {len(arch.layers)} layers of {arch.id}")
-
-
-def stages(arch, pp):
-    """[(first, last + 1)] layer ranges: the first (L mod pp) stages one layer more."""
-    n = len(arch.layers)
-    base, extra = divmod(n, pp)
-    out, start = [], 0
-    for s in range(pp):
-        size = base + (1 if s < extra else 0)
-        out.append((start, start + size))
-        start += size
-    return out
-
-
-def stage_layers(arch, lo, hi):
-    """[(layer, count)] of distinct layers with index in [lo, hi)."""
-    out = []
-    for layer, _, indices in arch.layer_groups():
-        count = sum(1 for i in indices if lo <= i < hi)
-        if count:
-            out.append((layer, count))
-    return out
-
-
-def shard_bytes(block, w, tp):
-    return sum(w.weight_bytes(t) for t in (block.tp_shard(tp) if tp > 1 else block.tensors()))
-
-
-def stage_weight_bytes(arch, w, tp, s, pp, layer_counts):
-    """Weight bytes one device of stage s holds."""
-    total = sum(count * sum(shard_bytes(b, w, tp) for b in layer.blocks)
-                for layer, count in layer_counts)
-    if s == 0:
-        total += shard_bytes(arch.embedding, w, tp)
-    if s == pp - 1:
-        total += shard_bytes(arch.final_norm, w, tp) + shard_bytes(arch.head, w, tp)
-        if arch.tied_embeddings and pp > 1:
-            total += shard_bytes(arch.embedding, w, tp)
-    return total
-
+# -- layout ---------------------------------------------------------------
 
 class Stage(Record):
+    """A pipeline stage as kv sizes it: its layers per distinct layer type and the
+    weight bytes one of its devices holds (layout.stage_weight_bytes)."""
     index: int
     first: int
     last: int               # inclusive
@@ -253,12 +196,20 @@ class Stage(Record):
     weight_bytes: int
 
 
-def layout(arch, w, tp, pp):
-    out = []
-    for s, (lo, hi) in enumerate(stages(arch, pp)):
-        lc = tuple(stage_layers(arch, lo, hi))
-        out.append(Stage(s, lo, hi - 1, lc, stage_weight_bytes(arch, w, tp, s, pp, lc)))
-    return out
+def plan(arch, w, lay):
+    """kv's Stage per pipeline stage of layout `lay` (layout.stages)."""
+    return [Stage(st.index, st.lo, st.hi - 1, tuple(placement.stage_layers(arch, st.lo, st.hi)),
+                  placement.stage_weight_bytes(arch, w, lay, st))
+            for st in placement.stages(arch, lay)]
+
+
+def distinct(stages_):
+    """The first stage of each kind (same layers and weights): capacity is a
+    minimum over stages, and identical stages have identical demands."""
+    seen = {}
+    for st in stages_:
+        seen.setdefault((st.layer_counts, st.weight_bytes), st)
+    return list(seen.values())
 
 
 # -- capacity ---------------------------------------------------------------
@@ -283,14 +234,21 @@ class Demand(Record):
 
 
 def demand(stage, w, context, tp, page, prefix):
-    ts = terms(stage.layer_counts, w, context, tp, page, prefix)
-    return Demand(stage.weight_bytes, sum(t.shared_bytes for t in ts),
-                  sum(t.own_bytes for t in ts), sum(t.waste_bytes for t in ts),
-                  sum(t.layers * t.per_token_device for t in ts))
+    return Demand(stage.weight_bytes, *_cache_demand(stage.layer_counts, w, context, tp, page, prefix))
+
+
+@lru_cache(maxsize=4096)
+def _cache_demand(layer_counts, w, context, tp, page, prefix):
+    """(shared, own, waste, per-token) cache bytes of a stage's layers, per device."""
+    ts = terms(layer_counts, w, context, tp, page, prefix)
+    return (sum(t.shared_bytes for t in ts), sum(t.own_bytes for t in ts),
+            sum(t.waste_bytes for t in ts), sum(t.layers * t.per_token_device for t in ts))
 
 
 def max_requests_at(stages_, w, context, memory, reserve, tp, page, prefix):
-    """(max requests, binding stage index, demands) at a context; None = unbounded."""
+    """(max requests, binding stage index, demands) at a context; None =
+    unbounded. Ties go to the first stage. Pass `distinct(stages)`: repeated
+    stage kinds change nothing."""
     ds = [demand(st, w, context, tp, page, prefix) for st in stages_]
 
     def tightness(i):
@@ -299,7 +257,7 @@ def max_requests_at(stages_, w, context, memory, reserve, tp, page, prefix):
         return (m is None, m or 0, memory - ds[i].need(m or 0, reserve))
 
     bind = min(range(len(ds)), key=tightness)
-    return ds[bind].max_requests(memory, reserve), bind, ds
+    return ds[bind].max_requests(memory, reserve), stages_[bind].index, ds
 
 
 def fits(stages_, w, context, batch, memory, reserve, tp, page, prefix):
@@ -356,11 +314,11 @@ def _tp_notes(arch, w, tp):
         return notes
     seen = set()
     for layer, _, _ in arch.layer_groups():
-        for b in cache_blocks(layer, w):
-            if b in seen:
+        for b, part in zip(layer.blocks, placement.shard_layer(layer, tp).blocks):
+            if b in seen or not (cache_per_token(b, w) or cache_state(b, w)):
                 continue
             seen.add(b)
-            ways = _ways(b, w, tp)
+            ways = split_ways(b, part, w)
             label = b.label or type(b).__name__
             if ways is None:
                 notes.append(f"{label}: its TP split is not declared, so its whole cache is counted "
@@ -384,16 +342,19 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
     reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
     if reserve >= memory_bytes:
         raise UserError(f"reserve {reserve:,} B is not less than device memory {memory_bytes:,} B")
-    check_layout(arch, tp, pp)
+    lay = placement.Layout(tp=tp, pp=pp)
+    placement.validate(arch, lay)
     groups = [(layer, count) for layer, count, _ in arch.layer_groups()]
     whole = merge(terms(groups, w, context))
-    sts = layout(arch, w, tp, pp)
+    sts = plan(arch, w, lay)
+    kinds = distinct(sts)
     args = (memory_bytes, reserve, tp, page, prefix)
-    most, bind, ds = max_requests_at(sts, w, context, *args)
+    most, bind, _ = max_requests_at(kinds, w, context, *args)
+    ds = [demand(st, w, context, tp, page, prefix) for st in sts]   # cached per stage kind
     d = ds[bind]
     left = [memory_bytes - dd.need(batch, reserve) for dd in ds]
     limit = arch.max_context
-    mctx = max_context(sts, w, batch, max(limit, 1), *args)
+    mctx = max_context(kinds, w, batch, max(limit, 1), *args)
     notes = _tp_notes(arch, w, tp)
     if prefix and not any(dd.shared for dd in ds):
         notes.append(f"No layer still holds any of the {prefix:,}-token shared prefix at "
@@ -434,7 +395,7 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
     }
     table = []
     for c in table_contexts(arch.max_context, prefix):
-        m, b, _ = max_requests_at(sts, w, c, *args)
+        m, b, _ = max_requests_at(kinds, w, c, *args)
         table.append({"context": c, "max_requests": m, "binding_stage": b})
     return {
         "schema_version": SCHEMA_VERSION,

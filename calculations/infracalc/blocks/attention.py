@@ -148,27 +148,17 @@ class Attention(Block):
             text += "; attention sinks are per-head weights and add no cache"
         return text
 
-    def tp_kv_ways(self, tp):
-        """KV heads are split over TP; past kv_heads devices each holds one head (replicated)."""
-        return min(tp, self.kv_heads)
-
-    def tp_shard(self, tp):
-        """One TP device's tensors: heads/tp query heads (q, o, sinks), kv_heads/tp KV
-        heads, or one replicated KV head when tp > kv_heads; q/k norms replicated."""
-        heads = -(-self.heads // tp)
-        kv = -(-self.kv_heads // tp) if tp <= self.kv_heads else 1
-        per_device = {"q_proj": (self.heads, heads), "sinks": (self.heads, heads),
-                      "k_proj": (self.kv_heads, kv), "v_proj": (self.kv_heads, kv)}
-        out = []
-        for t in self.tensors():
-            part = t.name[len(self.prefix) + 1:].split(".")[0]
-            if part in per_device:   # rows are head-major: keep this device's heads
-                whole, mine = per_device[part]
-                t = t.replace(shape=(t.shape[0] // whole * mine,) + t.shape[1:])
-            elif part == "o_proj" and t.role == "matrix":
-                t = t.replace(shape=(t.shape[0], t.shape[1] // self.heads * heads))
-            out.append(t)
-        return tuple(out)
+    def shard(self, tp, ep=1):
+        """One TP device's attention (Megatron): heads / tp query heads (q, o and
+        sinks split by head), kv_heads / tp KV heads, or one KV head when tp >
+        kv_heads (tp must then be a multiple of kv_heads: each KV head and its
+        cache replicated tp / kv_heads times); q/k norms and the o bias replicated."""
+        if self.heads % tp:
+            raise UserError(f"TP {tp} does not divide the {self.heads} query heads of {self.label}")
+        if self.kv_heads % tp and tp % self.kv_heads:
+            raise UserError(f"TP {tp} neither divides nor is a multiple of the {self.kv_heads} "
+                            f"KV heads of {self.label}")
+        return self.replace(heads=self.heads // tp, kv_heads=max(1, self.kv_heads // tp))
 
     def kv_tokens_peak(self, context):
         """A chunked layer holds up to C tokens (a full chunk) before a new chunk frees them."""

@@ -2,6 +2,7 @@
 
 
 from ..arch import Block, Tensor
+from ..errors import UserError
 from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, residual, rmsnorm
 
 
@@ -29,6 +30,25 @@ class Embedding(Block):
                                    VECTOR_FLOPS["scale"]))
         return out
 
+    def shard(self, tp, ep=1):
+        """Vocab-parallel (Megatron VocabParallelEmbedding): each TP device holds
+        ceil(vocab / tp) rows, the last one fewer when tp does not divide the
+        vocabulary (the count states the largest shard; no padding rows)."""
+        return self.replace(vocab=-(-self.vocab // tp))
+
+
+class WeightsOnly(Block):
+    """Tensors a device holds but runs no operator on: a pipeline's last stage
+    keeps a copy of a tied embedding matrix for its output head."""
+    held: tuple
+    label = "held weights"
+
+    def tensors(self):
+        return self.held
+
+    def shard(self, tp, ep=1):
+        raise UserError("held weights are already a shard")
+
 
 class RMSNorm(Block):
     """RMSNorm over every position: 4 FLOPs per element, a weight of `width`."""
@@ -40,6 +60,10 @@ class RMSNorm(Block):
 
     def ops(self, w):
         return [rmsnorm(w, self.name, w.positions, self.tensors()[0])]
+
+    def shard(self, tp, ep=1):
+        """Norms are replicated: every TP device holds and applies the whole weight."""
+        return self
 
 
 class Residual(Block):
@@ -71,3 +95,8 @@ class LMHead(Block):
     def ops(self, w):
         rows = w.head_rows
         return [gemm(w, "lm_head", rows, self.weight())] if rows else []
+
+    def shard(self, tp, ep=1):
+        """Vocab-parallel head (column-parallel over the vocabulary): ceil(vocab / tp)
+        rows per TP device, as the embedding."""
+        return self.replace(vocab=-(-self.vocab // tp))

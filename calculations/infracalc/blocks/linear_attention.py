@@ -196,10 +196,14 @@ class GatedDeltaNet(Block):
                 f"{self.conv_state_bytes():,} B: {self.state_bytes(kv_dtype):,} B per request, "
                 "whatever the context; no KV cache")
 
-    def tp_kv_ways(self, tp):
-        """Both states split by heads when TP divides the q/k heads (each device
-        keeps whole q/k heads and their value heads); otherwise not declared."""
-        return tp if self.k_heads % tp == 0 else None
+    def shard(self, tp, ep=1):
+        """One TP device's Gated DeltaNet (as vLLM shards Qwen3-Next): k_heads / tp
+        q/k heads with their v_heads / tp value heads; in_proj_qkvz, in_proj_ba,
+        conv1d, dt_bias, A_log, out_proj and both states split by heads; the
+        gated norm (width head_v_dim) replicated. TP must divide the q/k heads."""
+        if self.k_heads % tp:
+            raise UserError(f"TP {tp} does not divide the {self.k_heads} key heads of {self.label}")
+        return self.replace(k_heads=self.k_heads // tp, v_heads=self.v_heads // tp)
 
     def history_breakpoints(self, lo, hi):
         """Cost is flat in the history, except that history 0 reads no state."""

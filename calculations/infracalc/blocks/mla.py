@@ -46,6 +46,7 @@ naive long prefills, which is why serving systems often mix the two.
 """
 
 from ..arch import Block, Tensor
+from ..errors import UserError
 from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
 from ..workload import MLA_PATHS
 from .attention import causal_pairs, keys_touched, rectangular_pairs
@@ -111,26 +112,15 @@ class MLA(Block):
         return (f"{self.heads} heads x (qk_nope {self.qk_nope} + qk_rope {self.qk_rope} + "
                 f"v {self.v_head_dim}){per}{total}: expanded K and V (naive path)")
 
-    def tp_kv_ways(self, tp, mla="absorbed"):
-        """The absorbed latent serves every head: each TP device keeps all of it
-        (replicated); the naive path's expanded K/V split by heads."""
-        return 1 if mla == "absorbed" else min(tp, self.heads)
-
-    def tp_shard(self, tp):
-        """One TP device's tensors (as vLLM shards DeepSeek attention): the
-        down-projections q_a_proj and kv_a_proj_with_mqa and the norms
-        replicated; q_b_proj (or q_proj) and kv_b_proj split by heads, o_proj
-        by its per-head input columns."""
-        heads = -(-self.heads // tp)
-        out = []
-        for t in self.tensors():
-            part = t.name[len(self.prefix) + 1:].split(".")[0]
-            if part in ("q_b_proj", "q_proj", "kv_b_proj"):
-                t = t.replace(shape=(t.shape[0] // self.heads * heads,) + t.shape[1:])
-            elif part == "o_proj":
-                t = t.replace(shape=(t.shape[0], heads * self.v_head_dim))
-            out.append(t)
-        return tuple(out)
+    def shard(self, tp, ep=1):
+        """One TP device's MLA (as vLLM and SGLang shard DeepSeek attention):
+        q_b_proj (or q_proj), kv_b_proj and o_proj split by heads, heads / tp per
+        device; the down-projections q_a_proj and kv_a_proj_with_mqa, their
+        norms and the absorbed path's latent cache replicated on every device
+        (the naive path's expanded K/V split by heads)."""
+        if self.heads % tp:
+            raise UserError(f"TP {tp} does not divide the {self.heads} heads of {self.label}")
+        return self.replace(heads=self.heads // tp)
 
     def ops(self, w):
         named = {t.name.split(".", 1)[1]: t for t in self.tensors()}

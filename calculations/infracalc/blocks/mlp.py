@@ -2,6 +2,7 @@
 
 
 from ..arch import Block, Tensor
+from ..errors import UserError
 from ..ops import VECTOR_FLOPS, elementwise, gemm
 
 ACTIVATIONS = {"silu": "swiglu", "gelu_pytorch_tanh": "geglu_tanh", "gelu_tanh": "geglu_tanh"}
@@ -29,6 +30,14 @@ class GatedMLP(Block):
                     Tensor(f"{p}.up_proj.bias", (i,), "vector"),
                     Tensor(f"{p}.down_proj.bias", (h,), "vector")]
         return tuple(out)
+
+    def shard(self, tp, ep=1):
+        """Megatron MLP: gate/up column-parallel and down row-parallel, inter / tp
+        columns per device (their biases split alike); the down bias (width
+        hidden) is replicated. TP must divide the intermediate size."""
+        if self.inter % tp:
+            raise UserError(f"TP {tp} does not divide the MLP intermediate size {self.inter}")
+        return self.replace(inter=self.inter // tp)
 
     def ops(self, w):
         t = self.tensors()

@@ -68,11 +68,50 @@ class MoE(Block):
     shared_gate: bool = False    # sigmoid gate [1, hidden] on the shared expert (Qwen3-Next)
     shared_name: str = "shared_experts"  # checkpoint module name (Qwen3-Next: shared_expert)
     prefix: str = "mlp"
+    tp: int = 1                  # placement (set by `shard`): the layout's TP degree
+    ep: int = 1                  # placement: expert-parallel degree; experts / ep held here
 
     @property
     def label(self):
         shared = f" + shared {self.shared_inter}" if self.shared_inter else ""
-        return f"MoE {self.experts}x{self.expert_inter} top-{self.top_k}{shared}"
+        where = f" ({self.local_experts} local, EP {self.ep})" if self.ep > 1 else ""
+        return f"MoE {self.experts}x{self.expert_inter} top-{self.top_k}{shared}{where}"
+
+    @property
+    def local_experts(self):
+        return self.experts // self.ep
+
+    @staticmethod
+    def expert_tp(tp, ep):
+        """Expert tensor-parallel degree: EP ranks are carved out of the TP group
+        first, then out of data-parallel replicas, so each expert is split
+        tp / ep ways when ep <= tp and held whole when ep >= tp."""
+        return tp // ep if ep <= tp else 1
+
+    def shard(self, tp, ep=1):
+        """One device of a TP x EP layout: experts / ep local routed experts
+        (EP ranks taken from the TP group first, then from DP replicas: see
+        `expert_tp`), each expert's gate/up split by columns and down by rows
+        over the expert TP degree (biases alike; the down bias replicated);
+        shared experts TP-split over tp like a dense MLP; the router and its
+        biases replicated. Routed token copies per device: the n*k copies of the
+        device's tokens split min(tp, ep) ways (uniform in expectation)."""
+        if self.tp != 1 or self.ep != 1:
+            raise UserError(f"{self.label} is already a shard")
+        if self.experts % ep:
+            raise UserError(f"EP {ep} does not divide the {self.experts} routed experts of {self.label}")
+        if (tp % ep if ep <= tp else ep % tp):
+            raise UserError(f"EP {ep} and TP {tp}: one must divide the other (EP ranks are taken "
+                            "from the TP group first, then from data-parallel replicas)")
+        etp = self.expert_tp(tp, ep)
+        if self.expert_inter % etp:
+            raise UserError(f"expert TP {etp} does not divide the expert intermediate size "
+                            f"{self.expert_inter} of {self.label}")
+        if self.shared_inter % tp:
+            raise UserError(f"TP {tp} does not divide the shared-expert intermediate size "
+                            f"{self.shared_inter} of {self.label}")
+        return self.replace(expert_inter=self.expert_inter // etp,
+                            shared_inter=self.shared_inter // tp, tp=tp, ep=ep)
 
     def _router(self):
         p = self.prefix
@@ -107,7 +146,7 @@ class MoE(Block):
         return out
 
     def tensors(self):
-        stacked = [t.replace(shape=(self.experts,) + t.shape) for t in self._expert()]
+        stacked = [t.replace(shape=(self.local_experts,) + t.shape) for t in self._expert()]
         return tuple(self._router() + stacked + self._shared())
 
     def active_params(self):
@@ -117,23 +156,29 @@ class MoE(Block):
 
     def ops(self, w):
         n, h, e, k, i = w.positions, self.hidden, self.experts, self.top_k, self.expert_inter
-        routed = n * k
+        ways = min(self.tp, self.ep)
+        routed = -(-n * k // ways)   # this device's share of the routed copies
         router = self._router()
         out = [gemm(w, "router", n, router[0], router[1] if self.router_bias else None),
                Op("routing", "vector", f"[{n},{e}] top-{k}",
                   vector_flops=n * e * ROUTER_FLOPS_PER_SCORE,
                   weight_read=w.weight_bytes(router[-1]) if self.score_bias else 0,
                   act_read=w.act_dtype.nbytes_flat(n * e))]
-        touched = experts_touched(w.routing, e, k, n, w.routing_loads)
+        # experts touched by the tokens the EP group routes (ep / tp replicas' tokens when
+        # ep > tp), this device's 1/ep share of them, rounded up
+        group = n * max(1, self.ep // self.tp)
+        touched = min(self.local_experts,
+                      -(-experts_touched(w.routing, e, k, group, w.routing_loads) // self.ep))
+        local = self.local_experts
         gate, up, down = self._expert()[:3]
         biases = self._expert()[3:] if self.expert_bias else (None, None, None)
         for name, t, bias in (("experts.gate_proj", gate, biases[0]), ("experts.up_proj", up, biases[1])):
-            op = gemm(w, name, routed, t, bias, shape=f"{routed} routed x [{h},{i}], {touched}/{e} experts read")
+            op = gemm(w, name, routed, t, bias, shape=f"{routed} routed x [{h},{i}], {touched}/{local} experts read")
             out.append(op.replace(weight_read=op.weight_read * touched))
         out.append(elementwise(w, f"experts.{self.act}", routed * i, VECTOR_FLOPS[self.act], inputs=2,
                                shape=f"[{routed},{i}]"))
         op = gemm(w, "experts.down_proj", routed, down, biases[2],
-                  shape=f"{routed} routed x [{i},{h}], {touched}/{e} experts read")
+                  shape=f"{routed} routed x [{i},{h}], {touched}/{local} experts read")
         out.append(op.replace(weight_read=op.weight_read * touched))
         combine = elementwise(w, "experts.combine", routed * h, VECTOR_FLOPS["moe_combine"],
                               shape=f"[{n},{k},{h}] -> [{n},{h}]")
