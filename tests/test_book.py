@@ -109,6 +109,23 @@ class Capacity(unittest.TestCase):
                          (65_378_975_744, 1_207_959_552, 16_345_393_152, "memory"))
 
 
+class Placement(unittest.TestCase):
+    def test_dense_tp_pp_placement(self):
+        # INDEX, table "Dense 逐卡 TP/PP/DP" (one request of history 8192 + 1 token per replica,
+        # 24 GB cards, 2 GiB workspace): placement-qwen8-tp2-pp4-dp1 15.257008 GiB of physical
+        # weights, 4.337569 GiB on the fullest card; placement-qwen8-tp16-pp1-dp1 (KV heads
+        # replicated) 15.827545 and 3.129864 GiB.
+        for tp, pp, physical, fullest in ((2, 4, "15.257008", "4.337569"), (16, 1, "15.827545", "3.129864")):
+            r = result("kv", "--model", "qwen3-8b", "--context", "8193", "--tp", str(tp), "--pp", str(pp),
+                       "--memory-bytes", "24GB", "--reserve", "2GiB")
+            stages = r["capacity"]["stages"]
+            self.assertEqual(len(stages), pp)
+            total = tp * sum(s["weight_bytes"] for s in stages)   # even splits: equal TP ranks
+            card = max(s["weight_bytes"] + s["kv_bytes_per_request"] for s in stages) + 2 ** 31
+            self.assertEqual((gib(total, 6), gib(card, 6)), (physical, fullest))
+            self.assertTrue(r["capacity"]["fits_one_request"])
+
+
 class GenerationCache(unittest.TestCase):
     def test_cache_sequence_qwen3_8b_b1(self):
         # bojieli/ai-infra-book:calculations/results/cache-sequence-qwen3-8b-b1.md (P 8192, G 1024):
