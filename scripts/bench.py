@@ -30,8 +30,12 @@ COMMANDS = [
     ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
     ["reproduce", "--check"],
+    ["validate"],
+    ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
 ]
 BUDGET_S = 0.030
+# Bulk checks: many results or cases in one run (a few ms each); timed, not held to the budget.
+BULK = (["reproduce", "--check"], ["validate"])
 
 
 def wall(argv, runs):
@@ -64,10 +68,11 @@ def main():
             failures += 1
             continue
         own = t - base
-        worst = max(worst, own) if cmd[0] != "reproduce" else worst
+        worst = worst if cmd in BULK else max(worst, own)
         print(f"{label:<100} {t * 1e3:8.1f} {own * 1e3:7.1f} {t / base:6.2f}")
     verdict = "within" if worst <= BUDGET_S else "OVER"
-    print(f"worst own share (excluding reproduce): {worst * 1e3:.1f} ms, {verdict} the {BUDGET_S * 1e3:.0f} ms budget")
+    print(f"worst own share (excluding the bulk checks reproduce --check and validate over the whole "
+          f"corpus): {worst * 1e3:.1f} ms, {verdict} the {BUDGET_S * 1e3:.0f} ms budget")
     return 1 if failures else 0
 
 

@@ -280,11 +280,15 @@ class HandDerivedStep(unittest.TestCase):
 
     def test_capacity(self):
         # a request caches P + G - 1 = 2047 tokens (the last generated one is never fed back):
-        # (80e9 - 10% reserve - 16,381,470,720 B of weights) // (147,456 x 2047) = 184
+        # H100 SXM allocatable 81,559 MiB = 85,520,809,984 B; reserve 10% = 8,552,080,998;
+        # (85,520,809,984 - 8,552,080,998 - 16,381,470,720) // (147,456 x 2047) = 200
         c = self.rec["capacity"]
         self.assertEqual(c["cache_bytes_per_request"], 147_456 * 2047)
-        self.assertEqual(c["max_requests"], (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 2047))
-        self.assertEqual(c["max_requests"], 184)
+        self.assertEqual(c["max_requests"], (85_520_809_984 - 8_552_080_998 - 16_381_470_720) // (147_456 * 2047))
+        self.assertEqual(c["max_requests"], 200)
+        # the book's convention (label 80e9 B): (80e9 - 8e9 - 16,381,470,720) // 301,842,432 = 184
+        label = D.decode(load_model("qwen3-8b"), Workload(), load_device("h100-sxm", "label"), 1024, 1024)
+        self.assertEqual(label["capacity"]["max_requests"], 184)
 
 
 class HandDerivedLlamaA100(unittest.TestCase):
@@ -385,12 +389,13 @@ class Sweep(unittest.TestCase):
         cls.rec = D.sweep(cls.arch, Workload(), cls.dev, 128, 128)
 
     def test_batches_and_capacity(self):
-        # cache per request 147,456 x 255 (P + G - 1); (72e9 - 16,381,470,720) // 37,601,280 = 1479
-        cap = (80_000_000_000 - 8_000_000_000 - 16_381_470_720) // (147_456 * 255)
-        self.assertEqual(cap, 1479)
+        # cache per request 147,456 x 255 (P + G - 1);
+        # (85,520,809,984 - 8,552,080,998 - 16,381,470,720) // 37,601,280 = 1611
+        cap = (85_520_809_984 - 8_552_080_998 - 16_381_470_720) // (147_456 * 255)
+        self.assertEqual(cap, 1611)
         self.assertEqual(self.rec["capacity_batch"], cap)
         self.assertEqual([r["batch"] for r in self.rec["rows"]],
-                         [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1479])
+                         [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1611])
 
     def test_aggregate_throughput_never_falls(self):
         for rec in (self.rec, D.sweep(load_model("qwen3-30b-a3b"), Workload(), self.dev, 512, 256)):
@@ -459,7 +464,8 @@ class Cli(unittest.TestCase):
             a, b = (Path(p).read_text() for p in paths)
             self.assertEqual(a, b)
             self.assertTrue(a.startswith("<svg") and a.rstrip().endswith("</svg>"))
-            rows = out.count("\n| ") - 2   # table lines minus header and rule
+            sweep = out.split("## Sweep", 1)[1].split("\n## ", 1)[0]
+            rows = sweep.count("\n| ") - 2   # table lines minus header and rule
             self.assertEqual(a.count("<circle"), rows)
             self.assertIn(">B=1<", a)
             self.assertIn("tokens/s per request", a)

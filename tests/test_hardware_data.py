@@ -19,7 +19,7 @@ REQUIRED_IDS = [
 
 TOP_KEYS = [
     "id", "name", "vendor", "matrix_flops_per_s", "vector_flops_per_s",
-    "memory_bytes", "memory_bandwidth_bytes_per_s", "scale_up", "scale_out",
+    "memory_bytes", "memory_label_bytes", "memory_bandwidth_bytes_per_s", "scale_up", "scale_out",
     "tdp_watts", "sources",
 ]
 MATRIX_KEYS = ["bf16", "fp16", "fp8", "int8", "fp4"]
@@ -151,6 +151,22 @@ class HardwareDataTest(unittest.TestCase):
                     self.assertIn(entry["status"], STATUSES)
                     self.assertIsInstance(entry["note"], str)
 
+    def test_memory_physical_and_label(self):
+        """memory_bytes is what a server can allocate (driver total where published, else the
+        label's binary capacity), never below the label read as 10^9 bytes."""
+        MIB = 2**20
+        want = {"h100-sxm": 81_559 * MIB,        # nvidia-smi: 85,520,809,984 B
+                "a100-sxm-80gb": 81_920 * MIB,   # nvidia-smi: exactly 80 GiB
+                "b200": 183_359 * MIB,           # nvidia-smi: 192,265,846,784 B
+                "h200": 141 * GIB, "mi300x": 192 * GIB, "tpu-v5e": 16 * GIB}
+        for stem, value in want.items():
+            self.assertEqual(self.records[stem][1]["memory_bytes"], value, stem)
+        self.assertEqual(85_520_809_984, 81_559 * MIB)
+        for stem, (_, data) in self.records.items():
+            with self.subTest(device=stem):
+                self.assertGreaterEqual(data["memory_bytes"], data["memory_label_bytes"])
+                self.assertLess(data["memory_bytes"], data["memory_label_bytes"] * 1.08)
+
     def test_plausible_ranges(self):
         for stem, (_, data) in self.records.items():
             with self.subTest(device=stem):
@@ -226,7 +242,7 @@ class HardwareDataTest(unittest.TestCase):
         self.assertEqual(m["int8"], 3958 * TERA // 2)
         self.assertNotIn("fp4", m)
         self.assertEqual(d["vector_flops_per_s"]["fp32"], 67 * TERA)
-        self.assertEqual(d["memory_bytes"], 80 * GB)
+        self.assertEqual(d["memory_label_bytes"], 80 * GB)
         self.assertEqual(d["memory_bandwidth_bytes_per_s"], 3350 * GB)
         # "900 GB/s NVLink" counts both directions.
         self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"], 900 * GB // 2)
@@ -237,7 +253,7 @@ class HardwareDataTest(unittest.TestCase):
     def test_h200_same_compute_more_memory(self):
         h100, h200 = self.rec("h100-sxm"), self.rec("h200")
         self.assertEqual(h200["matrix_flops_per_s"], h100["matrix_flops_per_s"])
-        self.assertEqual(h200["memory_bytes"], 141 * GB)
+        self.assertEqual(h200["memory_label_bytes"], 141 * GB)
         self.assertEqual(h200["memory_bandwidth_bytes_per_s"], 4800 * GB)
 
     def test_a100(self):
@@ -260,7 +276,7 @@ class HardwareDataTest(unittest.TestCase):
         self.assertEqual(m["fp4"], 144 * PETA // 8 // 2)    # 144 PF sparse per HGX
         self.assertEqual(m["fp8"], 72 * PETA // 8 // 2)
         self.assertEqual(m["bf16"], 36 * PETA // 8 // 2)
-        self.assertEqual(d["memory_bytes"], 1440 * GB // 8)  # 180 GB usable
+        self.assertEqual(d["memory_label_bytes"], 1440 * GB // 8)  # 180 GB usable
         self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"], 1800 * GB // 2)
 
     def test_gb200_from_nvl72_rack_figures(self):
@@ -269,19 +285,19 @@ class HardwareDataTest(unittest.TestCase):
         self.assertEqual(m["fp4"], 1440 * PETA // 72 // 2)  # 1,440 PF sparse per rack
         self.assertEqual(m["fp8"], 720 * PETA // 72 // 2)
         self.assertEqual(d["vector_flops_per_s"]["fp32"], 5760 * TERA // 72)
-        self.assertEqual(d["memory_bytes"], 372 * GB // 2)
+        self.assertEqual(d["memory_label_bytes"], 372 * GB // 2)
         self.assertEqual(d["scale_up"]["domain_size"], 72)
 
     def test_tpus_from_google_docs(self):
         v5e, v5p, v6e = self.rec("tpu-v5e"), self.rec("tpu-v5p"), self.rec("tpu-v6e")
         self.assertEqual(v5e["matrix_flops_per_s"]["bf16"], 197 * TERA)
         self.assertEqual(v5e["matrix_flops_per_s"]["int8"], 393 * TERA)
-        self.assertEqual(v5e["memory_bytes"], 16 * GB)
+        self.assertEqual(v5e["memory_label_bytes"], 16 * GB)
         self.assertEqual(v5e["scale_up"]["bytes_per_s_per_direction"], 400 * GB // 2)
         self.assertEqual(v5e["scale_up"]["domain_size"], 256)
         self.assertEqual(v5e["scale_out"]["bytes_per_s_per_direction"], 2 * 100 * GB // 8 // 8)
         self.assertEqual(v5p["matrix_flops_per_s"]["bf16"], 459 * TERA)
-        self.assertEqual(v5p["memory_bytes"], 95 * GIB)      # docs state GiB
+        self.assertEqual(v5p["memory_label_bytes"], 95 * GIB)      # docs state GiB
         self.assertEqual(v5p["memory_bandwidth_bytes_per_s"], 2765 * GB)
         self.assertEqual(v5p["scale_up"]["bytes_per_s_per_direction"], 1200 * GB // 2)
         self.assertEqual(v5p["scale_up"]["domain_size"], 8960)
@@ -295,7 +311,7 @@ class HardwareDataTest(unittest.TestCase):
         mi300x, mi355x = self.rec("mi300x"), self.rec("mi355x")
         self.assertEqual(mi300x["matrix_flops_per_s"]["bf16"], 13074 * TERA // 10)
         self.assertEqual(mi300x["matrix_flops_per_s"]["fp8"], 26149 * TERA // 10)
-        self.assertEqual(mi300x["memory_bytes"], 192 * GB)
+        self.assertEqual(mi300x["memory_label_bytes"], 192 * GB)
         self.assertEqual(mi300x["scale_up"]["bytes_per_s_per_direction"], 7 * 128 * GB // 2)
         # MI355X: 256 CUs x 16,384 dense MXFP4 FLOP/clk/CU x 2.4 GHz; AMD's
         # "20.1 PF" is the with-sparsity figure, exactly twice this.
@@ -303,14 +319,14 @@ class HardwareDataTest(unittest.TestCase):
         self.assertEqual(fp4, 256 * 16384 * 2_400_000_000)
         self.assertEqual(round(2 * fp4 / (100 * TERA)), 201)
         self.assertEqual(mi355x["matrix_flops_per_s"]["fp8"], fp4 // 2)
-        self.assertEqual(mi355x["memory_bytes"], 288 * GB)
+        self.assertEqual(mi355x["memory_label_bytes"], 288 * GB)
         self.assertEqual(mi355x["tdp_watts"], 1400)
 
     def test_gaudi3(self):
         d = self.rec("gaudi3")
         self.assertEqual(d["matrix_flops_per_s"], {"bf16": 1835 * TERA, "fp8": 1835 * TERA})
         self.assertEqual(d["vector_flops_per_s"], {"bf16": 287 * TERA // 10})
-        self.assertEqual(d["memory_bytes"], 128 * GB)
+        self.assertEqual(d["memory_label_bytes"], 128 * GB)
         self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"], 21 * 200 * GB // 8)
         self.assertEqual(d["scale_out"]["bytes_per_s_per_direction"], 3 * 200 * GB // 8)
 

@@ -501,14 +501,17 @@ class Invariants(unittest.TestCase):
 
 class Cli(unittest.TestCase):
     def test_markdown_and_json(self):
-        code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "32768", "--batch", "8")
+        code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "32768", "--batch", "8",
+                               "--memory-convention", "label")
         self.assertEqual(code, 0)
         self.assertIn("| Cache per token, all layers | 147,456 |", out)
-        # 80e9 - 16,381,470,720 weights - 8e9 reserve = 55,618,529,280; / (147,456 * 32,768
-        # = 4,831,838,208) = 11.5 -> 11
+        # the label: 80e9 - 16,381,470,720 weights - 8e9 reserve = 55,618,529,280; / (147,456 *
+        # 32,768 = 4,831,838,208) = 11.5 -> 11
         self.assertIn("| **Max concurrent requests at 32,768 tokens** | 11 |", out)
+        # allocatable 85,520,809,984 - 16,381,470,720 - 8,552,080,998 = 60,587,258,266;
+        # / 4,831,838,208 = 12.5 -> 12
         code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "32768", "--format", "json")
-        self.assertEqual(json.loads(out)["capacity"]["max_requests"], 11)
+        self.assertEqual(json.loads(out)["capacity"]["max_requests"], 12)
 
     def test_errors_exit_2(self):
         for argv in (["--tp", "3"], ["--shared-prefix", "200"], ["--pp", "37"],
@@ -525,7 +528,7 @@ class Cli(unittest.TestCase):
         for text, want in (("0", 0), ("0GiB", 0), ("7.5%", 6_000_000_000),
                            ("12.345678901234567%", 9_876_543_120), ("2GiB", 2 * 2**30)):
             code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "100", "--reserve", text,
-                                   "--format", "json")
+                                   "--memory-convention", "label", "--format", "json")
             self.assertEqual(code, 0, text)
             self.assertEqual(json.loads(out)["capacity"]["reserve_bytes"], want, text)
         code, _, err = run_cli("kv", "--model", "qwen3-8b", "--context", "100", "--reserve=-1")

@@ -66,7 +66,7 @@ class StepCost(unittest.TestCase):
         s = self.rec
         self.assertEqual(s["draft_weight_bytes"], 2_471_628_800)
         self.assertEqual(s["cache_bytes_per_request"], (131_072 + 32_768) * 1203)
-        room = 80_000_000_000 - 8_000_000_000 - 16_060_522_496 - 2_471_628_800
+        room = 85_520_809_984 - 8_552_080_998 - 16_060_522_496 - 2_471_628_800   # H100 SXM allocatable
         self.assertEqual(s["max_requests"], room // ((131_072 + 32_768) * 1203))
 
 

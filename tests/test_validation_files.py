@@ -39,7 +39,7 @@ KINDS = {
                       {"training"},
                       {"step_time_s", "tokens_per_s_per_device", "model_flops_per_s_per_device", "mfu"}),
 }
-SETUP_OPTIONAL = {"layout"}
+SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla"}   # the last three: see SOURCES.md
 DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
 LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
 

@@ -5,7 +5,8 @@ from .errors import UserError
 from .record import Record
 
 LOGITS = ("last", "all", "none")
-MLA_PATHS = ("absorbed", "naive")
+MLA_PATHS = ("absorbed", "expanded", "naive")
+MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
 NEW_KV = ("reread", "on-chip")
 _BF16 = DTYPES["bf16"]
@@ -28,7 +29,7 @@ class Workload(Record):
     formats: tuple = ()   # ((role, Dtype), ...)
     routing: str = "uniform"      # MoE routing model (see blocks.moe)
     routing_loads: tuple = ()     # relative load per expert for routing "histogram"
-    mla: str = "absorbed"         # MLA execution path: naive | absorbed (see blocks.mla)
+    mla: str = "absorbed"         # MLA execution path: auto | absorbed | expanded | naive (blocks.mla)
     delta_form: str = "auto"      # Gated DeltaNet form: auto | chunked | recurrent (see blocks.linear_attention)
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
 
@@ -38,8 +39,8 @@ class Workload(Record):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 need = "a positive integer" if low else "a non-negative integer"
                 raise UserError(f"{name} must be {need}, got {value!r}")
-        if self.mla not in MLA_PATHS:
-            raise UserError(f"mla must be one of {', '.join(MLA_PATHS)}, got {self.mla!r}")
+        if self.mla not in MLA_CHOICES:
+            raise UserError(f"mla must be one of {', '.join(MLA_CHOICES)}, got {self.mla!r}")
         if self.delta_form not in DELTA_FORMS:
             raise UserError(f"delta_form must be one of {', '.join(DELTA_FORMS)}, got {self.delta_form!r}")
         if self.new_kv not in NEW_KV:

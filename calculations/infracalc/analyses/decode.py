@@ -17,10 +17,11 @@ than half its time; otherwise the largest byte class names it.
 from .. import ledger
 from ..errors import UserError
 from ..record import Record
-from . import decode_sum
-from .memory import default_reserve, request_bytes, requests_in
+from . import decode_sum, mla_path
+from .memory import ENGINE_DEFAULTS, default_reserve, engine_reserve, request_bytes, requests_in
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import roof
+from .serving import SERVING_CONVENTIONS, throughput
 
 DECODE_CONVENTIONS = (
     "Output length G counts every generated token (as vLLM's --output-len): the prefill pass "
@@ -40,7 +41,9 @@ DECODE_CONVENTIONS = (
     "Time per output token (TPOT) = decode time / (G - 1); decode tokens/s per request = "
     "1 / TPOT, for the batch B / TPOT; end-to-end tokens/s per request = G / (TTFT + decode time).",
     "Capacity: requests whose cache for P + G - 1 tokens (the last generated token is never cached) fits beside the weights and a workspace "
-    "reserve of 10% of device memory (analyses/memory; `kv` adds sharding, paging, prefix sharing).",
+    "reserve (--reserve; default 10% of device memory, as vLLM's gpu_memory_utilization 0.9; "
+    "TensorRT-LLM's default leaves 10% of the memory free after the weights instead) "
+    "(analyses/memory; `kv` adds sharding, paging, prefix sharing).",
 )
 
 LEFT_OUT = (
@@ -59,7 +62,8 @@ OPERATOR_COLUMNS = ("name", "layers", "repeats", "category", "shape", "matrix_fl
                     "kv_bytes_read", "act_bytes_written", "kv_bytes_written", "time_s", "bound")
 SWEEP_COLUMNS = ("batch", "tpot_first_s", "tpot_mean_s", "tpot_last_s", "decode_tokens_per_s_per_request",
                  "decode_tokens_per_s_aggregate", "compute_share", "compute_bound_s", "weights_s", "kv_s",
-                 "activations_s", "bound", "cache_bytes")
+                 "activations_s", "bound", "cache_bytes",
+                 "stream_output_tokens_per_s", "stream_bound")
 
 
 class Account(Record):
@@ -199,23 +203,34 @@ def cached_tokens(input_len, output_len):
     return input_len + output_len - 1
 
 
-def capacity_record(arch, w, device, context):
+def capacity_record(arch, w, device, context, reserve_bytes=None):
     """Requests of `context` cached tokens that fit beside the weights and the
-    default reserve (memory.max_requests, with its parts shown)."""
-    reserve = default_reserve(device.memory_bytes)
+    reserve (default 10% of memory; memory.max_requests, with its parts shown),
+    and what the serving engines' default reserves would leave."""
+    memory = device.memory_bytes
+    reserve = default_reserve(memory) if reserve_bytes is None else reserve_bytes
     per = request_bytes(arch, w, context)
     weights = arch.weight_bytes(w)
-    room = device.memory_bytes - weights - reserve
+    room = memory - weights - reserve
     fit = requests_in(room, per)
+    engines = []
+    for name, rule, kind in ENGINE_DEFAULTS:
+        res = engine_reserve(kind, memory, weights)
+        engines.append({"engine": name, "rule": rule, "reserve_bytes": res,
+                        "max_requests": None if res is None else requests_in(memory - weights - res, per)})
     return {
         "context_tokens": context,
-        "memory_bytes": device.memory_bytes,
+        "memory_bytes": memory,
+        "memory_convention": device.memory_convention,
         "weight_bytes": weights,
         "reserve_bytes": reserve,
+        "reserve_rule": ("10% of device memory, as vLLM's default gpu_memory_utilization 0.9"
+                         if reserve_bytes is None else "--reserve"),
         "cache_room_bytes": room,   # negative: a shortfall
         "cache_bytes_per_request": per,
         "max_requests": fit,
         "fits": fit is None or w.batch <= fit,
+        "engine_defaults": engines,
     }
 
 
@@ -248,16 +263,46 @@ def _header(arch, w, device, r, ce, me):
     }
 
 
-def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0):
+def decode_path(arch, w, lo, hi, r):
+    """The decode steps' workload and MLA choice (mla_path.cheaper over all steps)."""
+    if hi < lo:
+        return mla_path.cheaper(arch, w, lambda x: 0.0)
+    return mla_path.cheaper(arch, w, lambda x: account(
+        decode_sum.decode_pieces(arch, x, lo, hi, check=False), r).time_s)
+
+
+def mla_notes(rec, notes, prefill, steps):
+    """State the MLA paths auto chose for the prefill and the decode steps."""
+    if prefill:
+        notes.append(mla_path.note(prefill, "prefill"))
+    if steps:
+        notes.append(mla_path.note(steps, "decode steps"))
+    if prefill or steps:
+        rec["inputs"]["mla"] = (f"auto: {prefill['path'] if prefill else '-'} for the prefill, "
+                                f"{steps['path'] if steps else '-'} for the decode steps")
+
+
+def serving_record(arch, w, r, input_len, output_len, cap, prefill_w=None):
+    """The serving-throughput bound (analyses/serving) in the capacity's room."""
+    from .serving import serving_bound
+
+    return serving_bound(arch, w, r, input_len, output_len, cap["cache_room_bytes"], prefill_w)
+
+
+def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0,
+           reserve_bytes=None):
     """The `decode` record for one request shape and batch."""
     notes = _check_lengths(arch, input_len, output_len)
     w = w.replace(tokens=1, history=0, logits="last")
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
-    prefill = phase_record([decode_sum.single(ledger.operators(arch, w.replace(tokens=input_len)))], r)
+    wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
+    prefill = phase_record([decode_sum.single(ledger.operators(arch, wp))], r)
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
+    w, step_choice = decode_path(arch, w, input_len, input_len + steps - 1, r)
     rec["inputs"] = inputs_record(w, input_len, output_len)
-    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len))
+    mla_notes(rec, notes, choice, step_choice)
+    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve_bytes)
     if not cap["fits"]:
         room = (f"at most {cap['max_requests']} requests of {cap['context_tokens']} cached tokens fit beside "
                 "the weights and reserve" if cap["max_requests"] else
@@ -280,8 +325,9 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     rec["decode"] = summed
     rec["latency"] = latency_record(w.batch, output_len, prefill, first, summed, last)
     rec["operators"] = operators
+    rec["serving"] = serving_record(arch, w, r, input_len, output_len, cap, wp)
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS)
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
     return rec
 
 
@@ -316,7 +362,8 @@ def sweep_batches(capacity):
     return out
 
 
-def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0):
+def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0,
+          reserve_bytes=None):
     """The `decode --batch-sweep` record: B = 1, 2, 4, ... up to the batch whose cache still fits."""
     notes = _check_lengths(arch, input_len, output_len)
     if output_len < 2:
@@ -325,16 +372,21 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
     lo, hi = input_len, input_len + steps - 1
-    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len))
+    wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
+    w, step_choice = decode_path(arch, w, lo, hi, r)
+    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve_bytes)
     if cap["max_requests"] is None:
         raise UserError(f"{arch.id} keeps no per-request cache: memory does not bound the batch")
     del cap["fits"]
+    serving = serving_record(arch, w, r, input_len, output_len, cap, wp)
+    work = (serving["request_matrix_flops"], serving["request_vector_flops"], serving["request_kv_bytes"])
     rows = []
     for b in sweep_batches(cap["max_requests"]):
         wb = w.replace(batch=b)
         pcs = decode_sum.decode_pieces(arch, wb, lo, hi, check=b == 1)
         acc = account(pcs, r)
         dec = acc.time_s
+        stream = throughput(work, sum(v[_WR] for v in pcs[0].starts), input_len, output_len, b, r)
         rows.append({
             "batch": b, "tpot_first_s": account([pcs[0].step(0)], r).time_s,
             "tpot_mean_s": dec / steps, "tpot_last_s": account([pcs[-1].last_step()], r).time_s,
@@ -344,9 +396,12 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
             "compute_bound_s": acc.compute_s, "weights_s": acc.weights_s, "kv_s": acc.kv_s,
             "activations_s": acc.act_s, "bound": acc.bound,
             "cache_bytes": b * cap["cache_bytes_per_request"],
+            "stream_output_tokens_per_s": stream["output_tokens_per_s"],
+            "stream_bound": stream["bound"],
         })
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
     rec["inputs"] = inputs_record(w, input_len, output_len, batch=False)
+    mla_notes(rec, notes, choice, step_choice)
     if not rows:
         notes.append("not even one request fits: the weights and the reserve exceed device memory")
     rec["notes"] = notes
@@ -354,8 +409,12 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["rows"] = rows
     rec["compute_bound_batch"] = compute_bound_batch(arch, w, rows, lo, hi, r)
     rec["capacity_batch"] = cap["max_requests"]
+    rec["serving"] = serving
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + [
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS) + [
+        "Sweep column 'stream tokens/s': the serving-throughput bound with the weights of each "
+        "step shared by the row's batch as the mean concurrency (continuous batching, chunked "
+        "prefill), beside the lockstep decode throughput.",
         "Sweep: the smallest batch whose decode phase is compute-bound is found by bisection "
         "between the last memory-bound and the first compute-bound swept batch."]
     return rec

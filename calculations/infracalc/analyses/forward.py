@@ -73,11 +73,14 @@ def workload_notes(arch, w):
 
 
 def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
-    """The full `forward` result record (`notes` only when there is a warning)."""
-    L = ledger.build(arch, w)
+    """The full `forward` result record (`notes` only when there is a warning or a choice)."""
+    from .mla_path import for_pass, note
+
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    w, choice = for_pass(arch, w, r)
+    L = ledger.build(arch, w)
     bounds = [op_bound(op, r) for op in L.ops]
-    notes = workload_notes(arch, w)
+    notes = workload_notes(arch, w) + ([note(choice)] if choice else [])
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "forward",

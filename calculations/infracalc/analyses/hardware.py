@@ -34,6 +34,7 @@ def device_summary(d):
         "vector_flops_per_s": d.vector_flops_per_s or None,
         "vector_peak_kind": d.vector_peak_kind or None,
         "memory_bytes": d.memory_bytes,
+        "memory_label_bytes": d.memory_label_bytes,
         "memory_bandwidth_bytes_per_s": d.memory_bandwidth_bytes_per_s,
         "scale_up": _link(d.scale_up, True),
         "scale_out": _link(d.scale_out, False),

@@ -31,3 +31,28 @@ def requests_in(free_bytes, per_request):
     if free_bytes <= 0:
         return 0
     return free_bytes // per_request if per_request else None
+
+
+# Serving engines' defaults for the memory left to the KV cache, beside ours (which
+# follows vLLM's). Each is (engine, the rule as documented, reserve in bytes or None).
+ENGINE_DEFAULTS = (
+    ("vLLM", "gpu_memory_utilization = 0.9 of total device memory for weights, activations and "
+             "KV cache (engine argument --gpu-memory-utilization, default 0.9; docs.vllm.ai, "
+             "engine arguments)", "total"),
+    ("TensorRT-LLM", "KvCacheConfig.free_gpu_memory_fraction = 0.9 of the memory still free after "
+                     "the weights (and activations) are loaded (nvidia.github.io/TensorRT-LLM, "
+                     "'How to Change KV Cache Behavior')", "free"),
+    ("SGLang", "mem_fraction_static of total memory for weights and KV pool; unset, a heuristic "
+               "picks it from the device's memory size (sgl-project/sglang: "
+               "python/sglang/srt/server_args.py)", None),
+)
+
+
+def engine_reserve(rule, memory_bytes, weight_bytes):
+    """The reserve an engine's default leaves out of the cache: 10% of memory (vLLM),
+    10% of the memory left after the weights (TensorRT-LLM); None when not fixed."""
+    if rule == "total":
+        return default_reserve(memory_bytes)
+    if rule == "free":
+        return max(memory_bytes - weight_bytes, 0) // 10
+    return None

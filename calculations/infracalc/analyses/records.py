@@ -62,6 +62,7 @@ def device_record(device, r, compute_dtype, compute_efficiency, memory_efficienc
         "vector_peak": (f"{device.vector_peak_kind} non-tensor peak" if device.vector_peak_kind else
                         "none published: vector FLOPs charged at the matrix peak (optimistic)"),
         "memory_bytes": device.memory_bytes,
+        "memory_convention": device.memory_convention,
         "memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s,
         "compute_efficiency": compute_efficiency,
         "memory_efficiency": memory_efficiency,

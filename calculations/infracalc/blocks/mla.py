@@ -10,7 +10,7 @@ null, a plain q_proj):
   [qk_nope, kv_lora] then W_UV [v_head_dim, kv_lora] (rows head-major);
 - o_proj [hidden, heads*v_head_dim].
 
-Two execution paths (`Workload.mla`, `--mla`), same weights, different work:
+Three execution paths (`Workload.mla`, `--mla`), same weights, different work:
 
 naive (the Hugging Face reference with its cache of expanded K/V): kv_b_proj
   up-projects the latent of the T NEW tokens only; the cache holds the
@@ -33,7 +33,18 @@ absorbed (DeepSeek's inference code, attn_impl "absorb"): W_UK is applied
   [heads, qk_nope, kv_lora] tensor in the weight format, W_UV's the rest of
   kv_b_proj, so the two reads add up to the stored tensor exactly.
 
-Both paths: RoPE on heads*qk_rope query values and qk_rope key values per
+expanded (what serving engines run for prefill, e.g. vLLM's MLA prefill and
+  DeepSeek's inference code with attn_impl "naive" on a latent cache): the
+  cache holds the latent and k_pe as in the absorbed path, and each pass
+  up-projects the latent of every key it attends (the H cached ones read
+  from the cache, the T new ones from the activations) with kv_b_proj into
+  per-head K_nope and V, written as activations; attention then runs as in the
+  naive path over the expanded K (k_pe shared by the heads) and V. Its cost
+  per query-key pair is the naive path's, plus 2*heads*kv_lora*(qk_nope +
+  v_head_dim) FLOPs per key attended for the up-projection: cheap when the
+  new tokens are many (a prefill), dear for one new token over a long history.
+
+Paths: RoPE on heads*qk_rope query values and qk_rope key values per
 token; softmax over the causal pairs (blocks.attention.causal_pairs).
 
 Consequences of the formulas: the linear FLOPs per new token are equal
@@ -89,8 +100,9 @@ class MLA(Block):
 
     def cache_values(self, mla):
         """(key values, value values) cached per token: the latent and k_pe when
-        absorbed (one stream read as key and value), expanded K and V when naive."""
-        if mla == "absorbed":
+        absorbed or expanded (one stream read as key and value; `auto` picks one of
+        the two per pass, so it caches the latent too), expanded K and V when naive."""
+        if mla in ("absorbed", "expanded", "auto"):
             return self.kv_lora_rank, self.qk_rope
         if mla == "naive":
             return self.heads * (self.qk_nope + self.qk_rope), self.heads * self.v_head_dim
@@ -106,9 +118,9 @@ class MLA(Block):
         nb = kv_dtype.bits // 8 if kv_dtype.bits % 8 == 0 and not kv_dtype.is_quantized else None
         per = f" x {nb} B ({kv_dtype.name})" if nb else f" values in {kv_dtype.name}"
         total = f" = {self.kv_bytes_per_token(kv_dtype, mla):,} B per token"
-        if mla == "absorbed":
+        if mla != "naive":
             return (f"(kv_lora {self.kv_lora_rank} + qk_rope {self.qk_rope}){per}{total}: the "
-                    "latent and the shared RoPE key (absorbed path)")
+                    f"latent and the shared RoPE key ({mla} path)")
         return (f"{self.heads} heads x (qk_nope {self.qk_nope} + qk_rope {self.qk_rope} + "
                 f"v {self.v_head_dim}){per}{total}: expanded K and V (naive path)")
 
@@ -128,8 +140,11 @@ class MLA(Block):
         out = self._query(w, named, n)
         out += [gemm(w, "kv_a_proj_with_mqa", n, named["kv_a_proj_with_mqa.weight"]),
                 rmsnorm(w, "kv_a_layernorm", n, named["kv_a_layernorm.weight"])]
-        path = self._absorbed if w.mla == "absorbed" else self._naive
-        return out + path(w, named, n) + [gemm(w, "o_proj", n, named["o_proj.weight"])]
+        paths = {"absorbed": self._absorbed, "naive": self._naive, "expanded": self._expanded}
+        if w.mla not in paths:
+            raise ValueError(f"MLA path {w.mla!r} must be resolved to one of {', '.join(paths)} "
+                             "before the ledger is built (analyses/mla_path)")
+        return out + paths[w.mla](w, named, n) + [gemm(w, "o_proj", n, named["o_proj.weight"])]
 
     def _query(self, w, named, n):
         if not self.q_lora_rank:
@@ -172,6 +187,33 @@ class MLA(Block):
             Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{v}]",
                matrix_flops=2 * b * heads * v * pairs, rect_flops=2 * b * heads * v * rect,
                kv_read=b * (keys - w.new_keys_on_chip) * v_token, act_write=act.nbytes_flat(n * heads * v),
+               compute=w.compute_dtype.name),
+        ]
+
+    def _expanded(self, w, named, n):
+        b, t, heads, r = w.batch, w.tokens, self.heads, self.kv_lora_rank
+        nope, rope, v = self.qk_nope, self.qk_rope, self.v_head_dim
+        act, kv = w.act_dtype, w.kv_dtype
+        pairs, rect, keys = self._pairs(w)
+        latent_token = self.kv_bytes_per_token(kv, "absorbed")
+        cached = b * (keys - t)   # cached keys the pass attends, read as latents
+        up = gemm(w, "kv_b_proj", b * keys, named["kv_b_proj.weight"],
+                  shape=f"[{b * keys},{r}]x[{r},{heads}x({nope}+{v})], every key attended")
+        up = up.replace(act_read=act.nbytes_flat(n * r), kv_read=cached * latent_token)
+        return [
+            self._rope(w, n),
+            Op("kv_store", "memory", f"[{n},{r}+{rope}] latent and k_pe",
+               act_read=act.nbytes_flat(n * (r + rope)), kv_write=n * latent_token),
+            up,
+            Op("attn_qk", "attention", f"{b}x{heads}x[{t},{nope}+{rope}]x[{nope}+{rope},{keys}]",
+               matrix_flops=2 * b * heads * (nope + rope) * pairs,
+               rect_flops=2 * b * heads * (nope + rope) * rect,
+               act_read=act.nbytes_flat(n * heads * (nope + rope) + b * keys * (heads * nope + rope)),
+               compute=w.compute_dtype.name),
+            self._softmax(w, pairs),
+            Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{v}]",
+               matrix_flops=2 * b * heads * v * pairs, rect_flops=2 * b * heads * v * rect,
+               act_read=act.nbytes_flat(b * keys * heads * v), act_write=act.nbytes_flat(n * heads * v),
                compute=w.compute_dtype.name),
         ]
 

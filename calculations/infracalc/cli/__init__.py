@@ -13,6 +13,7 @@ COMMANDS = {
     "kv": "KV cache per layer type and request capacity on a device layout",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
+    "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",
 }
 
 PROG = "infra-calc"

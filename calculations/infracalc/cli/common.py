@@ -2,7 +2,7 @@
 
 import argparse
 
-from ..workload import DELTA_FORMS, MLA_PATHS, NEW_KV
+from ..workload import DELTA_FORMS, MLA_CHOICES, MLA_PATHS, NEW_KV
 
 FORMATS = ("md", "json", "csv")
 
@@ -51,6 +51,68 @@ def fraction(text):
     return _float_in(text, lambda v: MIN_EFFICIENCY <= v <= 1, "[1e-6, 1]")
 
 
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def _bytes(text, low):
+    """An integer count of bytes >= low: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
+    raw = text.strip().replace("_", "").replace(",", "")
+    digits = raw.rstrip("KMGTIBkmgtib")
+    unit = raw[len(digits):].upper()
+    what = "a positive" if low else "a non-negative"
+    try:
+        value = int(digits) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"must be {what} byte count (e.g. 85899345920, 80GiB, 141GB), got '{text}'") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {what} byte count, got '{text}'")
+    return value
+
+
+def byte_size(text):
+    """A positive byte count: 85899345920, 80GiB, 141GB."""
+    return _bytes(text, 1)
+
+
+def reserve_arg(text):
+    """--reserve: a byte count (0 allowed), or a percentage of device memory ('5%', '7.5%'),
+    kept exact as a fraction so the reserve is floor(memory x pct / 100) bytes."""
+    if text.strip().endswith("%"):
+        from fractions import Fraction
+
+        try:
+            pct = Fraction(text.strip()[:-1])
+        except (ValueError, ZeroDivisionError):
+            pct = -1
+        if not 0 <= pct < 100:
+            raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100), got '{text}'")
+        return ("percent", pct)
+    return ("bytes", _bytes(text, 0))
+
+
+def add_memory(p):
+    """--reserve and --memory-convention: one definition for every command that sizes memory."""
+    from ..load.hardware import MEMORY_CONVENTIONS
+
+    p.add_argument("--reserve", type=reserve_arg, default=None, metavar="BYTES|PCT%",
+                   help="workspace reserve per device (activations, runtime, fragmentation): bytes "
+                        "(e.g. 4GiB) or a percentage of device memory; default 10%% of memory, "
+                        "as vLLM's gpu_memory_utilization 0.9")
+    p.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
+                   help="device capacity: physical (default; what a server can allocate, e.g. "
+                        "H100 SXM 81,559 MiB) or label (the vendor's GB read as 10^9 bytes, as the book)")
+
+
+def reserve_bytes(args, memory_bytes):
+    """The --reserve in bytes for a device of memory_bytes, or None (the default rule)."""
+    if args.reserve is None:
+        return None
+    kind, value = args.reserve
+    return value if kind == "bytes" else int(memory_bytes * value // 100)
+
+
 def add_model(p, required=True):
     p.add_argument("--model", required=required, metavar="ID|CONFIG.json",
                    help="a bundled model id (see `models`), a path to a Hugging Face config.json, "
@@ -83,8 +145,11 @@ def add_architecture_options(p):
     p.add_argument("--routing", default="uniform", metavar="MODEL|LOADS.json",
                    help="MoE routing model: uniform (default), balanced, concentrated, or a JSON "
                         "file with a list of relative loads per expert")
-    p.add_argument("--mla", choices=MLA_PATHS, default="absorbed",
-                   help="MLA execution path: absorbed (latent cache, default) or naive (expanded K/V)")
+    p.add_argument("--mla", choices=MLA_CHOICES, default="auto",
+                   help="MLA execution path: auto (default: per pass the cheaper of expanded and "
+                        "absorbed; decode steps absorbed), absorbed (W_UK/W_UV folded, latent "
+                        "cache), expanded (K/V up-projected per pass, latent cache) or naive "
+                        "(expanded K/V cached, the HF reference)")
     p.add_argument("--new-kv", choices=NEW_KV, default="reread",
                    help="the pass's new K/V: reread (default; attention reads them back from the "
                         "cache after kv_store) or on-chip (attention takes them from the projections "

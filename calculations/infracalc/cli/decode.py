@@ -17,6 +17,7 @@ def add_arguments(p):
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
+    common.add_memory(p)
     common.add_output(p)
     spec = p.add_argument_group("speculative decoding")
     spec.add_argument("--draft-model", metavar="ID|CONFIG.json",
@@ -43,23 +44,26 @@ def run(args):
     if args.draft_model and args.batch_sweep:
         raise UserError("speculative decoding (--draft-model) takes one --batch, not --batch-sweep")
     arch = load_model(args.model)
-    device = load_device(args.device)
+    device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, args.batch, 1, 0)
     eff = (args.compute_efficiency, args.memory_efficiency)
+    reserve = common.reserve_bytes(args, device.memory_bytes)
     if not args.batch_sweep:
-        rec = decode.decode(arch, w, device, args.input_len, args.output_len, *eff)
+        rec = decode.decode(arch, w, device, args.input_len, args.output_len, *eff, reserve)
         if args.draft_model:
             from ..analyses.roofline import roof
             from ..analyses.speculative import speculative
 
             draft = load_model(args.draft_model)
-            wd = common.workload(args, draft, args.batch, 1, 0)
             r = roof(device, w.compute_dtype, *eff)
+            span = (args.input_len, args.input_len + args.output_len - 2)   # the decode steps
+            w = decode.decode_path(arch, w, *span, r)[0]
+            wd = decode.decode_path(draft, common.workload(args, draft, args.batch, 1, 0), *span, r)[0]
             rec["speculative"] = speculative(arch, draft, w, wd, device, args.input_len,
                                              args.output_len, args.acceptance_rate,
                                              args.draft_tokens, r, rec)
         return common.emit(args, rec, render.markdown, render.csv)
-    rec = decode.sweep(arch, w, device, args.input_len, args.output_len, *eff)
+    rec = decode.sweep(arch, w, device, args.input_len, args.output_len, *eff, reserve)
     if args.plot:
         from ..render.svg import throughput_plot
         with open(args.plot, "w", encoding="utf-8") as f:

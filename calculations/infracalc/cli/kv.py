@@ -1,49 +1,6 @@
 """`kv`: KV cache sizing per layer type and request capacity on a device layout."""
 
-import argparse
-
 from . import common
-
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
-
-
-def _bytes(text, low):
-    """An integer count of bytes >= low: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
-    raw = text.strip().replace("_", "").replace(",", "")
-    digits = raw.rstrip("KMGTIBkmgtib")
-    unit = raw[len(digits):].upper()
-    what = "a positive" if low else "a non-negative"
-    try:
-        value = int(digits) * _UNITS[unit]
-    except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(
-            f"must be {what} byte count (e.g. 85899345920, 80GiB, 141GB), got '{text}'") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"must be {what} byte count, got '{text}'")
-    return value
-
-
-def byte_size(text):
-    """A positive byte count: 85899345920, 80GiB, 141GB."""
-    return _bytes(text, 1)
-
-
-def reserve(text):
-    """A byte count (0 allowed), or a percentage of device memory ('5%', '7.5%'),
-    kept exact as a fraction so the reserve is floor(memory x pct / 100) bytes."""
-    if text.strip().endswith("%"):
-        from fractions import Fraction
-
-        try:
-            pct = Fraction(text.strip()[:-1])
-        except (ValueError, ZeroDivisionError):
-            pct = -1
-        if not 0 <= pct < 100:
-            raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100), got '{text}'")
-        return ("percent", pct)
-    return ("bytes", _bytes(text, 0))
-
 
 def add_arguments(p):
     common.add_model(p)
@@ -57,11 +14,9 @@ def add_arguments(p):
     where = p.add_mutually_exclusive_group()
     where.add_argument("--device", default=None, metavar="ID|DEVICE.json",
                        help="a bundled device id or a device JSON path (default h100-sxm)")
-    where.add_argument("--memory-bytes", type=byte_size, default=None, metavar="BYTES",
+    where.add_argument("--memory-bytes", type=common.byte_size, default=None, metavar="BYTES",
                        help="memory per device instead of a device (e.g. 85899345920 or 80GiB)")
-    p.add_argument("--reserve", type=reserve, default=None, metavar="BYTES|PCT%",
-                   help="workspace reserve per device (activations, runtime, fragmentation); "
-                        "default 10%% of memory")
+    common.add_memory(p)
     p.add_argument("--tp", type=common.positive_int, default=1, help="tensor-parallel degree (default 1)")
     p.add_argument("--pp", type=common.positive_int, default=1, help="pipeline-parallel degree (default 1)")
     p.add_argument("--page-size", type=common.positive_int, default=None, metavar="TOKENS",
@@ -82,12 +37,11 @@ def run(args):
         memory, device = args.memory_bytes, None
     else:
         from ..load.hardware import load_device
-        dev = load_device(args.device or "h100-sxm")
+        dev = load_device(args.device or "h100-sxm", args.memory_convention)
         memory, device = dev.memory_bytes, dev.id
-    res = None
-    if args.reserve is not None:
-        kind, value = args.reserve
-        res = value if kind == "bytes" else int(memory * value // 100)
+    res = common.reserve_bytes(args, memory)
     rec = kv(arch, w, args.context, args.batch, memory, res, args.tp, args.pp,
              args.page_size, args.shared_prefix, device)
+    if device:
+        rec["inputs"]["memory_convention"] = args.memory_convention
     return common.emit(args, rec, render.markdown, render.csv)

@@ -42,11 +42,14 @@ class Device(Record):
     matrix_flops_per_s: tuple   # ((format, dense FLOP/s), ...)
     vector_flops_per_s: int     # non-tensor peak (FP32, else BF16); 0 when none is published
     vector_peak_kind: str       # "fp32", "bf16" or "" (none published)
-    memory_bytes: int
+    memory_bytes: int           # the convention's capacity (see MEMORY_CONVENTIONS)
     memory_bandwidth_bytes_per_s: int
     scale_up: Link = None
     scale_out: Link = None
     tdp_watts: int = 0
+    memory_label_bytes: int = 0   # the vendor's label (80 GB -> 80e9 B)
+    memory_physical_bytes: int = 0   # the largest capacity a server can allocate (file's memory_bytes)
+    memory_convention: str = "physical"
 
     def peak(self, dtype):
         """Dense matrix FLOP/s at a format's peak; a format the device lacks is a UserError."""
@@ -62,6 +65,13 @@ class Device(Record):
 def device_ids():
     return sorted(f[:-5] for f in os.listdir(HARDWARE_DIR) if f.endswith(".json"))
 
+
+# Which capacity a Device's memory_bytes holds (--memory-convention):
+# physical: the largest capacity a server can allocate: the driver-reported total where a
+#   public report exists (H100 SXM: nvidia-smi 81,559 MiB), else the binary capacity of the
+#   label (80 GB of HBM -> 80 GiB), which bounds the driver's figure from above;
+# label: the vendor's label read as 10^9 bytes (80 GB -> 80e9), as the book's tables use it.
+MEMORY_CONVENTIONS = ("physical", "label")
 
 MAX_FIGURE = 10**30   # far above any device figure; keeps rates times efficiencies finite floats
 
@@ -133,8 +143,18 @@ def _link(data, key, source):
 _CACHE = {}
 
 
-def load_device(spec):
-    """A device id or a path to a device JSON -> Device."""
+def load_device(spec, memory_convention="physical"):
+    """A device id or a path to a device JSON -> Device, its memory_bytes per the
+    memory convention (MEMORY_CONVENTIONS)."""
+    if memory_convention not in MEMORY_CONVENTIONS:
+        raise unknown("memory convention", memory_convention, MEMORY_CONVENTIONS)
+    dev = _load(spec)
+    if memory_convention == "label":
+        dev = dev.replace(memory_bytes=dev.memory_label_bytes, memory_convention="label")
+    return dev
+
+
+def _load(spec):
     if spec in _CACHE:
         return _CACHE[spec]
     if spec.endswith(".json") or os.sep in spec:
@@ -160,13 +180,15 @@ def load_device(spec):
         raise UserError(f"{source}: missing required field 'vector_flops_per_s' (an object, may be empty)")
     _known_keys(peaks, PEAK_FORMATS, f"{source}:matrix_flops_per_s")
     _known_keys(vector, VECTOR_FORMATS, f"{source}:vector_flops_per_s")
+    physical = _int(data, "memory_bytes", source)
     vector_kind = next((k for k in VECTOR_FORMATS if k in vector), "")
     dev = Device(
         id=source, name=_text(data, "name", source), vendor=_text(data, "vendor", ""),
         matrix_flops_per_s=tuple((k, _int(peaks, k, f"{source}:matrix_flops_per_s")) for k in peaks),
         vector_flops_per_s=_int(vector, vector_kind, f"{source}:vector_flops_per_s") if vector_kind else 0,
         vector_peak_kind=vector_kind,
-        memory_bytes=_int(data, "memory_bytes", source),
+        memory_bytes=physical, memory_physical_bytes=physical,
+        memory_label_bytes=_int(data, "memory_label_bytes", source, required=False) or physical,
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
         tdp_watts=_int(data, "tdp_watts", source, required=False))

@@ -41,7 +41,41 @@ def _capacity_lines(c, batch=None):
     ]
     if batch is not None:
         lines.append(f"- Batch {batch} fits: {'yes' if c['fits'] else 'no'}")
+    lines.append(f"- Memory: {c['memory_convention']} capacity (--memory-convention); reserve: "
+                 f"{c['reserve_rule']}")
+    for e in c["engine_defaults"]:
+        fit = ("-" if e["reserve_bytes"] is None else
+               f"reserve {u.nbytes(e['reserve_bytes'])}, {u.integer(e['max_requests'] or 0)} requests fit")
+        lines.append(f"- Engine default, {e['engine']}: {fit} ({e['rule']})")
+    lines.append("- Our default reserve follows vLLM's (a fraction of total memory).")
     return lines
+
+
+def serving_lines(s):
+    """The serving-throughput bound (analyses/serving) as a table and its reading."""
+    def conc(x):
+        return "unbounded (no per-request cache)" if x is None else f"{x:,.2f}"
+
+    def row(name, t):
+        if t is None:
+            return [name, "-", "-", "-", "-", "-", "nothing fits"]
+        return [name, conc(t["concurrency"]), u.seconds(t["time_per_request_s"]),
+                _rate(t["requests_per_s"]), _rate(t["output_tokens_per_s"]),
+                _rate(t["total_tokens_per_s"]), t["bound"]]
+
+    return ["", "## Serving-throughput bound (continuous batching, upper bound)", "",
+            f"- Mean cache a request holds over its decode steps: "
+            f"{u.integer(round(s['mean_held_cache_bytes']))} B ({u.nbytes(s['mean_held_cache_bytes'])}); "
+            f"at its final length {u.integer(s['final_cache_bytes'])} B ({u.nbytes(s['final_cache_bytes'])})",
+            f"- Guaranteed concurrency (every request at its final length, no preemption): "
+            f"{'unbounded' if s['guaranteed_concurrency'] is None else u.integer(s['guaranteed_concurrency'])}; "
+            f"steady-state mean concurrency at most {conc(s['steady_state_concurrency'])}",
+            f"- One request's own work: {u.flops(s['request_matrix_flops'])} matrix FLOPs, "
+            f"{u.nbytes(s['request_kv_bytes'])} of KV read and written", "",
+            markdown_table(["concurrency", "requests in flight", "device time per request", "requests/s",
+                            "output tokens/s", "total tokens/s", "bound"],
+                           [row("steady state (the bound)", s["steady_state"]),
+                            row("guaranteed", s["guaranteed"])], "lrrrrrl")]
 
 
 def _phase_row(name, p):
@@ -88,6 +122,7 @@ def markdown(rec):
                              "weights read", "KV read", "KV written", "activations moved"],
                             [_work_row(n, p) for n, p in phases], "lrrrrrrrr"),
              "", "## Capacity", "", *_capacity_lines(rec["capacity"], b)]
+    parts += serving_lines(rec["serving"])
     if "speculative" in rec:
         parts += speculative_lines(rec["speculative"], lat)
     if rec["operators"]:
@@ -140,7 +175,8 @@ def sweep_markdown(rec):
     rows = [[r["batch"], u.seconds(r["tpot_first_s"]), u.seconds(r["tpot_mean_s"]), u.seconds(r["tpot_last_s"]),
              _rate(r["decode_tokens_per_s_per_request"]), _rate(r["decode_tokens_per_s_aggregate"]),
              f"{100 * r['compute_share']:.1f}%",
-             r["bound"], u.nbytes(r["cache_bytes"])] for r in rec["rows"]]
+             r["bound"], u.nbytes(r["cache_bytes"]), _rate(r["stream_output_tokens_per_s"]),
+             r["stream_bound"]] for r in rec["rows"]]
     cb, cap = rec["compute_bound_batch"], rec["capacity_batch"]
     if cap:
         findings = [
@@ -157,9 +193,11 @@ def sweep_markdown(rec):
              "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "
              "compute share = compute-bound operators' share of the decode time.", "",
              markdown_table(["batch", "TPOT first", "TPOT mean", "TPOT last", "tokens/s per request",
-                             "tokens/s aggregate", "compute share", "bound", "caches"], rows, "rrrrrrrlr")
+                             "tokens/s aggregate", "compute share", "bound", "caches", "stream tokens/s",
+                             "stream bound"], rows, "rrrrrrrlrrl")
              if rows else "No batch fits.",
-             "", *findings, "", "## Capacity", "", *_capacity_lines(rec["capacity"])]
+             "", *findings, *serving_lines(rec["serving"]),
+             "", "## Capacity", "", *_capacity_lines(rec["capacity"])]
     return "\n".join(parts + _tail(rec))
 
 

@@ -33,7 +33,8 @@ def formats_line(i):
 
 
 def device_line(d, memory=False):
-    size = f", {u.nbytes(d['memory_bytes'])}" if memory else ""
+    size = (f", {u.nbytes(d['memory_bytes'])} ({d.get('memory_convention', 'physical')} capacity)"
+            if memory else "")
     return (f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
             f"{u.rate_flops(d['matrix_flops_per_s'])}, vector {u.rate_flops(d['vector_flops_per_s'])} "
             f"({d['vector_peak']}), memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}{size}; "

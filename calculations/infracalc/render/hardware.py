@@ -43,14 +43,16 @@ def markdown(rec):
         up, out = d["scale_up"], d["scale_out"]
         vec = "-" if d["vector_flops_per_s"] is None else f"{_tf(d['vector_flops_per_s'])} ({d['vector_peak_kind']})"
         rows.append([f"`{d['id']}`", d["name"], *[_tf(p.get(k)) for k in PEAK_COLUMNS], vec,
-                     f"{d['memory_bytes'] / 1e9:,.1f} GB ({u.nbytes(d['memory_bytes'])})",
+                     f"{u.nbytes(d['memory_bytes'])} (label {d['memory_label_bytes'] / 1e9:,.1f} GB)",
                      f"{d['memory_bandwidth_bytes_per_s'] / 1e9:,.0f}",
                      "-" if up is None else f"{up['name']}: {up['bytes_per_s_per_direction'] / 1e9:,.1f} x{up['domain_size']}",
                      "-" if out is None else f"{out['bytes_per_s_per_direction'] / 1e9:,.2f}",
                      "-" if d["tdp_watts"] is None else d["tdp_watts"]])
     return "\n".join([
         "# Bundled devices", "",
-        "Dense peaks (never 2:4 sparse) in TFLOP/s (10^12); memory in GB (10^9) and GiB (2^30); "
+        "Dense peaks (never 2:4 sparse) in TFLOP/s (10^12); memory: the capacity a server can allocate "
+        "(driver-reported total where published, else the label's binary capacity) in GiB (2^30), "
+        "and the vendor's label in GB (10^9); "
         "bandwidths in GB/s (10^9), links per direction. Every figure's source and how well it is "
         "verified: calculations/hardware/SOURCES.md and the `sources` object of each JSON file.", "",
         markdown_table(["id", "name", "BF16", "FP16", "FP8", "INT8", "FP4", "vector", "memory",
@@ -70,14 +72,14 @@ def markdown(rec):
 
 def csv(rec):
     header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS], "vector_flops_per_s",
-              "memory_bytes", "memory_bandwidth_bytes_per_s", "scale_up_bytes_per_s_per_direction",
+              "memory_bytes", "memory_label_bytes", "memory_bandwidth_bytes_per_s", "scale_up_bytes_per_s_per_direction",
               "scale_up_domain_size", "scale_out_bytes_per_s_per_direction", "tdp_watts",
               "scale_up_topology", "scale_up_links_per_device", "scale_up_bytes_per_s_per_link",
               "scale_up_wraparound_axis", "scale_up_in_network_reduce", "scale_up_in_network_efficiency",
               "scale_up_in_network_alpha_s", "scale_up_alpha_s", "scale_out_nics_per_device",
               "scale_out_alpha_s"]
     rows = [[d["id"], d["name"], *[d["matrix_flops_per_s"].get(k) for k in PEAK_COLUMNS],
-             d["vector_flops_per_s"], d["memory_bytes"], d["memory_bandwidth_bytes_per_s"],
+             d["vector_flops_per_s"], d["memory_bytes"], d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"],
              d["scale_up"] and d["scale_up"]["bytes_per_s_per_direction"],
              d["scale_up"] and d["scale_up"]["domain_size"],
              d["scale_out"] and d["scale_out"]["bytes_per_s_per_direction"], d["tdp_watts"],

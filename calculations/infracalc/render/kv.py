@@ -14,7 +14,8 @@ def _requests(m):
 
 def header_lines(rec):
     m, i = rec["model"], rec["inputs"]
-    where = f"`{i['device']}`" if i["device"] else "`--memory-bytes`"
+    where = (f"`{i['device']}` ({i.get('memory_convention', 'physical')} capacity, --memory-convention)"
+             if i["device"] else "`--memory-bytes`")
     reserve = ("default: 10% of memory" if i["reserve_is_default"] else "set with --reserve")
     lines = [
         f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, attention {m['attention']}, "

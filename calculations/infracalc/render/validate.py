@@ -1,0 +1,41 @@
+"""Markdown and CSV for `validate` records."""
+
+from .table import markdown_table, records_to_csv
+
+CSV_COLUMNS = ("id", "kind", "model", "device", "devices", "formats", "input_len", "output_len",
+               "measured", "unit", "bound", "ratio", "bound_kind", "concurrency", "status",
+               "exemption", "not_evaluated")
+
+
+def _num(x, fmt="{:,.1f}"):
+    return "-" if x is None else fmt.format(x)
+
+
+def markdown(rec):
+    rows = [[f"`{r['id']}`", r["model"], r["device"] + (f" x{r['devices']}" if r["devices"] != 1 else ""),
+             r["formats"], "-" if r["input_len"] is None else f"{r['input_len']:,}/{r['output_len']:,}",
+             f"{_num(r['measured'])} {r['unit']}", _num(r["bound"]), _num(r["ratio"], "{:.3f}"),
+             r["bound_kind"] or "-", r["status"]] for r in rec["cases"]]
+    spread = [[s["device"], s["formats"], s["cases"], f"{s['min_ratio']:.3f}", f"{s['median_ratio']:.3f}",
+               f"{s['max_ratio']:.3f}"] for s in rec["spread"]]
+    notes = [f"- `{r['id']}`: exempt: {r['exemption']}" for r in rec["cases"] if r["exemption"]]
+    notes += [f"- `{r['id']}`: not evaluated: {r['not_evaluated']}" for r in rec["cases"] if r["not_evaluated"]]
+    verdict = (f"**{len(rec['failures'])} case(s) exceed their bound:** "
+               + ", ".join(f"`{i}`" for i in rec["failures"]) if rec["failures"] else
+               "No measurement exceeds its bound.")
+    parts = ["# validate: published measurements against our bounds", "",
+             markdown_table(["case", "model", "device", "formats w/a/kv", "P/G", "measured", "bound",
+                             "measured / bound", "bound by", "status"], rows, "llllrrrrll"),
+             "", verdict, *([""] + notes if notes else []), "",
+             "## Efficiency spread per device and format family", "",
+             markdown_table(["device", "formats w/a/kv", "cases", "min", "median", "max"], spread, "llrrrr")
+             if spread else "No evaluated case.",
+             "", "## Assumptions per case", ""]
+    for r in rec["cases"]:
+        parts += [f"- `{r['id']}` ({r['source']}):", *[f"  - {a}" for a in r["assumptions"]]]
+    parts += ["", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+    return "\n".join(parts)
+
+
+def csv(rec):
+    return records_to_csv([{k: r[k] for k in CSV_COLUMNS} for r in rec["cases"]], CSV_COLUMNS)

@@ -1,0 +1,193 @@
+"""Serving-throughput bound (analyses/serving) and the validate command: exact values
+derived by hand, explicit-loop cross-checks and invariants."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "calculations"))
+sys.path.insert(0, os.path.dirname(__file__))
+
+from support import run_cli  # noqa: E402
+from infracalc.analyses import decode as D  # noqa: E402
+from infracalc.analyses import serving as S  # noqa: E402
+from infracalc.analyses.roofline import roof  # noqa: E402
+from infracalc.load.hardware import load_device  # noqa: E402
+from infracalc.load.models import load_model  # noqa: E402
+from infracalc.workload import Workload  # noqa: E402
+
+H100_ALLOCATABLE = 81_559 * 2**20          # nvidia-smi total, 85,520,809,984 B
+QWEN3_8B_WEIGHTS = 16_381_470_720          # bf16
+QWEN3_8B_KV_TOKEN = 147_456                # 36 x 2 x 8 x 128 x 2 B
+
+
+class Qwen3On100(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.arch, cls.dev = load_model("qwen3-8b"), load_device("h100-sxm")
+        cls.rec = D.decode(cls.arch, Workload(), cls.dev, 1024, 1024)
+        cls.s = cls.rec["serving"]
+
+    def test_concurrency_by_hand(self):
+        # room = 85,520,809,984 - 10% (8,552,080,998) - 16,381,470,720 = 60,587,258,266 B
+        room = H100_ALLOCATABLE - H100_ALLOCATABLE // 10 - QWEN3_8B_WEIGHTS
+        self.assertEqual(room, 60_587_258_266)
+        self.assertEqual(self.s["cache_room_bytes"], room)
+        # guaranteed: every request at P + G - 1 = 2047 tokens: room // 301,842,432 = 200
+        self.assertEqual(self.s["final_cache_bytes"], QWEN3_8B_KV_TOKEN * 2047)
+        self.assertEqual(self.s["guaranteed_concurrency"], 200)
+        # steady state: decode step i holds P + i + 1 tokens, mean over i = 0..1022 is
+        # P + G/2 = 1536 tokens = 226,492,416 B; room / that = 267.502...
+        self.assertEqual(self.s["mean_held_cache_bytes"], QWEN3_8B_KV_TOKEN * 1536)
+        self.assertAlmostEqual(self.s["steady_state_concurrency"], room / (QWEN3_8B_KV_TOKEN * 1536), places=9)
+        self.assertGreater(self.s["steady_state_concurrency"], 267.5)
+        self.assertLess(self.s["steady_state_concurrency"], 267.51)
+
+    def test_joint_bound_by_hand(self):
+        s, r = self.s, roof(self.dev, Workload().compute_dtype)
+        # the request's own KV traffic is the prefill's plus every decode step's (batch 1)
+        kv = sum(self.rec[p]["kv_bytes_read"] + self.rec[p]["kv_bytes_written"] for p in ("prefill", "decode"))
+        self.assertEqual(s["request_kv_bytes"], kv)
+        # a step at batch 268 reads every weight once and 268 embedding rows:
+        # 2 B x (8,190,735,360 - 151,936 x 4096 + 268 x 4096) = 15,139,006,464 B
+        weights = 2 * (8_190_735_360 - 151_936 * 4096 + 268 * 4096)
+        self.assertEqual(weights, 15_139_006_464)
+        n = s["steady_state_concurrency"]
+        memory = (weights * 1023 / n + kv) / 3.35e12
+        compute = (s["request_matrix_flops"] / 989.5e12 + s["request_vector_flops"] / 67e12)
+        t = s["steady_state"]
+        self.assertAlmostEqual(t["memory_s"], memory, delta=memory * 1e-12)
+        self.assertAlmostEqual(t["compute_s"], compute, delta=compute * 1e-12)
+        self.assertEqual(t["bound"], "memory")
+        self.assertAlmostEqual(t["output_tokens_per_s"], 1024 / memory, delta=1e-6)
+        # about 11,827 output tokens/s: above the lockstep decode figure at the capacity batch
+        self.assertAlmostEqual(t["output_tokens_per_s"], 11_826.9, delta=0.1)
+
+    def test_steady_state_at_least_guaranteed_and_bound_grows_with_memory(self):
+        w, r = Workload(), roof(self.dev, Workload().compute_dtype)
+        last = 0.0
+        for room in (10**9, 10**10, 3 * 10**10, 6 * 10**10, 10**11, 10**12):
+            for p, g in ((128, 2048), (2048, 128), (1000, 1)):
+                b = S.serving_bound(self.arch, w, r, p, g, room)
+                self.assertGreaterEqual(b["steady_state_concurrency"], b["guaranteed_concurrency"])
+                self.assertGreaterEqual(b["steady_state"]["output_tokens_per_s"],
+                                        b["guaranteed"]["output_tokens_per_s"])
+            b = S.serving_bound(self.arch, w, r, 1024, 1024, room)
+            self.assertGreaterEqual(b["steady_state"]["output_tokens_per_s"], last)
+            last = b["steady_state"]["output_tokens_per_s"]
+
+
+class ReserveAndEngineDefaults(unittest.TestCase):
+    def test_decode_reserve_and_engines(self):
+        code, out, _ = run_cli("decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024",
+                               "--reserve", "5%", "--format", "json")
+        self.assertEqual(code, 0)
+        cap = json.loads(out)["capacity"]
+        # 5% of 85,520,809,984 = 4,276,040,499.2 -> 4,276,040,499 B; room 64,863,298,765 B
+        # // 301,842,432 = 214 requests
+        self.assertEqual(cap["reserve_bytes"], 4_276_040_499)
+        self.assertEqual(cap["max_requests"], 214)
+        engines = {e["engine"]: e for e in cap["engine_defaults"]}
+        # vLLM: 10% of total memory (ours by default); TensorRT-LLM: 10% of the memory left
+        # after the weights, (85,520,809,984 - 16,381,470,720) // 10 = 6,913,933,926 B -> 206
+        self.assertEqual(engines["vLLM"]["reserve_bytes"], 8_552_080_998)
+        self.assertEqual(engines["vLLM"]["max_requests"], 200)
+        self.assertEqual(engines["TensorRT-LLM"]["reserve_bytes"], 6_913_933_926)
+        self.assertEqual(engines["TensorRT-LLM"]["max_requests"], 206)
+        self.assertIsNone(engines["SGLang"]["reserve_bytes"])
+        code, _, err = run_cli("decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "8",
+                               "--memory-convention", "nominal")
+        self.assertEqual(code, 2)
+        self.assertEqual(err.count("\n"), 1)
+
+
+class HeldSumClosedForm(unittest.TestCase):
+    """sum_n c(n) in closed form equals the explicit sum where c is not linear."""
+
+    def check(self, model, first, last, **w):
+        arch, wl = load_model(model), Workload(**w)
+        want = sum(arch.kv_bytes(wl.kv_dtype, n, wl.mla) for n in range(first, last + 1))
+        self.assertEqual(S.held_sum(arch, wl, first, last), want)
+
+    def test_window(self):
+        self.check("mistral-7b-v0.1", 4000, 4300)     # window 4096 fills on the way
+
+    def test_chunks(self):
+        self.check("llama-4-scout", 8000, 8500)       # chunk 8192: the open chunk restarts
+
+    def test_sliding_and_global_layers(self):
+        self.check("gemma-3-27b", 1000, 1100)         # window 1024 layers and global layers
+
+    def test_recurrent_state(self):
+        self.check("qwen3-next-80b-a3b", 10, 200)     # fixed state plus 12 full layers
+
+    def test_window_mean_is_below_p_plus_g_over_2(self):
+        # mistral: window 4096 caps the held tokens, so the mean over P = 3584, G = 1024 is
+        # below P + G/2 = 4096 tokens: the held tokens are 3585..4096 then 4096 flat
+        arch, w = load_model("mistral-7b-v0.1"), Workload()
+        per_token = arch.kv_bytes(w.kv_dtype, 1, w.mla)
+        total = S.held_sum(arch, w, 3585, 3584 + 1023)
+        self.assertEqual(total, per_token * (sum(range(3585, 4097)) + 4096 * (1023 - 512)))
+        self.assertLess(total / 1023, per_token * (3584 + 512))
+
+
+class ValidateCommand(unittest.TestCase):
+    def test_cases_within_bound_and_exit_status(self):
+        code, out, _ = run_cli("validate", "--format", "json")
+        self.assertEqual(code, 0)
+        rec = json.loads(out)
+        self.assertGreaterEqual(len(rec["cases"]), 5)
+        self.assertEqual(rec["failures"], [])
+        for c in rec["cases"]:
+            if c["ratio"] is not None:
+                self.assertLessEqual(c["ratio"], 1.0, c["id"])
+                self.assertAlmostEqual(c["ratio"], c["measured"] / c["bound"], places=12)
+
+    def test_one_case_and_unknown_case(self):
+        code, out, _ = run_cli("validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json")
+        self.assertEqual(code, 0)
+        rec = json.loads(out)
+        self.assertEqual([c["id"] for c in rec["cases"]], ["trtllm-llama31-8b-fp8-h100-sxm-128-2048"])
+        self.assertEqual(rec["cases"][0]["measured"], 22714)
+        code, _, err = run_cli("validate", "--case", "no-such-case")
+        self.assertEqual(code, 2)
+        self.assertIn("unknown validation case", err)
+
+    def test_malformed_case_is_a_clear_error(self):
+        import tempfile
+
+        from infracalc.analyses import validate as V
+        from infracalc.errors import UserError
+
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "bad.json"), "w", encoding="utf-8") as f:
+                json.dump({"id": "bad", "kind": "serving-throughput"}, f)
+            with self.assertRaisesRegex(UserError, "bad.json: missing required field 'source'"):
+                V.validate(directory=d)
+
+    def test_a_beaten_bound_fails_unless_exempt(self):
+        import tempfile
+
+        from infracalc.analyses import validate as V
+
+        src = os.path.join(V.VALIDATION_DIR, "trtllm-llama31-8b-fp8-h100-sxm-128-2048.json")
+        with open(src, encoding="utf-8") as f:
+            case = json.load(f)
+        with tempfile.TemporaryDirectory() as d:
+            case.update(id="too-fast")
+            case["measured"]["value"] = 10**6
+            with open(os.path.join(d, "too-fast.json"), "w", encoding="utf-8") as f:
+                json.dump(case, f)
+            rec = V.validate(directory=d)
+            self.assertEqual(rec["failures"], ["too-fast"])
+            case["exemption"] = {"reason": "test: a stated reason"}
+            with open(os.path.join(d, "too-fast.json"), "w", encoding="utf-8") as f:
+                json.dump(case, f)
+            rec = V.validate(directory=d)
+            self.assertEqual(rec["failures"], [])
+            self.assertEqual(rec["cases"][0]["status"], "exempt")
+
+
+if __name__ == "__main__":
+    unittest.main()
