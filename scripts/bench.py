@@ -29,6 +29,8 @@ COMMANDS = [
     ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
     ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
+    ["train", "--model", "qwen3-8b", "--seq", "8192", "--global-batch", "512"],
+    ["train", "--model", "qwen3-30b-a3b", "--seq", "4096", "--recompute", "full", "--format", "json"],
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],

@@ -82,7 +82,10 @@ class ExactFigures(unittest.TestCase):
 # -- conservation ---------------------------------------------------------------
 
 REPLICATED = ("norm.weight", "o_proj.bias", ".gate.bias", "e_score_correction_bias",
-              "shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight")
+              "shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight",
+              # GPT blocks: LayerNorm weights and biases, the MLP's c_proj bias, the position table
+              "norm.bias", "ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias", "ln_f.weight",
+              "ln_f.bias", "c_proj.bias", "wpe.weight")
 REPLICATED_GEMMS = ("shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight")
 
 
@@ -143,7 +146,8 @@ class Conservation(unittest.TestCase):
 
     def expected(self, arch, lay, model):
         cfg = config(model)
-        kv_heads = cfg.get("num_key_value_heads") or cfg.get("num_attention_heads") or 1
+        kv_heads = (cfg.get("num_key_value_heads") or cfg.get("num_attention_heads")
+                    or cfg.get("n_head") or 1)
         w, n, rows = self.W, self.W.positions, self.W.head_rows
         tp, dp, h, v = lay.tp, lay.dp, arch.hidden_size, arch.vocab_size
         bytes_, flops = 0, dp * self.whole_flops(arch)
@@ -152,7 +156,7 @@ class Conservation(unittest.TestCase):
         tensors += [(t, count) for layer, count, _ in arch.layer_groups() for t in layer.tensors()]
         for t, count in tensors:
             short = t.name
-            if short in ("embed_tokens.weight", "lm_head.weight"):
+            if short in ("embed_tokens.weight", "lm_head.weight", "wte.weight"):
                 bytes_ += dp * BF16.weight_bytes(t.replace(shape=(pad_rows, h)))
                 continue
             c = copies(t, lay, kv_heads)

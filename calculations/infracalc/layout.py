@@ -265,8 +265,7 @@ def top_shards(arch, layout, stage):
     none = Block()
     embedding = shard_block(arch.embedding, tp) if stage.has_embedding else none
     if stage.has_head and arch.tied_embeddings and not stage.has_embedding:
-        held = tuple(t.replace(name=t.name + " (copy for the tied head)")
-                     for t in shard_block(arch.embedding, tp).tensors())
+        held = (shard_block(arch.head, tp).weight().replace(name="copy of the embedding for the tied head"),)
         embedding = WeightsOnly(held)
     if not stage.has_head:
         return embedding, none, none

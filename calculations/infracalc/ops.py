@@ -33,6 +33,12 @@ VECTOR_FLOPS = {
     "moe_combine": 2,  # per routed expert output value: * routing weight, + into the token's sum
     "sigmoid": 3,    # exp(-x), 1 + that, 1 / that (Qwen3-Next shared-expert gate, one per token)
     "gated_add": 2,  # y + g * x: the sigmoid-gated shared expert added to the routed sum
+    # LayerNorm with weight and bias (GPT): mean (1), x - mean (1), square (1), sum (1),
+    # * rstd (1), * weight (1), + bias (1) per element.
+    "layernorm": 7,
+    "relu": 1,       # max(0, x) (OPT)
+    "gelu_erf": 5,   # 0.5*x*(1+erf(x/sqrt(2))): / sqrt(2), erf, + 1, * x, * 0.5
+    "gelu_tanh": 9,  # 0.5*x*(1+tanh(c*(x+0.044715 x^3))), the GPT-2 "gelu_new" (geglu_tanh without * up)
 }
 
 class Op(Record):
@@ -50,6 +56,14 @@ class Op(Record):
     compute: str = ""        # format whose matrix peak the op runs at
     layers: str = ""         # which layers (filled by the ledger)
     repeats: int = 1
+    # Training (analyses.train_flops / train_memory):
+    kind: str = ""           # gemm | attention | norm | activation | softmax | rope | residual |
+                             # embedding | elementwise | routing | memory | loss
+    weight: str = ""         # name of the weight tensor the op multiplies by ("" if none)
+    saved_bytes: int = 0     # activation bytes kept for the backward (no recompute)
+    saved_replicated: int = 0  # part of saved_bytes in the sequence region (norm inputs and
+                               # statistics, a sublayer's first input, residual dropout masks):
+                               # whole on every TP rank without sequence parallelism
 
     @property
     def bytes_read(self):
@@ -67,24 +81,38 @@ class Op(Record):
     def flops(self):
         return self.matrix_flops + self.vector_flops
 
+    _SCALED = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
+               "kv_read", "act_write", "kv_write", "saved_bytes", "saved_replicated")
+
     def times(self, k, layers):
-        """This op repeated over k identical layers."""
-        return Op(self.name, self.category, self.shape,
-                  self.matrix_flops * k, self.rect_flops * k, self.vector_flops * k,
-                  self.weight_read * k, self.act_read * k, self.kv_read * k,
-                  self.act_write * k, self.kv_write * k, self.compute, layers, k)
+        """This op repeated over k identical layers (every additive field times k,
+        copied by name)."""
+        values = dict(zip(self._fields, self._values()))
+        for f in self._SCALED:
+            values[f] *= k
+        values["layers"], values["repeats"] = layers, k
+        return Op(**values)
 
 
-def gemm(w, name, m, weight, bias=None, in_features=None, shape=None):
+STAT_BYTES = 4   # one fp32 statistic per normalized row (rstd; LayerNorm adds the mean)
+
+
+def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, saves_input=True,
+         replicated=False):
     """Tokens [m, k] times a weight stored as [n, k] (Hugging Face layout).
 
     matrix FLOPs 2*m*k*n; reads the weight (in its stored format), the input
     activations m*k; writes m*n outputs; a bias adds m*n vector FLOPs.
+    Training: keeps its input m*k for the weight gradient, unless another
+    projection of the same input keeps it (`saves_input=False`: k and v share
+    q's input, up shares gate's); `replicated`: that input is the sublayer's
+    input (the sequence region, whole on every TP rank without SP).
     """
     n, k = weight.shape[-2], weight.shape[-1]
     if in_features is not None:
         k = in_features
     act = w.act_dtype
+    saved = act.nbytes_flat(m * k) if saves_input else 0
     return Op(
         name, "linear", shape or f"[{m},{k}]x[{k},{n}]",
         matrix_flops=2 * m * k * n,
@@ -93,13 +121,17 @@ def gemm(w, name, m, weight, bias=None, in_features=None, shape=None):
         act_read=act.nbytes_flat(m * k),
         act_write=act.nbytes_flat(m * n),
         compute=w.compute_dtype.name,
+        kind="gemm", weight=weight.name, saved_bytes=saved,
+        saved_replicated=saved if replicated else 0,
     )
 
 
 def elementwise(w, name, elements, flops_per_element, inputs=1, outputs=1,
-                weight=None, shape=None):
+                weight=None, shape=None, kind="elementwise", saved=0, replicated=False):
     """A vector operator over `elements` values: reads `inputs` tensors of that
-    size (plus an optional weight), writes `outputs` tensors of that size."""
+    size (plus an optional weight), writes `outputs` tensors of that size.
+    Training: keeps `saved` bytes for its backward (`replicated`: in the
+    sequence region, see `gemm`)."""
     act = w.act_dtype
     return Op(
         name, "vector", shape or f"[{elements}]",
@@ -107,17 +139,40 @@ def elementwise(w, name, elements, flops_per_element, inputs=1, outputs=1,
         weight_read=w.weight_bytes(weight) if weight is not None else 0,
         act_read=act.nbytes_flat(elements) * inputs,
         act_write=act.nbytes_flat(elements) * outputs,
+        kind=kind, weight=weight.name if weight is not None else "",
+        saved_bytes=saved, saved_replicated=saved if replicated else 0,
     )
 
 
-def rmsnorm(w, name, rows, weight):
-    """RMSNorm over `rows` vectors of the weight's width: 4 FLOPs per element."""
+def saved_inputs(w, elements, inputs=1):
+    """Bytes of `inputs` activation tensors of `elements` values each."""
+    return w.act_dtype.nbytes_flat(elements) * inputs
+
+
+def rmsnorm(w, name, rows, weight, replicated=True):
+    """RMSNorm over `rows` vectors of the weight's width: 4 FLOPs per element.
+    Keeps its input and one fp32 statistic (rstd) per row; a layer norm of the
+    residual stream is in the sequence region (`replicated`), a per-head q/k norm is not."""
     width = weight.shape[-1]
+    saved = saved_inputs(w, rows * width) + rows * STAT_BYTES
     return elementwise(w, name, rows * width, VECTOR_FLOPS["rmsnorm"], weight=weight,
-                       shape=f"[{rows},{width}]")
+                       shape=f"[{rows},{width}]", kind="norm", saved=saved, replicated=replicated)
 
 
 def residual(w, rows, width, name="residual_add"):
-    """x + f(x): 1 FLOP per element, reads both, writes the sum."""
+    """x + f(x): 1 FLOP per element, reads both, writes the sum; keeps nothing."""
     return elementwise(w, name, rows * width, VECTOR_FLOPS["residual"], inputs=2,
-                       shape=f"[{rows},{width}]")
+                       shape=f"[{rows},{width}]", kind="residual")
+
+
+DROPOUT_MASK_BYTES = 1   # one byte per element (Korthikanti et al. 2022, arXiv:2205.05198)
+
+
+def with_dropout_mask(op, elements):
+    """`op` followed by residual dropout on `elements` outputs: keeps a 1-byte mask
+    per element, in the sequence region (whole on every TP rank without SP)."""
+    if not elements:
+        return op
+    mask = elements * DROPOUT_MASK_BYTES
+    return op.replace(saved_bytes=op.saved_bytes + mask,
+                      saved_replicated=op.saved_replicated + mask)

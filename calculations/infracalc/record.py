@@ -35,8 +35,8 @@ class Record:
                 raise TypeError(f"{type(self).__name__} takes at most {len(fields)} fields")
             d.update(zip(fields, args))
         if kwargs:
-            given = fields[:len(args)]
-            if not self._field_set.issuperset(kwargs) or any(k in given for k in kwargs):
+            given = fields[:len(args)]   # empty for keyword-only construction (the common case)
+            if not self._field_set.issuperset(kwargs) or (given and not set(given).isdisjoint(kwargs)):
                 bad = [k for k in kwargs if k not in self._field_set or k in given]
                 raise TypeError(f"{type(self).__name__}: bad or repeated fields {bad}")
             d.update(kwargs)

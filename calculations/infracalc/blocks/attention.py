@@ -21,12 +21,17 @@ tokens in a windowed layer and, in a chunked layer, for the tokens of the chunk
 holding the latest token: ((context-1) mod C) + 1 (C when context is a
 multiple of C; the next token opens a new chunk and needs none of them).
 Attention sinks (GPT-OSS): one learned logit per head joins every softmax row.
+Kept for the backward (training, fused kernel): q_proj's input (shared by k and
+v), q/k norm inputs and statistics, Q and K (attn_qk), V (attn_pv), one fp32
+log-sum-exp per (query, head) row (softmax; no T^2 scores), o_proj's input
+(the attention output O) and, with dropout, a 1-byte mask of the output; the
+fused kernel regenerates the probability-dropout mask from its RNG seed.
 """
 
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
+from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm, saved_inputs, with_dropout_mask
 
 
 def sum_min(a, b, cap):
@@ -88,6 +93,8 @@ class Attention(Block):
     sinks: bool = False      # one learned sink logit per head (GPT-OSS)
     prefix: str = "self_attn"
     qk_l2norm: bool = False  # weightless L2 norm of q and k per head (Llama 4 use_qk_norm)
+    dropout: bool = False    # training dropout on the attention output (GPT resid_pdrop)
+    prob_dropout: bool = False  # training dropout on the attention probabilities (GPT attn_pdrop)
 
     def _check(self):
         for name in ("window", "chunk"):
@@ -199,38 +206,45 @@ class Attention(Block):
         read = keys - w.new_keys_on_chip   # keys read from the cache
         act, kv = w.act_dtype, w.kv_dtype
         k_token = kv.nbytes_flat(kvh * hd)
-        out = [gemm(w, "q_proj", n, named["q_proj.weight"], named.get("q_proj.bias")),
-               gemm(w, "k_proj", n, named["k_proj.weight"], named.get("k_proj.bias")),
-               gemm(w, "v_proj", n, named["v_proj.weight"], named.get("v_proj.bias"))]
+        out = [gemm(w, "q_proj", n, named["q_proj.weight"], named.get("q_proj.bias"), replicated=True),
+               gemm(w, "k_proj", n, named["k_proj.weight"], named.get("k_proj.bias"), saves_input=False),
+               gemm(w, "v_proj", n, named["v_proj.weight"], named.get("v_proj.bias"), saves_input=False)]
         if self.qk_norm:
-            out += [rmsnorm(w, "q_norm", n * heads, named["q_norm.weight"]),
-                    rmsnorm(w, "k_norm", n * kvh, named["k_norm.weight"])]
+            out += [rmsnorm(w, "q_norm", n * heads, named["q_norm.weight"], replicated=False),
+                    rmsnorm(w, "k_norm", n * kvh, named["k_norm.weight"], replicated=False)]
         if self.rope_dim:
             out.append(elementwise(w, "rope", n * (heads + kvh) * self.rope_dim,
                                    VECTOR_FLOPS["rope"],
-                                   shape=f"[{n},{heads}+{kvh},{self.rope_dim}]"))
+                                   shape=f"[{n},{heads}+{kvh},{self.rope_dim}]", kind="rope"))
         if self.qk_l2norm:
-            out.append(elementwise(w, "qk_l2norm", n * (heads + kvh) * hd, VECTOR_FLOPS["l2norm"],
-                                   shape=f"[{n},{heads}+{kvh},{hd}]"))
+            rows = n * (heads + kvh)
+            out.append(elementwise(w, "qk_l2norm", rows * hd, VECTOR_FLOPS["l2norm"],
+                                   shape=f"[{n},{heads}+{kvh},{hd}]", kind="norm",
+                                   saved=saved_inputs(w, rows * hd) + rows * STAT_BYTES))
         out.append(Op("kv_store", "memory", f"[{n},2,{kvh},{hd}]",
                       act_read=act.nbytes_flat(n * 2 * kvh * hd),
-                      kv_write=n * 2 * k_token))
+                      kv_write=n * 2 * k_token, kind="memory"))
         span = f"{b}x{heads}x[{t},{hd}]x[{hd},{keys}]"
         out.append(Op("attn_qk", "attention", span,
                       matrix_flops=2 * b * heads * hd * pairs,
                       rect_flops=2 * b * heads * hd * rect,
                       act_read=act.nbytes_flat(n * heads * hd),
-                      kv_read=b * read * k_token, compute=w.compute_dtype.name))
+                      kv_read=b * read * k_token, compute=w.compute_dtype.name,
+                      kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token))
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
                       + (f" + {t} sink logits" if self.sinks else ""),
                       vector_flops=VECTOR_FLOPS["softmax"] * b * heads * pairs
                       + VECTOR_FLOPS["sink"] * sink_rows,
-                      weight_read=w.weight_bytes(named["sinks"]) if self.sinks else 0))
+                      weight_read=w.weight_bytes(named["sinks"]) if self.sinks else 0,
+                      kind="softmax", weight=named["sinks"].name if self.sinks else "",
+                      saved_bytes=b * heads * t * STAT_BYTES))
         out.append(Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{hd}]",
                       matrix_flops=2 * b * heads * hd * pairs,
                       rect_flops=2 * b * heads * hd * rect,
                       kv_read=b * read * k_token,
-                      act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name))
-        out.append(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")))
+                      act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name,
+                      kind="attention", saved_bytes=b * keys * k_token))
+        out.append(with_dropout_mask(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")),
+                                     n * self.hidden if self.dropout else 0))
         return out

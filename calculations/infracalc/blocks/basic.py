@@ -3,7 +3,7 @@
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, residual, rmsnorm
+from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, residual, rmsnorm, with_dropout_mask
 
 
 class Embedding(Block):
@@ -11,20 +11,27 @@ class Embedding(Block):
 
     Reads one row per token, at most `vocab` distinct rows (an upper bound:
     it assumes distinct token ids); `scale` multiplies by sqrt(hidden) (Gemma).
+    Training keeps nothing (the backward scatter-adds into the rows by token
+    id; the ids are the input batch, not counted), except a 1-byte mask per
+    element with `dropout` (GPT-NeoX's embedding dropout).
     """
     vocab: int
     hidden: int
     scale: bool = False
+    dropout: bool = False
 
     def tensors(self):
         return (Tensor("embed_tokens.weight", (self.vocab, self.hidden), "embedding"),)
 
     def ops(self, w):
         rows = min(w.positions, self.vocab)
-        gathered = Tensor("rows", (rows, self.hidden), "embedding")
+        gathered = Tensor("embed_tokens.weight", (rows, self.hidden), "embedding")
         out = [Op("embedding", "memory", f"{w.positions} rows of [{self.vocab},{self.hidden}]",
                   weight_read=w.weight_bytes(gathered),
-                  act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden))]
+                  act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden),
+                  kind="embedding", weight=gathered.name)]
+        if self.dropout:
+            out[0] = with_dropout_mask(out[0], w.positions * self.hidden)
         if self.scale:
             out.append(elementwise(w, "embedding_scale", w.positions * self.hidden,
                                    VECTOR_FLOPS["scale"]))
@@ -94,7 +101,7 @@ class LMHead(Block):
 
     def ops(self, w):
         rows = w.head_rows
-        return [gemm(w, "lm_head", rows, self.weight())] if rows else []
+        return [gemm(w, "lm_head", rows, self.weight(), replicated=True)] if rows else []
 
     def shard(self, tp, ep=1):
         """Vocab-parallel head (column-parallel over the vocabulary): ceil(vocab / tp)

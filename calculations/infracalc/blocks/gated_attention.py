@@ -8,11 +8,12 @@ else is the parent `Attention` (q/k norms, partial RoPE, grouped KV heads).
 Extra work per token: q_proj is twice as wide (2 * hidden * 2 * heads *
 head_dim matrix FLOPs) and the gate costs 4 vector FLOPs per output element
 (sigmoid = exp, add, divide: 3; multiply: 1), reading the attention output and
-the gate and writing the gated output.
+the gate and writing the gated output; training keeps both (the output O is
+the one the fused attention backward needs too).
 """
 
 from ..arch import Tensor
-from ..ops import elementwise
+from ..ops import elementwise, saved_inputs
 from .attention import Attention
 
 GATE_FLOPS = 4   # sigmoid(g) * x per element
@@ -39,7 +40,8 @@ class GatedAttention(Attention):
         out = list(super().ops(w))
         n, q = w.positions, self.heads * self.head_dim
         gate = elementwise(w, "output_gate", n * q, GATE_FLOPS, inputs=2,
-                           shape=f"[{n},{self.heads},{self.head_dim}] sigmoid(gate) * out")
+                           shape=f"[{n},{self.heads},{self.head_dim}] sigmoid(gate) * out",
+                           kind="activation", saved=saved_inputs(w, n * q, 2))
         at = next(i for i, op in enumerate(out) if op.name == "o_proj")
         out.insert(at, gate)
         return out

@@ -84,7 +84,7 @@ not counted). Other operators read inputs from and write outputs to memory.
 from ..arch import Block, Tensor
 from ..dtypes import DTYPES
 from ..errors import UserError
-from ..ops import Op, elementwise, gemm
+from ..ops import STAT_BYTES, Op, elementwise, gemm, saved_inputs
 
 CHUNK = 64   # flash-linear-attention chunk_gated_delta_rule (BT = 64); HF fallback chunk_size=64
 
@@ -236,18 +236,21 @@ class GatedDeltaNet(Block):
         form, causal, rect, vector, other = self.core_cost(w)
         other_name = "recurrent" if form == "chunked" else f"chunked C={self.chunk}"
         out = [
-            gemm(w, "in_proj_qkvz", n, t["in_proj_qkvz.weight"]),
-            gemm(w, "in_proj_ba", n, t["in_proj_ba.weight"]),
+            gemm(w, "in_proj_qkvz", n, t["in_proj_qkvz.weight"], replicated=True),
+            gemm(w, "in_proj_ba", n, t["in_proj_ba.weight"], saves_input=False),
             elementwise(w, "conv1d_silu", n * self.conv_dim, conv_flops, weight=t["conv1d.weight"],
+                        kind="activation", saved=saved_inputs(w, n * self.conv_dim),
                         shape=f"[{n},{self.conv_dim}] k={self.conv_kernel}")
             .replace(kv_read=conv_state if reads_state else 0, kv_write=conv_state),
-            elementwise(w, "qk_l2norm", n * 2 * kd, GDN_VECTOR_FLOPS["l2norm"],
+            elementwise(w, "qk_l2norm", n * 2 * kd, GDN_VECTOR_FLOPS["l2norm"], kind="norm",
+                        saved=saved_inputs(w, n * 2 * kd) + n * 2 * self.k_heads * STAT_BYTES,
                         shape=f"[{n},2,{self.k_heads},{self.k_dim}]"),
             Op("gates", "vector", f"[{n},{nv}] beta, g",
                vector_flops=n * nv * GDN_VECTOR_FLOPS["gates"],
                weight_read=w.weight_bytes(t["dt_bias"]) + w.weight_bytes(t["A_log"]),
                act_read=act.nbytes_flat(2 * n * nv),
-               act_write=act.nbytes_flat(n * nv) + fp32.nbytes_flat(n * nv)),
+               act_write=act.nbytes_flat(n * nv) + fp32.nbytes_flat(n * nv),
+               kind="elementwise", saved_bytes=act.nbytes_flat(2 * n * nv)),
             Op("delta_rule", "attention",
                f"{b}x{nv}x[{w.tokens},{self.k_dim}x{self.v_dim}] {form}"
                + (f" C={self.chunk}" if form == "chunked" else "")
@@ -255,8 +258,11 @@ class GatedDeltaNet(Block):
                matrix_flops=causal, rect_flops=rect, vector_flops=vector,
                act_read=act.nbytes_flat(n * (2 * kd + vd) + n * nv) + fp32.nbytes_flat(n * nv),
                kv_read=rec_state if reads_state else 0, kv_write=rec_state,
-               act_write=act.nbytes_flat(n * vd), compute=w.compute_dtype.name),
-            elementwise(w, "gated_rmsnorm", n * vd, GDN_VECTOR_FLOPS["gated_rmsnorm"], inputs=2,
+               act_write=act.nbytes_flat(n * vd), compute=w.compute_dtype.name,
+               kind="attention",
+               saved_bytes=act.nbytes_flat(n * (2 * kd + vd) + n * nv) + fp32.nbytes_flat(n * nv)),
+            elementwise(w, "gated_rmsnorm", n * vd, GDN_VECTOR_FLOPS["gated_rmsnorm"], inputs=2, kind="norm",
+                        saved=saved_inputs(w, n * vd, 2) + n * nv * STAT_BYTES,
                         weight=t["norm.weight"], shape=f"[{n},{nv},{self.v_dim}]"),
             gemm(w, "out_proj", n, t["out_proj.weight"]),
         ]

@@ -44,6 +44,10 @@ expanded (what serving engines run for prefill, e.g. vLLM's MLA prefill and
   v_head_dim) FLOPs per key attended for the up-projection: cheap when the
   new tokens are many (a prefill), dear for one new token over a long history.
 
+Training keeps each projection's input (q_a_proj's shared by kv_a_proj), the
+norms' inputs and statistics, what attn_qk and attn_pv read, and one fp32
+log-sum-exp per (query, head) row.
+
 Paths: RoPE on heads*qk_rope query values and qk_rope key values per
 token; softmax over the causal pairs (blocks.attention.causal_pairs).
 
@@ -58,7 +62,7 @@ naive long prefills, which is why serving systems often mix the two.
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
+from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
 from ..workload import MLA_PATHS
 from .attention import causal_pairs, keys_touched, rectangular_pairs
 
@@ -138,7 +142,7 @@ class MLA(Block):
         named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
         n = w.positions
         out = self._query(w, named, n)
-        out += [gemm(w, "kv_a_proj_with_mqa", n, named["kv_a_proj_with_mqa.weight"]),
+        out += [gemm(w, "kv_a_proj_with_mqa", n, named["kv_a_proj_with_mqa.weight"], saves_input=False),
                 rmsnorm(w, "kv_a_layernorm", n, named["kv_a_layernorm.weight"])]
         paths = {"absorbed": self._absorbed, "naive": self._naive, "expanded": self._expanded}
         if w.mla not in paths:
@@ -148,15 +152,15 @@ class MLA(Block):
 
     def _query(self, w, named, n):
         if not self.q_lora_rank:
-            return [gemm(w, "q_proj", n, named["q_proj.weight"])]
-        return [gemm(w, "q_a_proj", n, named["q_a_proj.weight"]),
+            return [gemm(w, "q_proj", n, named["q_proj.weight"], replicated=True)]
+        return [gemm(w, "q_a_proj", n, named["q_a_proj.weight"], replicated=True),
                 rmsnorm(w, "q_a_layernorm", n, named["q_a_layernorm.weight"]),
-                gemm(w, "q_b_proj", n, named["q_b_proj.weight"])]
+                gemm(w, "q_b_proj", n, named["q_b_proj.weight"], replicated=True)]
 
     def _rope(self, w, n):
         heads, rope = self.heads, self.qk_rope
         return elementwise(w, "rope", n * (heads + 1) * rope, VECTOR_FLOPS["rope"],
-                           shape=f"[{n},{heads}+1,{rope}]")
+                           shape=f"[{n},{heads}+1,{rope}]", kind="rope")
 
     def _pairs(self, w):
         return (causal_pairs(w.history, w.tokens), rectangular_pairs(w.history, w.tokens),
@@ -164,7 +168,8 @@ class MLA(Block):
 
     def _softmax(self, w, pairs):
         return Op("softmax", "vector", f"{w.batch}x{self.heads}x{pairs} pairs",
-                  vector_flops=VECTOR_FLOPS["softmax"] * w.batch * self.heads * pairs)
+                  vector_flops=VECTOR_FLOPS["softmax"] * w.batch * self.heads * pairs,
+                  kind="softmax", saved_bytes=w.positions * self.heads * STAT_BYTES)
 
     def _naive(self, w, named, n):
         b, t, heads, r = w.batch, w.tokens, self.heads, self.kv_lora_rank
@@ -174,20 +179,21 @@ class MLA(Block):
         k_token, v_token = kv.nbytes_flat(heads * qk), kv.nbytes_flat(heads * v)
         return [
             gemm(w, "kv_b_proj", n, named["kv_b_proj.weight"],
-                 shape=f"[{n},{r}]x[{r},{heads}x({self.qk_nope}+{v})], new tokens only"),
+                 shape=f"[{n},{r}]x[{r},{heads}x({self.qk_nope}+{v})], new tokens only", replicated=True),
             self._rope(w, n),
             Op("kv_store", "memory", f"[{n},{heads},{qk}+{v}] expanded K and V",
                act_read=act.nbytes_flat(n * (heads * (self.qk_nope + v) + rope)),
-               kv_write=n * (k_token + v_token)),
+               kv_write=n * (k_token + v_token), kind="memory"),
             Op("attn_qk", "attention", f"{b}x{heads}x[{t},{qk}]x[{qk},{keys}]",
                matrix_flops=2 * b * heads * qk * pairs, rect_flops=2 * b * heads * qk * rect,
                act_read=act.nbytes_flat(n * heads * qk), kv_read=b * (keys - w.new_keys_on_chip) * k_token,
-               compute=w.compute_dtype.name),
+               compute=w.compute_dtype.name, kind="attention",
+               saved_bytes=act.nbytes_flat(n * heads * qk) + b * keys * k_token),
             self._softmax(w, pairs),
             Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{v}]",
                matrix_flops=2 * b * heads * v * pairs, rect_flops=2 * b * heads * v * rect,
                kv_read=b * (keys - w.new_keys_on_chip) * v_token, act_write=act.nbytes_flat(n * heads * v),
-               compute=w.compute_dtype.name),
+               compute=w.compute_dtype.name, kind="attention", saved_bytes=b * keys * v_token),
         ]
 
     def _expanded(self, w, named, n):
@@ -198,23 +204,24 @@ class MLA(Block):
         latent_token = self.kv_bytes_per_token(kv, "absorbed")
         cached = b * (keys - t)   # cached keys the pass attends, read as latents
         up = gemm(w, "kv_b_proj", b * keys, named["kv_b_proj.weight"],
-                  shape=f"[{b * keys},{r}]x[{r},{heads}x({nope}+{v})], every key attended")
+                  shape=f"[{b * keys},{r}]x[{r},{heads}x({nope}+{v})], every key attended", replicated=True)
         up = up.replace(act_read=act.nbytes_flat(n * r), kv_read=cached * latent_token)
         return [
             self._rope(w, n),
             Op("kv_store", "memory", f"[{n},{r}+{rope}] latent and k_pe",
-               act_read=act.nbytes_flat(n * (r + rope)), kv_write=n * latent_token),
+               act_read=act.nbytes_flat(n * (r + rope)), kv_write=n * latent_token, kind="memory"),
             up,
             Op("attn_qk", "attention", f"{b}x{heads}x[{t},{nope}+{rope}]x[{nope}+{rope},{keys}]",
                matrix_flops=2 * b * heads * (nope + rope) * pairs,
                rect_flops=2 * b * heads * (nope + rope) * rect,
                act_read=act.nbytes_flat(n * heads * (nope + rope) + b * keys * (heads * nope + rope)),
-               compute=w.compute_dtype.name),
+               compute=w.compute_dtype.name, kind="attention",
+               saved_bytes=act.nbytes_flat(n * heads * (nope + rope) + b * keys * (heads * nope + rope))),
             self._softmax(w, pairs),
             Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{v}]",
                matrix_flops=2 * b * heads * v * pairs, rect_flops=2 * b * heads * v * rect,
                act_read=act.nbytes_flat(b * keys * heads * v), act_write=act.nbytes_flat(n * heads * v),
-               compute=w.compute_dtype.name),
+               compute=w.compute_dtype.name, kind="attention", saved_bytes=act.nbytes_flat(b * keys * heads * v)),
         ]
 
     def _absorbed(self, w, named, n):
@@ -235,15 +242,17 @@ class MLA(Block):
             q_absorb.replace(weight_read=uk_bytes),
             self._rope(w, n),
             Op("kv_store", "memory", f"[{n},{r}+{rope}] latent and k_pe",
-               act_read=act.nbytes_flat(n * (r + rope)), kv_write=n * latent_token),
+               act_read=act.nbytes_flat(n * (r + rope)), kv_write=n * latent_token, kind="memory"),
             Op("attn_qk", "attention", f"{b}x{heads}x[{t},{r}+{rope}]x[{r}+{rope},{keys}]",
                matrix_flops=2 * b * heads * (r + rope) * pairs,
                rect_flops=2 * b * heads * (r + rope) * rect,
-               act_read=act.nbytes_flat(n * heads * (r + rope)), kv_read=b * (keys - w.new_keys_on_chip) * latent_token,
-               compute=w.compute_dtype.name),
+               act_read=act.nbytes_flat(n * heads * (r + rope)),
+               kv_read=b * (keys - w.new_keys_on_chip) * latent_token,
+               compute=w.compute_dtype.name, kind="attention",
+               saved_bytes=act.nbytes_flat(n * heads * (r + rope)) + b * keys * latent_token),
             self._softmax(w, pairs),
             Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{r}] latent read by attn_qk",
                matrix_flops=2 * b * heads * r * pairs, rect_flops=2 * b * heads * r * rect,
-               act_write=act.nbytes_flat(n * heads * r), compute=w.compute_dtype.name),
+               act_write=act.nbytes_flat(n * heads * r), compute=w.compute_dtype.name, kind="attention"),
             out_absorb.replace(weight_read=w.weight_bytes(kv_b) - uk_bytes),
         ]

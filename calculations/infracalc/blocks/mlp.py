@@ -3,14 +3,16 @@
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, elementwise, gemm
+from ..ops import VECTOR_FLOPS, elementwise, gemm, saved_inputs
 
 ACTIVATIONS = {"silu": "swiglu", "gelu_pytorch_tanh": "geglu_tanh", "gelu_tanh": "geglu_tanh"}
 
 
 class GatedMLP(Block):
     """gate/up [inter, hidden], down [hidden, inter]; per token 2*3*hidden*inter
-    matrix FLOPs; the gated activation costs VECTOR_FLOPS[act] per element."""
+    matrix FLOPs; the gated activation costs VECTOR_FLOPS[act] per element.
+    Training keeps gate's input (shared by up), the activation's two inputs and
+    down's input."""
     hidden: int
     inter: int
     act: str = "swiglu"
@@ -45,9 +47,10 @@ class GatedMLP(Block):
         gb, ub, db = t[3:] if self.bias else (None, None, None)
         n = w.positions
         return [
-            gemm(w, "gate_proj", n, gate, gb),
-            gemm(w, "up_proj", n, up, ub),
+            gemm(w, "gate_proj", n, gate, gb, replicated=True),
+            gemm(w, "up_proj", n, up, ub, saves_input=False),
             elementwise(w, self.act, n * self.inter, VECTOR_FLOPS[self.act], inputs=2,
-                        shape=f"[{n},{self.inter}]"),
+                        shape=f"[{n},{self.inter}]", kind="activation",
+                        saved=saved_inputs(w, n * self.inter, 2)),
             gemm(w, "down_proj", n, down, db),
         ]

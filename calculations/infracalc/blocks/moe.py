@@ -18,13 +18,20 @@ choosing k of E experts, the routing model gives the expected number touched:
 - histogram: sum_i 1 - (1 - p_i)^N with p_i = min(1, k * load_i / sum(load)).
 An expectation is rarely whole: it is rounded up to whole experts, so weight
 bytes stay exact integers and never undercount.
+Training keeps: the router's input (shared by the shared experts and their
+gate), the routing scores, each routed copy's input to gate_proj (shared by
+up_proj), the activation's inputs and down_proj's input per routed copy, the
+k expert outputs and weights per token (the combine's gradient w.r.t. the
+routing weights), the shared experts' like a dense MLP, and the sigmoid gate's
+output and the shared output it scales. Per device these follow the shard's
+routed copies (the n*k copies of its tokens split min(tp, ep) ways).
 """
 
 import math
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gemm
+from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs
 
 ROUTING_MODELS = ("uniform", "balanced", "concentrated")
 ROUTER_FLOPS_PER_SCORE = 5   # score function (softmax or sigmoid) and top-k selection
@@ -159,11 +166,13 @@ class MoE(Block):
         ways = min(self.tp, self.ep)
         routed = -(-n * k // ways)   # this device's share of the routed copies
         router = self._router()
-        out = [gemm(w, "router", n, router[0], router[1] if self.router_bias else None),
+        out = [gemm(w, "router", n, router[0], router[1] if self.router_bias else None, replicated=True),
                Op("routing", "vector", f"[{n},{e}] top-{k}",
                   vector_flops=n * e * ROUTER_FLOPS_PER_SCORE,
                   weight_read=w.weight_bytes(router[-1]) if self.score_bias else 0,
-                  act_read=w.act_dtype.nbytes_flat(n * e))]
+                  act_read=w.act_dtype.nbytes_flat(n * e),
+                  kind="routing", weight=router[-1].name if self.score_bias else "",
+                  saved_bytes=saved_inputs(w, n * e))]
         # experts touched by the tokens the EP group routes (ep / tp replicas' tokens when
         # ep > tp), this device's 1/ep share of them, rounded up
         group = n * max(1, self.ep // self.tp)
@@ -172,11 +181,14 @@ class MoE(Block):
         local = self.local_experts
         gate, up, down = self._expert()[:3]
         biases = self._expert()[3:] if self.expert_bias else (None, None, None)
-        for name, t, bias in (("experts.gate_proj", gate, biases[0]), ("experts.up_proj", up, biases[1])):
-            op = gemm(w, name, routed, t, bias, shape=f"{routed} routed x [{h},{i}], {touched}/{local} experts read")
+        for name, t, bias, saves in (("experts.gate_proj", gate, biases[0], True),
+                                     ("experts.up_proj", up, biases[1], False)):
+            op = gemm(w, name, routed, t, bias, shape=f"{routed} routed x [{h},{i}], {touched}/{local} experts read",
+                      saves_input=saves)
             out.append(op.replace(weight_read=op.weight_read * touched))
         out.append(elementwise(w, f"experts.{self.act}", routed * i, VECTOR_FLOPS[self.act], inputs=2,
-                               shape=f"[{routed},{i}]"))
+                               shape=f"[{routed},{i}]", kind="activation",
+                               saved=saved_inputs(w, routed * i, 2)))
         op = gemm(w, "experts.down_proj", routed, down, biases[2],
                   shape=f"{routed} routed x [{i},{h}], {touched}/{local} experts read")
         out.append(op.replace(weight_read=op.weight_read * touched))
@@ -184,20 +196,25 @@ class MoE(Block):
                               shape=f"[{n},{k},{h}] -> [{n},{h}]")
         # reads the k expert outputs per token and their k routing weights; writes one row
         out.append(combine.replace(act_read=combine.act_read + w.act_dtype.nbytes_flat(routed),
-                                   act_write=w.act_dtype.nbytes_flat(n * h)))
+                                   act_write=w.act_dtype.nbytes_flat(n * h),
+                                   saved_bytes=saved_inputs(w, routed * h) + saved_inputs(w, routed)))
         shared = self._shared()
         if shared:
-            out += [gemm(w, "shared.gate_proj", n, shared[0]), gemm(w, "shared.up_proj", n, shared[1]),
+            out += [gemm(w, "shared.gate_proj", n, shared[0], saves_input=False),
+                    gemm(w, "shared.up_proj", n, shared[1], saves_input=False),
                     elementwise(w, f"shared.{self.act}", n * self.shared_inter, VECTOR_FLOPS[self.act],
-                                inputs=2, shape=f"[{n},{self.shared_inter}]"),
+                                inputs=2, shape=f"[{n},{self.shared_inter}]", kind="activation",
+                                saved=saved_inputs(w, n * self.shared_inter, 2)),
                     gemm(w, "shared.down_proj", n, shared[2])]
             add = elementwise(w, "shared.add", n * h, VECTOR_FLOPS["residual"], inputs=2,
-                              shape=f"[{n},{h}] + [{n},{h}]")
+                              shape=f"[{n},{h}] + [{n},{h}]", kind="residual")
             if self.shared_gate:
-                out += [gemm(w, "shared.gate", n, shared[3]),
-                        elementwise(w, "shared.sigmoid", n, VECTOR_FLOPS["sigmoid"], shape=f"[{n},1]")]
+                out += [gemm(w, "shared.gate", n, shared[3], saves_input=False),
+                        elementwise(w, "shared.sigmoid", n, VECTOR_FLOPS["sigmoid"], shape=f"[{n},1]",
+                                    kind="activation", saved=saved_inputs(w, n))]
                 add = add.replace(vector_flops=n * h * VECTOR_FLOPS["gated_add"],
                                   act_read=add.act_read + w.act_dtype.nbytes_flat(n),
-                                  shape=f"[{n},{h}] + sigmoid gate [{n},1] x [{n},{h}]")
+                                  shape=f"[{n},{h}] + sigmoid gate [{n},1] x [{n},{h}]",
+                                  kind="elementwise", saved_bytes=saved_inputs(w, n * h))
             out.append(add)
         return out

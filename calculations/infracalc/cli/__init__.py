@@ -11,6 +11,7 @@ COMMANDS = {
     "forward": "per-operator ledger of one forward pass with roofline times",
     "decode": "TTFT and per-token time bounds of B requests on one device (or --batch-sweep)",
     "kv": "KV cache per layer type and request capacity on a device layout",
+    "train": "FLOPs of one training step (exact and closed forms) and memory of one device",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",

@@ -13,6 +13,7 @@ FAMILIES = {
     "qwen3_next": "qwen3_next",
     "gemma3": "gemma", "gemma3_text": "gemma", "gpt_oss": "gpt_oss",
     "llama4": "llama4", "llama4_text": "llama4",
+    "gpt2": "gpt2", "opt": "gpt2", "gpt_neox": "gpt2",
 }
 
 

@@ -11,7 +11,7 @@ from ..errors import UserError
 
 INT_MAX = 2**31 - 1          # int32, the type of every size in a Hugging Face config
 LAYERS_MAX = 2**16           # layer counts: one record per layer is built
-_LIMITS = {"num_hidden_layers": LAYERS_MAX, "num_nextn_predict_layers": LAYERS_MAX}
+_LIMITS = {"num_hidden_layers": LAYERS_MAX, "num_nextn_predict_layers": LAYERS_MAX, "n_layer": LAYERS_MAX}
 
 
 def _show(value, limit=60):

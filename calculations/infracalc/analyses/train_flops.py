@@ -1,0 +1,283 @@
+"""FLOPs of one training step, exact from the ledger, and the usual closed forms beside it.
+
+A training pass is the forward ledger with the output head on every position
+(`logits all`) plus the loss, then a backward per operator, then what the
+recompute level runs again. Conventions (README "train (conventions)"):
+
+- matrix operators (`gemm`): the input gradient dX = dY W and the weight
+  gradient dW = X^T dY are each a matmul as large as the forward: backward
+  = 2 x forward matrix FLOPs; a bias gradient sums dY over the rows (one add
+  per output element, the forward bias add's count);
+- attention matmuls: QK^T needs dQ and dK, PV needs dP and dV: 2 x forward.
+  A fused (FlashAttention) backward also recomputes QK^T from Q, K and the
+  saved row statistics: `flash_recompute` adds 1 x attn_qk (2.5 x the two
+  attention matmuls when their widths match) to the hardware FLOPs;
+- vector operators: backward = BACKWARD_VECTOR[kind] x forward vector FLOPs;
+  the embedding's backward is a scatter-add of dY into the rows (one add per
+  element, no matrix FLOPs); the loss's is (softmax - one-hot) / tokens;
+- model FLOPs = forward + backward matrix FLOPs = 3 x forward matrix FLOPs;
+  hardware FLOPs add the recomputed matrix FLOPs: `selective` = the attention
+  core (attn_qk, softmax, attn_pv of every layer), `full` = one forward of
+  every decoder layer (never the embedding, final norm, head or loss);
+- backward bytes (a stated model, not a measurement): a gemm moves twice its
+  forward bytes (dX reads W and dY and writes dX; dW reads X and dY and writes
+  dW); other operators read dY and what they saved, write dX (and read and
+  write a weight gradient); the embedding reads dY and reads and writes the
+  gradient rows; attention reads its saved inputs and dO and writes their
+  gradients.
+"""
+
+from .. import ledger
+from ..arch import Block
+from ..errors import UserError
+from ..ops import STAT_BYTES, Op
+from ..record import Record
+
+RECOMPUTE = ("none", "selective", "full")
+
+# Backward vector FLOPs as a multiple of the forward's, per operator kind.
+BACKWARD_VECTOR = {
+    "gemm": 1,         # bias gradient: sum of dY over rows, one add per output element
+    "norm": 2,         # input gradient (about one forward again) + weight/bias gradient
+    "activation": 2,   # derivative of the nonlinearity, times dY and the other branch
+    "softmax": 1,      # dS = P * (dP - rowsum(dO * O)): about the forward's count per score
+    "rope": 1,         # rotation by -theta
+    "residual": 1,     # the two branches' gradients added
+    "elementwise": 1,
+    "routing": 1,
+    "attention": 1,    # vector part of a recurrent/chunked core (Gated DeltaNet)
+    "memory": 0,       # copies (KV store): the gradient passes through
+}
+LOSS_FWD_PER_LOGIT = 4   # max, subtract, exp, sum (log-sum-exp in fp32)
+LOSS_FWD_PER_ROW = 2     # log of the sum, minus the target logit
+LOSS_BWD_PER_LOGIT = 3   # subtract lse, exp, scale by 1/tokens
+LOSS_BWD_PER_ROW = 1     # minus one at the target
+LOSS_BYTES = 4           # the loss works on fp32 logits
+
+
+class CrossEntropy(Block):
+    """Softmax cross-entropy over the vocabulary on every position (fp32): reads
+    the logits, writes one loss per token; keeps the fp32 logits and the
+    log-sum-exp per row for the backward."""
+    vocab: int
+
+    def ops(self, w):
+        rows, v = w.positions, self.vocab
+        return [Op("cross_entropy", "vector", f"[{rows},{v}] fp32",
+                   vector_flops=rows * v * LOSS_FWD_PER_LOGIT + rows * LOSS_FWD_PER_ROW,
+                   act_read=w.act_dtype.nbytes_flat(rows * v), act_write=rows * LOSS_BYTES,
+                   kind="loss", saved_bytes=rows * v * LOSS_BYTES + rows * STAT_BYTES)]
+
+
+class Backward(Record):
+    matrix_flops: int
+    vector_flops: int
+    bytes: int
+
+
+def backward(op, w, vocab, flash_recompute=False):
+    """The backward of one ledger row (already multiplied over its layers) of a
+    pass over workload `w` through a model with a `vocab`-word vocabulary."""
+    kind = op.kind
+    if kind == "gemm":
+        return Backward(2 * op.matrix_flops, op.vector_flops, 2 * op.bytes_moved)
+    if kind == "attention":
+        extra = op.matrix_flops if flash_recompute and op.name == "attn_qk" else 0
+        return Backward(2 * op.matrix_flops + extra, op.vector_flops,
+                        2 * op.saved_bytes + op.act_write)
+    if kind == "embedding":   # scatter-add: one add per element of dY [positions, hidden]
+        hidden = op.act_write // w.act_dtype.nbytes_flat(w.positions)
+        return Backward(0, w.positions * hidden, op.act_write + 2 * op.weight_read)
+    if kind == "loss":
+        rows, logits = w.positions, w.positions * vocab
+        return Backward(0, logits * LOSS_BWD_PER_LOGIT + rows * LOSS_BWD_PER_ROW,
+                        op.saved_bytes + op.act_read)
+    if kind == "softmax":     # inside the fused kernel: reads its row statistics only
+        return Backward(0, op.vector_flops * BACKWARD_VECTOR[kind], op.saved_bytes)
+    if kind not in BACKWARD_VECTOR:
+        raise UserError(f"operator {op.name}: no backward rule for kind '{kind or '(none)'}'")
+    moved = 0 if kind == "memory" else op.act_write + op.saved_bytes + op.act_read + 2 * op.weight_read
+    return Backward(0, op.vector_flops * BACKWARD_VECTOR[kind], moved)
+
+
+def training_workload(w):
+    """The workload of a training pass: no history, the head on every position;
+    MLA in its naive form (K and V up-projected per head, as Megatron-LM trains it)."""
+    if w.history:
+        raise UserError("a training pass has no KV history (history must be 0)")
+    return w.replace(logits="all", mla="naive")
+
+
+def training_ops(arch, w):
+    """Forward ledger rows of a training pass: every operator, head on all
+    positions, then the loss."""
+    w = training_workload(w)
+    ops = ledger.operators(arch, w)
+    ops.extend(op.times(1, "-") for op in CrossEntropy(arch.vocab_size).ops(w))
+    return w, ops
+
+
+def in_layers(op):
+    """Decoder-layer rows (the ledger labels top-level rows '-')."""
+    return op.layers != "-"
+
+
+def recomputed(op, level):
+    """Does `level` run this forward row again during the backward?"""
+    if level == "full":
+        return in_layers(op)
+    if level == "selective":
+        return in_layers(op) and op.kind in ("attention", "softmax")
+    return False
+
+
+class OpFlops(Record):
+    name: str
+    layers: str
+    repeats: int
+    kind: str
+    forward_matrix_flops: int
+    forward_vector_flops: int
+    backward_matrix_flops: int
+    backward_vector_flops: int
+    backward_bytes: int
+    recompute_matrix_flops: int
+    recompute_vector_flops: int
+    saved_bytes: int
+
+
+class StepFlops(Record):
+    """One training pass over `tokens` tokens (sum over operators)."""
+    tokens: int
+    recompute: str
+    flash_recompute: bool
+    ops: tuple
+    forward_matrix_flops: int
+    forward_vector_flops: int
+    backward_matrix_flops: int
+    backward_vector_flops: int
+    recompute_matrix_flops: int
+    recompute_vector_flops: int
+    full_recompute_matrix_flops: int   # what `full` would add, for the closed forms
+    flash_extra_flops: int             # the QK^T a fused backward recomputes (0 unless flash_recompute)
+
+    @property
+    def model_flops(self):
+        """Forward + backward matrix FLOPs = 3 x forward matrix FLOPs."""
+        return self.forward_matrix_flops + self.backward_matrix_flops - self.flash_extra_flops
+
+    @property
+    def hardware_flops(self):
+        """Model FLOPs + recomputed matrix FLOPs + a fused backward's recomputed QK^T."""
+        return self.forward_matrix_flops + self.backward_matrix_flops + self.recompute_matrix_flops
+
+    @property
+    def vector_flops(self):
+        return self.forward_vector_flops + self.backward_vector_flops + self.recompute_vector_flops
+
+
+def step(arch, w, recompute="none", flash_recompute=False):
+    """FLOPs of forward, backward and recompute for one pass of `w.batch`
+    sequences of `w.tokens` tokens through `arch` (a whole model or a shard)."""
+    if recompute not in RECOMPUTE:
+        raise UserError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    w, ops = training_ops(arch, w)
+    rows = []
+    for op in ops:
+        b = backward(op, w, arch.vocab_size, flash_recompute)
+        again = recomputed(op, recompute)
+        rows.append(OpFlops(op.name, op.layers, op.repeats, op.kind, op.matrix_flops, op.vector_flops,
+                            b.matrix_flops, b.vector_flops, b.bytes,
+                            op.matrix_flops if again else 0, op.vector_flops if again else 0,
+                            op.saved_bytes))
+
+    def total(attr):
+        return sum(getattr(r, attr) for r in rows)
+
+    flash = sum(op.matrix_flops for op in ops if flash_recompute and op.name == "attn_qk")
+    return StepFlops(
+        tokens=w.positions, recompute=recompute, flash_recompute=flash_recompute, ops=tuple(rows),
+        forward_matrix_flops=total("forward_matrix_flops"),
+        forward_vector_flops=total("forward_vector_flops"),
+        backward_matrix_flops=total("backward_matrix_flops"),
+        backward_vector_flops=total("backward_vector_flops"),
+        recompute_matrix_flops=total("recompute_matrix_flops"),
+        recompute_vector_flops=total("recompute_vector_flops"),
+        full_recompute_matrix_flops=sum(op.matrix_flops for op in ops if in_layers(op)),
+        flash_extra_flops=flash)
+
+
+class Convention(Record):
+    name: str
+    formula: str
+    flops: int
+    compared_with: str       # which exact count the ratio divides by
+    exact_flops: int
+    reason: str
+
+    @property
+    def ratio(self):
+        return self.flops / self.exact_flops if self.exact_flops else None
+
+
+def attention_width_sum(arch):
+    """sum over softmax-attention layers of heads * (query-key width + value width)
+    (12 L H Q when written per layer with Q = head_dim for both); linear
+    attention layers have no T-dependent term here."""
+    total = 0
+    for layer, count, _ in arch.layer_groups():
+        for b in layer.blocks:
+            if hasattr(b, "qk_nope"):    # MLA
+                total += count * b.heads * (b.qk_nope + b.qk_rope + b.v_head_dim)
+            elif hasattr(b, "head_dim") and hasattr(b, "kv_heads"):
+                total += count * b.heads * 2 * b.head_dim
+    return total
+
+
+def embedding_params(arch):
+    return arch.embedding.params
+
+
+def megatron_closed_form(sequences, seq, layers, hidden, vocab, recompute=True):
+    """Narayanan et al. 2021 (arXiv:2104.04473) eq. 3, with full recompute:
+    96 B s l h^2 (1 + s/(6h) + V/(16 l h)) = 96Bslh^2 + 16Bs^2lh + 6BshV;
+    without recompute (3 passes of the layers, not 4): 72Bslh^2 + 12Bs^2lh + 6BshV."""
+    b, s, l, h, v = sequences, seq, layers, hidden, vocab
+    passes = 4 if recompute else 3
+    return passes * (24 * b * s * l * h * h + 4 * b * s * s * l * h) + 6 * b * s * h * v
+
+
+def conventions(arch, st, sequences, seq):
+    """The step's exact count beside 6ND, PaLM/torchtitan and Megatron's closed form."""
+    d = sequences * seq
+    n = arch.active_params
+    moe = n != arch.params
+    non_emb = n - embedding_params(arch)
+    attn = attention_width_sum(arch)
+    palm = 6 * non_emb * d + 6 * attn * seq * d
+    full = st.model_flops + st.full_recompute_matrix_flops
+    gpt = arch.model_type == "gpt2"
+    shape_note = "" if gpt else (" It assumes a GPT block (MHA, non-gated 4h MLP); this model's "
+                                 "blocks differ, so only the order of magnitude compares.")
+    return (
+        Convention("exact (model FLOPs)", "3 x forward matrix FLOPs from the ledger",
+                   st.model_flops, "model", st.model_flops,
+                   "causal attention pairs, head and loss on every position, gathers cost no FLOPs"),
+        Convention("6ND", f"6 x N x D, N = {n:,} {'active' if moe else 'all'} parameters, D = {d:,} tokens",
+                   6 * n * d, "model", st.model_flops,
+                   "counts every parameter as a matmul weight (the embedding gather too, "
+                   "a tied head once) and no attention score work"),
+        Convention("PaLM / torchtitan",
+                   f"6 x N_non-embedding x D + 12 L H Q T x D, N_non-embedding = {non_emb:,}, "
+                   f"sum of L H (Q_k + Q_v) / 2 = {attn // 2:,}, T = {seq:,}",
+                   palm, "model", st.model_flops,
+                   ("drops the embedding table, which the tied head also multiplies by (its FLOPs "
+                    "go missing)" if arch.tied_embeddings else "drops the embedding table, keeps the head")
+                   + "; attention over all T keys (not halved for causality, windows ignored)"),
+        Convention("Megatron (Narayanan et al. 2021, eq. 3)",
+                   "96 B s l h^2 (1 + s/(6h) + V/(16 l h)), full recompute",
+                   megatron_closed_form(sequences, seq, len(arch.layers), arch.hidden_size,
+                                        arch.vocab_size), "hardware, full recompute", full,
+                   "attention over the full s x s square (not halved for causality); "
+                   "biases and norms not counted; recomputes the layers once." + shape_note),
+    )

@@ -1,0 +1,236 @@
+"""Memory per device for training: model states under ZeRO and activations by recompute level.
+
+Model states (Rajbhandari et al. 2019, ZeRO, arXiv:1910.02054, section 3):
+parameters in the weight format, gradients in the gradient format, and the
+optimizer's states (OPTIMIZERS; AdamW with an fp32 master copy, momentum and
+variance = K = 12 bytes per parameter). The model is first placed by the
+layout engine (`layout.shard`: TP, PP stages, EP carved out of TP then DP),
+then ZeRO shards over the data-parallel group: stage 1 the optimizer states,
+stage 2 also the gradients, stage 3 also the parameters (Megatron's
+distributed optimizer = stage 1). Dense parameters shard over DP x CP;
+routed-expert parameters over the expert-data-parallel group EDP = TP x DP x
+CP / (expert TP x EP) (Megatron-LM's expert groups), never by TP alone.
+
+Activations (per micro-batch) are the ledger's `saved_bytes` of a training
+pass: what every operator keeps for its backward. By recompute level:
+- none: everything saved;
+- selective: minus the attention core's internal state (the softmax row
+  statistics of a fused kernel, the T^2 probabilities of an unfused one);
+- full: each decoder layer keeps its input only (tokens x hidden), plus, while
+  one layer is recomputed and back-propagated, that layer's full set
+  (`recompute_working_bytes`).
+Tensor parallelism splits what lies inside its region; the sequence region
+(`saved_replicated`: norm inputs and statistics, a sublayer's first input,
+residual dropout masks) is whole on every TP rank unless sequence
+parallelism splits it too; context parallelism splits every activation.
+`attention="unfused"` adds the T x T tensors of a non-fused kernel (Korthikanti
+et al. 2022, arXiv:2205.05198: softmax output 2 bytes, dropout mask 1 byte and
+dropout output 2 bytes per score): 5 a s^2 b with dropout, 2 a s^2 b without.
+
+The loss keeps the logits in fp32 (tokens x vocabulary x 4 bytes; split by TP:
+the head is vocabulary-parallel) and one fp32 log-sum-exp per token (whole on
+every TP rank). Pipelines hold several micro-batches: 1F1B
+stage i (from 0) holds min(p - i, m); interleaved with v chunks per stage,
+stage i holds min(2(p - i - 1) + (v - 1)p + 1, m v) chunks of 1/v of its
+layers (Narayanan et al. 2021, arXiv:2104.04473; stage 0: p + (p - 1)/v
+micro-batches' worth, Megatron-LM's 1 + (p - 1)/(p v) factor).
+"""
+
+from ..errors import UserError
+from ..record import Record
+from . import train_flops
+
+# bytes per parameter of each optimizer state
+OPTIMIZERS = {
+    "adamw": (("fp32 master weights", 4), ("momentum fp32", 4), ("variance fp32", 4)),
+    "adamw-bf16": (("fp32 master weights", 4), ("momentum bf16", 2), ("variance bf16", 2)),
+    "sgd": (("fp32 master weights", 4), ("momentum fp32", 4)),
+}
+ZERO_STAGES = (0, 1, 2, 3)
+ATTENTION_KERNELS = ("fused", "unfused")
+UNFUSED_SCORE_BYTES = 2   # softmax output per score (16-bit)
+DROPOUT_SCORE_BYTES = 3   # + 1-byte mask + 16-bit dropout output per score
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def optimizer_bytes(optimizer):
+    if optimizer not in OPTIMIZERS:
+        raise UserError(f"unknown optimizer '{optimizer}' (choose from {', '.join(OPTIMIZERS)})")
+    return sum(b for _, b in OPTIMIZERS[optimizer])
+
+
+class ModelStates(Record):
+    weights: int
+    grads: int
+    optimizer: int
+
+    @property
+    def total(self):
+        return self.weights + self.grads + self.optimizer
+
+    def __add__(self, other):
+        return ModelStates(self.weights + other.weights, self.grads + other.grads,
+                           self.optimizer + other.optimizer)
+
+
+def model_states(params, dp, zero, weight_bytes=2, grad_bytes=2, optimizer_bytes=12):
+    """Bytes per device of `params` parameters replicated over `dp` ranks
+    under ZeRO stage `zero` (shares rounded up: the largest rank's):
+    0: (W + G + K) x params; 1: W + G + K/dp; 2: W + (G + K)/dp; 3: (W + G + K)/dp."""
+    if zero not in ZERO_STAGES:
+        raise UserError(f"zero stage must be one of 0, 1, 2, 3, got {zero!r}")
+    w, g, k = params * weight_bytes, params * grad_bytes, params * optimizer_bytes
+    return ModelStates(_ceil(w, dp) if zero >= 3 else w, _ceil(g, dp) if zero >= 2 else g,
+                       _ceil(k, dp) if zero >= 1 else k)
+
+
+def device_params(dev):
+    """(dense, expert) parameters of a per-device architecture (`layout.shard`):
+    routed-expert tensors apart, since ZeRO shards them over another group."""
+    dense = expert = 0
+    for block in dev.top_blocks():
+        for t in block.tensors():
+            dense, expert = (dense, expert + t.params) if t.role == "expert" else (dense + t.params, expert)
+    for layer, count, _ in dev.layer_groups():
+        for t in layer.tensors():
+            if t.role == "expert":
+                expert += count * t.params
+            else:
+                dense += count * t.params
+    return dense, expert
+
+
+def expert_dp(layout):
+    """EDP = TP x DP x CP / (expert TP x EP): the ranks holding the same expert
+    shard, over which ZeRO shards its states (Megatron-LM's expert data-parallel
+    group; EP is carved out of TP first, see `layout`)."""
+    return layout.tp * layout.dp * layout.cp // (layout.expert_tp * layout.ep)
+
+
+class LayerActivations(Record):
+    """Bytes one decoder layer keeps per micro-batch on one device."""
+    none: int
+    selective: int
+    full: int          # the layer input only
+
+
+def _split(saved, replicated, tp, sp, cp):
+    """Per-device bytes of a shard's saved bytes: the sequence region split by
+    TP only with SP; everything by CP."""
+    seq = _ceil(replicated, tp) if sp else replicated
+    return _ceil(saved - replicated + seq, cp)
+
+
+def unfused_score_bytes(layer, w):
+    """T x T tensors a non-fused softmax attention keeps for one layer:
+    B x heads x T x keys scores, 2 bytes each (softmax output), 5 with dropout
+    (grouped-query `Attention` blocks; MLA and linear attention are always fused here)."""
+    total = 0
+    for b in layer.blocks:
+        if hasattr(b, "heads") and hasattr(b, "prob_dropout"):
+            per = DROPOUT_SCORE_BYTES + UNFUSED_SCORE_BYTES if b.prob_dropout else UNFUSED_SCORE_BYTES
+            total += w.batch * b.heads * w.tokens * (w.history + w.tokens) * per
+    return total
+
+
+def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"):
+    """Saved bytes per device of one decoder layer as one device holds it (a
+    `layout.shard_layer`: heads and MLP already split by TP), by recompute level
+    (see module doc). The sequence region is whole on every TP rank unless `sp`
+    splits it tp ways; `cp` splits everything; `hidden` is the residual width."""
+    ops = [op for b in layer.blocks for op in b.ops(w)]
+    saved = sum(op.saved_bytes for op in ops)
+    repl = sum(op.saved_replicated for op in ops)
+    core = sum(op.saved_bytes for op in ops if op.kind == "softmax")
+    scores = _ceil(unfused_score_bytes(layer, w), cp) if attention == "unfused" else 0
+    none = _split(saved, repl, tp, sp, cp) + scores
+    selective = _split(saved - core, repl, tp, sp, cp)
+    full_in = w.act_dtype.nbytes_flat(w.positions * hidden)
+    full = _ceil(_ceil(full_in, tp) if sp else full_in, cp)
+    return LayerActivations(none, selective, full)
+
+
+def in_flight(stage, pp, micro_batches, chunks=1):
+    """(numerator, denominator): micro-batches of the stage's activations held at
+    the peak. 1F1B: min(p - i, m); interleaved (v = chunks): min(2(p-i-1) +
+    (v-1)p + 1, m v) chunks of 1/v of the stage."""
+    if chunks == 1:
+        return min(pp - stage, micro_batches), 1
+    held = 2 * (pp - stage - 1) + (chunks - 1) * pp + 1
+    return min(held, micro_batches * chunks), chunks
+
+
+class StageMemory(Record):
+    stage: int
+    layers: tuple            # (lo, hi): layers lo .. hi-1
+    device: str              # what one device of the stage holds (the shard's id)
+    dense_params: int
+    expert_params: int
+    states: ModelStates
+    layer_activation_bytes: int     # one micro-batch, the stage's layers at the recompute level
+    extra_activation_bytes: int     # embedding / final norm / head / loss on first or last stage
+    logits_bytes: int               # part of extra: the loss's fp32 logits
+    in_flight: tuple                # (numerator, denominator) micro-batches held
+    recompute_working_bytes: int    # full recompute: one layer's set while it is back-propagated
+
+    @property
+    def activation_bytes(self):
+        num, den = self.in_flight
+        return _ceil((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
+            + self.recompute_working_bytes
+
+    @property
+    def total(self):
+        return self.states.total + self.activation_bytes
+
+
+def _top_saved(dev, stage, w, tp, sp, cp):
+    """Saved bytes outside the layers on one device: the embedding's on the first
+    stage; the final norm's, the head's input and the loss's fp32 logits (of the
+    device's vocabulary slice) on the last. Returns (total, logits part)."""
+    ops = list(dev.embedding.ops(w)) if stage.has_embedding else []
+    loss = train_flops.CrossEntropy(dev.head.vocab).ops(w) if stage.has_head else []
+    if stage.has_head:
+        ops += list(dev.final_norm.ops(w)) + list(dev.head.ops(w))
+    logits = sum(_ceil(op.saved_bytes, cp) for op in loss)
+    return sum(_split(op.saved_bytes, op.saved_replicated, tp, sp, cp) for op in ops) + logits, logits
+
+
+def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw", weight_bytes=2,
+           grad_bytes=2, chunks=1, attention="fused", **degrees):
+    """Per-stage memory of one device of each pipeline stage: [StageMemory].
+    `w` is one micro-batch (batch = micro-batch size, tokens = sequence length);
+    the placement is a `layout.Layout` or its fields as keywords (tp, pp, dp,
+    cp, ep, sp, micro_batches, pp_layers); `chunks` = interleaved chunks per stage."""
+    from .. import layout as placement
+
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise UserError(f"chunks must be a positive integer, got {chunks!r}")
+    if recompute not in train_flops.RECOMPUTE:
+        raise UserError(f"recompute must be one of {', '.join(train_flops.RECOMPUTE)}, got {recompute!r}")
+    if attention not in ATTENTION_KERNELS:
+        raise UserError(f"attention must be one of {', '.join(ATTENTION_KERNELS)}, got {attention!r}")
+    lay = layout or placement.Layout(**degrees)
+    placement.validate(arch, lay)
+    w = train_flops.training_workload(w)
+    tp, cp, sp = lay.tp, lay.cp, lay.sp
+    edp = expert_dp(lay)
+    k = optimizer_bytes(optimizer)
+    out = []
+    for stage in placement.stages(arch, lay):
+        dev = placement.shard(arch, lay, stage)
+        dense, expert = device_params(dev)
+        states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
+                  + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
+        acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention), count)
+                for layer, count, _ in dev.layer_groups()]
+        layer_bytes = sum(getattr(a, recompute) * count for a, count in acts)
+        working = max(a.none for a, _ in acts) if recompute == "full" and acts else 0
+        extra, logits = _top_saved(dev, stage, w, tp, sp, cp)
+        out.append(StageMemory(stage.index, (stage.lo, stage.hi), dev.id, dense, expert, states,
+                               layer_bytes, extra, logits,
+                               in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working))
+    return out
