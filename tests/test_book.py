@@ -186,6 +186,23 @@ class NewKvOnChip(unittest.TestCase):
                                  sum(s["attention_flops_causal"] for s in steps))
 
 
+class Training(unittest.TestCase):
+    def test_dense_training_ledger_and_adam_state(self):
+        # INDEX, table "Dense 训练矩阵子账", row training-qwen3-8b-t8192: training matrix
+        # 431.367993 TFLOPs, 6ND 402.591024 TFLOPs, parameter states 137.307901 GiB (FP32 grads);
+        # table "全参数Adam／ZeRO持久状态", row training-state-book: 8190735360 parameters,
+        # 131051765760 B unsharded (BF16 grads)
+        r = result("train", "--model", "qwen3-8b", "--seq", "8192", "--grad-dtype", "fp32")
+        self.assertEqual(f"{r['flops_per_step']['model_flops'] / 1e12:.6f}", "431.367993")
+        six = [c for c in r["closed_forms"] if c["name"] == "6ND"]
+        self.assertEqual(f"{six[0]['flops'] / 1e12:.6f}", "402.591024")
+        m = r["memory"]
+        self.assertEqual(gib(m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"], 6), "137.307901")
+        m = result("train", "--model", "qwen3-8b", "--seq", "8192")["memory"]
+        self.assertEqual((m["params"], m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"]),
+                         (8_190_735_360, 131_051_765_760))
+
+
 class ReproduceSubdirectories(unittest.TestCase):
     """A scenario list in results/DIR/ writes into DIR/ and is checked there too."""
 
