@@ -32,7 +32,7 @@ class FormatBytes(unittest.TestCase):
 
     def test_int4_group_scales(self):
         # 4 bits + one BF16 scale per 128 values: [256, 256] -> 32768 + 512 groups * 2
-        self.assertEqual(DTYPES["int4"].nbytes((256, 256)), 32768 + 1024)
+        self.assertEqual(DTYPES["int4-g128"].nbytes((256, 256)), 32768 + 1024)
 
 
 class RooflineArithmetic(unittest.TestCase):

@@ -40,7 +40,7 @@ def leaves(value, key=""):
 
 class ForwardOnEveryModel(unittest.TestCase):
     ARGS = ("--batch", "2", "--tokens", "3", "--history", "5", "--logits", "all", "--device", "tpu-v5e",
-            "--kv-dtype", "fp8", "--weight-dtype", "int4")
+            "--kv-dtype", "fp8", "--weight-dtype", "int4-g128")
 
     def render(self, model, fmt):
         status, out, err = run("forward", "--model", model, *self.ARGS, "--format", fmt)
@@ -55,7 +55,7 @@ class ForwardOnEveryModel(unittest.TestCase):
                 self.assertEqual((rec["model"]["id"], rec["device"]["id"]), (model, "tpu-v5e"))
                 i = rec["inputs"]
                 self.assertEqual((i["batch"], i["tokens"], i["history"], i["logits"], i["kv_dtype"],
-                                  i["weight_dtype"]), (2, 3, 5, "all", "fp8", "int4"))
+                                  i["weight_dtype"]), (2, 3, 5, "all", "fp8", "int4-g128"))
                 parts = rec["model"].pop("parts_not_counted", [])   # params may be unknown (None)
                 self.assertTrue(all(p["params"] is None or type(p["params"]) is int for p in parts))
                 for key, value in leaves(rec):

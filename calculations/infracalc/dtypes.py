@@ -2,17 +2,26 @@
 
 A tensor of n values in a format of b bits takes ceil(n * b / 8) bytes, plus
 its scales:
-- a group scale of s bits per g consecutive values along the last axis
-  (MXFP4: g = 32, s = 8 (E8M0), OCP Microscaling spec v1.0; NVFP4: g = 16,
-  s = 8 (E4M3) plus one FP32 per-tensor scale; int4: g = 128, s = 16, a BF16
-  scale per group as in GPTQ/AWQ-style checkpoints, zero points not counted);
-- or one scale of s bits per 128 x 128 block of a matrix (FP8 with block
-  scales, as DeepSeek-V3's quantization_config weight_block_size [128, 128]).
+- a group scale of s bits per g consecutive values along the last axis (the
+  input dimension K of a weight stored [N, K], so each output row has
+  ceil(K / g) groups);
+- or one scale of s bits per B x B block of a matrix (FP8 with block scales,
+  as DeepSeek-V3's quantization_config weight_block_size [128, 128]);
+- plus, for NVFP4, one FP32 scale per tensor.
+
+Names say the scales: BASE[-gG[-SCALE]] for a group scale per G values,
+BASE[-bB[-SCALE]] for a B x B block scale, e.g. int8-g128 = int8 with one
+BF16 scale per 128 values (GPTQ/AWQ-style symmetric weights, zero points not
+counted), int4-g32-fp16, fp8-b128 (= fp8-block128). A plain base name
+(int8, int4, fp8, fp4) carries no scales. The named microscaling formats
+follow their specifications: MXFP8 and MXFP4 = E4M3 / E2M1 with one E8M0
+scale per 32 values (OCP Microscaling Formats (MX) v1.0); NVFP4 = E2M1 with
+one E4M3 scale per 16 values and one FP32 per tensor (NVIDIA Blackwell).
 """
 
 from .record import Record
 
-from .errors import unknown
+from .errors import UserError
 
 
 class Dtype(Record):
@@ -52,27 +61,103 @@ class Dtype(Record):
         return self.bits < 8 or bool(self.group or self.block)
 
 
+# Base formats: (bits, matrix peak key, description). int4 has no matrix peak on
+# the bundled devices: it is a storage (weight-only) format.
+BASES = {
+    "fp32": (32, "fp32", "IEEE float32"),
+    "bf16": (16, "bf16", "bfloat16"),
+    "fp16": (16, "fp16", "IEEE float16"),
+    "fp8": (8, "fp8", "FP8 (E4M3/E5M2)"),
+    "int8": (8, "int8", "int8"),
+    "int4": (4, "", "int4 (weight-only: computes at the activation format)"),
+    "fp4": (4, "fp4", "FP4 E2M1"),
+}
+# Scale formats a name may end in, with their bits.
+SCALES = {"bf16": 16, "fp16": 16, "fp32": 32, "e8m0": 8, "e4m3": 8}
+DEFAULT_GROUP_SCALE = "bf16"   # GPTQ/AWQ-style checkpoints; the book's 8- and 4-bit weights
+DEFAULT_BLOCK_SCALE = "fp32"   # DeepSeek-V3's weight_scale_inv
+
+
+def scaled(base, group=0, block=0, scale=None, name=None, description=None, tensor_scale_bytes=0):
+    """A base format with a group (or block) scale of format `scale`."""
+    bits, peak, text = BASES[base]
+    scale = scale or (DEFAULT_BLOCK_SCALE if block else DEFAULT_GROUP_SCALE)
+    if not name:
+        name = f"{base}-{'b' if block else 'g'}{block or group}"
+        default = DEFAULT_BLOCK_SCALE if block else DEFAULT_GROUP_SCALE
+        name += "" if scale == default else f"-{scale}"
+    if description is None:
+        per = f"{block}x{block} block" if block else f"{group} values"
+        description = f"{text} + one {scale.upper()} scale per {per}"
+    return Dtype(name, bits, group=group, scale_bits=SCALES[scale], block=block,
+                 tensor_scale_bytes=tensor_scale_bytes, peak=peak, description=description)
+
+
+def _plain(base):
+    bits, peak, text = BASES[base]
+    scales = " (per-channel / per-tensor scales not counted)" if bits <= 8 else ""
+    return Dtype(base, bits, peak=peak, description=text + scales)
+
+
 DTYPES = {d.name: d for d in (
-    Dtype("fp32", 32, peak="fp32", description="IEEE float32"),
-    Dtype("bf16", 16, peak="bf16", description="bfloat16"),
-    Dtype("fp16", 16, peak="fp16", description="IEEE float16"),
-    Dtype("fp8", 8, peak="fp8", description="FP8 (E4M3/E5M2), per-tensor scale not counted"),
-    Dtype("fp8-block128", 8, scale_bits=32, block=128, peak="fp8",
-          description="FP8 E4M3 with one FP32 scale per 128x128 block (DeepSeek-V3)"),
-    Dtype("int8", 8, peak="int8", description="int8, per-channel scales not counted"),
-    Dtype("int4", 4, group=128, scale_bits=16, peak="",
-          description="int4 weights, one BF16 scale per 128 values (weight-only)"),
-    Dtype("fp4", 4, peak="fp4", description="FP4 E2M1, no scales"),
-    Dtype("mxfp4", 4, group=32, scale_bits=8, peak="fp4",
-          description="MXFP4: E2M1 + one E8M0 scale per 32 values (OCP MX v1.0)"),
-    Dtype("nvfp4", 4, group=16, scale_bits=8, tensor_scale_bytes=4, peak="fp4",
-          description="NVFP4: E2M1 + one E4M3 scale per 16 values + one FP32 per tensor"),
+    *(_plain(b) for b in BASES),
+    scaled("int8", group=128),
+    scaled("int4", group=128),
+    scaled("fp8", block=128, name="fp8-block128",
+           description="FP8 E4M3 with one FP32 scale per 128x128 block (DeepSeek-V3); = fp8-b128"),
+    scaled("fp8", group=32, scale="e8m0", name="mxfp8",
+           description="MXFP8: E4M3 + one E8M0 scale per 32 values (OCP MX v1.0)"),
+    scaled("fp4", group=32, scale="e8m0", name="mxfp4",
+           description="MXFP4: E2M1 + one E8M0 scale per 32 values (OCP MX v1.0)"),
+    scaled("fp4", group=16, scale="e4m3", name="nvfp4", tensor_scale_bytes=4,
+           description="NVFP4: E2M1 + one E4M3 scale per 16 values + one FP32 per tensor"),
 )}
+
+# The formats the book's tables use (bojieli/ai-infra-book, calculations/results).
+BOOK_FORMATS = (
+    "bf16 (weights, activations and KV cache of the baseline)",
+    "int8-g128 (the book's '8-bit' weights: one BF16 scale per 128 values of each row)",
+    "int4-g128 (the book's '4-bit' weights, same scales)",
+)
+
+_CACHE = {}
+
+
+def parse(name):
+    """BASE-gG[-SCALE] or BASE-bB[-SCALE] -> Dtype, or None if the name does not parse."""
+    parts = name.split("-")
+    if len(parts) not in (2, 3) or parts[0] not in BASES or BASES[parts[0]][0] > 8:
+        return None
+    kind, size = parts[1][:1], parts[1][1:]
+    if kind not in ("g", "b") or not size.isdigit() or int(size) < 1 or size != str(int(size)):
+        return None
+    scale = parts[2] if len(parts) == 3 else None
+    if scale is not None and scale not in SCALES:
+        return None
+    n = int(size)
+    return scaled(parts[0], group=n if kind == "g" else 0, block=n if kind == "b" else 0, scale=scale)
 
 
 def dtype(name):
-    """Look a format up by name; an unknown name is a UserError."""
-    try:
+    """Look a format up by name (a named one, or BASE-gG[-SCALE] / BASE-bB[-SCALE]);
+    an unknown name is a UserError."""
+    if name in DTYPES:
         return DTYPES[name]
-    except KeyError:
-        raise unknown("dtype", name, DTYPES) from None
+    if name not in _CACHE:
+        d = parse(name)
+        if d is None:
+            from .errors import suggest
+            hint = suggest(name, DTYPES) or f"; choose from {', '.join(DTYPES)}"
+            raise UserError(f"unknown dtype '{name}'{hint} (or BASE-gG[-SCALE] / BASE-bB[-SCALE] with "
+                            f"BASE one of {', '.join(b for b in BASES if BASES[b][0] <= 8)} and SCALE "
+                            f"one of {', '.join(SCALES)})") from None
+        _CACHE[name] = d
+    return _CACHE[name]
+
+
+def format_help():
+    """The formats paragraph shown in --help (argparse epilog)."""
+    return ("formats: " + ", ".join(DTYPES) + "; any BASE-gG[-SCALE] (one SCALE per G values "
+            f"along a row, SCALE default {DEFAULT_GROUP_SCALE}) or BASE-bB[-SCALE] (one per BxB "
+            f"block, default {DEFAULT_BLOCK_SCALE}), SCALE one of {', '.join(SCALES)}. "
+            "The book's tables use: " + "; ".join(BOOK_FORMATS) + ".")

@@ -61,13 +61,16 @@ def build(arch, w):
     return Ledger(arch, w, tuple(ops), _totals(arch, w, ops))
 
 
-def operators(arch, w):
-    """The ledger's operator rows alone (no totals): what the decode sums need."""
+def operators(arch, w, per_layer=False):
+    """The ledger's operator rows alone (no totals): what the decode sums need.
+    per_layer: each distinct layer's rows once (one instance, not multiplied by
+    its count; `repeats` still says how many layers share it)."""
     ops = [op.times(1, "-") for op in arch.embedding.ops(w)]
     for layer, count, indices in arch.layer_groups():
         label = layer_range_label(indices)
         for block in layer.blocks:
-            ops.extend(op.times(count, label) for op in block.ops(w))
+            ops.extend(op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
+                       for op in block.ops(w))
     ops.extend(op.times(1, "-") for op in arch.final_norm.ops(w))
     ops.extend(op.times(1, "-") for op in arch.head.ops(w))
     return ops

@@ -98,11 +98,12 @@ STAT_BYTES = 4   # one fp32 statistic per normalized row (rstd; LayerNorm adds t
 
 
 def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, saves_input=True,
-         replicated=False):
+         replicated=False, out_dtype=None):
     """Tokens [m, k] times a weight stored as [n, k] (Hugging Face layout).
 
     matrix FLOPs 2*m*k*n; reads the weight (in its stored format), the input
-    activations m*k; writes m*n outputs; a bias adds m*n vector FLOPs.
+    activations m*k; writes m*n outputs (in the activation format, or
+    `out_dtype`); a bias adds m*n vector FLOPs.
     Training: keeps its input m*k for the weight gradient, unless another
     projection of the same input keeps it (`saves_input=False`: k and v share
     q's input, up shares gate's); `replicated`: that input is the sublayer's
@@ -113,13 +114,14 @@ def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, saves_inpu
         k = in_features
     act = w.act_dtype
     saved = act.nbytes_flat(m * k) if saves_input else 0
+    out = out_dtype or act
     return Op(
         name, "linear", shape or f"[{m},{k}]x[{k},{n}]",
         matrix_flops=2 * m * k * n,
         vector_flops=m * n * VECTOR_FLOPS["bias"] if bias is not None else 0,
         weight_read=w.weight_bytes(weight) + (w.weight_bytes(bias) if bias is not None else 0),
         act_read=act.nbytes_flat(m * k),
-        act_write=act.nbytes_flat(m * n),
+        act_write=out.nbytes_flat(m * n),
         compute=w.compute_dtype.name,
         kind="gemm", weight=weight.name, saved_bytes=saved,
         saved_replicated=saved if replicated else 0,

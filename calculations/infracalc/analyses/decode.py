@@ -20,7 +20,7 @@ from ..record import Record
 from . import decode_sum, mla_path
 from .memory import ENGINE_DEFAULTS, default_reserve, engine_reserve, request_bytes, requests_in
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
-from .roofline import roof
+from .roofline import UNKNOWN, roof
 from .serving import SERVING_CONVENTIONS, throughput
 
 DECODE_CONVENTIONS = (
@@ -45,6 +45,24 @@ DECODE_CONVENTIONS = (
     "TensorRT-LLM's default leaves 10% of the memory free after the weights instead) "
     "(analyses/memory; `kv` adds sharding, paging, prefix sharing).",
 )
+
+CROSSOVER_RIDGE = (
+    "Ridge-point estimate: the smallest batch B with B x 2 x active params / peak > weight bytes / "
+    "bandwidth, i.e. B > ridge point x weight bytes / (2 x active params): two FLOPs per "
+    "parameter per token, the weights read once, nothing else (for bf16 weights B > ridge point). "
+    "Dense models only: an MoE batch reads only the experts it touches.")
+CROSSOVER_IDEAL = (
+    "Ideal-bound crossover: the smallest batch whose decode phase is compute-bound under perfect "
+    "overlap: all its FLOPs at peak take longer than its unique bytes (weights read + KV read + "
+    "KV written; activations assumed on chip) at bandwidth. For a dense model at short context "
+    "it is about the ridge point x weight bytes / (2 x params) (the FLOP/byte of one token).")
+CROSSOVER_SUM = (
+    "Operator-sum crossover: the smallest batch whose decode phase is compute-bound as the sum "
+    "of per-operator bounds counts it: operators bound by compute take more than half of that "
+    "sum (each operator max(compute, memory), activation traffic counted). It can come before "
+    "or after the ideal crossover: each operator turns compute-bound at its own intensity (the "
+    "GEMMs early, attention over a long cache never), and activation traffic counts on the "
+    "memory side; the ideal bound pools all FLOPs against all unique bytes.")
 
 LEFT_OUT = (
     "This is a lower bound on time (an upper bound on throughput) for one device. It leaves out "
@@ -380,10 +398,11 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     del cap["fits"]
     serving = serving_record(arch, w, r, input_len, output_len, cap, wp)
     work = (serving["request_matrix_flops"], serving["request_vector_flops"], serving["request_kv_bytes"])
-    rows = []
+    rows, pieces = [], []
     for b in sweep_batches(cap["max_requests"]):
         wb = w.replace(batch=b)
         pcs = decode_sum.decode_pieces(arch, wb, lo, hi, check=b == 1)
+        pieces.append(pcs)
         acc = account(pcs, r)
         dec = acc.time_s
         stream = throughput(work, sum(v[_WR] for v in pcs[0].starts), input_len, output_len, b, r)
@@ -407,7 +426,12 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["notes"] = notes
     rec["capacity"] = cap
     rec["rows"] = rows
-    rec["compute_bound_batch"] = compute_bound_batch(arch, w, rows, lo, hi, r)
+    ideal, summed = crossovers(arch, w, rows, pieces, lo, hi, r)
+    rec["ridge_estimate_batch"] = (ridge_estimate_batch(r, cap["weight_bytes"], arch.active_params)
+                                   if arch.active_params == arch.params else None)   # dense only
+    rec["ideal_compute_bound_batch"] = ideal
+    rec["compute_bound_batch"] = summed
+    rec["compute_unknown"] = r.compute_unknown(1, 1)
     rec["capacity_batch"] = cap["max_requests"]
     rec["serving"] = serving
     rec["left_out"] = list(LEFT_OUT)
@@ -415,28 +439,114 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
         "Sweep column 'stream tokens/s': the serving-throughput bound with the weights of each "
         "step shared by the row's batch as the mean concurrency (continuous batching, chunked "
         "prefill), beside the lockstep decode throughput.",
-        "Sweep: the smallest batch whose decode phase is compute-bound is found by bisection "
-        "between the last memory-bound and the first compute-bound swept batch."]
+        CROSSOVER_RIDGE, CROSSOVER_IDEAL, CROSSOVER_SUM,
+        "The operator-sum crossover (and the ideal one of an MoE model) is found by bisection "
+        "between the last memory-bound and the first compute-bound swept batch; the ideal one of "
+        "a dense model is solved from batches 1 and 2 (its totals are affine in the batch)."]
     return rec
 
 
-def compute_bound_batch(arch, w, rows, lo, hi, r):
-    """The smallest batch whose decode phase is compute-bound, or None within capacity.
+def ridge_estimate_batch(r, weight_bytes, active_params):
+    """floor(x) + 1 for x = ridge point x weight bytes / (2 x active params): the batch
+    above which B tokens' 2 FLOPs per parameter at peak outlast one read of the
+    weights at bandwidth (the textbook estimate: B > peak / bandwidth for bf16
+    weights). None when the device publishes no peak."""
+    if r.matrix_flops_per_s == UNKNOWN:
+        return None
+    return int(r.matrix_flops_per_s / r.bytes_per_s * weight_bytes / (2 * active_params)) + 1
 
-    Bisection between the last memory-bound and the first compute-bound swept
-    batch (assumes one switch inside that bracket; log2 of its width steps).
+
+def ideal_totals(pcs):
+    """(matrix FLOPs, vector FLOPs, unique bytes) of a phase: what the ideal bound weighs."""
+    rows = decode_sum.summed_ops(pcs)
+    return (sum(op.matrix_flops for op in rows), sum(op.vector_flops for op in rows),
+            sum(op.weight_read + op.kv_read + op.kv_write for op in rows))
+
+
+def ideal_compute(t, r):
+    """True when the FLOPs of totals t at peak take longer than its unique bytes
+    (weights read + KV read + KV written) at bandwidth: the ideal bound's side."""
+    return r.compute_s(t[0], t[1]) > r.memory_s(t[2])
+
+
+def ideal_is_compute(pcs, r):
+    return ideal_compute(ideal_totals(pcs), r)
+
+
+def affine_ideal_crossover(one, two, capacity, vocab, r):
+    """The ideal crossover of a dense model from the phases at batch 1 and 2.
+
+    Without experts every total is affine in the batch B (per-request FLOPs and
+    cache bytes, weights read once, an embedding row per request while B <= the
+    vocabulary): t(B) = t(1) + (B - 1)(t(2) - t(1)), exactly, in integers. The
+    crossover solves compute(t(B)) = memory(t(B)) (both linear in t), then is
+    checked on the exact integer totals. None when it lies past the capacity;
+    False when the affine form does not hold there (B > vocabulary): bisect.
     """
-    k = next((i for i, row in enumerate(rows) if row["bound"] == "compute"), None)
+    t1, t2 = ideal_totals(one), ideal_totals(two)
+    d = tuple(b - a for a, b in zip(t1, t2))
+
+    def at(b):
+        return tuple(a + (b - 1) * x for a, x in zip(t1, d))
+
+    def margin(t):
+        return r.compute_s(t[0], t[1]) - r.memory_s(t[2])
+
+    slope = margin(d)
+    if ideal_compute(t1, r):
+        return 1
+    if slope <= 0:
+        return None
+    b = max(2, 1 + int(-margin(t1) / slope))
+    while b > 2 and ideal_compute(at(b - 1), r):
+        b -= 1
+    while not ideal_compute(at(b), r):
+        b += 1
+    if b > capacity:
+        return None
+    return b if b <= vocab else False
+
+
+def operator_sum_is_compute(pcs, r):
+    """True when compute-bound operators take more than half the summed operator bounds."""
+    return account(pcs, r).bound == "compute"
+
+
+def first_compute_batch(batches, flags, probe):
+    """The smallest batch for which probe(batch) is True, given the swept `batches`
+    and their `flags`: bisection between the last False and the first True swept
+    batch (assumes one switch inside that bracket; log2 of its width probes).
+    None when no swept batch is True."""
+    k = next((i for i, f in enumerate(flags) if f), None)
     if k is None:
         return None
     if k == 0:
-        return rows[0]["batch"]
-    below, above = rows[k - 1]["batch"], rows[k]["batch"]   # memory-bound, compute-bound
+        return batches[0]
+    below, above = batches[k - 1], batches[k]
     while above - below > 1:
         mid = (below + above) // 2
-        pcs = decode_sum.decode_pieces(arch, w.replace(batch=mid), lo, hi, check=False)
-        if account(pcs, r).bound == "compute":
+        if probe(mid):
             above = mid
         else:
             below = mid
     return above
+
+
+def crossovers(arch, w, rows, pieces, lo, hi, r):
+    """(ideal-bound crossover, operator-sum crossover): the smallest batches whose
+    decode phase is compute-bound by each definition (None within capacity), from
+    the swept rows and their pieces. The ideal one of a dense model is solved from
+    batches 1 and 2 (its totals are affine in the batch); otherwise both are bisected."""
+    def probe(test):
+        return lambda b: test(decode_sum.decode_pieces(arch, w.replace(batch=b), lo, hi, check=False), r)
+
+    batches = [row["batch"] for row in rows]
+    ideal = False
+    if arch.active_params == arch.params and batches[:2] == [1, 2]:
+        ideal = affine_ideal_crossover(pieces[0], pieces[1], batches[-1], arch.vocab_size, r)
+    if ideal is False:
+        ideal = first_compute_batch(batches, [ideal_is_compute(p, r) for p in pieces],
+                                    probe(ideal_is_compute))
+    summed = first_compute_batch(batches, [row["bound"] == "compute" for row in rows],
+                                 probe(operator_sum_is_compute))
+    return ideal, summed

@@ -72,8 +72,15 @@ def workload_notes(arch, w):
     return []
 
 
-def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
-    """The full `forward` result record (`notes` only when there is a warning or a choice)."""
+PER_LAYER = ("Operators are per layer: one instance of each distinct layer (the rows of the "
+             "layers listed under 'layers'), not multiplied by the number of layers that share it "
+             "(x); the totals are the whole pass.")
+
+
+def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_layer=False):
+    """The full `forward` result record (`notes` only when there is a warning or a choice).
+    per_layer: the operator rows are one instance of each distinct layer; the
+    totals stay those of the whole pass."""
     from .mla_path import for_pass, note
 
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
@@ -81,14 +88,17 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0):
     L = ledger.build(arch, w)
     bounds = [op_bound(op, r) for op in L.ops]
     notes = workload_notes(arch, w) + ([note(choice)] if choice else [])
+    rows = ledger.operators(arch, w, per_layer=True) if per_layer else L.ops
+    row_bounds = [op_bound(op, r) for op in rows] if per_layer else bounds
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "forward",
         "model": model_record(arch),
         "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
         "inputs": workload_record(w, arch),
-        "conventions": conventions(w),
-        "operators": [operator_record(op, b) for op, b in zip(L.ops, bounds)],
+        "conventions": conventions(w) + ([PER_LAYER] if per_layer else []),
+        **({"per_layer": True} if per_layer else {}),
+        "operators": [operator_record(op, b) for op, b in zip(rows, row_bounds)],
         "totals": totals_record(L.totals, bounds, r),
         **({"notes": notes} if notes else {}),
     }

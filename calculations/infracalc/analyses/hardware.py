@@ -31,6 +31,7 @@ def device_summary(d):
         "name": d.name,
         "vendor": d.vendor,
         "matrix_flops_per_s": peaks,
+        "ridge_point_flops_per_byte": dict(d.ridge_points()),
         "vector_flops_per_s": d.vector_flops_per_s or None,
         "vector_peak_kind": d.vector_peak_kind or None,
         "memory_bytes": d.memory_bytes,

@@ -367,6 +367,7 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
         "devices": tp * pp,
         "memory_bytes_per_device": memory_bytes,
         "reserve_bytes": reserve,
+        "kv_cache_room_bytes": memory_bytes - sts[bind].weight_bytes - reserve,
         "binding_stage": bind,
         "max_requests": most,
         "fits_one_request": most is None or most >= 1,

@@ -1,7 +1,5 @@
 """Record pieces every analysis echoes: model, device, inputs, conventions."""
 
-from .roofline import vector_peak
-
 SCHEMA_VERSION = 1
 
 CONVENTIONS = (
@@ -58,9 +56,9 @@ def device_record(device, r, compute_dtype, compute_efficiency, memory_efficienc
         "name": device.name,
         "compute_dtype": compute_dtype.name,
         "matrix_flops_per_s": device.peak(compute_dtype),
-        "vector_flops_per_s": vector_peak(device, compute_dtype),
+        "vector_flops_per_s": device.vector_flops_per_s or None,
         "vector_peak": (f"{device.vector_peak_kind} non-tensor peak" if device.vector_peak_kind else
-                        "none published: vector FLOPs charged at the matrix peak (optimistic)"),
+                        "none published: vector compute time unknown, not counted"),
         "memory_bytes": device.memory_bytes,
         "memory_convention": device.memory_convention,
         "memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s,

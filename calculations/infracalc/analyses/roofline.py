@@ -5,42 +5,63 @@ format x efficiency) + vector FLOPs / (vector FP32 peak x efficiency); its
 memory time is bytes moved / (bandwidth x efficiency). A pass's bound is the
 sum of its operators' bounds; the ideal bound overlaps everything:
 max(all FLOPs at peak, unique bytes / bandwidth).
+
+A device without a published peak for the work (Apple GPUs publish no matrix
+peak, TPUs no vector peak) has that rate stored as UNKNOWN (infinite): those
+FLOPs add no compute time (the bound stays a lower bound, set by memory) and
+the operator's bound says the compute side is unknown. No stand-in peak is used.
 """
 
 from ..record import Record
 
 
+UNKNOWN_COMPUTE = "memory; compute unknown"
+UNKNOWN = float("inf")   # the rate of work without a published peak: it then takes 0 s
+
+
 class Roof(Record):
-    """A device's ceilings for one compute format, with efficiency applied."""
+    """A device's ceilings for one compute format, with efficiency applied;
+    a rate of UNKNOWN (infinite) has no published peak: its FLOPs take no time."""
     matrix_flops_per_s: float
     vector_flops_per_s: float
     bytes_per_s: float
 
     def compute_s(self, matrix_flops, vector_flops):
+        """Known compute time: FLOPs over their peak (0 s where the peak is UNKNOWN)."""
         return matrix_flops / self.matrix_flops_per_s + vector_flops / self.vector_flops_per_s
 
     def memory_s(self, nbytes):
         return nbytes / self.bytes_per_s
 
-
-def vector_peak(device, compute_dtype):
-    """The vector peak: the device's published FP32 (else BF16) non-tensor
-    figure; where none is published (TPUs), the matrix peak, which keeps the
-    bound a lower bound but is optimistic for vector work (stated in output)."""
-    return device.vector_flops_per_s or device.peak(compute_dtype)
+    def compute_unknown(self, matrix_flops, vector_flops):
+        """True when some of these FLOPs have no published peak on the device."""
+        return bool((matrix_flops and self.matrix_flops_per_s == UNKNOWN)
+                    or (vector_flops and self.vector_flops_per_s == UNKNOWN))
 
 
 def roof(device, compute_dtype, compute_efficiency=1.0, memory_efficiency=1.0):
-    return Roof(device.peak(compute_dtype) * compute_efficiency,
-                vector_peak(device, compute_dtype) * compute_efficiency,
+    """The ceilings of `device` computing in `compute_dtype`: its matrix peak for
+    that format and its FP32 (else BF16) non-tensor peak, UNKNOWN where the
+    device file gives none."""
+    peak = device.peak(compute_dtype)
+    return Roof(peak * compute_efficiency if peak else UNKNOWN,
+                device.vector_flops_per_s * compute_efficiency if device.vector_flops_per_s else UNKNOWN,
                 device.memory_bandwidth_bytes_per_s * memory_efficiency)
+
+
+def bound_name(r, compute_s, memory_s, matrix_flops, vector_flops):
+    """'compute', 'memory', or 'memory; compute unknown' when the known compute
+    time does not exceed the memory time and some FLOPs have no published peak."""
+    if compute_s > memory_s:
+        return "compute"
+    return UNKNOWN_COMPUTE if r.compute_unknown(matrix_flops, vector_flops) else "memory"
 
 
 def op_bound(op, r):
     """(compute_s, memory_s, time_s, bound) of one operator row."""
     c = r.compute_s(op.matrix_flops, op.vector_flops)
     m = r.memory_s(op.bytes_moved)
-    return c, m, max(c, m), "compute" if c > m else "memory"
+    return c, m, max(c, m), bound_name(r, c, m, op.matrix_flops, op.vector_flops)
 
 
 def ideal_bound(totals, r):

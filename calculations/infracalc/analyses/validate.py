@@ -19,10 +19,10 @@ the reason; they never count as passing or failing.
 import os
 
 from ..errors import UserError
+from ..paths import data_dir
 from .records import SCHEMA_VERSION
 
-VALIDATION_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "validation")
+VALIDATION_DIR = data_dir("validation")
 
 KINDS = ("serving-throughput", "serving-latency", "training-step")
 THROUGHPUT_UNITS = {"output_tokens_per_s": "output_tokens_per_s",

@@ -203,9 +203,8 @@ class Attention(Block):
         pairs = causal_pairs(hist, t, self.window, self.chunk)
         rect = rectangular_pairs(hist, t)
         keys = keys_touched(hist, t, self.window, self.chunk)
-        read = keys - w.new_keys_on_chip   # keys read from the cache
-        act, kv = w.act_dtype, w.kv_dtype
-        k_token = kv.nbytes_flat(kvh * hd)
+        act = w.act_dtype
+        k_token = w.kv_dtype.nbytes_flat(kvh * hd)
         out = [gemm(w, "q_proj", n, named["q_proj.weight"], named.get("q_proj.bias"), replicated=True),
                gemm(w, "k_proj", n, named["k_proj.weight"], named.get("k_proj.bias"), saves_input=False),
                gemm(w, "v_proj", n, named["v_proj.weight"], named.get("v_proj.bias"), saves_input=False)]
@@ -224,14 +223,31 @@ class Attention(Block):
         out.append(Op("kv_store", "memory", f"[{n},2,{kvh},{hd}]",
                       act_read=act.nbytes_flat(n * 2 * kvh * hd),
                       kv_write=n * 2 * k_token, kind="memory"))
-        span = f"{b}x{heads}x[{t},{hd}]x[{hd},{keys}]"
-        out.append(Op("attn_qk", "attention", span,
-                      matrix_flops=2 * b * heads * hd * pairs,
-                      rect_flops=2 * b * heads * hd * rect,
-                      act_read=act.nbytes_flat(n * heads * hd),
-                      kv_read=b * read * k_token, compute=w.compute_dtype.name,
-                      kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token))
+        out += self.core_ops(w, pairs, rect, keys)
+        out.append(with_dropout_mask(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")),
+                                     n * self.hidden if self.dropout else 0))
+        return out
+
+    def core_ops(self, w, pairs, rect, keys):
+        """The fused attention core of the batch: QK^T over `pairs` query-key pairs
+        per (request, head) (`rect` for an unmasked matmul), softmax on chip, PV;
+        reads Q, `keys` cached K and V rows per request (the new ones excepted
+        with --new-kv on-chip), writes the output.
+        Training: QK^T keeps Q and the K rows, softmax its row statistics, PV
+        the V rows (fused attention keeps no scores)."""
+        n, b, t = w.positions, w.batch, w.tokens
+        hd, heads = self.head_dim, self.heads
+        act = w.act_dtype
+        k_token = w.kv_dtype.nbytes_flat(self.kv_heads * hd)
+        read = keys - w.new_keys_on_chip   # keys read from the cache (--new-kv)
+        out = [Op("attn_qk", "attention", f"{b}x{heads}x[{t},{hd}]x[{hd},{keys}]",
+                  matrix_flops=2 * b * heads * hd * pairs,
+                  rect_flops=2 * b * heads * hd * rect,
+                  act_read=act.nbytes_flat(n * heads * hd),
+                  kv_read=b * read * k_token, compute=w.compute_dtype.name,
+                  kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token)]
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
+        named = {tn.name.split(".", 1)[1]: tn for tn in self.tensors()} if self.sinks else {}
         out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
                       + (f" + {t} sink logits" if self.sinks else ""),
                       vector_flops=VECTOR_FLOPS["softmax"] * b * heads * pairs
@@ -245,6 +261,4 @@ class Attention(Block):
                       kv_read=b * read * k_token,
                       act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name,
                       kind="attention", saved_bytes=b * keys * k_token))
-        out.append(with_dropout_mask(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")),
-                                     n * self.hidden if self.dropout else 0))
         return out

@@ -12,6 +12,8 @@ COMMANDS = {
     "decode": "TTFT and per-token time bounds of B requests on one device (or --batch-sweep)",
     "kv": "KV cache per layer type and request capacity on a device layout",
     "train": "FLOPs of one training step (exact and closed forms) and memory of one device",
+    "gemm": "one GEMM [M,K]x[K,N]: FLOPs, bytes by operand, intensity, ridge point, roofline per device",
+    "attention": "one attention core (QK^T, softmax, PV): FLOPs, bytes, intensity, roofline per device",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",

@@ -122,18 +122,42 @@ def add_model(p, required=True):
 def add_device(p):
     p.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json",
                    help="a bundled device id (see `hardware`) or a device JSON path (default h100-sxm)")
+    add_efficiency(p)
+
+
+def add_efficiency(p):
     p.add_argument("--compute-efficiency", type=fraction, default=1.0,
                    help="fraction of the peak FLOP/s reached (default 1.0)")
     p.add_argument("--memory-efficiency", type=fraction, default=1.0,
                    help="fraction of the memory bandwidth reached (default 1.0)")
 
 
-def add_dtypes(p):
-    from ..dtypes import DTYPES
+def add_devices(p):
+    """--device repeatable, or `all` (every bundled device), and the efficiency factors."""
+    p.add_argument("--device", action="append", metavar="ID|DEVICE.json|all",
+                   help="a bundled device id (see `hardware`) or a device JSON path; repeatable; "
+                        "`all` for every bundled device (default h100-sxm)")
+    add_efficiency(p)
 
-    formats = ", ".join(DTYPES)
+
+def devices(args):
+    """The Devices named by a repeatable --device (`all` expands to every bundled one)."""
+    from ..load.hardware import device_ids, load_device
+
+    ids = []
+    for spec in args.device or ["h100-sxm"]:
+        for i in (device_ids() if spec == "all" else [spec]):
+            if i not in ids:
+                ids.append(i)
+    return [load_device(i) for i in ids]
+
+
+def add_dtypes(p):
+    from ..dtypes import format_help
+
+    p.epilog = format_help()
     p.add_argument("--weight-dtype", default=None, metavar="FMT",
-                   help=f"weight storage format of the linear layers: {formats} (default bf16, "
+                   help="weight storage format of the linear layers (formats below; default bf16, "
                         "or the checkpoint's native formats)")
     p.add_argument("--act-dtype", default="bf16", metavar="FMT",
                    help="activation and compute format (default bf16)")
@@ -143,8 +167,11 @@ def add_dtypes(p):
 
 def add_architecture_options(p):
     p.add_argument("--routing", default="uniform", metavar="MODEL|LOADS.json",
-                   help="MoE routing model: uniform (default), balanced, concentrated, or a JSON "
-                        "file with a list of relative loads per expert")
+                   help="MoE routing model: uniform (default: the expected experts hit when every token "
+                        "picks top-k at random; neither of the book's cases), balanced (the book's "
+                        "'dispersed': routed tokens spread over min(E, N*k) experts), concentrated "
+                        "(the book's 'concentrated': every token picks the same k experts), or a "
+                        "JSON file with a list of relative loads per expert")
     p.add_argument("--mla", choices=MLA_CHOICES, default="auto",
                    help="MLA execution path: auto (default: per pass the cheaper of expanded and "
                         "absorbed; decode steps absorbed), absorbed (W_UK/W_UV folded, latent "

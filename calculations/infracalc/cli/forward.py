@@ -12,6 +12,9 @@ def add_arguments(p):
                    help="cached tokens per request before the pass (default 0)")
     p.add_argument("--logits", choices=("last", "all", "none"), default="last",
                    help="positions the output head runs on (default last)")
+    p.add_argument("--per-layer", action="store_true",
+                   help="operator rows for one instance of each distinct layer (not summed over the "
+                        "layers that share it); totals stay those of the whole pass")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -27,5 +30,5 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device)
     w = common.workload(args, arch, args.batch, args.tokens, args.history)
-    rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency)
+    rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency, args.per_layer)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -11,10 +11,10 @@ scenario list, stored files no scenario makes (README.md is prose, not a result)
 
 import os
 
+from ..paths import data_dir
 from . import common
 
-RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "results")
+RESULTS_DIR = data_dir("results")
 SCENARIOS = "scenarios.json"
 NOT_RESULTS = (SCENARIOS, "README.md")
 MAX_DIFF_LINES = 40

@@ -4,6 +4,7 @@ import os
 from ..record import Record
 
 from ..errors import UserError, unknown
+from ..paths import data_dir
 from .models import read_json
 
 # Keys of a device file's peak tables: the formats dtypes.DTYPES compute at, and the
@@ -11,8 +12,7 @@ from .models import read_json
 PEAK_FORMATS = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")
 VECTOR_FORMATS = ("fp32", "bf16")
 
-HARDWARE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "hardware")
+HARDWARE_DIR = data_dir("hardware")
 
 
 TOPOLOGIES = ("switch", "mesh", "torus")
@@ -39,7 +39,7 @@ class Device(Record):
     id: str
     name: str
     vendor: str
-    matrix_flops_per_s: tuple   # ((format, dense FLOP/s), ...)
+    matrix_flops_per_s: tuple   # ((format, dense FLOP/s or None = exists, not published), ...)
     vector_flops_per_s: int     # non-tensor peak (FP32, else BF16); 0 when none is published
     vector_peak_kind: str       # "fp32", "bf16" or "" (none published)
     memory_bytes: int           # the convention's capacity (see MEMORY_CONVENTIONS)
@@ -52,14 +52,23 @@ class Device(Record):
     memory_convention: str = "physical"
 
     def peak(self, dtype):
-        """Dense matrix FLOP/s at a format's peak; a format the device lacks is a UserError."""
+        """Dense matrix FLOP/s at a format's peak. None when the device file lists
+        the format with a null peak (the precision exists but no figure is
+        published): the compute side is then unknown, never a stand-in figure.
+        A format the device lacks, or a storage-only format, is a UserError."""
         key = dtype.peak
-        for k, v in self.matrix_flops_per_s:
-            if k == key:
-                return v
-        have = ", ".join(k for k, _ in self.matrix_flops_per_s)
+        peaks = dict(self.matrix_flops_per_s)
+        if key in peaks:
+            return peaks[key]
+        have = ", ".join(peaks)
         what = f"{dtype.name} matrix peak" if key else f"matrix peak for {dtype.name} (storage-only format)"
         raise UserError(f"device {self.id} has no {what}; it has: {have}")
+
+    def ridge_points(self):
+        """((format, peak / bandwidth in FLOP per byte), ...) for every published peak:
+        the arithmetic intensity above which a kernel at that peak is compute-bound."""
+        bw = self.memory_bandwidth_bytes_per_s
+        return tuple((k, None if v is None else v / bw) for k, v in self.matrix_flops_per_s)
 
 
 def device_ids():
@@ -184,7 +193,8 @@ def _load(spec):
     vector_kind = next((k for k in VECTOR_FORMATS if k in vector), "")
     dev = Device(
         id=source, name=_text(data, "name", source), vendor=_text(data, "vendor", ""),
-        matrix_flops_per_s=tuple((k, _int(peaks, k, f"{source}:matrix_flops_per_s")) for k in peaks),
+        matrix_flops_per_s=tuple((k, None if peaks[k] is None else _int(peaks, k, f"{source}:matrix_flops_per_s"))
+                                 for k in peaks),
         vector_flops_per_s=_int(vector, vector_kind, f"{source}:vector_flops_per_s") if vector_kind else 0,
         vector_peak_kind=vector_kind,
         memory_bytes=physical, memory_physical_bytes=physical,

@@ -4,10 +4,10 @@ import json
 import os
 
 from ..errors import UserError, unknown
+from ..paths import data_dir
 from .config import Config
 
-MODELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "models")
+MODELS_DIR = data_dir("models")
 
 
 def bundled_ids():

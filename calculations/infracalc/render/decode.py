@@ -177,11 +177,26 @@ def sweep_markdown(rec):
              f"{100 * r['compute_share']:.1f}%",
              r["bound"], u.nbytes(r["cache_bytes"]), _rate(r["stream_output_tokens_per_s"]),
              r["stream_bound"]] for r in rec["rows"]]
-    cb, cap = rec["compute_bound_batch"], rec["capacity_batch"]
+    cb, ideal, cap = rec["compute_bound_batch"], rec["ideal_compute_bound_batch"], rec["capacity_batch"]
+
+    def crossover(batch, name):
+        if batch is not None:
+            return f"- {name}: compute-bound from batch {batch}."
+        if rec["compute_unknown"]:
+            return (f"- {name}: not found up to the capacity limit; the device publishes no peak for "
+                    "this work, so its compute side is unknown (memory-bound lower bound).")
+        return f"- {name}: memory-bound up to the capacity limit."
+
     if cap:
+        ridge = rec["ridge_estimate_batch"]
         findings = [
-            (f"- Decode turns compute-bound at batch {cb}." if cb is not None else
-             "- Decode stays memory-bound up to the capacity limit."),
+            (f"- Ridge-point estimate (2 FLOPs per parameter vs one read of the weights): compute-bound "
+             f"from batch {ridge}." if ridge is not None else
+             "- Ridge-point estimate: not defined for an MoE model (the weights read depend on the batch)."
+             if m["active_params"] != m["params"] else
+             "- Ridge-point estimate: unknown (the device publishes no matrix peak)."),
+            crossover(ideal, "Ideal-bound crossover (all FLOPs at peak vs unique bytes at bandwidth)"),
+            crossover(cb, "Operator-sum crossover (compute-bound operators over half the summed bounds)"),
             f"- Capacity stops the sweep at batch {cap}: a larger batch's caches of "
             f"{u.integer(rec['capacity']['context_tokens'])} tokens per request do not fit.",
         ]

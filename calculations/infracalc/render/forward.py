@@ -105,7 +105,9 @@ def markdown(rec):
     m, d = rec["model"], rec["device"]
     parts = [f"# forward: {m['id']} on {d['id']}", "", *header_lines(rec), "",
              "## Operators", "",
-             "Values are per pass, summed over the listed layers (x = number of layers).", "",
+             ("Values are for ONE layer: one instance of each distinct layer, not multiplied by x "
+              "(x = number of layers that share it)." if rec.get("per_layer") else
+              "Values are per pass, summed over the listed layers (x = number of layers)."), "",
              markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
                              "act read", "KV read", "written", "FLOP/B", "time", "bound"],
                             list(operator_rows(rec["operators"])), "llrlrrrrrrrrl"),

@@ -12,6 +12,20 @@ def _tf(x):
     return "-" if x is None else f"{x / 1e12:,.1f}"
 
 
+def _peak(table, key):
+    """A peak cell: '-' when the device lacks the format, 'unknown' when it has it
+    but no figure is published."""
+    if key not in table:
+        return "-"
+    return "unknown" if table[key] is None else _tf(table[key])
+
+
+def _ridge(table, key):
+    if key not in table:
+        return "-"
+    return "unknown" if table[key] is None else f"{table[key]:,.1f}"
+
+
 def _csv_value(x):
     return str(x).lower() if isinstance(x, bool) else x
 
@@ -42,7 +56,7 @@ def markdown(rec):
         p = d["matrix_flops_per_s"]
         up, out = d["scale_up"], d["scale_out"]
         vec = "-" if d["vector_flops_per_s"] is None else f"{_tf(d['vector_flops_per_s'])} ({d['vector_peak_kind']})"
-        rows.append([f"`{d['id']}`", d["name"], *[_tf(p.get(k)) for k in PEAK_COLUMNS], vec,
+        rows.append([f"`{d['id']}`", d["name"], *[_peak(p, k) for k in PEAK_COLUMNS], vec,
                      f"{u.nbytes(d['memory_bytes'])} (label {d['memory_label_bytes'] / 1e9:,.1f} GB)",
                      f"{d['memory_bandwidth_bytes_per_s'] / 1e9:,.0f}",
                      "-" if up is None else f"{up['name']}: {up['bytes_per_s_per_direction'] / 1e9:,.1f} x{up['domain_size']}",
@@ -58,8 +72,17 @@ def markdown(rec):
         markdown_table(["id", "name", "BF16", "FP16", "FP8", "INT8", "FP4", "vector", "memory",
                         "HBM GB/s", "scale-up GB/s per dir x domain", "scale-out GB/s", "TDP W"],
                        rows, "llrrrrrrrrlrr"), "",
-        "A blank (-) peak means the device has no such precision (or none is published); "
-        "TPUs publish no vector peak, so vector FLOPs are charged at the matrix peak there.", "",
+        "A blank (-) peak means the device has no such precision; `unknown` means it has it but "
+        "no figure is published. Work with no published peak is not charged compute time: its "
+        "bound is memory-bound with the compute side stated as unknown (never a stand-in peak). "
+        "TPUs publish no vector peak, so their vector compute time is unknown.", "",
+        "## Ridge points", "",
+        "Ridge point = dense matrix peak / memory bandwidth, in FLOP per byte: a kernel whose "
+        "arithmetic intensity (FLOPs / bytes moved) is above it is compute-bound at that format's "
+        "peak, below it memory-bound.", "",
+        markdown_table(["id", "BF16", "FP16", "FP8", "INT8", "FP4"],
+                       [[f"`{d['id']}`", *[_ridge(d["ridge_point_flops_per_byte"], k) for k in PEAK_COLUMNS]]
+                        for d in rec["devices"]], "lrrrrr"), "",
         "## Interconnect", "",
         "Scale-up topology (switch, mesh or torus; a torus axis wraps around at multiples of the "
         "stated length), links per device x GB/s per link per direction, per-step latency alpha "
@@ -71,7 +94,8 @@ def markdown(rec):
 
 
 def csv(rec):
-    header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS], "vector_flops_per_s",
+    header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS],
+              *[f"{k}_ridge_point_flops_per_byte" for k in PEAK_COLUMNS], "vector_flops_per_s",
               "memory_bytes", "memory_label_bytes", "memory_bandwidth_bytes_per_s", "scale_up_bytes_per_s_per_direction",
               "scale_up_domain_size", "scale_out_bytes_per_s_per_direction", "tdp_watts",
               "scale_up_topology", "scale_up_links_per_device", "scale_up_bytes_per_s_per_link",
@@ -79,6 +103,7 @@ def csv(rec):
               "scale_up_in_network_alpha_s", "scale_up_alpha_s", "scale_out_nics_per_device",
               "scale_out_alpha_s"]
     rows = [[d["id"], d["name"], *[d["matrix_flops_per_s"].get(k) for k in PEAK_COLUMNS],
+             *[d["ridge_point_flops_per_byte"].get(k) for k in PEAK_COLUMNS],
              d["vector_flops_per_s"], d["memory_bytes"], d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"],
              d["scale_up"] and d["scale_up"]["bytes_per_s_per_direction"],
              d["scale_up"] and d["scale_up"]["domain_size"],

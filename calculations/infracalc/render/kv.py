@@ -66,6 +66,9 @@ def capacity_section(rec):
     rows = [
         [f"Weights per device{where}", *_both(st["weight_bytes"])],
         ["Workspace reserve", *_both(c["reserve_bytes"])],
+        [("Memory left for the KV cache (memory - weights - reserve)" if c["kv_cache_room_bytes"] >= 0 else
+          "Shortfall before any KV cache (weights + reserve - memory)"),
+         u.integer(abs(c["kv_cache_room_bytes"])), u.nbytes(abs(c["kv_cache_room_bytes"]))],
         ["KV cache per token per device", *_both(c["kv_bytes_per_token_per_device"])],
         ["KV cache per request per device", *_both(c["kv_bytes_per_request_per_device"])],
     ]

@@ -25,7 +25,8 @@ def nbytes(n):
 
 
 def rate_flops(x):
-    return f"{x / 1e12:,.1f} TFLOP/s"
+    """TFLOP/s; None (no published peak) is 'unknown'."""
+    return "unknown" if x is None else f"{x / 1e12:,.1f} TFLOP/s"
 
 
 def rate_bytes(x):
