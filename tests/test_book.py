@@ -82,17 +82,40 @@ class DeepSeekV3(unittest.TestCase):
 class Capacity(unittest.TestCase):
     def test_qwen3_8b_n8192_grid(self):
         # bojieli/ai-infra-book:calculations/results/capacity-qwen3-8b-n8192.md:
-        # workspace 2 GiB; max concurrency at 24/48/80 GB: 16-bit 4, 24, 50; 4-bit 13, 32, 59;
-        # four_bit_scheme_bytes 6,071,347,200; bf16_kv_bytes_per_request 1,207,959,552
-        for fmt, expected in (("bf16", [4, 24, 50]), ("int4", [13, 32, 59])):
+        # workspace 2 GiB; max concurrency at 24/48/80 GB: 16-bit 4, 24, 50; 8-bit 10, 30, 56;
+        # 4-bit 13, 32, 59; eight_bit_scheme_bytes 9,544,230,912; four_bit_scheme_bytes
+        # 6,071,347,200; bf16_kv_bytes_per_request 1,207,959,552
+        for fmt, expected, weights in (("bf16", [4, 24, 50], 16_381_470_720),
+                                       ("int8-g128", [10, 30, 56], 9_544_230_912),
+                                       ("int4-g128", [13, 32, 59], 6_071_347_200)):
             got = []
             for cap in ("24GB", "48GB", "80GB"):
                 r = result("kv", "--model", "qwen3-8b", "--context", "8192", "--weight-dtype", fmt,
                            "--memory-bytes", cap, "--reserve", "2GiB")
                 got.append(r["capacity"]["max_requests"])
             self.assertEqual(got, expected, fmt)
-        self.assertEqual(r["capacity"]["stages"][0]["weight_bytes"], 6_071_347_200)
+            self.assertEqual(r["capacity"]["stages"][0]["weight_bytes"], weights, fmt)
         self.assertEqual(r["sizing"]["bytes_per_request"], 1_207_959_552)
+
+    def test_kv_codec_q8_0_q4_0(self):
+        # bojieli/ai-infra-book:calculations/results/kv-codec-book.md (Qwen3-8B, 8192 tokens):
+        # Q8_0 history 641,728,512 B, append 78,336 B; Q4_0 339,738,624 B and 41,472 B
+        for fmt, history, append in (("int8-g32-fp16", 641_728_512, 78_336),
+                                     ("int4-g32-fp16", 339_738_624, 41_472)):
+            r = result("kv", "--model", "qwen3-8b", "--context", "8192", "--kv-dtype", fmt)
+            self.assertEqual((r["sizing"]["bytes_per_request"], r["sizing"]["bytes_per_token"]),
+                             (history, append), fmt)
+
+    def test_q_projection_roofline(self):
+        # INDEX, table "真实 Q 投影": 256x4096x4096, AI 227.555556 FLOP/B; RTX 4090 compute
+        # 51.997183 us, memory 37.449143 us (compute-bound); B200 memory 4.718592 us (memory-bound)
+        r = result("gemm", "--m", "256", "--k", "4096", "--n", "4096", "--device", "rtx-4090",
+                   "--device", "b200")
+        self.assertEqual(f"{r['work']['arithmetic_intensity_flops_per_byte']:.6f}", "227.555556")
+        rtx, b200 = r["devices"]
+        self.assertEqual((f"{rtx['compute_time_s'] * 1e6:.6f}", f"{rtx['memory_time_s'] * 1e6:.6f}",
+                          rtx["bound"]), ("51.997183", "37.449143", "compute"))
+        self.assertEqual((f"{b200['time_s'] * 1e6:.6f}", b200["bound"]), ("4.718592", "memory"))
 
     def test_batch_reuse_h100_2k(self):
         # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:
