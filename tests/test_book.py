@@ -221,6 +221,13 @@ class Training(unittest.TestCase):
         self.assertEqual(f"{six[0]['flops'] / 1e12:.6f}", "402.591024")
         m = r["memory"]
         self.assertEqual(gib(m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"], 6), "137.307901")
+        # same table, row training-qwen3-235b-balanced: 1370.192546 TFLOPs, 6ND over all
+        # 235,093,634,560 parameters 11555.322326 TFLOPs
+        r = result("train", "--model", "qwen3-235b-a22b", "--seq", "8192", "--grad-dtype", "fp32")
+        self.assertEqual(f"{r['flops_per_step']['model_flops'] / 1e12:.6f}", "1370.192546")
+        six = {c["name"]: c["flops"] for c in r["closed_forms"]}
+        self.assertEqual(f"{six['6ND, all parameters'] / 1e12:.6f}", "11555.322326")
+        self.assertEqual(six["6ND"], 6 * r["model"]["active_params"] * 8192)
         m = result("train", "--model", "qwen3-8b", "--seq", "8192")["memory"]
         self.assertEqual((m["params"], m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"]),
                          (8_190_735_360, 131_051_765_760))
