@@ -17,6 +17,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALC = os.path.join(ROOT, "calculations", "calc.py")
 
+TRAIN_SEARCH_DENSE = ["train", "--model", "gpt3-175b", "--device", "a100-sxm-80gb", "--devices", "1024", "--seq",
+                      "2048", "--global-batch", "1536", "--recompute", "full", "--search"]
+TRAIN_SEARCH_MOE = ["train", "--model", "deepseek-v3", "--device", "h200", "--devices", "1024", "--seq", "4096",
+                    "--global-batch", "2048", "--recompute", "full", "--zero", "1", "--search"]
 COMMANDS = [
     ["models"],
     ["models", "--model", "qwen3-30b-a3b"],
@@ -31,6 +35,10 @@ COMMANDS = [
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
     ["train", "--model", "qwen3-8b", "--seq", "8192", "--global-batch", "512"],
     ["train", "--model", "qwen3-30b-a3b", "--seq", "4096", "--recompute", "full", "--format", "json"],
+    ["train", "--model", "llama-3.1-70b", "--devices", "64", "--tp", "8", "--pp", "4", "--sp", "--seq", "8192",
+     "--global-batch", "512", "--schedule", "interleaved"],
+    TRAIN_SEARCH_DENSE,
+    TRAIN_SEARCH_MOE,
     ["gemm", "--m", "256", "--k", "4096", "--n", "4096", "--device", "all"],
     ["attention", "--queries", "1", "--keys", "8192", "--heads", "32", "--kv-heads", "8", "--head-dim", "128"],
     ["forward", "--model", "qwen3-8b", "--per-layer"],
@@ -39,8 +47,10 @@ COMMANDS = [
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
 ]
 BUDGET_S = 0.030
-# Bulk checks: many results or cases in one run (a few ms each); timed, not held to the budget.
-BULK = (["reproduce", "--check"], ["validate"])
+# Bulk checks: many results or cases in one run (a few ms each), and layout searches (hundreds of
+# layouts, ~1 s for 1,024 devices); timed, not held to the per-command budget.
+BULK = (["reproduce", "--check"], ["validate"],
+        TRAIN_SEARCH_DENSE, TRAIN_SEARCH_MOE)   # searches: held to their own ~1 s budget
 
 
 def wall(argv, runs):

@@ -272,15 +272,19 @@ def top_shards(arch, layout, stage):
     return embedding, shard_block(arch.final_norm, tp), shard_block(arch.head, tp)
 
 
+def shard_id(arch, layout, stage):
+    """The id of a stage's per-device architecture."""
+    return f"{arch.id} [{layout.label()}, stage {stage.index}: layers {stage.lo}-{stage.hi - 1}]"
+
+
 def shard(arch, layout, stage):
     """The per-device `Architecture` of one device of `stage` (memoized)."""
     def make():
         embedding, norm, head = top_shards(arch, layout, stage)
         layers = tuple(shard_layer(layer, layout.tp, layout.ep)
                        for layer in arch.layers[stage.lo:stage.hi])
-        return arch.replace(
-            id=f"{arch.id} [{layout.label()}, stage {stage.index}: layers {stage.lo}-{stage.hi - 1}]",
-            embedding=embedding, layers=layers, final_norm=norm, head=head, parts=())
+        return arch.replace(id=shard_id(arch, layout, stage),
+                            embedding=embedding, layers=layers, final_norm=norm, head=head, parts=())
 
     return memo(("arch", arch, layout.tp, layout.ep, stage), make)
 
@@ -305,6 +309,15 @@ def device_layers(arch, layout, stage):
         return tuple(sorted(out, key=lambda g: g[2][0]))   # first seen in the stage first
 
     return memo(("device layers", arch, layout.tp, layout.ep, stage.lo, stage.hi), make)
+
+
+def stage_signature(arch, layout, stage):
+    """What one device of `stage` holds, up to renaming: its (layer shard, count)
+    pairs and whether it holds the embedding and the head. Stages with equal
+    signatures under one layout have equal per-device figures (a search
+    computes each once)."""
+    return (tuple((layer, count) for layer, count, _ in device_layers(arch, layout, stage)),
+            stage.has_embedding, stage.has_head)
 
 
 def device_operators(arch, layout, stage, w):
@@ -396,3 +409,61 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
         return (m is None, m or 0, memory_bytes - s.need(m or 0))
 
     return out, min(range(len(out)), key=lambda i: tightness(out[i]))
+
+
+# -- enumeration ----------------------------------------------------------------
+
+def candidate_layouts(arch, devices):
+    """Every Layout of exactly `devices` devices over tp, pp, cp, dp (and ep for an
+    MoE model: each divisor of tp x dp), in a fixed order (tp, pp, cp, dp, ep
+    increasing), valid or not: `validate` says why one is refused. SP is off and
+    stages are even (what a search compares)."""
+    moe = bool(moe_experts(arch))
+    out = []
+    for tp in divisors(devices):
+        for pp in divisors(devices // tp):
+            for cp in divisors(devices // (tp * pp)):
+                dp = devices // (tp * pp * cp)
+                for ep in (divisors(tp * dp) if moe else (1,)):
+                    out.append(Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep))
+    return out
+
+
+def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
+    """`candidate_layouts` sorted into (valid [Layout], {reason: count}).
+
+    Only cp degrees in `cps` are considered; sequence parallelism is turned on
+    whenever tp > 1 when `sp` (the same traffic as TP's all-reduces, less
+    activation memory); `micro_batches(dp)` gives a layout's micro-batches, or a
+    reason string when dp cannot take the batch. Each refused layout is counted
+    under its first failed check (cheap structured checks, in `validate`'s
+    order), the reasons in the order they are met."""
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise UserError(f"devices must be a positive integer, got {devices!r}")
+    tps = valid_tps(arch)
+    experts = moe_experts(arch)
+    layers = len(arch.layers)
+    valid, rejected = [], {}
+
+    def reason(lay):
+        if tps is not None and lay.tp not in tps:
+            return "TP does not split the attention heads into whole heads"
+        if any(x % lay.ep for x in experts):
+            return "EP does not divide the routed experts"
+        if lay.pp > layers:
+            return "PP exceeds the layers"
+        if memo(("shard error", arch, lay.tp, lay.ep), lambda: _shard_error(arch, lay.tp, lay.ep)):
+            return "a block cannot be split tp x ep ways"
+        return ""
+
+    for lay in candidate_layouts(arch, devices):
+        if lay.cp not in cps:
+            continue
+        why = reason(lay)
+        m = micro_batches(lay.dp) if micro_batches and not why else 1
+        why = why or (m if isinstance(m, str) else "")
+        if why:
+            rejected[why] = rejected.get(why, 0) + 1
+            continue
+        valid.append(lay.replace(sp=sp and lay.tp > 1, micro_batches=m))
+    return valid, rejected

@@ -1,13 +1,17 @@
-"""`train` (single device): FLOPs of one step and memory of one device, as a record.
+"""`train`: FLOPs, memory per device and step time of one optimizer step on a
+layout, as a record; and the search over every layout of a device count.
 
-Phase one of issue 9: one device (TP = PP = DP = 1). A step is `global_batch`
-sequences of `seq` tokens, processed as global_batch / micro_batch micro-batches
-(gradient accumulation); FLOPs are exact for the whole step, memory is that of
-one micro-batch in flight plus the model states.
+A step is `global_batch` sequences of `seq` tokens. Each of the dp x cp
+replica groups processes global_batch / dp sequences as m = global_batch /
+(dp x micro_batch) micro-batches (gradient accumulation, the pipeline's
+micro-batches). FLOPs are exact for the whole step (`train_flops`), memory is
+per device and pipeline stage (`train_memory`), time per micro-batch and per
+step (`train_time`).
 """
 
 from ..errors import UserError
-from . import train_flops, train_memory
+from ..record import Record
+from . import train_flops, train_memory, train_time
 from .records import SCHEMA_VERSION, model_record
 
 CONVENTIONS = (
@@ -24,11 +28,85 @@ CONVENTIONS = (
     "one forward of every decoder layer, never the embedding, head or loss) and, with "
     "--flash-recompute, the QK^T a fused attention backward recomputes.",
     "Memory: weights, gradients and optimizer states in their formats (AdamW: fp32 master, "
-    "momentum, variance = 12 B/param); activations = what each operator keeps for its "
-    "backward (the ledger's saved bytes) at the recompute level, for one micro-batch; the "
-    "loss keeps the logits in fp32. A fused attention kernel keeps Q, K, V, O and one fp32 "
-    "log-sum-exp per (query, head), no T x T scores.",
+    "momentum, variance = 12 B/param), placed by the layout (TP, PP stages, EP) and then sharded "
+    "by ZeRO over DP x CP (routed experts over the expert-data-parallel group); activations = "
+    "what each operator keeps for its backward at the recompute level, times the micro-batches "
+    "a stage holds in flight (1F1B: p - i on stage i); the loss keeps the logits in fp32. A "
+    "fused attention kernel keeps Q, K, V, O and one fp32 log-sum-exp per (query, head).",
+    "Step time: per micro-batch and stage, the roofline of every operator of the device's shard "
+    "(max of FLOPs at the matrix/vector peak and bytes at the memory bandwidth, summed over "
+    "operators) for forward, backward and recompute, plus communication not overlapped with "
+    "compute (ring algorithm, alpha-beta per tier): TP/SP collectives of every layer forward and "
+    "backward, EP all-to-all 4 per MoE layer, CP ring K/V passes, PP point-to-point; then the "
+    "pipeline bubble of the schedule, the data-parallel gradient sync (overlapped with the "
+    "backward under --overlap-dp) and the optimizer update (memory-bound).",
+    "MFU = model FLOPs of the step / (step time x devices x dense matrix peak); HFU = hardware "
+    "FLOPs (with recompute) / the same. The exact count halves causal attention; Megatron-LM's "
+    "published FLOP/s use Narayanan et al.'s eq. 3 (full s x s attention, one recompute), shown "
+    "beside it for GPT-style models.",
 )
+
+
+class Setup(Record):
+    """Every knob of a training step besides the model, workload and layout."""
+    recompute: str = "none"
+    flash_recompute: bool = False
+    attention: str = "fused"
+    zero: int = 0
+    optimizer: str = "adamw"
+    weight_bytes: int = 2
+    grad_bytes: int = 2
+    master_bytes: int = 4
+    schedule: str = "1f1b"
+    chunks: int = 1
+    compute_efficiency: float = 1.0
+    memory_efficiency: float = 1.0
+    overlap_dp: bool = False
+
+
+def micro_batches(global_batch, micro_batch, dp):
+    """m = global_batch / (dp x micro_batch), or a UserError's reason."""
+    if global_batch % (dp * micro_batch):
+        return (f"global batch {global_batch} is not a multiple of dp x micro-batch = "
+                f"{dp} x {micro_batch}")
+    return global_batch // (dp * micro_batch)
+
+
+def cp_reason(seq, cp):
+    """Why `seq` tokens cannot be split over `cp` ranks in zig-zag chunks ("" when they can)."""
+    if cp > 1 and seq % (2 * cp):
+        return f"context parallelism splits the sequence into 2 x cp = {2 * cp} zig-zag chunks; {seq} tokens do not"
+    return ""
+
+
+def stage_memory(arch, w, lay, s):
+    """[StageMemory] of the layout; DualPipe holds two stages' parameters and
+    p + 1 micro-batches on every device (its published peak, an upper bound)."""
+    mem = train_memory.memory(arch, w, lay, zero=s.zero, recompute=s.recompute, optimizer=s.optimizer,
+                              weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes, chunks=s.chunks,
+                              attention=s.attention, master_bytes=s.master_bytes)
+    if s.schedule == "dualpipe":
+        mem = [m.replace(states=m.states + m.states, in_flight=(min(lay.pp + 1, lay.micro_batches), 1))
+               for m in mem]
+    return mem
+
+
+def binding(mem, capacity):
+    """Index of the stage with the least headroom (ties: the first)."""
+    return max(range(len(mem)), key=lambda i: (mem[i].total - capacity, -i))
+
+
+def evaluate(arch, w, lay, device, s, links):
+    """(memory per stage, binding stage, StepTime) of one layout."""
+    mem = stage_memory(arch, w, lay, s)
+    params = {m.stage: (m.dense_params, m.expert_params) for m in mem}
+    t = train_time.step_time(
+        arch, w, lay, device, recompute=s.recompute, flash=s.flash_recompute, zero=s.zero,
+        schedule=s.schedule, chunks=s.chunks, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
+        optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes), links=links,
+        compute_efficiency=s.compute_efficiency, memory_efficiency=s.memory_efficiency,
+        overlap_dp=s.overlap_dp, stage_params=lambda st: params[st.index])
+    return mem, binding(mem, device.memory_bytes), t
 
 
 def _flops_record(st):
@@ -63,59 +141,241 @@ def _ratio(x):
     return None if x is None else round(x, 6)
 
 
-def train(arch, w, device, *, global_batch, recompute="none", flash_recompute=False,
-          zero=0, optimizer="adamw", grad_bytes=2, attention="fused"):
-    """`w`: one micro-batch (batch = micro-batch size, tokens = sequence length)."""
-    if global_batch % w.batch:
-        raise UserError(f"global batch {global_batch} is not a multiple of the micro-batch {w.batch}")
-    steps = global_batch // w.batch
-    st = train_flops.step(arch, w.replace(batch=global_batch), recompute, flash_recompute)
-    micro = train_flops.step(arch, w, recompute, flash_recompute)
+def _s(x):
+    """Seconds, rounded to 1e-12 s so reruns and platforms print the same."""
+    return round(x, 12)
+
+
+def memory_record(mem, capacity, lay):
+    rows = []
+    for m in mem:
+        num, den = m.in_flight
+        rows.append({
+            "stage": m.stage, "layers": f"{m.layers[0]}-{m.layers[1] - 1}",
+            "params": m.dense_params + m.expert_params,
+            "weights_bytes": m.states.weights, "grads_bytes": m.states.grads,
+            "optimizer_bytes": m.states.optimizer,
+            "layer_activations_bytes": m.layer_activation_bytes,
+            "embedding_head_loss_activations_bytes": m.extra_activation_bytes,
+            "logits_fp32_bytes": m.logits_bytes,
+            "micro_batches_in_flight": num / den if den > 1 else num,
+            "recompute_working_bytes": m.recompute_working_bytes,
+            "activations_bytes": m.activation_bytes,
+            "total_bytes": m.total,
+            "headroom_bytes": capacity - m.total,
+            "fits": m.total <= capacity,
+        })
+    return rows
+
+
+def _collective_record(t, stage):
+    c = t.collective
+    return {"stage": stage, "phase": t.phase, "name": c.name, "dim": c.dim, "kind": c.kind,
+            "bytes": c.bytes, "group": c.group, "tier": c.tier, "count": c.count, "time_s": _s(t.seconds)}
+
+
+def time_record(t):
+    b = t.stages[t.bottleneck]
+    per = b.micro_batch
+    m = t.micro_batches
+    stages = [{"stage": s.stage,
+               "forward_compute_s": _s(s.compute.forward), "backward_compute_s": _s(s.compute.backward),
+               "recompute_compute_s": _s(s.compute.recompute), "weight_grad_compute_s": _s(s.compute.weight_grad),
+               "forward_comm_s": _s(s.comm.forward), "backward_comm_s": _s(s.comm.backward),
+               "recompute_comm_s": _s(s.comm.recompute), "micro_batch_s": _s(s.micro_batch.total),
+               "dp_exposed_s": _s(s.dp_exposed_s), "optimizer_s": _s(s.optimizer_s)} for s in t.stages]
+    sync = max(t.stages, key=lambda s: s.dp_exposed_s + s.optimizer_s)
+    return {
+        "schedule": t.schedule, "virtual_stages": t.chunks, "micro_batches": m,
+        "bottleneck_stage": t.bottleneck,
+        "micro_batch_s": _s(per.total),
+        "step_s": _s(t.step_s),
+        "breakdown": {
+            "compute_s": _s(m * b.compute.total),
+            "exposed_comm_s": _s(m * b.comm.total),
+            "bubble_s": _s(t.bubble_s),
+            "dp_sync_exposed_s": _s(sync.dp_exposed_s),
+            "optimizer_s": _s(sync.optimizer_s),
+        },
+        "bubble_formula": t.bubble_formula,
+        "bubble_fraction": _ratio(t.bubble_s / (m * per.total)) if per.total else None,
+        "stages": stages,
+        "collectives": [_collective_record(x, t.bottleneck) for x in b.collectives]
+        + [_collective_record(x, sync.stage) for x in sync.dp_collectives],
+    }
+
+
+def throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens):
+    tokens = global_batch * w.tokens
+    step = t.step_s
+    peak = device.peak(w.compute_dtype)
+    denom = step * lay.devices * peak if peak else None
+    gpt = arch.model_type == "gpt2"
+    megatron = (train_flops.megatron_closed_form(global_batch, w.tokens, len(arch.layers), arch.hidden_size,
+                                                 arch.vocab_size) if gpt else None)
+    out = {
+        "tokens_per_step": tokens,
+        "tokens_per_s_cluster": _ratio(tokens / step),
+        "tokens_per_s_per_device": _ratio(tokens / step / lay.devices),
+        "peak_matrix_flops_per_s": peak,
+        "model_flops_per_step": st.model_flops,
+        "hardware_flops_per_step": st.hardware_flops,
+        "model_flops_per_s_per_device": _ratio(st.model_flops / step / lay.devices),
+        "mfu": _ratio(st.model_flops / denom) if denom else None,
+        "hfu": _ratio(st.hardware_flops / denom) if denom else None,
+        "megatron_eq3_flops_per_step": megatron,
+        "megatron_eq3_flops_per_s_per_device": _ratio(megatron / step / lay.devices) if megatron else None,
+        "megatron_eq3_fraction_of_peak": _ratio(megatron / denom) if megatron and denom else None,
+    }
+    if train_tokens:
+        steps = -(-train_tokens // tokens)
+        out["train"] = {"tokens": train_tokens, "steps": steps, "time_s": _s(steps * step),
+                        "days": _ratio(steps * step / 86400),
+                        "device_hours": _ratio(steps * step * lay.devices / 3600)}
+    return out
+
+
+def check_formats(w):
     wd = w.weight_dtype
     if wd.bits % 8 or wd.is_quantized or w.formats:
         raise UserError(f"train keeps every weight in one whole-byte format (bf16, fp16, fp32); "
                         f"got {wd.name}{' with native formats' if w.formats else ''}")
-    weight_bytes = wd.bits // 8
-    (mem,) = train_memory.memory(arch, w, zero=zero, recompute=recompute, optimizer=optimizer,
-                                 weight_bytes=weight_bytes, grad_bytes=grad_bytes,
-                                 attention=attention)
-    total = mem.total
+    if w.act_dtype.bits % 8 or w.act_dtype.is_quantized:
+        raise UserError(f"train computes in a whole-byte activation format, got {w.act_dtype.name}")
+
+
+def _device_record(device):
+    return {"id": device.id, "name": device.name, "memory_bytes": device.memory_bytes,
+            "memory_convention": device.memory_convention}
+
+
+def _inputs(w, lay, s, global_batch, links):
+    return {
+        "devices": lay.devices, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
+        "sp": lay.sp, "seq": w.tokens, "micro_batch": w.batch, "global_batch": global_batch,
+        "micro_batches_per_step": lay.micro_batches,
+        "recompute": s.recompute, "flash_recompute": s.flash_recompute, "attention": s.attention,
+        "zero": s.zero, "optimizer": s.optimizer,
+        "optimizer_states": [{"state": n, "bytes_per_param": b}
+                             for n, b in train_memory.optimizer_states(s.optimizer, s.master_bytes)],
+        "weight_dtype": w.weight_dtype.name, "grad_bytes_per_param": s.grad_bytes,
+        "act_dtype": w.act_dtype.name, "schedule": s.schedule, "virtual_stages": s.chunks,
+        "overlap_dp": s.overlap_dp, "compute_efficiency": s.compute_efficiency,
+        "memory_efficiency": s.memory_efficiency,
+        "links": {k: None if v is None else {"name": v.name, "bytes_per_s": v.bytes_per_s, "alpha_s": v.alpha_s,
+                                              "efficiency": v.efficiency, "assumptions": list(v.assumptions)}
+                  for k, v in links.items()},
+    }
+
+
+def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
+    """The `train` record of one layout. `w`: one micro-batch (batch =
+    micro-batch size, tokens = sequence length); `lay.micro_batches` = m."""
+    check_formats(w)
+    if cp_reason(w.tokens, lay.cp):
+        raise UserError(cp_reason(w.tokens, lay.cp))
+    st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute, s.flash_recompute)
+    micro = train_flops.step(arch, w, s.recompute, s.flash_recompute)
+    mem, bind, t = evaluate(arch, w, lay, device, s, links)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "train",
         "model": model_record(arch),
-        "device": {"id": device.id, "name": device.name, "memory_bytes": device.memory_bytes,
-                   "memory_convention": device.memory_convention},
-        "inputs": {
-            "devices": 1, "tp": 1, "pp": 1, "dp": 1, "seq": w.tokens, "micro_batch": w.batch,
-            "global_batch": global_batch, "micro_batches_per_step": steps,
-            "recompute": recompute, "flash_recompute": flash_recompute, "attention": attention,
-            "zero": zero, "optimizer": optimizer,
-            "optimizer_states": [{"state": n, "bytes_per_param": b}
-                                 for n, b in train_memory.OPTIMIZERS[optimizer]],
-            "weight_dtype": w.weight_dtype.name, "grad_bytes_per_param": grad_bytes,
-            "act_dtype": w.act_dtype.name,
-        },
+        "device": _device_record(device),
+        "inputs": _inputs(w, lay, s, global_batch, links),
         "flops_per_step": _flops_record(st),
         "closed_forms": [{"name": c.name, "formula": c.formula, "flops": c.flops,
                           "compared_with": c.compared_with, "exact_flops": c.exact_flops,
                           "ratio_to_exact": _ratio(c.ratio), "reason": c.reason}
                          for c in train_flops.conventions(arch, st, global_batch, w.tokens)],
-        "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
+        "time": time_record(t),
+        "throughput": throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens),
         "memory": {
-            "params": mem.dense_params + mem.expert_params,
-            "weights_bytes": mem.states.weights,
-            "grads_bytes": mem.states.grads,
-            "optimizer_bytes": mem.states.optimizer,
-            "layer_activations_bytes": mem.layer_activation_bytes,
-            "embedding_head_loss_activations_bytes": mem.extra_activation_bytes,
-            "logits_fp32_bytes": mem.logits_bytes,
-            "recompute_working_bytes": mem.recompute_working_bytes,
-            "activations_bytes": mem.activation_bytes,
-            "total_bytes": total,
             "device_memory_bytes": device.memory_bytes,
-            "fits": total <= device.memory_bytes,
-            "headroom_bytes": device.memory_bytes - total,
+            "binding_stage": bind,
+            "fits": all(m.total <= device.memory_bytes for m in mem),
+            "shortfall_bytes": max(0, mem[bind].total - device.memory_bytes),
+            "stages": memory_record(mem, device.memory_bytes, lay),
         },
+        "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
         "conventions": list(CONVENTIONS),
+    }
+
+
+OBJECTIVES = ("step", "mfu")
+
+
+def search(arch, w, device, s, *, devices, global_batch, links, objective="step", top=10, cps=(1,)):
+    """Every layout of `devices` devices ranked by step time (or MFU, the same
+    order at a fixed model and batch), those that do not fit counted apart."""
+    from .. import layout as placement
+
+    if objective not in OBJECTIVES:
+        raise UserError(f"unknown objective '{objective}'; choose from {', '.join(OBJECTIVES)}")
+    check_formats(w)
+    st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute, s.flash_recompute)
+    peak = device.peak(w.compute_dtype)
+
+    def m_of(dp):
+        m = micro_batches(global_batch, w.batch, dp)
+        return "global batch is not a multiple of dp x micro-batch" if isinstance(m, str) else m
+
+    layouts, rejected = placement.enumerate_layouts(arch, devices, cps=cps, micro_batches=m_of)
+    considered = len(layouts) + sum(rejected.values())
+    ranked = []
+
+    def reject(reason):
+        rejected[reason] = rejected.get(reason, 0) + 1
+
+    for lay in layouts:
+        if cp_reason(w.tokens, lay.cp):
+            reject("the sequence does not split into 2 x cp zig-zag chunks")
+            continue
+        try:
+            train_time.check_schedule(arch, lay, s.schedule, s.chunks)
+        except UserError:
+            reject(f"the {s.schedule} schedule cannot run this layout")
+            continue
+        try:
+            mem, bind, t = evaluate(arch, w, lay, device, s, links)
+        except UserError as e:   # e.g. a group crosses a tier the device has no link for
+            text = str(e)
+            reject("a collective" + text[text.index("' ") + 1:] if text.startswith("'") else text)
+            continue
+        need = mem[bind].total
+        if need > device.memory_bytes:
+            reject("memory shortfall (the binding stage needs more than the device holds)")
+            continue
+        ranked.append((t.step_s, lay.tp * lay.cp, lay.pp, lay, need, t))
+    ranked.sort(key=lambda x: x[:3])
+    rows = []
+    for step, _, _, lay, need, t in ranked[:top]:
+        b = t.stages[t.bottleneck]
+        rows.append({
+            "layout": lay.label(), "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
+            "sp": lay.sp, "micro_batches": lay.micro_batches, "step_s": _s(step),
+            "compute_s": _s(t.micro_batches * b.compute.total),
+            "exposed_comm_s": _s(t.micro_batches * b.comm.total), "bubble_s": _s(t.bubble_s),
+            "dp_sync_and_optimizer_s": _s(t.sync_s),
+            "mfu": _ratio(st.model_flops / (step * lay.devices * peak)) if peak else None,
+            "tokens_per_s_per_device": _ratio(global_batch * w.tokens / step / lay.devices),
+            "peak_memory_bytes": need, "headroom_bytes": device.memory_bytes - need,
+        })
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": "train --search",
+        "model": model_record(arch),
+        "device": _device_record(device),
+        "inputs": {**_inputs(w, placement.Layout(dp=devices), s, global_batch, links),
+                   "objective": objective, "top": top, "cp_values": list(cps)},
+        "model_flops_per_step": st.model_flops,
+        "layouts_considered": considered,
+        "layouts_fit": len(ranked),
+        "rejected": [{"reason": k, "layouts": v} for k, v in rejected.items()],
+        "ranked": rows,
+        "conventions": list(CONVENTIONS) + [
+            "Search: every tp x pp x cp x dp = devices (cp from the given values), every EP degree "
+            "dividing tp x dp and the experts, sequence parallelism whenever tp > 1; ranked by step "
+            "time (MFU ranks the same at a fixed model and batch), ties to fewer devices per TP/CP "
+            "group, then fewer stages; layouts that do not fit are counted, not ranked."],
     }

@@ -46,6 +46,7 @@ OPTIMIZERS = {
     "adamw-bf16": (("fp32 master weights", 4), ("momentum bf16", 2), ("variance bf16", 2)),
     "sgd": (("fp32 master weights", 4), ("momentum fp32", 4)),
 }
+MASTER_NAMES = {4: "fp32", 2: "16-bit"}
 ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_KERNELS = ("fused", "unfused")
 UNFUSED_SCORE_BYTES = 2   # softmax output per score (16-bit)
@@ -56,10 +57,18 @@ def _ceil(a, b):
     return -(-a // b)
 
 
-def optimizer_bytes(optimizer):
+def optimizer_states(optimizer, master_bytes=4):
+    """((state, bytes per parameter), ...): the optimizer's states with the master
+    copy in `master_bytes` (0: no master copy, the weights are updated in place)."""
     if optimizer not in OPTIMIZERS:
         raise UserError(f"unknown optimizer '{optimizer}' (choose from {', '.join(OPTIMIZERS)})")
-    return sum(b for _, b in OPTIMIZERS[optimizer])
+    (_, _), *rest = OPTIMIZERS[optimizer]
+    master = ((f"{MASTER_NAMES[master_bytes]} master weights", master_bytes),) if master_bytes else ()
+    return master + tuple(rest)
+
+
+def optimizer_bytes(optimizer, master_bytes=4):
+    return sum(b for _, b in optimizer_states(optimizer, master_bytes))
 
 
 class ModelStates(Record):
@@ -89,7 +98,14 @@ def model_states(params, dp, zero, weight_bytes=2, grad_bytes=2, optimizer_bytes
 
 def device_params(dev):
     """(dense, expert) parameters of a per-device architecture (`layout.shard`):
-    routed-expert tensors apart, since ZeRO shards them over another group."""
+    routed-expert tensors apart, since ZeRO shards them over another group
+    (memoized: a search meets the same shard in many layouts)."""
+    from ..layout import memo
+
+    return memo(("device params", dev), lambda: _device_params(dev))
+
+
+def _device_params(dev):
     dense = expert = 0
     for block in dev.top_blocks():
         for t in block.tensors():
@@ -137,11 +153,21 @@ def unfused_score_bytes(layer, w):
 
 
 def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"):
+    """`_layer_activations`, memoized (a search meets the same layer shard in many layouts)."""
+    from ..layout import memo
+
+    return memo(("layer activations", layer, w, hidden, tp, sp, cp, attention),
+                lambda: _layer_activations(layer, w, hidden, tp, sp, cp, attention))
+
+
+def _layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"):
     """Saved bytes per device of one decoder layer as one device holds it (a
     `layout.shard_layer`: heads and MLP already split by TP), by recompute level
     (see module doc). The sequence region is whole on every TP rank unless `sp`
     splits it tp ways; `cp` splits everything; `hidden` is the residual width."""
-    ops = [op for b in layer.blocks for op in b.ops(w)]
+    from ..layout import block_ops
+
+    ops = [op for b in layer.blocks for op in block_ops(b, w)]
     saved = sum(op.saved_bytes for op in ops)
     repl = sum(op.saved_replicated for op in ops)
     core = sum(op.saved_bytes for op in ops if op.kind == "softmax")
@@ -200,7 +226,7 @@ def _top_saved(dev, stage, w, tp, sp, cp):
 
 
 def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw", weight_bytes=2,
-           grad_bytes=2, chunks=1, attention="fused", **degrees):
+           grad_bytes=2, chunks=1, attention="fused", master_bytes=4, **degrees):
     """Per-stage memory of one device of each pipeline stage: [StageMemory].
     `w` is one micro-batch (batch = micro-batch size, tokens = sequence length);
     the placement is a `layout.Layout` or its fields as keywords (tp, pp, dp,
@@ -218,19 +244,26 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
     w = train_flops.training_workload(w)
     tp, cp, sp = lay.tp, lay.cp, lay.sp
     edp = expert_dp(lay)
-    k = optimizer_bytes(optimizer)
+    k = optimizer_bytes(optimizer, master_bytes)
     out = []
     for stage in placement.stages(arch, lay):
-        dev = placement.shard(arch, lay, stage)
-        dense, expert = device_params(dev)
-        states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
-                  + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
-        acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention), count)
-                for layer, count, _ in dev.layer_groups()]
-        layer_bytes = sum(getattr(a, recompute) * count for a, count in acts)
-        working = max(a.none for a, _ in acts) if recompute == "full" and acts else 0
-        extra, logits = _top_saved(dev, stage, w, tp, sp, cp)
-        out.append(StageMemory(stage.index, (stage.lo, stage.hi), dev.id, dense, expert, states,
-                               layer_bytes, extra, logits,
+        def make():
+            dev = placement.shard(arch, lay, stage)
+            dense, expert = device_params(dev)
+            states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
+                      + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
+            acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention), count)
+                    for layer, count, _ in dev.layer_groups()]
+            layer_bytes = sum(getattr(a, recompute) * count for a, count in acts)
+            working = max(a.none for a, _ in acts) if recompute == "full" and acts else 0
+            extra, logits = _top_saved(dev, stage, w, tp, sp, cp)
+            return dense, expert, states, layer_bytes, extra, logits, working
+
+        # stages holding the same shards share their figures (memoized per signature)
+        key = ("stage memory", arch, lay.replace(micro_batches=1), placement.stage_signature(arch, lay, stage),
+               w, zero, recompute, weight_bytes, grad_bytes, k, attention)
+        dense, expert, states, layer_bytes, extra, logits, working = placement.memo(key, make)
+        out.append(StageMemory(stage.index, (stage.lo, stage.hi), placement.shard_id(arch, lay, stage),
+                               dense, expert, states, layer_bytes, extra, logits,
                                in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working))
     return out

@@ -11,7 +11,7 @@ COMMANDS = {
     "forward": "per-operator ledger of one forward pass with roofline times",
     "decode": "TTFT and per-token time bounds of B requests on one device (or --batch-sweep)",
     "kv": "KV cache per layer type and request capacity on a device layout",
-    "train": "FLOPs of one training step (exact and closed forms) and memory of one device",
+    "train": "training step on a layout: FLOPs, memory per device, step time, MFU; --search over layouts",
     "gemm": "one GEMM [M,K]x[K,N]: FLOPs, bytes by operand, intensity, ridge point, roofline per device",
     "attention": "one attention core (QK^T, softmax, PV): FLOPs, bytes, intensity, roofline per device",
     "hardware": "the bundled accelerators and their specs",

@@ -1,6 +1,27 @@
-"""`train`: FLOPs of one training step and memory of one device (single device for now)."""
+"""`train`: FLOPs, memory per device and step time of one training step on a
+layout of many devices, or a search over every layout."""
+
+import argparse
 
 from . import common
+
+_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
+
+
+def token_count(text):
+    """A token count: 15000000000000, 15T, 300B, 2.5T (decimal suffixes K M B/G T P)."""
+    raw = text.strip().replace("_", "").replace(",", "").upper()
+    unit = raw[-1:] if raw[-1:] in _SUFFIX and raw[-1:] else ""
+    digits = raw[:-1] if unit else raw
+    from fractions import Fraction
+    try:
+        value = Fraction(digits) * _SUFFIX[unit]
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value.denominator != 1 or not 1 <= value <= 10**18:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens up to 10^18 "
+                                         f"(e.g. 15T, 300B, 2.5T), got '{text}'")
+    return int(value)
 
 
 def add_arguments(p):
@@ -9,7 +30,17 @@ def add_arguments(p):
     p.add_argument("--micro-batch", type=common.positive_int, default=1,
                    help="sequences per micro-batch (default 1)")
     p.add_argument("--global-batch", type=common.positive_int, default=None,
-                   help="sequences per optimizer step (default: the micro-batch)")
+                   help="sequences per optimizer step (default: micro-batch x dp)")
+    p.add_argument("--devices", type=common.positive_int, default=None,
+                   help="devices in all (default: tp x pp x dp x cp); the rest of the degrees is dp")
+    for dim, what in (("tp", "tensor-parallel"), ("pp", "pipeline stages"), ("dp", "data-parallel replicas"),
+                      ("cp", "context-parallel"), ("ep", "expert-parallel, carved out of tp x dp")):
+        p.add_argument(f"--{dim}", type=common.positive_int, default=None, help=f"{what} degree")
+    p.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp > 1)")
+    p.add_argument("--schedule", choices=("1f1b", "interleaved", "zero-bubble", "dualpipe"), default="1f1b",
+                   help="pipeline schedule (default 1f1b)")
+    p.add_argument("--virtual-stages", type=common.positive_int, default=None, metavar="V",
+                   help="model chunks per stage for --schedule interleaved (default 2)")
     p.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
                    help="activation recompute: none (default), selective (attention core), "
                         "full (every decoder layer keeps its input only)")
@@ -19,16 +50,38 @@ def add_arguments(p):
                    help="attention kernel for activation memory: fused (no T x T scores, default) "
                         "or unfused (keeps softmax probabilities and dropout masks)")
     p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0,
-                   help="ZeRO stage over the data-parallel group (default 0; DP = 1 here)")
+                   help="ZeRO stage over the data-parallel group (default 0; Megatron's distributed "
+                        "optimizer = 1)")
     p.add_argument("--optimizer", choices=("adamw", "adamw-bf16", "sgd"), default="adamw",
-                   help="optimizer states: adamw (fp32 master + m + v = 12 B/param, default), "
-                        "adamw-bf16 (fp32 master, bf16 m and v: 8), sgd (fp32 master + momentum: 8)")
+                   help="optimizer states: adamw (master + m + v fp32 = 12 B/param, default), "
+                        "adamw-bf16 (bf16 m and v), sgd (master + momentum)")
+    p.add_argument("--master-dtype", choices=("fp32", "bf16", "fp16", "none"), default="fp32",
+                   help="master copy of the weights in the optimizer (default fp32; none: updated in place)")
     p.add_argument("--weight-dtype", default="bf16", metavar="FMT",
                    help="weight format during training (default bf16)")
     p.add_argument("--grad-dtype", default="bf16", metavar="FMT",
                    help="gradient format (default bf16; fp32 as Megatron-LM keeps them)")
     p.add_argument("--act-dtype", default="bf16", metavar="FMT",
                    help="activation and compute format (default bf16)")
+    p.add_argument("--train-tokens", type=token_count, default=None, metavar="TOKENS",
+                   help="tokens to train on (e.g. 15T, 300B): time and device-hours")
+    p.add_argument("--overlap-dp", action="store_true",
+                   help="overlap the data-parallel gradient sync with the backward (and parameter "
+                        "gathers with the forward)")
+    p.add_argument("--comm-efficiency", type=common.fraction, default=None,
+                   help="fraction of every link's bandwidth reached (default 1.0)")
+    for tier in ("up", "out"):
+        p.add_argument(f"--alpha-{tier}", type=float, default=None, metavar="SECONDS",
+                       help=f"per-step latency of the scale-{tier} link (default: the device data)")
+        p.add_argument(f"--link-bw-{tier}", type=float, default=None, metavar="BYTES_PER_S",
+                       help=f"scale-{tier} bandwidth per direction per device (default: the device data)")
+    p.add_argument("--search", action="store_true",
+                   help="rank every layout of --devices by step time (or MFU)")
+    p.add_argument("--objective", choices=("step", "mfu"), default="step",
+                   help="search ranking: step time (default) or MFU (the same order)")
+    p.add_argument("--top", type=common.positive_int, default=10, help="layouts to list (default 10)")
+    p.add_argument("--cp-values", default="1", metavar="1,2,4",
+                   help="context-parallel degrees the search tries (default 1)")
     from ..load.hardware import MEMORY_CONVENTIONS
     p.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
                    help="device capacity: physical (default; what a server can allocate) or label "
@@ -37,8 +90,48 @@ def add_arguments(p):
     common.add_output(p)
 
 
+def _whole_bytes(d, flag):
+    from ..errors import UserError
+
+    if d.bits % 8 or d.is_quantized:
+        raise UserError(f"{flag} must be a whole-byte format (bf16, fp16, fp32), got {d.name}")
+    return d.bits // 8
+
+
+def layout(args):
+    """The Layout the degrees and --devices describe (dp fills the rest)."""
+    from ..errors import UserError
+    from ..layout import Layout
+
+    tp, pp, cp = args.tp or 1, args.pp or 1, args.cp or 1
+    fixed = tp * pp * cp
+    if args.dp is None:
+        total = args.devices or fixed
+        if total % fixed:
+            raise UserError(f"--devices {total} is not a multiple of tp x pp x cp = {fixed}")
+        dp = total // fixed
+    else:
+        dp = args.dp
+        if args.devices is not None and args.devices != fixed * dp:
+            raise UserError(f"--devices {args.devices} differs from tp x pp x dp x cp = {fixed * dp}")
+    return Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=args.ep or 1, sp=args.sp)
+
+
+def _cps(text):
+    from ..errors import UserError
+
+    try:
+        values = tuple(sorted({int(x) for x in text.split(",")}))
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise UserError(f"--cp-values must list positive integers, e.g. 1,2,4; got '{text}'")
+    return values
+
+
 def run(args):
-    from ..analyses.train import train
+    from ..analyses import train
+    from ..comm import links
     from ..dtypes import dtype
     from ..errors import UserError
     from ..load.hardware import load_device
@@ -48,13 +141,36 @@ def run(args):
 
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
-    grad = dtype(args.grad_dtype)
-    if grad.bits % 8 or grad.is_quantized:
-        raise UserError(f"--grad-dtype must be a whole-byte format (bf16, fp16, fp32), got {grad.name}")
+    grad = _whole_bytes(dtype(args.grad_dtype), "--grad-dtype")
+    master = 0 if args.master_dtype == "none" else _whole_bytes(dtype(args.master_dtype), "--master-dtype")
     act = dtype(args.act_dtype)
     w = Workload(batch=args.micro_batch, tokens=args.seq, logits="all",
                  weight_dtype=dtype(args.weight_dtype), act_dtype=act, kv_dtype=act)
-    rec = train(arch, w, device, global_batch=args.global_batch or args.micro_batch,
-                recompute=args.recompute, flash_recompute=args.flash_recompute, zero=args.zero,
-                optimizer=args.optimizer, grad_bytes=grad.bits // 8, attention=args.attention)
+    weight = _whole_bytes(w.weight_dtype, "--weight-dtype")
+    chunks = args.virtual_stages or (2 if args.schedule == "interleaved" else 1)
+    s = train.Setup(recompute=args.recompute, flash_recompute=args.flash_recompute, attention=args.attention,
+                    zero=args.zero, optimizer=args.optimizer, weight_bytes=weight, grad_bytes=grad,
+                    master_bytes=master, schedule=args.schedule, chunks=chunks,
+                    compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
+                    overlap_dp=args.overlap_dp)
+    lk = links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
+               link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
+    if args.search:
+        if not args.devices:
+            raise UserError("--search needs --devices")
+        if any(getattr(args, d) is not None for d in ("tp", "pp", "dp", "cp", "ep")) or args.sp:
+            raise UserError("--search chooses tp, pp, dp, cp, ep and sp itself; drop them")
+        gb = args.global_batch
+        if gb is None:
+            raise UserError("--search needs --global-batch")
+        rec = train.search(arch, w, device, s, devices=args.devices, global_batch=gb, links=lk,
+                           objective=args.objective, top=args.top, cps=_cps(args.cp_values))
+        return common.emit(args, rec, render.search_markdown, render.search_csv)
+    lay = layout(args)
+    gb = args.global_batch or args.micro_batch * lay.dp
+    m = train.micro_batches(gb, args.micro_batch, lay.dp)
+    if isinstance(m, str):
+        raise UserError(m)
+    rec = train.train(arch, w, device, lay.replace(micro_batches=m), s, global_batch=gb, links=lk,
+                      train_tokens=args.train_tokens)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -19,7 +19,7 @@ def header_lines(rec):
         f"{u.integer(i['seq'])} tokens = "
         f"{u.integer(i['global_batch'] * i['seq'])} tokens, as {i['micro_batches_per_step']} micro-batch"
         f"{'es' if i['micro_batches_per_step'] > 1 else ''} of {i['micro_batch']}",
-        f"- Layout: one device (TP = PP = DP = 1); recompute `{i['recompute']}`; attention kernel "
+        f"- Layout: {layout_line(i)}; recompute `{i['recompute']}`; attention kernel "
         f"`{i['attention']}`{'; fused backward recomputes QK^T' if i['flash_recompute'] else ''}",
         f"- Formats: weights {i['weight_dtype']}, gradients {i['grad_bytes_per_param']} B/param, "
         f"activations {i['act_dtype']}; optimizer `{i['optimizer']}` ({states}); ZeRO stage {i['zero']}",
@@ -28,6 +28,28 @@ def header_lines(rec):
     ]
     lines += [f"- Model note: {n}" for n in m.get("notes", [])]
     return lines
+
+
+def layout_line(i):
+    if i["devices"] == 1:
+        return "one device (TP = PP = DP = 1)"
+    dims = ", ".join(f"{d.upper()} {i[d]}" for d in ("tp", "pp", "dp", "cp", "ep"))
+    sched = i["schedule"] + (f" (v = {i['virtual_stages']})" if i["schedule"] == "interleaved" else "")
+    return (f"{i['devices']} devices: {dims}{', SP' if i['sp'] else ''}; schedule {sched}"
+            f"{'; DP sync overlapped with the backward' if i['overlap_dp'] else ''}")
+
+
+def links_line(i):
+    parts = []
+    for tier, k in i["links"].items():
+        if k is None:
+            parts.append(f"scale-{tier}: none")
+            continue
+        note = f" ({'; '.join(k['assumptions'])})" if k["assumptions"] else ""
+        parts.append(f"scale-{tier}: {k['name']}, {u.rate_bytes(k['bytes_per_s'])} per direction, "
+                     f"alpha {k['alpha_s'] * 1e6:g} us{note}")
+    return ("- Links: " + "; ".join(parts) + f"; compute efficiency {i['compute_efficiency']:g}, "
+            f"memory efficiency {i['memory_efficiency']:g}")
 
 
 def flops_rows(f):
@@ -60,37 +82,104 @@ def operator_rows(ops):
             for o in ops]
 
 
-def memory_rows(mem):
-    b = u.nbytes
-    rows = [
-        _row("Weights", mem["weights_bytes"], b),
-        _row("Gradients", mem["grads_bytes"], b),
-        _row("Optimizer states", mem["optimizer_bytes"], b),
-        _row("Activations: decoder layers (one micro-batch)", mem["layer_activations_bytes"], b),
-        _row("Activations: embedding, final norm, head input, loss", mem["embedding_head_loss_activations_bytes"], b),
-        _row("  of which fp32 logits for the loss", mem["logits_fp32_bytes"], b),
-        _row("Recompute working set (full: one layer's activations)", mem["recompute_working_bytes"], b),
-        _row("Activations total", mem["activations_bytes"], b),
-        _row("Total per device", mem["total_bytes"], b),
-        _row("Device memory", mem["device_memory_bytes"], b),
-    ]
-    verdict = "fits" if mem["fits"] else "does not fit"
-    rows.append([f"Headroom ({verdict})", u.integer(mem["headroom_bytes"]),
-                 ("-" if mem["headroom_bytes"] < 0 else "") + b(abs(mem["headroom_bytes"]))])
+def time_rows(t):
+    sec = u.seconds
+    b = t["breakdown"]
+    step = t["step_s"]
+
+    def share(x):
+        return f"{100 * x / step:.1f}%" if step else "-"
+
+    rows = [["Compute (m x slowest stage's forward + backward + recompute)", sec(b["compute_s"]), share(b["compute_s"])],
+            ["Exposed communication (m x slowest stage's TP/EP/CP/PP)", sec(b["exposed_comm_s"]), share(b["exposed_comm_s"])],
+            [f"Pipeline bubble: {t['bubble_formula']}", sec(b["bubble_s"]), share(b["bubble_s"])],
+            ["Data-parallel sync, exposed", sec(b["dp_sync_exposed_s"]), share(b["dp_sync_exposed_s"])],
+            ["Optimizer update (memory-bound)", sec(b["optimizer_s"]), share(b["optimizer_s"])],
+            ["**Step**", f"**{sec(step)}**", "100%"]]
     return rows
+
+
+def stage_time_rows(stages):
+    sec = u.seconds
+    return [[s["stage"], sec(s["forward_compute_s"]), sec(s["backward_compute_s"]), sec(s["recompute_compute_s"]),
+             sec(s["forward_comm_s"]), sec(s["backward_comm_s"]), sec(s["recompute_comm_s"]),
+             sec(s["micro_batch_s"]), sec(s["dp_exposed_s"]), sec(s["optimizer_s"])] for s in stages]
+
+
+def collective_rows(cs):
+    return [[c["stage"], c["phase"], c["name"], c["dim"], c["kind"], u.nbytes(c["bytes"]), c["group"], c["tier"],
+             c["count"], u.seconds(c["time_s"])] for c in cs]
+
+
+def throughput_lines(th, i):
+    pct = lambda x: "unknown (no published peak)" if x is None else f"{100 * x:.1f}%"
+    lines = [
+        f"- Tokens per step: {u.integer(th['tokens_per_step'])}; tokens/s: cluster "
+        f"{th['tokens_per_s_cluster']:,.0f}, per device {th['tokens_per_s_per_device']:,.1f}",
+        f"- MFU {pct(th['mfu'])} = model FLOPs per step ({u.flops(th['model_flops_per_step'])}, 3x forward "
+        f"matrix FLOPs, causal attention halved) / (step time x {i['devices']} devices x dense peak "
+        f"{u.rate_flops(th['peak_matrix_flops_per_s'])})",
+        f"- HFU {pct(th['hfu'])} = hardware FLOPs per step ({u.flops(th['hardware_flops_per_step'])}, "
+        f"with what is recomputed) / the same",
+        f"- Model FLOP/s per device: {u.rate_flops(th['model_flops_per_s_per_device'])}",
+    ]
+    if th["megatron_eq3_flops_per_step"]:
+        lines.append(f"- Megatron-LM's convention (Narayanan et al. 2021 eq. 3, full recompute, s x s "
+                     f"attention): {u.flops(th['megatron_eq3_flops_per_step'])} per step = "
+                     f"{u.rate_flops(th['megatron_eq3_flops_per_s_per_device'])} per device = "
+                     f"{pct(th['megatron_eq3_fraction_of_peak'])} of peak (the figure their papers publish)")
+    tr = th.get("train")
+    if tr:
+        lines.append(f"- Training on {u.integer(tr['tokens'])} tokens: {u.integer(tr['steps'])} steps, "
+                     f"{tr['days']:,.2f} days, {tr['device_hours']:,.0f} device-hours")
+    return lines
+
+
+def stage_memory_rows(stages):
+    b = u.nbytes
+    return [[s["stage"], s["layers"], u.integer(s["params"]), b(s["weights_bytes"]), b(s["grads_bytes"]),
+             b(s["optimizer_bytes"]), b(s["layer_activations_bytes"] + s["embedding_head_loss_activations_bytes"]),
+             f"{s['micro_batches_in_flight']:g}", b(s["activations_bytes"]), b(s["total_bytes"]),
+             ("" if s["fits"] else "-") + b(abs(s["headroom_bytes"]))] for s in stages]
+
+
+def memory_lines(mem):
+    s = mem["stages"][mem["binding_stage"]]
+    verdict = ("fits on every device" if mem["fits"] else
+               f"does not fit: stage {mem['binding_stage']} is short by {u.nbytes(mem['shortfall_bytes'])} "
+               f"({u.integer(mem['shortfall_bytes'])} B)")
+    return [f"Device memory {u.nbytes(mem['device_memory_bytes'])}; binding stage {mem['binding_stage']} "
+            f"(layers {s['layers']}) needs {u.nbytes(s['total_bytes'])}: {verdict}."]
 
 
 def markdown(rec):
     m, d = rec["model"], rec["device"]
+    t = rec["time"]
     parts = [
-        f"# train: {m['id']} on {d['id']}", "", *header_lines(rec), "",
+        f"# train: {m['id']} on {d['id']}", "", *header_lines(rec), links_line(rec["inputs"]), "",
+        "## Step time", "",
+        f"{t['micro_batches']} micro-batch{'es' if t['micro_batches'] > 1 else ''} per step; one micro-batch "
+        f"on the slowest stage ({t['bottleneck_stage']}) takes {u.seconds(t['micro_batch_s'])}"
+        + (f"; bubble fraction {t['bubble_fraction']:.4f}" if t["bubble_fraction"] is not None else "") + ".", "",
+        markdown_table(["part", "time", "share"], time_rows(t), "lrr"), "",
+        *throughput_lines(rec["throughput"], rec["inputs"]), "",
+        "### Per stage, one micro-batch", "",
+        markdown_table(["stage", "fwd compute", "bwd compute", "recompute", "fwd comm", "bwd comm",
+                        "recompute comm", "micro-batch", "DP exposed (step)", "optimizer (step)"],
+                       stage_time_rows(t["stages"]), "rrrrrrrrrr"), "",
+        "### Collectives (slowest stage per micro-batch; data-parallel per step)", "",
+        markdown_table(["stage", "phase", "collective", "dim", "kind", "S", "group", "tier", "runs", "time"],
+                       collective_rows(t["collectives"]), "rllllrrlrr") if t["collectives"] else "None (one device).", "",
+        "## Memory per device, per pipeline stage", "",
+        *memory_lines(rec["memory"]), "",
+        markdown_table(["stage", "layers", "params", "weights", "grads", "optimizer", "acts / micro-batch",
+                        "in flight", "activations", "total", "headroom"],
+                       stage_memory_rows(rec["memory"]["stages"]), "rlrrrrrrrrr"), "",
         "## FLOPs per step", "",
         markdown_table(["quantity", "exact", "human"], flops_rows(rec["flops_per_step"]), "lrr"), "",
         "## Closed forms beside the exact count", "",
         markdown_table(["convention", "formula", "FLOPs", "compared with", "ratio", "why it differs"],
                        closed_form_rows(rec), "llrlrl"), "",
-        "## Memory per device", "",
-        markdown_table(["quantity", "bytes", "human"], memory_rows(rec["memory"]), "lrr"), "",
         "## Operators (one micro-batch)", "",
         "Summed over the listed layers (x = number of layers); saved = kept for the backward "
         "without recompute.", "",
@@ -104,3 +193,33 @@ def markdown(rec):
 
 def csv(rec):
     return records_to_csv(rec["operators_per_micro_batch"])
+
+
+def search_markdown(rec):
+    m, d, i = rec["model"], rec["device"], rec["inputs"]
+    rows = [[k + 1, r["layout"], r["micro_batches"], u.seconds(r["step_s"]), u.seconds(r["compute_s"]),
+             u.seconds(r["exposed_comm_s"]), u.seconds(r["bubble_s"]), u.seconds(r["dp_sync_and_optimizer_s"]),
+             "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f}%", f"{r['tokens_per_s_per_device']:,.1f}",
+             u.nbytes(r["peak_memory_bytes"])] for k, r in enumerate(rec["ranked"])]
+    rejected = [[x["reason"], x["layouts"]] for x in rec["rejected"]]
+    parts = [
+        f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "",
+        f"- Step: {u.integer(i['global_batch'])} sequences x {u.integer(i['seq'])} tokens, micro-batch "
+        f"{i['micro_batch']}; recompute `{i['recompute']}`; ZeRO {i['zero']}; schedule {i['schedule']}; "
+        f"objective {i['objective']}",
+        f"- Device memory {u.nbytes(d['memory_bytes'])} ({d['memory_convention']} capacity)",
+        links_line(i),
+        f"- Layouts considered: {rec['layouts_considered']}; fit: {rec['layouts_fit']}", "",
+        "## Best layouts", "",
+        markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
+                        "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")
+        if rows else "No layout fits.", "",
+        "## Rejected layouts", "",
+        markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
+        "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], "",
+    ]
+    return "\n".join(parts)
+
+
+def search_csv(rec):
+    return records_to_csv(rec["ranked"], ("layout",))

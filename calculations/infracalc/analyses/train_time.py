@@ -1,0 +1,345 @@
+"""Step time of training on a layout: compute of each device's shard, exposed
+communication, the pipeline bubble, the data-parallel sync and the optimizer.
+
+Per micro-batch and pipeline stage (one device of the stage):
+- compute: the roofline of every operator of the stage's shard, each
+  max(FLOPs / peak, bytes / bandwidth) and summed (the operator-sum bound of
+  `analyses/roofline.py`), for the forward, the backward (`train_flops.backward`)
+  and what the recompute level runs again. W (the weight-gradient part of the
+  backward, for the zero-bubble and DualPipe formulas) = each GEMM's forward
+  time again (dW = X^T dY is as large as the forward matmul). With context
+  parallelism every rank does 1/cp of the FLOPs and activation bytes (a zig-zag
+  split balances the causal work, `collectives.cp_attention_pairs`) and reads
+  all of its weights;
+- communication (`collectives` builders costed by `comm.time_s`, ring
+  algorithm, not overlapped with compute): TP/SP collectives of the forward
+  (every layer, but no MLP reduction in MoE layers whose experts are not
+  tensor-split, EP >= TP; the vocab-parallel embedding, the vocab-parallel
+  cross-entropy's three all-reduces of one fp32 per token), the same layer
+  collectives again in the backward (Megatron's conjugate f/g operators) and
+  in a full recompute; EP dispatch + combine all-to-all in the forward and
+  again in the backward (4 per MoE layer per micro-batch; 6 with full
+  recompute); the CP ring pass of K/V in the forward, twice its traffic in the
+  backward (K/V again and dK/dV back) and once more when the attention is
+  recomputed; PP point-to-point of the stage's output forward (all but the
+  last stage) and of its input gradient backward (all but the first), the
+  tp-split tensor (Narayanan et al. 2021 section 4.1 scatter/gather), v times
+  with v interleaved chunks.
+
+Pipeline (t_s = forward + backward + recompute of stage s, one micro-batch;
+m micro-batches, p stages, b = the slowest stage):
+- 1f1b: m t_b + (sum_s t_s - t_b): with equal stages (m + p - 1) t, a bubble
+  fraction (p - 1)/m (Narayanan et al. 2021, arXiv:2104.04473, section 2.2.1);
+- interleaved (v chunks per stage): bubble (sum_s t_s - t_b) / v, fraction
+  (p - 1)/(m v) (ibid., section 2.2.2); needs m a multiple of p;
+- zero-bubble (ZB-H1 / ZB1P, Qi et al. 2023, arXiv:2401.10241): bubble
+  (p - 1)(F + B - 2W) of the slowest stage (B the whole backward with recompute);
+- dualpipe (DeepSeek-V3, arXiv:2412.19437 Table 2): bubble
+  (p/2 - 1)(F&B + B - 3W), F&B taken as F + B (no credit for the overlap of
+  the two directions), 2x parameters per device; needs p even.
+
+Once per step, per stage (the slowest counts): the data-parallel gradient
+sync (`collectives.dp_gradient_collectives`; dense parameters over DP x CP,
+routed experts over the expert-data-parallel group), ZeRO-3's two parameter
+all-gathers per micro-batch, and the optimizer update, memory-bound: it
+reads and writes every optimizer state, reads the gradient and writes the
+weight of the parameters this device updates. `overlap_dp` hides the
+gradient sync under one micro-batch's backward, the parameter all-gather
+under one forward, and ZeRO-3's gathers under every micro-batch's compute.
+"""
+
+from .. import comm
+from .. import layout as placement
+from ..collectives import Collective, cp_collectives, dp_gradient_collectives, ep_collectives, \
+    pp_collectives, tp_collectives
+from ..errors import UserError
+from ..record import Record
+from . import train_flops, train_memory
+from .roofline import roof as make_roof
+
+SCHEDULES = ("1f1b", "interleaved", "zero-bubble", "dualpipe")
+CE_ALLREDUCES = 3      # vocab-parallel cross-entropy: max, sum of exp, target logit (fp32 per token)
+ALGORITHM = "ring"
+
+
+def _ceil(a, b):
+    return -(-a // b)
+
+
+class Pass(Record):
+    """Seconds of one micro-batch on one device: forward, backward (of which
+    the weight gradients), recompute."""
+    forward: float = 0.0
+    backward: float = 0.0
+    weight_grad: float = 0.0
+    recompute: float = 0.0
+
+    def __add__(self, o):
+        return Pass(self.forward + o.forward, self.backward + o.backward,
+                    self.weight_grad + o.weight_grad, self.recompute + o.recompute)
+
+    def times(self, k):
+        return Pass(self.forward * k, self.backward * k, self.weight_grad * k, self.recompute * k)
+
+    @property
+    def total(self):
+        return self.forward + self.backward + self.recompute
+
+
+def _op_s(r, matrix, vector, nbytes, weight_bytes, cp):
+    """Roofline of one operator on one CP rank: FLOPs and activation bytes / cp."""
+    return max(r.compute_s(matrix / cp, vector / cp), r.memory_s(weight_bytes + (nbytes - weight_bytes) / cp))
+
+
+def ops_pass(ops, w, vocab, r, cp, recompute, flash):
+    """Pass of a list of forward ledger rows (one micro-batch)."""
+    total = Pass()
+    for op in ops:
+        b = train_flops.backward(op, w, vocab, flash)
+        wb = op.weight_read
+        fwd = _op_s(r, op.matrix_flops, op.vector_flops, op.bytes_moved, wb, cp)
+        bwd = _op_s(r, b.matrix_flops, b.vector_flops, b.bytes, 0 if op.kind == "memory" else 2 * wb, cp)
+        total += Pass(fwd, bwd, fwd if op.kind == "gemm" else 0.0,
+                      fwd if train_flops.recomputed(op, recompute) else 0.0)
+    return total
+
+
+def layer_pass(layer, w, r, cp, recompute, flash):
+    """Pass of one decoder layer as one device holds it (memoized)."""
+    key = ("train pass", layer, w, r, cp, recompute, flash)
+    return placement.memo(key, lambda: ops_pass(
+        [op for b in layer.blocks for op in placement.block_ops(b, w)], w, 0, r, cp, recompute, flash))
+
+
+def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
+    """Embedding on the first stage; final norm, head and loss on the last."""
+    emb, norm, head = placement.top_shards(arch, lay, stage)
+    ops = [op.times(1, "-") for b in (emb, norm, head) for op in placement.block_ops(b, w)]
+    vocab = 0
+    if stage.has_head:
+        vocab = head.vocab
+        ops += [op.times(1, "-") for op in train_flops.CrossEntropy(vocab).ops(w)]
+    return ops_pass(ops, w, vocab, r, cp, recompute, flash)
+
+
+class Timed(Record):
+    """A collective of one micro-batch (or one step), with its seconds for all its runs."""
+    collective: object
+    phase: str        # forward | backward | recompute | step
+    seconds: float
+
+
+def _tier(span, device):
+    if device.scale_up is None:
+        return "out"
+    return comm.tier(span, device)
+
+
+def _moe(arch):
+    for b in placement._distinct_blocks(arch):
+        if hasattr(b, "experts"):
+            return b
+    return None
+
+
+def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
+    """[(Collective, phase)] one device of `stage` runs per micro-batch."""
+    tp, cp, ep = lay.tp, lay.cp, lay.ep
+    act = w.act_dtype.bits // 8
+    hidden = arch.hidden_size
+    tokens = _ceil(w.positions, cp)
+    groups = placement.device_layers(arch, lay, stage)
+    n = stage.layers
+    full = recompute == "full"
+    out = []
+    moe = _moe(arch)
+    moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
+    if tp > 1:
+        t = _tier(lay.group_span("tp"), device)
+        # MoE layers whose experts are not tensor-split (EP >= TP: expert TP 1) have no MLP reduction
+        mlp = n - moe_layers if lay.expert_tp == 1 else n
+        fwd = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=stage.has_embedding)
+        if stage.has_head:
+            fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
+                                  "all_reduce", tokens * 4, tp, t, CE_ALLREDUCES, "tp"))
+        layer_only = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=False)
+        out += [(c, "forward") for c in fwd] + [(c, "backward") for c in layer_only]
+        out += [(c, "recompute") for c in layer_only] if full else []
+    if ep > 1 and moe is not None:
+        t = _tier(lay.group_span("ep"), device)
+        cs = ep_collectives(tokens, moe.top_k, hidden, act, ep, moe_layers, t, experts=moe.experts)
+        out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
+        out += [(c, "recompute") for c in cs] if full else []
+    if cp > 1:
+        t = _tier(lay.group_span("cp"), device)
+        for layer, count, _ in groups:
+            kv = layer.kv_bytes_per_token(w.kv_dtype, "naive")
+            if not kv:
+                continue
+            (c,) = cp_collectives(tokens, kv, cp, count, t)
+            out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
+            out += [(c, "recompute")] if recompute != "none" else []
+    if lay.pp > 1:
+        t = _tier(lay.group_stride("pp") + 1, device)
+        sent = _ceil(tokens, tp)   # scatter/gather: each TP rank sends its 1/tp slice
+        (c,) = pp_collectives(sent, hidden, act, 1, t)
+        c = c.replace(count=chunks)
+        if not stage.has_head:
+            out.append((c.replace(name="PP activations send to the next stage"), "forward"))
+        if not stage.has_embedding:
+            out.append((c.replace(name="PP gradient send to the previous stage"), "backward"))
+    return out
+
+
+def cost(collectives, links):
+    """[Timed] of (Collective, phase) pairs over the device's links (ring algorithm)."""
+    return [Timed(c, phase, comm.time_s(c, links[c.tier], ALGORITHM) * c.count) for c, phase in collectives]
+
+
+def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links):
+    """(compute Pass, [Timed] collectives) of one micro-batch on one device of stage `st`."""
+    compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
+    for layer, count, _ in placement.device_layers(arch, lay, st):
+        compute += layer_pass(layer, w, r, lay.cp, recompute, flash).times(count)
+    return compute, tuple(cost(stage_collectives(arch, lay, st, w, device, recompute, chunks), links))
+
+
+class StageTime(Record):
+    stage: int
+    compute: Pass              # per micro-batch
+    comm: Pass                 # exposed communication per micro-batch
+    collectives: tuple         # Timed, per micro-batch
+    dp_collectives: tuple      # Timed, per step (phase "step")
+    dp_exposed_s: float        # per step, after overlap
+    optimizer_s: float         # per step
+
+    @property
+    def micro_batch(self):
+        return self.compute + self.comm
+
+
+def _pass_of(timed):
+    """The seconds of per-micro-batch collectives summed by phase, as a Pass."""
+    p = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
+    for t in timed:
+        p[t.phase] += t.seconds
+    return Pass(p["forward"], p["backward"], 0.0, p["recompute"])
+
+
+def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_batches):
+    """[Timed] of the data-parallel traffic of one step for one device holding
+    `dense` + `expert` parameters; ZeRO-3's gathers repeat per micro-batch."""
+    out = []
+    span = lay.group_span("dp") if lay.dp > 1 else lay.group_span("cp")
+    t = _tier(span, device)
+    for params, group, what in ((dense, lay.dp * lay.cp, ""),
+                                (expert, train_memory.expert_dp(lay), " (experts, expert-DP group)")):
+        if not params or group == 1:
+            continue
+        for c in dp_gradient_collectives(params * g_bytes, group, zero, t, param_bytes=params * w_bytes):
+            c = c.replace(name=c.name + what)
+            if c.name.startswith("ZeRO-3"):
+                c = c.replace(name=c.name + ", every micro-batch", count=c.count * micro_batches)
+            out.append(Timed(c, "step", comm.time_s(c, links[c.tier], ALGORITHM) * c.count))
+    return out
+
+
+def _exposed_dp(timed, compute, micro_batches, overlap):
+    """Exposed seconds of the DP traffic: all of it, or with `overlap` what the
+    compute it runs under (module doc) does not hide."""
+    if not overlap:
+        return sum(t.seconds for t in timed)
+    exposed = 0.0
+    for t in timed:
+        name = t.collective.name
+        if name.startswith("ZeRO-3"):
+            per = t.seconds / micro_batches
+            exposed += micro_batches * max(0.0, per - (compute.forward + compute.backward))
+        elif t.collective.kind == "all_gather":
+            exposed += max(0.0, t.seconds - compute.forward)
+        else:
+            exposed += max(0.0, t.seconds - compute.backward)
+    return exposed
+
+
+class StepTime(Record):
+    schedule: str
+    chunks: int
+    micro_batches: int
+    stages: tuple              # StageTime per pipeline stage
+    bottleneck: int            # slowest stage per micro-batch
+    pipeline_s: float          # m t_b + bubble
+    bubble_s: float
+    sync_s: float              # the slowest stage's exposed DP traffic + optimizer update
+    step_s: float
+    bubble_formula: str
+
+
+def bubble(schedule, times, bottleneck, pp, micro_batches, chunks):
+    """(bubble seconds, formula) of the schedule (module doc)."""
+    tb = times[bottleneck]
+    rest = sum(t.total for t in times) - tb.total
+    if schedule == "1f1b":
+        return rest, "sum of stage times - slowest ((p - 1) t for equal stages: fraction (p - 1)/m)"
+    if schedule == "interleaved":
+        return rest / chunks, "(sum of stage times - slowest) / v (fraction (p - 1)/(m v))"
+    f, b, w = tb.forward, tb.backward + tb.recompute, tb.weight_grad
+    if schedule == "zero-bubble":
+        return max(0.0, (pp - 1) * (f + b - 2 * w)), "(p - 1)(F + B - 2W), ZB-H1 (arXiv:2401.10241)"
+    return max(0.0, (pp // 2 - 1) * ((f + b) + b - 3 * w)), \
+        "(p/2 - 1)(F&B + B - 3W), F&B = F + B (DualPipe, arXiv:2412.19437)"
+
+
+def check_schedule(arch, lay, schedule, chunks):
+    """UserError when the schedule cannot run this layout."""
+    if schedule not in SCHEDULES:
+        raise UserError(f"unknown schedule '{schedule}'; choose from {', '.join(SCHEDULES)}")
+    if chunks != 1 and schedule != "interleaved":
+        raise UserError("--virtual-stages applies to the interleaved schedule only")
+    if schedule == "interleaved":
+        if lay.pp == 1 or chunks < 2:
+            raise UserError("the interleaved schedule needs --pp > 1 and --virtual-stages >= 2")
+        if len(arch.layers) % (lay.pp * chunks):
+            raise UserError(f"interleaved: {len(arch.layers)} layers do not split into pp x v = "
+                            f"{lay.pp * chunks} equal chunks")
+        if lay.micro_batches % lay.pp:
+            raise UserError(f"interleaved: {lay.micro_batches} micro-batches is not a multiple of "
+                            f"pp = {lay.pp} (Megatron-LM's requirement)")
+    if schedule == "dualpipe" and lay.pp % 2:
+        raise UserError(f"DualPipe needs an even number of pipeline stages, got pp = {lay.pp}")
+
+
+def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
+              chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
+              compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None):
+    """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
+    size, tokens = sequence length), `lay` the layout (micro_batches = m)."""
+    check_schedule(arch, lay, schedule, chunks)
+    w = train_flops.training_workload(w)
+    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    links = links or comm.links(device)
+    m = lay.micro_batches
+    link_key = (links.get("up"), links.get("out"))
+    stages = []
+    for st in placement.stages(arch, lay):
+        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, r, recompute, flash,
+               chunks, device, link_key)
+        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, r, recompute, flash,
+                                                                chunks, device, links))
+        dense, expert = stage_params(st) if stage_params else \
+            train_memory.device_params(placement.shard(arch, lay, st))
+        if schedule == "dualpipe":
+            dense, expert = 2 * dense, 2 * expert
+        dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key),
+                            lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
+        exposed = _exposed_dp(dp, compute, m, overlap_dp)
+        updated = (_ceil(dense, lay.dp * lay.cp) + _ceil(expert, train_memory.expert_dp(lay))
+                   if zero >= 1 else dense + expert)
+        opt_s = r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
+        stages.append(StageTime(st.index, compute, _pass_of(timed), tuple(timed), tuple(dp), exposed, opt_s))
+    times = [s.micro_batch for s in stages]
+    b = max(range(len(times)), key=lambda i: (times[i].total, -i))
+    bub, formula = bubble(schedule, times, b, lay.pp, m, chunks)
+    pipeline = m * times[b].total + bub
+    sync = max(s.dp_exposed_s + s.optimizer_s for s in stages)
+    return StepTime(schedule, chunks, m, tuple(stages), b, pipeline, bub, sync, pipeline + sync, formula)

@@ -1,0 +1,223 @@
+"""`train` on a layout: step time, bubble formulas, collectives, MFU/HFU, search."""
+
+import json
+import unittest
+
+from support import Workload, load_model, run_cli  # noqa: F401  (sets the path)
+
+from infracalc.analyses import train, train_time
+from infracalc.analyses.train_time import Pass
+from infracalc.comm import links
+from infracalc.layout import Layout
+from infracalc.load.hardware import load_device
+
+
+def ideal_device(peak=10**15):
+    """An H100 whose only limit is a bf16 matrix peak of `peak` FLOP/s: memory
+    and vector work take (almost) no time, so a step is its matrix FLOPs / peak."""
+    return load_device("h100-sxm").replace(matrix_flops_per_s=(("bf16", peak),), vector_flops_per_s=10**30,
+                                           memory_bandwidth_bytes_per_s=10**30)
+
+
+def record(model, device, lay, setup=None, *, seq, micro_batch=1, global_batch):
+    w = Workload(batch=micro_batch, tokens=seq, logits="all")
+    m = train.micro_batches(global_batch, micro_batch, lay.dp)
+    return train.train(load_model(model), w, device, lay.replace(micro_batches=m), setup or train.Setup(),
+                       global_batch=global_batch, links=links(device))
+
+
+class OneDevice(unittest.TestCase):
+    def test_step_time_is_matrix_flops_over_peak(self):
+        # Qwen3-8B, one sequence of 8,192 tokens (test_train_flops): model FLOPs
+        # 431,367,993,163,776; nothing but the 1e15 FLOP/s matrix peak costs time:
+        # step = 0.431367993163776 s; HFU = MFU = 1.
+        rec = record("qwen3-8b", ideal_device(), Layout(), seq=8192, global_batch=1)
+        self.assertAlmostEqual(rec["time"]["step_s"], 0.431367993163776, places=9)
+        self.assertAlmostEqual(rec["throughput"]["mfu"], 1.0, places=6)
+
+    def test_full_recompute_adds_one_forward_of_the_layers(self):
+        # Head on 8,192 positions: 2 x 8192 x 4096 x 151,936 = 10,196,252,360,704 FLOPs;
+        # the layers' forward = 143,789,331,054,592 - that = 133,593,078,693,888, run again:
+        # hardware FLOPs 564,961,071,857,664 -> 0.564961071857664 s; MFU = 431.37 / 564.96.
+        s = train.Setup(recompute="full")
+        rec = record("qwen3-8b", ideal_device(), Layout(), s, seq=8192, global_batch=1)
+        self.assertEqual(rec["throughput"]["hardware_flops_per_step"], 564_961_071_857_664)
+        self.assertAlmostEqual(rec["time"]["step_s"], 0.564961071857664, places=9)
+        self.assertAlmostEqual(rec["throughput"]["hfu"], 1.0, places=6)
+        self.assertAlmostEqual(rec["throughput"]["mfu"], 431_367_993_163_776 / 564_961_071_857_664, places=6)
+
+    def test_micro_batches_add_up(self):
+        # 4 micro-batches of one sequence, no pipeline: 4 x the one-sequence step.
+        rec = record("qwen3-8b", ideal_device(), Layout(), seq=8192, global_batch=4)
+        self.assertEqual(rec["time"]["micro_batches"], 4)
+        self.assertAlmostEqual(rec["time"]["step_s"], 4 * 0.431367993163776, places=8)
+
+
+class Collectives(unittest.TestCase):
+    def test_dp_gradient_all_reduce(self):
+        # Qwen3-8B (8,190,735,360 params) on 8 H100s, dp 8, ZeRO 0: one all-reduce of
+        # 16,381,470,720 bf16 gradient bytes over NVLink (450 GB/s, alpha 0.6 us):
+        # 1.75 x S / 450e9 + 14 x 0.6e-6 = 0.0637057194667 + 0.0000084 = 0.0637141194667 s.
+        rec = record("qwen3-8b", load_device("h100-sxm"), Layout(dp=8), seq=4096, global_batch=8)
+        (c,) = [c for c in rec["time"]["collectives"] if c["dim"] == "dp"]
+        self.assertEqual((c["kind"], c["bytes"], c["group"], c["tier"]), ("all_reduce", 16_381_470_720, 8, "up"))
+        self.assertAlmostEqual(c["time_s"], 0.0637141194667, places=12)
+        self.assertAlmostEqual(rec["time"]["breakdown"]["dp_sync_exposed_s"], c["time_s"], places=12)
+
+    def test_tp_all_reduces_forward_and_backward(self):
+        # Llama-3.1-70B at tp 8 (no SP), 4,096 tokens: after attention and after the MLP one
+        # all-reduce of 4096 x 8192 x 2 = 67,108,864 B per layer, 80 layers, in the forward and
+        # again in the backward: one run 1.75 x 67,108,864 / 450e9 + 14 x 0.6e-6 s.
+        rec = record("llama-3.1-70b", load_device("h100-sxm"), Layout(tp=8), seq=4096, global_batch=1)
+        one = 1.75 * 67_108_864 / 450e9 + 14 * 0.6e-6
+        rows = [c for c in rec["time"]["collectives"] if c["name"].startswith("TP all-reduce after")]
+        self.assertEqual(sorted((c["phase"], c["count"], c["bytes"]) for c in rows),
+                         [("backward", 80, 67_108_864)] * 2 + [("forward", 80, 67_108_864)] * 2)
+        for c in rows:
+            self.assertAlmostEqual(c["time_s"], 80 * one, places=12)
+        stage = rec["time"]["stages"][0]
+        self.assertAlmostEqual(stage["backward_comm_s"], 2 * 80 * one, places=12)
+
+    def test_ep_all_to_all_four_per_moe_layer(self):
+        # Qwen3-30B-A3B (48 MoE layers) at ep 8: dispatch and combine forward and backward.
+        rec = record("qwen3-30b-a3b", load_device("h100-sxm"), Layout(dp=8, ep=8), seq=2048, global_batch=8)
+        ep = [c for c in rec["time"]["collectives"] if c["dim"] == "ep"]
+        self.assertEqual(len(ep), 4)
+        self.assertEqual({c["count"] for c in ep}, {48})
+        self.assertEqual({c["bytes"] for c in ep}, {2048 * 8 * 2048 * 2})   # tokens x k x hidden x 2 B
+
+
+    def test_pp_sends_the_tp_slice_across_nodes(self):
+        # GPT-3 175B at tp 8, pp 16, dp 12 on A100s: a stage boundary carries 2,048 x 12,288 x 2 B
+        # / 8 = 6,291,456 B per rank (Narayanan et al.'s scatter/gather); neighbouring stages are
+        # tp x dp = 96 ranks apart, so over the 25 GB/s NIC: S / 25e9 + 2.7 us = 254.3658 us.
+        # Interleaved with v = 2 the boundary is crossed twice per micro-batch.
+        dev = load_device("a100-sxm-80gb")
+        for schedule, v in (("1f1b", 1), ("interleaved", 2)):
+            rec = record("gpt3-175b", dev, Layout(tp=8, pp=16, dp=12), train.Setup(schedule=schedule, chunks=v),
+                         seq=2048, global_batch=1536)
+            pp = [c for c in rec["time"]["collectives"] if c["dim"] == "pp"]
+            self.assertEqual([(c["bytes"], c["tier"], c["count"]) for c in pp], [(6_291_456, "out", v)])
+            self.assertAlmostEqual(pp[0]["time_s"], v * (6_291_456 / 25e9 + 2.7e-6), places=12)
+
+    def test_zero3_gathers_every_micro_batch(self):
+        # ZeRO-3: the two parameter all-gathers (forward, backward) run for each of the m = 4 micro-batches.
+        rec = record("qwen3-8b", load_device("h100-sxm"), Layout(dp=8), train.Setup(zero=3), seq=2048,
+                     global_batch=32)
+        (gather,) = [c for c in rec["time"]["collectives"] if c["name"].startswith("ZeRO-3")]
+        self.assertEqual((gather["count"], gather["bytes"]), (8, 16_381_470_720))
+
+
+class Bubble(unittest.TestCase):
+    t = Pass(forward=1.0, backward=2.0, weight_grad=1.0)
+
+    def test_1f1b_and_interleaved(self):
+        # Four equal stages, m = 8: 1F1B (p-1) t = 3 x 3 s (fraction 3/8); interleaved v = 2: half.
+        times = [self.t] * 4
+        self.assertAlmostEqual(train_time.bubble("1f1b", times, 0, 4, 8, 1)[0], 9.0)
+        self.assertAlmostEqual(train_time.bubble("interleaved", times, 0, 4, 8, 2)[0], 4.5)
+        self.assertAlmostEqual(9.0 / (8 * 3.0), 3 / 8)
+
+    def test_zero_bubble_and_dualpipe(self):
+        # F = 1, B = 2 (of which W = 1): ZB-H1 (p-1)(F + B - 2W) = 3 x 1 = 3;
+        # DualPipe (p/2 - 1)(F&B + B - 3W) with F&B = F + B: 1 x (3 + 2 - 3) = 2.
+        times = [self.t] * 4
+        self.assertAlmostEqual(train_time.bubble("zero-bubble", times, 0, 4, 8, 1)[0], 3.0)
+        self.assertAlmostEqual(train_time.bubble("dualpipe", times, 0, 4, 8, 1)[0], 2.0)
+
+    def test_uneven_stages_pay_the_slowest(self):
+        # Stage times 3, 3, 6: m x 6 + (3 + 3) (the first micro-batch crosses every stage).
+        times = [self.t, self.t, self.t.times(2)]
+        self.assertAlmostEqual(train_time.bubble("1f1b", times, 2, 3, 5, 1)[0], 6.0)
+
+    def test_pipeline_bubble_in_a_step(self):
+        # GPT-3 175B, pp 8 (12 layers per stage), m = 16: bubble / (m t_slowest) <= (p - 1)/m, with
+        # equality only for equal stages (the first and last add the embedding and the head).
+        rec = record("gpt3-175b", load_device("a100-sxm-80gb"), Layout(pp=8, tp=8), seq=2048,
+                     global_batch=16)
+        self.assertLessEqual(rec["time"]["bubble_fraction"], 7 / 16)
+        self.assertGreater(rec["time"]["bubble_fraction"], 0.95 * 7 / 16)
+
+
+class Invariants(unittest.TestCase):
+    def test_more_dp_never_increases_memory_under_zero(self):
+        arch, w = load_model("qwen3-0.6b"), Workload(tokens=2048, logits="all")
+        for zero in (1, 2, 3):
+            totals = []
+            for dp in (1, 2, 4, 8, 16):
+                mem = train.stage_memory(arch, w, Layout(dp=dp, micro_batches=1), train.Setup(zero=zero))
+                totals.append(mem[0].total)
+            self.assertEqual(totals, sorted(totals, reverse=True), zero)
+            self.assertLess(totals[-1], totals[0])
+
+    def test_dualpipe_holds_two_stages_of_parameters(self):
+        arch, w = load_model("qwen3-0.6b"), Workload(tokens=2048, logits="all")
+        lay = Layout(pp=4, micro_batches=8)
+        one = train.stage_memory(arch, w, lay, train.Setup())
+        two = train.stage_memory(arch, w, lay, train.Setup(schedule="dualpipe"))
+        for a, b in zip(one, two):
+            self.assertEqual(b.states.total, 2 * a.states.total)
+            self.assertEqual(b.in_flight, (5, 1))   # p + 1
+
+    def test_overlap_never_increases_time(self):
+        dev = load_device("h100-sxm")
+        for lay, zero in ((Layout(dp=8), 0), (Layout(dp=4, tp=2), 1), (Layout(dp=8), 3), (Layout(dp=2, pp=4), 2)):
+            kw = dict(seq=2048, global_batch=16)
+            plain = record("llama-3.1-8b", dev, lay, train.Setup(zero=zero), **kw)["time"]["step_s"]
+            over = record("llama-3.1-8b", dev, lay, train.Setup(zero=zero, overlap_dp=True), **kw)["time"]["step_s"]
+            self.assertLessEqual(over, plain, (lay, zero))
+
+    def test_mfu_at_most_hfu(self):
+        dev = load_device("h100-sxm")
+        for recompute in ("none", "selective", "full"):
+            th = record("llama-3.1-8b", dev, Layout(tp=2, dp=4, sp=True), train.Setup(recompute=recompute),
+                        seq=4096, global_batch=8)["throughput"]
+            self.assertLessEqual(th["mfu"], th["hfu"])
+            self.assertLess(th["hfu"], 1.0)
+
+
+class Command(unittest.TestCase):
+    def test_search_counts_every_layout(self):
+        status, out, err = run_cli("train", "--model", "llama-3.1-8b", "--devices", "64", "--seq", "4096",
+                                   "--global-batch", "256", "--zero", "1", "--search", "--top", "50",
+                                   "--format", "json")
+        self.assertEqual((status, err), (0, ""))
+        rec = json.loads(out)
+        # 64 = 2^6 split as tp x pp x dp (cp = 1): C(8, 2) = 28 ordered triples; llama has no experts.
+        self.assertEqual(rec["layouts_considered"], 28)
+        self.assertEqual(rec["layouts_fit"] + sum(r["layouts"] for r in rec["rejected"]), 28)
+        steps = [r["step_s"] for r in rec["ranked"]]
+        self.assertEqual(steps, sorted(steps))
+        self.assertTrue(all(r["headroom_bytes"] >= 0 for r in rec["ranked"]))
+
+    def test_a_layout_that_does_not_fit_is_a_result(self):
+        status, out, err = run_cli("train", "--model", "llama-3.1-70b", "--devices", "8", "--seq", "4096",
+                                   "--format", "json")
+        self.assertEqual((status, err), (0, ""))
+        mem = json.loads(out)["memory"]
+        self.assertFalse(mem["fits"])
+        self.assertGreater(mem["shortfall_bytes"], 0)
+
+    def test_errors(self):
+        base = ("train", "--model", "gpt3-175b", "--seq", "2048")
+        for argv, needle in (
+                (("--devices", "12", "--tp", "8"), "not a multiple"),
+                (("--devices", "16", "--tp", "8", "--dp", "4"), "differs"),
+                (("--devices", "64", "--search", "--tp", "8", "--global-batch", "64"), "chooses"),
+                (("--devices", "64", "--search"), "--global-batch"),
+                (("--pp", "5", "--schedule", "interleaved", "--global-batch", "5"), "equal chunks"),
+                (("--pp", "3", "--schedule", "dualpipe"), "even"),
+                (("--pp", "4", "--schedule", "interleaved", "--global-batch", "6"), "multiple of pp"),
+                (("--train-tokens", "1.5"), "whole number"),
+                (("--tp", "7"), "valid TP"),
+                (("--global-batch", "3", "--dp", "2"), "not a multiple"),
+                (("--virtual-stages", "2",), "interleaved"),
+                (("--cp", "3"), "zig-zag")):
+            status, out, err = run_cli(*base, *argv)
+            self.assertEqual(status, 2, argv)
+            self.assertIn(needle, err, argv)
+            self.assertEqual(len(err.strip().splitlines()), 1, argv)
+
+
+if __name__ == "__main__":
+    unittest.main()
