@@ -212,15 +212,12 @@ class NewKvOnChip(unittest.TestCase):
 class Training(unittest.TestCase):
     def test_dense_training_ledger_and_adam_state(self):
         # INDEX, table "Dense 训练矩阵子账", row training-qwen3-8b-t8192: training matrix
-        # 431.367993 TFLOPs, 6ND 402.591024 TFLOPs, parameter states 137.307901 GiB (FP32 grads);
-        # table "全参数Adam／ZeRO持久状态", row training-state-book: 8190735360 parameters,
-        # 131051765760 B unsharded (BF16 grads)
+        # 431.367993 TFLOPs, 6ND 402.591024 TFLOPs, parameter states 137.307901 GiB (FP32 grads)
         r = result("train", "--model", "qwen3-8b", "--seq", "8192", "--grad-dtype", "fp32")
         self.assertEqual(f"{r['flops_per_step']['model_flops'] / 1e12:.6f}", "431.367993")
-        six = [c for c in r["closed_forms"] if c["name"] == "6ND"]
-        self.assertEqual(f"{six[0]['flops'] / 1e12:.6f}", "402.591024")
-        m = r["memory"]
-        self.assertEqual(gib(m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"], 6), "137.307901")
+        six = {c["name"]: c["flops"] for c in r["closed_forms"]}
+        self.assertEqual(f"{six['6ND'] / 1e12:.6f}", "402.591024")
+        self.assertEqual(gib(self.states(r), 6), "137.307901")
         # same table, row training-qwen3-235b-balanced: 1370.192546 TFLOPs, 6ND over all
         # 235,093,634,560 parameters 11555.322326 TFLOPs
         r = result("train", "--model", "qwen3-235b-a22b", "--seq", "8192", "--grad-dtype", "fp32")
@@ -228,9 +225,18 @@ class Training(unittest.TestCase):
         six = {c["name"]: c["flops"] for c in r["closed_forms"]}
         self.assertEqual(f"{six['6ND, all parameters'] / 1e12:.6f}", "11555.322326")
         self.assertEqual(six["6ND"], 6 * r["model"]["active_params"] * 8192)
-        m = result("train", "--model", "qwen3-8b", "--seq", "8192")["memory"]
-        self.assertEqual((m["params"], m["weights_bytes"] + m["grads_bytes"] + m["optimizer_bytes"]),
-                         (8_190_735_360, 131_051_765_760))
+        # table "全参数Adam／ZeRO持久状态", row training-state-book: 8190735360 parameters,
+        # 131051765760 B unsharded (BF16 grads), 16381470720 B per rank under ZeRO stage 3 on 8
+        r = result("train", "--model", "qwen3-8b", "--seq", "8192")
+        self.assertEqual((r["model"]["params"], self.states(r)), (8_190_735_360, 131_051_765_760))
+        r = result("train", "--model", "qwen3-8b", "--seq", "8192", "--dp", "8", "--zero", "3")
+        self.assertEqual(self.states(r), 16_381_470_720)
+
+    @staticmethod
+    def states(r):
+        """Weights + gradients + optimizer states of the first (here the only) stage."""
+        s = r["memory"]["stages"][0]
+        return s["weights_bytes"] + s["grads_bytes"] + s["optimizer_bytes"]
 
 
 class ReproduceSubdirectories(unittest.TestCase):
