@@ -275,6 +275,14 @@ class ReproduceSubdirectories(unittest.TestCase):
         self.assertIn("STALE sub/stray.md: no scenario produces it", out)
         self.assertNotIn("README.md", out)
 
+    def test_malformed_scenario_is_one_line_error(self):
+        with open(os.path.join(self.dir.name, "sub", "scenarios.json"), "w") as f:
+            json.dump({"scenarios": [{"args": ["hardware"]}]}, f)
+        status, out, err = self.run_reproduce("--check")
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn("every scenario needs a 'name' string and an 'args' list of strings", err)
+        self.assertEqual(len(err.splitlines()), 1)
+
 
 if __name__ == "__main__":
     unittest.main()

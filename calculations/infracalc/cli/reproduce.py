@@ -43,9 +43,13 @@ def load_scenarios(subdir=""):
     from ..load.models import read_json
 
     path = os.path.join(RESULTS_DIR, subdir, SCENARIOS)
-    data = read_json(path)
+    data = read_json(path, "scenario list")
     if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
         raise UserError(f"{path}: expected an object with a 'scenarios' list")
+    for s in data["scenarios"]:
+        if (not isinstance(s, dict) or not isinstance(s.get("name"), str)
+                or not isinstance(s.get("args"), list) or not all(isinstance(a, str) for a in s["args"])):
+            raise UserError(f"{path}: every scenario needs a 'name' string and an 'args' list of strings")
     prefix = f"{subdir}/" if subdir else ""
     return [dict(s, name=prefix + s["name"]) for s in data["scenarios"]]
 
@@ -84,14 +88,13 @@ def run(args):
                 from ..errors import unknown
                 raise unknown("scenario", name, known)
         scenarios = [s for s in scenarios if s["name"] in args.only]
-    report, drift, expected = [], 0, set()
+    report, drift, expected, writes = [], 0, set(), []
     for s in scenarios:
         for name, text in outputs(s):
             expected.add(name)
             path = os.path.join(RESULTS_DIR, *name.split("/"))
             if not args.check:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(text)
+                writes.append(("result", path, text))
                 continue
             try:
                 with open(path, encoding="utf-8") as f:
@@ -124,4 +127,7 @@ def run(args):
                       f"to {os.path.relpath(RESULTS_DIR)}")
     if not scenarios:
         raise UserError("no scenarios selected")
+    if writes:   # every result or none (cli/files.py), once all were computed
+        from .files import write_files
+        write_files(writes)
     return "\n".join(report) + "\n"
