@@ -149,6 +149,20 @@ class Placement(unittest.TestCase):
             self.assertTrue(r["capacity"]["fits_one_request"])
 
 
+class Ring(unittest.TestCase):
+    def test_qwen3_8b_tp8_ring_all_reduce(self):
+        # INDEX, table "Qwen Dense ring", row ring-qwen3-8b-t1-p8: message 8192 B per rank,
+        # 14336 B sent per rank, 28.286720 us per all-reduce, 2.036644 ms for the 2L = 72
+        # (links of 2 us and 50 GB/s: 14 x 2 us + 14336 B / 50 GB/s = 28.28672 us by hand)
+        r = result("parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "8", "--input-len", "1",
+                   "--output-len", "1", "--alpha-up", "2us", "--link-bw-up", "50GB/s", "--algorithm", "ring")
+        cs = {c["name"]: c for c in r["phases"]["prefill"]["stages"][0]["collectives"]}
+        a, m = cs["TP all-reduce after attention"], cs["TP all-reduce after MLP"]
+        self.assertEqual((a["bytes_per_run"], a["wire_bytes_per_run"], a["runs"] + m["runs"]), (8192, 14336, 72))
+        self.assertEqual(f"{a['time_s'] / a['runs'] * 1e6:.6f}", "28.286720")
+        self.assertEqual(f"{(a['time_s'] + m['time_s']) * 1e3:.6f}", "2.036644")
+
+
 class GenerationCache(unittest.TestCase):
     def test_cache_sequence_qwen3_8b_b1(self):
         # bojieli/ai-infra-book:calculations/results/cache-sequence-qwen3-8b-b1.md (P 8192, G 1024):
