@@ -19,7 +19,7 @@ from ..errors import UserError
 from ..record import Record
 from . import decode_sum, mla_path
 from .memory import ENGINE_DEFAULTS, default_reserve, engine_reserve, request_bytes, requests_in
-from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
+from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN, roof
 from .serving import SERVING_CONVENTIONS, throughput
 
@@ -354,7 +354,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     rec["operators"] = operators
     rec["serving"] = serving_record(arch, w, r, input_len, output_len, cap, wp)
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
     return rec
 
 
@@ -445,7 +445,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["capacity_batch"] = cap["max_requests"]
     rec["serving"] = serving
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS) + [
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS) + [
         "Sweep column 'stream tokens/s': the serving-throughput bound with the weights of each "
         "step shared by the row's batch as the mean concurrency (continuous batching, chunked "
         "prefill), beside the lockstep decode throughput.",

@@ -1,8 +1,7 @@
 """`forward`: the per-operator ledger of one pass with roofline times on a device."""
 
 from .. import ledger
-from .records import (CONVENTIONS, SCHEMA_VERSION, device_record, model_record,
-                      workload_record)
+from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN_COMPUTE, ideal_bound, op_bound, roof
 
 
@@ -100,7 +99,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         "model": model_record(arch),
         "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
         "inputs": workload_record(w, arch),
-        "conventions": list(CONVENTIONS) + ([PER_LAYER] if per_layer else []),
+        "conventions": conventions(w) + ([PER_LAYER] if per_layer else []),
         **({"per_layer": True} if per_layer else {}),
         "operators": [operator_record(op, b) for op, b in zip(rows, row_bounds)],
         "totals": totals_record(L.totals, bounds, r),
