@@ -85,8 +85,10 @@ def add_arguments(p):
                        help="scale-out bandwidth per direction per device (e.g. 50GB/s)")
     links.add_argument("--comm-efficiency", type=common.fraction, default=None, metavar="F",
                        help="fraction of every link bandwidth reached (default 1.0)")
-    links.add_argument("--algorithm", choices=("ring", "best"), default="ring",
-                       help="collective algorithm: ring (default) or the fastest applicable "
+    links.add_argument("--algorithm", choices=("ring", "binomial", "best"), default="ring",
+                       help="collective algorithm: ring (default), binomial (every all-reduce as the "
+                            "book's unsegmented binomial tree: 2 ceil(log2 n) rounds of the whole "
+                            "buffer; other collectives ring) or the fastest applicable "
                             "(ring, tree, in-network) per collective")
     p.add_argument("--overlap", action="store_true",
                    help="hide communication under the shard's kernels, up to their time")
