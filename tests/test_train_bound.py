@@ -93,6 +93,35 @@ class TrainingCases(unittest.TestCase):
         self.assertAlmostEqual(row["ratio"], 12036 / bound, places=9)
         self.assertEqual(row["status"], "ok")
 
+    def test_every_training_case_is_evaluated_and_within_its_bound(self):
+        for path in validate.case_paths():
+            case = validate.load_case(path)
+            if case["kind"] != "training-step":
+                continue
+            with self.subTest(case=case["id"]):
+                row = validate.evaluate(case)
+                self.assertIsNone(row["not_evaluated"])
+                self.assertLess(row["ratio"], 1)
+
+    def test_megatron_flops_unit_gives_the_same_efficiency(self):
+        # GPT3-175B on 128 H100s (NeMo): 726 tokens/s/GPU is a step of 256 x 2048 tokens in
+        # 524,288 / (726 x 128) s. Megatron's eq. 3 for B 256, s 2048, l 96, h 12288, V 50257:
+        # 4 (24 B s l h^2 + 4 B s^2 l h) + 6 B s h V; the same step as FLOP/s per GPU is
+        # eq3 x 726 x 128 / 524,288 / 128. Compared with eq3 / bound time / 128 it must give
+        # the same ratio as the tokens/s figure.
+        cid = "nemo2407-pretrain-gpt3-175b-fp8-h100-sxm-x128"
+        with open(os.path.join(validate.VALIDATION_DIR, cid + ".json")) as f:
+            case = json.load(f)
+        B, s, l, h, V = 256, 2048, 96, 12288, 50257
+        eq3 = 4 * (24 * B * s * l * h * h + 4 * B * s * s * l * h) + 6 * B * s * h * V
+        self.assertEqual(eq3, 751_792_007_499_743_232)   # 1.434e12 FLOPs per token
+        tokens_row = validate.validate(cid)["cases"][0]
+        with tempfile.TemporaryDirectory() as tmp:
+            case["measured"] = {"value": eq3 * 726 / (B * s), "unit": "megatron_eq3_flops_per_s_per_device"}
+            write_case(tmp, case)
+            row = validate.validate(directory=tmp)["cases"][0]
+        self.assertAlmostEqual(row["ratio"], tokens_row["ratio"], places=12)
+
     def test_a_beaten_bound_fails_and_a_step_time_is_compared_inverted(self):
         with open(os.path.join(validate.VALIDATION_DIR, NEMO_8B + ".json")) as f:
             case = json.load(f)
