@@ -33,6 +33,8 @@ COMMANDS = [
     ["decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024"],
     ["decode", "--model", "qwen3-30b-a3b", "--input-len", "1024", "--output-len", "1024", "--batch-sweep"],
     ["decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "128", "--batch-sweep", "--format", "json"],
+    # Chunked attention over the largest allowed output length: cost flat in G (issue 12).
+    ["decode", "--model", "llama-4-scout", "--input-len", "1024", "--output-len", "1000000000000000"],
     ["train", "--model", "qwen3-8b", "--seq", "8192", "--global-batch", "512"],
     ["train", "--model", "qwen3-30b-a3b", "--seq", "4096", "--recompute", "full", "--format", "json"],
     ["train", "--model", "llama-3.1-70b", "--devices", "64", "--tp", "8", "--pp", "4", "--sp", "--seq", "8192",

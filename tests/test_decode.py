@@ -203,6 +203,76 @@ class RepeatedChunks(unittest.TestCase):
         self.assertLess(counts[1], 40)
 
 
+    def test_breakpoints_are_never_listed_over_the_output_length(self):
+        # Issue 12 point 1: at G = 10^15 (1.2e11 chunks of 8192) the sum used to list every chunk
+        # boundary first. Now no block is asked for breakpoints over more than a few periods
+        # (a head of at most two periods, then one period twice, the last period, a tail).
+        from infracalc.blocks.attention import Attention
+
+        spans = []
+        real = Attention.history_breakpoints
+
+        def recording(block, lo, hi):
+            if block.chunk is not None:
+                spans.append(hi - lo)
+            return real(block, lo, hi)
+
+        Attention.history_breakpoints = recording
+        try:
+            arch = load_model("llama-4-scout")
+            pcs = S.decode_pieces(arch, Workload(), 1024, 1024 + 10**15 - 2)
+        finally:
+            Attention.history_breakpoints = real
+        self.assertLessEqual(max(spans), 2 * 8192)
+        self.assertEqual(sum(p.total_steps for p in pcs), 10**15 - 1)
+        self.assertLessEqual(len(pcs), 8)
+
+    def test_linear_sum_of_held_cache_equals_loop(self):
+        # The serving bound's sum of the cache a request holds, c(H + 1) over H = lo..hi, in
+        # closed form (decode_sum.linear_sum) against the explicit loop, across 40 chunks.
+        from infracalc.analyses import serving
+
+        w = Workload(batch=3)
+        lo, hi = 7, 7 + 32 * 40 + 5
+        want = sum(serving.held(self.arch, w, h + 1) for h in range(lo, hi + 1))
+        self.assertEqual(S.linear_sum(self.arch, lo, hi, lambda h: serving.held(self.arch, w, h + 1)), want)
+        self.assertEqual(serving.held_sum(self.arch, w, lo + 1, hi + 1), want)
+
+    def test_whole_decode_record_is_flat_in_the_output_length(self):
+        # Issue 12 point 1 for every part of `decode` (the serving bound's cache sum listed every
+        # chunk boundary after it landed): the cache sizes evaluated do not grow with G.
+        from infracalc.analyses import serving
+
+        calls = []
+        real = serving.held
+
+        def counting(*args):
+            calls.append(1)
+            return real(*args)
+
+        counts = []
+        serving.held = counting
+        try:
+            for g in (10**6, 10**15):
+                calls.clear()
+                D.decode(load_model("llama-4-scout"), Workload(), load_device("h100-sxm"), 1024, g)
+                counts.append(len(calls))
+        finally:
+            serving.held = real
+        self.assertEqual(counts[0], counts[1])
+        self.assertLess(counts[1], 40)
+
+    def test_sum_splits_at_any_step(self):
+        # Invariant: the closed form over lo..hi equals the sums over lo..m and m+1..hi
+        # (each with its own head, repeats and tail) for splits inside and across periods.
+        arch, w = self.arch, Workload(batch=3)
+        lo, hi = 7, 7 + 32 * 40 + 5
+        whole = closed(arch, w, lo, hi)
+        for m in (lo + 3, 64, 65, 300, 1000, hi - 1):
+            parts = [[a + b for a, b in zip(x, y)] for x, y in zip(closed(arch, w, lo, m), closed(arch, w, m + 1, hi))]
+            self.assertEqual(parts, whole, m)
+
+
 class HandDerivedStep(unittest.TestCase):
     """Qwen3-8B, B = 1, P = 1024 on the H100 SXM: the first decode step by hand."""
 

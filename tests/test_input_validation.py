@@ -60,7 +60,7 @@ class Rejected(unittest.TestCase):
             f.write(b'{"model_type": "\xff"}')
         self.assertRejected(["forward", "--model", path], "not UTF-8 text (byte 16")
         self.assertRejected(["forward", "--model", "qwen3-30b-a3b", "--routing", "/no/such/loads.json"],
-                            "/no/such/loads.json: cannot read: No such file or directory")
+                            "routing file not found: '/no/such/loads.json'")
 
     def test_layer_index_lists(self):
         moe = bundled("models", "qwen3-30b-a3b")

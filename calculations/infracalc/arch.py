@@ -65,7 +65,12 @@ class Block(Record):
     def history_period(self):
         """P when this block's breakpoints repeat every P histories and its
         per-step cost at H + P is its cost at H plus a fixed increment (chunked
-        attention, P = C); None otherwise. Lets decode sum whole periods at once."""
+        attention, P = C); None otherwise. Lets decode sum whole periods at once.
+
+        Contract (analyses/decode_sum.py relies on it): from history P on, the
+        breakpoints in (H + P, H + 2P] are those in (H, H + P] shifted by P, and
+        a block with a period has no other breakpoints; a block without one has
+        only a few, whatever the range (it is asked over the whole output)."""
         return None
 
     def state_bytes(self, kv_dtype):

@@ -136,9 +136,9 @@ def _alpha(value, what):
 
 
 def _bandwidth(value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_BANDWIDTH:
-        raise UserError(f"{what} must be a positive bandwidth in bytes/s up to 1e30, got {value!r}")
-    return int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= MAX_BANDWIDTH:
+        raise UserError(f"{what} must be a bandwidth from 1 to 1e30 bytes/s, got {value!r}")
+    return int(value)   # >= 1: a bandwidth below one byte/s would truncate to 0 and divide by it
 
 
 def _link(tier, data, alpha, bw, efficiency):

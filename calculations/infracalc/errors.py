@@ -9,6 +9,21 @@ class UserError(Exception):
     """Bad input: an unknown id, an impossible size, a malformed config."""
 
 
+def quote(value, limit=80):
+    """User input for a one-line message: repr-style (quotes; newlines, escape
+    sequences and other unprintable characters escaped), cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def one_line(text):
+    """A message made safe for one terminal line: control characters escaped
+    as repr would (a last guard behind `quote`, for text from argparse)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def suggest(word, choices, n=3):
     """Return '; did you mean a, b?' for the closest choices, or ''."""
     import difflib  # only on the error path
@@ -22,4 +37,4 @@ def unknown(kind, word, choices):
     hint = suggest(word, choices)
     if not hint:
         hint = f"; choose from {', '.join(sorted(choices))}"
-    return UserError(f"unknown {kind} '{word}'{hint}")
+    return UserError(f"unknown {kind} {quote(word)}{hint}")

@@ -19,13 +19,17 @@ step and each part is summed with its own bound, which makes the summed time
 equal to the sum of the per-step bounds (up to floating-point rounding).
 
 Chunked attention (chunk C) starts new pieces every C steps, so a long decode
-has about 2G/C of them. Those pieces repeat: the pieces of period k are the
-pieces of period 0 shifted by kC, and every quantity at H + kC is its value at
-H plus k times a fixed drift (`Block.history_period`). K repeats of a piece
-are one Piece with `repeats` K and `drifts`; they sum as a double arithmetic
-series, K * S(0) + n * drift * K(K-1)/2, and the bound split runs over the
+has about 2G/C of them, too many to list (G goes up to 10^15). Those pieces
+repeat: the pieces of period k are the pieces of period 0 shifted by kC, and
+every quantity at H + kC is its value at H plus k times a fixed drift
+(`Block.history_period`). So the range is first cut into segments at the few
+breakpoints of the blocks without a period; in a segment, the breakpoints of
+one period are listed and its K whole periods become one Piece per piece of a
+period, with `repeats` K and `drifts`; they sum as a double arithmetic series,
+K * S(0) + n * drift * K(K-1)/2, and the bound split runs over the
 (repeat, step) lattice, where compute minus memory time is linear in both.
-So the cost stays a handful of ledgers whatever G is.
+Nothing lists breakpoints over more than a few periods, so the cost is a
+handful of ledgers whatever G is.
 """
 
 import math
@@ -65,16 +69,19 @@ def period(arch):
     return math.lcm(*periods) if periods else None
 
 
-def breakpoints(arch, lo, hi):
-    """Histories in (lo, hi] where some block's per-step cost starts a new linear piece."""
+def breakpoints(arch, lo, hi, blocks=None):
+    """Histories in (lo, hi] where some block's per-step cost starts a new linear piece.
+
+    A block with a history period lists about 2 (hi - lo) / period points: call
+    this on ranges of a few periods only (decode_pieces does)."""
     points = set()
-    for block in _blocks(arch):
+    for block in _blocks(arch) if blocks is None else blocks:
         points.update(h for h in block.history_breakpoints(lo, hi) if lo < h <= hi)
     return sorted(points)
 
 
 def pieces(arch, lo, hi):
-    """[(first, last)] histories of each linear piece covering lo..hi."""
+    """[(first, last)] histories of each linear piece covering lo..hi (a short range)."""
     starts = [lo] + breakpoints(arch, lo, hi)
     ends = [s - 1 for s in starts[1:]] + [hi]
     return list(zip(starts, ends))
@@ -145,26 +152,86 @@ def _step_ops(arch, w, history):
     return tuple(ledger.operators(arch, w.replace(tokens=1, history=history)))
 
 
-def periodic_run(spans, p):
-    """(i, s, K): spans[i:i+s] tile the p histories from spans[i]'s start, and the
-    next K - 1 groups of s spans are the same shifted by p, 2p, ... (K >= 3); None
-    if there is no such run (it would start within the first period)."""
-    if not p or len(spans) < 6:
+def segments(arch, lo, hi):
+    """lo..hi cut at the breakpoints of the blocks without a period (a window's
+    end, the first history of a recurrent state: a few points, whatever hi)."""
+    once = [b for b in _blocks(arch) if not b.history_period()]
+    starts = [lo] + breakpoints(arch, lo, hi, once)
+    return list(zip(starts, [s - 1 for s in starts[1:]] + [hi]))
+
+
+# A segment is summed as repeats when it holds at least this many periods
+# (fewer: its pieces are listed, about 2 per period).
+MIN_REPEATS = 3
+
+
+def periodic_layout(arch, lo, hi, p):
+    """(a, K): the K >= MIN_REPEATS whole periods a .. a + K p - 1 of the segment
+    lo..hi to sum as repeats, or None when it is too short.
+
+    A block's breakpoints recur every period from history P on (history_period),
+    so a is the first piece start at or after max(lo, P): a breakpoint when one
+    lies within a period of it (the pieces then tile each period exactly), else
+    max(lo, P) itself."""
+    a0 = max(lo, p)
+    if a0 > hi:
         return None
-    for i in range(min(len(spans), 8)):
-        a = spans[i][0]
-        s = next((m for m, (_, y) in enumerate(spans[i:], 1) if y >= a + p - 1), None)
-        if s is None:
-            return None
-        if spans[i + s - 1][1] != a + p - 1:
+    near = breakpoints(arch, a0 - 1, min(a0 + p - 1, hi))
+    a = near[0] if near else a0
+    k = (hi - a + 1) // p
+    return (a, k) if k >= MIN_REPEATS else None
+
+
+def plan(arch, lo, hi):
+    """Histories lo..hi as [(spans, repeats, period)]: `spans` are linear pieces
+    (first, last); with repeats K > 1 they tile one period, and K - 1 copies
+    shifted by `period`, 2 `period`, ... follow. Within each segment (see
+    `segments`) the whole periods of `period(arch)` are one such entry, so no
+    breakpoint is listed over more than a few periods: the plan is short
+    whatever hi - lo."""
+    p = period(arch)
+    out = []
+    for s, e in segments(arch, lo, hi):
+        run = periodic_layout(arch, s, e, p) if p else None
+        if run is None:
+            out.append((pieces(arch, s, e), 1, 0))
             continue
-        first = spans[i:i + s]
-        k = 1
-        while spans[i + k * s:i + (k + 1) * s] == [(x + k * p, y + k * p) for x, y in first]:
-            k += 1
-        if k >= 3:
-            return i, s, k
-    return None
+        a, k = run
+        if a > s:
+            out.append((pieces(arch, s, a - 1), 1, 0))
+        spans = pieces(arch, a, a + p - 1)
+        if pieces(arch, a + p, a + 2 * p - 1) != [(x + p, y + p) for x, y in spans]:
+            raise AssertionError(f"breakpoints after history {a + p} are not those after {a} shifted by "
+                                 f"{p}: a block's history_period is wrong")
+        out.append((spans, k, p))
+        if a + k * p <= e:
+            out.append((pieces(arch, a + k * p, e), 1, 0))
+    return out
+
+
+def linear_sum(arch, lo, hi, f):
+    """sum_{h=lo}^{hi} f(h) in exact integers, for an integer f that is linear in h
+    on every piece of `plan` and gains a fixed drift from h to h + period (a
+    block's per-step cost, the cache a request holds): an arithmetic series per
+    piece, a double one over repeats, from a few values of f. Fails loudly if f
+    is not linear or periodic where the blocks say it is (a bug in a block)."""
+    total = 0
+    for spans, k, p in plan(arch, lo, hi):
+        for a, b in spans:
+            n = b - a + 1
+            f0 = f(a)
+            d = f(a + 1) - f0 if n > 1 else 0
+            if n > 2 and f(b) != f0 + (n - 1) * d:
+                raise AssertionError(f"not linear on histories {a}..{b}: a block misses a history breakpoint")
+            piece = n * f0 + d * (n * (n - 1) // 2)
+            if k > 1:
+                drift = f(a + p) - f0
+                if f(a + (k - 1) * p) != f0 + (k - 1) * drift or n > 1 and f(a + p + 1) - f(a + p) != d:
+                    raise AssertionError(f"values at history {a} + K x {p} are not those at {a} plus K "
+                                         "drifts: a block's history_period is wrong")
+                piece = k * piece + n * drift * (k * (k - 1) // 2)
+            total += piece
+    return total
 
 
 def decode_pieces(arch, w, lo, hi, check=True):
@@ -173,33 +240,37 @@ def decode_pieces(arch, w, lo, hi, check=True):
     Builds the ledgers at the first two histories of each piece; with `check`,
     also the last one, and fails loudly if a block is not linear where its
     `history_breakpoints` says it is (a bug in that block, not a user error).
-    Pieces that recur every `period(arch)` histories become one repeated Piece
-    (from the ledgers of the first two periods; with `check`, also the last).
+    The repeated entries of `plan` become one repeated Piece per piece of a
+    period (from the ledgers of the first two periods; with `check`, also the
+    last), so the cost is flat in hi - lo.
     """
-    spans = pieces(arch, lo, hi)
-    run = periodic_run(spans, period(arch))
-    if run is None:
-        return _linear_pieces(arch, w, spans, check)
-    i, s, k = run
-    p = period(arch)
-    head = _linear_pieces(arch, w, spans[:i], check)
-    once = _linear_pieces(arch, w, spans[i:i + s], check)
-    again = _linear_pieces(arch, w, spans[i + s:i + 2 * s], check)
+    out = []
+    for spans, k, p in plan(arch, lo, hi):
+        out += (_linear_pieces(arch, w, spans, check) if k == 1
+                else _repeated_pieces(arch, w, spans, p, k, check))
+    return out
+
+
+def _repeated_pieces(arch, w, spans, p, k, check):
+    """The pieces of `spans` (one period) and their k - 1 shifted copies, as repeated Pieces."""
+    once = _linear_pieces(arch, w, spans, check)
+    again = _linear_pieces(arch, w, [(x + p, y + p) for x, y in spans], False)
     reps = []
-    for a, b in zip(once, again):
-        _same_rows(a.ops, b.ops, b.first)
-        if a.deltas != b.deltas:
-            raise AssertionError(f"per-step increments change between histories {a.first} and {b.first}: "
+    for x, y in zip(once, again):
+        _same_rows(x.ops, y.ops, y.first)
+        if x.deltas != y.deltas:
+            raise AssertionError(f"per-step increments change between histories {x.first} and {y.first}: "
                                  "a block's history_period is wrong")
-        drifts = tuple(tuple(y - x for x, y in zip(u, v)) for u, v in zip(a.starts, b.starts))
-        reps.append(a.replace(repeats=k, period=p, drifts=drifts, end_ops=()))
+        drifts = tuple(tuple(v - u for u, v in zip(s, t)) for s, t in zip(x.starts, y.starts))
+        reps.append(x.replace(repeats=k, period=p, drifts=drifts, end_ops=()))
     if check:
-        for rep, last in zip(reps, _linear_pieces(arch, w, spans[i + (k - 1) * s:i + k * s], check)):
+        shift = (k - 1) * p
+        for rep, last in zip(reps, _linear_pieces(arch, w, [(x + shift, y + shift) for x, y in spans], False)):
             if last.deltas != rep.deltas or any(last.starts[j] != rep.values(j, 0, k - 1)
                                                 for j in range(len(rep.ops))):
                 raise AssertionError(f"costs at history {last.first} are not those at {rep.first} plus "
                                      f"{k - 1} periods of drift: a block's history_period is wrong")
-    return head + reps + _linear_pieces(arch, w, spans[i + k * s:], check)
+    return reps
 
 
 def _linear_pieces(arch, w, spans, check):
@@ -291,12 +362,24 @@ def split_repeated(v0, d, drift, n, repeats, compute_s, memory_s):
     lines share the slope in k), so bisection finds the runs of whole repeats,
     each summed in closed form; only the mixed repeats (about
     |d diff / d j| * n / |d diff / d k| + 1 of them) are split one by one.
+    With no drift in diff (a chunked layer's operators: their cost depends on
+    H mod C only) every repeat splits at the same step; for an operator linear
+    in H throughout (full attention) the drift is P times the step increment,
+    so at most about n / P + 1 <= 2 repeats are mixed: either way the work is
+    flat in the number of repeats.
     """
     if repeats == 1:
         return split_by_bound(v0, d, n, compute_s, memory_s)
     diff0 = compute_s(v0) - memory_s(v0)
     a = compute_s(d) - memory_s(d)
     b = compute_s(drift) - memory_s(drift)
+    if b == 0:   # every repeat splits at the same step (a chunked layer: no drift at all)
+        parts, j = [], 0
+        for is_compute, count, _ in split_by_bound(v0, d, n, compute_s, memory_s):
+            parts.append((is_compute, count * repeats,
+                          repeated_series(shifted(v0, d, j), d, drift, count, repeats)))
+            j += count
+        return parts
 
     def rank(k):
         """0, 1, 2: the class of repeat k in its order along k."""

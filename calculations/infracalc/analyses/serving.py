@@ -17,7 +17,7 @@ its throughput from above, whatever its scheduler does:
    the steady-state concurrency. With full attention c(n) = n * b and c_mean =
    b * (P + G/2); a window W caps c(n) at W tokens, a chunk C holds
    (n - 1) mod C + 1 tokens, a recurrent state is constant: the sum is taken in
-   closed form on the linear pieces of c (decode_sum.pieces). The guaranteed
+   closed form on the linear pieces of c (decode_sum.linear_sum). The guaranteed
    concurrency, with no preemption ever, charges every request its final
    length: N_g = floor(room / c_peak(P + G - 1)) <= N_ss. For G = 1 (no decode
    step) c_mean = c(P) and each request needs at least one step.
@@ -75,18 +75,10 @@ def held(arch, w, n):
 
 
 def held_sum(arch, w, first, last):
-    """sum_{n=first}^{last} c(n) in exact integers, one arithmetic series per linear
-    piece of the history (decode_sum.pieces: a step at history H holds c(H + 1))."""
-    total = 0
-    for a, b in decode_sum.pieces(arch, first - 1, last - 1):
-        n = b - a + 1
-        c0 = held(arch, w, a + 1)
-        d = held(arch, w, a + 2) - c0 if n > 1 else 0
-        if n > 2 and held(arch, w, b + 1) != c0 + (n - 1) * d:
-            raise AssertionError(f"cache bytes are not linear on {a + 1}..{b + 1}: "
-                                 "a block misses a history breakpoint")
-        total += n * c0 + d * (n * (n - 1) // 2)
-    return total
+    """sum_{n=first}^{last} c(n) in exact integers: a step at history H holds c(H + 1),
+    summed over the linear pieces and repeated periods of the history in closed form
+    (decode_sum.linear_sum: a few values of c, whatever the output length)."""
+    return decode_sum.linear_sum(arch, first - 1, last - 1, lambda h: held(arch, w, h + 1))
 
 
 def concurrency(arch, w, input_len, output_len, room_bytes):

@@ -184,8 +184,8 @@ class Attention(Block):
         restarting at every H = kC; the cache held before the step,
         ((H-1) mod C) + 1 tokens, restarts at H = kC + 1. Both are returned, so
         every quantity is linear between consecutive breakpoints; there are
-        about 2 (hi - lo) / C of them, and decode sums the recurring ones as
-        repeats (history_period)."""
+        about 2 (hi - lo) / C of them, so decode asks for them over a few
+        periods only and sums the recurring ones as repeats (history_period)."""
         if self.chunk is not None:
             c = self.chunk
             return tuple(h for k in range(lo // c * c, hi + 1, c) for h in (k, k + 1)

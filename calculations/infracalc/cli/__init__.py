@@ -2,9 +2,10 @@
 
 import argparse
 import importlib
+import os
 import sys
 
-from ..errors import UserError
+from ..errors import UserError, one_line, quote
 
 COMMANDS = {
     "models": "bundled models and their exact parameter counts",
@@ -27,6 +28,15 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise UserError(message)
+
+    def _print_message(self, message, file=None):
+        """--help text goes out under main's stream policy (argparse's own print
+        swallows a failed write, and a full disk would exit 0)."""
+        if file is not None and file is not sys.stdout:
+            return super()._print_message(message, file)
+        status = _flush(message)
+        if status is not None:
+            raise SystemExit(status)
 
 
 def _top_help():
@@ -57,29 +67,100 @@ def render(argv):
     return module.run(args)
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+def _say(message):
+    """One line on stderr; nothing (and no traceback) when stderr is closed or broken."""
     try:
-        module, args = parse(argv)
-        if module is None:
-            sys.stdout.write(_top_help())
-            return 0
-        text = module.run(args)
-        out = getattr(args, "output", None)
-        if out:
-            try:
-                with open(out, "w", encoding="utf-8") as f:
-                    f.write(text)
-            except OSError as e:
-                raise UserError(f"cannot write --output {out}: {e.strerror or e}") from None
-        elif text:
-            sys.stdout.write(text)
-        return getattr(args, "exit_status", 0)
-    except UserError as e:
-        sys.stderr.write(f"{PROG}: error: {e}\n")
-        return 2
+        sys.stderr.write(f"{PROG}: error: {one_line(message)}\n")
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):   # AttributeError: stderr closed at start (None)
+        pass
+
+
+def _silence_stdout():
+    """Point fd 1 at /dev/null so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def _write_stdout(text):
+    """text to stdout as UTF-8 whatever the locale (an unencodable character, such
+    as an undecodable byte of a file name, is written as a backslash escape), with
+    every byte checked: os.write reports a full disk or a file-size limit that a
+    buffered flush can let pass after a partial write."""
+    if sys.stdout is None:
+        raise UserError("standard output is closed; use --output FILE")
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):   # not a file (in-process runs: a StringIO)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    view = memoryview(text.encode("utf-8", "backslashreplace"))
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _flush(text=""):
+    """Write text to stdout under the stream policy of `main`; the exit status to
+    report, or None when all went out."""
+    try:
+        _write_stdout(text)
     except BrokenPipeError:
+        _silence_stdout()
         return 0
     except OSError as e:
-        sys.stderr.write(f"{PROG}: error: {e.strerror or e}: {e.filename or ''}\n")
+        _silence_stdout()
+        _say(f"cannot write to standard output: {e.strerror or e}")
+        return 2
+    return None
+
+
+def main(argv=None):
+    """Run one command; return the exit status.
+
+    Stream policy: a reader that stops early (broken pipe: `... | head -1`) is
+    not an error: output stops quietly with the command's own status (0, or 1
+    for `reproduce --check` drift). Output that cannot be written (a full disk,
+    a closed stdout) is one line on stderr and status 2. A closed or broken
+    stderr loses the message, never the status, and no traceback is printed.
+    Ctrl-C exits 130 (128 + SIGINT) without a traceback; files being written
+    are left as they were (cli/files.py).
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    status = 0
+    try:
+        try:
+            module, args = parse(argv)
+        except SystemExit as e:   # --help, already written by Parser._print_message
+            return e.code if isinstance(e.code, int) else 2
+        if module is None:
+            return _flush(_top_help()) or 0
+        text = module.run(args)
+        status = getattr(args, "exit_status", 0)
+        outputs = list(getattr(args, "files", ()))
+        out = getattr(args, "output", None)
+        if out is not None:
+            outputs.append(("--output", out, text))
+        if outputs:
+            from .files import write_files
+            write_files(outputs)
+        return _flush("" if out is not None else text) or status
+    except UserError as e:
+        _say(str(e))
+        return 2
+    except RecursionError:
+        _say("input nested too deeply")
+        return 2
+    except BrokenPipeError:
+        _silence_stdout()
+        return status
+    except KeyboardInterrupt:   # Ctrl-C: the conventional 128 + SIGINT, no traceback
+        return 130
+    except OSError as e:
+        _say(f"{e.strerror or e}" + (f": {quote(e.filename)}" if e.filename else ""))
         return 2

@@ -13,13 +13,21 @@ MAX_COUNT = 10**15
 MIN_EFFICIENCY = 1e-6
 
 
+def digits(text):
+    """The value of a string of ASCII digits 0-9 and nothing else (no sign, space,
+    '_', ',' or other script's digits, which Python's int() would accept), or None."""
+    if text and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
 def _int_at_least(text, low, what):
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        value = None
+    from ..errors import quote
+
+    value = digits(text) if len(text) <= 20 else None
     if value is None or not low <= value <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"must be {what} up to 10^15, got '{text}'")
+        raise argparse.ArgumentTypeError(f"must be {what} up to 10^15 (ASCII digits only), "
+                                         f"got {quote(text)}")
     return value
 
 
@@ -37,7 +45,8 @@ def _float_in(text, ok, interval):
     except ValueError:
         value = None
     if value is None or not ok(value):   # NaN fails every comparison
-        raise argparse.ArgumentTypeError(f"must be a number in {interval}, got '{text}'")
+        from ..errors import quote
+        raise argparse.ArgumentTypeError(f"must be a number in {interval}, got {quote(text)}")
     return value
 
 
@@ -55,20 +64,25 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
 
+# The largest byte count taken: the bound on a device file's figures
+# (load/hardware.py MAX_FIGURE, 10^30 B), so --memory-bytes accepts exactly the
+# memories a device file may state, and every count divided by it stays a finite float.
+MAX_BYTES = 10**30
+
+
 def _bytes(text, low):
-    """An integer count of bytes >= low: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
-    raw = text.strip().replace("_", "").replace(",", "")
-    digits = raw.rstrip("KMGTIBkmgtib")
-    unit = raw[len(digits):].upper()
+    """An integer count of bytes in [low, 10^30]: 85899345920, 80GiB, 141GB (GiB = 2^30, GB = 10^9)."""
+    from ..errors import quote
+
+    number = text.rstrip("KMGTIBkmgtib")
+    value = digits(number) if len(number) <= 31 else None
+    scale = _UNITS.get(text[len(number):].upper())
     what = "a positive" if low else "a non-negative"
-    try:
-        value = int(digits) * _UNITS[unit]
-    except (ValueError, KeyError):
+    if value is None or scale is None or not low <= value * scale <= MAX_BYTES:
         raise argparse.ArgumentTypeError(
-            f"must be {what} byte count (e.g. 85899345920, 80GiB, 141GB), got '{text}'") from None
-    if value < low:
-        raise argparse.ArgumentTypeError(f"must be {what} byte count, got '{text}'")
-    return value
+            f"must be {what} byte count up to 10^30 in ASCII digits with an optional unit "
+            f"(e.g. 85899345920, 80GiB, 141GB), got {quote(text)}")
+    return value * scale
 
 
 def byte_size(text):
@@ -79,15 +93,19 @@ def byte_size(text):
 def reserve_arg(text):
     """--reserve: a byte count (0 allowed), or a percentage of device memory ('5%', '7.5%'),
     kept exact as a fraction so the reserve is floor(memory x pct / 100) bytes."""
-    if text.strip().endswith("%"):
+    if text.endswith("%"):
         from fractions import Fraction
 
-        try:
-            pct = Fraction(text.strip()[:-1])
-        except (ValueError, ZeroDivisionError):
+        from ..errors import quote
+
+        whole, _, tenths = text[:-1].partition(".")
+        if digits(whole) is None or len(text) > 24 or (tenths and digits(tenths) is None):
             pct = -1
+        else:
+            pct = Fraction(text[:-1])
         if not 0 <= pct < 100:
-            raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100), got '{text}'")
+            raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100) in ASCII digits, "
+                                             f"got {quote(text)}")
         return ("percent", pct)
     return ("bytes", _bytes(text, 0))
 
@@ -195,19 +213,35 @@ def routing(text):
 
     from ..load.models import read_json
 
-    data = read_json(text)
+    data = read_json(text, "routing file")
     loads = data.get("loads") if isinstance(data, dict) else data
     if (not isinstance(loads, list) or not loads
             or any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 for x in loads)
             or not 0 < sum(loads) < math.inf):
-        raise UserError(f"{text}: routing histogram must be a non-empty list of non-negative loads "
+        from ..errors import quote
+        raise UserError(f"{quote(text)}: routing histogram must be a non-empty list of non-negative loads "
                         "(or {\"loads\": [...]}) with a positive, finite sum")
     return "histogram", tuple(loads)
 
 
+def file_name(text):
+    """A file name for an output option: not empty (an empty name would be ignored silently)."""
+    if not text:
+        raise argparse.ArgumentTypeError("needs a file name, got ''")
+    return text
+
+
 def add_output(p, formats=FORMATS):
     p.add_argument("--format", choices=formats, default="md", help="output format (default md)")
-    p.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--output", type=file_name, metavar="FILE",
+                   help="write to FILE instead of stdout (all or nothing: written to a temporary "
+                        "file, renamed into place only when the command succeeds)")
+
+
+def add_file(args, flag, path, text):
+    """Queue a file the command writes besides its output (`--plot`); cli.main writes
+    them all or none, once the command has succeeded (cli/files.py)."""
+    args.files = getattr(args, "files", []) + [(flag, path, text)]
 
 
 def workload(args, arch, batch, tokens, history):

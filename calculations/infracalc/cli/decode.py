@@ -26,7 +26,7 @@ def add_arguments(p):
                       help="probability that the target accepts a drafted token (0..1)")
     spec.add_argument("--draft-tokens", type=common.positive_int, default=4, metavar="K",
                       help="tokens drafted per verification step (default 4)")
-    p.add_argument("--plot", metavar="FILE.svg",
+    p.add_argument("--plot", type=common.file_name, metavar="FILE.svg",
                    help="with --batch-sweep: write an SVG of aggregate against per-request tokens/s")
 
 
@@ -66,6 +66,5 @@ def run(args):
     rec = decode.sweep(arch, w, device, args.input_len, args.output_len, *eff, reserve)
     if args.plot:
         from ..render.svg import throughput_plot
-        with open(args.plot, "w", encoding="utf-8") as f:
-            f.write(throughput_plot(rec))
+        common.add_file(args, "--plot", args.plot, throughput_plot(rec))
     return common.emit(args, rec, render.sweep_markdown, render.sweep_csv)

@@ -28,7 +28,7 @@ def load_scenarios():
     from ..errors import UserError
     from ..load.models import read_json
 
-    data = read_json(SCENARIOS)
+    data = read_json(SCENARIOS, "scenario list")
     if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
         raise UserError(f"{SCENARIOS}: expected an object with a 'scenarios' list")
     return data["scenarios"]
@@ -67,14 +67,13 @@ def run(args):
                 from ..errors import unknown
                 raise unknown("scenario", name, known)
         scenarios = [s for s in scenarios if s["name"] in args.only]
-    report, drift, expected = [], 0, set()
+    report, drift, expected, writes = [], 0, set(), []
     for s in scenarios:
         for name, text in outputs(s):
             expected.add(name)
             path = os.path.join(RESULTS_DIR, name)
             if not args.check:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(text)
+                writes.append(("result", path, text))
                 continue
             try:
                 with open(path, encoding="utf-8") as f:
@@ -105,4 +104,7 @@ def run(args):
                       f"to {os.path.relpath(RESULTS_DIR)}")
     if not scenarios:
         raise UserError("no scenarios selected")
+    if writes:   # every result or none (cli/files.py), once all were computed
+        from .files import write_files
+        write_files(writes)
     return "\n".join(report) + "\n"

@@ -9,18 +9,21 @@ _SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "
 
 
 def token_count(text):
-    """A token count: 15000000000000, 15T, 300B, 2.5T (decimal suffixes K M B/G T P)."""
-    raw = text.strip().replace("_", "").replace(",", "").upper()
-    unit = raw[-1:] if raw[-1:] in _SUFFIX and raw[-1:] else ""
-    digits = raw[:-1] if unit else raw
+    """A token count: 15000000000000, 15T, 300B, 2.5T (decimal suffixes K M B/G T P), in
+    ASCII digits with at most one decimal point (no '_', ',' or other scripts' digits)."""
     from fractions import Fraction
-    try:
-        value = Fraction(digits) * _SUFFIX[unit]
-    except (ValueError, ZeroDivisionError):
-        value = None
+
+    from ..errors import quote
+
+    unit = text[-1:].upper() if text[-1:].upper() in _SUFFIX and text[-1:] else ""
+    number = text[:len(text) - len(unit)]
+    whole, point, part = number.partition(".")
+    value = None
+    if len(number) <= 40 and common.digits(whole) is not None and (not point or common.digits(part) is not None):
+        value = Fraction(number) * _SUFFIX[unit]
     if value is None or value.denominator != 1 or not 1 <= value <= 10**18:
-        raise argparse.ArgumentTypeError(f"must be a whole number of tokens up to 10^18 "
-                                         f"(e.g. 15T, 300B, 2.5T), got '{text}'")
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens up to 10^18 in ASCII digits "
+                                         f"(e.g. 15T, 300B, 2.5T), got {quote(text)}")
     return int(value)
 
 
@@ -49,7 +52,7 @@ def add_arguments(p):
     p.add_argument("--attention", choices=("fused", "unfused"), default="fused",
                    help="attention kernel for activation memory: fused (no T x T scores, default) "
                         "or unfused (keeps softmax probabilities and dropout masks)")
-    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0,
+    p.add_argument("--zero", type=common.non_negative_int, choices=(0, 1, 2, 3), default=0,
                    help="ZeRO stage over the data-parallel group (default 0; Megatron's distributed "
                         "optimizer = 1)")
     p.add_argument("--optimizer", choices=("adamw", "adamw-bf16", "sgd"), default="adamw",

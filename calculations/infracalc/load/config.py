@@ -7,7 +7,7 @@ since one record is built per layer) so that no count, however large the
 config's numbers, overflows a float when turned into a time.
 """
 
-from ..errors import UserError
+from ..errors import UserError, quote
 
 INT_MAX = 2**31 - 1          # int32, the type of every size in a Hugging Face config
 LAYERS_MAX = 2**16           # layer counts: one record per layer is built
@@ -16,8 +16,7 @@ _LIMITS = {"num_hidden_layers": LAYERS_MAX, "num_nextn_predict_layers": LAYERS_M
 
 def _show(value, limit=60):
     """repr(value) cut to `limit` characters, for one-line messages."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return quote(value, limit)
 
 
 class Config:
@@ -57,6 +56,14 @@ class Config:
             raise UserError(f"{self._where(key)} must be an integer from {low} to {high:,}, "
                             f"got {_show(value)}")
         return value
+
+    def experts(self, experts_key, top_k_key="num_experts_per_tok"):
+        """(E, k): routed experts per MoE layer and experts chosen per token, k <= E."""
+        experts, top_k = self.int(experts_key), self.int(top_k_key)
+        if top_k > experts:
+            raise UserError(f"{self._where(top_k_key)} is {top_k:,}, more than the {experts:,} experts "
+                            f"of '{experts_key}': a token cannot choose more experts than there are")
+        return experts, top_k
 
     def string(self, key, default=None):
         """A required (or defaulted) string."""

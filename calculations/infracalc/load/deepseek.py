@@ -46,7 +46,7 @@ def _moe(cfg, act):
     if scoring not in SCORING:
         raise cfg.unsupported(f"scoring_func '{scoring}'")
     inter = cfg.int("moe_intermediate_size")
-    return MoE(cfg.int("hidden_size"), cfg.int("n_routed_experts"), cfg.int("num_experts_per_tok"),
+    return MoE(cfg.int("hidden_size"), *cfg.experts("n_routed_experts"),
                inter, shared_inter=cfg.int("n_shared_experts", 0, low=0) * inter, act=act,
                score_bias=method == "noaux_tc")
 

@@ -17,6 +17,7 @@ Facts from transformers modeling_gpt_oss.py and the released checkpoints:
 """
 
 from ..blocks.moe import MoE
+from ..errors import quote
 from .common import attention, model, prenorm_layer
 
 LAYER_TYPES = ("sliding_attention", "full_attention")
@@ -25,14 +26,14 @@ LAYER_TYPES = ("sliding_attention", "full_attention")
 def gpt_oss(cfg, model_id):
     hidden, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
     kinds = cfg.layer_types(LAYER_TYPES)
-    top_k = cfg.int("num_experts_per_tok")
+    experts, top_k = cfg.experts("num_local_experts")
     if cfg.has("experts_per_token") and cfg.int("experts_per_token") != top_k:
         raise cfg.unsupported("experts_per_token different from num_experts_per_tok")
     bias = cfg.flag("attention_bias", False)
     window = cfg.int("sliding_window")
     full = attention(cfg, qkv_bias=bias, o_bias=bias, sinks=True)
     local = full.replace(window=window)
-    moe = MoE(hidden, cfg.int("num_local_experts"), top_k, cfg.int("intermediate_size"),
+    moe = MoE(hidden, experts, top_k, cfg.int("intermediate_size"),
               act="swiglu_clamp", router_bias=True, expert_bias=True)
     layers = [prenorm_layer(hidden, local if k == "sliding_attention" else full, moe) for k in kinds]
     n_local = kinds.count("sliding_attention")
@@ -48,7 +49,7 @@ def gpt_oss(cfg, model_id):
     quant = cfg.get("quantization_config")
     if quant is not None:
         if not isinstance(quant, dict) or quant.get("quant_method") != "mxfp4":
-            raise cfg.unsupported(f"quantization_config {quant!r}")
+            raise cfg.unsupported(f"quantization_config {quote(quant)}")
         native = (("expert", "mxfp4"),)
         notes.append("Checkpoint stores the expert matrices in MXFP4 (E2M1 + one E8M0 scale per 32 "
                      "values); everything else in bf16.")

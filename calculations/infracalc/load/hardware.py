@@ -3,9 +3,9 @@
 import os
 from ..record import Record
 
-from ..errors import UserError, unknown
+from ..errors import UserError, quote, unknown
 from ..paths import data_dir
-from .models import read_json
+from .jsonfile import read_json, regular_file
 
 # Keys of a device file's peak tables: the formats dtypes.DTYPES compute at, and the
 # non-tensor (vector) peaks the roofline uses, FP32 preferred.
@@ -50,6 +50,7 @@ class Device(Record):
     memory_label_bytes: int = 0   # the vendor's label (80 GB -> 80e9 B)
     memory_physical_bytes: int = 0   # the largest capacity a server can allocate (file's memory_bytes)
     memory_convention: str = "physical"
+    source: str = ""          # how messages name it: the bundled id, or the quoted path given
 
     def peak(self, dtype):
         """Dense matrix FLOP/s at a format's peak. None when the device file lists
@@ -62,7 +63,7 @@ class Device(Record):
             return peaks[key]
         have = ", ".join(peaks)
         what = f"{dtype.name} matrix peak" if key else f"matrix peak for {dtype.name} (storage-only format)"
-        raise UserError(f"device {self.id} has no {what}; it has: {have}")
+        raise UserError(f"device {self.source or self.id} has no {what}; it has: {have}")
 
     def ridge_points(self):
         """((format, peak / bandwidth in FLOP per byte), ...) for every published peak:
@@ -92,17 +93,17 @@ def _int(data, key, source, required=True):
             raise UserError(f"{source}: missing required field '{key}' (a positive integer)")
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_FIGURE:
-        raise UserError(f"{source}: field '{key}' must be a positive integer up to 10^30, got {value!r}")
+        raise UserError(f"{source}: field '{key}' must be a positive integer up to 10^30, got {quote(value)}")
     return value
 
 
-def _text(data, key, default):
+def _text(data, key, default, source):
     """A string field (name, vendor, id); absent: the default."""
     value = data.get(key)
     if value is None:
         return default
     if not isinstance(value, str) or not value:
-        raise UserError(f"{default}: field '{key}' must be a non-empty string, got {value!r}")
+        raise UserError(f"{source}: field '{key}' must be a non-empty string, got {quote(value)}")
     return value
 
 
@@ -154,7 +155,10 @@ _CACHE = {}
 
 def load_device(spec, memory_convention="physical"):
     """A device id or a path to a device JSON -> Device, its memory_bytes per the
-    memory convention (MEMORY_CONVENTIONS)."""
+    memory convention (MEMORY_CONVENTIONS).
+
+    Messages about a device file name the path the user gave (not the file's
+    `id`, which may be wrong or missing); a bundled device is named by its id."""
     if memory_convention not in MEMORY_CONVENTIONS:
         raise unknown("memory convention", memory_convention, MEMORY_CONVENTIONS)
     dev = _load(spec)
@@ -167,19 +171,15 @@ def _load(spec):
     if spec in _CACHE:
         return _CACHE[spec]
     if spec.endswith(".json") or os.sep in spec:
-        if os.path.isdir(spec):
-            raise UserError(f"{spec} is a directory, not a device file")
-        if not os.path.isfile(spec):
-            raise UserError(f"device file not found: {spec}")
-        path = spec
+        regular_file(spec, "device file")
+        path, source = spec, quote(spec)
     else:
-        path = os.path.join(HARDWARE_DIR, spec + ".json")
+        path, source = os.path.join(HARDWARE_DIR, spec + ".json"), spec
         if not os.path.isfile(path):
             raise unknown("device", spec, device_ids())
-    data = read_json(path)
+    data = read_json(path, "device file")
     if not isinstance(data, dict):
-        raise UserError(f"{path}: device file must be a JSON object")
-    source = _text(data, "id", spec)
+        raise UserError(f"{source}: device file must be a JSON object")
     peaks = data.get("matrix_flops_per_s")
     if not isinstance(peaks, dict) or not peaks:
         raise UserError(f"{source}: field 'matrix_flops_per_s' must be an object with at least one "
@@ -191,8 +191,9 @@ def _load(spec):
     _known_keys(vector, VECTOR_FORMATS, f"{source}:vector_flops_per_s")
     physical = _int(data, "memory_bytes", source)
     vector_kind = next((k for k in VECTOR_FORMATS if k in vector), "")
+    dev_id = _text(data, "id", spec, source)
     dev = Device(
-        id=source, name=_text(data, "name", source), vendor=_text(data, "vendor", ""),
+        id=dev_id, name=_text(data, "name", dev_id, source), vendor=_text(data, "vendor", "", source),
         matrix_flops_per_s=tuple((k, None if peaks[k] is None else _int(peaks, k, f"{source}:matrix_flops_per_s"))
                                  for k in peaks),
         vector_flops_per_s=_int(vector, vector_kind, f"{source}:vector_flops_per_s") if vector_kind else 0,
@@ -201,6 +202,6 @@ def _load(spec):
         memory_label_bytes=_int(data, "memory_label_bytes", source, required=False) or physical,
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
-        tdp_watts=_int(data, "tdp_watts", source, required=False))
+        tdp_watts=_int(data, "tdp_watts", source, required=False), source=source)
     _CACHE[spec] = dev
     return dev

@@ -76,7 +76,7 @@ def llama4(cfg, model_id):
     base = attention(tc, qkv_bias=bias, o_bias=bias)
     act = activation(tc)
     inter = tc.int("intermediate_size")
-    moe = MoE(hidden, tc.int("num_local_experts"), tc.int("num_experts_per_tok"), inter,
+    moe = MoE(hidden, *tc.experts("num_local_experts"), inter,
               shared_inter=inter, act=act, prefix="feed_forward")
     moe_at = moe_layer_set(tc)
     dense = GatedMLP(hidden, tc.int("intermediate_size_mlp"), act, prefix="feed_forward") \

@@ -1,11 +1,11 @@
 """The model registry: bundled ids, config paths, and the adapter per model_type."""
 
-import json
 import os
 
-from ..errors import UserError, unknown
+from ..errors import UserError, quote, unknown
 from ..paths import data_dir
 from .config import Config
+from .jsonfile import read_json, regular_file  # noqa: F401  (read_json: the one JSON reader)
 
 MODELS_DIR = data_dir("models")
 
@@ -19,12 +19,11 @@ def resolve(spec):
     Hugging Face snapshot) -> (id, path)."""
     if os.path.isdir(spec):
         inner = os.path.join(spec, "config.json")
-        if not os.path.isfile(inner):
-            raise UserError(f"{spec} is a directory without a config.json")
+        if not os.path.lexists(inner):
+            raise UserError(f"{quote(spec)} is a directory without a config.json")
         spec = inner
-    if spec.endswith(".json") or os.sep in spec or os.path.isfile(spec):
-        if not os.path.isfile(spec):
-            raise UserError(f"model config file not found: {spec}")
+    if spec.endswith(".json") or os.sep in spec or os.path.lexists(spec):
+        regular_file(spec, "model config file")
         name = os.path.basename(spec)
         name = name[:-5] if name.endswith(".json") else name
         if name == "config":
@@ -34,26 +33,6 @@ def resolve(spec):
     if not os.path.isfile(path):
         raise unknown("model", spec, bundled_ids())
     return spec, path
-
-
-def _refuse_constant(name):
-    raise UserError(f"{name} is not a JSON number")
-
-
-def read_json(path):
-    """Parse a JSON file; malformed JSON (and the NaN / Infinity that Python's
-    parser would accept) is a UserError naming the file."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f, parse_constant=_refuse_constant)
-    except UserError as e:
-        raise UserError(f"{path}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    except OSError as e:
-        raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise UserError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
 
 
 _CACHE = {}
@@ -66,11 +45,11 @@ def load_model(spec):
     from .adapters import FAMILIES, adapter
 
     model_id, path = resolve(spec)
-    cfg = Config(read_json(path), model_id)
+    cfg = Config(read_json(path, "model config file"), model_id)
     model_type = cfg.string("model_type")
     adapt = adapter(model_type)
     if adapt is None:
-        raise UserError(f"{model_id}: unsupported model_type '{model_type}' "
+        raise UserError(f"{model_id}: unsupported model_type {quote(model_type)} "
                         f"(supported: {', '.join(sorted(FAMILIES))})")
     arch = adapt(cfg, model_id)
     _CACHE[spec] = arch

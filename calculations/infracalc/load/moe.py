@@ -19,8 +19,7 @@ def qwen3_moe(cfg, model_id):
         raise cfg.unsupported("use_sliding_window")
     attn = attention(cfg, qkv_bias=bias, o_bias=bias, qk_norm=True)
     act = activation(cfg)
-    moe = MoE(hidden, cfg.int("num_experts"), cfg.int("num_experts_per_tok"),
-              cfg.int("moe_intermediate_size"), act=act)
+    moe = MoE(hidden, *cfg.experts("num_experts"), cfg.int("moe_intermediate_size"), act=act)
     step = cfg.int("decoder_sparse_step", 1)
     dense_layers = cfg.layer_indices("mlp_only_layers", n)
     dense = GatedMLP(hidden, cfg.int("intermediate_size"), act) if dense_layers or step > 1 else None
@@ -33,8 +32,8 @@ def mixtral(cfg, model_id):
     hidden = cfg.int("hidden_size")
     window = cfg.int("sliding_window") if cfg.has("sliding_window") else None
     attn = attention(cfg, window=window)
-    moe = MoE(hidden, cfg.int("num_local_experts"), cfg.int("num_experts_per_tok"),
-              cfg.int("intermediate_size"), act=activation(cfg), prefix="block_sparse_moe")
+    moe = MoE(hidden, *cfg.experts("num_local_experts"), cfg.int("intermediate_size"),
+              act=activation(cfg), prefix="block_sparse_moe")
     return model(cfg, model_id, [prenorm_layer(hidden, attn, moe)] * cfg.int("num_hidden_layers"))
 
 

@@ -70,7 +70,7 @@ def gated_deltanet(cfg):
 
 
 def moe(cfg, act):
-    return MoE(cfg.int("hidden_size"), cfg.int("num_experts"), cfg.int("num_experts_per_tok"),
+    return MoE(cfg.int("hidden_size"), *cfg.experts("num_experts"),
                cfg.int("moe_intermediate_size"), shared_inter=cfg.int("shared_expert_intermediate_size"),
                shared_gate=True, shared_name="shared_expert", act=act)
 

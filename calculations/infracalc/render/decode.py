@@ -3,7 +3,7 @@
 from ..analyses.decode import OPERATOR_COLUMNS, SWEEP_COLUMNS
 from . import units as u
 from .forward import architecture_options, device_line, formats_line, model_line, note_lines
-from .table import markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv
 
 
 def _header(rec, batch_text):
@@ -109,7 +109,7 @@ def markdown(rec):
         ["End-to-end tokens/s per request (G / total latency)", _rate(lat["tokens_per_s_per_request"])],
         [f"End-to-end tokens/s, batch of {b}", _rate(lat["tokens_per_s_batch"])],
     ]
-    parts = [f"# decode: {m['id']} on {d['id']}", "", *_header(rec, f"batch {b}"), "",
+    parts = [f"# decode: {inline(m['id'])} on {inline(d['id'])}", "", *_header(rec, f"batch {b}"), "",
              "## Latency and throughput (roofline lower bounds)", "",
              markdown_table(["quantity", "bound"], latency, "lr"),
              "", "## What bounds each phase", "",
@@ -202,7 +202,7 @@ def sweep_markdown(rec):
         ]
     else:
         findings = ["- Not even one request fits on the device: nothing to sweep."]
-    parts = [f"# decode batch sweep: {m['id']} on {d['id']}", "",
+    parts = [f"# decode batch sweep: {inline(m['id'])} on {inline(d['id'])}", "",
              *_header(rec, "B requests in lockstep"), "",
              "## Sweep", "",
              "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "

@@ -1,7 +1,7 @@
 """Markdown and CSV for a `forward` record."""
 
 from . import units as u
-from .table import markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv
 
 
 HEAD_ROWS = {"last": "the last position of each request", "all": "every position", "none": "no position"}
@@ -21,7 +21,7 @@ def architecture_options(m, i):
 
 def model_line(m, tied=True):
     active = f", active per token {u.integer(m['active_params'])}" if m["active_params"] != m["params"] else ""
-    return (f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
+    return (f"- Model: `{inline(m['id'])}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
             f"attention {m['attention']}; params {u.integer(m['params'])}{active}"
             + ("; tied embeddings counted once" if tied and m["tied_embeddings"] else ""))
 
@@ -35,7 +35,7 @@ def formats_line(i):
 def device_line(d, memory=False):
     size = (f", {u.nbytes(d['memory_bytes'])} ({d.get('memory_convention', 'physical')} capacity)"
             if memory else "")
-    return (f"- Device: {d['name']} (`{d['id']}`): {d['compute_dtype']} dense matrix peak "
+    return (f"- Device: {inline(d['name'])} (`{inline(d['id'])}`): {d['compute_dtype']} dense matrix peak "
             f"{u.rate_flops(d['matrix_flops_per_s'])}, vector {u.rate_flops(d['vector_flops_per_s'])} "
             f"({d['vector_peak']}), memory {u.rate_bytes(d['memory_bandwidth_bytes_per_s'])}{size}; "
             f"efficiency compute {d['compute_efficiency']}, memory {d['memory_efficiency']}")
@@ -103,7 +103,7 @@ def totals_rows(t):
 
 def markdown(rec):
     m, d = rec["model"], rec["device"]
-    parts = [f"# forward: {m['id']} on {d['id']}", "", *header_lines(rec), "",
+    parts = [f"# forward: {inline(m['id'])} on {inline(d['id'])}", "", *header_lines(rec), "",
              "## Operators", "",
              ("Values are for ONE layer: one instance of each distinct layer, not multiplied by x "
               "(x = number of layers that share it)." if rec.get("per_layer") else

@@ -38,6 +38,11 @@ def _interconnect_rows(rec):
     rows = []
     for d in rec["devices"]:
         up, out = d["scale_up"], d["scale_out"]
+        scale_out = ["-" if out is None or out["nics_per_device"] is None else out["nics_per_device"],
+                     "-" if out is None else _us(out["alpha_s"])]
+        if up is None:   # no scale-up link published
+            rows.append([f"`{d['id']}`", "-", "-", "-", "-", *scale_out])
+            continue
         links = "-" if up["links_per_device"] is None else (
             f"{up['links_per_device']}" + ("" if up["bytes_per_s_per_link"] is None
                                            else f" x {up['bytes_per_s_per_link'] / 1e9:g}"))
@@ -45,8 +50,7 @@ def _interconnect_rows(rec):
         reduce = "no" if not up["in_network_reduce"] else (
             f"yes (eff {up['in_network_efficiency']:g}, {_us(up['in_network_alpha_s'])} us)")
         rows.append([f"`{d['id']}`", (up["topology"] or "-") + wrap, links, _us(up["alpha_s"]), reduce,
-                     "-" if out is None or out["nics_per_device"] is None else out["nics_per_device"],
-                     "-" if out is None else _us(out["alpha_s"])])
+                     *scale_out])
     return rows
 
 
@@ -108,7 +112,7 @@ def csv(rec):
              d["scale_up"] and d["scale_up"]["bytes_per_s_per_direction"],
              d["scale_up"] and d["scale_up"]["domain_size"],
              d["scale_out"] and d["scale_out"]["bytes_per_s_per_direction"], d["tdp_watts"],
-             *[_csv_value(d["scale_up"][k]) for k in UP_FIELDS],
+             *[_csv_value(d["scale_up"][k]) if d["scale_up"] else None for k in UP_FIELDS],
              d["scale_out"] and d["scale_out"]["nics_per_device"], d["scale_out"] and d["scale_out"]["alpha_s"]]
             for d in rec["devices"]]
     return to_csv(header, rows)

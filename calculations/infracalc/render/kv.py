@@ -1,7 +1,7 @@
 """Markdown and CSV for a `kv` record."""
 
 from . import units as u
-from .table import markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv
 
 
 def _both(n):
@@ -14,11 +14,11 @@ def _requests(m):
 
 def header_lines(rec):
     m, i = rec["model"], rec["inputs"]
-    where = (f"`{i['device']}` ({i.get('memory_convention', 'physical')} capacity, --memory-convention)"
+    where = (f"`{inline(i['device'])}` ({i.get('memory_convention', 'physical')} capacity, --memory-convention)"
              if i["device"] else "`--memory-bytes`")
     reserve = ("default: 10% of memory" if i["reserve_is_default"] else "set with --reserve")
     lines = [
-        f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, attention {m['attention']}, "
+        f"- Model: `{inline(m['id'])}` ({m['model_type']}), {m['layers']} layers, attention {m['attention']}, "
         f"maximum context {u.integer(m['max_context'])}",
         f"- Requests: context {u.integer(i['context'])} tokens, batch {i['batch']}"
         + (f", shared prefix {u.integer(i['shared_prefix'])} tokens" if i["shared_prefix"] else "")
@@ -116,8 +116,8 @@ def concurrency_section(rec):
 
 def markdown(rec):
     m, i = rec["model"], rec["inputs"]
-    where = i["device"] or "memory " + u.nbytes(i["memory_bytes"])
-    parts = [f"# kv: {m['id']} at {u.integer(i['context'])} tokens on {where} "
+    where = inline(i["device"]) if i["device"] else "memory " + u.nbytes(i["memory_bytes"])
+    parts = [f"# kv: {inline(m['id'])} at {u.integer(i['context'])} tokens on {where} "
              f"(TP {i['tp']}, PP {i['pp']})", "", *header_lines(rec), "",
              *sizing_section(rec), "", *capacity_section(rec), "", *concurrency_section(rec), ""]
     if rec["notes"]:
@@ -127,4 +127,4 @@ def markdown(rec):
 
 
 def csv(rec):
-    return records_to_csv(rec["concurrency"])
+    return records_to_csv(rec["concurrency"], ("context", "max_requests", "binding_stage"))

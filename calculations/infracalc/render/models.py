@@ -1,7 +1,7 @@
 """Markdown and CSV for `models`."""
 
 from . import units as u
-from .table import markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv
 
 
 def _heads(m):
@@ -14,10 +14,10 @@ def listing_markdown(rec):
     rows = []
     for m in rec["models"]:
         if "error" in m:
-            rows.append([f"`{m['id']}`", "-", "-", "-", "-", f"not modelled: {m['error']}", "-", "-", "-", "-"])
+            rows.append([f"`{inline(m['id'])}`", "-", "-", "-", "-", f"not modelled: {m['error']}", "-", "-", "-", "-"])
             continue
         active = u.integer(m["active_params"]) if m["active_params"] != m["params"] else "="
-        rows.append([f"`{m['id']}`", m["model_type"], m["layers"], m["hidden_size"], _heads(m),
+        rows.append([f"`{inline(m['id'])}`", m["model_type"], m["layers"], m["hidden_size"], _heads(m),
                      m["attention"], u.integer(m["params"]), active,
                      u.integer(m["kv_bytes_per_token_bf16"])
                      + (f" + {u.integer(m['state_bytes_per_request'])} state/request"
@@ -35,7 +35,7 @@ def listing_markdown(rec):
 
 def detail_markdown(rec):
     m, s = rec["model"], rec["summary"]
-    lines = [f"# Model `{m['id']}` ({m['model_type']})", "",
+    lines = [f"# Model `{inline(m['id'])}` ({m['model_type']})", "",
              f"- Parameters: {u.integer(m['params'])}"
              + (f" (active per token: {u.integer(m['active_params'])})" if m["active_params"] != m["params"] else ""),
              f"- Layers: {m['layers']}, hidden {m['hidden_size']}, vocabulary {m['vocab_size']}, "

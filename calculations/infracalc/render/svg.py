@@ -11,7 +11,11 @@ LEFT, RIGHT, TOP, BOTTOM = 84, 28, 52, 64
 
 
 def _escape(text):
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """XML text: control characters (not allowed in XML 1.0) shown escaped as repr would,
+    then &, < and > as entities."""
+    from ..errors import one_line
+
+    return one_line(str(text)).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _tick_label(v):

@@ -3,12 +3,28 @@
 import json
 
 
+def inline(value):
+    """Text from an input file (a device's id or name, a model id) for one
+    Markdown line: newlines, terminal escapes and other control characters
+    shown escaped as repr would, so the text cannot end the line or reach the
+    terminal raw."""
+    from ..errors import one_line
+
+    return one_line(str(value))
+
+
+def cell(value):
+    """One Markdown table cell: `inline`, and '|' escaped so it cannot end the cell."""
+    return inline(value).replace("|", "\\|")
+
+
 def markdown_table(header, rows, align=None):
-    """A GitHub-flavoured table; align is a string of 'l'/'r' per column."""
+    """A GitHub-flavoured table; align is a string of 'l'/'r' per column; every
+    cell goes through `cell`."""
     align = align or "l" + "r" * (len(header) - 1)
     sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(cell, header)) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
     return "\n".join(lines)
 
 

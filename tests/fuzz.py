@@ -1,0 +1,403 @@
+"""The project's own fuzzer (stdlib only): generated argument vectors, mutated
+config, device and routing files, and hostile paths, checked against the
+error contract.
+
+Flags are drawn per subcommand from that subcommand's own argparse definition
+(cli.COMMANDS and each module's add_arguments), so a new command or option is
+covered as soon as it is registered. Values come from pools chosen by the
+option's type (its converter's name) or destination: boundary and malformed
+integers, numbers, choices and near-misses, bundled ids, mutated files and
+special paths (FIFO, device, directory, missing file, /dev/full).
+
+The contract, per call, within a time limit: exit status 0 with valid output
+(JSON that parses, without NaN or Infinity; any output file written) and
+nothing on stderr, or exit status 2 with exactly one printable line on stderr
+and nothing on stdout. `reproduce` is drawn with --check or --list only (it
+would otherwise rewrite the stored results) and mostly with --only, `validate`
+mostly with --case (a whole stored corpus per call would dominate the time).
+
+Calls run in this process (cli.main with redirected streams), which keeps a
+vector to a few milliseconds; the time limit is a SIGALRM timer where one
+exists. Used by tests/test_fuzz.py (a small fixed-seed sample) and
+scripts/fuzz.py (a larger one).
+"""
+
+import contextlib
+import importlib
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CALC = os.path.join(ROOT, "calculations")
+if CALC not in sys.path:
+    sys.path.insert(0, CALC)
+
+from infracalc import cli  # noqa: E402
+
+INTS = ("0", "1", "2", "3", "7", "64", "1000", "4096", "65536", "1000000", "1000000000000000",
+        "1000000000000001", "-1", "1,0,0", "_1", "1_0", "\u0661\u0660", "\uff18", " 8", "+8", "1e3",
+        "1.5", "", "nan", "9" * 30, "8\n", "0x10")
+NUMBERS = ("0", "1", "0.5", "1e-6", "1e-7", "1.0000001", "-0", "nan", "inf", "-inf", "1e308",
+           "", "x", "0,5")
+STRINGS = ("", "x", "-", "--", "a\nb", "\x1b[31mred", "|", "../..", "\u202eevil", "x" * 300, "%s", "{}")
+BYTE_SIZES = ("1", "0", "80GiB", "141GB", "1TB", "1000000000000000000000000000000",
+              "1000000000000000000000000000001", "80 GiB", "80gib", "GiB", "1,0", "-5", "5%", "7.5%",
+              "99.9%", "100%", "1_0%", ".5%")
+GOOD_INTS = ("1", "2", "3", "7", "16", "64", "128", "1000", "4096", "8192", "32768", "131072",
+             "1000000", "10000000000", "1000000000000000")
+GOOD_NUMBERS = ("1", "0.5", "0.9", "1e-6", "0.25")
+GOOD_BYTES = ("80GiB", "141GB", "1", "1000000000000000000000000000000", "0", "10%", "7.5%", "0%")
+GARBAGE = ("--nope", "-x", "extra", "--format=xml", "--", "-h?", "\x00")
+
+# Config fields worth breaking (any bundled config may hold them).
+FIELDS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+          "intermediate_size", "vocab_size", "max_position_embeddings", "num_experts",
+          "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+          "sliding_window", "attention_chunk_size", "layer_types", "model_type", "tie_word_embeddings",
+          "partial_rotary_factor", "rope_theta", "quantization_config", "decoder_sparse_step",
+          "mlp_only_layers", "kv_lora_rank", "q_lora_rank", "first_k_dense_replace", "text_config",
+          "linear_num_value_heads", "full_attention_interval", "experts_per_token")
+VALUES = (0, 1, -1, 2, 3, 7, 2**31 - 1, 2**31, 65536, 65537, 10**30, 1.5, 0.0, True, False, None, "x", "",
+          [], {}, [0], [1, 2], "llama", "qwen3_moe", "gpt_oss", {"quant_method": "fp8"})
+DEVICE_FIELDS = ("id", "name", "vendor", "memory_bytes", "memory_bandwidth_bytes_per_s",
+                 "matrix_flops_per_s", "vector_flops_per_s", "scale_up", "scale_out", "tdp_watts")
+DEVICE_VALUES = (0, 1, -1, 10**30, 10**30 + 1, 1.5, True, None, "", "a|b\nc", "\x1b[2J", [], {},
+                 {"bf16": 1}, {"fp9": 1}, {"fp32": 0}, {"name": "x", "bytes_per_s_per_direction": 1})
+
+
+def _bundled(kind):
+    folder = os.path.join(CALC, kind)
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".json"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                out[name[:-5]] = json.load(f)
+    return out
+
+
+class Files:
+    """A temporary folder of hostile inputs, made on demand from a Random."""
+
+    def __init__(self, rnd):
+        self.rnd = rnd
+        self.dir = tempfile.mkdtemp(prefix="infracalc-fuzz-")
+        self.models = _bundled("models")
+        self.devices = _bundled("hardware")
+        folder = os.path.join(CALC, "validation")
+        self.cases = tuple(sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json"))
+                           if os.path.isdir(folder) else ())
+        self.n = 0
+        self.fifo = os.path.join(self.dir, "fifo.json")
+        if hasattr(os, "mkfifo"):
+            os.mkfifo(self.fifo)
+        os.mkdir(os.path.join(self.dir, "folder.json"))
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, suffix=".json"):
+        """A fresh file name; now and then one with a newline, '|', an escape sequence or an
+        undecodable byte (a surrogate in Python) in it."""
+        self.n += 1
+        odd = self.rnd.choice(("", "", "", "", "\n|", "\x1b[2J", "\udcff", " x"))
+        try:
+            os.fsencode(odd)
+        except UnicodeError:   # a file system that cannot name it
+            odd = ""
+        return os.path.join(self.dir, f"f{self.n}{odd}{suffix}")
+
+    def write(self, data, suffix=".json"):
+        path = self.path(suffix)
+        with open(path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass"))
+        return path
+
+    def special(self):
+        return self.rnd.choice([self.fifo, os.devnull, os.path.join(self.dir, "folder.json"),
+                                os.path.join(self.dir, "missing.json"), self.dir])
+
+    def raw(self, text):
+        """Byte-level mutations of a JSON text (the cases of issue 12 among them)."""
+        r = self.rnd
+        kind = r.randrange(12)
+        if kind == 0:
+            return b"\xef\xbb\xbf" + text.encode()                    # byte-order mark: accepted
+        if kind == 1:
+            return (text[:-1] + ', "hidden_size": 8}').encode()       # duplicate key
+        if kind == 2:
+            n = r.choice((70, 5000, 200000))
+            return ("[" * n + "]" * n).encode()                       # nesting
+        if kind == 3:
+            return (text[:-1] + ', "big": ' + "9" * r.choice((4300, 4301, 100000)) + "}").encode()
+        if kind == 4:
+            return text[:r.randrange(len(text))].encode()             # truncated
+        if kind == 5:
+            return (text[:-1] + ', "x": ' + r.choice(("NaN", "Infinity", "-Infinity", "1e999")) + "}").encode()
+        if kind == 6:
+            return text.encode() + b"\xff"                            # not UTF-8
+        if kind == 7:
+            return b""
+        if kind == 8:
+            return b" " * (8 * 2**20 + 1)                             # over the size bound
+        if kind == 9:
+            return r.choice((b"[]", b"null", b"1", b'"x"', b"{}"))
+        return text.encode()
+
+    def config(self):
+        r = self.rnd
+        cfg = json.loads(json.dumps(self.models[r.choice(sorted(self.models))]))
+        target = cfg["text_config"] if isinstance(cfg.get("text_config"), dict) and r.random() < 0.7 else cfg
+        for _ in range(r.randrange(4)):
+            key = r.choice(FIELDS)
+            if r.random() < 0.25:
+                target.pop(key, None)
+            elif key == "num_experts_per_tok":
+                experts = next((target[k] for k in ("num_experts", "num_local_experts", "n_routed_experts")
+                                if isinstance(target.get(k), int)), 8)
+                target[key] = r.choice((experts, experts + 1, 2 * experts, 0))
+            elif key == "layer_types" and isinstance(target.get(key), list) and target[key]:
+                target[key] = target[key][:-1] if r.random() < 0.5 else target[key] + ["weird"]
+            else:
+                target[key] = r.choice(VALUES)
+        text = json.dumps(cfg)
+        if r.random() < 0.35:
+            return self.write(self.raw(text))
+        return self.write(text)
+
+    def device(self):
+        r = self.rnd
+        dev = json.loads(json.dumps(self.devices[r.choice(sorted(self.devices))]))
+        for _ in range(r.randrange(3)):
+            key = r.choice(DEVICE_FIELDS)
+            if r.random() < 0.2:
+                dev.pop(key, None)
+            else:
+                dev[key] = r.choice(DEVICE_VALUES)
+        text = json.dumps(dev)
+        return self.write(self.raw(text) if r.random() < 0.3 else text)
+
+    def routing(self):
+        r = self.rnd
+        loads = [r.choice((0, 1, 2, 0.5, 1e300)) for _ in range(r.choice((0, 1, 8, 64, 128, 256, 384)))]
+        data = r.choice((loads, {"loads": loads}, {"loads": [-1] + loads}, {"x": 1}, [True], ["1"]))
+        text = json.dumps(data)
+        return self.write(self.raw(text) if r.random() < 0.3 else text)
+
+
+def _id_or_file(files, bundled, mutated, near_misses):
+    """A bundled id (55%), a mutated file (37%), a special path (4%) or a near miss."""
+    r = files.rnd
+    x = r.random()
+    if x < 0.55:
+        return r.choice(sorted(bundled))
+    if x < 0.92:
+        return mutated()
+    if x < 0.96:
+        return files.special()
+    return r.choice(near_misses)
+
+
+def _model_value(files):
+    return _id_or_file(files, files.models, files.config,
+                       ("qwen3-7b", "llama", "", "a\nb", CALC, os.path.join(CALC, "models")))
+
+
+def _device_value(files):
+    return _id_or_file(files, files.devices, files.device, ("h100", "", "tpu", "x|y"))
+
+
+def _output_value(files):
+    r = files.rnd
+    return r.choice(("", "/dev/full", os.devnull, os.path.join(files.dir, "no", "such", "x"),
+                     os.path.join(files.dir, "folder.json"), files.fifo + ".never"))
+
+
+def value_for(action, files, hostile):
+    """A value for one option, from the pool its converter or destination suggests;
+    `hostile`: the chance of a malformed or out-of-range value instead of a valid one."""
+    r = files.rnd
+    bad = r.random() < hostile
+    if bad and r.random() < 0.2:
+        return r.choice(STRINGS)
+    if action.choices is not None:
+        choices = [str(c) for c in action.choices]
+        return r.choice(choices) if not bad else r.choice(choices).upper() + r.choice(("", "x"))
+    kind = getattr(action.type, "__name__", "")
+    dest = action.dest
+    if kind in ("fraction", "unit_interval", "float") or "fraction" in kind:
+        return r.choice(NUMBERS) if bad else r.choice(GOOD_NUMBERS)
+    if kind in ("positive_int", "non_negative_int", "int") or kind.endswith("_int"):
+        return r.choice(INTS) if bad else r.choice(GOOD_INTS)
+    if kind in ("byte_size", "reserve") or "bytes" in dest or dest == "reserve":
+        return r.choice(BYTE_SIZES) if bad else r.choice(GOOD_BYTES)
+    if "model" in dest:
+        return _model_value(files)
+    if "device" in dest:
+        return _device_value(files)
+    if dest == "routing":
+        x = r.random()
+        return (r.choice(("uniform", "balanced", "concentrated", "skewed")) if x < 0.5 else
+                files.routing() if x < 0.9 else files.special())
+    if dest in ("output", "plot"):
+        return _output_value(files) if bad else files.path(r.choice((".out", ".svg")))
+    if "dtype" in dest:
+        return r.choice(("bf16", "fp16", "fp8", "fp32", "int8", "fp4", "mxfp4", "fp8-block128") + (("fp9", "") if bad else ()))
+    if dest == "only":
+        return r.choice(("models", "hardware", "qwen3-8b-prefill-8192", "nope"))
+    if dest == "case":
+        return r.choice(files.cases + ("nope", "../x", ""))
+    return r.choice(INTS + STRINGS) if bad else r.choice(GOOD_INTS + ("x",))
+
+
+def command_actions(name):
+    """(options, positionals) of a subcommand, from its own argparse definition."""
+    module = importlib.import_module(f"infracalc.cli.{name}")
+    parser = cli.Parser(prog=f"infra-calc {name}")
+    module.add_arguments(parser)
+    options = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    positionals = [a for a in parser._actions if not a.option_strings]
+    return options, positionals
+
+
+def draw(rnd, files, actions_of):
+    """One argument vector: a subcommand, its required options (almost always), some
+    optional ones, now and then a garbage token."""
+    name = rnd.choice(sorted(cli.COMMANDS))
+    options, positionals = actions_of(name)
+    hostile = rnd.choice((0.0, 0.0, 0.02, 0.1, 0.3))
+    optional = rnd.choice((0.0, 0.1, 0.25))   # chance of each optional option
+    argv = [name]
+    for a in positionals:
+        if rnd.random() < 0.95:
+            argv.append(value_for(a, files, hostile))
+    for a in options:
+        if a.required and rnd.random() < 0.97 or not a.required and rnd.random() < optional:
+            flag = rnd.choice(a.option_strings)
+            if a.nargs == 0:
+                argv.append(flag)
+            else:
+                argv += [flag, value_for(a, files, hostile)]
+    if name == "reproduce":   # never rewrite the stored results
+        if "--check" not in argv and "--list" not in argv:
+            argv.append("--check")
+        if "--only" not in argv and "--list" not in argv:
+            argv += ["--only", rnd.choice(("models", "hardware", "kv-qwen3-8b-32k-b8-h100"))]
+    if name == "validate" and "--case" not in argv and files.cases and rnd.random() < 0.9:
+        argv += ["--case", rnd.choice(files.cases)]   # the whole corpus takes ~0.3 s a call
+    if "--format" not in argv and rnd.random() < 0.6 and name != "reproduce":
+        argv += ["--format", "json"]
+    if rnd.random() < 0.05:
+        argv.insert(rnd.randrange(1, len(argv) + 1), rnd.choice(GARBAGE))
+    if rnd.random() < 0.03:   # top level: no command, help, an unknown one
+        argv = rnd.choice(([], ["--help"], ["forwrd"], ["-x"]))
+    return argv
+
+
+class Timeout(Exception):
+    pass
+
+
+def _strict_json(text):
+    def refuse(name):
+        raise ValueError(f"{name} in JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+def call(argv, limit_s):
+    """(status, stdout, stderr, seconds, exception) of cli.main(argv) in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    alarm = hasattr(signal, "setitimer")
+    if alarm:
+        def on_alarm(*_):
+            raise Timeout(f"over {limit_s} s")
+        old = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, limit_s)
+    t0 = time.perf_counter()
+    status, error = None, None
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = cli.main(list(argv))
+    except BaseException as e:   # noqa: BLE001 - anything escaping main is a contract breach
+        error = e
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+    return status, out.getvalue(), err.getvalue(), time.perf_counter() - t0, error
+
+
+def breach(argv, status, out, err, seconds, error, limit_s):
+    """Why a call breaks the contract, or None."""
+    if error is not None:
+        return f"{type(error).__name__}: {error}"
+    if seconds > limit_s:
+        return f"took {seconds:.2f} s"
+    if status == 2:
+        if out:
+            return "status 2 with output on stdout"
+        if err.count("\n") != 1 or not err.endswith("\n") or not err[:-1].isprintable():
+            return f"status 2 without exactly one printable stderr line: {err!r}"
+        return None
+    if status != 0:
+        return f"status {status}"
+    if err:
+        return f"status 0 with stderr {err!r}"
+    texts = [out]
+    if "--output" in argv:
+        path = argv[argv.index("--output") + 1]
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                texts = [f.read()]
+    fmt = argv[argv.index("--format") + 1] if "--format" in argv else None
+    if argv and argv[0] != "reproduce" and not any(a in ("-h", "--help") for a in argv) and argv[0] in cli.COMMANDS:
+        if not texts[0].strip() and "--output" in argv and argv[argv.index("--output") + 1] in (os.devnull,):
+            return None
+        if not texts[0].strip():
+            return "status 0 with empty output"
+        if fmt == "json":
+            try:
+                _strict_json(texts[0])
+            except ValueError as e:
+                return f"invalid JSON output: {e}"
+    return None
+
+
+def run(seed, count, limit_s=5.0, report=None, seen=None):
+    """Draw and check `count` vectors from `seed`: (clean count, [(argv, reason)]).
+    `seen`, a dict, collects {command: set of exit statuses}."""
+    rnd = random.Random(seed)
+    files = Files(rnd)
+    cache = {}
+
+    def actions_of(name):
+        if name not in cache:
+            cache[name] = command_actions(name)
+        return cache[name]
+
+    failures, clean = [], 0
+    cwd = os.getcwd()
+    os.chdir(files.dir)   # an output named by a drawn string ('x', '|', ...) lands in the temporary folder
+    try:
+        for i in range(count):
+            argv = draw(rnd, files, actions_of)
+            result = call(argv, limit_s)
+            reason = breach(argv, *result, limit_s)
+            if seen is not None and argv and argv[0] in cli.COMMANDS:
+                seen.setdefault(argv[0], set()).add(result[0])
+            if reason:
+                failures.append((argv, reason))
+                if report:
+                    report(f"[{i}] {reason}: {argv!r}")
+            else:
+                clean += 1
+    finally:
+        os.chdir(cwd)
+        files.close()
+    return clean, failures
