@@ -15,6 +15,7 @@ COMMANDS = {
     "train": "training step on a layout: FLOPs, memory per device, step time, MFU; --search over layouts",
     "gemm": "one GEMM [M,K]x[K,N]: FLOPs, bytes by operand, intensity, ridge point, roofline per device",
     "attention": "one attention core (QK^T, softmax, PV): FLOPs, bytes, intensity, roofline per device",
+    "parallel": "serve a model on N devices under a layout (TP, PP, DP, CP, EP): per-device time, communication, capacity; or --search",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",

@@ -109,3 +109,16 @@ def throughput_plot(rec):
     return scatter(points, labels, title, subtitle, "decode tokens/s per request (1 / mean TPOT), log scale",
                    "aggregate decode tokens/s (B / mean TPOT), log scale",
                    "Not even one request fits beside the weights: nothing to plot")
+
+
+def parallel_plot(rec):
+    """`parallel --batch-sweep`: tokens/s per device against tokens/s per request, one point per batch."""
+    i, lay = rec["inputs"], rec["layout"]
+    rows = rec["rows"]
+    points = [(r["decode_tokens_per_s_per_request"], r["decode_tokens_per_s_per_device"]) for r in rows]
+    title = (f"parallel: {rec['model']['id']} on {lay['devices']} x {rec['device']['id']} ({lay['label']}), "
+             f"{i['input_len']} in / {i['output_len']} out")
+    subtitle = f"weights {i['weight_dtype']}, activations {i['act_dtype']}, KV cache {i['kv_dtype']}; B per replica"
+    return scatter(points, [f"B={r['batch']}" for r in rows], title, subtitle,
+                   "decode tokens/s per request (1 / mean TPOT), log scale",
+                   "decode tokens/s per device, log scale", "Not even one request fits: nothing to plot")

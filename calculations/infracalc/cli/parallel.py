@@ -1,0 +1,175 @@
+"""`parallel`: serve a model on N devices under a layout (TP, PP, DP, CP, EP, SP), or search layouts."""
+
+import argparse
+
+from . import common
+
+_TIME_UNITS = (("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
+_RATE_UNITS = (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0))
+
+
+def _scaled(text, units, what, high):
+    raw = text.strip()
+    factor = 1.0
+    for suffix, f in units:
+        if raw.endswith(suffix):
+            raw, factor = raw[:-len(suffix)].strip(), f
+            break
+    try:
+        value = float(raw) * factor
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= high:   # NaN fails every comparison
+        raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
+    return value
+
+
+def duration(text):
+    """A time: 50ms, 0.6us, 2.7e-6 (seconds when no unit is given)."""
+    return _scaled(text, _TIME_UNITS, "a time such as 50ms, 0.6us or 0.05 (seconds), at most 1e6 s", 1e6)
+
+
+def latency(text):
+    return _scaled(text, _TIME_UNITS, "a latency such as 0.6us or 2.7e-6 (seconds), from 0 to 1 s", 1.0)
+
+
+def bandwidth(text):
+    """Bytes/s per direction: 450GB/s, 4.5e11."""
+    value = _scaled(text, _RATE_UNITS, "a bandwidth such as 450GB/s or 4.5e11 (bytes/s)", 1e30)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive bandwidth, got '{text}'")
+    return value
+
+
+def layers_list(text):
+    try:
+        sizes = tuple(int(x) for x in text.replace(" ", "").split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or any(s < 1 for s in sizes):
+        raise argparse.ArgumentTypeError(f"must be positive layer counts per stage, e.g. 20,20,20,20; got '{text}'")
+    return sizes
+
+
+def add_arguments(p):
+    common.add_model(p)
+    p.add_argument("--devices", type=common.positive_int, required=True, metavar="N",
+                   help="devices in the cluster (= tp x pp x dp x cp)")
+    p.add_argument("--input-len", type=common.positive_int, required=True, metavar="P",
+                   help="prompt tokens per request")
+    p.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
+                   help="generated tokens per request, the first one from the prefill pass")
+    p.add_argument("--batch", type=common.positive_int, default=None, metavar="B",
+                   help="concurrent requests per model replica (default 1; with --search "
+                        "--objective throughput, default: the best of 1, 2, 4, ... up to the capacity)")
+    lay = p.add_argument_group("layout")
+    for dim, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"),
+                      ("cp", "context-parallel degree"),
+                      ("ep", "expert-parallel degree (MoE; carved out of tp x dp)")):
+        lay.add_argument(f"--{dim}", type=common.positive_int, default=1, help=f"{text} (default 1)")
+    lay.add_argument("--dp", type=common.positive_int, default=None,
+                     help="data-parallel replicas (default: devices / (tp x pp x cp))")
+    lay.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp > 1)")
+    lay.add_argument("--micro-batches", type=common.positive_int, default=None, metavar="M",
+                     help="micro-batches per replica in the pipeline (default gcd(B, pp)); must divide B")
+    lay.add_argument("--pp-layers", type=layers_list, default=(), metavar="N,N,...",
+                     help="layers per pipeline stage (default: even, the first stages one more)")
+    links = p.add_argument_group("links (override the device data)")
+    links.add_argument("--alpha-up", type=latency, default=None, metavar="T",
+                       help="latency per step on the scale-up link (e.g. 0.6us)")
+    links.add_argument("--alpha-out", type=latency, default=None, metavar="T",
+                       help="latency per step on the scale-out link (e.g. 2.7us)")
+    links.add_argument("--link-bw-up", type=bandwidth, default=None, metavar="BW",
+                       help="scale-up bandwidth per direction per device (e.g. 450GB/s)")
+    links.add_argument("--link-bw-out", type=bandwidth, default=None, metavar="BW",
+                       help="scale-out bandwidth per direction per device (e.g. 50GB/s)")
+    links.add_argument("--comm-efficiency", type=common.fraction, default=None, metavar="F",
+                       help="fraction of every link bandwidth reached (default 1.0)")
+    links.add_argument("--algorithm", choices=("ring", "best"), default="ring",
+                       help="collective algorithm: ring (default) or the fastest applicable "
+                            "(ring, tree, in-network) per collective")
+    p.add_argument("--overlap", action="store_true",
+                   help="hide communication under the shard's kernels, up to their time")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--batch-sweep", action="store_true",
+                      help="B = 1, 2, 4, ... up to the replica's capacity for this layout")
+    mode.add_argument("--search", action="store_true",
+                      help="rank every layout of --devices the model admits")
+    p.add_argument("--plot", metavar="FILE.svg", help="with --batch-sweep: an SVG of tokens/s per device "
+                                                      "against tokens/s per request")
+    s = p.add_argument_group("search")
+    s.add_argument("--objective", choices=("throughput", "ttft", "tpot"), default="throughput",
+                   help="throughput: decode tokens/s per device (default); ttft; tpot")
+    s.add_argument("--tpot-limit", type=duration, default=None, metavar="T",
+                   help="throughput objective: the mean TPOT a layout must meet (e.g. 50ms)")
+    s.add_argument("--top", type=common.positive_int, default=10, metavar="K",
+                   help="layouts listed with their breakdown (default 10)")
+    common.add_dtypes(p)
+    common.add_architecture_options(p)
+    common.add_device(p)
+    common.add_memory(p)
+    common.add_output(p)
+
+
+def _layout(args, devices):
+    from ..errors import UserError
+    from ..layout import Layout
+
+    inner = args.tp * args.pp * args.cp
+    dp = args.dp
+    if dp is None:
+        if devices % inner:
+            raise UserError(f"--devices {devices} is not a multiple of tp x pp x cp = {inner}")
+        dp = devices // inner
+    if inner * dp != devices:
+        raise UserError(f"tp x pp x dp x cp = {inner * dp} devices, but --devices is {devices}")
+    return Layout(tp=args.tp, pp=args.pp, dp=dp, cp=args.cp, ep=args.ep, sp=args.sp,
+                  micro_batches=args.micro_batches or 1, pp_layers=args.pp_layers)
+
+
+def _searched(args):
+    """Layout options given with --search (they would be ignored)."""
+    given = [f"--{d}" for d in ("tp", "pp", "cp", "ep") if getattr(args, d) != 1]
+    given += [f"--{name.replace('_', '-')}" for name in ("dp", "micro_batches") if getattr(args, name)]
+    return given + (["--sp"] if args.sp else []) + (["--pp-layers"] if args.pp_layers else [])
+
+
+def run(args):
+    from ..analyses import parallel
+    from ..errors import UserError
+    from ..load.hardware import load_device
+    from ..load.models import load_model
+    from ..render import parallel as render
+
+    if args.plot and not args.batch_sweep:
+        raise UserError("--plot needs --batch-sweep")
+    if not args.search:
+        for name in ("tpot_limit",):
+            if getattr(args, name) is not None:
+                raise UserError("--tpot-limit applies to --search")
+    elif _searched(args):
+        raise UserError(f"--search enumerates the layout; drop {', '.join(_searched(args))}")
+    if args.batch_sweep and args.batch is not None:
+        raise UserError("--batch-sweep sweeps the batch; drop --batch")
+    arch = load_model(args.model)
+    device = load_device(args.device, args.memory_convention)
+    w = common.workload(args, arch, 1, 1, 0)
+    link_options = {"alpha_up": args.alpha_up, "alpha_out": args.alpha_out, "link_bw_up": args.link_bw_up,
+                    "link_bw_out": args.link_bw_out, "comm_efficiency": args.comm_efficiency}
+    plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
+                         args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
+                         args.overlap, args.algorithm, link_options,
+                         1 if args.search or args.batch_sweep else args.batch or 1)
+    if args.search:
+        rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
+        return common.emit(args, rec, render.search_markdown, render.search_csv)
+    lay = _layout(args, args.devices)
+    if args.batch_sweep:
+        rec = parallel.sweep(plan, lay)
+        if args.plot:
+            from ..render.svg import parallel_plot
+            with open(args.plot, "w", encoding="utf-8") as f:
+                f.write(parallel_plot(rec))
+        return common.emit(args, rec, render.sweep_markdown, render.sweep_csv)
+    rec = parallel.parallel(plan, lay, args.batch or 1)
+    return common.emit(args, rec, render.markdown, render.csv)

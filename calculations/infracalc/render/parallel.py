@@ -1,0 +1,263 @@
+"""Markdown and CSV for `parallel` records (one layout, a batch sweep, a search)."""
+
+from ..analyses.parallel import SWEEP_COLUMNS
+from . import units as u
+from .forward import architecture_options, device_line, formats_line, model_line, note_lines
+from .table import markdown_table, records_to_csv, to_csv
+
+PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last", "last decode step"),
+          ("decode", "all decode steps"))
+STAGE_COLUMNS = ("phase", "stage", "roofline_s", "compute_bound_s", "weights_s", "kv_s", "activations_s",
+                 "comm_s", "exposed_comm_s", "time_s", "matrix_flops", "vector_flops", "weight_bytes_read",
+                 "kv_bytes_read", "kv_bytes_written", "act_bytes_moved")
+SEARCH_COLUMNS = ("rank", "layout", "tp", "pp", "dp", "cp", "ep", "batch", "micro_batches", "ttft_s",
+                  "tpot_mean_s", "decode_tokens_per_s_cluster", "decode_tokens_per_s_per_device",
+                  "bubble_fraction", "comm_s", "exposed_comm_s", "binding_stage", "max_requests_per_replica")
+
+
+def _rate(x):
+    return "-" if x is None else f"{x:,.1f}"
+
+
+def _pct(x):
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _requests(i):
+    return (f"- Requests: {i['input_len']} input and {i['output_len']} output tokens each"
+            + (f", batch {i['batch']} per replica" if i.get("batch") else ""))
+
+
+def layout_line(lay):
+    groups = "; ".join(f"{g['dim']} group of {g['size']} (stride {g['stride']}, span {g['span']}"
+                       + (f", {g['tier']} tier)" if g["tier"] != "-" else ")") for g in lay["groups"])
+    ep = f", expert TP {lay['expert_tp']}" if lay.get("expert_tp") and lay["ep"] > 1 else ""
+    return (f"- Layout: {lay['label']} on {lay['devices']} devices (tp {lay['tp']}, pp {lay['pp']}, "
+            f"dp {lay['dp']}, cp {lay['cp']}, ep {lay['ep']}{ep}, sp {'on' if lay['sp'] else 'off'}); "
+            f"rank order {lay['order']}; layers per stage {','.join(map(str, lay['pp_layers']))}; "
+            f"micro-batches {lay['micro_batches']}" + (f"; {groups}" if groups else ""))
+
+
+def links_lines(links):
+    out = []
+    for tier, link in links.items():
+        if link is None:
+            out.append(f"- Scale-{tier} link: none in the device data")
+            continue
+        extra = "".join(f"; {a}" for a in link["assumptions"])
+        out.append(f"- Scale-{tier} link: {link['name']}: {u.rate_bytes(link['bytes_per_s'])} per direction "
+                   f"per device, alpha {link['alpha_s'] * 1e6:g} us per step, {link['topology']}"
+                   + (f" of {link['domain_size']} devices" if tier == "up" else "")
+                   + f", efficiency {link['efficiency']:g}{extra}")
+    return out
+
+
+def _header(rec, title):
+    m, i = rec["model"], rec["inputs"]
+    extra = architecture_options(m, i)
+    overlap = ("communication hidden under the shard's kernels (--overlap)" if i["overlap"] else
+               "communication not overlapped (all of it exposed)")
+    lines = [f"# {title}", "", model_line(m, tied=False), _requests(i) + (f"; {', '.join(extra)}" if extra else ""),
+             formats_line(i), device_line(rec["device"], memory=True), *links_lines(rec["links"]),
+             f"- Collectives: {i['algorithm']}; {overlap}"]
+    if "layout" in rec:
+        lines.append(layout_line(rec["layout"]))
+    return lines + note_lines(rec)
+
+
+def _tail(rec):
+    return ["", "## What the bound leaves out", "", *[f"- {t}" for t in rec["left_out"]],
+            "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+
+
+def _stage_row(name, s):
+    return [name, s["stage"], u.seconds(s["roofline_s"]), u.seconds(s["compute_bound_s"]), u.seconds(s["weights_s"]),
+            u.seconds(s["kv_s"]), u.seconds(s["activations_s"]), u.seconds(s["comm_s"]),
+            u.seconds(s["exposed_comm_s"]), u.seconds(s["time_s"])]
+
+
+def _collective_rows(name, stage, cs):
+    return [[name, stage, c["name"], c["kind"], u.integer(c["bytes_per_run"]), c["runs"] * c.get("passes", 1),
+             c["group"], c["tier"], u.seconds(c["time_s"])] for c in cs]
+
+
+def memory_lines(mem):
+    rows = [[s["stage"], s["layers"], u.nbytes(s["weight_bytes"]), u.integer(s["cache_bytes_per_request"]),
+             u.nbytes(s["reserve_bytes"]), u.nbytes(s["need_bytes"]), u.nbytes(s["memory_bytes"]),
+             "unbounded" if s["max_requests"] is None else u.integer(s["max_requests"]),
+             u.integer(s["shortfall_bytes"]) if s["shortfall_bytes"] else "-"] for s in mem["stages"]]
+    cap = mem["max_requests_per_replica"]
+    return ["", "## Memory per device, per stage", "",
+            f"Cache of {u.integer(mem['context_tokens'])} tokens per request ({u.integer(mem['cache_tokens_per_rank'])} "
+            f"per CP rank); {mem['memory_convention']} capacity.", "",
+            markdown_table(["stage", "layers", "weights", "cache per request (B)", "reserve", "need at batch",
+                            "memory", "requests that fit", "shortfall (B)"], rows, "rlrrrrrrr"), "",
+            f"- Binding stage: {mem['binding_stage']}; requests that fit per replica: "
+            f"{'unbounded' if cap is None else u.integer(cap)}, in the cluster: "
+            f"{'unbounded' if cap is None else u.integer(mem['max_requests_cluster'])}",
+            f"- Batch fits: {'yes' if mem['fits'] else 'no, short by ' + u.integer(mem['shortfall_bytes']) + ' B on a device'}"]
+
+
+def _pipeline_rows(ph):
+    rows = []
+    for key, name in PHASES:
+        p = ph.get(key)
+        if p is None:
+            continue
+        cycle = p.get("cycle_s", p.get("ttft_s"))
+        rows.append([name, u.seconds(max(s["time_s"] for s in p["stages"])), u.seconds(p["transfer_s"]),
+                     u.seconds(p["pass_s"]), u.seconds(cycle), _pct(p["bubble_fraction"])])
+    return rows
+
+
+def markdown(rec):
+    m, d, lat = rec["model"], rec["device"], rec["latency"]
+    i, lay = rec["inputs"], rec["layout"]
+    steps = i["decode_steps"]
+    quantities = [
+        ["TTFT of the batch (all micro-batches prefilled)", u.seconds(lat["ttft_s"])],
+        ["TTFT of the first micro-batch", u.seconds(lat["ttft_first_micro_batch_s"])],
+        ["TPOT, first decode step", u.seconds(lat["tpot_first_s"])],
+        [f"TPOT, mean over {steps} steps", u.seconds(lat["tpot_mean_s"])],
+        ["TPOT, last decode step", u.seconds(lat["tpot_last_s"])],
+        ["Generation (TTFT + decode)", u.seconds(lat["generation_s"])],
+        ["Decode tokens/s per request", _rate(lat["decode_tokens_per_s_per_request"])],
+        [f"Decode tokens/s per replica (batch {i['batch']})", _rate(lat["decode_tokens_per_s_replica"])],
+        [f"Decode tokens/s, cluster ({lay['dp']} replicas)", _rate(lat["decode_tokens_per_s_cluster"])],
+        [f"Decode tokens/s per device ({lay['devices']} devices)", _rate(lat["decode_tokens_per_s_per_device"])],
+        ["End-to-end tokens/s, cluster (G / generation time)", _rate(lat["tokens_per_s_cluster"])],
+        ["End-to-end tokens/s per device", _rate(lat["tokens_per_s_per_device"])],
+    ]
+    ph = rec["phases"]
+    stage_rows, coll_rows = [], []
+    for key, name in PHASES:
+        p = ph.get(key)
+        if p is None:
+            continue
+        for s in p["stages"]:
+            stage_rows.append(_stage_row(name, s))
+        if key != "last":
+            for s in _distinct_stages(p["stages"]):
+                coll_rows += _collective_rows(name, s["stage"], s["collectives"])
+            if p["transfer"]:
+                coll_rows += _collective_rows(name, "boundary", [p["transfer"]])
+    parts = [*_header(rec, f"parallel: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"), "",
+             "## Latency and throughput (bounds)", "",
+             markdown_table(["quantity", "bound"], quantities, "lr"),
+             "", "## Pipeline", "",
+             "Slowest stage and boundary transfer per micro-batch pass; pass = sum of stage times + "
+             "transfers; cycle = TTFT of the batch (prefill) or max(pass, micro-batches x slowest stage) "
+             "(decode); bubble = the slowest stage's idle share.", "",
+             markdown_table(["phase", "slowest stage", "transfer", "pass", "TTFT / cycle", "bubble"],
+                            _pipeline_rows(ph), "lrrrrr"),
+             "", "## Per device, per stage and phase", "",
+             "Roofline of the stage's shard (compute-bound operators, then memory-bound operators' time by "
+             "bytes moved) plus communication; time = roofline + exposed communication. Per micro-batch "
+             "pass; the decode row sums every step.", "",
+             markdown_table(["phase", "stage", "roofline", "compute-bound", "weights", "KV", "activations",
+                             "comm", "exposed comm", "time"], stage_rows, "lrrrrrrrrr"),
+             "", "## Collectives per device (one micro-batch pass; decode summed over the steps)", "",
+             "Stages with the same collectives are listed once. Bytes per run are S as nccl-tests counts it.", "",
+             markdown_table(["phase", "stage", "collective", "kind", "bytes per run", "runs", "group", "tier",
+                             "time"], coll_rows, "llllrrrlr") if coll_rows else "None: one device per replica "
+                                                                               "and no pipeline.",
+             *memory_lines(rec["memory"])]
+    if rec["serving"]:
+        s = rec["serving"]
+        rows = [[x["stage"], "-" if x["concurrency"] is None else f"{x['concurrency']:,.2f}",
+                 _rate(x["output_tokens_per_s"]), x["bound"]] for x in s["stages"]]
+        parts += ["", "## Serving-throughput bound per stage shard (continuous batching, upper bound)", "",
+                  markdown_table(["stage", "steady-state concurrency", "output tokens/s", "bound"], rows, "rrrl"),
+                  "", f"- Replica (slowest stage): {_rate(s['output_tokens_per_s_replica'])} output tokens/s; "
+                      f"cluster {_rate(s['output_tokens_per_s_cluster'])}; per device "
+                      f"{_rate(s['output_tokens_per_s_per_device'])} (communication not charged)"]
+    return "\n".join(parts + _tail(rec))
+
+
+def _distinct_stages(stages):
+    seen, out = set(), []
+    for s in stages:
+        key = tuple((c["name"], c["bytes_per_run"], c["runs"], c["tier"]) for c in s["collectives"])
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+def csv(rec):
+    rows = []
+    for key, _ in PHASES:
+        p = rec["phases"].get(key)
+        for s in (p or {}).get("stages", []):
+            rows.append([key] + [s[c] for c in STAGE_COLUMNS[1:]])
+    return to_csv(STAGE_COLUMNS, rows)
+
+
+def sweep_markdown(rec):
+    m, d, lay, i = rec["model"], rec["device"], rec["layout"], rec["inputs"]
+    rows = [[r["batch"], r["micro_batches"], u.seconds(r["ttft_s"]), u.seconds(r["tpot_first_s"]),
+             u.seconds(r["tpot_mean_s"]), u.seconds(r["tpot_last_s"]), _rate(r["decode_tokens_per_s_per_request"]),
+             _rate(r["decode_tokens_per_s_replica"]), _rate(r["decode_tokens_per_s_cluster"]),
+             _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
+            for r in rec["rows"]]
+    parts = [*_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
+             "", "## Sweep", "", "B = requests per replica; exposed comm = the slowest stage's exposed "
+                                 "communication over the decode cycle.", "",
+             markdown_table(["batch", "micro-batches", "TTFT", "TPOT first", "TPOT mean", "TPOT last",
+                             "tokens/s per request", "tokens/s per replica", "tokens/s cluster",
+                             "tokens/s per device", "exposed comm", "bubble"], rows, "rrrrrrrrrrrr")
+             if rows else "No batch fits.", *memory_lines(rec["memory"])]
+    return "\n".join(parts + _tail(rec))
+
+
+def sweep_csv(rec):
+    return records_to_csv(rec["rows"], SWEEP_COLUMNS)
+
+
+def _search_row(t):
+    lat, lay = t["latency"], t["layout"]
+    s = t.get("slowest_decode_stage") or t.get("slowest_prefill_stage")
+    return {"rank": t["rank"], "layout": lay["label"], "tp": lay["tp"], "pp": lay["pp"], "dp": lay["dp"],
+            "cp": lay["cp"], "ep": lay["ep"], "batch": t["batch"], "micro_batches": lay["micro_batches"],
+            "ttft_s": lat["ttft_s"], "tpot_mean_s": lat["tpot_mean_s"],
+            "decode_tokens_per_s_cluster": lat["decode_tokens_per_s_cluster"],
+            "decode_tokens_per_s_per_device": lat["decode_tokens_per_s_per_device"],
+            "bubble_fraction": t["bubble_fraction"], "comm_s": s["comm_s"], "exposed_comm_s": s["exposed_comm_s"],
+            "binding_stage": t["memory"]["binding_stage"],
+            "max_requests_per_replica": t["memory"]["max_requests_per_replica"]}
+
+
+def search_markdown(rec):
+    m, d, i = rec["model"], rec["device"], rec["inputs"]
+    rows = []
+    for t in rec["top"]:
+        r = _search_row(t)
+        s = t.get("slowest_decode_stage") or t.get("slowest_prefill_stage")
+        by_dim = ", ".join(f"{k} {u.seconds(v)}" for k, v in s["comm_s_by_dim"].items()) or "-"
+        rows.append([r["rank"], r["layout"], r["batch"], r["micro_batches"], u.seconds(r["ttft_s"]),
+                     u.seconds(r["tpot_mean_s"]), _rate(r["decode_tokens_per_s_cluster"]),
+                     _rate(r["decode_tokens_per_s_per_device"]), u.seconds(s["roofline_s"]), by_dim,
+                     u.seconds(s["exposed_comm_s"]), _pct(r["bubble_fraction"]),
+                     "-" if r["max_requests_per_replica"] is None else u.integer(r["max_requests_per_replica"])])
+    rej = [[r["layouts"], r["reason"], r["example"],
+            "-" if r["least_shortfall_bytes"] is None else u.integer(r["least_shortfall_bytes"])]
+           for r in rec["rejected"]]
+    limit = f", mean TPOT within {u.seconds(i['tpot_limit_s'])}" if i["tpot_limit_s"] is not None else ""
+    parts = [*_header(rec, f"parallel search: {m['id']} on {i['devices']} x {d['id']}"),
+             f"- Objective: {i['objective']}{limit}; ranking: {rec['ranking']}",
+             f"- Layouts: {u.integer(rec['layouts_considered'])} considered, {u.integer(rec['layouts_admitted'])} "
+             f"admitted, {u.integer(rec['layouts_considered'] - rec['layouts_admitted'])} rejected", "",
+             f"## Top {len(rows)} layouts", "",
+             "Roofline, communication and exposed communication of the slowest stage over all decode steps "
+             "(the prefill for --objective ttft).", "",
+             markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
+                             "tokens/s per device", "roofline", "comm by dimension", "exposed comm", "bubble",
+                             "requests fit"], rows, "rlrrrrrrrlrrr") if rows else "No layout is admitted.",
+             "", "## Rejected layouts, by reason", "",
+             markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rej, "rllr")
+             if rej else "None."]
+    return "\n".join(parts + _tail(rec))
+
+
+def search_csv(rec):
+    return records_to_csv([_search_row(t) for t in rec["top"]], SEARCH_COLUMNS)
