@@ -11,6 +11,12 @@ measured / bound, an efficiency that a bound keeps at or below 1:
   request over the stream) on the device's physical capacity with no reserve
   beyond the weights and caches, at efficiency 1.0: the most any server could do.
 
+- serving-throughput (several devices): `parallel`'s serving bound for the
+  published layout (analyses/parallel.serving_record): every pipeline stage's
+  shard through the same serving bound on its device's memory beside its
+  weights (no reserve), the replica bounded by its slowest stage, dp replicas
+  adding up, communication not charged (hidden entirely: the most any layout
+  could do). Compared with the whole run's figure.
 - training-step: the lower bound on the step time of analyses/train_time
   (`step_lower_bound`: the mean device's share of the model FLOPs at the dense
   peak of the compute format, or its unavoidable weight and optimizer bytes at
@@ -51,6 +57,10 @@ CONVENTIONS = (
     "published model, device, formats and lengths, on the device's physical (allocatable) "
     "capacity with no workspace reserve (the most memory any server could give the cache; a "
     "case may set setup.reserve_bytes), at the dense vendor peaks (efficiency 1.0).",
+    "Serving-throughput cases on several devices: `parallel`'s serving bound for the published "
+    "layout (each pipeline stage's shard through the same bound on its device's memory beside its "
+    "weights, no reserve; the replica bounded by its slowest stage; dp replicas add up), with no "
+    "communication charged (hidden entirely), against the whole run's measured figure.",
     "Training-step cases: `train`'s lower bound on the step time (the mean device's share of "
     "the model FLOPs, 3x the forward matrix FLOPs with causal attention halved, at the dense "
     "matrix peak of the compute format; or its weights read in every forward and backward plus "
@@ -122,19 +132,49 @@ def _not_evaluated(case):
         return None
     if case["kind"] != "serving-throughput":
         return f"kind {case['kind']} is not evaluated yet (serving-throughput only)"
-    if s["devices"] != 1:
-        return f"{s['devices']} devices: multi-device serving is evaluated once `parallel` lands"
     if case["measured"].get("unit") not in THROUGHPUT_UNITS:
         return (f"unit {case['measured'].get('unit')!r} is not a throughput "
                 f"({', '.join(THROUGHPUT_UNITS)})")
     return None
 
 
-def serving_case(case):
-    """Our serving-throughput bound for the case's setup: the `serving` record."""
+def _serving_workload(s, arch):
+    """The Workload of a serving case's formats (batch 1, one token)."""
     from types import SimpleNamespace
 
     from ..cli.common import workload
+
+    args = SimpleNamespace(weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"],
+                           kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
+                           mla=s.get("mla", "auto"))
+    return workload(args, arch, 1, 1, 0)
+
+
+def parallel_serving_case(case):
+    """`parallel`'s serving bound (analyses/parallel.serving_record) for a multi-device
+    case's layout: each stage shard's serving bound on its device's memory beside its
+    weights (no reserve unless the case sets reserve_bytes), communication not charged,
+    the replica bounded by its slowest stage, dp replicas: (Layout, record); the record is
+    None under CP (not derived)."""
+    from .. import layout as placement
+    from .parallel import Plan, memory_record, serving_record
+
+    s = case["setup"]
+    lo = s.get("layout") or {}
+    arch = _model(case)
+    tp, pp, cp, ep = (lo.get(k, 1) for k in ("tp", "pp", "cp", "ep"))
+    dp = lo.get("dp", s["devices"] // (tp * pp * cp))
+    lay = placement.Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep)
+    if lay.devices != s["devices"]:
+        raise UserError(f"{case['id']}: tp x pp x dp x cp = {lay.devices}, not devices = {s['devices']}")
+    placement.validate(arch, lay)
+    plan = Plan(arch, _serving_workload(s, arch), _device(s["device"]), s["input_len"], s["output_len"],
+                reserve_bytes=s.get("reserve_bytes", 0))
+    return lay, serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
+
+
+def serving_case(case):
+    """Our serving-throughput bound for the case's setup: the `serving` record."""
     from ..load.hardware import load_device
     from .decode import decode_path
     from .mla_path import for_pass
@@ -144,10 +184,7 @@ def serving_case(case):
     s = case["setup"]
     arch = _model(case)
     device = load_device(s["device"])
-    args = SimpleNamespace(weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"],
-                           kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
-                           mla=s.get("mla", "auto"))
-    w = workload(args, arch, 1, 1, 0)
+    w = _serving_workload(s, arch)
     room = device.memory_bytes - arch.weight_bytes(w) - s.get("reserve_bytes", 0)
     r = roof(device, w.compute_dtype)
     wp, _ = for_pass(arch, w.replace(tokens=s["input_len"]), r)
@@ -236,6 +273,8 @@ def evaluate(case):
         bound, kind, ratio = training_bound(case)
         row.update(bound=bound, ratio=ratio, bound_kind=kind)
         return _status(row)
+    if s["devices"] > 1:
+        return _multi_device(case, row)
     _, _, sv = serving_case(case)
     best = sv["steady_state"]
     if best is None:
@@ -245,6 +284,28 @@ def evaluate(case):
     bound = best[THROUGHPUT_UNITS[m["unit"]]]
     row.update(bound=bound, ratio=m["value"] / bound, bound_kind=best["bound"],
                concurrency=sv["steady_state_concurrency"])
+    return _status(row)
+
+
+def _multi_device(case, row):
+    """A multi-device serving row: the cluster's output tokens/s bound of its layout."""
+    s, m = case["setup"], case["measured"]
+    lay, sv = parallel_serving_case(case)
+    if sv is None:
+        row["status"] = "not evaluated"
+        row["not_evaluated"] = "context parallelism: `parallel` derives no serving bound under CP"
+        return row
+    out = sv["output_tokens_per_s_cluster"]
+    if not out:
+        row["status"] = "not evaluated"
+        row["not_evaluated"] = "the weights alone exceed a device's memory on some stage: no bound"
+        return row
+    requests = out / s["output_len"]
+    bound = {"output_tokens_per_s": out, "requests_per_s": requests,
+             "total_tokens_per_s": requests * (s["input_len"] + s["output_len"])}[m["unit"]]
+    kinds = sorted({st["bound"] for st in sv["stages"]})
+    row.update(bound=bound, ratio=m["value"] / bound, bound_kind="/".join(kinds),
+               concurrency=min(st["concurrency"] for st in sv["stages"]) * lay.dp)
     return _status(row)
 
 
