@@ -38,6 +38,9 @@ m micro-batches, p stages, b = the slowest stage):
   (p/2 - 1)(F&B + B - 3W), F&B taken as F + B (no credit for the overlap of
   the two directions), 2x parameters per device; needs p even.
 
+`step_lower_bound` is a lower bound on the same step (its docstring): what the
+estimate above can approach but no run can beat.
+
 Once per step, per stage (the slowest counts): the data-parallel gradient
 sync (`collectives.dp_gradient_collectives`; dense parameters over DP x CP,
 routed experts over the expert-data-parallel group), ZeRO-3's two parameter
@@ -351,7 +354,7 @@ class StepBound(Record):
     """A lower bound on the time of one optimizer step (`step_lower_bound`)."""
     devices: int
     model_flops_per_device: int     # the step's model FLOPs // devices
-    peak_flops_per_s: float         # dense matrix peak of the compute format
+    peak_flops_per_s: object        # dense matrix peak of the compute format (None: unpublished)
     compute_s: float
     weight_read_bytes: int          # per device, every micro-batch's forward and backward
     optimizer_bytes: int            # per device, the update of its share of the parameters
@@ -385,10 +388,10 @@ def step_lower_bound(model_flops, params, stage_params, lay, device, compute_dty
     the estimate of `step_time` is never below it."""
     n = lay.devices
     peak = device.peak(compute_dtype)
-    compute = model_flops / n / peak if peak else 0.0
+    compute = model_flops / n / peak if peak else 0.0   # no published peak: the FLOPs take no time
     shard = sum(stage_params) * weight_bytes // len(stage_params)
     weights = 2 * lay.micro_batches * shard
     update = params * (2 * optimizer_bytes + grad_bytes + weight_bytes) // n
     memory = (weights + update) / device.memory_bandwidth_bytes_per_s
-    return StepBound(n, model_flops // n, peak or 0.0, compute, weights, update, memory,
+    return StepBound(n, model_flops // n, peak or None, compute, weights, update, memory,
                      max(compute, memory), "compute" if compute >= memory else "memory")

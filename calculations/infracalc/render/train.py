@@ -135,13 +135,17 @@ def throughput_lines(th, i):
     return lines
 
 
+def _peak(p):
+    return "an unpublished peak (no time charged)" if p is None else u.rate_flops(p)
+
+
 def lower_bound_lines(b, step):
     """The lower bound beside the estimate (definition printed)."""
     return [
         f"**Lower bound on the step: {u.seconds(b['step_s'])}** ({b['bound']}-bound; the estimate above "
         f"is {step / b['step_s']:.3f}x it), at most {b['tokens_per_s_per_device']:,.1f} tokens/s per device. "
         f"Compute {u.seconds(b['compute_s'])} = {u.flops(b['model_flops_per_device'])} model FLOPs per device "
-        f"at {u.rate_flops(b['peak_matrix_flops_per_s'])}; memory {u.seconds(b['memory_s'])} = weights read "
+        f"at {_peak(b['peak_matrix_flops_per_s'])}; memory {u.seconds(b['memory_s'])} = weights read "
         f"{u.nbytes(b['weight_read_bytes_per_device'])} + optimizer update "
         f"{u.nbytes(b['optimizer_update_bytes_per_device'])} per device.",
         "", f"- {b['definition']}"]
