@@ -150,24 +150,39 @@ def _serving_workload(s, arch):
     return workload(args, arch, 1, 1, 0)
 
 
+def _layout(case, arch, micro_batch=None):
+    """The case's Layout (dp defaults to devices / (tp x pp x cp)), checked against its
+    device count and the model; with `micro_batch`, m = global batch / (dp x micro-batch)."""
+    from .. import layout as placement
+
+    s = case["setup"]
+    lo = s.get("layout") or {}
+    tp, pp, cp, ep = (lo.get(k, 1) for k in ("tp", "pp", "cp", "ep"))
+    dp = lo.get("dp", s["devices"] // (tp * pp * cp))
+    m = 1
+    if micro_batch is not None:
+        if s["global_batch"] % (dp * micro_batch):
+            raise UserError(f"{case['id']}: global batch {s['global_batch']} is not a multiple of "
+                            f"dp x micro-batch = {dp} x {micro_batch}")
+        m = s["global_batch"] // (dp * micro_batch)
+    lay = placement.Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, micro_batches=m)
+    if lay.devices != s["devices"]:
+        raise UserError(f"{case['id']}: tp x pp x dp x cp = {lay.devices}, not devices = {s['devices']}")
+    placement.validate(arch, lay)
+    return lay
+
+
 def parallel_serving_case(case):
     """`parallel`'s serving bound (analyses/parallel.serving_record) for a multi-device
     case's layout: each stage shard's serving bound on its device's memory beside its
     weights (no reserve unless the case sets reserve_bytes), communication not charged,
     the replica bounded by its slowest stage, dp replicas: (Layout, record); the record is
     None under CP (not derived)."""
-    from .. import layout as placement
     from .parallel import Plan, memory_record, serving_record
 
     s = case["setup"]
-    lo = s.get("layout") or {}
     arch = _model(case)
-    tp, pp, cp, ep = (lo.get(k, 1) for k in ("tp", "pp", "cp", "ep"))
-    dp = lo.get("dp", s["devices"] // (tp * pp * cp))
-    lay = placement.Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep)
-    if lay.devices != s["devices"]:
-        raise UserError(f"{case['id']}: tp x pp x dp x cp = {lay.devices}, not devices = {s['devices']}")
-    placement.validate(arch, lay)
+    lay = _layout(case, arch)
     plan = Plan(arch, _serving_workload(s, arch), _device(s["device"]), s["input_len"], s["output_len"],
                 reserve_bytes=s.get("reserve_bytes", 0))
     return lay, serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
@@ -175,7 +190,6 @@ def parallel_serving_case(case):
 
 def serving_case(case):
     """Our serving-throughput bound for the case's setup: the `serving` record."""
-    from ..load.hardware import load_device
     from .decode import decode_path
     from .mla_path import for_pass
     from .roofline import roof
@@ -183,7 +197,7 @@ def serving_case(case):
 
     s = case["setup"]
     arch = _model(case)
-    device = load_device(s["device"])
+    device = _device(s["device"])
     w = _serving_workload(s, arch)
     room = device.memory_bytes - arch.weight_bytes(w) - s.get("reserve_bytes", 0)
     r = roof(device, w.compute_dtype)
@@ -198,28 +212,21 @@ def training_case(case):
     from ..dtypes import dtype
     from ..workload import Workload
     from . import train_flops, train_memory
+    from .train import check_formats
     from .train_time import step_lower_bound
 
     s = case["setup"]
     arch = _model(case)
-    device = _device(s["device"])
-    lo = s["layout"]
-    act = dtype(s["act_dtype"])
+    act, gb = dtype(s["act_dtype"]), s["global_batch"]
     w = Workload(batch=s["micro_batch"], tokens=s["seq_len"], logits="all",
                  weight_dtype=dtype(s["weight_dtype"]), act_dtype=act, kv_dtype=act)
-    dp, mb, gb = lo.get("dp", 1), s["micro_batch"], s["global_batch"]
-    if gb % (dp * mb):
-        raise UserError(f"{case['id']}: global batch {gb} is not a multiple of dp x micro-batch = {dp} x {mb}")
-    lay = placement.Layout(tp=lo.get("tp", 1), pp=lo.get("pp", 1), dp=dp, cp=lo.get("cp", 1),
-                           ep=lo.get("ep", 1), micro_batches=gb // (dp * mb))
-    if lay.devices != s["devices"]:
-        raise UserError(f"{case['id']}: tp x pp x dp x cp = {lay.devices}, not devices = {s['devices']}")
-    placement.validate(arch, lay)
+    check_formats(w)
+    lay = _layout(case, arch, s["micro_batch"])
     flops = train_flops.step(arch, w.replace(batch=gb)).model_flops
     stage_params = [sum(train_memory.device_params(placement.shard(arch, lay, st)))
                     for st in placement.stages(arch, lay)]
     opt = train_memory.optimizer_bytes(s.get("optimizer", "adamw"), s.get("master_bytes", 4))
-    bound = step_lower_bound(flops, arch.params, stage_params, lay, device, w.compute_dtype,
+    bound = step_lower_bound(flops, arch.params, stage_params, lay, _device(s["device"]), w.compute_dtype,
                              weight_bytes=dtype(s["weight_dtype"]).bits // 8,
                              grad_bytes=s.get("grad_bytes", 2), optimizer_bytes=opt)
     return arch, gb * s["seq_len"], bound
