@@ -416,6 +416,7 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
             "memory_bytes": memory_bytes,
             "reserve_bytes": reserve,
             "reserve_is_default": reserve_bytes is None,
+            **({"native_formats": {role: d.name for role, d in w.formats}} if w.formats else {}),
         },
         "sizing": {
             "bytes_per_token": sum(t.layers * t.per_token for t in whole),
