@@ -172,21 +172,9 @@ def phase_record(pcs, r):
     """Exact work and bounded time of a phase (one pass, or decode steps summed)."""
     rows = decode_sum.summed_ops(pcs)
     acc = account(pcs, r)
-
-    def total(attr, category=None):
-        return sum(getattr(op, attr) for op in rows if category is None or op.category == category)
-
     return {
         "steps": sum(p.total_steps for p in pcs),
-        "linear_flops": total("matrix_flops", "linear"),
-        "attention_flops_causal": total("matrix_flops", "attention"),
-        "attention_flops_rectangular": total("rect_flops", "attention"),
-        "vector_flops": total("vector_flops"),
-        "weight_bytes_read": total("weight_read"),
-        "act_bytes_read": total("act_read"),
-        "kv_bytes_read": total("kv_read"),
-        "act_bytes_written": total("act_write"),
-        "kv_bytes_written": total("kv_write"),
+        **ledger.op_totals(rows),
         "time_s": acc.time_s,
         "compute_bound_s": acc.compute_s,
         "weights_s": acc.weights_s,
@@ -459,8 +447,8 @@ def ridge_estimate_batch(r, weight_bytes, active_params):
 def ideal_totals(pcs):
     """(matrix FLOPs, vector FLOPs, unique bytes) of a phase: what the ideal bound weighs."""
     rows = decode_sum.summed_ops(pcs)
-    return (sum(op.matrix_flops for op in rows), sum(op.vector_flops for op in rows),
-            sum(op.weight_read + op.kv_read + op.kv_write for op in rows))
+    return (ledger.sum_field(rows, "matrix_flops"), ledger.sum_field(rows, "vector_flops"),
+            sum(ledger.sum_field(rows, f) for f in ("weight_read", "kv_read", "kv_write")))
 
 
 def ideal_compute(t, r):
