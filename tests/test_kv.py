@@ -13,7 +13,7 @@ sys.path.insert(0, ROOT)
 
 from infracalc import layout as L  # noqa: E402
 from infracalc.analyses import kv as K  # noqa: E402
-from infracalc.analyses.memory import max_requests  # noqa: E402
+from infracalc.analyses.memory import binding_stage, cache_room, max_requests, requests_in  # noqa: E402
 from infracalc.arch import Architecture, Block, Layer  # noqa: E402
 from infracalc.blocks.attention import Attention  # noqa: E402
 from infracalc.blocks.basic import Embedding, LMHead, RMSNorm  # noqa: E402
@@ -433,6 +433,28 @@ class Capacity(unittest.TestCase):
         self.assertEqual(K.table_contexts(40960), [1024, 2048, 4096, 8192, 16384, 32768, 40960])
         self.assertEqual(K.table_contexts(4096), [1024, 2048, 4096])
         self.assertEqual(K.table_contexts(4096, prefix=2048), [4096])
+
+
+class CapacityVocabulary(unittest.TestCase):
+    """analyses/memory's room, requests-in-room and binding stage, shared by kv,
+    decode, serving, speculative, validate, layout, parallel and train."""
+
+    def test_room_and_requests(self):
+        # 80 GiB, default reserve 8 GiB (10%), 16 GiB weights: room 56 GiB = 60,129,542,144 B
+        self.assertEqual(cache_room(80 * 2**30, 16 * 2**30), 56 * 2**30)
+        self.assertEqual(cache_room(100, 30, 0), 70)
+        self.assertEqual(cache_room(100, 95, 10), -5)            # a shortfall
+        self.assertEqual(requests_in(56 * 2**30, 10**9), 60)     # floor(60.13)
+        self.assertEqual(requests_in(-5, 1), 0)
+        self.assertEqual(requests_in(0, 7), 0)
+        self.assertIsNone(requests_in(70, 0))                    # no cache: unbounded
+        self.assertIsNone(requests_in(0, 0))                     # fits exactly, unbounded
+
+    def test_binding_stage(self):
+        # fewest requests first; unbounded (None) last; then least left; ties: the first
+        self.assertEqual(binding_stage([9, 1, 5], [3, None, 3]), 2)
+        self.assertEqual(binding_stage([9, 1], [None, None]), 1)
+        self.assertEqual(binding_stage([4, 4, 2, 2]), 2)
 
 
 class Invariants(unittest.TestCase):

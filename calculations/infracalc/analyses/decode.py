@@ -18,7 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from ..record import Record
 from . import decode_sum, mla_path
-from .memory import ENGINE_DEFAULTS, default_reserve, engine_reserve, request_bytes, requests_in
+from .memory import ENGINE_DEFAULTS, cache_room, engine_reserve, request_bytes, requests_in, reserve_of
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import UNKNOWN, roof
 from .serving import SERVING_CONVENTIONS, throughput
@@ -214,16 +214,16 @@ def capacity_record(arch, w, device, context, reserve_bytes=None):
     reserve (default 10% of memory; memory.max_requests, with its parts shown),
     and what the serving engines' default reserves would leave."""
     memory = device.memory_bytes
-    reserve = default_reserve(memory) if reserve_bytes is None else reserve_bytes
+    reserve = reserve_of(memory, reserve_bytes)
     per = request_bytes(arch, w, context)
     weights = arch.weight_bytes(w)
-    room = memory - weights - reserve
+    room = cache_room(memory, weights, reserve)
     fit = requests_in(room, per)
     engines = []
     for name, rule, kind in ENGINE_DEFAULTS:
         res = engine_reserve(kind, memory, weights)
         engines.append({"engine": name, "rule": rule, "reserve_bytes": res,
-                        "max_requests": None if res is None else requests_in(memory - weights - res, per)})
+                        "max_requests": None if res is None else requests_in(cache_room(memory, weights, res), per)})
     return {
         "context_tokens": context,
         "memory_bytes": memory,

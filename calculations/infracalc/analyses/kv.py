@@ -17,7 +17,7 @@ max requests = floor((memory - Wt - reserve - S) / R), the minimum over stages.
 
 from functools import lru_cache
 
-from .memory import default_reserve
+from .memory import binding_stage, cache_room, requests_in, reserve_of
 from .records import SCHEMA_VERSION, model_record
 from .. import layout as placement
 from ..arch import Block, layer_range_label
@@ -227,10 +227,7 @@ class Demand(Record):
 
     def max_requests(self, memory, reserve):
         """floor((memory - weights - reserve - shared) / own); None if own is 0 and it fits."""
-        free = memory - self.weights - reserve - self.shared
-        if free < 0:
-            return 0
-        return free // self.own if self.own else None
+        return requests_in(cache_room(memory, self.weights, reserve) - self.shared, self.own)
 
 
 def demand(stage, w, context, tp, page, prefix):
@@ -250,14 +247,9 @@ def max_requests_at(stages_, w, context, memory, reserve, tp, page, prefix):
     unbounded. Ties go to the first stage. Pass `distinct(stages)`: repeated
     stage kinds change nothing."""
     ds = [demand(st, w, context, tp, page, prefix) for st in stages_]
-
-    def tightness(i):
-        """Fewest requests first (unbounded last), then least memory left at that count."""
-        m = ds[i].max_requests(memory, reserve)
-        return (m is None, m or 0, memory - ds[i].need(m or 0, reserve))
-
-    bind = min(range(len(ds)), key=tightness)
-    return ds[bind].max_requests(memory, reserve), stages_[bind].index, ds
+    fits = [d.max_requests(memory, reserve) for d in ds]
+    bind = binding_stage([memory - d.need(m or 0, reserve) for d, m in zip(ds, fits)], fits)
+    return fits[bind], stages_[bind].index, ds
 
 
 def fits(stages_, w, context, batch, memory, reserve, tp, page, prefix):
@@ -339,7 +331,7 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
     """The full `kv` result record."""
     if prefix > context:
         raise UserError(f"--shared-prefix {prefix} exceeds --context {context}")
-    reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
+    reserve = reserve_of(memory_bytes, reserve_bytes)
     if reserve >= memory_bytes:
         raise UserError(f"reserve {reserve:,} B is not less than device memory {memory_bytes:,} B")
     lay = placement.Layout(tp=tp, pp=pp)
@@ -367,7 +359,7 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
         "devices": tp * pp,
         "memory_bytes_per_device": memory_bytes,
         "reserve_bytes": reserve,
-        "kv_cache_room_bytes": memory_bytes - sts[bind].weight_bytes - reserve,
+        "kv_cache_room_bytes": cache_room(memory_bytes, sts[bind].weight_bytes, reserve),
         "binding_stage": bind,
         "max_requests": most,
         "fits_one_request": most is None or most >= 1,

@@ -31,6 +31,7 @@ from ..arch import Block
 from ..errors import UserError
 from . import decode_sum, mla_path
 from .decode import account, decode_path
+from .memory import cache_room
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
 
@@ -384,9 +385,7 @@ def memory(plan, lay, batch):
     context = plan.P + plan.G - 1
     rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
                                             plan.reserve)
-    fits = [s.max_requests for s in rows]
-    cap = None if all(f is None for f in fits) else min(f for f in fits if f is not None)
-    return rows, binding, cap
+    return rows, binding, rows[binding].max_requests
 
 
 def _collective_rows(plan, cs):
@@ -555,7 +554,7 @@ def serving_record(plan, lay, rows):
         return None
     per_stage, seen = [], {}
     for st, mem in zip(placement.stages(plan.arch, lay), rows):
-        room = mem["memory_bytes"] - mem["weight_bytes"] - mem["reserve_bytes"]
+        room = cache_room(mem["memory_bytes"], mem["weight_bytes"], mem["reserve_bytes"])
         key = (lay.tp, lay.ep, st.lo, st.hi, st.has_embedding, st.has_head, room)
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)

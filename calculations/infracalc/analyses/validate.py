@@ -115,6 +115,7 @@ def serving_case(case):
     from ..cli.common import workload
     from ..load.hardware import load_device
     from .decode import decode_path
+    from .memory import cache_room
     from .mla_path import for_pass
     from .roofline import roof
     from .serving import serving_bound
@@ -126,7 +127,7 @@ def serving_case(case):
                            kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
                            mla=s.get("mla", "auto"))
     w = workload(args, arch, 1, 1, 0)
-    room = device.memory_bytes - arch.weight_bytes(w) - s.get("reserve_bytes", 0)
+    room = cache_room(device.memory_bytes, arch.weight_bytes(w), s.get("reserve_bytes", 0))
     r = roof(device, w.compute_dtype)
     wp, _ = for_pass(arch, w.replace(tokens=s["input_len"]), r)
     ws = decode_path(arch, w, s["input_len"], s["input_len"] + s["output_len"] - 2, r)[0]
