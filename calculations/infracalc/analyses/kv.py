@@ -2,10 +2,10 @@
 how many requests (or how long a context) fit beside the weights on a device.
 
 Everything goes through the Block interface, so new layer types need no change
-here: `kv_bytes_per_token(kv_dtype)` (cache per token), `kv_tokens(context)`
-(tokens a layer keeps: all of them, or at most a window), `state_bytes(kv_dtype)`
-(fixed recurrent state per request), `kv_formula(kv_dtype)` (the text of the
-formula) and `shard(tp)` (one tensor-parallel device's block). Placement (the
+here: `kv_bytes_per_token(kv_dtype, mla)` (cache per token in the workload's
+cache format), `kv_tokens(context)` (tokens a layer keeps: all of them, or at
+most a window), `state_bytes(kv_dtype)` (fixed recurrent state per request),
+`kv_formula(kv_dtype, mla)` (the text of the formula) and `shard(tp)` (one tensor-parallel device's block). Placement (the
 layout checks, pipeline stages, per-device shards and weights) is the
 `layout` module's, shared with `parallel`.
 
@@ -59,14 +59,9 @@ CONVENTIONS = (
 
 # -- sizing -----------------------------------------------------------------
 
-def _path(block, w):
-    """The extra argument MLA blocks take: the workload's MLA path."""
-    return (w.mla,) if block.kv_depends_on_mla else ()
-
-
 def cache_per_token(block, w):
     """Cache bytes one token adds to `block` under workload `w`."""
-    return block.kv_bytes_per_token(w.kv_dtype, *_path(block, w))
+    return block.kv_bytes_per_token(w.kv_dtype, w.mla)
 
 
 def cache_state(block, w):
@@ -80,7 +75,7 @@ def cache_blocks(layer, w):
 
 def formula(block, w):
     """The block's own formula text, or its label with the figure when it has none."""
-    text = block.kv_formula(w.kv_dtype, *_path(block, w))
+    text = block.kv_formula(w.kv_dtype, w.mla)
     if text:
         return text
     parts = []
