@@ -539,6 +539,23 @@ class Cli(unittest.TestCase):
         code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "32768", "--format", "json")
         self.assertEqual(json.loads(out)["capacity"]["max_requests"], 12)
 
+    def test_native_formats_are_stated(self):
+        # gpt-oss-20b ships MXFP4 experts: by default kv sizes its weights as the checkpoint
+        # stores them, 13,761,264,768 B (the checkpoint index's total_size); with
+        # --weight-dtype bf16, 2 x 20,914,757,184 = 41,829,514,368 B. Both printed "weights
+        # bf16" before; the default output must name the native format, in md and JSON.
+        args = ("kv", "--model", "gpt-oss-20b", "--context", "4096")
+        _, out, _ = run_cli(*args, "--format", "json")
+        native = json.loads(out)
+        self.assertEqual(native["capacity"]["stages"][0]["weight_bytes"], 13_761_264_768)
+        self.assertEqual(native["inputs"]["native_formats"], {"expert": "mxfp4"})
+        _, out, _ = run_cli(*args, "--weight-dtype", "bf16", "--format", "json")
+        plain = json.loads(out)
+        self.assertEqual(plain["capacity"]["stages"][0]["weight_bytes"], 2 * 20_914_757_184)
+        self.assertNotIn("native_formats", plain["inputs"])
+        _, out, _ = run_cli(*args)
+        self.assertIn("expert stored natively as mxfp4", out)
+
     def test_errors_exit_2(self):
         for argv in (["--tp", "3"], ["--shared-prefix", "200"], ["--pp", "37"],
                      ["--memory-bytes", "lots"], ["--reserve", "100%"],

@@ -19,7 +19,7 @@ from ..errors import UserError
 from ..record import Record
 from . import decode_sum, mla_path
 from .memory import ENGINE_DEFAULTS, cache_room, engine_reserve, request_bytes, requests_in, reserve_of
-from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
+from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN, roof
 from .serving import SERVING_CONVENTIONS, throughput
 
@@ -168,19 +168,28 @@ def ideal_time(pcs, r):
     return total
 
 
+def _unknown_noted(bound, r, matrix_flops, vector_flops):
+    """A memory-side bound gains '; compute unknown' when some of the FLOPs have no
+    published peak on the device (their time is not counted), as forward's rows say."""
+    if bound.startswith("memory") and r.compute_unknown(matrix_flops, vector_flops):
+        return f"{bound}; compute unknown"
+    return bound
+
+
 def phase_record(pcs, r):
     """Exact work and bounded time of a phase (one pass, or decode steps summed)."""
     rows = decode_sum.summed_ops(pcs)
     acc = account(pcs, r)
+    totals = ledger.op_totals(rows)
     return {
         "steps": sum(p.total_steps for p in pcs),
-        **ledger.op_totals(rows),
+        **totals,
         "time_s": acc.time_s,
         "compute_bound_s": acc.compute_s,
         "weights_s": acc.weights_s,
         "kv_s": acc.kv_s,
         "activations_s": acc.act_s,
-        "bound": acc.bound,
+        "bound": _unknown_noted(acc.bound, r, ledger.sum_field(rows, "matrix_flops"), totals["vector_flops"]),
         "ideal_time_s": ideal_time(pcs, r),
     }
 
@@ -190,7 +199,8 @@ def operator_rows(pcs, r):
     steps = sum(p.total_steps for p in pcs)
     out = []
     for op, (acc, compute_steps) in zip(decode_sum.summed_ops(pcs), operator_accounts(pcs, r)):
-        bound = ("compute" if compute_steps == steps else "memory" if compute_steps == 0
+        bound = ("compute" if compute_steps == steps
+                 else _unknown_noted("memory", r, op.matrix_flops, op.vector_flops) if compute_steps == 0
                  else f"compute on {compute_steps} of {steps} steps")
         out.append({
             "name": op.name, "layers": op.layers, "repeats": op.repeats, "category": op.category,
@@ -333,7 +343,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     rec["operators"] = operators
     rec["serving"] = serving_record(arch, w, r, input_len, output_len, cap, wp)
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
     return rec
 
 
@@ -401,7 +411,8 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
             "decode_tokens_per_s_aggregate": b * steps / dec,
             "compute_share": acc.compute_s / dec,
             "compute_bound_s": acc.compute_s, "weights_s": acc.weights_s, "kv_s": acc.kv_s,
-            "activations_s": acc.act_s, "bound": acc.bound,
+            "activations_s": acc.act_s,
+            "bound": _unknown_noted(acc.bound, r, *(sum(v[i] for v in pcs[0].starts) for i in (_MF, _VF))),
             "cache_bytes": b * cap["cache_bytes_per_request"],
             "stream_output_tokens_per_s": stream["output_tokens_per_s"],
             "stream_bound": stream["bound"],
@@ -423,7 +434,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     rec["capacity_batch"] = cap["max_requests"]
     rec["serving"] = serving
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = list(CONVENTIONS) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS) + [
+    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS) + [
         "Sweep column 'stream tokens/s': the serving-throughput bound with the weights of each "
         "step shared by the row's batch as the mean concurrency (continuous batching, chunked "
         "prefill), beside the lockstep decode throughput.",

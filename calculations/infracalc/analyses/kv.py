@@ -466,6 +466,7 @@ def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None)
             "memory_bytes": memory_bytes,
             "reserve_bytes": budget.reserve,
             "reserve_is_default": reserve_bytes is None,
+            **({"native_formats": {role: d.name for role, d in w.formats}} if w.formats else {}),
         },
         "sizing": sizing_record(whole, req.context),
         "capacity": capacity_record(arch, sts, budget, req, lay),

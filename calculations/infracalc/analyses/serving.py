@@ -50,6 +50,7 @@ import math
 from .. import ledger
 from . import decode_sum
 from .memory import request_bytes, requests_in
+from .roofline import UNKNOWN_COMPUTE
 
 SERVING_CONVENTIONS = (
     "Serving-throughput bound (continuous batching over a stream of requests of P input and "
@@ -135,12 +136,13 @@ def request_time(work, weights_per_step, output_len, n, r):
 def throughput(work, weights_per_step, input_len, output_len, n, r):
     """The bound at mean concurrency n (None: unbounded by memory, weights amortised away)."""
     t, compute, memory = request_time(work, weights_per_step, output_len, n, r)
+    unknown = compute < memory and r.compute_unknown(*work[:2])   # FLOPs with no published peak
     return {
         "concurrency": n,
         "time_per_request_s": t,
-        "compute_s": compute,
+        "compute_s": None if unknown else compute,
         "memory_s": memory,
-        "bound": "compute" if compute >= memory else "memory",
+        "bound": UNKNOWN_COMPUTE if unknown else "compute" if compute >= memory else "memory",
         "requests_per_s": 1 / t if t else None,
         "output_tokens_per_s": output_len / t if t else None,
         "total_tokens_per_s": (input_len + output_len) / t if t else None,

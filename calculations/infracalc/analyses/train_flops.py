@@ -256,6 +256,10 @@ def conventions(arch, st, sequences, seq):
     gpt = arch.model_type == "gpt2"
     shape_note = "" if gpt else (" It assumes a GPT block (MHA, non-gated 4h MLP); this model's "
                                  "blocks differ, so only the order of magnitude compares.")
+    # an MoE model's 6ND also with N = all parameters, as scaling tables (and the book) quote it
+    six_all = (Convention("6ND, all parameters", f"6 x N x D, N = {arch.params:,} parameters, every "
+                          f"expert included, D = {d:,} tokens", 6 * arch.params * d, "model", st.model_flops,
+                          "charges every token for every stored expert, not the top-k it uses"),) if moe else ()
     return (
         Convention("exact (model FLOPs)", "3 x forward matrix FLOPs from the ledger",
                    st.model_flops, "model", st.model_flops,
@@ -264,6 +268,7 @@ def conventions(arch, st, sequences, seq):
                    6 * n * d, "model", st.model_flops,
                    "counts every parameter as a matmul weight (the embedding gather too, "
                    "a tied head once) and no attention score work"),
+        *six_all,
         Convention("PaLM / torchtitan",
                    f"6 x N_non-embedding x D + 12 L H Q T x D, N_non-embedding = {non_emb:,}, "
                    f"sum of L H (Q_k + Q_v) / 2 = {attn // 2:,}, T = {seq:,}",

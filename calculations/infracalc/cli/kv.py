@@ -10,7 +10,8 @@ def add_arguments(p):
                    help="concurrent requests for the memory-left and max-context figures (default 1)")
     common.add_dtypes(p)
     p.add_argument("--mla", choices=common.MLA_PATHS, default="absorbed",
-                   help="MLA cache: absorbed (latent + rope key, default) or naive (expanded K/V)")
+                   help="MLA cache: absorbed (default) and expanded both keep the latent + rope key; "
+                        "naive keeps the expanded K/V")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--device", default=None, metavar="ID|DEVICE.json",
                        help="a bundled device id or a device JSON path (default h100-sxm)")
