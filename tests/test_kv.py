@@ -438,6 +438,33 @@ class Capacity(unittest.TestCase):
         self.assertEqual(K.table_contexts(4096, prefix=2048), [4096])
 
 
+class CacheHooks(unittest.TestCase):
+    """Every block takes the cache format the same way, (kv_dtype, mla): callers never
+    ask a block whether it is MLA, and only MLA's cache depends on the path."""
+
+    def test_only_mla_depends_on_the_path(self):
+        from infracalc.blocks.mla import MLA
+        bf16 = DTYPES["bf16"]
+        seen = set()
+        for model in ("qwen3-8b", "gemma-3-27b", "qwen3-next-80b-a3b", "gpt-oss-20b", "llama-4-scout",
+                      "gpt2", "gpt-neox-20b", "deepseek-v2-lite"):
+            arch = load_model(model)
+            blocks = list(arch.top_blocks()) + [b for layer, _, _ in arch.layer_groups() for b in layer.blocks]
+            for b in blocks:
+                seen.add(type(b).__name__)
+                naive, absorbed = b.kv_bytes_per_token(bf16, "naive"), b.kv_bytes_per_token(bf16, "absorbed")
+                self.assertEqual(absorbed, b.kv_bytes_per_token(bf16))
+                if isinstance(b, MLA):
+                    # DeepSeek-V2-Lite: 16 heads x (128 + 64 + 128) = 5,120 values naive,
+                    # kv_lora 512 + rope 64 = 576 absorbed, 2 B each
+                    self.assertEqual((naive, absorbed), (10_240, 1_152))
+                    self.assertNotEqual(b.kv_formula(bf16, "naive"), b.kv_formula(bf16, "absorbed"))
+                else:
+                    self.assertEqual(naive, absorbed, (model, type(b).__name__))
+                    self.assertEqual(b.kv_formula(bf16, "naive"), b.kv_formula(bf16))
+        self.assertLessEqual({"Attention", "GatedDeltaNet", "MLA", "MoE", "GatedMLP"}, seen)
+
+
 class CapacityVocabulary(unittest.TestCase):
     """analyses/memory's room, requests-in-room and binding stage, shared by kv,
     decode, serving, speculative, validate, layout, parallel and train."""

@@ -339,11 +339,11 @@ def device_operators(arch, layout, stage, w):
 def device_ledger(arch, layout, stage, w):
     """ledger.build(shard(arch, layout, stage), w), from `device_operators`
     (the same rows and totals; layer labels are global indices)."""
-    from .ledger import Ledger, _totals
+    from .ledger import Ledger, totals
 
     one = shard(arch, layout, stage)
     ops = device_operators(arch, layout, stage, w)
-    return Ledger(one, w, tuple(ops), _totals(one, w, ops))
+    return Ledger(one, w, tuple(ops), totals(one, w, ops))
 
 
 # -- memory per device --------------------------------------------------------

@@ -58,7 +58,7 @@ class Ledger(Record):
 def build(arch, w):
     """Every operator of one forward pass of `arch` over workload `w`."""
     ops = operators(arch, w)
-    return Ledger(arch, w, tuple(ops), _totals(arch, w, ops))
+    return Ledger(arch, w, tuple(ops), totals(arch, w, ops))
 
 
 def operators(arch, w, per_layer=False):
@@ -101,7 +101,9 @@ def op_totals(rows):
     return {name: sum_field(rows, attr, category) for name, attr, category in OP_TOTALS}
 
 
-def _totals(arch, w, ops):
+def totals(arch, w, ops):
+    """The Totals of `arch`'s operator rows `ops` under workload `w` (a whole
+    model's or a shard's): parameters, resident weights and caches, and op_totals."""
     return Totals(
         params=arch.params,
         active_params=arch.active_params,
