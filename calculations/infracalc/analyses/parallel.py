@@ -385,7 +385,9 @@ def memory(plan, lay, batch):
     context = plan.P + plan.G - 1
     rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
                                             plan.reserve)
-    return rows, binding, rows[binding].max_requests
+    fits = [s.max_requests for s in rows]
+    cap = None if all(f is None for f in fits) else min(f for f in fits if f is not None)
+    return rows, binding, cap
 
 
 def _collective_rows(plan, cs):
