@@ -31,6 +31,7 @@ from ..arch import Block
 from ..errors import UserError
 from . import decode_sum, mla_path
 from .decode import account, decode_path
+from .memory import cache_room
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
 
@@ -560,7 +561,7 @@ def serving_record(plan, lay, rows):
         return None
     per_stage, seen = [], {}
     for st, mem in zip(placement.stages(plan.arch, lay), rows):
-        room = mem["memory_bytes"] - mem["weight_bytes"] - mem["reserve_bytes"]
+        room = cache_room(mem["memory_bytes"], mem["weight_bytes"], mem["reserve_bytes"])
         key = (lay.tp, lay.ep, st.lo, st.hi, st.has_embedding, st.has_head, room)
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)

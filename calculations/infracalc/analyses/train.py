@@ -12,6 +12,7 @@ step (`train_time`).
 from ..errors import UserError
 from ..record import Record
 from . import train_flops, train_memory, train_time
+from .memory import binding_stage
 from .records import SCHEMA_VERSION, model_record
 
 CONVENTIONS = (
@@ -103,7 +104,7 @@ def stage_memory(arch, w, lay, s):
 
 def binding(mem, capacity):
     """Index of the stage with the least headroom (ties: the first)."""
-    return max(range(len(mem)), key=lambda i: (mem[i].total - capacity, -i))
+    return binding_stage([capacity - m.total for m in mem])
 
 
 def lower_bound(arch, w, lay, device, s, mem, model_flops):

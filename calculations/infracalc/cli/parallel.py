@@ -55,10 +55,7 @@ def add_arguments(p):
     common.add_model(p)
     p.add_argument("--devices", type=common.positive_int, required=True, metavar="N",
                    help="devices in the cluster (= tp x pp x dp x cp)")
-    p.add_argument("--input-len", type=common.positive_int, required=True, metavar="P",
-                   help="prompt tokens per request")
-    p.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
-                   help="generated tokens per request, the first one from the prefill pass")
+    common.add_lengths(p)
     p.add_argument("--batch", type=common.positive_int, default=None, metavar="B",
                    help="concurrent requests per model replica (default 1; with --search "
                         "--objective throughput, default: the best of 1, 2, 4, ... up to the capacity)")
