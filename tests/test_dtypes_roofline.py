@@ -60,5 +60,24 @@ class RooflineArithmetic(unittest.TestCase):
         self.assertGreaterEqual(t["roofline_time_s"], t["ideal_time_s"])
 
 
+    def test_unknown_compute_is_null_not_zero(self):
+        # Apple M3 Ultra: no published matrix or vector peak. Qwen3-8B, one token: q_proj has
+        # 2*4096*4096 = 33,554,432 FLOPs whose time is unknown, not 0 s (gemm reports the
+        # same GEMM's compute time as null); its memory time is (4096*4096*2 + 2*4096*2) B
+        # / 819e9 B/s. The ideal bound is memory-bound with the compute side unknown.
+        from infracalc.analyses.forward import forward
+        from infracalc.load.hardware import load_device
+
+        rec = forward(load_model("qwen3-8b"), Workload(), load_device("apple-m3-ultra"))
+        q = next(o for o in rec["operators"] if o["name"] == "q_proj")
+        self.assertIsNone(q["compute_time_s"])
+        self.assertAlmostEqual(q["memory_time_s"], 36 * (4096 * 4096 * 2 + 2 * 4096 * 2) / 819e9, places=15)
+        self.assertEqual(q["bound"], "memory; compute unknown")
+        t = rec["totals"]
+        self.assertIsNone(t["ideal_compute_time_s"])
+        self.assertEqual(t["ideal_bound"], "memory; compute unknown")
+        self.assertEqual(t["ideal_time_s"], t["ideal_memory_time_s"])
+
+
 if __name__ == "__main__":
     unittest.main()

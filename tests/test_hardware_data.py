@@ -357,5 +357,23 @@ class HardwareDataTest(unittest.TestCase):
         self.assertEqual(r5090["memory_bandwidth_bytes_per_s"], 1792 * GB)
 
 
+class HardwareCsvUnknownVersusAbsent(unittest.TestCase):
+    def test_unknown_peak_is_not_an_absent_format(self):
+        # Apple publishes no FLOP/s for the M3 Ultra's bf16 (it has bf16: null, unknown) and
+        # it has no fp8 at all; the TPU v5e has int8 (393e12) and no fp16. Markdown prints
+        # `unknown` and `-`; the CSV must keep the two apart as well.
+        import csv
+        import io
+        from support import run_cli
+        code, out, _ = run_cli("hardware", "--device", "apple-m3-ultra", "--device", "tpu-v5e",
+                               "--format", "csv")
+        self.assertEqual(code, 0)
+        rows = {r["id"]: r for r in csv.DictReader(io.StringIO(out))}
+        apple, tpu = rows["apple-m3-ultra"], rows["tpu-v5e"]
+        self.assertEqual((apple["bf16_flops_per_s"], apple["fp8_flops_per_s"]), ("unknown", ""))
+        self.assertEqual(apple["bf16_ridge_point_flops_per_byte"], "unknown")
+        self.assertEqual((tpu["int8_flops_per_s"], tpu["fp16_flops_per_s"]), ("393000000000000", ""))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,6 +1,8 @@
 """`gemm` and `attention`: one kernel's FLOPs, bytes, intensity, ridge point and
 bound, derived by hand; `forward --per-layer`; `hardware` ridge points."""
 
+import csv
+import io
 import json
 import unittest
 
@@ -122,6 +124,22 @@ class PerLayerAndRidge(unittest.TestCase):
         self.assertEqual(per["totals"], whole["totals"])
         total = sum(o["matrix_flops"] * o["repeats"] for o in per["operators"])
         self.assertEqual(total, whole["totals"]["matrix_flops"])
+
+    def test_forward_per_layer_csv_names_its_columns(self):
+        # A per-layer CSV row holds one instance (Qwen3-8B q_proj at one token: 2*4096*4096 =
+        # 33,554,432 FLOPs and 4096*4096*2 B = 33,554,432 weight bytes), not the pass's
+        # 36 x 33,554,432 = 1,207,959,552; its header must say so, since a CSV has no prose.
+        status, out, _ = run_cli("forward", "--model", "qwen3-8b", "--per-layer", "--format", "csv")
+        self.assertEqual(status, 0)
+        q = next(r for r in csv.DictReader(io.StringIO(out)) if r["name"] == "q_proj")
+        self.assertEqual(q["per_layer_matrix_flops"], str(2 * 4096 * 4096))
+        self.assertEqual(q["per_layer_weight_bytes_read"], str(4096 * 4096 * 2))
+        self.assertEqual(q["repeats"], "36")
+        self.assertNotIn("matrix_flops", q)
+        # the summed CSV keeps the plain names: 36 x 33,554,432
+        status, out, _ = run_cli("forward", "--model", "qwen3-8b", "--format", "csv")
+        q = next(r for r in csv.DictReader(io.StringIO(out)) if r["name"] == "q_proj")
+        self.assertEqual(q["matrix_flops"], str(36 * 2 * 4096 * 4096))
 
     def test_hardware_ridge_points(self):
         d = rec("hardware", "--device", "h100-sxm")["devices"][0]

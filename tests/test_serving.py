@@ -22,6 +22,28 @@ QWEN3_8B_WEIGHTS = 16_381_470_720          # bf16
 QWEN3_8B_KV_TOKEN = 147_456                # 36 x 2 x 8 x 128 x 2 B
 
 
+class UnknownPeak(unittest.TestCase):
+    def test_compute_side_unknown_on_apple(self):
+        # The M3 Ultra publishes no FLOP/s: a request's FLOPs have no time, so the bound is
+        # its memory time (weights shared over the concurrency + its own KV bytes at
+        # 819 GB/s) and the compute time is unknown (null), not 0 s, with the bound saying so.
+        rec = D.decode(load_model("qwen3-8b"), Workload(), load_device("apple-m3-ultra"), 128, 16)
+        for key in ("steady_state", "guaranteed"):
+            t = rec["serving"][key]
+            self.assertIsNone(t["compute_s"], key)
+            self.assertEqual(t["bound"], "memory; compute unknown", key)
+            self.assertEqual(t["time_per_request_s"], t["memory_s"], key)
+        # the phases and decode operators say so too: a decode step at P = 128 reads
+        # 15,136,819,200 B of weights against 36 x 129 x 4,096 = 19,021,824 B of KV, so
+        # "memory: weights", and its 15.1 GFLOP have no time: "; compute unknown"
+        for phase in ("prefill", "decode_first_step", "decode"):
+            self.assertEqual(rec[phase]["bound"], "memory: weights; compute unknown", phase)
+        q = next(o for o in rec["operators"] if o["name"] == "q_proj")
+        self.assertEqual(q["bound"], "memory; compute unknown")
+        sweep = D.sweep(load_model("qwen3-8b"), Workload(), load_device("apple-m3-ultra"), 128, 16)
+        self.assertEqual(sweep["rows"][0]["bound"], "memory: weights; compute unknown")
+
+
 class Qwen3On100(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

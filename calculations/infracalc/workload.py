@@ -8,6 +8,7 @@ LOGITS = ("last", "all", "none")
 MLA_PATHS = ("absorbed", "expanded", "naive")
 MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
+NEW_KV = ("reread", "on-chip")
 _BF16 = DTYPES["bf16"]
 
 
@@ -30,6 +31,7 @@ class Workload(Record):
     routing_loads: tuple = ()     # relative load per expert for routing "histogram"
     mla: str = "absorbed"         # MLA execution path: auto | absorbed | expanded | naive (blocks.mla)
     delta_form: str = "auto"      # Gated DeltaNet form: auto | chunked | recurrent (see blocks.linear_attention)
+    new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
 
     def _check(self):
         for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):
@@ -41,6 +43,8 @@ class Workload(Record):
             raise UserError(f"mla must be one of {', '.join(MLA_CHOICES)}, got {self.mla!r}")
         if self.delta_form not in DELTA_FORMS:
             raise UserError(f"delta_form must be one of {', '.join(DELTA_FORMS)}, got {self.delta_form!r}")
+        if self.new_kv not in NEW_KV:
+            raise UserError(f"new_kv must be one of {', '.join(NEW_KV)}, got {self.new_kv!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
 
@@ -53,6 +57,12 @@ class Workload(Record):
     def context(self):
         """Tokens per request after the pass: history + tokens."""
         return self.history + self.tokens
+
+    @property
+    def new_keys_on_chip(self):
+        """New tokens per request whose K/V attention takes from the projections
+        instead of reading them back from the cache: T with --new-kv on-chip, else 0."""
+        return self.tokens if self.new_kv == "on-chip" else 0
 
     @property
     def head_rows(self):

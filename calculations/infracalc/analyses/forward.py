@@ -1,12 +1,13 @@
 """`forward`: the per-operator ledger of one pass with roofline times on a device."""
 
 from .. import ledger
-from .records import (CONVENTIONS, SCHEMA_VERSION, device_record, model_record,
-                      workload_record)
-from .roofline import ideal_bound, op_bound, roof
+from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
+from .roofline import UNKNOWN_COMPUTE, ideal_bound, op_bound, roof
 
 
 def operator_record(op, bound_tuple):
+    """One ledger row with its bound; compute_time_s is None (unknown) when some of its
+    FLOPs have no published peak on the device, as `gemm` reports it."""
     c, m, t, bound = bound_tuple
     moved = op.bytes_moved
     return {
@@ -25,7 +26,7 @@ def operator_record(op, bound_tuple):
         "kv_bytes_written": op.kv_write,
         "arithmetic_intensity_flops_per_byte": op.flops / moved if moved else None,
         "compute_dtype": op.compute or None,
-        "compute_time_s": c,
+        "compute_time_s": None if bound == UNKNOWN_COMPUTE else c,
         "memory_time_s": m,
         "time_s": t,
         "bound": bound,
@@ -35,6 +36,7 @@ def operator_record(op, bound_tuple):
 def totals_record(t, bounds, r):
     """Totals plus the pass bounds; `bounds` are the operators' op_bound tuples."""
     compute, memory, ideal = ideal_bound(t, r)
+    unknown = r.compute_unknown(t.matrix_flops, t.vector_flops) and compute <= memory
     return {
         "params": t.params,
         "active_params": t.active_params,
@@ -57,10 +59,10 @@ def totals_record(t, bounds, r):
         "kv_bytes_resident_after": t.kv_bytes_resident_after,
         "roofline_time_s": sum((b[2] for b in bounds), 0.0),
         "compute_bound_time_s": sum((b[2] for b in bounds if b[3] == "compute"), 0.0),
-        "ideal_compute_time_s": compute,
+        "ideal_compute_time_s": None if unknown else compute,
         "ideal_memory_time_s": memory,
         "ideal_time_s": ideal,
-        "ideal_bound": "compute" if compute > memory else "memory",
+        "ideal_bound": UNKNOWN_COMPUTE if unknown else "compute" if compute > memory else "memory",
     }
 
 
@@ -97,7 +99,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         "model": model_record(arch),
         "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
         "inputs": workload_record(w, arch),
-        "conventions": list(CONVENTIONS) + ([PER_LAYER] if per_layer else []),
+        "conventions": conventions(w) + ([PER_LAYER] if per_layer else []),
         **({"per_layer": True} if per_layer else {}),
         "operators": [operator_record(op, b) for op, b in zip(rows, row_bounds)],
         "totals": totals_record(L.totals, bounds, r),

@@ -19,6 +19,15 @@ CONVENTIONS = (
     "(weights read + KV read + KV written) / bandwidth). Peaks are dense, never 2:4 sparse.",
 )
 
+NEW_KV_ON_CHIP = ("New K/V on chip (--new-kv on-chip): attention takes the pass's new K and V from "
+                  "the projections; its KV read is the prior history only (the new K/V are still "
+                  "written to the cache).")
+
+
+def conventions(w):
+    """The conventions every ledger output prints, with the new-K/V one when selected."""
+    return list(CONVENTIONS) + ([NEW_KV_ON_CHIP] if w.new_kv == "on-chip" else [])
+
 
 def model_record(arch):
     rec = {
@@ -71,6 +80,8 @@ def workload_record(w, arch=None):
     }
     rec["routing"] = w.routing if not w.routing_loads else f"histogram of {len(w.routing_loads)} experts"
     rec["mla"] = w.mla
+    if w.new_kv != "reread":   # echoed when not the default, so existing results keep their shape
+        rec["new_kv"] = w.new_kv
     if arch is not None and arch.kv_bytes(w.kv_dtype, 0):
         rec["delta_form"] = w.delta_form
     if w.formats:

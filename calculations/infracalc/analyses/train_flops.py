@@ -191,18 +191,15 @@ def step(arch, w, recompute="none", flash_recompute=False):
                             op.matrix_flops if again else 0, op.vector_flops if again else 0,
                             op.saved_bytes))
 
-    def total(attr):
-        return sum(getattr(r, attr) for r in rows)
-
     flash = sum(op.matrix_flops for op in ops if flash_recompute and op.name == "attn_qk")
     return StepFlops(
         tokens=w.positions, recompute=recompute, flash_recompute=flash_recompute, ops=tuple(rows),
-        forward_matrix_flops=total("forward_matrix_flops"),
-        forward_vector_flops=total("forward_vector_flops"),
-        backward_matrix_flops=total("backward_matrix_flops"),
-        backward_vector_flops=total("backward_vector_flops"),
-        recompute_matrix_flops=total("recompute_matrix_flops"),
-        recompute_vector_flops=total("recompute_vector_flops"),
+        forward_matrix_flops=ledger.sum_field(rows, "forward_matrix_flops"),
+        forward_vector_flops=ledger.sum_field(rows, "forward_vector_flops"),
+        backward_matrix_flops=ledger.sum_field(rows, "backward_matrix_flops"),
+        backward_vector_flops=ledger.sum_field(rows, "backward_vector_flops"),
+        recompute_matrix_flops=ledger.sum_field(rows, "recompute_matrix_flops"),
+        recompute_vector_flops=ledger.sum_field(rows, "recompute_vector_flops"),
         full_recompute_matrix_flops=sum(op.matrix_flops for op in ops if in_layers(op)),
         flash_extra_flops=flash)
 
@@ -259,6 +256,10 @@ def conventions(arch, st, sequences, seq):
     gpt = arch.model_type == "gpt2"
     shape_note = "" if gpt else (" It assumes a GPT block (MHA, non-gated 4h MLP); this model's "
                                  "blocks differ, so only the order of magnitude compares.")
+    # an MoE model's 6ND also with N = all parameters, as scaling tables (and the book) quote it
+    six_all = (Convention("6ND, all parameters", f"6 x N x D, N = {arch.params:,} parameters, every "
+                          f"expert included, D = {d:,} tokens", 6 * arch.params * d, "model", st.model_flops,
+                          "charges every token for every stored expert, not the top-k it uses"),) if moe else ()
     return (
         Convention("exact (model FLOPs)", "3 x forward matrix FLOPs from the ledger",
                    st.model_flops, "model", st.model_flops,
@@ -267,6 +268,7 @@ def conventions(arch, st, sequences, seq):
                    6 * n * d, "model", st.model_flops,
                    "counts every parameter as a matmul weight (the embedding gather too, "
                    "a tied head once) and no attention score work"),
+        *six_all,
         Convention("PaLM / torchtitan",
                    f"6 x N_non-embedding x D + 12 L H Q T x D, N_non-embedding = {non_emb:,}, "
                    f"sum of L H (Q_k + Q_v) / 2 = {attn // 2:,}, T = {seq:,}",

@@ -134,10 +134,10 @@ class Attention(Block):
             out.append(Tensor(f"{p}.sinks", (self.heads,), "vector"))
         return tuple(out)
 
-    def kv_bytes_per_token(self, kv_dtype):
+    def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         return 2 * kv_dtype.nbytes_flat(self.kv_heads * self.head_dim)
 
-    def kv_formula(self, kv_dtype):
+    def kv_formula(self, kv_dtype, mla="absorbed"):
         """'2 (K,V) x kv_heads x head_dim x bytes per value = B per token', plus the window cap."""
         n = self.kv_heads * self.head_dim
         if kv_dtype.bits % 8 == 0 and not kv_dtype.is_quantized:
@@ -231,18 +231,20 @@ class Attention(Block):
     def core_ops(self, w, pairs, rect, keys):
         """The fused attention core of the batch: QK^T over `pairs` query-key pairs
         per (request, head) (`rect` for an unmasked matmul), softmax on chip, PV;
-        reads Q, `keys` cached K and V rows per request, writes the output.
+        reads Q, `keys` cached K and V rows per request (the new ones excepted
+        with --new-kv on-chip), writes the output.
         Training: QK^T keeps Q and the K rows, softmax its row statistics, PV
         the V rows (fused attention keeps no scores)."""
         n, b, t = w.positions, w.batch, w.tokens
         hd, heads = self.head_dim, self.heads
         act = w.act_dtype
         k_token = w.kv_dtype.nbytes_flat(self.kv_heads * hd)
+        read = keys - w.new_keys_on_chip   # keys read from the cache (--new-kv)
         out = [Op("attn_qk", "attention", f"{b}x{heads}x[{t},{hd}]x[{hd},{keys}]",
                   matrix_flops=2 * b * heads * hd * pairs,
                   rect_flops=2 * b * heads * hd * rect,
                   act_read=act.nbytes_flat(n * heads * hd),
-                  kv_read=b * keys * k_token, compute=w.compute_dtype.name,
+                  kv_read=b * read * k_token, compute=w.compute_dtype.name,
                   kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token)]
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         named = {tn.name.split(".", 1)[1]: tn for tn in self.tensors()} if self.sinks else {}
@@ -256,7 +258,7 @@ class Attention(Block):
         out.append(Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{hd}]",
                       matrix_flops=2 * b * heads * hd * pairs,
                       rect_flops=2 * b * heads * hd * rect,
-                      kv_read=b * keys * k_token,
+                      kv_read=b * read * k_token,
                       act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name,
                       kind="attention", saved_bytes=b * keys * k_token))
         return out

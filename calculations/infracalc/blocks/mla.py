@@ -78,7 +78,6 @@ class MLA(Block):
     prefix: str = "self_attn"
 
     kind = "MLA"
-    kv_depends_on_mla = True
 
     @property
     def label(self):
@@ -186,13 +185,13 @@ class MLA(Block):
                kv_write=n * (k_token + v_token), kind="memory"),
             Op("attn_qk", "attention", f"{b}x{heads}x[{t},{qk}]x[{qk},{keys}]",
                matrix_flops=2 * b * heads * qk * pairs, rect_flops=2 * b * heads * qk * rect,
-               act_read=act.nbytes_flat(n * heads * qk), kv_read=b * keys * k_token,
+               act_read=act.nbytes_flat(n * heads * qk), kv_read=b * (keys - w.new_keys_on_chip) * k_token,
                compute=w.compute_dtype.name, kind="attention",
                saved_bytes=act.nbytes_flat(n * heads * qk) + b * keys * k_token),
             self._softmax(w, pairs),
             Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{v}]",
                matrix_flops=2 * b * heads * v * pairs, rect_flops=2 * b * heads * v * rect,
-               kv_read=b * keys * v_token, act_write=act.nbytes_flat(n * heads * v),
+               kv_read=b * (keys - w.new_keys_on_chip) * v_token, act_write=act.nbytes_flat(n * heads * v),
                compute=w.compute_dtype.name, kind="attention", saved_bytes=b * keys * v_token),
         ]
 
@@ -246,7 +245,8 @@ class MLA(Block):
             Op("attn_qk", "attention", f"{b}x{heads}x[{t},{r}+{rope}]x[{r}+{rope},{keys}]",
                matrix_flops=2 * b * heads * (r + rope) * pairs,
                rect_flops=2 * b * heads * (r + rope) * rect,
-               act_read=act.nbytes_flat(n * heads * (r + rope)), kv_read=b * keys * latent_token,
+               act_read=act.nbytes_flat(n * heads * (r + rope)),
+               kv_read=b * (keys - w.new_keys_on_chip) * latent_token,
                compute=w.compute_dtype.name, kind="attention",
                saved_bytes=act.nbytes_flat(n * heads * (r + rope)) + b * keys * latent_token),
             self._softmax(w, pairs),

@@ -2,7 +2,7 @@
 
 import argparse
 
-from ..workload import DELTA_FORMS, MLA_CHOICES, MLA_PATHS
+from ..workload import DELTA_FORMS, MLA_CHOICES, MLA_PATHS, NEW_KV
 
 FORMATS = ("md", "json", "csv")
 
@@ -137,6 +137,14 @@ def add_model(p, required=True):
                         "or a directory holding one")
 
 
+def add_lengths(p):
+    """--input-len P and --output-len G, the request shape of decode and parallel."""
+    p.add_argument("--input-len", type=positive_int, required=True, metavar="P",
+                   help="prompt tokens per request (as vLLM's benchmark --input-len)")
+    p.add_argument("--output-len", type=positive_int, required=True, metavar="G",
+                   help="generated tokens per request, the first one from the prefill pass")
+
+
 def add_device(p):
     p.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json",
                    help="a bundled device id (see `hardware`) or a device JSON path (default h100-sxm)")
@@ -191,10 +199,15 @@ def add_architecture_options(p):
                         "(the book's 'concentrated': every token picks the same k experts), or a "
                         "JSON file with a list of relative loads per expert")
     p.add_argument("--mla", choices=MLA_CHOICES, default="auto",
-                   help="MLA execution path: auto (default: per pass the cheaper of expanded and "
-                        "absorbed; decode steps absorbed), absorbed (W_UK/W_UV folded, latent "
+                   help="MLA execution path: auto (default: each phase the cheaper of expanded and "
+                        "absorbed by its roofline bound: a pass or prefill by its own, decode's "
+                        "steps by their summed bound), absorbed (W_UK/W_UV folded, latent "
                         "cache), expanded (K/V up-projected per pass, latent cache) or naive "
                         "(expanded K/V cached, the HF reference)")
+    p.add_argument("--new-kv", choices=NEW_KV, default="reread",
+                   help="the pass's new K/V: reread (default; attention reads them back from the "
+                        "cache after kv_store) or on-chip (attention takes them from the projections "
+                        "and reads only the prior history, the convention of the book's tables)")
     p.add_argument("--delta-form", choices=DELTA_FORMS, default="auto",
                    help="Gated DeltaNet form: auto (chunked when a request has more than one new "
                         "token, recurrent for one; default), chunked or recurrent")
@@ -265,7 +278,8 @@ def workload(args, arch, batch, tokens, history):
                     logits=getattr(args, "logits", "last"), weight_dtype=weight,
                     act_dtype=act, kv_dtype=kv, formats=formats, routing=model, routing_loads=loads,
                     mla=getattr(args, "mla", "absorbed"),
-                    delta_form=getattr(args, "delta_form", "auto"))
+                    delta_form=getattr(args, "delta_form", "auto"),
+                    new_kv=getattr(args, "new_kv", "reread"))
 
 
 def emit(args, record, markdown, csv=None):

@@ -10,7 +10,8 @@ def add_arguments(p):
                    help="concurrent requests for the memory-left and max-context figures (default 1)")
     common.add_dtypes(p)
     p.add_argument("--mla", choices=common.MLA_PATHS, default="absorbed",
-                   help="MLA cache: absorbed (latent + rope key, default) or naive (expanded K/V)")
+                   help="MLA cache: absorbed (default) and expanded both keep the latent + rope key; "
+                        "naive keeps the expanded K/V")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--device", default=None, metavar="ID|DEVICE.json",
                        help="a bundled device id or a device JSON path (default h100-sxm)")
@@ -27,7 +28,8 @@ def add_arguments(p):
 
 
 def run(args):
-    from ..analyses.kv import kv
+    from ..analyses.kv import Request, kv
+    from ..layout import Layout
     from ..load.models import load_model
     from ..render import kv as render
 
@@ -40,8 +42,8 @@ def run(args):
         dev = load_device(args.device or "h100-sxm", args.memory_convention)
         memory, device = dev.memory_bytes, dev.id
     res = common.reserve_bytes(args, memory)
-    rec = kv(arch, w, args.context, args.batch, memory, res, args.tp, args.pp,
-             args.page_size, args.shared_prefix, device)
+    req = Request(args.context, args.batch, args.page_size, args.shared_prefix)
+    rec = kv(arch, w, req, memory, Layout(tp=args.tp, pp=args.pp), res, device)
     if device:
         rec["inputs"]["memory_convention"] = args.memory_convention
     return common.emit(args, rec, render.markdown, render.csv)

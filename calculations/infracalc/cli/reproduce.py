@@ -2,8 +2,11 @@
 
 calculations/results/scenarios.json lists scenarios: a name, the command-line
 arguments, and the formats to store. Each is written to results/NAME.FORMAT.
---check recomputes them in memory and exits 1 on any drift, printing a
-unified diff of what changed; it also flags stored files no scenario makes.
+A subdirectory may hold its own list (results/book/scenarios.json); its
+scenarios are named DIR/NAME and written to results/DIR/NAME.FORMAT.
+--check recomputes them all in memory and exits 1 on any drift, printing a
+unified diff of what changed; it also flags, in every directory that has a
+scenario list, stored files no scenario makes (README.md is prose, not a result).
 """
 
 import os
@@ -12,7 +15,8 @@ from ..paths import data_dir
 from . import common
 
 RESULTS_DIR = data_dir("results")
-SCENARIOS = os.path.join(RESULTS_DIR, "scenarios.json")
+SCENARIOS = "scenarios.json"
+NOT_RESULTS = (SCENARIOS, "README.md")
 MAX_DIFF_LINES = 40
 
 
@@ -24,14 +28,30 @@ def add_arguments(p):
     p.add_argument("--list", action="store_true", help="list the scenarios and their commands")
 
 
-def load_scenarios():
+def scenario_dirs():
+    """Directories (relative to results/, "" for results/ itself) that hold a scenario list."""
+    dirs = [""]
+    for entry in sorted(os.listdir(RESULTS_DIR)):
+        if os.path.isfile(os.path.join(RESULTS_DIR, entry, SCENARIOS)):
+            dirs.append(entry)
+    return dirs
+
+
+def load_scenarios(subdir=""):
+    """The scenarios of one directory, each named DIR/NAME outside results/ itself."""
     from ..errors import UserError
     from ..load.models import read_json
 
-    data = read_json(SCENARIOS, "scenario list")
+    path = os.path.join(RESULTS_DIR, subdir, SCENARIOS)
+    data = read_json(path, "scenario list")
     if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
-        raise UserError(f"{SCENARIOS}: expected an object with a 'scenarios' list")
-    return data["scenarios"]
+        raise UserError(f"{path}: expected an object with a 'scenarios' list")
+    for s in data["scenarios"]:
+        if (not isinstance(s, dict) or not isinstance(s.get("name"), str)
+                or not isinstance(s.get("args"), list) or not all(isinstance(a, str) for a in s["args"])):
+            raise UserError(f"{path}: every scenario needs a 'name' string and an 'args' list of strings")
+    prefix = f"{subdir}/" if subdir else ""
+    return [dict(s, name=prefix + s["name"]) for s in data["scenarios"]]
 
 
 def outputs(scenario):
@@ -57,7 +77,8 @@ def _diff(name, old, new):
 def run(args):
     from ..errors import UserError
 
-    scenarios = load_scenarios()
+    dirs = scenario_dirs()
+    scenarios = [s for d in dirs for s in load_scenarios(d)]
     if args.list:
         return "".join(f"{s['name']}: infra-calc {' '.join(s['args'])}\n" for s in scenarios)
     if args.only:
@@ -71,7 +92,7 @@ def run(args):
     for s in scenarios:
         for name, text in outputs(s):
             expected.add(name)
-            path = os.path.join(RESULTS_DIR, name)
+            path = os.path.join(RESULTS_DIR, *name.split("/"))
             if not args.check:
                 writes.append(("result", path, text))
                 continue
@@ -87,8 +108,10 @@ def run(args):
                 report.append(f"DRIFT {name}")
                 report.extend(_diff(name, stored, text))
     if not args.only:
-        stale = sorted(f for f in os.listdir(RESULTS_DIR)
-                       if f != "scenarios.json" and f.endswith((".md", ".json", ".csv")) and f not in expected)
+        stale = [f"{d}/{f}" if d else f for d in dirs
+                 for f in sorted(os.listdir(os.path.join(RESULTS_DIR, d)))
+                 if f not in NOT_RESULTS and f.endswith((".md", ".json", ".csv"))]
+        stale = [f for f in stale if f not in expected]
         for f in stale:
             report.append(f"STALE {f}: no scenario produces it")
         drift += len(stale) if args.check else 0

@@ -98,10 +98,11 @@ def deepseek(cfg, model_id):
     n = cfg.int("num_hidden_layers")
     make_layer = _layer_maker(cfg)
     formats, fp8_note = _native_formats(cfg)
-    notes = ("MLA path: --mla auto (default: each phase the cheaper of expanded and absorbed, "
-             "both keeping the latent cache), absorbed (W_UK/W_UV folded per "
-             "token), expanded (K/V up-projected per pass) or naive (expanded K/V cache, as the "
-             "Hugging Face reference).",)
+    notes = ("MLA paths (--mla of forward, decode and kv): absorbed (W_UK/W_UV folded per token) "
+             "and expanded (K/V up-projected per pass), both keeping the latent cache, or naive "
+             "(expanded K/V cache, as the Hugging Face reference); forward and decode default to "
+             "auto (each phase the cheaper of expanded and absorbed), kv to absorbed; train runs "
+             "the naive form.",)
     if cfg.has("n_routed_experts") and cfg.int("n_group", 1) > 1:
         notes += (f"Group-limited routing (n_group {cfg.int('n_group')}, topk_group "
                   f"{cfg.int('topk_group')}) changes which experts are chosen, not how many; "

@@ -94,11 +94,18 @@ def totals_rows(t):
         ("KV resident after the pass (batch)", u.integer(t["kv_bytes_resident_after"]), u.nbytes(t["kv_bytes_resident_after"])),
         ("Roofline time (sum of operator bounds)", "", u.seconds(t["roofline_time_s"])),
         ("  of which compute-bound operators", "", u.seconds(t["compute_bound_time_s"])),
-        (f"Ideal bound ({t['ideal_bound']}-bound: max of compute and unique bytes)", "", u.seconds(t["ideal_time_s"])),
-        ("  compute at peak", "", u.seconds(t["ideal_compute_time_s"])),
+        (f"Ideal bound ({_bound_words(t['ideal_bound'])}: max of compute and unique bytes)", "", u.seconds(t["ideal_time_s"])),
+        ("  compute at peak", "", "unknown (no published peak)" if t["ideal_compute_time_s"] is None
+         else u.seconds(t["ideal_compute_time_s"])),
         ("  unique bytes (weights + KV read + KV written) at bandwidth", u.integer(t["unique_bytes"]), u.seconds(t["ideal_memory_time_s"])),
     ]
     return [list(row) for row in exact]
+
+
+def _bound_words(bound):
+    """'memory' -> 'memory-bound'; 'memory; compute unknown' -> 'memory-bound; compute unknown'."""
+    side, _, rest = bound.partition("; ")
+    return f"{side}-bound" + (f"; {rest}" if rest else "")
 
 
 def markdown(rec):
@@ -118,4 +125,16 @@ def markdown(rec):
 
 
 def csv(rec):
-    return records_to_csv(rec["operators"])
+    """One row per operator. With --per-layer the rows hold one layer instance, so the
+    additive columns (FLOPs, bytes, times) are named `per_layer_...`: a consumer summing
+    them must multiply by `repeats` (the markdown says so in a sentence; a CSV has only
+    its header)."""
+    ops = rec["operators"]
+    if rec.get("per_layer"):
+        ops = [{_per_layer_name(k): v for k, v in o.items()} for o in ops]
+    return records_to_csv(ops)
+
+
+def _per_layer_name(key):
+    additive = key.endswith(("_flops", "_flops_rectangular", "_s")) or "_bytes_" in key
+    return f"per_layer_{key}" if additive else key

@@ -97,6 +97,15 @@ def markdown(rec):
                         "NICs", "alpha out us"], _interconnect_rows(rec), "llrrlrr"), ""])
 
 
+def _peak_cell(peaks, fmt):
+    """A format's peak as a CSV cell: empty when the device lacks the format, `unknown`
+    when it has it but no figure is published (JSON: the key absent / null; Markdown:
+    `-` / `unknown`)."""
+    if fmt not in peaks:
+        return None
+    return "unknown" if peaks[fmt] is None else peaks[fmt]
+
+
 def csv(rec):
     header = ["id", "name", *[f"{k}_flops_per_s" for k in PEAK_COLUMNS],
               *[f"{k}_ridge_point_flops_per_byte" for k in PEAK_COLUMNS], "vector_flops_per_s",
@@ -106,8 +115,8 @@ def csv(rec):
               "scale_up_wraparound_axis", "scale_up_in_network_reduce", "scale_up_in_network_efficiency",
               "scale_up_in_network_alpha_s", "scale_up_alpha_s", "scale_out_nics_per_device",
               "scale_out_alpha_s"]
-    rows = [[d["id"], d["name"], *[d["matrix_flops_per_s"].get(k) for k in PEAK_COLUMNS],
-             *[d["ridge_point_flops_per_byte"].get(k) for k in PEAK_COLUMNS],
+    rows = [[d["id"], d["name"], *[_peak_cell(d["matrix_flops_per_s"], k) for k in PEAK_COLUMNS],
+             *[_peak_cell(d["ridge_point_flops_per_byte"], k) for k in PEAK_COLUMNS],
              d["vector_flops_per_s"], d["memory_bytes"], d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"],
              d["scale_up"] and d["scale_up"]["bytes_per_s_per_direction"],
              d["scale_up"] and d["scale_up"]["domain_size"],

@@ -23,7 +23,9 @@ def header_lines(rec):
         f"- Requests: context {u.integer(i['context'])} tokens, batch {i['batch']}"
         + (f", shared prefix {u.integer(i['shared_prefix'])} tokens" if i["shared_prefix"] else "")
         + (f", pages of {i['page_size']} tokens" if i["page_size"] else ", no paging"),
-        f"- Formats: KV cache {i['kv_dtype']}, weights {i['weight_dtype']}; MLA path `{i['mla']}` "
+        f"- Formats: KV cache {i['kv_dtype']}, weights {i['weight_dtype']}"
+        + "".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items())
+        + f"; MLA path `{i['mla']}` "
         "(used by MLA layers only)",
         f"- Layout: TP {i['tp']} x PP {i['pp']} = {i['tp'] * i['pp']} device{'s' if i['tp'] * i['pp'] > 1 else ''}; memory per device "
         f"{u.integer(i['memory_bytes'])} B ({u.nbytes(i['memory_bytes'])}) from {where}; workspace "

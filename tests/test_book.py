@@ -1,0 +1,423 @@
+"""Figures of the book *深入理解 AI Infra* recomputed by the commands.
+
+Every expected value is copied from the book's public repository
+(bojieli/ai-infra-book), file named in the comment beside it; GiB = 2^30 and
+TFLOPs = 10^12 as the book prints them, compared at the book's printed digits.
+The scenarios are those of calculations/results/book/scenarios.json, whose
+README maps every book result group to them.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+
+from infracalc.cli import render  # noqa: E402
+
+GIB = 2 ** 30
+INDEX = "bojieli/ai-infra-book:calculations/results/README.md"
+
+
+def result(*argv):
+    return json.loads(render(list(argv) + ["--format", "json"]))
+
+
+def gib(n, digits):
+    return f"{n / GIB:.{digits}f}"
+
+
+class ModelLedger(unittest.TestCase):
+    def test_qwen3_8b_decode_b64_s8192(self):
+        # INDEX, table 1, row qwen3-8b-decode-b64-s8192:
+        # matrix TFLOPs 1.277991846, weights 15.256433487 GiB, KV at end 72.008789062 GiB,
+        # new KV 0.008789062 GiB
+        t = result("forward", "--model", "qwen3-8b", "--batch", "64", "--history", "8192",
+                   "--tokens", "1")["totals"]
+        self.assertEqual(f"{t['matrix_flops'] / 1e12:.9f}", "1.277991846")
+        self.assertEqual(gib(t["weight_bytes"], 9), "15.256433487")
+        self.assertEqual(gib(t["kv_bytes_resident_after"], 9), "72.008789062")
+        self.assertEqual(gib(t["kv_bytes_written"], 9), "0.008789062")
+        # bojieli/ai-infra-book:calculations/results/qwen3-8b-decode-b64-s8192.md:
+        # weight_read_once_per_operator_bytes 15,137,335,296
+        self.assertEqual(t["weight_bytes_read"], 15_137_335_296)
+
+    def test_llama70_prefill_all_head_512(self):
+        # INDEX, table 1, row llama70-prefill-all-head-512: 71.514024051 TFLOPs, 131.416519165 GiB
+        t = result("forward", "--model", "llama-3.1-70b", "--tokens", "512", "--logits", "all")["totals"]
+        self.assertEqual(f"{t['matrix_flops'] / 1e12:.9f}", "71.514024051")
+        self.assertEqual(gib(t["weight_bytes"], 9), "131.416519165")
+
+    def test_moe_routing_concentrated(self):
+        # INDEX, table 2, row qwen3-235b-a22b-decode-b64-s8192-concentrated:
+        # 512 dispatches and 8 experts per layer, expert matrix 1.816771166 TFLOPs,
+        # expert weight load 26.437500000 GiB
+        ops = result("forward", "--model", "qwen3-235b-a22b", "--batch", "64", "--history", "8192",
+                     "--tokens", "1", "--routing", "concentrated")["operators"]
+        experts = [o for o in ops if o["name"].startswith("experts.") and o["matrix_flops"]]
+        self.assertEqual(len(experts), 3)
+        self.assertTrue(experts[0]["shape"].startswith("512 routed x"))
+        self.assertIn("8/128 experts read", experts[0]["shape"])
+        self.assertEqual(f"{sum(o['matrix_flops'] for o in experts) / 1e12:.9f}", "1.816771166")
+        self.assertEqual(gib(sum(o["weight_bytes_read"] for o in experts), 9), "26.437500000")
+
+
+class DeepSeekV3(unittest.TestCase):
+    def test_base_forward_prefill(self):
+        # INDEX, table "DeepSeek V3 基础逻辑前向", rows v3-forward-prefill and -eager:
+        # 671026419200 parameters, 767753388556288 matrix FLOPs (eager 935408443588608),
+        # 40936407040 resident KV bytes
+        t = result("forward", "--model", "deepseek-v3", "--mla", "naive", "--weight-dtype", "bf16",
+                   "--routing", "balanced", "--tokens", "8192", "--logits", "all")["totals"]
+        self.assertEqual(t["params"], 671_026_419_200)
+        self.assertEqual(t["matrix_flops"], 767_753_388_556_288)
+        self.assertEqual(t["kv_bytes_resident_after"], 40_936_407_040)
+        eager = t["matrix_flops"] - t["attention_flops_causal"] + t["attention_flops_rectangular"]
+        self.assertEqual(eager, 935_408_443_588_608)
+
+
+class Capacity(unittest.TestCase):
+    def test_qwen3_8b_n8192_grid(self):
+        # bojieli/ai-infra-book:calculations/results/capacity-qwen3-8b-n8192.md:
+        # workspace 2 GiB; max concurrency at 24/48/80 GB: 16-bit 4, 24, 50; 8-bit 10, 30, 56;
+        # 4-bit 13, 32, 59; eight_bit_scheme_bytes 9,544,230,912; four_bit_scheme_bytes
+        # 6,071,347,200; bf16_kv_bytes_per_request 1,207,959,552
+        for fmt, expected, weights in (("bf16", [4, 24, 50], 16_381_470_720),
+                                       ("int8-g128", [10, 30, 56], 9_544_230_912),
+                                       ("int4-g128", [13, 32, 59], 6_071_347_200)):
+            got = []
+            for cap in ("24GB", "48GB", "80GB"):
+                r = result("kv", "--model", "qwen3-8b", "--context", "8192", "--weight-dtype", fmt,
+                           "--memory-bytes", cap, "--reserve", "2GiB")
+                got.append(r["capacity"]["max_requests"])
+            self.assertEqual(got, expected, fmt)
+            self.assertEqual(r["capacity"]["stages"][0]["weight_bytes"], weights, fmt)
+        self.assertEqual(r["sizing"]["bytes_per_request"], 1_207_959_552)
+
+    def test_kv_codec_q8_0_q4_0(self):
+        # bojieli/ai-infra-book:calculations/results/kv-codec-book.md (Qwen3-8B, 8192 tokens):
+        # Q8_0 history 641,728,512 B, append 78,336 B; Q4_0 339,738,624 B and 41,472 B
+        for fmt, history, append in (("int8-g32-fp16", 641_728_512, 78_336),
+                                     ("int4-g32-fp16", 339_738_624, 41_472)):
+            r = result("kv", "--model", "qwen3-8b", "--context", "8192", "--kv-dtype", fmt)
+            self.assertEqual((r["sizing"]["bytes_per_request"], r["sizing"]["bytes_per_token"]),
+                             (history, append), fmt)
+
+    def test_q_projection_roofline(self):
+        # INDEX, table "真实 Q 投影": 256x4096x4096, AI 227.555556 FLOP/B; RTX 4090 compute
+        # 51.997183 us, memory 37.449143 us (compute-bound); B200 memory 4.718592 us (memory-bound)
+        r = result("gemm", "--m", "256", "--k", "4096", "--n", "4096", "--device", "rtx-4090",
+                   "--device", "b200")
+        self.assertEqual(f"{r['work']['arithmetic_intensity_flops_per_byte']:.6f}", "227.555556")
+        rtx, b200 = r["devices"]
+        self.assertEqual((f"{rtx['compute_time_s'] * 1e6:.6f}", f"{rtx['memory_time_s'] * 1e6:.6f}",
+                          rtx["bound"]), ("51.997183", "37.449143", "compute"))
+        self.assertEqual((f"{b200['time_s'] * 1e6:.6f}", b200["bound"]), ("4.718592", "memory"))
+
+    def test_batch_reuse_h100_2k(self):
+        # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:
+        # declared_capacity_max_batch 210 (80 GB label, workspace 0, history 2048 + the new token)
+        r = result("kv", "--model", "qwen3-8b", "--context", "2049", "--memory-bytes", "80GB",
+                   "--reserve", "0")
+        self.assertEqual(r["capacity"]["max_requests"], 210)
+        # same file, batch 4 row: matrix FLOPs 65378975744, prior KV read 1207959552,
+        # total declared traffic 16345393152 (weights with one embedding row per request,
+        # KV read, KV written), memory-bound
+        t = result("forward", "--model", "qwen3-8b", "--batch", "4", "--history", "2048", "--tokens", "1",
+                   "--new-kv", "on-chip", "--device", "h100-sxm")["totals"]
+        self.assertEqual((t["matrix_flops"], t["kv_bytes_read"], t["unique_bytes"], t["ideal_bound"]),
+                         (65_378_975_744, 1_207_959_552, 16_345_393_152, "memory"))
+
+
+class Placement(unittest.TestCase):
+    def test_dense_tp_pp_placement(self):
+        # INDEX, table "Dense 逐卡 TP/PP/DP" (one request of history 8192 + 1 token per replica,
+        # 24 GB cards, 2 GiB workspace): placement-qwen8-tp2-pp4-dp1 15.257008 GiB of physical
+        # weights, 4.337569 GiB on the fullest card; placement-qwen8-tp16-pp1-dp1 (KV heads
+        # replicated) 15.827545 and 3.129864 GiB.
+        for tp, pp, physical, fullest in ((2, 4, "15.257008", "4.337569"), (16, 1, "15.827545", "3.129864")):
+            r = result("kv", "--model", "qwen3-8b", "--context", "8193", "--tp", str(tp), "--pp", str(pp),
+                       "--memory-bytes", "24GB", "--reserve", "2GiB")
+            stages = r["capacity"]["stages"]
+            self.assertEqual(len(stages), pp)
+            total = tp * sum(s["weight_bytes"] for s in stages)   # even splits: equal TP ranks
+            card = max(s["weight_bytes"] + s["kv_bytes_per_request"] for s in stages) + 2 ** 31
+            self.assertEqual((gib(total, 6), gib(card, 6)), (physical, fullest))
+            self.assertTrue(r["capacity"]["fits_one_request"])
+
+
+class Ring(unittest.TestCase):
+    def test_qwen3_8b_tp8_ring_all_reduce(self):
+        # INDEX, table "Qwen Dense ring", row ring-qwen3-8b-t1-p8: message 8192 B per rank,
+        # 14336 B sent per rank, 28.286720 us per all-reduce, 2.036644 ms for the 2L = 72
+        # (links of 2 us and 50 GB/s: 14 x 2 us + 14336 B / 50 GB/s = 28.28672 us by hand)
+        r = result("parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "8", "--input-len", "1",
+                   "--output-len", "1", "--alpha-up", "2us", "--link-bw-up", "50GB/s", "--algorithm", "ring")
+        cs = {c["name"]: c for c in r["phases"]["prefill"]["stages"][0]["collectives"]}
+        a, m = cs["TP all-reduce after attention"], cs["TP all-reduce after MLP"]
+        self.assertEqual((a["bytes_per_run"], a["wire_bytes_per_run"], a["runs"] + m["runs"]), (8192, 14336, 72))
+        self.assertEqual(f"{a['time_s'] / a['runs'] * 1e6:.6f}", "28.286720")
+        self.assertEqual(f"{(a['time_s'] + m['time_s']) * 1e3:.6f}", "2.036644")
+
+
+
+def collectives(r, stage=0):
+    return {c["name"]: c for c in r["phases"]["prefill"]["stages"][stage]["collectives"]}
+
+
+class BinomialTree(unittest.TestCase):
+    """--algorithm binomial: the book's unsegmented binomial all-reduce, 2 ceil(log2 p) (alpha + M/B)."""
+
+    def test_qwen3_tp8_rows(self):
+        # INDEX, table "未分段 binomial tree", row tree-qwen3-8b-t8192-p8: 6 rounds, group sends
+        # 939524096 B, busiest rank 201326592 B, 8065.063680 us per all-reduce
+        # (by hand: 6 x (2 us + 67108864 B / 50 GB/s) = 6 x 1344.17728 us)
+        r = result("parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "8", "--input-len", "8192",
+                   "--output-len", "1", "--alpha-up", "2us", "--link-bw-up", "50GB/s", "--algorithm", "binomial")
+        a = collectives(r)["TP all-reduce after attention"]
+        self.assertEqual((a["wire_bytes_per_run"], 2 * (a["group"] - 1) * a["bytes_per_run"]),
+                         (201_326_592, 939_524_096))
+        self.assertEqual(f"{a['time_s'] / a['runs'] * 1e6:.6f}", "8065.063680")
+        # row tree-qwen3-32b-t1-p8-h100 (the ring group's solved link, 0.822 us and 450 GB/s): 5.068533 us
+        r = result("parallel", "--model", "qwen3-32b", "--devices", "8", "--tp", "8", "--input-len", "1",
+                   "--output-len", "1", "--alpha-up", "0.822us", "--link-bw-up", "450GB/s", "--algorithm", "binomial")
+        a = collectives(r)["TP all-reduce after MLP"]
+        self.assertEqual((a["wire_bytes_per_run"], f"{a['time_s'] / a['runs'] * 1e6:.6f}"), (30_720, "5.068533"))
+        # the other collectives stay rings: the head's logits all-gather equals --algorithm ring's
+        ring = result("parallel", "--model", "qwen3-32b", "--devices", "8", "--tp", "8", "--input-len", "1",
+                      "--output-len", "1", "--alpha-up", "0.822us", "--link-bw-up", "450GB/s")
+        name = "TP head logits all-gather (vocab-parallel)"
+        self.assertEqual(collectives(r, -1)[name], collectives(ring, -1)[name])
+
+    def test_five_ranks_at_comm_level(self):
+        # row tree-qwen3-8b-t1-p5 (no Qwen3 TP layout has 5 ranks): 6 rounds, 65536 B sent by the
+        # group, 24576 B by the busiest rank, 12.983040 us
+        from infracalc import comm
+        link = comm.Link("up", "book link", 50_000_000_000, 2e-6)
+        c = comm.Collective("all-reduce", "all_reduce", 8192, 5, "up")
+        self.assertEqual((2 * comm.binomial_rounds(5), 2 * 4 * c.bytes, comm.wire_bytes(c, "binomial")),
+                         (6, 65_536, 24_576))
+        self.assertEqual(f"{comm.time_s(c, link, 'binomial') * 1e6:.6f}", "12.983040")
+
+
+class MoEAllToAll(unittest.TestCase):
+    def test_qwen235_balanced_and_hotspot(self):
+        # INDEX, table "MoE assignment all-to-all": t64-balanced dispatch 29360128 B, busiest receiver
+        # 3670016 B, 87.400320 us; t64-hotspot (every assignment to rank 0) 29360128, 29360128 B,
+        # 601.202560 us. By hand: 7/8 x 4194304 B / 50 GB/s + 7 x 2 us = 87.40032 us; the hotspot
+        # multiplies the bandwidth term by 8.
+        for routing, receiver, us in (("balanced", 3_670_016, "87.400320"), ("concentrated", 29_360_128, "601.202560")):
+            r = result("parallel", "--model", "qwen3-235b-a22b", "--devices", "8", "--ep", "8", "--batch", "64",
+                       "--input-len", "1", "--output-len", "1", "--routing", routing, "--alpha-up", "2us",
+                       "--link-bw-up", "50GB/s")
+            d = collectives(r)["EP dispatch all-to-all"]
+            skew = 1 if routing == "balanced" else 8
+            with self.subTest(routing=routing):
+                self.assertEqual((8 * d["wire_bytes_per_run"], d["wire_bytes_per_run"] * skew),
+                                 (29_360_128, receiver))
+                self.assertEqual(f"{d['time_s'] / d['runs'] * 1e6:.6f}", us)
+
+
+class DenseCommunicationPath(unittest.TestCase):
+    def test_tp2_pp4_reconciled(self):
+        # INDEX, table "Dense 完整基础通信路径", row dense-comm-qwen8-tp2-pp4-t1: 1852936 B per
+        # replica, 0.322529 ms serial. The book gathers the logits in FP32 (ours BF16: the gather
+        # once more) and adds the token ID's feedback: 4 B last -> first stage (one startup) and a
+        # 1-round broadcast over the 2 TP ranks (bojieli/ai-infra-book:calculations/results/
+        # dense-comm-qwen8-tp1-pp8-t1.md and -tp8-pp1-t1.md list these operations).
+        r = result("parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "2", "--pp", "4", "--input-len", "1",
+                   "--output-len", "1", "--alpha-up", "2us", "--link-bw-up", "50GB/s")
+        ph, tp, pp = r["phases"]["prefill"], 2, 4
+        cs = [c for s in ph["stages"] for c in s["collectives"]]
+        ours = sum(c["group"] * c["wire_bytes_per_run"] * c["runs"] for c in cs) + tp * (pp - 1) * 8192
+        seconds = sum(c["time_s"] for c in cs) + (pp - 1) * ph["transfer"]["time_s"]
+        gather = next(c for c in cs if "logits" in c["name"])
+        fp32_extra = gather["group"] * gather["wire_bytes_per_run"]
+        token_s = 2 * (2e-6 + 4 / 50e9)
+        self.assertEqual(ours + fp32_extra + 4 * (tp - 1) + 4, 1_852_936)
+        extra_s = gather["wire_bytes_per_run"] / 50e9 + token_s
+        self.assertEqual(f"{(seconds + extra_s) * 1e3:.6f}", "0.322529")
+
+
+class Qwen235Placement(unittest.TestCase):
+    def test_ep8_and_tp2_ep2_pp2(self):
+        # bojieli/ai-infra-book:calculations/results/qwen235-placement-ep8-expert-partition.md
+        # (80e9 B cards, 2 GiB workspace, 8192 tokens): rank 0 BF16 weights 72768576512 B, KV per
+        # request 1577058304 B, 3 requests; physical weights 582148612096 B.
+        # ...-tp2-ep2-pp2-80gb-8192.md, 8-bit: rank 0 31204810240 B, 118 requests, physical
+        # 249638514688 B; the book's TP 2 x EP 2 is our --tp 2 --ep 4 (same bytes per card).
+        for layout, fmt, weights, kv, fit, physical in (
+                (("--ep", "8"), "bf16", 72_768_576_512, 1_577_058_304, 3, 582_148_612_096),
+                (("--tp", "2", "--ep", "4", "--pp", "2"), "int8-g128", 31_204_810_240, 394_264_576, 118,
+                 249_638_514_688)):
+            r = result("parallel", "--model", "qwen3-235b-a22b", "--devices", "8", *layout, "--input-len", "8192",
+                       "--output-len", "1", "--memory-convention", "label", "--reserve", "2GiB",
+                       "--weight-dtype", fmt)
+            m, lay = r["memory"], r["layout"]
+            first = m["stages"][0]
+            per_stage = lay["devices"] // lay["pp"]
+            with self.subTest(layout=layout):
+                self.assertEqual((first["weight_bytes"], first["cache_bytes_per_request"], m["max_requests_per_replica"]),
+                                 (weights, kv, fit))
+                self.assertEqual(per_stage * sum(s["weight_bytes"] for s in m["stages"]), physical)
+
+
+class TrainingDeadline(unittest.TestCase):
+    def test_task_flops_and_device_bounds(self):
+        # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =
+        # 12207031 sequences of 8192 + one of 2048; tail 96709443059712 FLOPs; task
+        # 5265722561667444768768 FLOPs; H100 SXM at efficiency 3/10, 2/5, 1/2 in 30 days needs
+        # 7, 6, 5 cards by compute and 2 by the 131051765760 B of persistent state (80 GB label).
+        from fractions import Fraction
+        full = result("train", "--model", "qwen3-8b", "--seq", "8192")
+        tail = result("train", "--model", "qwen3-8b", "--seq", "2048")["flops_per_step"]["model_flops"]
+        n, rest = divmod(10 ** 11, 8192)
+        self.assertEqual((n, rest, tail), (12_207_031, 2048, 96_709_443_059_712))
+        task = n * full["flops_per_step"]["model_flops"] + tail
+        self.assertEqual(task, 5_265_722_561_667_444_768_768)
+        h100 = result("hardware", "--device", "h100-sxm")["devices"][0]
+        peak, label = h100["matrix_flops_per_s"]["bf16"], h100["memory_label_bytes"]
+        cards = [-(-Fraction(task) // (2_592_000 * peak * e)) for e in (Fraction(3, 10), Fraction(2, 5), Fraction(1, 2))]
+        self.assertEqual(cards, [7, 6, 5])
+        self.assertEqual(-(-Training.states(full) // label), 2)
+
+class GenerationCache(unittest.TestCase):
+    def test_cache_sequence_qwen3_8b_b1(self):
+        # bojieli/ai-infra-book:calculations/results/cache-sequence-qwen3-8b-b1.md (P 8192, G 1024):
+        # decode_prior_history_read_payload_bytes 1,314,184,495,104; decode_append_write_bytes
+        # 150,994,944; final_persistent_state_bytes 1,358,954,496; decode QK/PV FLOPs
+        # 5,257,341,960,192. The book keeps the new K/V on chip (--new-kv on-chip).
+        r = result("decode", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "1025",
+                   "--new-kv", "on-chip")
+        d = r["decode"]
+        self.assertEqual(d["steps"], 1024)
+        self.assertEqual(d["kv_bytes_read"], 1_314_184_495_104)
+        self.assertEqual(d["kv_bytes_written"], 150_994_944)
+        self.assertEqual(r["capacity"]["cache_bytes_per_request"], 1_358_954_496)
+        self.assertEqual(d["attention_flops_causal"], 5_257_341_960_192)
+
+    def test_kv_restore_recompute(self):
+        # bojieli/ai-infra-book:calculations/results/kv-restore-book.md: kv_snapshot_bytes
+        # 150,994,944; replay_backbone_matrix_flops 14,534,471,319,552 (1024 tokens, no lm_head)
+        t = result("forward", "--model", "qwen3-8b", "--tokens", "1024", "--logits", "none")["totals"]
+        self.assertEqual(t["matrix_flops"], 14_534_471_319_552)
+        self.assertEqual(t["kv_bytes_written"], 150_994_944)
+
+
+class NewKvOnChip(unittest.TestCase):
+    """--new-kv on-chip: attention reads the prior history only; the new K/V are still written."""
+
+    CASES = (("qwen3-8b", ()), ("mistral-7b-v0.1", ()), ("llama-4-scout", ()),
+             ("deepseek-v2-lite", ("--mla", "naive")), ("deepseek-v2-lite", ("--mla", "absorbed")))
+
+    def totals(self, model, extra, *argv):
+        return result("forward", "--model", model, *extra, *argv)["totals"]
+
+    def test_reread_minus_on_chip_is_the_new_kv(self):
+        # Full attention, a sliding window (4096) crossed, chunked attention (8192) crossed,
+        # and both MLA paths: every new key is among the keys touched, so the cache read
+        # drops by exactly what kv_store writes (absorbed MLA reads the latent once, in attn_qk).
+        for model, extra in self.CASES:
+            for hist, tokens in ((0, 5), (5000, 3), (9000, 1)):
+                argv = ("--batch", "2", "--history", str(hist), "--tokens", str(tokens))
+                a = self.totals(model, extra, *argv)
+                b = self.totals(model, extra, *argv, "--new-kv", "on-chip")
+                with self.subTest(model=model, extra=extra, hist=hist):
+                    self.assertEqual(a["kv_bytes_read"] - b["kv_bytes_read"], a["kv_bytes_written"])
+                    self.assertEqual(a["kv_bytes_written"], b["kv_bytes_written"])
+                    self.assertEqual(a["matrix_flops"], b["matrix_flops"])
+
+    def test_decode_closed_form_sums_the_steps(self):
+        # decode's closed form over steps with histories 4094..4098 (crossing mistral's
+        # 4096 window) equals the sum of one-token forward passes under the same option.
+        for model, extra in self.CASES[:3]:
+            d = result("decode", "--model", model, *extra, "--input-len", "4094", "--output-len", "6",
+                       "--batch", "3", "--new-kv", "on-chip")["decode"]
+            steps = [self.totals(model, extra, "--batch", "3", "--history", str(h), "--tokens", "1",
+                                 "--new-kv", "on-chip") for h in range(4094, 4099)]
+            with self.subTest(model=model):
+                self.assertEqual(d["kv_bytes_read"], sum(s["kv_bytes_read"] for s in steps))
+                self.assertEqual(d["attention_flops_causal"],
+                                 sum(s["attention_flops_causal"] for s in steps))
+
+
+class Training(unittest.TestCase):
+    def test_dense_training_ledger_and_adam_state(self):
+        # INDEX, table "Dense 训练矩阵子账", row training-qwen3-8b-t8192: training matrix
+        # 431.367993 TFLOPs, 6ND 402.591024 TFLOPs, parameter states 137.307901 GiB (FP32 grads)
+        r = result("train", "--model", "qwen3-8b", "--seq", "8192", "--grad-dtype", "fp32")
+        self.assertEqual(f"{r['flops_per_step']['model_flops'] / 1e12:.6f}", "431.367993")
+        six = {c["name"]: c["flops"] for c in r["closed_forms"]}
+        self.assertEqual(f"{six['6ND'] / 1e12:.6f}", "402.591024")
+        self.assertEqual(gib(self.states(r), 6), "137.307901")
+        # same table, row training-qwen3-235b-balanced: 1370.192546 TFLOPs, 6ND over all
+        # 235,093,634,560 parameters 11555.322326 TFLOPs
+        r = result("train", "--model", "qwen3-235b-a22b", "--seq", "8192", "--grad-dtype", "fp32")
+        self.assertEqual(f"{r['flops_per_step']['model_flops'] / 1e12:.6f}", "1370.192546")
+        six = {c["name"]: c["flops"] for c in r["closed_forms"]}
+        self.assertEqual(f"{six['6ND, all parameters'] / 1e12:.6f}", "11555.322326")
+        self.assertEqual(six["6ND"], 6 * r["model"]["active_params"] * 8192)
+        # table "全参数Adam／ZeRO持久状态", row training-state-book: 8190735360 parameters,
+        # 131051765760 B unsharded (BF16 grads), 16381470720 B per rank under ZeRO stage 3 on 8
+        r = result("train", "--model", "qwen3-8b", "--seq", "8192")
+        self.assertEqual((r["model"]["params"], self.states(r)), (8_190_735_360, 131_051_765_760))
+        r = result("train", "--model", "qwen3-8b", "--seq", "8192", "--dp", "8", "--zero", "3")
+        self.assertEqual(self.states(r), 16_381_470_720)
+
+    @staticmethod
+    def states(r):
+        """Weights + gradients + optimizer states of the first (here the only) stage."""
+        s = r["memory"]["stages"][0]
+        return s["weights_bytes"] + s["grads_bytes"] + s["optimizer_bytes"]
+
+
+class ReproduceSubdirectories(unittest.TestCase):
+    """A scenario list in results/DIR/ writes into DIR/ and is checked there too."""
+
+    def setUp(self):
+        from infracalc.cli import reproduce
+
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        root = self.dir.name
+        os.mkdir(os.path.join(root, "sub"))
+        for path, scenarios in (("scenarios.json", []),
+                                ("sub/scenarios.json", [{"name": "dev", "formats": ["json"],
+                                                         "args": ["hardware", "--device", "h100-sxm"]}])):
+            with open(os.path.join(root, path), "w") as f:
+                json.dump({"scenarios": scenarios}, f)
+        saved = reproduce.RESULTS_DIR
+        reproduce.RESULTS_DIR = root
+        self.addCleanup(setattr, reproduce, "RESULTS_DIR", saved)
+
+    def run_reproduce(self, *argv):
+        return run_cli("reproduce", *argv)
+
+    def test_writes_checks_and_flags_stale_files_per_directory(self):
+        status, out, _ = self.run_reproduce()
+        self.assertEqual(status, 0, out)
+        self.assertTrue(os.path.isfile(os.path.join(self.dir.name, "sub", "dev.json")))
+        status, out, _ = self.run_reproduce("--check", "--only", "sub/dev")
+        self.assertEqual((status, out.splitlines()[-1]),
+                         (0, "reproduce --check: all 1 stored results match (1 scenarios)"))
+        for name in ("README.md", "stray.md"):   # prose is exempt, a stray result is not
+            open(os.path.join(self.dir.name, "sub", name), "w").close()
+        status, out, _ = self.run_reproduce("--check")
+        self.assertEqual(status, 1)
+        self.assertIn("STALE sub/stray.md: no scenario produces it", out)
+        self.assertNotIn("README.md", out)
+
+    def test_malformed_scenario_is_one_line_error(self):
+        with open(os.path.join(self.dir.name, "sub", "scenarios.json"), "w") as f:
+            json.dump({"scenarios": [{"args": ["hardware"]}]}, f)
+        status, out, err = self.run_reproduce("--check")
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn("every scenario needs a 'name' string and an 'args' list of strings", err)
+        self.assertEqual(len(err.splitlines()), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,54 @@
+"""Help text states what the commands do (checked against the behaviour, not the code)."""
+
+import os
+import sys
+import unittest
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+sys.path.insert(0, os.path.join(ROOT, "calculations"))
+
+
+
+def help_of(command, option="--mla"):
+    """The help string of one option of a subcommand (not the usage line or choices)."""
+    import argparse
+    from importlib import import_module
+    p = argparse.ArgumentParser(prog=command)
+    import_module(f"infracalc.cli.{command}").add_arguments(p)
+    return next(a.help for a in p._actions if option in a.option_strings)
+
+
+class MlaHelp(unittest.TestCase):
+    def test_auto_does_not_claim_decode_is_always_absorbed(self):
+        # decode --mla auto compares both paths over the decode steps (the output prints
+        # "MLA path for the decode steps: absorbed (...) over expanded (...)"), so the help
+        # may not say that decode steps are simply absorbed.
+        for command in ("forward", "decode"):
+            text = help_of(command)
+            self.assertNotIn("decode steps absorbed", text, command)
+            self.assertIn("summed bound", text, command)
+
+    def test_kv_lists_every_path_it_accepts(self):
+        # kv takes --mla absorbed|expanded|naive; the help names all three as paths
+        # ("expanded K/V", the naive cache's contents, is not the expanded path).
+        text = help_of("kv")
+        for path in ("absorbed", "expanded", "naive"):
+            self.assertRegex(text, rf"\b{path}\b(?! K/V)")
+
+
+
+class MlaModelNote(unittest.TestCase):
+    def test_note_matches_each_commands_default(self):
+        # The DeepSeek loader's note is printed by every command. kv takes no `auto` (its
+        # default is absorbed) and train has no --mla (naive form): the note may not tell
+        # them "--mla auto (default ...)".
+        from support import run_cli
+        for argv in (("kv", "--model", "deepseek-v2-lite", "--context", "1024"),
+                     ("train", "--model", "deepseek-v2-lite", "--seq", "128")):
+            code, out, _ = run_cli(*argv)
+            self.assertEqual(code, 0, argv)
+            self.assertNotIn("--mla auto (default", out, argv[0])
+            self.assertIn("kv to absorbed; train runs the naive form", out, argv[0])
+
+if __name__ == "__main__":
+    unittest.main()
