@@ -73,11 +73,30 @@ PARALLEL_CONVENTIONS = (
     "memory were unlimited.",
 )
 
+ESTIMATE = (
+    "Estimate (the 'latency' figures, what the search ranks): per stage the operator-sum roofline "
+    "of its shard (each operator max(FLOPs / peak, bytes / bandwidth), summed) plus exposed "
+    "communication, every collective with the --algorithm (ring by default) and none of it "
+    "overlapped (with --overlap: max(roofline, communication)); PP boundary transfers on the "
+    "critical path. Not a bound: real runs can beat it (fused kernels, overlapped communication, "
+    "faster collective algorithms).")
+LOWER_BOUND = (
+    "Lower bound (the 'lower_bound' figures; no real run of this layout and batch can be faster, "
+    "under the stated device peaks, bandwidths and link alpha-beta figures): per stage "
+    "max(ideal, fastest communication), ideal = max(matrix FLOPs / matrix peak, vector FLOPs / "
+    "vector peak, (weight bytes read + KV bytes read and written) / memory bandwidth) -- the "
+    "units run in parallel, operators fuse, weights and cache are read once per pass -- and "
+    "communication fully hidden under that work, or, where it exceeds it, the time of its "
+    "collectives with the fastest applicable algorithm (ring, tree, in-network, binomial); "
+    "PP boundary transfers not charged; the same pipeline composition (a micro-batch crosses "
+    "every stage; the slowest stage serves all m micro-batches; decode steps are sequential). "
+    "Tokens/s figures under it are upper bounds.")
+
 LEFT_OUT = (
-    "A lower bound on time per device (an upper bound on throughput): scheduling, kernel launch "
-    "and synchronisation, host work, NCCL's fixed per-call latency, hierarchical collectives, "
-    "uneven routing beyond the routing model, and activation memory beyond the reserve are not "
-    "charged.",
+    "Neither the estimate nor the lower bound charges scheduling, kernel launch and "
+    "synchronisation, host work, NCCL's fixed per-call latency, hierarchical collectives, uneven "
+    "routing beyond the routing model, or activation memory beyond the reserve; the estimate is "
+    "therefore not an upper bound either.",
     "Decode steps of a pipeline are composed from sums over the steps; the per-step maxima "
     "(slowest stage, exposed communication under --overlap) are taken of the sums, which can "
     "only shorten the time.",
@@ -402,6 +421,18 @@ class Plan:
             return comm.choose(c, link)[1] * c.count
         return comm.time_s(c, link, self.algorithm_for(c)) * c.count
 
+    def comm_time_fastest(self, c):
+        """Seconds of all c.count runs of a collective with the fastest applicable algorithm
+        (ring, tree, in-network: `comm.choose`; binomial for all-reduces) on its tier: what the
+        lower bound charges."""
+        link = self.links.get(c.tier)
+        if link is not None and c.group > 1 and c.bytes:
+            t = comm.choose(c, link)[1]
+            if c.kind == "all_reduce":   # the book's binomial tree, which --algorithm may name
+                t = min(t, comm.time_s(c, link, "binomial"))
+            return t * c.count
+        return comm.time_s(c, link, "ring") * c.count
+
     def algorithm_for(self, c):
         """The named algorithm where it applies (binomial: all-reduces), ring otherwise."""
         return "binomial" if self.algorithm == "binomial" and c.kind == "all_reduce" else "ring"
@@ -465,12 +496,67 @@ def _stage_phase(plan, lay, stage, cost, cs, runs=1):
            "exposed_comm_s": plan.stage_time(roofline, comm_s) - roofline,
            "time_s": plan.stage_time(roofline, comm_s)}
     rec.update(_work(cost))
+    # the lower bound (LOWER_BOUND): the work's least time, communication hidden under it up to it
+    ideal = ideal_s(plan.r, rec)
+    fastest = sum(plan.comm_time_fastest(c) for c in cs) * runs
+    rec.update(ideal_s=ideal, comm_fastest_s=fastest, lower_bound_s=max(ideal, fastest))
     rec["collectives"] = _collective_rows(plan, cs)
     if runs != 1:
         for row in rec["collectives"]:
             row["passes"] = runs
             row["time_s"] *= runs
     return rec
+
+
+def ideal_s(r, work):
+    """The least time of a stage's work on its device: max(matrix FLOPs / matrix peak, vector
+    FLOPs / vector peak, (weight bytes read + KV bytes read and written) / bandwidth). The three
+    units may run in parallel, operators may fuse (activations never leave the chip) and the
+    weights and cache must be read at least once per pass (they exceed on-chip memory)."""
+    return max(work["matrix_flops"] / r.matrix_flops_per_s, work["vector_flops"] / r.vector_flops_per_s,
+               (work["weight_bytes_read"] + work["kv_bytes_read"] + work["kv_bytes_written"]) / r.bytes_per_s)
+
+
+def phases_bound(ph, lay):
+    """The lower bound of each phase's pipeline composition (LOWER_BOUND): stage times
+    lower_bound_s, boundary transfers not charged (hidden under other micro-batches' work)."""
+    out = {}
+    for name, p in ph.items():
+        if not isinstance(p, dict) or "stages" not in p:
+            continue
+        times = [s["lower_bound_s"] for s in p["stages"]]
+        L, slowest, full = _pipeline(times, 0.0, ph["micro_batches"], lay.pp)
+        out[name] = {"pass_s": L, "slowest_stage_s": slowest,
+                     ("ttft_s" if name == "prefill" else "cycle_s"): L + full - slowest if name == "prefill"
+                     else max(L, full)}
+    return out
+
+
+def latency_bound(plan, lay, batch, ph):
+    """Lower bounds on TTFT and TPOT and upper bounds on tokens/s (LOWER_BOUND), beside
+    `latency`'s estimate; needs `phases(..., detail=True)`."""
+    b = phases_bound(ph, lay)
+    steps, dp, n = plan.steps, lay.dp, lay.devices
+    ttft = b["prefill"]["ttft_s"] if "prefill" in b else None
+    dec = b["decode"]["cycle_s"] if "decode" in b else 0.0
+    rate = batch * steps / dec if steps and dec else None
+    return {
+        "ttft_s": ttft,
+        "ttft_first_micro_batch_s": b["prefill"]["pass_s"] if "prefill" in b else None,
+        "tpot_first_s": b["first"]["cycle_s"] if "first" in b else None,
+        "tpot_mean_s": dec / steps if steps else None,
+        "tpot_last_s": b["last"]["cycle_s"] if "last" in b else None,
+        "decode_s": dec,
+        "generation_s": (ttft or 0.0) + dec if ttft is not None else None,
+        "decode_tokens_per_s_per_request": steps / dec if steps and dec else None,
+        "decode_tokens_per_s_replica": rate,
+        "decode_tokens_per_s_cluster": rate * dp if rate else None,
+        "decode_tokens_per_s_per_device": rate * dp / n if rate else None,
+        "tokens_per_s_cluster": batch * plan.G / (ttft + dec) * dp if ttft else None,
+        "tokens_per_s_per_device": batch * plan.G / (ttft + dec) * dp / n if ttft else None,
+        "phases": b,
+        "definition": LOWER_BOUND,
+    }
 
 
 def _pipeline(stage_times, transfer_s, m, pp):
@@ -703,6 +789,8 @@ def parallel(plan, lay, batch):
     rec["notes"] = notes(plan, lay, mem, batch)
     rec["memory"] = mem
     rec["latency"] = latency(plan, lay, batch, ph)
+    rec["latency_definition"] = ESTIMATE
+    rec["lower_bound"] = latency_bound(plan, lay, batch, ph)
     rec["phases"] = {k: ph[k] for k in ("prefill", "first", "last", "decode") if k in ph}
     rec["serving"] = serving_record(plan, lay, mem["stages"])
     rec["left_out"] = list(LEFT_OUT)
@@ -879,6 +967,8 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
             comm_by_dim[c["dim"]] = comm_by_dim.get(c["dim"], 0.0) + c["time_s"]
         best.append({"rank": rank, "layout": layout_record(plan, lay, ph["micro_batches"]), "batch": b,
                      "latency": latency(plan, lay, b, ph),
+                     "lower_bound": {k: v for k, v in latency_bound(plan, lay, b, ph).items()
+                                     if k not in ("phases", "definition")},
                      "slowest_decode_stage" if "decode" in ph else "slowest_prefill_stage": {
                          "stage": stage["stage"], "roofline_s": stage["roofline_s"],
                          "compute_bound_s": stage["compute_bound_s"], "weights_s": stage["weights_s"],
@@ -900,6 +990,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
         "tpot": "mean TPOT (--batch, default 1), smallest first"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
+    rec["definitions"] = [ESTIMATE, LOWER_BOUND]
     rec["layouts_considered"] = total
     rec["layouts_admitted"] = len(ranked)
     rec["top"] = best
