@@ -161,7 +161,7 @@ class Plan:
         self.act_bytes = ceil_div(self.w.act_dtype.bits, 8)
         self.domain = device.scale_up.domain_size if device.scale_up else 1
         self.mla_choices = {}
-        self._cache, self._kinds = {}, {}
+        self._cache, self._kinds, self._decode_w = {}, {}, {}
         self.wp = self.wd = None
         self.resolve_mla(batch)
 
@@ -192,6 +192,7 @@ class Plan:
         wp, wd = wp.replace(tokens=1, batch=1), wd.replace(batch=1)
         if (wp, wd) != (self.wp, self.wd):
             self._cache.clear()   # every cached figure assumed the former paths
+            self._decode_w.clear()
         self.wp, self.wd = wp, wd
         self.mla_choices = {"prefill": pre, "decode steps": dec if self.steps else None}
 
@@ -226,7 +227,8 @@ class Plan:
                 return False   # not one linear piece over every history
             one = lambda h: [decode_sum._vector(op) for op in block.ops(w.replace(tokens=1, history=h))]
             return one(0) == one(1)
-        return self.memo(("history free", block, w.replace(batch=1)), make)
+        return self.memo(("history free", block, w), lambda: self.memo(
+            ("history free at batch 1", block, w.replace(batch=1)), make))
 
     def unit_cost(self, a, w, spec, work=True):
         """Cost vectors of architecture `a`: spec ("pass",) -> (one pass of w,); ("steps", lo,
@@ -244,7 +246,8 @@ class Plan:
             if a.layers and spec[0] == "steps" and len(a.layers[0].blocks) > 1:
                 total = None
                 for block in a.layers[0].blocks:
-                    part = self.unit_cost(self.unit(Layer(blocks=(block,))), w, spec, work)
+                    one = self.memo(("block unit", block), lambda: self.unit(Layer(blocks=(block,))))
+                    part = self.unit_cost(one, w, spec, work)
                     total = part if total is None else tuple(_add(t, u) for t, u in zip(total, part))
                 return total
             if a.layers and spec[0] == "steps" and self.history_free(a.layers[0].blocks[0], w):
@@ -294,7 +297,11 @@ class Plan:
             total = self.unit_cost(self.top_unit(lay, stage), w, spec, work)
             for layer, count in self.kind(lay, stage)[0]:
                 unit = self.unit_cost(self.unit(layer), w, spec, work)
-                total = tuple(_add(t, _scale(u, count)) for t, u in zip(total, unit))
+                if work:
+                    total = tuple(_add(t, _scale(u, count)) for t, u in zip(total, unit))
+                else:   # 4-vectors (no work counts): the same sums, written out
+                    total = tuple((t[0] + count * u[0], t[1] + count * u[1], t[2] + count * u[2],
+                                   t[3] + count * u[3]) for t, u in zip(total, unit))
             return total
         return self.memo(("stage cost", lay.tp, self.kind_id(lay, stage), w, spec, work), make)
 
@@ -323,7 +330,9 @@ class Plan:
         y = cp hi' - hi (exact)."""
         cp, lo, hi = lay.cp, self.P, self.P + self.steps - 1
         lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
-        w = self.workload(self.wd, batch=b, tokens=1, history=0)
+        w = self._decode_w.get(b)
+        if w is None:
+            w = self._decode_w[b] = self.workload(self.wd, batch=b, tokens=1, history=0)
         total, first, last = self.stage_cost(lay, stage, w, ("steps", lo2, hi2), work)
         if cp > 1:
             x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
@@ -361,15 +370,19 @@ class Plan:
         """Seconds of every collective of `collectives(...)`, summed the same way, without
         building the merged list (what a search needs)."""
         def make():
-            total = self.memo(self._comm_key(lay, ("top s", stage.has_embedding, stage.has_head), "", b,
-                                             tokens_per_rank),
-                              lambda: sum(self.comm_time(c)
-                                          for c in self.top_collectives(lay, stage, b, tokens_per_rank)))
+            total = self.top_s(lay, (stage.has_embedding, stage.has_head), b, tokens_per_rank)
             for layer, count in self.kind(lay, stage)[0]:
                 total += count * self.layer_comm_s(lay, layer, phase, b, tokens_per_rank)
             return total
         return self.memo(self._comm_key(lay, ("stage s", self.kind_id(lay, stage)), phase, b, tokens_per_rank),
                          make)
+
+    def top_s(self, lay, key, b, tokens_per_rank):
+        """Seconds of the top blocks' collectives (key = (embedding?, head?)) of one pass."""
+        emb, head = key
+        return self.memo(("top s", lay.tp, lay.sp, self.tiers(lay)[0], emb, head, b, tokens_per_rank),
+                         lambda: sum(self.comm_time(c) for c in self.top_collectives(
+                             lay, placement.Stage(0, 0, 0, emb, head), b, tokens_per_rank)))
 
     def _comm_key(self, lay, what, phase, b, tokens_per_rank):
         return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.tiers(lay), what, phase, b, tokens_per_rank)
@@ -443,9 +456,12 @@ class Plan:
         receiver's TP all-gather)."""
         if lay.pp == 1:
             return [], 0.0
-        cs = comm.pp_boundary_collectives(tokens, self.arch.hidden_size, self.act_bytes, lay.tp, lay.sp,
-                                          self.tier(lay, "pp"), self.tier(lay, "tp"))
-        return cs, sum(self.comm_time(c) for c in cs)
+
+        def make():
+            cs = comm.pp_boundary_collectives(tokens, self.arch.hidden_size, self.act_bytes, lay.tp, lay.sp,
+                                              self.tier(lay, "pp"), self.tier(lay, "tp"))
+            return cs, sum(self.comm_time(c) for c in cs)
+        return self.memo(("transfer", lay.tp, lay.sp, self.tier(lay, "pp"), self.tier(lay, "tp"), tokens), make)
 
     def stage_time(self, roofline_s, comm_s):
         return max(roofline_s, comm_s) if self.overlap else roofline_s + comm_s
@@ -594,19 +610,79 @@ def stage_phase(plan, lay, stage, phase, b, detail=True):
 
 
 def stage_phases(plan, lay, sts, phase, b, detail):
-    """stage_phase of every stage; stages of one kind share one record when not `detail`
-    (a search reads their times only)."""
+    """stage_phase of every stage; without `detail` (a search, a sweep: times only) each stage
+    kind's times are composed from its parts' times (`_fast_parts`), one record per kind."""
     if detail:
         return [stage_phase(plan, lay, st, phase, b, detail) for st in sts]
+    parts = plan.memo(("fast parts", lay.tp, lay.ep, lay.cp, lay.sp, plan.tiers(lay), phase, b), dict)
     by_kind = {}
     out = []
     for st in sts:
         k = plan.kind_id(lay, st)
         rec = by_kind.get(k)
         if rec is None:
-            rec = by_kind[k] = stage_phase(plan, lay, st, phase, b, detail)
+            roofline, comm_s = _fast_stage(plan, lay, st, phase, b, parts)
+            t = plan.stage_time(roofline, comm_s)
+            rec = by_kind[k] = {"stage": st.index, "roofline_s": roofline, "comm_s": comm_s,
+                                "exposed_comm_s": t - roofline, "time_s": t}
         out.append(rec)
     return out
+
+
+def _fast_parts(plan, lay, phase, b, part, key):
+    """Times of one part of a stage (a layer shard, or the top blocks (embedding?, head?)) in
+    `phase`: per option (prefill: the slowest CP rank's candidates, as `Plan.prefill_cost`;
+    decode: one) a (roofline s, comm s) pair, from the same memoized cost vectors and
+    collectives as `stage_phase`. A stage's times are count-weighted sums of its parts' (the
+    same sums as `Plan.stage_cost`, taken of times instead of cost vectors: equal up to
+    floating-point rounding)."""
+    top = not hasattr(part, "blocks")
+    if phase == "prefill":
+        cp, P = lay.cp, plan.P
+        c = ceil_div(P, cp)
+        last = P - (cp - 1) * c
+        opts = [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else [])
+        out = []
+        for tokens, history in opts:
+            w = plan.workload(plan.wp, batch=b, logits="last", tokens=tokens, history=history)
+            cost = plan.unit_cost(part if top else plan.unit(part), w, ("pass",), False)[0]
+            cs = plan.top_s(lay, key, b, tokens) if top else plan.layer_comm_s(lay, part, "prefill", b, tokens)
+            out.append((_time(cost), cs))
+        return out
+    cp, lo, hi = lay.cp, plan.P, plan.P + plan.steps - 1
+    lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
+    w = plan._decode_w.get(b) or plan.workload(plan.wd, batch=b, tokens=1, history=0)
+    total, first, last = plan.unit_cost(part if top else plan.unit(part), w, ("steps", lo2, hi2), False)
+    cs = plan.top_s(lay, key, b, 1) if top else plan.layer_comm_s(lay, part, "decode", b, 1)
+    if phase == "first":
+        return [(_time(first), cs)]
+    if phase == "last":
+        return [(_time(last), cs)]
+    if cp > 1:
+        x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
+        return [(cp * _time(total) - x * _time(first) - y * _time(last), cs * plan.steps)]
+    return [(_time(total), cs * plan.steps)]
+
+
+def _fast_stage(plan, lay, stage, phase, b, parts):
+    """(roofline s, comm s) of one device of `stage` from its parts' times (`_fast_parts`)."""
+    key = (stage.has_embedding, stage.has_head)
+    top = parts.get(key)
+    if top is None:
+        top = parts[key] = _fast_parts(plan, lay, phase, b, plan.top_unit(lay, stage), key)
+    sums = [list(o) for o in top]
+    for layer, count in plan.kind(lay, stage)[0]:
+        one = parts.get(layer)
+        if one is None:
+            one = parts[layer] = _fast_parts(plan, lay, phase, b, layer, None)
+        for acc, (r, c) in zip(sums, one):
+            acc[0] += count * r
+            acc[1] += count * c
+    best = sums[0]
+    for o in sums[1:]:
+        if o[0] > best[0]:
+            best = o
+    return best[0], best[1]
 
 
 def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
