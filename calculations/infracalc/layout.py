@@ -398,16 +398,18 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
     reserve = reserve_of(memory_bytes, reserve_bytes)
     tokens = -(-context // layout.cp)
     out = []
+    fits = []
     for st in stages(arch, layout):
         def make():   # per stage shard: a search meets the same stage under many layouts
             kv = sum(count * memo(("layer kv", layer, w.kv_dtype, tokens, w.mla),
                                   lambda: layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True))
                      for layer, count, _ in device_layers(arch, layout, st))
-            return stage_weight_bytes(arch, w, layout, st), kv
-        weights, kv = memo(("stage memory", arch, w, layout.tp, layout.ep, st.lo, st.hi, st.has_embedding,
-                            st.has_head, tokens), make)
-        out.append(StageMemory(st.index, st.lo, st.hi, weights, kv, reserve, memory_bytes))
-    fits = [s.max_requests for s in out]
+            row = StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st), kv, reserve,
+                              memory_bytes)
+            return row, row.max_requests
+        row, fit = memo(("stage memory", arch, w, layout.tp, layout.ep, st, tokens, reserve, memory_bytes), make)
+        out.append(row)
+        fits.append(fit)
     return out, binding_stage([memory_bytes - s.need(m or 0) for s, m in zip(out, fits)], fits)
 
 

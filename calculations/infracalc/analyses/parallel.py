@@ -637,31 +637,43 @@ def _fast_parts(plan, lay, phase, b, part, key):
     same sums as `Plan.stage_cost`, taken of times instead of cost vectors: equal up to
     floating-point rounding)."""
     top = not hasattr(part, "blocks")
+    roofs = plan.memo(("part roof", part, phase, b, lay.cp), lambda: _part_roofs(plan, lay.cp, phase, b, part))
     if phase == "prefill":
-        cp, P = lay.cp, plan.P
+        return [(r, plan.top_s(lay, key, b, tokens) if top else plan.layer_comm_s(lay, part, "prefill", b, tokens))
+                for r, tokens in roofs]
+    cs = plan.top_s(lay, key, b, 1) if top else plan.layer_comm_s(lay, part, "decode", b, 1)
+    return [(roofs[0][0], cs * plan.steps if phase == "decode" else cs)]
+
+
+def _part_roofs(plan, cp, phase, b, part):
+    """[(roofline s, tokens per rank)] of one part (`_fast_parts`) per option, a layer shard's
+    as the sum of its blocks' (each block costed once per workload, `Plan.unit_cost`)."""
+    units = ([plan.memo(("block unit", block), lambda: plan.unit(Layer(blocks=(block,)))) for block in part.blocks]
+             if hasattr(part, "blocks") else [part])
+    if phase == "prefill":
+        P = plan.P
         c = ceil_div(P, cp)
         last = P - (cp - 1) * c
-        opts = [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else [])
         out = []
-        for tokens, history in opts:
+        for tokens, history in [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else []):
             w = plan.workload(plan.wp, batch=b, logits="last", tokens=tokens, history=history)
-            cost = plan.unit_cost(part if top else plan.unit(part), w, ("pass",), False)[0]
-            cs = plan.top_s(lay, key, b, tokens) if top else plan.layer_comm_s(lay, part, "prefill", b, tokens)
-            out.append((_time(cost), cs))
+            out.append((sum(_time(plan.unit_cost(u, w, ("pass",), False)[0]) for u in units), tokens))
         return out
-    cp, lo, hi = lay.cp, plan.P, plan.P + plan.steps - 1
+    lo, hi = plan.P, plan.P + plan.steps - 1
     lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
     w = plan._decode_w.get(b) or plan.workload(plan.wd, batch=b, tokens=1, history=0)
-    total, first, last = plan.unit_cost(part if top else plan.unit(part), w, ("steps", lo2, hi2), False)
-    cs = plan.top_s(lay, key, b, 1) if top else plan.layer_comm_s(lay, part, "decode", b, 1)
-    if phase == "first":
-        return [(_time(first), cs)]
-    if phase == "last":
-        return [(_time(last), cs)]
-    if cp > 1:
-        x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
-        return [(cp * _time(total) - x * _time(first) - y * _time(last), cs * plan.steps)]
-    return [(_time(total), cs * plan.steps)]
+    i = {"first": 1, "last": 2}.get(phase)
+    if i is not None:
+        return [(sum(_time(plan.unit_cost(u, w, ("steps", lo2, hi2), False)[i]) for u in units), 1)]
+    total = 0.0
+    for u in units:
+        t, first, last = plan.unit_cost(u, w, ("steps", lo2, hi2), False)
+        if cp > 1:
+            x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
+            total += cp * _time(t) - x * _time(first) - y * _time(last)
+        else:
+            total += _time(t)
+    return [(total, 1)]
 
 
 def _fast_stage(plan, lay, stage, phase, b, parts):
