@@ -27,6 +27,8 @@ PARALLEL_SEARCH_DENSE = ["parallel", "--model", "llama-3.1-70b", "--devices", "1
                          "2048", "--output-len", "256"]
 PARALLEL_SEARCH_MOE = ["parallel", "--model", "qwen3-30b-a3b", "--devices", "1024", "--search", "--input-len",
                        "2048", "--output-len", "1024"]
+PARALLEL_SEARCH_MLA = ["parallel", "--model", "deepseek-v3", "--device", "h200", "--devices", "1024", "--search",
+                       "--input-len", "2048", "--output-len", "1024"]
 COMMANDS = [
     ["models"],
     ["models", "--model", "qwen3-30b-a3b"],
@@ -56,6 +58,7 @@ COMMANDS = [
     PARALLEL_SEARCH_SMALL,
     PARALLEL_SEARCH_DENSE,
     PARALLEL_SEARCH_MOE,
+    PARALLEL_SEARCH_MLA,
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
@@ -67,10 +70,10 @@ BUDGET_S = 0.030
 # layouts, ~1 s for 1,024 devices); timed, not held to the per-command budget.
 BULK = (["reproduce", "--check"], ["validate"],
         TRAIN_SEARCH_DENSE, TRAIN_SEARCH_MOE,   # searches: held to their own ~1 s budget
-        PARALLEL_SEARCH_SMALL, PARALLEL_SEARCH_DENSE, PARALLEL_SEARCH_MOE)
+        PARALLEL_SEARCH_SMALL, PARALLEL_SEARCH_DENSE, PARALLEL_SEARCH_MOE, PARALLEL_SEARCH_MLA)
 
 
-def wall(argv, runs):
+def wall(argv, runs, stat=statistics.median):
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -78,19 +81,26 @@ def wall(argv, runs):
         times.append(time.perf_counter() - t0)
         if p.returncode not in (0,):
             return None, p.stderr.decode().strip().splitlines()[-1:]
-    return statistics.median(times), None
+    return stat(times), None
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--min", action="store_true",
+                    help="the minimum over the runs instead of the median (on a loaded machine)")
+    ap.add_argument("--match", default="", metavar="TEXT", help="only the commands whose line contains TEXT")
     args = ap.parse_args()
-    base, _ = wall([sys.executable, "-c", "pass"], args.runs)
-    print(f"bare interpreter start: {base * 1e3:.1f} ms (median of {args.runs}, {sys.executable})")
+    stat = min if args.min else statistics.median
+    base, _ = wall([sys.executable, "-c", "pass"], args.runs, stat)
+    print(f"bare interpreter start: {base * 1e3:.1f} ms ({'minimum' if args.min else 'median'} of {args.runs}, "
+          f"{sys.executable})")
     print(f"{'command':<100} {'wall ms':>8} {'own ms':>7} {'ratio':>6}")
     worst, failures = 0.0, 0
     for cmd in COMMANDS:
-        t, err = wall([sys.executable, CALC, *cmd], args.runs)
+        if args.match not in " ".join(cmd):
+            continue
+        t, err = wall([sys.executable, CALC, *cmd], args.runs, stat)
         label = "infra-calc " + " ".join(cmd)
         if t is None:
             if err and "unknown command" in err[0]:

@@ -47,7 +47,8 @@ PARALLEL_CONVENTIONS = (
     "Pipeline: a micro-batch's pass takes L = sum of stage times + (pp - 1) boundary transfers; "
     "TTFT of the batch = L + (m - 1) x the slowest stage; a decode step recurs every "
     "max(L, m x slowest stage) (the TPOT); bubble = the slowest stage's idle share of that cycle. "
-    "Summed over decode steps these maxima are taken of the sums (a lower bound on time).",
+    "Summed over decode steps these maxima are taken of the sums (shorter, for the estimate and the "
+    "lower bound alike).",
     "Data parallelism: replicas share nothing; cluster tokens/s = dp x a replica's; per device = "
     "cluster / devices.",
     "Collectives per micro-batch pass (collectives.py, costed by comm.py on the tier the group "
@@ -484,9 +485,7 @@ def memory(plan, lay, batch):
         context = plan.P + plan.G - 1
         rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
                                                 plan.reserve)
-        fits = [s.max_requests for s in rows]
-        cap = None if all(f is None for f in fits) else min(f for f in fits if f is not None)
-        return rows, binding, cap
+        return rows, binding, rows[binding].max_requests   # the binding stage fits the fewest
     return plan.memo(("memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
 
 
@@ -542,37 +541,16 @@ def phases_bound(ph, lay):
             continue
         times = [s["lower_bound_s"] for s in p["stages"]]
         L, slowest, full = _pipeline(times, 0.0, ph["micro_batches"], lay.pp)
-        out[name] = {"pass_s": L, "slowest_stage_s": slowest,
-                     ("ttft_s" if name == "prefill" else "cycle_s"): L + full - slowest if name == "prefill"
-                     else max(L, full)}
+        out[name] = ({"pass_s": L, "slowest_stage_s": slowest, "ttft_first_s": L, "ttft_s": L + full - slowest}
+                     if name == "prefill" else {"pass_s": L, "slowest_stage_s": slowest, "cycle_s": max(L, full)})
     return out
 
 
 def latency_bound(plan, lay, batch, ph):
     """Lower bounds on TTFT and TPOT and upper bounds on tokens/s (LOWER_BOUND), beside
-    `latency`'s estimate; needs `phases(..., detail=True)`."""
+    `latency`'s estimate, by the same formulas; needs `phases(..., detail=True)`."""
     b = phases_bound(ph, lay)
-    steps, dp, n = plan.steps, lay.dp, lay.devices
-    ttft = b["prefill"]["ttft_s"] if "prefill" in b else None
-    dec = b["decode"]["cycle_s"] if "decode" in b else 0.0
-    rate = batch * steps / dec if steps and dec else None
-    return {
-        "ttft_s": ttft,
-        "ttft_first_micro_batch_s": b["prefill"]["pass_s"] if "prefill" in b else None,
-        "tpot_first_s": b["first"]["cycle_s"] if "first" in b else None,
-        "tpot_mean_s": dec / steps if steps else None,
-        "tpot_last_s": b["last"]["cycle_s"] if "last" in b else None,
-        "decode_s": dec,
-        "generation_s": (ttft or 0.0) + dec if ttft is not None else None,
-        "decode_tokens_per_s_per_request": steps / dec if steps and dec else None,
-        "decode_tokens_per_s_replica": rate,
-        "decode_tokens_per_s_cluster": rate * dp if rate else None,
-        "decode_tokens_per_s_per_device": rate * dp / n if rate else None,
-        "tokens_per_s_cluster": batch * plan.G / (ttft + dec) * dp if ttft else None,
-        "tokens_per_s_per_device": batch * plan.G / (ttft + dec) * dp / n if ttft else None,
-        "phases": b,
-        "definition": LOWER_BOUND,
-    }
+    return dict(latency(plan, lay, batch, b), phases=b, definition=LOWER_BOUND)
 
 
 def _pipeline(stage_times, transfer_s, m, pp):
