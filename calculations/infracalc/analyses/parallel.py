@@ -919,6 +919,7 @@ def sweep(plan, lay):
     rec["notes"] = notes(plan, lay, mem, 1) if cap else ["not even one request fits: nothing to sweep"]
     rec["memory"] = mem
     rec["rows"] = rows
+    rec["latency_definition"] = ESTIMATE + " The sweep gives the estimate only; `parallel --batch B` adds the lower bound."
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
     return rec

@@ -207,8 +207,9 @@ def sweep_markdown(rec):
              _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
             for r in rec["rows"]]
     parts = [*_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
-             "", "## Sweep", "", "B = requests per replica; exposed comm = the slowest stage's exposed "
-                                 "communication over the decode cycle.", "",
+             "", "## Sweep (estimates)", "", f"- {rec['latency_definition']}", "",
+             "B = requests per replica; exposed comm = the slowest stage's exposed "
+             "communication over the decode cycle.", "",
              markdown_table(["batch", "micro-batches", "TTFT", "TPOT first", "TPOT mean", "TPOT last",
                              "tokens/s per request", "tokens/s per replica", "tokens/s cluster",
                              "tokens/s per device", "exposed comm", "bubble"], rows, "rrrrrrrrrrrr")
