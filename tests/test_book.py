@@ -97,6 +97,24 @@ class Capacity(unittest.TestCase):
             self.assertEqual(r["capacity"]["stages"][0]["weight_bytes"], weights, fmt)
         self.assertEqual(r["sizing"]["bytes_per_request"], 1_207_959_552)
 
+    def test_llama70_tail_group(self):
+        # INDEX, llama70-capacity-tail-group: 8-bit 67.803543 GiB, 4-bit 35.928543 GiB (the
+        # book's "group1000 tail group": one BF16 scale per 1000 values of a row, the last
+        # group short, i.e. ceil(in / 1000) scales per row). By hand against group 128:
+        # per layer 75,776 rows of 8,192 inputs (q, k, v, o, gate, up) keep 64 - 9 = 55 fewer
+        # scales and 8,192 rows of 28,672 (down) 224 - 29 = 195 fewer: 5,765,120 scales x 2 B
+        # x 80 layers = 922,419,200 B less than int8-g128's 73,725,919,232 (int4: 39,500,398,592).
+        # 80 GB, 2 GiB workspace, 8K context: 1 and 14 requests, as at group 128 (the counts the
+        # book's chapter 2 prints for llama70-capacity-8k; 8K BF16 KV is 2,684,354,560 B a request).
+        for fmt, printed, g128, fits in (("int8-g1000", "67.803543", 73_725_919_232, 1),
+                                         ("int4-g1000", "35.928543", 39_500_398_592, 14)):
+            r = result("kv", "--model", "llama-3.1-70b", "--context", "8192", "--weight-dtype", fmt,
+                       "--memory-bytes", "80GB", "--reserve", "2GiB")
+            weights = r["capacity"]["stages"][0]["weight_bytes"]
+            self.assertEqual(weights, g128 - 922_419_200, fmt)
+            self.assertEqual(gib(weights, 6), printed, fmt)
+            self.assertEqual(r["capacity"]["max_requests"], fits, fmt)
+
     def test_kv_codec_q8_0_q4_0(self):
         # bojieli/ai-infra-book:calculations/results/kv-codec-book.md (Qwen3-8B, 8192 tokens):
         # Q8_0 history 641,728,512 B, append 78,336 B; Q4_0 339,738,624 B and 41,472 B
