@@ -37,6 +37,32 @@ class MlaHelp(unittest.TestCase):
 
 
 
+class BookNames(unittest.TestCase):
+    def test_routing_names_the_books_two_cases(self):
+        # The book's "dispersed" (every expert touched) is balanced, its "concentrated" is
+        # concentrated (the ledgers of tests/test_book.py check the figures); the default
+        # uniform is neither, and the help must say so.
+        for command in ("forward", "decode", "parallel"):
+            text = help_of(command, "--routing")
+            self.assertRegex(text, r"uniform \(default[^)]*neither of the book's cases\)", command)
+            self.assertIn("balanced (the book's 'dispersed'", text, command)
+            self.assertIn("concentrated (the book's 'concentrated'", text, command)
+
+    def test_format_help_names_the_books_formats(self):
+        # Every command's format list ends with the formats the book's tables use, each
+        # a name the parser accepts and that sizes a [4096, 4096] weight as the book does.
+        from infracalc.dtypes import BOOK_FORMATS, dtype, format_help
+        help_text = format_help()
+        self.assertIn("The book's tables use: ", help_text)
+        for entry in BOOK_FORMATS:
+            self.assertIn(entry, help_text)
+        self.assertIn("int8-g128 (the book's '8-bit' weights", help_text)
+        self.assertIn("int4-g128 (the book's '4-bit' weights", help_text)
+        # payload + one BF16 scale per 128 (1000, the last short) values of each of 4096 rows
+        self.assertEqual(dtype("int8-g128").nbytes((4096, 4096)), 4096 * 4096 + 4096 * 32 * 2)
+        self.assertEqual(dtype("int4-g1000").nbytes((4096, 4096)), 4096 * 4096 // 2 + 4096 * 5 * 2)
+
+
 class MlaModelNote(unittest.TestCase):
     def test_note_matches_each_commands_default(self):
         # The DeepSeek loader's note is printed by every command. kv takes no `auto` (its
