@@ -135,6 +135,18 @@ class Capacity(unittest.TestCase):
                           rtx["bound"]), ("51.997183", "37.449143", "compute"))
         self.assertEqual((f"{b200['time_s'] * 1e6:.6f}", b200["bound"]), ("4.718592", "memory"))
 
+    def test_q_projection_apple_m2_max(self):
+        # INDEX, "真实 Q 投影", projection-qwen3-8b-m2-max-38gpu-96gb-b1 / -b256: compute 未知
+        # (unknown), memory 83.927040 / 94.371840 us. By hand at 400 GB/s: (8,192 + 33,554,432
+        # + 8,192) B / 400e9 and 37,748,736 B / 400e9. The book leaves the roofline unknown;
+        # ours is the memory time, a lower bound, named 'memory; compute unknown'.
+        for m, memory_us in ((1, "83.927040"), (256, "94.371840")):
+            d = result("gemm", "--m", str(m), "--k", "4096", "--n", "4096",
+                       "--device", "apple-m2-max")["devices"][0]
+            self.assertEqual(f"{d['memory_time_s'] * 1e6:.6f}", memory_us)
+            self.assertIsNone(d["compute_time_s"])
+            self.assertEqual((d["time_s"], d["bound"]), (d["memory_time_s"], "memory; compute unknown"))
+
     def test_batch_reuse_h100_2k(self):
         # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:
         # declared_capacity_max_batch 210 (80 GB label, workspace 0, history 2048 + the new token)
