@@ -124,6 +124,21 @@ class Capacity(unittest.TestCase):
             self.assertEqual((r["sizing"]["bytes_per_request"], r["sizing"]["bytes_per_token"]),
                              (history, append), fmt)
 
+    def test_kv_page_bytes(self):
+        # INDEX, table "KV分页与分支", column "页 bytes": 2,359,296 for the Qwen3-8B rows
+        # (kv-pages-branches, -aligned, -release, -capacity-two/-three/-retry) and 3,080,192 for
+        # kv-pages-qwen235 and -capacity-qwen235: pages of 16 tokens x 147,456 and 192,512 B per
+        # token (36 x 2 x 8 x 128 x 2 and 94 x 2 x 4 x 128 x 2). Under TP 2 a device holds half
+        # the KV heads, so its page is half as large (conservation over the group).
+        for model, page in (("qwen3-8b", 2_359_296), ("qwen3-235b-a22b", 3_080_192)):
+            c = result("kv", "--model", model, "--context", "8192", "--page-size", "16")["capacity"]
+            self.assertEqual(c["page_bytes_per_device"], page, model)
+            self.assertEqual(c["page_bytes_per_device"], 16 * c["kv_bytes_per_token_per_device"], model)
+            tp2 = result("kv", "--model", model, "--context", "8192", "--page-size", "16", "--tp", "2")
+            self.assertEqual(2 * tp2["capacity"]["page_bytes_per_device"], page, model)
+        self.assertNotIn("page_bytes_per_device",
+                         result("kv", "--model", "qwen3-8b", "--context", "8192")["capacity"])
+
     def test_q_projection_roofline(self):
         # INDEX, table "真实 Q 投影": 256x4096x4096, AI 227.555556 FLOP/B; RTX 4090 compute
         # 51.997183 us, memory 37.449143 us (compute-bound); B200 memory 4.718592 us (memory-bound)
