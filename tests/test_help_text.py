@@ -48,6 +48,16 @@ class BookNames(unittest.TestCase):
             self.assertIn("balanced (the book's 'dispersed'", text, command)
             self.assertIn("concentrated (the book's 'concentrated'", text, command)
 
+    def test_book_routing_names_point_to_the_option(self):
+        # --routing dispersed / hotspot (the book's words) are not accepted silently as
+        # something else: one line naming the option that selects the book's case, status 2.
+        from support import run_cli
+        for word, option in (("dispersed", "balanced"), ("hotspot", "concentrated")):
+            status, _, err = run_cli("forward", "--model", "qwen3-30b-a3b", "--routing", word)
+            self.assertEqual(status, 2)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertIn(f"the book's '{word}' case is --routing {option}", err)
+
     def test_format_help_names_the_books_formats(self):
         # Every command's format list ends with the formats the book's tables use, each
         # a name the parser accepts and that sizes a [4096, 4096] weight as the book does.
