@@ -219,5 +219,31 @@ class Command(unittest.TestCase):
             self.assertEqual(len(err.strip().splitlines()), 1, argv)
 
 
+class UnknownPeaks(unittest.TestCase):
+    def test_memory_time_is_not_called_compute(self):
+        # Apple M3 Ultra publishes neither a matrix nor a vector peak: every FLOP takes 0 s, so
+        # the "Compute" row is the operators' memory time (819 GB/s) and the model FLOP/s drawn
+        # from the step are overstated. The output said neither. An H100 has both peaks.
+        args = ("train", "--model", "qwen3-0.6b", "--seq", "1024", "--global-batch", "2")
+        _, out, _ = run_cli(*args, "--device", "apple-m3-ultra", "--format", "json")
+        rec = json.loads(out)
+        self.assertEqual(rec["time"]["unknown_peaks"], ["matrix", "vector"])
+        self.assertIsNone(rec["throughput"]["mfu"])
+        self.assertTrue(any(c.startswith("Matrix and vector peak unknown") for c in rec["conventions"]))
+        _, md, _ = run_cli(*args, "--device", "apple-m3-ultra")
+        self.assertIn("peak unknown: memory time of those operators |", md)
+        self.assertIn("**Step (understated: compute partly unknown)**", md)
+        self.assertIn("(overstated: the step time leaves out the FLOPs with no published peak)", md)
+        # TPU v5e publishes its bf16 matrix peak (197 TFLOP/s) but no vector peak.
+        _, out, _ = run_cli(*args, "--device", "tpu-v5e", "--format", "json")
+        self.assertEqual(json.loads(out)["time"]["unknown_peaks"], ["vector"])
+        _, out, _ = run_cli(*args, "--device", "h100-sxm", "--format", "json")
+        rec = json.loads(out)
+        self.assertEqual(rec["time"]["unknown_peaks"], [])
+        self.assertFalse(any("peak unknown" in c for c in rec["conventions"]))
+        _, out, _ = run_cli(*args, "--device", "apple-m3-ultra", "--devices", "2", "--search", "--format", "json")
+        self.assertEqual(json.loads(out)["unknown_peaks"], ["matrix", "vector"])
+
+
 if __name__ == "__main__":
     unittest.main()
