@@ -35,7 +35,8 @@ CONVENTIONS = (
     "fused attention kernel keeps Q, K, V, O and one fp32 log-sum-exp per (query, head).",
     "Step time: per micro-batch and stage, the roofline of every operator of the device's shard "
     "(max of FLOPs at the matrix/vector peak and bytes at the memory bandwidth, summed over "
-    "operators) for forward, backward and recompute, plus communication not overlapped with "
+    "operators; under SP the layers' norms and residual adds on 1/tp of the tokens) for forward, "
+    "backward and recompute, plus communication not overlapped with "
     "compute (ring algorithm, alpha-beta per tier): TP/SP collectives of every layer forward and "
     "backward, EP all-to-all 4 per MoE layer, CP ring K/V passes, PP point-to-point; then the "
     "pipeline bubble of the schedule, the data-parallel gradient sync (overlapped with the "
