@@ -59,6 +59,8 @@ COMMANDS = [
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
+    ["validate", "--case", "trtllm-llama31-405b-fp8-h200-tp8-128-2048", "--format", "json"],
+    ["validate", "--case", "nemo2407-pretrain-llama3-70b-fp8-h100-sxm-x64", "--format", "json"],
 ]
 BUDGET_S = 0.030
 # Bulk checks: many results or cases in one run (a few ms each), and layout searches (hundreds of

@@ -163,6 +163,127 @@ class Ring(unittest.TestCase):
         self.assertEqual(f"{(a['time_s'] + m['time_s']) * 1e3:.6f}", "2.036644")
 
 
+
+def collectives(r, stage=0):
+    return {c["name"]: c for c in r["phases"]["prefill"]["stages"][stage]["collectives"]}
+
+
+class BinomialTree(unittest.TestCase):
+    """--algorithm binomial: the book's unsegmented binomial all-reduce, 2 ceil(log2 p) (alpha + M/B)."""
+
+    def test_qwen3_tp8_rows(self):
+        # INDEX, table "未分段 binomial tree", row tree-qwen3-8b-t8192-p8: 6 rounds, group sends
+        # 939524096 B, busiest rank 201326592 B, 8065.063680 us per all-reduce
+        # (by hand: 6 x (2 us + 67108864 B / 50 GB/s) = 6 x 1344.17728 us)
+        r = result("parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "8", "--input-len", "8192",
+                   "--output-len", "1", "--alpha-up", "2us", "--link-bw-up", "50GB/s", "--algorithm", "binomial")
+        a = collectives(r)["TP all-reduce after attention"]
+        self.assertEqual((a["wire_bytes_per_run"], 2 * (a["group"] - 1) * a["bytes_per_run"]),
+                         (201_326_592, 939_524_096))
+        self.assertEqual(f"{a['time_s'] / a['runs'] * 1e6:.6f}", "8065.063680")
+        # row tree-qwen3-32b-t1-p8-h100 (the ring group's solved link, 0.822 us and 450 GB/s): 5.068533 us
+        r = result("parallel", "--model", "qwen3-32b", "--devices", "8", "--tp", "8", "--input-len", "1",
+                   "--output-len", "1", "--alpha-up", "0.822us", "--link-bw-up", "450GB/s", "--algorithm", "binomial")
+        a = collectives(r)["TP all-reduce after MLP"]
+        self.assertEqual((a["wire_bytes_per_run"], f"{a['time_s'] / a['runs'] * 1e6:.6f}"), (30_720, "5.068533"))
+        # the other collectives stay rings: the head's logits all-gather equals --algorithm ring's
+        ring = result("parallel", "--model", "qwen3-32b", "--devices", "8", "--tp", "8", "--input-len", "1",
+                      "--output-len", "1", "--alpha-up", "0.822us", "--link-bw-up", "450GB/s")
+        name = "TP head logits all-gather (vocab-parallel)"
+        self.assertEqual(collectives(r, -1)[name], collectives(ring, -1)[name])
+
+    def test_five_ranks_at_comm_level(self):
+        # row tree-qwen3-8b-t1-p5 (no Qwen3 TP layout has 5 ranks): 6 rounds, 65536 B sent by the
+        # group, 24576 B by the busiest rank, 12.983040 us
+        from infracalc import comm
+        link = comm.Link("up", "book link", 50_000_000_000, 2e-6)
+        c = comm.Collective("all-reduce", "all_reduce", 8192, 5, "up")
+        self.assertEqual((2 * comm.binomial_rounds(5), 2 * 4 * c.bytes, comm.wire_bytes(c, "binomial")),
+                         (6, 65_536, 24_576))
+        self.assertEqual(f"{comm.time_s(c, link, 'binomial') * 1e6:.6f}", "12.983040")
+
+
+class MoEAllToAll(unittest.TestCase):
+    def test_qwen235_balanced_and_hotspot(self):
+        # INDEX, table "MoE assignment all-to-all": t64-balanced dispatch 29360128 B, busiest receiver
+        # 3670016 B, 87.400320 us; t64-hotspot (every assignment to rank 0) 29360128, 29360128 B,
+        # 601.202560 us. By hand: 7/8 x 4194304 B / 50 GB/s + 7 x 2 us = 87.40032 us; the hotspot
+        # multiplies the bandwidth term by 8.
+        for routing, receiver, us in (("balanced", 3_670_016, "87.400320"), ("concentrated", 29_360_128, "601.202560")):
+            r = result("parallel", "--model", "qwen3-235b-a22b", "--devices", "8", "--ep", "8", "--batch", "64",
+                       "--input-len", "1", "--output-len", "1", "--routing", routing, "--alpha-up", "2us",
+                       "--link-bw-up", "50GB/s")
+            d = collectives(r)["EP dispatch all-to-all"]
+            skew = 1 if routing == "balanced" else 8
+            with self.subTest(routing=routing):
+                self.assertEqual((8 * d["wire_bytes_per_run"], d["wire_bytes_per_run"] * skew),
+                                 (29_360_128, receiver))
+                self.assertEqual(f"{d['time_s'] / d['runs'] * 1e6:.6f}", us)
+
+
+class DenseCommunicationPath(unittest.TestCase):
+    def test_tp2_pp4_reconciled(self):
+        # INDEX, table "Dense 完整基础通信路径", row dense-comm-qwen8-tp2-pp4-t1: 1852936 B per
+        # replica, 0.322529 ms serial. The book gathers the logits in FP32 (ours BF16: the gather
+        # once more) and adds the token ID's feedback: 4 B last -> first stage (one startup) and a
+        # 1-round broadcast over the 2 TP ranks (bojieli/ai-infra-book:calculations/results/
+        # dense-comm-qwen8-tp1-pp8-t1.md and -tp8-pp1-t1.md list these operations).
+        r = result("parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "2", "--pp", "4", "--input-len", "1",
+                   "--output-len", "1", "--alpha-up", "2us", "--link-bw-up", "50GB/s")
+        ph, tp, pp = r["phases"]["prefill"], 2, 4
+        cs = [c for s in ph["stages"] for c in s["collectives"]]
+        ours = sum(c["group"] * c["wire_bytes_per_run"] * c["runs"] for c in cs) + tp * (pp - 1) * 8192
+        seconds = sum(c["time_s"] for c in cs) + (pp - 1) * ph["transfer"]["time_s"]
+        gather = next(c for c in cs if "logits" in c["name"])
+        fp32_extra = gather["group"] * gather["wire_bytes_per_run"]
+        token_s = 2 * (2e-6 + 4 / 50e9)
+        self.assertEqual(ours + fp32_extra + 4 * (tp - 1) + 4, 1_852_936)
+        extra_s = gather["wire_bytes_per_run"] / 50e9 + token_s
+        self.assertEqual(f"{(seconds + extra_s) * 1e3:.6f}", "0.322529")
+
+
+class Qwen235Placement(unittest.TestCase):
+    def test_ep8_and_tp2_ep2_pp2(self):
+        # bojieli/ai-infra-book:calculations/results/qwen235-placement-ep8-expert-partition.md
+        # (80e9 B cards, 2 GiB workspace, 8192 tokens): rank 0 BF16 weights 72768576512 B, KV per
+        # request 1577058304 B, 3 requests; physical weights 582148612096 B.
+        # ...-tp2-ep2-pp2-80gb-8192.md, 8-bit: rank 0 31204810240 B, 118 requests, physical
+        # 249638514688 B; the book's TP 2 x EP 2 is our --tp 2 --ep 4 (same bytes per card).
+        for layout, fmt, weights, kv, fit, physical in (
+                (("--ep", "8"), "bf16", 72_768_576_512, 1_577_058_304, 3, 582_148_612_096),
+                (("--tp", "2", "--ep", "4", "--pp", "2"), "int8-g128", 31_204_810_240, 394_264_576, 118,
+                 249_638_514_688)):
+            r = result("parallel", "--model", "qwen3-235b-a22b", "--devices", "8", *layout, "--input-len", "8192",
+                       "--output-len", "1", "--memory-convention", "label", "--reserve", "2GiB",
+                       "--weight-dtype", fmt)
+            m, lay = r["memory"], r["layout"]
+            first = m["stages"][0]
+            per_stage = lay["devices"] // lay["pp"]
+            with self.subTest(layout=layout):
+                self.assertEqual((first["weight_bytes"], first["cache_bytes_per_request"], m["max_requests_per_replica"]),
+                                 (weights, kv, fit))
+                self.assertEqual(per_stage * sum(s["weight_bytes"] for s in m["stages"]), physical)
+
+
+class TrainingDeadline(unittest.TestCase):
+    def test_task_flops_and_device_bounds(self):
+        # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =
+        # 12207031 sequences of 8192 + one of 2048; tail 96709443059712 FLOPs; task
+        # 5265722561667444768768 FLOPs; H100 SXM at efficiency 3/10, 2/5, 1/2 in 30 days needs
+        # 7, 6, 5 cards by compute and 2 by the 131051765760 B of persistent state (80 GB label).
+        from fractions import Fraction
+        full = result("train", "--model", "qwen3-8b", "--seq", "8192")
+        tail = result("train", "--model", "qwen3-8b", "--seq", "2048")["flops_per_step"]["model_flops"]
+        n, rest = divmod(10 ** 11, 8192)
+        self.assertEqual((n, rest, tail), (12_207_031, 2048, 96_709_443_059_712))
+        task = n * full["flops_per_step"]["model_flops"] + tail
+        self.assertEqual(task, 5_265_722_561_667_444_768_768)
+        h100 = result("hardware", "--device", "h100-sxm")["devices"][0]
+        peak, label = h100["matrix_flops_per_s"]["bf16"], h100["memory_label_bytes"]
+        cards = [-(-Fraction(task) // (2_592_000 * peak * e)) for e in (Fraction(3, 10), Fraction(2, 5), Fraction(1, 2))]
+        self.assertEqual(cards, [7, 6, 5])
+        self.assertEqual(-(-Training.states(full) // label), 2)
+
 class GenerationCache(unittest.TestCase):
     def test_cache_sequence_qwen3_8b_b1(self):
         # bojieli/ai-infra-book:calculations/results/cache-sequence-qwen3-8b-b1.md (P 8192, G 1024):

@@ -13,7 +13,7 @@ sys.path.insert(0, ROOT)
 
 from infracalc import layout as L  # noqa: E402
 from infracalc.analyses import kv as K  # noqa: E402
-from infracalc.analyses.memory import max_requests  # noqa: E402
+from infracalc.analyses.memory import binding_stage, cache_room, max_requests, requests_in  # noqa: E402
 from infracalc.arch import Architecture, Block, Layer  # noqa: E402
 from infracalc.blocks.attention import Attention  # noqa: E402
 from infracalc.blocks.basic import Embedding, LMHead, RMSNorm  # noqa: E402
@@ -83,7 +83,7 @@ def one(rec_terms):
 class Sizing(unittest.TestCase):
     def test_qwen3_8b_per_token(self):
         # 36 layers * 2 (K,V) * 8 KV heads * 128 head dim * 2 B = 147,456 B
-        rec = K.kv(load_model("qwen3-8b"), BF16, 1024, 1, 80 * 10**9)
+        rec = K.kv(load_model("qwen3-8b"), BF16, K.Request(1024), 80 * 10**9)
         self.assertEqual(rec["sizing"]["bytes_per_token"], 147_456)
         # one request at 1,024 tokens: 147,456 * 1,024 = 150,994,944
         self.assertEqual(rec["sizing"]["bytes_per_request"], 150_994_944)
@@ -94,14 +94,14 @@ class Sizing(unittest.TestCase):
 
     def test_fp8_halves_the_cache(self):
         # 36 * 2 * 8 * 128 * 1 B = 73,728
-        rec = K.kv(load_model("qwen3-8b"), FP8, 1024, 1, 80 * 10**9)
+        rec = K.kv(load_model("qwen3-8b"), FP8, K.Request(1024), 80 * 10**9)
         self.assertEqual(rec["sizing"]["bytes_per_token"], 73_728)
 
     def test_sliding_window_caps_tokens(self):
         # Mistral-7B: 32 * 2 * 8 * 128 * 2 = 131,072 B/token, window 4,096.
         arch = load_model("mistral-7b-v0.1")
-        small = K.kv(arch, BF16, 1000, 1, 80 * 10**9)["sizing"]
-        big = K.kv(arch, BF16, 8192, 1, 80 * 10**9)["sizing"]
+        small = K.kv(arch, BF16, K.Request(1000), 80 * 10**9)["sizing"]
+        big = K.kv(arch, BF16, K.Request(8192), 80 * 10**9)["sizing"]
         self.assertEqual(small["bytes_per_token"], 131_072)
         self.assertEqual(small["bytes_per_request"], 131_072 * 1000)      # 131,072,000
         self.assertEqual(big["bytes_per_request"], 536_870_912)           # 131,072 * 4,096
@@ -112,7 +112,7 @@ class Sizing(unittest.TestCase):
         # full (16 B/token), window 50 (2*2*4*2 = 32 B/token), recurrent state 1,000 B:
         # at 100 tokens: 16*100 + 32*50 + 1,000 = 1,600 + 1,600 + 1,000 = 4,200 B.
         arch = arch_of(attn(), attn(kv_heads=2, window=50), Recurrent(1000))
-        s = K.kv(arch, BF16, 100, 1, 10**9)["sizing"]
+        s = K.kv(arch, BF16, K.Request(100), 10**9)["sizing"]
         self.assertEqual(s["bytes_per_token"], 16 + 32)
         self.assertEqual(s["state_bytes_per_request"], 1000)
         self.assertEqual(s["bytes_per_request"], 4200)
@@ -140,23 +140,23 @@ class MLASizing(unittest.TestCase):
     def test_deepseek_v3_absorbed_and_naive(self):
         arch = load_model("deepseek-v3")
         # absorbed: 61 layers x (kv_lora 512 + qk_rope 64) x 2 B = 70,272 B per token
-        rec = K.kv(arch, BF16, 8192, 1, 141 * 10**9)
+        rec = K.kv(arch, BF16, K.Request(8192), 141 * 10**9)
         self.assertEqual(rec["sizing"]["bytes_per_token"], 70_272)
         self.assertIn("(kv_lora 512 + qk_rope 64) x 2 B (bf16) = 1,152 B per token",
                       one(rec["sizing"]["layer_types"])["formula"])
         # naive: 61 x 128 heads x (128 + 64 + 128) x 2 B = 61 x 81,920 = 4,997,120
         naive = Workload(mla="naive")
-        rec = K.kv(arch, naive, 8192, 1, 141 * 10**9)
+        rec = K.kv(arch, naive, K.Request(8192), 141 * 10**9)
         self.assertEqual(rec["sizing"]["bytes_per_token"], 4_997_120)
         self.assertIn("128 heads x (qk_nope 128 + qk_rope 64 + v 128) x 2 B (bf16) = 81,920",
                       one(rec["sizing"]["layer_types"])["formula"])
 
     def test_mla_tp_latent_replicated_naive_split(self):
         arch = load_model("deepseek-v3")
-        c = K.kv(arch, BF16, 8192, 1, 10**12, tp=8)
+        c = K.kv(arch, BF16, K.Request(8192), 10**12, L.Layout(tp=8))
         self.assertEqual(c["capacity"]["kv_bytes_per_token_per_device"], 70_272)   # replicated
         self.assertTrue(any("not split by TP" in n for n in c["notes"]))
-        c = K.kv(arch, Workload(mla="naive"), 8192, 1, 10**12, tp=8)["capacity"]
+        c = K.kv(arch, Workload(mla="naive"), K.Request(8192), 10**12, L.Layout(tp=8))["capacity"]
         self.assertEqual(c["kv_bytes_per_token_per_device"], 624_640)   # 4,997,120 / 8
 
     def test_mla_tp_shard_by_hand(self):
@@ -177,7 +177,7 @@ class LinearAttentionSizing(unittest.TestCase):
         # 32 v-heads x 128 x 128 x 4 B (fp32) = 2,097,152 + conv (4 - 1) x (2*16*128 + 32*128
         # = 8,192) x 2 B = 49,152 -> 2,146,304; x 36 = 77,266,944 B per request.
         # At 65,536 tokens: 24,576 * 65,536 + 77,266,944 = 1,687,879,680 B.
-        rec = K.kv(load_model("qwen3-next-80b-a3b"), BF16, 65536, 1, 10**12)
+        rec = K.kv(load_model("qwen3-next-80b-a3b"), BF16, K.Request(65536), 10**12)
         s = rec["sizing"]
         self.assertEqual((s["bytes_per_token"], s["state_bytes_per_request"], s["bytes_per_request"]),
                          (24_576, 77_266_944, 1_687_879_680))
@@ -189,7 +189,7 @@ class LinearAttentionSizing(unittest.TestCase):
         # TP 4: state split 4 ways, 77,266,944 / 4 = 19,316,736; attention TP 4 > 2 KV heads:
         # one head per device, 12 x 2 x 256 x 2 = 12,288 B/token.
         # Per request at 65,536: 12,288 * 65,536 + 19,316,736 = 824,623,104 B.
-        c = K.kv(load_model("qwen3-next-80b-a3b"), BF16, 65536, 1, 10**12, tp=4)["capacity"]
+        c = K.kv(load_model("qwen3-next-80b-a3b"), BF16, K.Request(65536), 10**12, L.Layout(tp=4))["capacity"]
         self.assertEqual(c["kv_bytes_per_token_per_device"], 12_288)
         self.assertEqual(c["kv_bytes_per_request_per_device"], 824_623_104)
 
@@ -234,7 +234,7 @@ class ChunkedSizing(unittest.TestCase):
         # whole, 512 on each of 8 devices. At 100,000 tokens per device: chunked
         # 36 * 8,192 * 512 = 150,994,944 + full 12 * 100,000 * 512 = 614,400,000
         # -> 765,394,944 B.
-        c = K.kv(load_model("llama-4-scout"), BF16, 100_000, 1, 10**12, tp=8)["capacity"]
+        c = K.kv(load_model("llama-4-scout"), BF16, K.Request(100_000), 10**12, L.Layout(tp=8))["capacity"]
         self.assertEqual(c["kv_bytes_per_token_per_device"], 48 * 512)
         self.assertEqual(c["kv_bytes_per_request_per_device"], 765_394_944)
 
@@ -284,7 +284,7 @@ class Prefix(unittest.TestCase):
         # Tiny Llama at 1,000 tokens, prefix 600: shared 600 * 256 = 153,600 B once,
         # own 400 * 256 = 102,400 B. Memory 10,000,000, reserve 1,000,000, weights 404,096:
         # (10,000,000 - 404,096 - 1,000,000 - 153,600) / 102,400 = 8,442,304 / 102,400 = 82.4 -> 82.
-        rec = K.kv(tiny(), BF16, 1000, 1, 10_000_000, prefix=600)
+        rec = K.kv(tiny(), BF16, K.Request(1000, 1, prefix=600), 10_000_000)
         self.assertEqual(rec["capacity"]["max_requests"], 82)
         self.assertEqual(rec["capacity"]["shared_prefix_bytes_per_device"], 153_600)
 
@@ -296,7 +296,7 @@ class Capacity(unittest.TestCase):
         # left 8,595,904 - 33 * 256,000 = 147,904 B.
         arch = tiny()
         self.assertEqual(arch.weight_bytes(BF16), 404_096)
-        c = K.kv(arch, BF16, 1000, 16, 10_000_000)["capacity"]
+        c = K.kv(arch, BF16, K.Request(1000, 16), 10_000_000)["capacity"]
         self.assertEqual(c["reserve_bytes"], 1_000_000)
         self.assertEqual(c["max_requests"], 33)
         self.assertEqual(c["memory_left_bytes_at_max_requests"], 147_904)
@@ -308,7 +308,7 @@ class Capacity(unittest.TestCase):
 
     def test_max_context_capped_at_model_limit(self):
         # batch 4: 8,595,904 / 1,024 = 8,394 > 4,096 -> the model's maximum 4,096
-        c = K.kv(tiny(), BF16, 1000, 4, 10_000_000)["capacity"]
+        c = K.kv(tiny(), BF16, K.Request(1000, 4), 10_000_000)["capacity"]
         self.assertEqual((c["max_context_at_batch"], c["max_context_is_model_limit"]), (4096, True))
 
     def test_tp2_shards_weights_and_heads(self):
@@ -318,7 +318,7 @@ class Capacity(unittest.TestCase):
         # head 32,000. Total 101,184 params -> 202,368 B.
         # KV: 1 head per device -> 128 B/token, 128,000 B/request at 1,000 tokens;
         # (10,000,000 - 202,368 - 1,000,000) / 128,000 = 68.7 -> 68.
-        c = K.kv(tiny(), BF16, 1000, 1, 10_000_000, tp=2)["capacity"]
+        c = K.kv(tiny(), BF16, K.Request(1000), 10_000_000, L.Layout(tp=2))["capacity"]
         self.assertEqual(c["stages"][0]["weight_bytes"], 202_368)
         self.assertEqual(c["kv_bytes_per_token_per_device"], 128)
         self.assertEqual(c["max_requests"], 68)
@@ -328,14 +328,14 @@ class Capacity(unittest.TestCase):
         # Weights: embedding 250*64 = 16,000; per layer q 16*64, k 16*64, v 16*64,
         # o 64*16 (4,096), gate/up 32*64 each, down 16*128 (6,144), norms 128 -> 10,368;
         # x2 = 20,736; + 64 + 16,000 head = 52,800 params -> 105,600 B.
-        rec = K.kv(tiny(), BF16, 1000, 1, 10_000_000, tp=4)
+        rec = K.kv(tiny(), BF16, K.Request(1000), 10_000_000, L.Layout(tp=4))
         self.assertEqual(rec["capacity"]["kv_bytes_per_token_per_device"], 128)
         self.assertEqual(rec["capacity"]["stages"][0]["weight_bytes"], 105_600)
         self.assertTrue(any("replicated 2x" in n for n in rec["notes"]))
 
     def test_tp_must_split_heads(self):
         with self.assertRaisesRegex(UserError, "valid TP values: 1, 2, 4$"):
-            K.kv(tiny(), BF16, 1000, 1, 10_000_000, tp=3)
+            K.kv(tiny(), BF16, K.Request(1000), 10_000_000, L.Layout(tp=3))
 
     def test_divisors(self):
         # 36 = 2^2 * 3^2: 1, 2, 3, 4, 6, 9, 12, 18, 36; 49 = 7^2 lists 7 once.
@@ -360,7 +360,7 @@ class Capacity(unittest.TestCase):
         # stage 1 = layer 1 + final norm + head = (36,992 + 64 + 64,000) * 2 = 202,112 B.
         # KV per stage 1 layer * 128 B * 1,000 = 128,000; stage 1 binds:
         # (10,000,000 - 202,112 - 1,000,000) / 128,000 = 68.7 -> 68.
-        c = K.kv(tiny(), BF16, 1000, 1, 10_000_000, pp=2)["capacity"]
+        c = K.kv(tiny(), BF16, K.Request(1000), 10_000_000, L.Layout(pp=2))["capacity"]
         self.assertEqual([s["weight_bytes"] for s in c["stages"]], [201_984, 202_112])
         self.assertEqual((c["max_requests"], c["binding_stage"]), (68, 1))
 
@@ -378,7 +378,8 @@ class Capacity(unittest.TestCase):
         # tokens take ceil(100,000 / 64) = 1563 pages = 100,032 slots (32 wasted).
         per_request = 40 * 100_032 * 512                       # 2,048,655,360 B
         memory, reserve = 80 * 2**30, 8 * 2**30                # default reserve 10%
-        rec = K.kv(load_model("llama-3.1-70b"), FP8, 100_000, 1, memory, None, 4, 2, 64)
+        rec = K.kv(load_model("llama-3.1-70b"), FP8, K.Request(100_000, 1, page=64), memory,
+                   L.Layout(tp=4, pp=2))
         c = rec["capacity"]
         self.assertEqual(c["binding_stage"], 1)
         self.assertEqual(c["stages"][1]["weight_bytes"], stage1)
@@ -391,7 +392,8 @@ class Capacity(unittest.TestCase):
         # A 4,096-token prefix shared by 8 requests: its 64 whole pages are stored once
         # (40 x 4096 x 512 = 83,886,080 B); each request keeps 100,032 - 4,096 slots
         # (1,964,769,280 B): (59,669,987,328 - 83,886,080) / 1,964,769,280 = 30.3.
-        rec = K.kv(load_model("llama-3.1-70b"), FP8, 100_000, 8, memory, None, 4, 2, 64, 4096)
+        rec = K.kv(load_model("llama-3.1-70b"), FP8, K.Request(100_000, 8, page=64, prefix=4096), memory,
+                   L.Layout(tp=4, pp=2))
         c = rec["capacity"]
         self.assertEqual(c["shared_prefix_bytes_per_device"], 83_886_080)
         self.assertEqual(c["kv_bytes_per_request_per_device"], 1_964_769_280)
@@ -400,7 +402,8 @@ class Capacity(unittest.TestCase):
     def test_pp_tied_embedding_copy_on_last_stage(self):
         # tied: the head owns no tensor; with PP 2 the last stage holds a copy of the
         # embedding: stage 1 = (36,992 + 64 + 64,000) * 2 = 202,112 B, as untied.
-        c = K.kv(tiny(tie_word_embeddings=True), BF16, 1000, 1, 10_000_000, pp=2)["capacity"]
+        c = K.kv(tiny(tie_word_embeddings=True), BF16, K.Request(1000), 10_000_000,
+                 L.Layout(pp=2))["capacity"]
         self.assertEqual([s["weight_bytes"] for s in c["stages"]], [201_984, 202_112])
 
     def test_uneven_stages(self):
@@ -412,18 +415,18 @@ class Capacity(unittest.TestCase):
 
     def test_does_not_fit_is_a_result(self):
         # memory 500,000, no reserve: need 404,096 + 256,000 = 660,096 -> short 160,096 B.
-        c = K.kv(tiny(), BF16, 1000, 1, 500_000, reserve_bytes=0)["capacity"]
+        c = K.kv(tiny(), BF16, K.Request(1000), 500_000, reserve_bytes=0)["capacity"]
         self.assertEqual((c["max_requests"], c["fits_one_request"]), (0, False))
         self.assertEqual(c["shortfall_bytes_at_batch_1"], 160_096)
         # it fits shorter contexts: (500,000 - 404,096) / 256 = 374.6 -> 374 tokens
         self.assertEqual(c["max_context_at_batch"], 374)
-        c = K.kv(tiny(), BF16, 1000, 1, 400_000, reserve_bytes=0)["capacity"]
+        c = K.kv(tiny(), BF16, K.Request(1000), 400_000, reserve_bytes=0)["capacity"]
         self.assertEqual((c["max_context_at_batch"], c["shortfall_bytes_at_batch_1"]),
                          (0, 404_096 + 256_000 - 400_000))
 
     def test_undeclared_tp_split_counts_whole_state(self):
         arch = arch_of(attn(kv_heads=2, heads=2), Recurrent(1000))
-        rec = K.kv(arch, BF16, 10, 1, 10**6, tp=2)
+        rec = K.kv(arch, BF16, K.Request(10), 10**6, L.Layout(tp=2))
         # attention 2*2*4*2/2 = 16 B/token per device; the recurrent state stays 1,000 B:
         # own per request = 16 * 10 + 1,000 = 1,160 B.
         self.assertEqual(rec["capacity"]["kv_bytes_per_request_per_device"], 1160)
@@ -433,6 +436,55 @@ class Capacity(unittest.TestCase):
         self.assertEqual(K.table_contexts(40960), [1024, 2048, 4096, 8192, 16384, 32768, 40960])
         self.assertEqual(K.table_contexts(4096), [1024, 2048, 4096])
         self.assertEqual(K.table_contexts(4096, prefix=2048), [4096])
+
+
+class CacheHooks(unittest.TestCase):
+    """Every block takes the cache format the same way, (kv_dtype, mla): callers never
+    ask a block whether it is MLA, and only MLA's cache depends on the path."""
+
+    def test_only_mla_depends_on_the_path(self):
+        from infracalc.blocks.mla import MLA
+        bf16 = DTYPES["bf16"]
+        seen = set()
+        for model in ("qwen3-8b", "gemma-3-27b", "qwen3-next-80b-a3b", "gpt-oss-20b", "llama-4-scout",
+                      "gpt2", "gpt-neox-20b", "deepseek-v2-lite"):
+            arch = load_model(model)
+            blocks = list(arch.top_blocks()) + [b for layer, _, _ in arch.layer_groups() for b in layer.blocks]
+            for b in blocks:
+                seen.add(type(b).__name__)
+                naive, absorbed = b.kv_bytes_per_token(bf16, "naive"), b.kv_bytes_per_token(bf16, "absorbed")
+                self.assertEqual(absorbed, b.kv_bytes_per_token(bf16))
+                if isinstance(b, MLA):
+                    # DeepSeek-V2-Lite: 16 heads x (128 + 64 + 128) = 5,120 values naive,
+                    # kv_lora 512 + rope 64 = 576 absorbed, 2 B each
+                    self.assertEqual((naive, absorbed), (10_240, 1_152))
+                    self.assertNotEqual(b.kv_formula(bf16, "naive"), b.kv_formula(bf16, "absorbed"))
+                else:
+                    self.assertEqual(naive, absorbed, (model, type(b).__name__))
+                    self.assertEqual(b.kv_formula(bf16, "naive"), b.kv_formula(bf16))
+        self.assertLessEqual({"Attention", "GatedDeltaNet", "MLA", "MoE", "GatedMLP"}, seen)
+
+
+class CapacityVocabulary(unittest.TestCase):
+    """analyses/memory's room, requests-in-room and binding stage, shared by kv,
+    decode, serving, speculative, validate, layout, parallel and train."""
+
+    def test_room_and_requests(self):
+        # 80 GiB, default reserve 8 GiB (10%), 16 GiB weights: room 56 GiB = 60,129,542,144 B
+        self.assertEqual(cache_room(80 * 2**30, 16 * 2**30), 56 * 2**30)
+        self.assertEqual(cache_room(100, 30, 0), 70)
+        self.assertEqual(cache_room(100, 95, 10), -5)            # a shortfall
+        self.assertEqual(requests_in(56 * 2**30, 10**9), 60)     # floor(60.13)
+        self.assertEqual(requests_in(-5, 1), 0)
+        self.assertEqual(requests_in(0, 7), 0)
+        self.assertIsNone(requests_in(70, 0))                    # no cache: unbounded
+        self.assertIsNone(requests_in(0, 0))                     # fits exactly, unbounded
+
+    def test_binding_stage(self):
+        # fewest requests first; unbounded (None) last; then least left; ties: the first
+        self.assertEqual(binding_stage([9, 1, 5], [3, None, 3]), 2)
+        self.assertEqual(binding_stage([9, 1], [None, None]), 1)
+        self.assertEqual(binding_stage([4, 4, 2, 2]), 2)
 
 
 class Invariants(unittest.TestCase):
@@ -445,7 +497,7 @@ class Invariants(unittest.TestCase):
             for w in (BF16, Workload(mla="naive"), FP8):
                 for ctx in (1000, 4096, 32768, 100_000):
                     mem = {"deepseek-v3": 2 * 10**12, "llama-4-scout": 400 * 10**9}.get(model, 192 * 10**9)
-                    got = K.kv(arch, w, ctx, 1, mem)["capacity"]["max_requests"]
+                    got = K.kv(arch, w, K.Request(ctx), mem)["capacity"]["max_requests"]
                     self.assertEqual(got, max_requests(arch, w, mem, ctx), (model, ctx))
 
     def test_tp1_shard_is_whole_model(self):
@@ -462,7 +514,7 @@ class Invariants(unittest.TestCase):
     def test_tp_conserves_kv_within_kv_heads(self):
         arch = load_model("qwen3-8b")
         for tp in (1, 2, 4, 8):
-            c = K.kv(arch, BF16, 4096, 1, 10**12, tp=tp)["capacity"]
+            c = K.kv(arch, BF16, K.Request(4096), 10**12, L.Layout(tp=tp))["capacity"]
             self.assertEqual(c["kv_bytes_per_token_per_device"] * tp, 147_456)
 
     def test_moe_router_replicated_experts_split(self):
@@ -477,8 +529,9 @@ class Invariants(unittest.TestCase):
         for arch, kw in cases:
             prev_req, prev_ctx = -1, -1
             for mem in range(200_000, 20_000_001, 350_003):
-                c = K.kv(arch, BF16, 1000 if arch.id != "hand" else 100, 3, mem,
-                         reserve_bytes=100_000, **kw)["capacity"]
+                req = K.Request(1000 if arch.id != "hand" else 100, 3, kw.get("page"), kw.get("prefix", 0))
+                lay = L.Layout(tp=kw.get("tp", 1))
+                c = K.kv(arch, BF16, req, mem, lay, reserve_bytes=100_000)["capacity"]
                 self.assertGreaterEqual(c["max_requests"], prev_req, (kw, mem))
                 self.assertGreaterEqual(c["max_context_at_batch"], prev_ctx, (kw, mem))
                 prev_req, prev_ctx = c["max_requests"], c["max_context_at_batch"]

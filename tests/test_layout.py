@@ -302,7 +302,7 @@ class DeviceMemory(unittest.TestCase):
 
     def test_kv_uses_the_same_weights(self):
         arch = load_model("qwen3-30b-a3b")
-        rec = K.kv(arch, BF16, 4096, 1, 80 * 10**9, tp=4, pp=2)
+        rec = K.kv(arch, BF16, K.Request(4096), 80 * 10**9, L.Layout(tp=4, pp=2))
         per_stage, _ = L.device_memory(arch, BF16, L.Layout(tp=4, pp=2), 4096, 80 * 10**9)
         self.assertEqual([s["weight_bytes"] for s in rec["capacity"]["stages"]],
                          [s.weight_bytes for s in per_stage])
@@ -320,7 +320,7 @@ class Speed(unittest.TestCase):
                                    "max_position_embeddings": 4096, "hidden_act": "silu"})
         arch = load_model(path)
         start = time.perf_counter()
-        rec = K.kv(arch, BF16, 1024, 1, 80 * 10**9, pp=4096)
+        rec = K.kv(arch, BF16, K.Request(1024), 80 * 10**9, L.Layout(pp=4096))
         self.assertLess(time.perf_counter() - start, 1.0)
         self.assertEqual(len(rec["capacity"]["stages"]), 4096)
         # 65,536 / 4,096 = 16 layers per stage; stage 4,095 also holds norm and head

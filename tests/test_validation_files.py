@@ -27,7 +27,7 @@ CASE_KEYS = {"id", "kind", "source", "setup", "measured", "assumptions", "exempt
 SOURCE_KEYS = {"title", "publisher", "url_or_ref", "locator", "version_or_date"}   # publisher: who measured and published it
 COMMON_SETUP = {"model", "device", "devices", "weight_dtype", "act_dtype", "batch_or_load", "scenario"}
 # Required setup keys and allowed scenarios / units per kind. Serving cases follow schema v1;
-# training-step is the extension proposed in SOURCES.md (checked once `train` lands).
+# training-step cases are checked against train's lower bound (SOURCES.md).
 KINDS = {
     "serving-throughput": (COMMON_SETUP | {"kv_dtype", "input_len", "output_len"},
                            {"offline", "server", "single-stream"},
@@ -37,9 +37,10 @@ KINDS = {
                         {"ttft_s", "tpot_s"}),
     "training-step": (COMMON_SETUP | {"layout", "global_batch", "micro_batch", "seq_len"},
                       {"training"},
-                      {"step_time_s", "tokens_per_s_per_device", "model_flops_per_s_per_device", "mfu"}),
+                      {"step_time_s", "tokens_per_s_per_device", "megatron_eq3_flops_per_s_per_device"}),
 }
-SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla"}   # the last three: see SOURCES.md
+SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla",   # see SOURCES.md
+                  "optimizer", "master_bytes", "grad_bytes"}
 DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
 LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
 

@@ -33,7 +33,6 @@ class Block(Record):
     """Defaults for blocks without weights, KV cache or attention."""
 
     label = ""
-    kv_depends_on_mla = False   # True when the cache size depends on the MLA path (blocks.mla)
 
     def tensors(self):
         return ()
@@ -41,8 +40,11 @@ class Block(Record):
     def ops(self, w):
         return []
 
-    def kv_bytes_per_token(self, kv_dtype):
-        """Cache bytes one token adds to this block (0 if it keeps none)."""
+    def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
+        """Cache bytes one token adds to this block (0 if it keeps none) in format
+        `kv_dtype`. Every cache hook takes the workload's cache format the same
+        way, (kv_dtype, mla): `mla` is the MLA execution path (blocks.mla), which
+        only an MLA block's cache depends on; callers never ask which blocks."""
         return 0
 
     def kv_tokens(self, context):
@@ -77,11 +79,10 @@ class Block(Record):
         """Fixed per-request state that does not grow with context (recurrent layers)."""
         return 0
 
-    def kv_formula(self, kv_dtype):
+    def kv_formula(self, kv_dtype, mla="absorbed"):
         """One line deriving `kv_bytes_per_token` (and `state_bytes`) from the
         shapes, for the `kv` output; "" when the block does not describe it.
-        Blocks with `kv_depends_on_mla` take the MLA path as a second argument
-        here, as in `kv_bytes_per_token`."""
+        Takes the cache format as `kv_bytes_per_token` does."""
         return ""
 
     def shard(self, tp, ep=1):
@@ -108,13 +109,6 @@ class Block(Record):
         return self.params
 
 
-def _kv_per_token(block, kv_dtype, mla):
-    """A block's cache bytes per token; only MLA blocks take the execution path."""
-    if block.kv_depends_on_mla:
-        return block.kv_bytes_per_token(kv_dtype, mla)
-    return block.kv_bytes_per_token(kv_dtype)
-
-
 class Layer(Record):
     blocks: tuple
 
@@ -133,12 +127,12 @@ class Layer(Record):
         return " + ".join(b.label for b in self.blocks if b.label)
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
-        return sum(_kv_per_token(b, kv_dtype, mla) for b in self.blocks)
+        return sum(b.kv_bytes_per_token(kv_dtype, mla) for b in self.blocks)
 
     def kv_bytes(self, kv_dtype, context, mla="absorbed", peak=False):
         """Cache bytes one request holds in this layer after `context` tokens
         (peak: the most it holds on the way there, what it must reserve)."""
-        return sum(_kv_per_token(b, kv_dtype, mla)
+        return sum(b.kv_bytes_per_token(kv_dtype, mla)
                    * (b.kv_tokens_peak(context) if peak else b.kv_tokens(context))
                    + b.state_bytes(kv_dtype) for b in self.blocks)
 

@@ -15,6 +15,10 @@ The algorithms (formulas with sources in `ALGORITHMS`; `describe()` lists them):
   Sanders, Speck and Traeff 2009, which NCCL runs across nodes); bandwidth as NCCL's tree,
   algBw = busBw / 2 (tuning.cc; its further x0.92 and per-channel caps are not modelled).
   Inside one node NCCL chains the ranks instead, so its own tree latency there is 2(n-1) steps.
+- binomial (all-reduce only; the book's unsegmented binomial tree, bojieli/ai-infra-book
+  calculations/results/tree-*.md): a binomial reduce to rank 0, then the reverse broadcast, each
+  edge carrying the whole S-byte buffer in one round: 2 ceil(log2 n) (S/B + alpha). The busiest
+  rank sends ceil(log2 n) S; the group sends 2(n-1) S, the ring's volume. Not chosen by best.
 - in_network (all-reduce only, scale-up tier, where the device reduces in the switch: NVLS):
   S / (B * eta) + alpha_nvls; eta is NCCL's nvlsEfficiency (Hopper 0.85, Blackwell 0.74) and
   alpha_nvls its NVLS latency (25 us), NVIDIA/nccl:src/graph/tuning.cc (v2.30.7).
@@ -93,6 +97,9 @@ ALGORITHMS = (
     Algorithm("tree", "all-reduce", "2 * S/B + 2 ceil(log2 n) * alpha",
               "binary tree up and down (double binary tree: Sanders, Speck, Traeff 2009); "
               "NVIDIA/nccl:src/graph/tuning.cc tree algBw = busBw/2"),
+    Algorithm("binomial", "all-reduce", "2 ceil(log2 n) * (S/B + alpha)",
+              "unsegmented binomial reduce then broadcast, whole buffer per edge "
+              "(bojieli/ai-infra-book:calculations/results/tree-qwen3-8b-t1-p8.md)"),
     Algorithm("in_network", "all-reduce (scale-up, NVLS)", "S/(B * eta) + alpha_nvls",
               "NVIDIA/nccl:src/graph/tuning.cc v2.30.7: nvlsEfficiency Hopper 0.85, Blackwell 0.74; NVLS latency 25 us"),
     Algorithm("torus axis", "all-gather, reduce-scatter (all-reduce twice)",
@@ -102,7 +109,7 @@ ALGORITHMS = (
               "derived: bisection of the torus, L chips per axis (one axis: about 1/4 of an all-gather "
               "of the array, scaling-book)"),
 )
-ALGORITHM_CHOICES = ("ring", "tree", "in_network", "best")
+ALGORITHM_CHOICES = ("ring", "tree", "binomial", "in_network", "best")
 
 
 def describe():
@@ -272,14 +279,18 @@ def time_s(c, link, algorithm="ring", axes=1, wrap=None):
         return c.bytes * c.skew / (link.bytes_per_s * link.in_network_efficiency * link.efficiency) \
             + link.in_network_alpha_s
     if link.topology == "torus" and c.tier == "up":
-        if algorithm == "tree":
-            raise UserError("the tree algorithm is not modelled on a torus; use ring")
+        if algorithm in ("tree", "binomial"):
+            raise UserError(f"the {algorithm} algorithm is not modelled on a torus; use ring")
         return _torus_time(c, link, axes, wrap)
     b = group_bandwidth(c, link) * link.efficiency
     if algorithm == "tree":
         if c.kind != "all_reduce":
             raise UserError(f"the tree algorithm is modelled for all-reduce only, not {c.kind}")
         return 2 * c.bytes * c.skew / b + 2 * math.ceil(math.log2(c.group)) * link.alpha_s
+    if algorithm == "binomial":
+        if c.kind != "all_reduce":
+            raise UserError(f"the binomial algorithm is modelled for all-reduce only, not {c.kind}")
+        return 2 * binomial_rounds(c.group) * (c.bytes * c.skew / b + link.alpha_s)
     return bus_factor(c.kind, c.group) * c.bytes * c.skew / b + _ring_steps(c.kind, c.group) * link.alpha_s
 
 
@@ -319,7 +330,15 @@ def busbw(c, t, in_network=False):
     return algbw(c, t) * bus_factor(c.kind, c.group)
 
 
-def wire_bytes(c):
-    """Bytes one rank sends per run under the ring algorithm: S * the bus factor
-    (all-to-all: the (ep-1)/ep of the copies that leave the rank)."""
+def binomial_rounds(n):
+    """Rounds of one binomial reduce (or broadcast) over n ranks: ceil(log2 n)."""
+    return (n - 1).bit_length()
+
+
+def wire_bytes(c, algorithm="ring"):
+    """Bytes one rank sends per run: under the ring algorithm S * the bus factor (all-to-all:
+    the (ep-1)/ep of the copies that leave the rank); under the binomial all-reduce the busiest
+    rank's ceil(log2 n) * S (rank 0 broadcasting to each of its children)."""
+    if algorithm == "binomial" and c.kind == "all_reduce":
+        return c.bytes * binomial_rounds(c.group)
     return c.bytes * bus_factor(c.kind, c.group)

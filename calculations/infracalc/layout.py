@@ -339,11 +339,11 @@ def device_operators(arch, layout, stage, w):
 def device_ledger(arch, layout, stage, w):
     """ledger.build(shard(arch, layout, stage), w), from `device_operators`
     (the same rows and totals; layer labels are global indices)."""
-    from .ledger import Ledger, _totals
+    from .ledger import Ledger, totals
 
     one = shard(arch, layout, stage)
     ops = device_operators(arch, layout, stage, w)
-    return Ledger(one, w, tuple(ops), _totals(one, w, ops))
+    return Ledger(one, w, tuple(ops), totals(one, w, ops))
 
 
 # -- memory per device --------------------------------------------------------
@@ -378,8 +378,8 @@ class StageMemory(Record):
 
     @property
     def max_requests(self):
-        from .analyses.memory import requests_in
-        return requests_in(self.memory_bytes - self.weight_bytes - self.reserve_bytes,
+        from .analyses.memory import cache_room, requests_in
+        return requests_in(cache_room(self.memory_bytes, self.weight_bytes, self.reserve_bytes),
                            self.kv_bytes_per_request)
 
     def shortfall_bytes(self, batch=1):
@@ -393,9 +393,9 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
     peak a request reserves); with context parallelism each rank holds its
     sequence shard, ceil(context / cp) tokens. The binding stage fits the
     fewest requests (ties: the least memory left, then the first)."""
-    from .analyses.memory import default_reserve
+    from .analyses.memory import binding_stage, reserve_of
 
-    reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
+    reserve = reserve_of(memory_bytes, reserve_bytes)
     tokens = -(-context // layout.cp)
     out = []
     for st in stages(arch, layout):
@@ -403,12 +403,8 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
                  for layer, count, _ in device_layers(arch, layout, st))
         out.append(StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st),
                                kv, reserve, memory_bytes))
-
-    def tightness(s):
-        m = s.max_requests
-        return (m is None, m or 0, memory_bytes - s.need(m or 0))
-
-    return out, min(range(len(out)), key=lambda i: tightness(out[i]))
+    fits = [s.max_requests for s in out]
+    return out, binding_stage([memory_bytes - s.need(m or 0) for s, m in zip(out, fits)], fits)
 
 
 # -- enumeration ----------------------------------------------------------------

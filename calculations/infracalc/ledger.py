@@ -58,7 +58,7 @@ class Ledger(Record):
 def build(arch, w):
     """Every operator of one forward pass of `arch` over workload `w`."""
     ops = operators(arch, w)
-    return Ledger(arch, w, tuple(ops), _totals(arch, w, ops))
+    return Ledger(arch, w, tuple(ops), totals(arch, w, ops))
 
 
 def operators(arch, w, per_layer=False):
@@ -76,23 +76,39 @@ def operators(arch, w, per_layer=False):
     return ops
 
 
-def _totals(arch, w, ops):
-    def total(attr, category=None):
-        return sum(getattr(op, attr) for op in ops if category is None or op.category == category)
+def sum_field(rows, attr, category=None):
+    """The sum of field `attr` over operator rows (of one `category` when given):
+    the one way every analysis totals a ledger, a summed decode or a kernel."""
+    return sum(getattr(op, attr) for op in rows if category is None or op.category == category)
 
+
+# Totals of operator rows: (total's name, operator field, category or None).
+OP_TOTALS = (
+    ("linear_flops", "matrix_flops", "linear"),
+    ("attention_flops_causal", "matrix_flops", "attention"),
+    ("attention_flops_rectangular", "rect_flops", "attention"),
+    ("vector_flops", "vector_flops", None),
+    ("weight_bytes_read", "weight_read", None),
+    ("act_bytes_read", "act_read", None),
+    ("kv_bytes_read", "kv_read", None),
+    ("act_bytes_written", "act_write", None),
+    ("kv_bytes_written", "kv_write", None),
+)
+
+
+def op_totals(rows):
+    """{total's name: sum} of OP_TOTALS over operator rows (Totals' work and traffic fields)."""
+    return {name: sum_field(rows, attr, category) for name, attr, category in OP_TOTALS}
+
+
+def totals(arch, w, ops):
+    """The Totals of `arch`'s operator rows `ops` under workload `w` (a whole
+    model's or a shard's): parameters, resident weights and caches, and op_totals."""
     return Totals(
         params=arch.params,
         active_params=arch.active_params,
         weight_bytes=arch.weight_bytes(w),
-        linear_flops=total("matrix_flops", "linear"),
-        attention_flops_causal=total("matrix_flops", "attention"),
-        attention_flops_rectangular=total("rect_flops", "attention"),
-        vector_flops=total("vector_flops"),
-        weight_bytes_read=total("weight_read"),
-        act_bytes_read=total("act_read"),
-        kv_bytes_read=total("kv_read"),
-        act_bytes_written=total("act_write"),
-        kv_bytes_written=total("kv_write"),
+        **op_totals(ops),
         kv_bytes_per_token=arch.kv_bytes_per_token(w.kv_dtype, w.mla),
         kv_bytes_resident_before=w.batch * arch.kv_bytes(w.kv_dtype, w.history, w.mla) if w.history else 0,
         kv_bytes_resident_after=w.batch * arch.kv_bytes(w.kv_dtype, w.context, w.mla),

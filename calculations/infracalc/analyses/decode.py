@@ -18,7 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from ..record import Record
 from . import decode_sum, mla_path
-from .memory import ENGINE_DEFAULTS, default_reserve, engine_reserve, request_bytes, requests_in
+from .memory import ENGINE_DEFAULTS, cache_room, engine_reserve, request_bytes, requests_in, reserve_of
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN, roof
 from .serving import SERVING_CONVENTIONS, throughput
@@ -180,27 +180,16 @@ def phase_record(pcs, r):
     """Exact work and bounded time of a phase (one pass, or decode steps summed)."""
     rows = decode_sum.summed_ops(pcs)
     acc = account(pcs, r)
-
-    def total(attr, category=None):
-        return sum(getattr(op, attr) for op in rows if category is None or op.category == category)
-
+    totals = ledger.op_totals(rows)
     return {
         "steps": sum(p.total_steps for p in pcs),
-        "linear_flops": total("matrix_flops", "linear"),
-        "attention_flops_causal": total("matrix_flops", "attention"),
-        "attention_flops_rectangular": total("rect_flops", "attention"),
-        "vector_flops": total("vector_flops"),
-        "weight_bytes_read": total("weight_read"),
-        "act_bytes_read": total("act_read"),
-        "kv_bytes_read": total("kv_read"),
-        "act_bytes_written": total("act_write"),
-        "kv_bytes_written": total("kv_write"),
+        **totals,
         "time_s": acc.time_s,
         "compute_bound_s": acc.compute_s,
         "weights_s": acc.weights_s,
         "kv_s": acc.kv_s,
         "activations_s": acc.act_s,
-        "bound": _unknown_noted(acc.bound, r, total("matrix_flops"), total("vector_flops")),
+        "bound": _unknown_noted(acc.bound, r, ledger.sum_field(rows, "matrix_flops"), totals["vector_flops"]),
         "ideal_time_s": ideal_time(pcs, r),
     }
 
@@ -235,16 +224,16 @@ def capacity_record(arch, w, device, context, reserve_bytes=None):
     reserve (default 10% of memory; memory.max_requests, with its parts shown),
     and what the serving engines' default reserves would leave."""
     memory = device.memory_bytes
-    reserve = default_reserve(memory) if reserve_bytes is None else reserve_bytes
+    reserve = reserve_of(memory, reserve_bytes)
     per = request_bytes(arch, w, context)
     weights = arch.weight_bytes(w)
-    room = memory - weights - reserve
+    room = cache_room(memory, weights, reserve)
     fit = requests_in(room, per)
     engines = []
     for name, rule, kind in ENGINE_DEFAULTS:
         res = engine_reserve(kind, memory, weights)
         engines.append({"engine": name, "rule": rule, "reserve_bytes": res,
-                        "max_requests": None if res is None else requests_in(memory - weights - res, per)})
+                        "max_requests": None if res is None else requests_in(cache_room(memory, weights, res), per)})
     return {
         "context_tokens": context,
         "memory_bytes": memory,
@@ -469,8 +458,8 @@ def ridge_estimate_batch(r, weight_bytes, active_params):
 def ideal_totals(pcs):
     """(matrix FLOPs, vector FLOPs, unique bytes) of a phase: what the ideal bound weighs."""
     rows = decode_sum.summed_ops(pcs)
-    return (sum(op.matrix_flops for op in rows), sum(op.vector_flops for op in rows),
-            sum(op.weight_read + op.kv_read + op.kv_write for op in rows))
+    return (ledger.sum_field(rows, "matrix_flops"), ledger.sum_field(rows, "vector_flops"),
+            sum(ledger.sum_field(rows, f) for f in ("weight_read", "kv_read", "kv_write")))
 
 
 def ideal_compute(t, r):

@@ -15,6 +15,7 @@ has an unknown compute side: its time is the memory time, a lower bound.
 """
 
 from ..arch import Tensor
+from ..ledger import sum_field
 from ..ops import gemm
 from ..record import Record
 from ..workload import Workload
@@ -50,7 +51,7 @@ class Kernel(Record):
     compute_dtype: object
 
     def total(self, attr):
-        return sum(getattr(op, attr) for op in self.ops)
+        return sum_field(self.ops, attr)
 
 
 def gemm_kernel(m, k, n, input_dtype, weight_dtype, output_dtype, compute_dtype=None):

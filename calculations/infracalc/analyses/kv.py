@@ -2,12 +2,14 @@
 how many requests (or how long a context) fit beside the weights on a device.
 
 Everything goes through the Block interface, so new layer types need no change
-here: `kv_bytes_per_token(kv_dtype)` (cache per token), `kv_tokens(context)`
-(tokens a layer keeps: all of them, or at most a window), `state_bytes(kv_dtype)`
-(fixed recurrent state per request), `kv_formula(kv_dtype)` (the text of the
-formula) and `shard(tp)` (one tensor-parallel device's block). Placement (the
-layout checks, pipeline stages, per-device shards and weights) is the
-`layout` module's, shared with `parallel`.
+here: `kv_bytes_per_token(kv_dtype, mla)` (cache per token in the workload's
+cache format), `kv_tokens(context)` (tokens a layer keeps: all of them, or at
+most a window), `state_bytes(kv_dtype)` (fixed recurrent state per request),
+`kv_formula(kv_dtype, mla)` (the text of the formula) and `shard(tp)` (one
+tensor-parallel device's block). Placement (the layout checks, pipeline
+stages, per-device shards and weights) is the `layout` module's, shared with
+`parallel`; the capacity vocabulary (room, requests in room, binding stage) is
+`analyses/memory`'s.
 
 Memory per device = weight shard + KV cache + workspace reserve. A stage of
 the pipeline holding weights Wt and, per request, own cache R (plus a shared
@@ -17,7 +19,7 @@ max requests = floor((memory - Wt - reserve - S) / R), the minimum over stages.
 
 from functools import lru_cache
 
-from .memory import default_reserve
+from .memory import binding_stage, cache_room, requests_in, reserve_of
 from .records import SCHEMA_VERSION, model_record
 from .. import layout as placement
 from ..arch import Block, layer_range_label
@@ -59,14 +61,9 @@ CONVENTIONS = (
 
 # -- sizing -----------------------------------------------------------------
 
-def _path(block, w):
-    """The extra argument MLA blocks take: the workload's MLA path."""
-    return (w.mla,) if block.kv_depends_on_mla else ()
-
-
 def cache_per_token(block, w):
     """Cache bytes one token adds to `block` under workload `w`."""
-    return block.kv_bytes_per_token(w.kv_dtype, *_path(block, w))
+    return block.kv_bytes_per_token(w.kv_dtype, w.mla)
 
 
 def cache_state(block, w):
@@ -80,7 +77,7 @@ def cache_blocks(layer, w):
 
 def formula(block, w):
     """The block's own formula text, or its label with the figure when it has none."""
-    text = block.kv_formula(w.kv_dtype, *_path(block, w))
+    text = block.kv_formula(w.kv_dtype, w.mla)
     if text:
         return text
     parts = []
@@ -227,10 +224,7 @@ class Demand(Record):
 
     def max_requests(self, memory, reserve):
         """floor((memory - weights - reserve - shared) / own); None if own is 0 and it fits."""
-        free = memory - self.weights - reserve - self.shared
-        if free < 0:
-            return 0
-        return free // self.own if self.own else None
+        return requests_in(cache_room(memory, self.weights, reserve) - self.shared, self.own)
 
 
 def demand(stage, w, context, tp, page, prefix):
@@ -245,35 +239,62 @@ def _cache_demand(layer_counts, w, context, tp, page, prefix):
             sum(t.waste_bytes for t in ts), sum(t.layers * t.per_token_device for t in ts))
 
 
-def max_requests_at(stages_, w, context, memory, reserve, tp, page, prefix):
-    """(max requests, binding stage index, demands) at a context; None =
-    unbounded. Ties go to the first stage. Pass `distinct(stages)`: repeated
-    stage kinds change nothing."""
-    ds = [demand(st, w, context, tp, page, prefix) for st in stages_]
+class Request(Record):
+    """The requests `kv` sizes: `batch` of them, `context` tokens each, the cache
+    in pages of `page` tokens (None: not paged), a common prefix of `prefix`
+    tokens stored once for the batch."""
+    context: int
+    batch: int = 1
+    page: object = None
+    prefix: int = 0
 
-    def tightness(i):
-        """Fewest requests first (unbounded last), then least memory left at that count."""
-        m = ds[i].max_requests(memory, reserve)
-        return (m is None, m or 0, memory - ds[i].need(m or 0, reserve))
-
-    bind = min(range(len(ds)), key=tightness)
-    return ds[bind].max_requests(memory, reserve), stages_[bind].index, ds
+    def at(self, context):
+        return self.replace(context=context)
 
 
-def fits(stages_, w, context, batch, memory, reserve, tp, page, prefix):
-    return all(demand(st, w, context, tp, page, prefix).need(batch, reserve) <= memory
-               for st in stages_)
+class Budget(Record):
+    """What every capacity question shares: the workload, the TP ways, and one
+    device's memory and workspace reserve."""
+    w: object
+    tp: int
+    memory: int
+    reserve: int
+
+    def demand(self, stage, req):
+        return demand(stage, self.w, req.context, self.tp, req.page, req.prefix)
+
+    def max_requests(self, d):
+        return d.max_requests(self.memory, self.reserve)
+
+    def left(self, d, batch):
+        """Memory left on the device at `batch` requests (negative: a shortfall)."""
+        return self.memory - d.need(batch, self.reserve)
 
 
-def max_context(stages_, w, batch, limit, memory, reserve, tp, page, prefix):
-    """Largest context in [max(1, prefix), limit] at which `batch` requests fit (0 if
-    none). From the prefix on, a batch's bytes never fall as the context grows."""
-    lo, hi = max(1, prefix), limit
-    if lo > hi or not fits(stages_, w, lo, batch, memory, reserve, tp, page, prefix):
+def max_requests_at(stages_, budget, req):
+    """(max requests, binding stage index, demands) at req.context; None =
+    unbounded. The binding stage fits the fewest (memory.binding_stage). Pass
+    `distinct(stages)`: repeated stage kinds change nothing."""
+    ds = [budget.demand(st, req) for st in stages_]
+    fits = [budget.max_requests(d) for d in ds]
+    bind = binding_stage([budget.left(d, m or 0) for d, m in zip(ds, fits)], fits)
+    return fits[bind], stages_[bind].index, ds
+
+
+def fits(stages_, budget, req):
+    """True when req.batch requests fit on every stage."""
+    return all(budget.left(budget.demand(st, req), req.batch) >= 0 for st in stages_)
+
+
+def max_context(stages_, budget, req, limit):
+    """Largest context in [max(1, prefix), limit] at which req.batch requests fit
+    (0 if none). From the prefix on, a batch's bytes never fall as the context grows."""
+    lo, hi = max(1, req.prefix), limit
+    if lo > hi or not fits(stages_, budget, req.at(lo)):
         return 0
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if fits(stages_, w, mid, batch, memory, reserve, tp, page, prefix):
+        if fits(stages_, budget, req.at(mid)):
             lo = mid
         else:
             hi = mid - 1
@@ -334,55 +355,47 @@ def _tp_notes(arch, w, tp):
     return notes
 
 
-def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, page=None,
-       prefix=0, device=None):
-    """The full `kv` result record."""
-    if prefix > context:
-        raise UserError(f"--shared-prefix {prefix} exceeds --context {context}")
-    reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
+def budget_of(arch, w, req, lay, memory_bytes, reserve_bytes=None):
+    """The Budget of a `kv` question, after checking its inputs: the prefix within
+    the context, a reserve below memory, a layout of TP and PP only that fits `arch`."""
+    if req.prefix > req.context:
+        raise UserError(f"--shared-prefix {req.prefix} exceeds --context {req.context}")
+    reserve = reserve_of(memory_bytes, reserve_bytes)
     if reserve >= memory_bytes:
         raise UserError(f"reserve {reserve:,} B is not less than device memory {memory_bytes:,} B")
-    lay = placement.Layout(tp=tp, pp=pp)
+    if lay.replace(tp=1, pp=1, pp_layers=()) != placement.Layout():
+        raise UserError("kv sizes tensor and pipeline parallelism only (tp, pp)")
     placement.validate(arch, lay)
-    groups = [(layer, count) for layer, count, _ in arch.layer_groups()]
-    whole = merge(terms(groups, w, context))
-    sts = plan(arch, w, lay)
+    return Budget(w, lay.tp, memory_bytes, reserve)
+
+
+def capacity_record(arch, sts, budget, req, lay):
+    """Requests that fit (the binding stage's), memory left, the longest context at
+    the batch and page waste, on one device of each of `sts`' stages."""
     kinds = distinct(sts)
-    args = (memory_bytes, reserve, tp, page, prefix)
-    most, bind, _ = max_requests_at(kinds, w, context, *args)
-    ds = [demand(st, w, context, tp, page, prefix) for st in sts]   # cached per stage kind
+    most, bind, _ = max_requests_at(kinds, budget, req)
+    ds = [budget.demand(st, req) for st in sts]   # cached per stage kind
     d = ds[bind]
-    left = [memory_bytes - dd.need(batch, reserve) for dd in ds]
-    limit = arch.max_context
-    mctx = max_context(kinds, w, batch, max(limit, 1), *args)
-    notes = _tp_notes(arch, w, tp)
-    if prefix and not any(dd.shared for dd in ds):
-        notes.append(f"No layer still holds any of the {prefix:,}-token shared prefix at "
-                     f"{context:,} tokens (windows have slid past it, or it is shorter than "
-                     "one page), so nothing is shared")
-    if context > arch.max_context:
-        notes.append(f"--context {context:,} exceeds the model's maximum context "
-                     f"{arch.max_context:,} (max_position_embeddings)")
-    capacity = {
-        "devices": tp * pp,
-        "memory_bytes_per_device": memory_bytes,
-        "reserve_bytes": reserve,
-        "kv_cache_room_bytes": memory_bytes - sts[bind].weight_bytes - reserve,
+    mctx = max_context(kinds, budget, req, max(arch.max_context, 1))
+    return {
+        "devices": lay.tp * lay.pp,
+        "memory_bytes_per_device": budget.memory,
+        "reserve_bytes": budget.reserve,
+        "kv_cache_room_bytes": cache_room(budget.memory, sts[bind].weight_bytes, budget.reserve),
         "binding_stage": bind,
         "max_requests": most,
         "fits_one_request": most is None or most >= 1,
-        "shortfall_bytes_at_batch_1": max(0, max(dd.need(1, reserve) for dd in ds) - memory_bytes),
-        "memory_left_bytes_at_batch": min(left),
+        "shortfall_bytes_at_batch_1": max(0, -min(budget.left(dd, 1) for dd in ds)),
+        "memory_left_bytes_at_batch": min(budget.left(dd, req.batch) for dd in ds),
         "memory_left_bytes_at_max_requests": (
-            None if most is None or most == 0 else
-            min(memory_bytes - dd.need(most, reserve) for dd in ds)),
+            None if most is None or most == 0 else min(budget.left(dd, most) for dd in ds)),
         "max_context_at_batch": mctx,
-        "max_context_is_model_limit": mctx == limit,
+        "max_context_is_model_limit": mctx == arch.max_context,
         "kv_bytes_per_token_per_device": d.per_token,
         "kv_bytes_per_request_per_device": d.own,
         "shared_prefix_bytes_per_device": d.shared,
         "page_waste_bytes_per_request": d.waste,
-        "page_waste_bytes_at_batch": d.waste * batch,
+        "page_waste_bytes_at_batch": d.waste * req.batch,
         "stages": [{
             "stage": st.index,
             "layers": layer_range_label(tuple(range(st.first, st.last + 1))),
@@ -390,43 +403,74 @@ def kv(arch, w, context, batch, memory_bytes, reserve_bytes=None, tp=1, pp=1, pa
             "kv_bytes_per_request": dd.own,
             "shared_prefix_bytes": dd.shared,
             "page_waste_bytes_per_request": dd.waste,
-            "max_requests": dd.max_requests(memory_bytes, reserve),
-            "memory_left_bytes_at_batch": memory_bytes - dd.need(batch, reserve),
+            "max_requests": budget.max_requests(dd),
+            "memory_left_bytes_at_batch": budget.left(dd, req.batch),
         } for st, dd in zip(sts, ds)],
     }
+
+
+def concurrency_table(arch, sts, budget, req):
+    """Max requests and binding stage at 1K, 2K, 4K, ... tokens (table_contexts)."""
+    kinds = distinct(sts)
     table = []
-    for c in table_contexts(arch.max_context, prefix):
-        m, b, _ = max_requests_at(kinds, w, c, *args)
+    for c in table_contexts(arch.max_context, req.prefix):
+        m, b, _ = max_requests_at(kinds, budget, req.at(c))
         table.append({"context": c, "max_requests": m, "binding_stage": b})
+    return table
+
+
+def sizing_record(whole, context):
+    """Cache per token and per request of the whole model (no parallelism)."""
+    return {
+        "bytes_per_token": sum(t.layers * t.per_token for t in whole),
+        "state_bytes_per_request": sum(t.layers * t.state_device for t in whole),
+        "bytes_per_request": sum(t.layers * (t.per_token * t.tokens + t.state_device) for t in whole),
+        "layer_types": [_term_record(t, context) for t in whole],
+    }
+
+
+def _notes(arch, w, sts, budget, req):
+    notes = _tp_notes(arch, w, budget.tp)
+    if req.prefix and not any(budget.demand(st, req).shared for st in sts):
+        notes.append(f"No layer still holds any of the {req.prefix:,}-token shared prefix at "
+                     f"{req.context:,} tokens (windows have slid past it, or it is shorter than "
+                     "one page), so nothing is shared")
+    if req.context > arch.max_context:
+        notes.append(f"--context {req.context:,} exceeds the model's maximum context "
+                     f"{arch.max_context:,} (max_position_embeddings)")
+    return notes
+
+
+def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None):
+    """The full `kv` result record for Request `req` on one device of each stage
+    of `layout` (TP x PP; default one device) with `memory_bytes` each."""
+    lay = layout or placement.Layout()
+    budget = budget_of(arch, w, req, lay, memory_bytes, reserve_bytes)
+    whole = merge(terms([(layer, count) for layer, count, _ in arch.layer_groups()], w, req.context))
+    sts = plan(arch, w, lay)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "kv",
         "model": model_record(arch),
         "inputs": {
-            "context": context,
-            "batch": batch,
+            "context": req.context,
+            "batch": req.batch,
             "weight_dtype": w.weight_dtype.name,
             "kv_dtype": w.kv_dtype.name,
             "mla": w.mla,
-            "tp": tp,
-            "pp": pp,
-            "page_size": page,
-            "shared_prefix": prefix,
+            "tp": lay.tp,
+            "pp": lay.pp,
+            "page_size": req.page,
+            "shared_prefix": req.prefix,
             "device": device,
             "memory_bytes": memory_bytes,
-            "reserve_bytes": reserve,
+            "reserve_bytes": budget.reserve,
             "reserve_is_default": reserve_bytes is None,
             **({"native_formats": {role: d.name for role, d in w.formats}} if w.formats else {}),
         },
-        "sizing": {
-            "bytes_per_token": sum(t.layers * t.per_token for t in whole),
-            "state_bytes_per_request": sum(t.layers * t.state_device for t in whole),
-            "bytes_per_request": sum(t.layers * (t.per_token * t.tokens + t.state_device)
-                                     for t in whole),
-            "layer_types": [_term_record(t, context) for t in whole],
-        },
-        "capacity": capacity,
-        "concurrency": table,
-        "notes": notes,
+        "sizing": sizing_record(whole, req.context),
+        "capacity": capacity_record(arch, sts, budget, req, lay),
+        "concurrency": concurrency_table(arch, sts, budget, req),
+        "notes": _notes(arch, w, sts, budget, req),
         "conventions": list(CONVENTIONS),
     }

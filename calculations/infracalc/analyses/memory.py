@@ -11,6 +11,35 @@ def default_reserve(memory_bytes):
     return memory_bytes // 10
 
 
+def reserve_of(memory_bytes, reserve_bytes=None):
+    """The workspace reserve: `reserve_bytes` when given, else the default."""
+    return default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
+
+
+def cache_room(memory_bytes, weight_bytes, reserve_bytes=None):
+    """Room for caches on one device: memory - weights - reserve (the default
+    reserve when None); negative when weights and reserve alone do not fit."""
+    return memory_bytes - weight_bytes - reserve_of(memory_bytes, reserve_bytes)
+
+
+def requests_in(room_bytes, per_request):
+    """Requests that fit in the room: floor(room / per request); 0 when the
+    room is negative, None when a request keeps no cache (memory does not bound
+    the batch)."""
+    if room_bytes < 0:
+        return 0
+    return room_bytes // per_request if per_request else None
+
+
+def binding_stage(left, fits=None):
+    """Index of the binding (fullest) stage: the fewest requests fit (`fits[i]`;
+    None, unbounded, ranks last), then the least memory left (`left[i]`, at that
+    count); ties: the first stage."""
+    if fits is None:
+        return min(range(len(left)), key=left.__getitem__)
+    return min(range(len(left)), key=lambda i: (fits[i] is None, fits[i] or 0, left[i]))
+
+
 def request_bytes(arch, w, context):
     """KV cache and recurrent state one request must reserve to reach
     `context` tokens (the peak it holds on the way, as `kv` counts it)."""
@@ -21,16 +50,8 @@ def max_requests(arch, w, memory_bytes, context, reserve_bytes=None):
     """Concurrent requests of `context` tokens that fit beside the weights on
     one device: floor((memory - weights - reserve) / bytes per request); 0 when
     not even one fits (see `kv` for sharding, paging and prefix sharing)."""
-    reserve = default_reserve(memory_bytes) if reserve_bytes is None else reserve_bytes
-    return requests_in(memory_bytes - arch.weight_bytes(w) - reserve, request_bytes(arch, w, context))
-
-
-def requests_in(free_bytes, per_request):
-    """floor(free / per request): 0 when nothing is free, None when a request
-    keeps no cache (memory does not bound the batch)."""
-    if free_bytes <= 0:
-        return 0
-    return free_bytes // per_request if per_request else None
+    return requests_in(cache_room(memory_bytes, arch.weight_bytes(w), reserve_bytes),
+                       request_bytes(arch, w, context))
 
 
 # Serving engines' defaults for the memory left to the KV cache, beside ours (which

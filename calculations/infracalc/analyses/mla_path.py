@@ -22,7 +22,9 @@ from .roofline import op_bound
 
 
 def has_mla(arch):
-    return any(b.kv_depends_on_mla for layer, _, _ in arch.layer_groups() for b in layer.blocks)
+    """True when some layer runs MLA attention (its execution path is a choice)."""
+    from ..blocks.mla import MLA
+    return any(isinstance(b, MLA) for layer, _, _ in arch.layer_groups() for b in layer.blocks)
 
 
 def pass_time(arch, w, r):

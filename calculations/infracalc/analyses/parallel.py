@@ -31,6 +31,7 @@ from ..arch import Block
 from ..errors import UserError
 from . import decode_sum, mla_path
 from .decode import account, decode_path
+from .memory import cache_room
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
 
@@ -79,6 +80,7 @@ LEFT_OUT = (
 )
 
 OBJECTIVES = ("throughput", "ttft", "tpot")
+ALGORITHMS = ("ring", "binomial", "best")   # --algorithm
 
 # Cost vector: (compute-bound s, weights s, KV s, activations s) then decode_sum.FIELDS.
 _NACC = 4
@@ -122,8 +124,8 @@ class Plan:
         for name, value in (("input_len", input_len), ("output_len", output_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
-        if algorithm not in ("ring", "best"):
-            raise UserError(f"unknown collective algorithm '{algorithm}'; choose from ring, best")
+        if algorithm not in ALGORITHMS:
+            raise UserError(f"unknown collective algorithm '{algorithm}'; choose from {', '.join(ALGORITHMS)}")
         self.arch, self.device = arch, device
         self.w = w.replace(batch=1, tokens=1, history=0, logits="last")
         self.r = roof(device, self.w.compute_dtype, compute_efficiency, memory_efficiency)
@@ -356,7 +358,11 @@ class Plan:
         link = self.links.get(c.tier)
         if self.algorithm == "best" and link is not None and c.group > 1 and c.bytes:
             return comm.choose(c, link)[1] * c.count
-        return comm.time_s(c, link, "ring") * c.count
+        return comm.time_s(c, link, self.algorithm_for(c)) * c.count
+
+    def algorithm_for(self, c):
+        """The named algorithm where it applies (binomial: all-reduces), ring otherwise."""
+        return "binomial" if self.algorithm == "binomial" and c.kind == "all_reduce" else "ring"
 
     def transfer(self, lay, tokens):
         """(Collective, seconds) of one PP boundary transfer of `tokens` token activations."""
@@ -391,7 +397,7 @@ def memory(plan, lay, batch):
 
 def _collective_rows(plan, cs):
     return [{"name": c.name, "dim": c.dim, "kind": c.kind, "bytes_per_run": c.bytes, "runs": c.count,
-             "group": c.group, "tier": c.tier, "wire_bytes_per_run": round(comm.wire_bytes(c)),
+             "group": c.group, "tier": c.tier, "wire_bytes_per_run": round(comm.wire_bytes(c, plan.algorithm_for(c))),
              "time_s": plan.comm_time(c)} for c in cs]
 
 
@@ -555,7 +561,7 @@ def serving_record(plan, lay, rows):
         return None
     per_stage, seen = [], {}
     for st, mem in zip(placement.stages(plan.arch, lay), rows):
-        room = mem["memory_bytes"] - mem["weight_bytes"] - mem["reserve_bytes"]
+        room = cache_room(mem["memory_bytes"], mem["weight_bytes"], mem["reserve_bytes"])
         key = (lay.tp, lay.ep, st.lo, st.hi, st.has_embedding, st.has_head, room)
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)
@@ -653,8 +659,12 @@ def parallel(plan, lay, batch):
 
 
 def comm_conventions(plan):
-    algo = ("ring for every collective (nccl-tests' formulas)" if plan.algorithm == "ring" else
-            "the fastest applicable algorithm per collective (ring, tree, in-network), as NCCL's tuner")
+    algo = {"ring": "ring for every collective (nccl-tests' formulas)",
+            "binomial": "the book's unsegmented binomial tree for every all-reduce (2 ceil(log2 n) rounds "
+                        "of the whole buffer; wire bytes are the busiest rank's, ceil(log2 n) S), ring for "
+                        "the other collectives",
+            "best": "the fastest applicable algorithm per collective (ring, tree, in-network), as NCCL's "
+                    "tuner"}[plan.algorithm]
     return (f"Collective time: alpha-beta on the tier the group spans (comm.py, README 'Communication "
             f"model'), {algo}; a group fitting one scale-up domain of {plan.domain} devices uses the "
             "scale-up link, a wider one the scale-out NIC.",)

@@ -98,15 +98,10 @@ def concurrency(arch, w, input_len, output_len, room_bytes):
     return guaranteed, max(room_bytes, 0) * steps / total, total, steps
 
 
-def _totals(ops):
-    """(matrix FLOPs, vector FLOPs, weight bytes, KV read + written) of ledger rows."""
-    mf = vf = wr = kv = 0
-    for op in ops:
-        mf += op.matrix_flops
-        vf += op.vector_flops
-        wr += op.weight_read
-        kv += op.kv_read + op.kv_write
-    return mf, vf, wr, kv
+def _work(ops):
+    """(matrix FLOPs, vector FLOPs, KV bytes read + written) of ledger rows."""
+    return (ledger.sum_field(ops, "matrix_flops"), ledger.sum_field(ops, "vector_flops"),
+            ledger.sum_field(ops, "kv_read") + ledger.sum_field(ops, "kv_write"))
 
 
 def request_work(arch, w, input_len, output_len, prefill_w=None):
@@ -114,19 +109,17 @@ def request_work(arch, w, input_len, output_len, prefill_w=None):
     written) of its prefill pass and its G - 1 decode steps summed in closed form.
     `prefill_w` is the prefill's workload when its MLA path differs."""
     one = w.replace(batch=1, tokens=1, history=0, logits="last")
-    pre = _totals(ledger.operators(arch, (prefill_w or one).replace(batch=1, tokens=input_len)))
-    mf, vf, kv = pre[0], pre[1], pre[3]
+    work = _work(ledger.operators(arch, (prefill_w or one).replace(batch=1, tokens=input_len)))
     if output_len > 1:
         pcs = decode_sum.decode_pieces(arch, one, input_len, input_len + output_len - 2, check=False)
-        dec = _totals(decode_sum.summed_ops(pcs))
-        mf, vf, kv = mf + dec[0], vf + dec[1], kv + dec[3]
-    return mf, vf, kv
+        work = tuple(a + b for a, b in zip(work, _work(decode_sum.summed_ops(pcs))))
+    return work
 
 
 def step_weight_bytes(arch, w, batch, history):
     """Weight bytes one decode step at `batch` reads (MoE: the experts it touches)."""
     ops = ledger.operators(arch, w.replace(batch=max(batch, 1), tokens=1, history=history, logits="last"))
-    return sum(op.weight_read for op in ops)
+    return ledger.sum_field(ops, "weight_read")
 
 
 def request_time(work, weights_per_step, output_len, n, r):

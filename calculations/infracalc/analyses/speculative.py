@@ -18,7 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from . import decode_sum
 from .decode import cached_tokens, phase_record
-from .memory import default_reserve, request_bytes, requests_in
+from .memory import cache_room, request_bytes, requests_in
 
 
 def expected_tokens(alpha, k):
@@ -66,7 +66,6 @@ def speculative(target, draft, w, wd, device, input_len, output_len, alpha, k, r
     context = cached_tokens(input_len, output_len) + k   # drafted tokens are cached until rejected
     weights = target.weight_bytes(w) + draft.weight_bytes(wd)
     per_request = request_bytes(target, w, context) + request_bytes(draft, wd, context)
-    free = device.memory_bytes - weights - default_reserve(device.memory_bytes)
     plain_tpot = plain["latency"]["tpot_mean_s"]
     decode_s = steps / e * middle["time_s"] if steps else 0.0
     return {
@@ -84,7 +83,7 @@ def speculative(target, draft, w, wd, device, input_len, output_len, alpha, k, r
         "speedup_vs_plain_decode": plain_tpot / middle["tpot_s"] if steps and plain_tpot else None,
         "draft_weight_bytes": draft.weight_bytes(wd),
         "cache_bytes_per_request": per_request,
-        "max_requests": requests_in(free, per_request),
+        "max_requests": requests_in(cache_room(device.memory_bytes, weights), per_request),
         "assumptions": [
             "Each drafted token is accepted with probability alpha, independently "
             "(Leviathan et al. 2023); expected tokens per verification step "

@@ -12,6 +12,7 @@ step (`train_time`).
 from ..errors import UserError
 from ..record import Record
 from . import train_flops, train_memory, train_time
+from .memory import binding_stage
 from .records import SCHEMA_VERSION, model_record
 
 CONVENTIONS = (
@@ -46,6 +47,16 @@ CONVENTIONS = (
     "published FLOP/s use Narayanan et al.'s eq. 3 (full s x s attention, one recompute), shown "
     "beside it for GPT-style models.",
 )
+
+
+LOWER_BOUND = (
+    "Lower bound on the step time = max(model FLOPs / devices / dense matrix peak of the compute "
+    "format, (2 x micro-batches x the mean device's weight shard + parameters / devices x "
+    "(2 x optimizer + gradient + weight bytes)) / memory bandwidth): the mean device's share of "
+    "the model FLOPs (3x forward matrix, causal halved), its weights read in every forward and "
+    "backward, and the optimizer update of its share of the parameters; communication fully "
+    "hidden, no pipeline bubble, vector FLOPs free, recompute not counted, efficiency 1.0. No "
+    "measured step can be shorter; the step time above is an estimate, not a bound.")
 
 
 class Setup(Record):
@@ -94,7 +105,28 @@ def stage_memory(arch, w, lay, s):
 
 def binding(mem, capacity):
     """Index of the stage with the least headroom (ties: the first)."""
-    return max(range(len(mem)), key=lambda i: (mem[i].total - capacity, -i))
+    return binding_stage([capacity - m.total for m in mem])
+
+
+def lower_bound(arch, w, lay, device, s, mem, model_flops):
+    """train_time.StepBound of the step (`model_flops` of the whole step)."""
+    return train_time.step_lower_bound(
+        model_flops, arch.params, [m.dense_params + m.expert_params for m in mem], lay, device,
+        w.compute_dtype, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
+        optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes))
+
+
+def lower_bound_record(b, tokens):
+    return {
+        "step_s": _s(b.step_s), "bound": b.bound,
+        "compute_s": _s(b.compute_s), "memory_s": _s(b.memory_s),
+        "model_flops_per_device": b.model_flops_per_device,
+        "peak_matrix_flops_per_s": b.peak_flops_per_s,
+        "weight_read_bytes_per_device": b.weight_read_bytes,
+        "optimizer_update_bytes_per_device": b.optimizer_bytes,
+        "tokens_per_s_per_device": _ratio(tokens / b.step_s / b.devices) if b.step_s else None,
+        "definition": LOWER_BOUND,
+    }
 
 
 def evaluate(arch, w, lay, device, s, links):
@@ -290,6 +322,8 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
                           "ratio_to_exact": _ratio(c.ratio), "reason": c.reason}
                          for c in train_flops.conventions(arch, st, global_batch, w.tokens)],
         "time": {**time_record(t), "unknown_peaks": unknown_peaks(device, w)},
+        "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem, st.model_flops),
+                                          global_batch * w.tokens),
         "throughput": throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens),
         "memory": {
             "device_memory_bytes": device.memory_bytes,

@@ -191,18 +191,15 @@ def step(arch, w, recompute="none", flash_recompute=False):
                             op.matrix_flops if again else 0, op.vector_flops if again else 0,
                             op.saved_bytes))
 
-    def total(attr):
-        return sum(getattr(r, attr) for r in rows)
-
     flash = sum(op.matrix_flops for op in ops if flash_recompute and op.name == "attn_qk")
     return StepFlops(
         tokens=w.positions, recompute=recompute, flash_recompute=flash_recompute, ops=tuple(rows),
-        forward_matrix_flops=total("forward_matrix_flops"),
-        forward_vector_flops=total("forward_vector_flops"),
-        backward_matrix_flops=total("backward_matrix_flops"),
-        backward_vector_flops=total("backward_vector_flops"),
-        recompute_matrix_flops=total("recompute_matrix_flops"),
-        recompute_vector_flops=total("recompute_vector_flops"),
+        forward_matrix_flops=ledger.sum_field(rows, "forward_matrix_flops"),
+        forward_vector_flops=ledger.sum_field(rows, "forward_vector_flops"),
+        backward_matrix_flops=ledger.sum_field(rows, "backward_matrix_flops"),
+        backward_vector_flops=ledger.sum_field(rows, "backward_vector_flops"),
+        recompute_matrix_flops=ledger.sum_field(rows, "recompute_matrix_flops"),
+        recompute_vector_flops=ledger.sum_field(rows, "recompute_vector_flops"),
         full_recompute_matrix_flops=sum(op.matrix_flops for op in ops if in_layers(op)),
         flash_extra_flops=flash)
 

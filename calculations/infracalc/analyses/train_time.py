@@ -39,6 +39,9 @@ m micro-batches, p stages, b = the slowest stage):
   (p/2 - 1)(F&B + B - 3W), F&B taken as F + B (no credit for the overlap of
   the two directions), 2x parameters per device; needs p even.
 
+`step_lower_bound` is a lower bound on the same step (its docstring): what the
+estimate above can approach but no run can beat.
+
 Once per step, per stage (the slowest counts): the data-parallel gradient
 sync (`collectives.dp_gradient_collectives`; dense parameters over DP x CP,
 routed experts over the expert-data-parallel group), ZeRO-3's two parameter
@@ -354,3 +357,52 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     pipeline = m * times[b].total + bub
     sync = max(s.dp_exposed_s + s.optimizer_s for s in stages)
     return StepTime(schedule, chunks, m, tuple(stages), b, pipeline, bub, sync, pipeline + sync, formula)
+
+
+# -- Lower bound ------------------------------------------------------------------------
+
+class StepBound(Record):
+    """A lower bound on the time of one optimizer step (`step_lower_bound`)."""
+    devices: int
+    model_flops_per_device: int     # the step's model FLOPs // devices
+    peak_flops_per_s: object        # dense matrix peak of the compute format (None: unpublished)
+    compute_s: float
+    weight_read_bytes: int          # per device, every micro-batch's forward and backward
+    optimizer_bytes: int            # per device, the update of its share of the parameters
+    memory_s: float
+    step_s: float
+    bound: str                      # compute | memory
+
+
+def step_lower_bound(model_flops, params, stage_params, lay, device, compute_dtype, *,
+                     weight_bytes=2, grad_bytes=2, optimizer_bytes=12):
+    """A step can take no less than max(compute_s, memory_s), per device:
+
+    compute_s = model FLOPs / devices / dense matrix peak of the compute format:
+        the step must run its model FLOPs (3x the forward matrix FLOPs, causal
+        attention halved: the least any kernel computes); the busiest device
+        runs at least the mean share; recompute adds, so it is left out.
+    memory_s = (2 m W + P U) / bandwidth: the mean device reads its weight
+        shard W (bytes; the mean over pipeline stages of a device's parameters,
+        which no placement of layers on stages changes) in the forward and
+        again in the backward (dX = dY W^T) of each of its m micro-batches --
+        the shard is far larger than on-chip memory -- and the optimizer must
+        read and write its states, read the gradient and write the weight
+        (U = 2 x optimizer + gradient + weight bytes per parameter) of at
+        least P = parameters / devices parameters (every parameter is updated
+        somewhere); byte counts rounded down.
+
+    Nothing else is charged: communication fully hidden under compute, no
+    pipeline bubble (zero-bubble schedules approach none), vector FLOPs on
+    their own units in parallel, every matrix FLOP at the vendor peak
+    (efficiency 1.0). So no schedule, overlap or kernel can beat it, and
+    the estimate of `step_time` is never below it."""
+    n = lay.devices
+    peak = device.peak(compute_dtype)
+    compute = model_flops / n / peak if peak else 0.0   # no published peak: the FLOPs take no time
+    shard = sum(stage_params) * weight_bytes // len(stage_params)
+    weights = 2 * lay.micro_batches * shard
+    update = params * (2 * optimizer_bytes + grad_bytes + weight_bytes) // n
+    memory = (weights + update) / device.memory_bandwidth_bytes_per_s
+    return StepBound(n, model_flops // n, peak or None, compute, weights, update, memory,
+                     max(compute, memory), "compute" if compute >= memory else "memory")

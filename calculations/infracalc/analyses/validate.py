@@ -11,9 +11,22 @@ measured / bound, an efficiency that a bound keeps at or below 1:
   request over the stream) on the device's physical capacity with no reserve
   beyond the weights and caches, at efficiency 1.0: the most any server could do.
 
-Kinds and layouts the tool cannot evaluate yet (multi-device serving before
-`parallel`, training steps before `train`) are listed as not evaluated, with
-the reason; they never count as passing or failing.
+- serving-throughput (several devices): `parallel`'s serving bound for the
+  published layout (analyses/parallel.serving_record): every pipeline stage's
+  shard through the same serving bound on its device's memory beside its
+  weights (no reserve), the replica bounded by its slowest stage, dp replicas
+  adding up, communication not charged (hidden entirely: the most any layout
+  could do). Compared with the whole run's figure.
+- training-step: the lower bound on the step time of analyses/train_time
+  (`step_lower_bound`: the mean device's share of the model FLOPs at the dense
+  peak of the compute format, or its unavoidable weight and optimizer bytes at
+  the memory bandwidth, whichever is longer; communication hidden, no bubble)
+  for the published model, devices, layout, global batch and sequence. A
+  throughput (tokens/s per device) is compared as measured / bound; a step time
+  as bound / measured, the same efficiency.
+
+Kinds and layouts the tool cannot evaluate yet are listed as not evaluated,
+with the reason; they never count as passing or failing.
 """
 
 import os
@@ -28,6 +41,7 @@ KINDS = ("serving-throughput", "serving-latency", "training-step")
 THROUGHPUT_UNITS = {"output_tokens_per_s": "output_tokens_per_s",
                     "total_tokens_per_s": "total_tokens_per_s",
                     "requests_per_s": "requests_per_s"}
+TRAINING_UNITS = ("tokens_per_s_per_device", "step_time_s", "megatron_eq3_flops_per_s_per_device")
 REQUIRED = ("id", "kind", "source", "setup", "measured", "assumptions", "exemption")
 _COMMON = ("model", "device", "devices", "weight_dtype", "act_dtype", "scenario")
 SETUP_REQUIRED = {   # per kind (calculations/validation/SOURCES.md, schema v1 + training-step)
@@ -43,7 +57,20 @@ CONVENTIONS = (
     "published model, device, formats and lengths, on the device's physical (allocatable) "
     "capacity with no workspace reserve (the most memory any server could give the cache; a "
     "case may set setup.reserve_bytes), at the dense vendor peaks (efficiency 1.0).",
-    "Spread: per device and format family (weights/activations/KV), the smallest, median and "
+    "Serving-throughput cases on several devices: `parallel`'s serving bound for the published "
+    "layout (each pipeline stage's shard through the same bound on its device's memory beside its "
+    "weights, no reserve; the replica bounded by its slowest stage; dp replicas add up), with no "
+    "communication charged (hidden entirely), against the whole run's measured figure.",
+    "Training-step cases: `train`'s lower bound on the step time (the mean device's share of "
+    "the model FLOPs, 3x the forward matrix FLOPs with causal attention halved, at the dense "
+    "matrix peak of the compute format; or its weights read in every forward and backward plus "
+    "the optimizer update of its share of the parameters at the memory bandwidth, whichever is "
+    "longer; communication fully hidden, no pipeline bubble, vector FLOPs free, recompute not "
+    "counted) for the published model, devices, layout, global batch and sequence; optimizer "
+    "AdamW with fp32 master, momentum and variance and 2-byte gradients unless the case says "
+    "otherwise (fewer bytes only lower the bound). Tokens/s per device and Megatron-LM's eq. 3 "
+    "FLOP/s per device are compared as measured / bound, a step time as bound / measured.",
+    "Spread: per kind (one-device and multi-device serving apart), device and format family (weights/activations/KV), the smallest, median and "
     "largest efficiency of its evaluated cases.",
 )
 
@@ -98,39 +125,137 @@ def _model(case):
 def _not_evaluated(case):
     """Why the tool cannot evaluate a case yet, or None."""
     s = case["setup"]
+    if case["kind"] == "training-step":
+        if case["measured"].get("unit") not in TRAINING_UNITS:
+            return (f"unit {case['measured'].get('unit')!r} has no training bound "
+                    f"({', '.join(TRAINING_UNITS)})")
+        return None
     if case["kind"] != "serving-throughput":
         return f"kind {case['kind']} is not evaluated yet (serving-throughput only)"
-    if s["devices"] != 1:
-        return f"{s['devices']} devices: multi-device serving is evaluated once `parallel` lands"
     if case["measured"].get("unit") not in THROUGHPUT_UNITS:
         return (f"unit {case['measured'].get('unit')!r} is not a throughput "
                 f"({', '.join(THROUGHPUT_UNITS)})")
     return None
 
 
-def serving_case(case):
-    """Our serving-throughput bound for the case's setup: the `serving` record."""
+def _serving_workload(s, arch):
+    """The Workload of a serving case's formats (batch 1, one token)."""
     from types import SimpleNamespace
 
     from ..cli.common import workload
-    from ..load.hardware import load_device
+
+    args = SimpleNamespace(weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"],
+                           kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
+                           mla=s.get("mla", "auto"))
+    return workload(args, arch, 1, 1, 0)
+
+
+def _layout(case, arch, micro_batch=None):
+    """The case's Layout (dp defaults to devices / (tp x pp x cp)), checked against its
+    device count and the model; with `micro_batch`, m = global batch / (dp x micro-batch)."""
+    from .. import layout as placement
+
+    s = case["setup"]
+    lo = s.get("layout") or {}
+    tp, pp, cp, ep = (lo.get(k, 1) for k in ("tp", "pp", "cp", "ep"))
+    dp = lo.get("dp", s["devices"] // (tp * pp * cp))
+    m = 1
+    if micro_batch is not None:
+        if s["global_batch"] % (dp * micro_batch):
+            raise UserError(f"{case['id']}: global batch {s['global_batch']} is not a multiple of "
+                            f"dp x micro-batch = {dp} x {micro_batch}")
+        m = s["global_batch"] // (dp * micro_batch)
+    lay = placement.Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, micro_batches=m)
+    if lay.devices != s["devices"]:
+        raise UserError(f"{case['id']}: tp x pp x dp x cp = {lay.devices}, not devices = {s['devices']}")
+    placement.validate(arch, lay)
+    return lay
+
+
+def parallel_serving_case(case):
+    """`parallel`'s serving bound (analyses/parallel.serving_record) for a multi-device
+    case's layout: each stage shard's serving bound on its device's memory beside its
+    weights (no reserve unless the case sets reserve_bytes), communication not charged,
+    the replica bounded by its slowest stage, dp replicas: (Layout, record); the record is
+    None under CP (not derived)."""
+    from .parallel import Plan, memory_record, serving_record
+
+    s = case["setup"]
+    arch = _model(case)
+    lay = _layout(case, arch)
+    plan = Plan(arch, _serving_workload(s, arch), _device(s["device"]), s["input_len"], s["output_len"],
+                reserve_bytes=s.get("reserve_bytes", 0))
+    return lay, serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
+
+
+def serving_case(case):
+    """Our serving-throughput bound for the case's setup: the `serving` record."""
     from .decode import decode_path
+    from .memory import cache_room
     from .mla_path import for_pass
     from .roofline import roof
     from .serving import serving_bound
 
     s = case["setup"]
     arch = _model(case)
-    device = load_device(s["device"])
-    args = SimpleNamespace(weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"],
-                           kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
-                           mla=s.get("mla", "auto"))
-    w = workload(args, arch, 1, 1, 0)
-    room = device.memory_bytes - arch.weight_bytes(w) - s.get("reserve_bytes", 0)
+    device = _device(s["device"])
+    w = _serving_workload(s, arch)
+    room = cache_room(device.memory_bytes, arch.weight_bytes(w), s.get("reserve_bytes", 0))
     r = roof(device, w.compute_dtype)
     wp, _ = for_pass(arch, w.replace(tokens=s["input_len"]), r)
     ws = decode_path(arch, w, s["input_len"], s["input_len"] + s["output_len"] - 2, r)[0]
     return arch, device, serving_bound(arch, ws, r, s["input_len"], s["output_len"], room, wp)
+
+
+def training_case(case):
+    """(arch, tokens per step, train_time.StepBound) of a training-step case."""
+    from .. import layout as placement
+    from ..dtypes import dtype
+    from ..workload import Workload
+    from . import train_flops, train_memory
+    from .train import check_formats
+    from .train_time import step_lower_bound
+
+    s = case["setup"]
+    arch = _model(case)
+    act, gb = dtype(s["act_dtype"]), s["global_batch"]
+    w = Workload(batch=s["micro_batch"], tokens=s["seq_len"], logits="all",
+                 weight_dtype=dtype(s["weight_dtype"]), act_dtype=act, kv_dtype=act)
+    check_formats(w)
+    lay = _layout(case, arch, s["micro_batch"])
+    flops = train_flops.step(arch, w.replace(batch=gb)).model_flops
+    stage_params = [sum(train_memory.device_params(placement.shard(arch, lay, st)))
+                    for st in placement.stages(arch, lay)]
+    opt = train_memory.optimizer_bytes(s.get("optimizer", "adamw"), s.get("master_bytes", 4))
+    bound = step_lower_bound(flops, arch.params, stage_params, lay, _device(s["device"]), w.compute_dtype,
+                             weight_bytes=dtype(s["weight_dtype"]).bits // 8,
+                             grad_bytes=s.get("grad_bytes", 2), optimizer_bytes=opt)
+    return arch, gb * s["seq_len"], bound
+
+
+def training_bound(case):
+    """(bound in the case's unit, 'compute'|'memory', ratio) of a training-step case."""
+    from . import train_flops
+
+    arch, tokens, b = training_case(case)
+    unit, value, n = case["measured"]["unit"], case["measured"]["value"], b.devices
+    if unit == "step_time_s":
+        return b.step_s, b.bound, b.step_s / value
+    if unit == "tokens_per_s_per_device":
+        bound = tokens / b.step_s / n
+    else:   # Megatron-LM's published FLOP/s: eq. 3 FLOPs of the step over the step time
+        if arch.model_type != "gpt2":
+            raise UserError(f"{case['id']}: {unit} is defined for GPT-style models only")
+        s = case["setup"]
+        eq3 = train_flops.megatron_closed_form(s["global_batch"], s["seq_len"], len(arch.layers),
+                                              arch.hidden_size, arch.vocab_size)
+        bound = eq3 / b.step_s / n
+    return bound, b.bound, value / bound
+
+
+def _device(device_id):
+    from ..load.hardware import load_device
+    return load_device(device_id)
 
 
 def evaluate(case):
@@ -141,6 +266,7 @@ def evaluate(case):
         "devices": s["devices"],
         "formats": f"{s['weight_dtype']}/{s['act_dtype']}/{s.get('kv_dtype', '-')}",
         "input_len": s.get("input_len"), "output_len": s.get("output_len"),
+        "global_batch": s.get("global_batch"), "seq_len": s.get("seq_len"),
         "measured": m["value"], "unit": m.get("unit"),
         "bound": None, "ratio": None, "bound_kind": None, "concurrency": None,
         "status": None, "source": case["source"].get("title", "") if isinstance(case["source"], dict) else "",
@@ -151,6 +277,12 @@ def evaluate(case):
     if row["not_evaluated"]:
         row["status"] = "not evaluated"
         return row
+    if case["kind"] == "training-step":
+        bound, kind, ratio = training_bound(case)
+        row.update(bound=bound, ratio=ratio, bound_kind=kind)
+        return _status(row)
+    if s["devices"] > 1:
+        return _multi_device(case, row)
     _, _, sv = serving_case(case)
     best = sv["steady_state"]
     if best is None:
@@ -160,23 +292,51 @@ def evaluate(case):
     bound = best[THROUGHPUT_UNITS[m["unit"]]]
     row.update(bound=bound, ratio=m["value"] / bound, bound_kind=best["bound"],
                concurrency=sv["steady_state_concurrency"])
+    return _status(row)
+
+
+def _multi_device(case, row):
+    """A multi-device serving row: the cluster's output tokens/s bound of its layout."""
+    s, m = case["setup"], case["measured"]
+    lay, sv = parallel_serving_case(case)
+    if sv is None:
+        row["status"] = "not evaluated"
+        row["not_evaluated"] = "context parallelism: `parallel` derives no serving bound under CP"
+        return row
+    out = sv["output_tokens_per_s_cluster"]
+    if not out:
+        row["status"] = "not evaluated"
+        row["not_evaluated"] = "the weights alone exceed a device's memory on some stage: no bound"
+        return row
+    requests = out / s["output_len"]
+    bound = {"output_tokens_per_s": out, "requests_per_s": requests,
+             "total_tokens_per_s": requests * (s["input_len"] + s["output_len"])}[m["unit"]]
+    kinds = sorted({st["bound"] for st in sv["stages"]})
+    row.update(bound=bound, ratio=m["value"] / bound, bound_kind="/".join(kinds),
+               concurrency=min(st["concurrency"] for st in sv["stages"]) * lay.dp)
+    return _status(row)
+
+
+def _status(row):
     row["status"] = ("ok" if row["ratio"] <= 1 else
                      "exempt" if row["exemption"] else "EXCEEDS BOUND")
     return row
 
 
 def spread(rows):
-    """Per (device, formats): cases, min, median, max efficiency of evaluated rows."""
+    """Per (kind, device, formats): cases, min, median, max efficiency of evaluated rows
+    (one-device and multi-device serving apart)."""
     groups = {}
     for r in rows:
         if r["ratio"] is not None:
-            groups.setdefault((r["device"], r["formats"]), []).append(r["ratio"])
+            kind = r["kind"] + (" (multi-device)" if r["devices"] > 1 and r["kind"] != "training-step" else "")
+            groups.setdefault((kind, r["device"], r["formats"]), []).append(r["ratio"])
     out = []
-    for (device, formats), ratios in sorted(groups.items()):
+    for (kind, device, formats), ratios in sorted(groups.items()):
         ratios.sort()
         n = len(ratios)
         median = ratios[n // 2] if n % 2 else (ratios[n // 2 - 1] + ratios[n // 2]) / 2
-        out.append({"device": device, "formats": formats, "cases": n, "min_ratio": ratios[0],
+        out.append({"kind": kind, "device": device, "formats": formats, "cases": n, "min_ratio": ratios[0],
                     "median_ratio": median, "max_ratio": ratios[-1]})
     return out
 

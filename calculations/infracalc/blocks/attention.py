@@ -134,10 +134,10 @@ class Attention(Block):
             out.append(Tensor(f"{p}.sinks", (self.heads,), "vector"))
         return tuple(out)
 
-    def kv_bytes_per_token(self, kv_dtype):
+    def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         return 2 * kv_dtype.nbytes_flat(self.kv_heads * self.head_dim)
 
-    def kv_formula(self, kv_dtype):
+    def kv_formula(self, kv_dtype, mla="absorbed"):
         """'2 (K,V) x kv_heads x head_dim x bytes per value = B per token', plus the window cap."""
         n = self.kv_heads * self.head_dim
         if kv_dtype.bits % 8 == 0 and not kv_dtype.is_quantized:

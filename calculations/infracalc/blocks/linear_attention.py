@@ -187,7 +187,7 @@ class GatedDeltaNet(Block):
         """Per request: recurrent + conv state. The KV format does not apply (see docstring)."""
         return self.recurrent_state_bytes() + self.conv_state_bytes()
 
-    def kv_formula(self, kv_dtype):
+    def kv_formula(self, kv_dtype, mla="absorbed"):
         """The fixed state per request as a formula of the shapes, for `kv`."""
         rec, conv = DTYPES[self.state_dtype], DTYPES[self.conv_dtype]
         return (f"recurrent state {self.v_heads} v-heads x {self.k_dim} x {self.v_dim} in "

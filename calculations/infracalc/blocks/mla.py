@@ -78,7 +78,6 @@ class MLA(Block):
     prefix: str = "self_attn"
 
     kind = "MLA"
-    kv_depends_on_mla = True
 
     @property
     def label(self):

@@ -137,6 +137,14 @@ def add_model(p, required=True):
                         "or a directory holding one")
 
 
+def add_lengths(p):
+    """--input-len P and --output-len G, the request shape of decode and parallel."""
+    p.add_argument("--input-len", type=positive_int, required=True, metavar="P",
+                   help="prompt tokens per request (as vLLM's benchmark --input-len)")
+    p.add_argument("--output-len", type=positive_int, required=True, metavar="G",
+                   help="generated tokens per request, the first one from the prefill pass")
+
+
 def add_device(p):
     p.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json",
                    help="a bundled device id (see `hardware`) or a device JSON path (default h100-sxm)")

@@ -5,10 +5,7 @@ from . import common
 
 def add_arguments(p):
     common.add_model(p)
-    p.add_argument("--input-len", type=common.positive_int, required=True, metavar="P",
-                   help="prompt tokens per request (as vLLM's benchmark --input-len)")
-    p.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
-                   help="generated tokens per request, the first one from the prefill pass")
+    common.add_lengths(p)
     size = p.add_mutually_exclusive_group()
     size.add_argument("--batch", type=common.positive_int, default=1, metavar="B",
                       help="concurrent requests decoded in lockstep (default 1)")

@@ -29,7 +29,8 @@ def add_arguments(p):
 
 
 def run(args):
-    from ..analyses.kv import kv
+    from ..analyses.kv import Request, kv
+    from ..layout import Layout
     from ..load.models import load_model
     from ..render import kv as render
 
@@ -47,8 +48,8 @@ def run(args):
         dev = load_device(args.device or "h100-sxm", args.memory_convention)
         memory, device = dev.memory_bytes, dev.id
     res = common.reserve_bytes(args, memory)
-    rec = kv(arch, w, args.context, args.batch, memory, res, args.tp, args.pp,
-             args.page_size, args.shared_prefix, device)
+    req = Request(args.context, args.batch, args.page_size, args.shared_prefix)
+    rec = kv(arch, w, req, memory, Layout(tp=args.tp, pp=args.pp), res, device)
     if device:
         rec["inputs"]["memory_convention"] = args.memory_convention
     return common.emit(args, rec, render.markdown, render.csv)

@@ -55,10 +55,7 @@ def add_arguments(p):
     common.add_model(p)
     p.add_argument("--devices", type=common.positive_int, required=True, metavar="N",
                    help="devices in the cluster (= tp x pp x dp x cp)")
-    p.add_argument("--input-len", type=common.positive_int, required=True, metavar="P",
-                   help="prompt tokens per request")
-    p.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
-                   help="generated tokens per request, the first one from the prefill pass")
+    common.add_lengths(p)
     p.add_argument("--batch", type=common.positive_int, default=None, metavar="B",
                    help="concurrent requests per model replica (default 1; with --search "
                         "--objective throughput, default: the best of pp x 1, 4, 16, ... requests (pp "
@@ -86,8 +83,10 @@ def add_arguments(p):
                        help="scale-out bandwidth per direction per device (e.g. 50GB/s)")
     links.add_argument("--comm-efficiency", type=common.fraction, default=None, metavar="F",
                        help="fraction of every link bandwidth reached (default 1.0)")
-    links.add_argument("--algorithm", choices=("ring", "best"), default="ring",
-                       help="collective algorithm: ring (default) or the fastest applicable "
+    links.add_argument("--algorithm", choices=("ring", "binomial", "best"), default="ring",
+                       help="collective algorithm: ring (default), binomial (every all-reduce as the "
+                            "book's unsegmented binomial tree: 2 ceil(log2 n) rounds of the whole "
+                            "buffer; other collectives ring) or the fastest applicable "
                             "(ring, tree, in-network) per collective")
     p.add_argument("--overlap", action="store_true",
                    help="hide communication under the shard's kernels, up to their time")

@@ -26,12 +26,18 @@ def head_dim(cfg):
     return hidden // heads
 
 
-def attention(cfg, window=None, **flags):
-    """Softmax attention from the usual keys (num_key_value_heads defaults to heads)."""
+def head_counts(cfg):
+    """(query heads, KV heads): num_key_value_heads defaults to the heads and must divide them."""
     heads = cfg.int("num_attention_heads")
     kv_heads = cfg.int("num_key_value_heads", heads)
     if heads % kv_heads:
         raise cfg.unsupported(f"num_attention_heads {heads} not a multiple of num_key_value_heads {kv_heads}")
+    return heads, kv_heads
+
+
+def attention(cfg, window=None, **flags):
+    """Softmax attention from the usual keys (num_key_value_heads defaults to heads)."""
+    heads, kv_heads = head_counts(cfg)
     hd = head_dim(cfg)
     rope = flags.pop("rope_dim", None)
     if rope is None:

@@ -25,7 +25,7 @@ from ..blocks.gated_attention import GatedAttention
 from ..blocks.linear_attention import GatedDeltaNet
 from ..blocks.mlp import GatedMLP
 from ..blocks.moe import MoE
-from .common import activation, head_dim, model, prenorm_layer
+from .common import activation, head_counts, head_dim, model, prenorm_layer
 
 LAYER_TYPES = ("linear_attention", "full_attention")
 TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
@@ -40,10 +40,7 @@ def layer_types(cfg):
 
 
 def gated_attention(cfg):
-    heads = cfg.int("num_attention_heads")
-    kv_heads = cfg.int("num_key_value_heads", heads)
-    if heads % kv_heads:
-        raise cfg.unsupported(f"num_attention_heads {heads} not a multiple of num_key_value_heads {kv_heads}")
+    heads, kv_heads = head_counts(cfg)
     if cfg.flag("attention_bias", False):
         raise cfg.unsupported("attention_bias")
     if cfg.flag("use_sliding_window", False):

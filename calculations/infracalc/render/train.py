@@ -139,6 +139,22 @@ def throughput_lines(th, i, unknown=()):
     return lines
 
 
+def _peak(p):
+    return "an unpublished peak (no time charged)" if p is None else u.rate_flops(p)
+
+
+def lower_bound_lines(b, step):
+    """The lower bound beside the estimate (definition printed)."""
+    return [
+        f"**Lower bound on the step: {u.seconds(b['step_s'])}** ({b['bound']}-bound; the estimate above "
+        f"is {step / b['step_s']:.3f}x it), at most {b['tokens_per_s_per_device']:,.1f} tokens/s per device. "
+        f"Compute {u.seconds(b['compute_s'])} = {u.flops(b['model_flops_per_device'])} model FLOPs per device "
+        f"at {_peak(b['peak_matrix_flops_per_s'])}; memory {u.seconds(b['memory_s'])} = weights read "
+        f"{u.nbytes(b['weight_read_bytes_per_device'])} + optimizer update "
+        f"{u.nbytes(b['optimizer_update_bytes_per_device'])} per device.",
+        "", f"- {b['definition']}"]
+
+
 def stage_memory_rows(stages):
     b = u.nbytes
     return [[s["stage"], s["layers"], u.integer(s["params"]), b(s["weights_bytes"]), b(s["grads_bytes"]),
@@ -167,6 +183,7 @@ def markdown(rec):
         + (f"; bubble fraction {t['bubble_fraction']:.4f}" if t["bubble_fraction"] is not None else "") + ".", "",
         markdown_table(["part", "time", "share"], time_rows(t), "lrr"), "",
         *throughput_lines(rec["throughput"], rec["inputs"], t.get("unknown_peaks")), "",
+        *lower_bound_lines(rec["lower_bound"], t["step_s"]), "",
         "### Per stage, one micro-batch", "",
         markdown_table(["stage", "fwd compute", "bwd compute", "recompute", "fwd comm", "bwd comm",
                         "recompute comm", "micro-batch", "DP exposed (step)", "optimizer (step)"],

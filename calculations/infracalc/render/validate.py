@@ -3,6 +3,7 @@
 from .table import markdown_table, records_to_csv
 
 CSV_COLUMNS = ("id", "kind", "model", "device", "devices", "formats", "input_len", "output_len",
+               "global_batch", "seq_len",
                "measured", "unit", "bound", "ratio", "bound_kind", "concurrency", "status",
                "exemption", "not_evaluated")
 
@@ -11,12 +12,20 @@ def _num(x, fmt="{:,.1f}"):
     return "-" if x is None else fmt.format(x)
 
 
+def _lengths(r):
+    if r["input_len"] is not None:
+        return f"{r['input_len']:,}/{r['output_len']:,}"
+    if r["seq_len"] is not None:
+        return f"{r['global_batch']:,} x {r['seq_len']:,}"
+    return "-"
+
+
 def markdown(rec):
     rows = [[f"`{r['id']}`", r["model"], r["device"] + (f" x{r['devices']}" if r["devices"] != 1 else ""),
-             r["formats"], "-" if r["input_len"] is None else f"{r['input_len']:,}/{r['output_len']:,}",
+             r["formats"], _lengths(r),
              f"{_num(r['measured'])} {r['unit']}", _num(r["bound"]), _num(r["ratio"], "{:.3f}"),
              r["bound_kind"] or "-", r["status"]] for r in rec["cases"]]
-    spread = [[s["device"], s["formats"], s["cases"], f"{s['min_ratio']:.3f}", f"{s['median_ratio']:.3f}",
+    spread = [[s["kind"], s["device"], s["formats"], s["cases"], f"{s['min_ratio']:.3f}", f"{s['median_ratio']:.3f}",
                f"{s['max_ratio']:.3f}"] for s in rec["spread"]]
     notes = [f"- `{r['id']}`: exempt: {r['exemption']}" for r in rec["cases"] if r["exemption"]]
     notes += [f"- `{r['id']}`: not evaluated: {r['not_evaluated']}" for r in rec["cases"] if r["not_evaluated"]]
@@ -24,11 +33,11 @@ def markdown(rec):
                + ", ".join(f"`{i}`" for i in rec["failures"]) if rec["failures"] else
                "No measurement exceeds its bound.")
     parts = ["# validate: published measurements against our bounds", "",
-             markdown_table(["case", "model", "device", "formats w/a/kv", "P/G", "measured", "bound",
+             markdown_table(["case", "model", "device", "formats w/a/kv", "P/G (serving) or GBS x seq", "measured", "bound",
                              "measured / bound", "bound by", "status"], rows, "llllrrrrll"),
              "", verdict, *([""] + notes if notes else []), "",
-             "## Efficiency spread per device and format family", "",
-             markdown_table(["device", "formats w/a/kv", "cases", "min", "median", "max"], spread, "llrrrr")
+             "## Efficiency spread per kind, device and format family", "",
+             markdown_table(["kind", "device", "formats w/a/kv", "cases", "min", "median", "max"], spread, "lllrrrr")
              if spread else "No evaluated case.",
              "", "## Assumptions per case", ""]
     for r in rec["cases"]:
