@@ -2,7 +2,7 @@
 
 from .. import ledger
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
-from .roofline import UNKNOWN_COMPUTE, ideal_bound, op_bound, roof
+from .roofline import UNKNOWN_COMPUTE, ideal_bound, op_bound, roof, unknown_peaks
 
 
 def operator_record(op, bound_tuple):
@@ -39,7 +39,7 @@ def totals_record(t, bounds, r):
     unknown = r.compute_unknown(t.matrix_flops, t.vector_flops) and compute <= memory
     # the known part alone exceeds memory (a TPU: matrix peak published, vector not):
     # still compute-bound, but the compute time leaves out the unknown side's FLOPs
-    partial = unknown_sides(t, r) if compute > memory else []
+    partial = unknown_peaks(r, t.matrix_flops, t.vector_flops) if compute > memory else []
     return {
         "params": t.params,
         "active_params": t.active_params,
@@ -68,14 +68,6 @@ def totals_record(t, bounds, r):
         "ideal_bound": UNKNOWN_COMPUTE if unknown else "memory" if compute <= memory else
         "compute" + "".join(f"; {side} compute unknown" for side in partial),
     }
-
-
-def unknown_sides(t, r):
-    """Which of the pass's FLOPs ('matrix', 'vector') have no published peak on the device."""
-    from .roofline import UNKNOWN
-    return [side for side, flops, rate in (("matrix", t.matrix_flops, r.matrix_flops_per_s),
-                                           ("vector", t.vector_flops, r.vector_flops_per_s))
-            if flops and rate == UNKNOWN]
 
 
 def workload_notes(arch, w):

@@ -610,9 +610,8 @@ def header(plan, command="parallel"):
 def unknown_peak_notes(plan):
     """A note when the device publishes no matrix or vector peak (Apple; TPUs' vector
     peak): those FLOPs are charged no time, so every time here leaves them out."""
-    from .roofline import UNKNOWN
-    peaks = [side for side, rate in (("matrix", plan.r.matrix_flops_per_s), ("vector", plan.r.vector_flops_per_s))
-             if rate == UNKNOWN]
+    from .roofline import unknown_peaks
+    peaks = unknown_peaks(plan.r)
     if not peaks:
         return []
     return [f"{' and '.join(peaks)} peak unknown on {plan.device.id} (none published): those FLOPs are "

@@ -344,8 +344,9 @@ def unknown_peaks(device, w):
     """The peaks (matrix, vector) the device publishes none of for this compute format.
     Training has both kinds of FLOPs, so each missing peak leaves part of the compute
     time unknown: those FLOPs add 0 s and their operators take their memory time."""
-    return [name for name, rate in (("matrix", device.peak(w.compute_dtype)),
-                                    ("vector", device.vector_flops_per_s)) if not rate]
+    from .roofline import roof
+    from .roofline import unknown_peaks as sides
+    return sides(roof(device, w.compute_dtype))
 
 
 def unknown_peak_note(peaks):
