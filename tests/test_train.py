@@ -254,6 +254,7 @@ class UnknownPeaks(unittest.TestCase):
         self.assertIn("peak unknown: memory time of those operators |", md)
         self.assertIn("**Step (understated: compute partly unknown)**", md)
         self.assertIn("(overstated: the step time leaves out the FLOPs with no published peak)", md)
+        self.assertIn("(step time x 1 device x dense peak unknown)", md)   # not "1 devices"
         # TPU v5e publishes its bf16 matrix peak (197 TFLOP/s) but no vector peak.
         _, out, _ = run_cli(*args, "--device", "tpu-v5e", "--format", "json")
         self.assertEqual(json.loads(out)["time"]["unknown_peaks"], ["vector"])

@@ -120,7 +120,8 @@ def throughput_lines(th, i, unknown=()):
         f"- Tokens per step: {u.integer(th['tokens_per_step'])}; tokens/s: cluster "
         f"{th['tokens_per_s_cluster']:,.0f}, per device {th['tokens_per_s_per_device']:,.1f}",
         f"- MFU {pct(th['mfu'])} = model FLOPs per step ({u.flops(th['model_flops_per_step'])}, 3x forward "
-        f"matrix FLOPs, causal attention halved) / (step time x {i['devices']} devices x dense peak "
+        f"matrix FLOPs, causal attention halved) / (step time x {i['devices']} "
+        f"device{'s' if i['devices'] != 1 else ''} x dense peak "
         f"{u.rate_flops(th['peak_matrix_flops_per_s'])})",
         f"- HFU {pct(th['hfu'])} = hardware FLOPs per step ({u.flops(th['hardware_flops_per_step'])}, "
         f"with what is recomputed) / the same",
