@@ -73,6 +73,19 @@ class BookNames(unittest.TestCase):
         self.assertEqual(dtype("int4-g1000").nbytes((4096, 4096)), 4096 * 4096 // 2 + 4096 * 5 * 2)
 
 
+class ParallelSearchBatchHelp(unittest.TestCase):
+    def test_batches_the_search_tries(self):
+        # With no --batch the throughput search tries pp micro-batches of 1, 4, 16, ...
+        # requests while they fit: capacity 100 at pp 2 -> 2, 8, 32 (128 > 100); at pp 1
+        # -> 1, 4, 16, 64. The help said "1, 2, 4, ... up to the capacity".
+        from infracalc.analyses.parallel import search_batches
+        self.assertEqual(search_batches(100, None, 2), [2, 8, 32])
+        self.assertEqual(search_batches(100, None, 1), [1, 4, 16, 64])
+        text = help_of("parallel", "--batch")
+        self.assertNotIn("1, 2, 4", text)
+        self.assertIn("pp x 1, 4, 16", text)
+
+
 class MlaModelNote(unittest.TestCase):
     def test_note_matches_each_commands_default(self):
         # The DeepSeek loader's note is printed by every command. kv takes no `auto` (its

@@ -61,7 +61,13 @@ class Qwen3On100(unittest.TestCase):
         self.assertEqual(self.s["guaranteed_concurrency"], 200)
         # steady state: decode step i holds P + i + 1 tokens, mean over i = 0..1022 is
         # P + G/2 = 1536 tokens = 226,492,416 B; room / that = 267.502...
-        self.assertEqual(self.s["mean_held_cache_bytes"], QWEN3_8B_KV_TOKEN * 1536)
+        # JSON keeps the exact integer sum and its divisor (a float under a _bytes key was a
+        # defect): sum_{i=0}^{1022} (1024 + i + 1) tokens = 1023 x 1536 = 1,571,328 tokens
+        # x 147,456 B = 231,701,741,568 B over 1,023 steps.
+        self.assertEqual(self.s["held_cache_summed_bytes"], 231_701_741_568)
+        self.assertEqual(self.s["held_cache_summed_bytes"], QWEN3_8B_KV_TOKEN * 1023 * 1536)
+        self.assertEqual(self.s["held_cache_steps"], 1023)
+        self.assertNotIn("mean_held_cache_bytes", self.s)
         self.assertAlmostEqual(self.s["steady_state_concurrency"], room / (QWEN3_8B_KV_TOKEN * 1536), places=9)
         self.assertGreater(self.s["steady_state_concurrency"], 267.5)
         self.assertLess(self.s["steady_state_concurrency"], 267.51)

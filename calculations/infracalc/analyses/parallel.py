@@ -607,8 +607,20 @@ def header(plan, command="parallel"):
             "links": links_record(plan)}
 
 
+def unknown_peak_notes(plan):
+    """A note when the device publishes no matrix or vector peak (Apple; TPUs' vector
+    peak): those FLOPs are charged no time, so every time here leaves them out."""
+    from .roofline import unknown_peaks
+    peaks = unknown_peaks(plan.r)
+    if not peaks:
+        return []
+    return [f"{' and '.join(peaks)} peak unknown on {plan.device.id} (none published): those FLOPs are "
+            f"charged no time, so the roofline and 'compute-bound' times count only the memory side "
+            f"(and the FLOPs at known peaks): every time here leaves those FLOPs out"]
+
+
 def notes(plan, lay, mem, batch):
-    out = []
+    out = unknown_peak_notes(plan)
     if plan.P + plan.G > plan.arch.max_context:
         out.append(f"input + output length {plan.P + plan.G} exceeds the model's max_position_embeddings "
                    f"{plan.arch.max_context}; computed anyway")
@@ -824,7 +836,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
                                 "max_requests_per_replica": mem["max_requests_per_replica"],
                                 "weight_bytes": mem["stages"][mem["binding_stage"]]["weight_bytes"]}})
     rec["notes"] = [f"{len(ranked)} of {total} layouts of {devices} devices admitted; "
-                    f"{total - len(ranked)} rejected"]
+                    f"{total - len(ranked)} rejected"] + unknown_peak_notes(plan)
     for phase, choice in plan.mla_choices.items():
         if choice:
             rec["notes"].append(mla_path.note(choice, phase) + " (at batch 1, for every layout)")
