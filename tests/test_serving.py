@@ -210,6 +210,39 @@ class ValidateCommand(unittest.TestCase):
             self.assertEqual(rec["failures"], [])
             self.assertEqual(rec["cases"][0]["status"], "exempt")
 
+    def test_cli_exit_status_and_printed_exemption(self):
+        # What CI runs: `validate` exits 1 when a measurement beats its bound and prints the
+        # case as exceeding it; with a reasoned exemption it exits 0 and prints the reason.
+        import functools
+        import tempfile
+        from unittest import mock
+
+        from infracalc.analyses import validate as V
+
+        src = os.path.join(V.VALIDATION_DIR, "trtllm-llama31-8b-fp8-h100-sxm-128-2048.json")
+        with open(src, encoding="utf-8") as f:
+            case = json.load(f)
+        case.update(id="too-fast")
+        case["measured"]["value"] = 10**6
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "too-fast.json")
+            here = functools.partial(V.validate, directory=d)
+            with mock.patch.object(V, "validate", here):
+                for exemption, want in ((None, 1), ({"reason": "a stated reason"}, 0)):
+                    case["exemption"] = exemption
+                    with open(path, "w", encoding="utf-8") as f:
+                        json.dump(case, f)
+                    code, out, _ = run_cli("validate")
+                    self.assertEqual(code, want)
+                    if exemption:
+                        self.assertIn("- `too-fast`: exempt: a stated reason", out)
+                        self.assertIn("No measurement exceeds its bound.", out)
+                    else:
+                        self.assertIn("**1 case(s) exceed their bound:** `too-fast`", out)
+                    code, out, _ = run_cli("validate", "--format", "csv")
+                    self.assertEqual(code, want)
+                    self.assertIn("exempt,a stated reason" if exemption else "EXCEEDS BOUND", out)
+
 
 if __name__ == "__main__":
     unittest.main()
