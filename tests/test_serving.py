@@ -100,6 +100,33 @@ class Qwen3On100(unittest.TestCase):
             last = b["steady_state"]["output_tokens_per_s"]
 
 
+class ParallelServing(unittest.TestCase):
+    def test_layout_bound_reports_requests_and_both_concurrencies(self):
+        # Llama-3.1-70B bf16 on 8 H100s, tp 4 pp 2, P = G = 1024. Stage 0 (layers 0-39 and the
+        # embedding) holds per device (40 x 855,654,400 - 40 x 16,384 norm weights) / 4
+        # + 40 x 16,384 + 128,256 x 8192 / 4 = 8,819,703,808 parameters = 17,639,407,616 B;
+        # room = 85,520,809,984 - 8,552,080,998 (10%) - 17,639,407,616 = 59,329,321,370 B.
+        # Cache per token per device: 40 layers x K,V x 2 heads x 128 x 2 B = 40,960 B.
+        code, out, _ = run_cli("parallel", "--model", "llama-3.1-70b", "--devices", "8", "--tp", "4",
+                               "--pp", "2", "--input-len", "1024", "--output-len", "1024", "--format", "json")
+        self.assertEqual(code, 0)
+        rec = json.loads(out)
+        s0, s1 = rec["serving"]["stages"]
+        room = H100_ALLOCATABLE - H100_ALLOCATABLE // 10 - 17_639_407_616
+        self.assertEqual(room, 59_329_321_370)
+        self.assertEqual(s0["guaranteed_concurrency"], room // (40_960 * 2047))        # 707
+        self.assertEqual(s0["guaranteed_concurrency"], 707)
+        self.assertAlmostEqual(s0["concurrency"], room / (40_960 * 1536), places=9)   # 943.01
+        for st in (s0, s1):
+            self.assertAlmostEqual(st["requests_per_s"] * 1024, st["output_tokens_per_s"], places=6)
+            self.assertGreaterEqual(st["concurrency"], st["guaranteed_concurrency"])
+        sv = rec["serving"]
+        self.assertEqual(sv["output_tokens_per_s_replica"], min(s0["output_tokens_per_s"], s1["output_tokens_per_s"]))
+        self.assertAlmostEqual(sv["requests_per_s_replica"] * 1024, sv["output_tokens_per_s_replica"], places=6)
+        self.assertEqual(sv["requests_per_s_cluster"], sv["requests_per_s_replica"])    # dp 1
+        self.assertTrue(any(c.startswith("Why it is an upper bound") for c in rec["conventions"]))
+
+
 class ReserveAndEngineDefaults(unittest.TestCase):
     def test_decode_reserve_and_engines(self):
         code, out, _ = run_cli("decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024",
