@@ -125,6 +125,18 @@ class ParallelServing(unittest.TestCase):
         self.assertAlmostEqual(sv["requests_per_s_replica"] * 1024, sv["output_tokens_per_s_replica"], places=6)
         self.assertEqual(sv["requests_per_s_cluster"], sv["requests_per_s_replica"])    # dp 1
         self.assertTrue(any(c.startswith("Why it is an upper bound") for c in rec["conventions"]))
+        # The reserve's rule and the engines' defaults beside it, as decode prints them, on a
+        # device of the binding stage (stage 1: 17,639,424,000 B of weights with the head):
+        # TensorRT-LLM keeps (85,520,809,984 - 17,639,424,000) // 10 = 6,788,138,598 B, leaving
+        # 61,093,247,386 B: 728 requests; vLLM's 10% of memory leaves 707 (ours).
+        mem = rec["memory"]
+        self.assertIn("vLLM", mem["reserve_rule"])
+        engines = {e["engine"]: e for e in mem["engine_defaults"]}
+        self.assertEqual(engines["TensorRT-LLM"]["reserve_bytes"], 6_788_138_598)
+        self.assertEqual(engines["TensorRT-LLM"]["max_requests"], 728)
+        self.assertEqual(engines["vLLM"]["reserve_bytes"], H100_ALLOCATABLE // 10)
+        self.assertEqual(engines["vLLM"]["max_requests"], mem["max_requests_per_replica"])
+        self.assertIsNone(engines["SGLang"]["reserve_bytes"])
 
 
 class ReserveAndEngineDefaults(unittest.TestCase):

@@ -31,7 +31,7 @@ from ..arch import Block
 from ..errors import UserError
 from . import decode_sum, mla_path
 from .decode import account, decode_path
-from .memory import cache_room
+from .memory import RESERVE_RULE, cache_room, engine_defaults
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
 from .serving import SERVING_CONVENTIONS
@@ -553,8 +553,13 @@ def memory_record(plan, lay, batch):
                "need_bytes": s.need(batch), "memory_bytes": s.memory_bytes, "max_requests": s.max_requests,
                "shortfall_bytes": s.shortfall_bytes(batch)} for s in rows]
     fits = cap is None or batch <= cap
+    bind = None if binding is None else stages[binding]
     return {"context_tokens": plan.P + plan.G - 1, "cache_tokens_per_rank": ceil_div(plan.P + plan.G - 1, lay.cp),
-            "memory_convention": plan.device.memory_convention, "stages": stages, "binding_stage": binding,
+            "memory_convention": plan.device.memory_convention,
+            "reserve_rule": RESERVE_RULE if plan.reserve is None else "--reserve",
+            "engine_defaults": None if bind is None else engine_defaults(
+                bind["memory_bytes"], bind["weight_bytes"], bind["cache_bytes_per_request"]),
+            "stages": stages, "binding_stage": binding,
             "max_requests_per_replica": cap, "max_requests_cluster": None if cap is None else cap * lay.dp,
             "fits": fits, "shortfall_bytes": max(s["shortfall_bytes"] for s in stages)}
 

@@ -95,7 +95,12 @@ def memory_lines(mem):
             f"- Binding stage: {mem['binding_stage']}; requests that fit per replica: "
             f"{'unbounded' if cap is None else u.integer(cap)}, in the cluster: "
             f"{'unbounded' if cap is None else u.integer(mem['max_requests_cluster'])}",
-            f"- Batch fits: {'yes' if mem['fits'] else 'no, short by ' + u.integer(mem['shortfall_bytes']) + ' B on a device'}"]
+            f"- Batch fits: {'yes' if mem['fits'] else 'no, short by ' + u.integer(mem['shortfall_bytes']) + ' B on a device'}",
+            f"- Reserve per device: {mem['reserve_rule']}",
+            *[f"- Engine default on a binding-stage device, {e['engine']}: "
+              + ("-" if e["reserve_bytes"] is None else
+                 f"reserve {u.nbytes(e['reserve_bytes'])}, {u.integer(e['max_requests'])} requests fit")
+              + f" ({e['rule']})" for e in mem["engine_defaults"] or ()]]
 
 
 def _pipeline_rows(ph):
