@@ -204,6 +204,24 @@ class ValidateCommand(unittest.TestCase):
             if c["ratio"] is not None:
                 self.assertLessEqual(c["ratio"], 1.0, c["id"])
                 self.assertAlmostEqual(c["ratio"], c["measured"] / c["bound"], places=12)
+        # The spread per kind (one- and multi-device serving apart), device and format family,
+        # recomputed here from the cases with statistics.median; the two MI300X runs (0.276 and
+        # 0.227) have median 0.252 as the README's table prints.
+        import statistics
+
+        groups = {}
+        for c in rec["cases"]:
+            if c["ratio"] is not None:
+                kind = c["kind"] + (" (multi-device)" if c["devices"] > 1 and c["kind"] != "training-step" else "")
+                groups.setdefault((kind, c["device"], c["formats"]), []).append(c["ratio"])
+        self.assertEqual([(g["kind"], g["device"], g["formats"]) for g in rec["spread"]], sorted(groups))
+        for g in rec["spread"]:
+            ratios = groups[(g["kind"], g["device"], g["formats"])]
+            self.assertEqual((g["cases"], g["min_ratio"], g["max_ratio"]), (len(ratios), min(ratios), max(ratios)))
+            self.assertAlmostEqual(g["median_ratio"], statistics.median(ratios), places=15)
+        mi300x = next(g for g in rec["spread"] if g["device"] == "mi300x")
+        self.assertEqual(mi300x["cases"], 2)
+        self.assertEqual(round(mi300x["median_ratio"], 3), 0.252)
 
     def test_one_case_and_unknown_case(self):
         code, out, _ = run_cli("validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json")
