@@ -233,6 +233,31 @@ class ValidateCommand(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("unknown validation case", err)
 
+    def test_closest_case_is_decodes_bound_with_no_reserve(self):
+        # The README's closest case: Llama 3.1 8B FP8 on one H100 at 128/4,096 (TensorRT-LLM
+        # v1.0: 14,325 output tokens/s). validate's bound is decode's serving bound with no
+        # reserve. Weights: 8,030,261,248 parameters at 1 B, the embedding and head
+        # (2 x 128,256 x 4096) and 65 norms of 4096 kept at 2 B: 9,081,200,640 B; room =
+        # 85,520,809,984 - 9,081,200,640 = 76,439,609,344 B. Cache: 32 layers x K,V x 8 heads
+        # x 128 x 1 B = 65,536 B per token; held on average P + G/2 = 2,176 tokens, so the
+        # steady-state concurrency is 76,439,609,344 / 142,606,336 = 536.018.
+        code, out, _ = run_cli("validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-4096", "--format", "json")
+        self.assertEqual(code, 0)
+        case = json.loads(out)["cases"][0]
+        code, out, _ = run_cli("decode", "--model", "llama-3.1-8b", "--weight-dtype", "fp8", "--act-dtype", "fp8",
+                               "--kv-dtype", "fp8", "--input-len", "128", "--output-len", "4096", "--reserve", "0",
+                               "--format", "json")
+        self.assertEqual(code, 0)
+        s = json.loads(out)["serving"]
+        weights = 8_030_261_248 + 2 * 128_256 * 4096 + 65 * 4096
+        self.assertEqual(weights, 9_081_200_640)
+        self.assertEqual(s["cache_room_bytes"], H100_ALLOCATABLE - weights)
+        self.assertEqual(s["mean_held_cache_bytes"], 65_536 * (128 + 2048))
+        self.assertAlmostEqual(case["concurrency"], (H100_ALLOCATABLE - weights) / (65_536 * 2176), places=9)
+        self.assertEqual(case["bound"], s["steady_state"]["output_tokens_per_s"])
+        self.assertEqual(round(case["bound"], 1), 21_252.6)              # README: 21,253
+        self.assertEqual(round(case["ratio"], 3), 0.674)                 # 14,325 / 21,252.6
+
     def test_malformed_case_is_a_clear_error(self):
         import tempfile
 
