@@ -258,7 +258,10 @@ class ValidateCommand(unittest.TestCase):
         weights = 8_030_261_248 + 2 * 128_256 * 4096 + 65 * 4096
         self.assertEqual(weights, 9_081_200_640)
         self.assertEqual(s["cache_room_bytes"], H100_ALLOCATABLE - weights)
-        self.assertEqual(s["mean_held_cache_bytes"], 65_536 * (128 + 2048))
+        # held over the G - 1 = 4,095 decode steps: sum over n = 129..4,223 of 65,536 n
+        # = 65,536 x 4,095 x 2,176 (mean P + G/2 = 2,176 tokens)
+        self.assertEqual(s["held_cache_steps"], 4095)
+        self.assertEqual(s["held_cache_summed_bytes"], 65_536 * 4095 * (128 + 2048))
         self.assertAlmostEqual(case["concurrency"], (H100_ALLOCATABLE - weights) / (65_536 * 2176), places=9)
         self.assertEqual(case["bound"], s["steady_state"]["output_tokens_per_s"])
         self.assertEqual(round(case["bound"], 1), 21_252.6)              # README: 21,253
