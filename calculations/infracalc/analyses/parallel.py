@@ -42,9 +42,10 @@ PARALLEL_CONVENTIONS = (
     "runs its shard (the layout library's placement rules, README 'Placement on many devices').",
     "Batch B = concurrent requests per model replica (one DP replica); the cluster carries "
     "dp x B. The replica's B requests run in m micro-batches of B/m (default m = gcd(B, pp)).",
-    "Per device and phase: the roofline bound of its shard (the sum of per-operator bounds, "
-    "decode steps in closed form) plus exposed communication: all of it by default; with "
-    "--overlap the part exceeding the shard's roofline time (hidden up to that time).",
+    "Per device and phase (the estimate): the operator-sum roofline of its shard (the sum of "
+    "per-operator roofline times, decode steps in closed form) plus exposed communication: all of "
+    "it by default; with --overlap the part exceeding the shard's roofline time (hidden up to that "
+    "time). The lower bound beside it is defined in the output.",
     "Pipeline: a micro-batch's pass takes L = sum of stage times + (pp - 1) boundary transfers; "
     "TTFT of the batch = L + (m - 1) x the slowest stage; a decode step recurs every "
     "max(L, m x slowest stage) (the TPOT); bubble = the slowest stage's idle share of that cycle. "
