@@ -152,7 +152,7 @@ class Plan:
 
     def __init__(self, arch, w, device, input_len, output_len, compute_efficiency=1.0,
                  memory_efficiency=1.0, reserve_bytes=None, overlap=False, algorithm="ring",
-                 link_options=None, batch=1):
+                 link_options=None, batch=1, ep_dedup=False):
         for name, value in (("input_len", input_len), ("output_len", output_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -165,6 +165,12 @@ class Plan:
         self.P, self.G = input_len, output_len
         self.reserve = reserve_bytes
         self.overlap, self.algorithm = overlap, algorithm
+        if ep_dedup and not placement.moe_experts(arch):
+            raise UserError(f"--ep-dedup: {arch.id} has no routed experts (EP dispatch needs an MoE model)")
+        if ep_dedup and w.routing != "uniform":
+            raise UserError(f"--ep-dedup's expected destination count is derived for uniform routing only; "
+                            f"drop --routing {w.routing}")
+        self.ep_dedup = bool(ep_dedup)
         self.link_options = dict(link_options or {})
         self.links = comm.links(device, **self.link_options)
         self.act_bytes = ceil_div(self.w.act_dtype.bits, 8)
@@ -424,7 +430,7 @@ class Plan:
                                            embedding=False, mlp_layers=mlp)
             if lay.ep > 1 and moe:
                 out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, lay.tp, lay.ep, 1,
-                                            self.tier(lay, "ep"), self.tier(lay, "tp"), routing=w.routing,
+                                            self.tier(lay, "ep"), self.tier(lay, "tp"), self.ep_dedup, w.routing,
                                             experts=moe[0].experts, loads=w.routing_loads)
             if lay.cp > 1:
                 per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
@@ -819,6 +825,8 @@ def inputs_record(plan, batch):
            "decode_steps": plan.steps, "overlap": plan.overlap, "algorithm": plan.algorithm}
     rec.update((k, v) for k, v in workload_record(plan.w, plan.arch).items()
                if k not in ("batch", "tokens", "history", "logits"))
+    if plan.ep_dedup:   # echoed only when set (stored results predate the option)
+        rec["ep_dedup"] = True
     mla = plan.mla_choices
     if any(mla.values()):
         rec["mla"] = (f"auto: {mla['prefill']['path'] if mla['prefill'] else '-'} for the prefill, "

@@ -68,6 +68,9 @@ def add_arguments(p):
     lay.add_argument("--dp", type=common.positive_int, default=None,
                      help="data-parallel replicas (default: devices / (tp x pp x cp))")
     lay.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp > 1)")
+    lay.add_argument("--ep-dedup", action="store_true",
+                     help="EP dispatch sends one copy of a token per destination rank instead of one per "
+                          "expert (DeepEP's dispatch; expected distinct ranks under uniform routing)")
     lay.add_argument("--micro-batches", type=common.positive_int, default=None, metavar="M",
                      help="micro-batches per replica in the pipeline (default gcd(B, pp)); must divide B")
     lay.add_argument("--pp-layers", type=layers_list, default=(), metavar="N,N,...",
@@ -159,7 +162,7 @@ def run(args):
     plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
                          args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
                          args.overlap, args.algorithm, link_options,
-                         1 if args.search or args.batch_sweep else args.batch or 1)
+                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup)
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)

@@ -1,0 +1,74 @@
+"""`parallel`'s options that select a stated variant of issue 8's conventions (EP dedup, ...):
+exact figures derived by hand in the comments, and the error contract of each option."""
+
+import json
+import unittest
+from fractions import Fraction
+
+from support import run_cli  # noqa: F401  (sets the path)
+
+QWEN_EP8 = ("parallel", "--model", "qwen3-30b-a3b", "--devices", "8", "--dp", "8", "--ep", "8",
+            "--input-len", "1024", "--output-len", "2", "--format", "json")
+
+
+def collectives(rec, phase):
+    return {c["name"]: c for c in rec["phases"][phase]["stages"][0]["collectives"]}
+
+
+class EpDedup(unittest.TestCase):
+    def test_qwen3_30b_a3b_ep8_one_copy_per_destination_rank(self):
+        # Qwen3-30B-A3B: 128 experts, top-8, hidden 2048, bf16; ep 8 holds m = 16 experts per rank.
+        # A rank is missed by a token when its 8 experts all come from the other 112:
+        # C(112, 8) / C(128, 8) = prod_{i<8} (112 - i) / (128 - i) = 1,440,882,009 / 4,332,432,280
+        # (0.33258); expected destination ranks 8 x (1 - that) = 5.33936. Per token
+        # S = 2048 x 2 B x 5.33936 = 21,870.006 B -> 21,871 B for a decode step at batch 1
+        # (per copy: 8 x 4,096 = 32,768 B); the prefill of 1,024 tokens: 22,394,886 B.
+        miss = Fraction(1)
+        for i in range(8):
+            miss *= Fraction(112 - i, 128 - i)
+        self.assertEqual(miss, Fraction(1_440_882_009, 4_332_432_280))
+        per_token = 2048 * 2 * 8 * (1 - miss)
+        status, out, err = run_cli(*QWEN_EP8, "--ep-dedup")
+        self.assertEqual((status, err), (0, ""))
+        rec = json.loads(out)
+        self.assertIs(rec["inputs"]["ep_dedup"], True)
+        for phase, tokens, expect in (("first", 1, 21_871), ("prefill", 1024, 22_394_886)):
+            self.assertEqual(-(-tokens * per_token.numerator // per_token.denominator), expect)
+            cs = collectives(rec, phase)
+            for kind in ("dispatch", "combine"):
+                c = cs[f"EP {kind} all-to-all (one copy per destination rank)"]
+                self.assertEqual((c["bytes_per_run"], c["runs"], c["group"]), (expect, 48, 8), (phase, kind))
+        # without the option: one copy per expert, 32,768 B per token
+        _, out, _ = run_cli(*QWEN_EP8)
+        plain = json.loads(out)
+        self.assertNotIn("ep_dedup", plain["inputs"])
+        self.assertEqual(collectives(plain, "first")["EP dispatch all-to-all"]["bytes_per_run"], 32_768)
+        # less traffic, never more time
+        self.assertLess(rec["latency"]["tpot_mean_s"], plain["latency"]["tpot_mean_s"])
+
+    def test_markdown_states_it_and_search_takes_it(self):
+        status, out, err = run_cli(*QWEN_EP8[:-2], "--ep-dedup")
+        self.assertEqual((status, err), (0, ""))
+        self.assertIn("one copy per destination rank (--ep-dedup)", out)
+        status, out, err = run_cli("parallel", "--model", "qwen3-30b-a3b", "--devices", "8", "--search",
+                                   "--input-len", "256", "--output-len", "4", "--ep-dedup", "--format", "json")
+        self.assertEqual((status, err), (0, ""))
+        self.assertIs(json.loads(out)["inputs"]["ep_dedup"], True)
+
+    def test_errors(self):
+        for extra, text in ((("--model", "llama-3.1-8b"), "--ep-dedup: llama-3.1-8b has no routed experts"),
+                            (("--routing", "concentrated"), "uniform routing only; drop --routing concentrated")):
+            argv = list(QWEN_EP8[:-2]) + ["--ep-dedup"]
+            if extra[0] == "--model":
+                argv[2], argv[7:9] = extra[1], ["--dp", "8"]
+                argv = argv[:7] + argv[9:]   # no --ep on a dense model
+            else:
+                argv += extra
+            status, out, err = run_cli(*argv)
+            self.assertEqual(status, 2, err)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertIn(text, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
