@@ -70,5 +70,50 @@ class EpDedup(unittest.TestCase):
             self.assertIn(text, err)
 
 
+LLAMA_CP2 = ("parallel", "--model", "llama-3.1-70b", "--devices", "16", "--tp", "8", "--cp", "2",
+             "--input-len", "2048", "--output-len", "4", "--format", "json")
+
+
+def prefill_matrix_flops(*argv):
+    status, out, err = run_cli(*argv)
+    assert (status, err) == (0, ""), err
+    rec = json.loads(out)
+    return rec, rec["phases"]["prefill"]["stages"][0]["matrix_flops"]
+
+
+class CpZigzag(unittest.TestCase):
+    def test_llama_70b_tp8_cp2_each_rank_does_half_the_causal_work(self):
+        # P = 2048 over cp 2. Contiguous: the last rank runs 1,024 tokens after 1,024, per head
+        # 1,024 x 1,024 + 1,024 x 1,025 / 2 causal pairs. Zig-zag (chunks of 512; rank 0 holds
+        # chunks 0 and 3, rank 1 chunks 1 and 2): 512 x 512 x 3 + 512 x 513 = P (P + 1) / 4 pairs,
+        # 1,024 x 512 fewer than the last contiguous rank. Each pair costs 2 x 2 x 128 FLOPs (QK^T
+        # and PV), 8 heads per device at tp 8, 80 layers:
+        # 524,288 x 512 x 8 x 80 = 171,798,691,840 matrix FLOPs less.
+        _, contiguous = prefill_matrix_flops(*LLAMA_CP2)
+        rec, zigzag = prefill_matrix_flops(*LLAMA_CP2, "--cp-split", "zigzag")
+        self.assertEqual(rec["inputs"]["cp_split"], "zigzag")
+        self.assertEqual(contiguous - zigzag, 171_798_691_840)
+        # Balanced: the two ranks together do the whole prompt's matrix work at cp 1, plus the
+        # head's one row of logits that each rank is charged (2 x 8192 x 16,032 = 262,668,288).
+        _, whole = prefill_matrix_flops("parallel", "--model", "llama-3.1-70b", "--devices", "8", "--tp", "8",
+                                        "--input-len", "2048", "--output-len", "4", "--format", "json")
+        self.assertEqual(2 * zigzag, whole + 262_668_288)
+        self.assertTrue(any("--cp-split zigzag" in c for c in rec["conventions"]))
+
+    def test_errors(self):
+        for argv, text in (
+                (LLAMA_CP2[:9] + ("--input-len", "2047", "--output-len", "4"), "2 x cp = 4 equal chunks; "
+                 "--input-len 2047 does not divide (try 2048)"),
+                (("parallel", "--model", "gemma-3-27b") + LLAMA_CP2[3:-2], "windowed or chunked attention"),
+                (("parallel", "--model", "llama-3.1-70b", "--devices", "8", "--tp", "8", "--input-len", "64",
+                  "--output-len", "2"), "--cp-split applies with --cp > 1"),
+                (("parallel", "--model", "llama-3.1-70b", "--devices", "8", "--search", "--input-len", "64",
+                  "--output-len", "2"), "drop --cp-split")):
+            status, out, err = run_cli(*argv, "--cp-split", "zigzag")
+            self.assertEqual(status, 2, (argv, err))
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertIn(text, err)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -71,6 +71,10 @@ def add_arguments(p):
     lay.add_argument("--ep-dedup", action="store_true",
                      help="EP dispatch sends one copy of a token per destination rank instead of one per "
                           "expert (DeepEP's dispatch; expected distinct ranks under uniform routing)")
+    lay.add_argument("--cp-split", choices=("contiguous", "zigzag"), default="contiguous",
+                     help="how --cp splits the prompt: contiguous (default; the last rank, with the most "
+                          "causal pairs, bounds the prefill) or zigzag (2 x cp chunks, rank r holding r and "
+                          "2cp-1-r: equal causal work)")
     lay.add_argument("--micro-batches", type=common.positive_int, default=None, metavar="M",
                      help="micro-batches per replica in the pipeline (default gcd(B, pp)); must divide B")
     lay.add_argument("--pp-layers", type=layers_list, default=(), metavar="N,N,...",
@@ -134,7 +138,8 @@ def _searched(args):
     """Layout options given with --search (they would be ignored)."""
     given = [f"--{d}" for d in ("tp", "pp", "cp", "ep") if getattr(args, d) != 1]
     given += [f"--{name.replace('_', '-')}" for name in ("dp", "micro_batches") if getattr(args, name)]
-    return given + (["--sp"] if args.sp else []) + (["--pp-layers"] if args.pp_layers else [])
+    return (given + (["--sp"] if args.sp else []) + (["--pp-layers"] if args.pp_layers else [])
+            + (["--cp-split"] if args.cp_split != "contiguous" else []))
 
 
 def run(args):
@@ -154,6 +159,8 @@ def run(args):
         raise UserError(f"--search enumerates the layout; drop {', '.join(_searched(args))}")
     if args.batch_sweep and args.batch is not None:
         raise UserError("--batch-sweep sweeps the batch; drop --batch")
+    if args.cp_split != "contiguous" and args.cp == 1 and not args.search:
+        raise UserError("--cp-split applies with --cp > 1")
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
@@ -162,7 +169,7 @@ def run(args):
     plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
                          args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
                          args.overlap, args.algorithm, link_options,
-                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup)
+                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split)
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)
