@@ -115,5 +115,43 @@ class CpZigzag(unittest.TestCase):
             self.assertIn(text, err)
 
 
+class RankOrder(unittest.TestCase):
+    BASE = ("parallel", "--model", "llama-3.1-8b", "--devices", "16", "--tp", "4", "--pp", "2",
+            "--input-len", "512", "--output-len", "4", "--format", "json")
+
+    def transfer(self, *extra):
+        status, out, err = run_cli(*self.BASE, *extra)
+        self.assertEqual((status, err), (0, ""))
+        rec = json.loads(out)
+        send = rec["phases"]["prefill"]["transfer"][0]
+        return rec, send
+
+    def test_pp_inside_the_domain(self):
+        # Llama-3.1-8B, tp 4 pp 2 dp 2 on 16 H100s (scale-up domains of 8). Default order
+        # tp-cp-ep-dp-pp: pp stride 4 x 2 = 8, the two stages 8 ranks apart (span 9) cross the NIC.
+        # tp-pp-cp-dp: pp stride 4, span 5: the stages share a domain. The boundary send of a
+        # 512-token prompt is its 1/tp slice: 512 x 4096 x 2 B / 4 = 1,048,576 B, a point-to-point:
+        # out 1,048,576 / 50e9 + 2.7 us = 23.67152 us; up 1,048,576 / 450e9 + 0.6 us = 2.930169 us.
+        rec, send = self.transfer()
+        self.assertEqual((rec["layout"]["order"], send["bytes_per_run"], send["tier"]),
+                         ("tp-cp-ep-dp-pp", 1_048_576, "out"))
+        self.assertAlmostEqual(send["time_s"], 1_048_576 / 50e9 + 2.7e-6, delta=1e-15)
+        rec, send = self.transfer("--rank-order", "tp-pp-cp-dp")
+        groups = {g["dim"]: (g["stride"], g["span"]) for g in rec["layout"]["groups"]}
+        self.assertEqual((rec["layout"]["order"], groups["pp"], groups["dp"], send["tier"]),
+                         ("tp-pp-cp-dp", (4, 5), (8, 9), "up"))
+        self.assertAlmostEqual(send["time_s"], 1_048_576 / 450e9 + 0.6e-6, delta=1e-15)
+
+    def test_errors(self):
+        for argv, text in ((self.BASE + ("--rank-order", "pp-tp-cp-dp"), "must list tp first"),
+                           (self.BASE + ("--rank-order", "tp-pp-dp"), "must list tp first"),
+                           (("parallel", "--model", "llama-3.1-8b", "--devices", "8", "--search", "--input-len",
+                             "64", "--output-len", "2", "--rank-order", "tp-pp-cp-dp"), "drop --rank-order")):
+            status, out, err = run_cli(*argv)
+            self.assertEqual(status, 2, (argv, err))
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertIn(text, err)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -51,6 +51,15 @@ def layers_list(text):
     return sizes
 
 
+def rank_order(text):
+    """A rank order with tp innermost (the EP groups are carved out of consecutive TP ranks)."""
+    dims = text.strip().split("-")
+    if dims[:1] != ["tp"] or sorted(d for d in dims if d != "ep") != ["cp", "dp", "pp", "tp"] or dims.count("ep") > 1:
+        raise argparse.ArgumentTypeError(f"must list tp first, then cp, dp and pp once each (ep optional), "
+                                         f"e.g. tp-pp-cp-dp; got '{text}'")
+    return "-".join(dims)
+
+
 def add_arguments(p):
     common.add_model(p)
     p.add_argument("--devices", type=common.positive_int, required=True, metavar="N",
@@ -75,6 +84,9 @@ def add_arguments(p):
                      help="how --cp splits the prompt: contiguous (default; the last rank, with the most "
                           "causal pairs, bounds the prefill) or zigzag (2 x cp chunks, rank r holding r and "
                           "2cp-1-r: equal causal work)")
+    lay.add_argument("--rank-order", type=rank_order, default="tp-cp-ep-dp-pp", metavar="ORDER",
+                     help="rank order, innermost first (default tp-cp-ep-dp-pp, as Megatron-LM); tp stays "
+                          "innermost, e.g. tp-pp-cp-dp keeps a pipeline's stages in one scale-up domain")
     lay.add_argument("--micro-batches", type=common.positive_int, default=None, metavar="M",
                      help="micro-batches per replica in the pipeline (default gcd(B, pp)); must divide B")
     lay.add_argument("--pp-layers", type=layers_list, default=(), metavar="N,N,...",
@@ -131,7 +143,7 @@ def _layout(args, devices):
     if inner * dp != devices:
         raise UserError(f"tp x pp x dp x cp = {inner * dp} devices, but --devices is {devices}")
     return Layout(tp=args.tp, pp=args.pp, dp=dp, cp=args.cp, ep=args.ep, sp=args.sp,
-                  micro_batches=args.micro_batches or 1, pp_layers=args.pp_layers)
+                  micro_batches=args.micro_batches or 1, pp_layers=args.pp_layers, order=args.rank_order)
 
 
 def _searched(args):
@@ -139,7 +151,8 @@ def _searched(args):
     given = [f"--{d}" for d in ("tp", "pp", "cp", "ep") if getattr(args, d) != 1]
     given += [f"--{name.replace('_', '-')}" for name in ("dp", "micro_batches") if getattr(args, name)]
     return (given + (["--sp"] if args.sp else []) + (["--pp-layers"] if args.pp_layers else [])
-            + (["--cp-split"] if args.cp_split != "contiguous" else []))
+            + (["--cp-split"] if args.cp_split != "contiguous" else [])
+            + (["--rank-order"] if args.rank_order != "tp-cp-ep-dp-pp" else []))
 
 
 def run(args):
