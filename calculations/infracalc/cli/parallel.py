@@ -120,7 +120,8 @@ def add_arguments(p):
     s.add_argument("--objective", choices=("throughput", "ttft", "tpot"), default="throughput",
                    help="throughput: decode tokens/s per device (default); ttft; tpot")
     s.add_argument("--tpot-limit", type=duration, default=None, metavar="T",
-                   help="throughput objective: the mean TPOT a layout must meet (e.g. 50ms)")
+                   help="the mean TPOT a layout must meet (e.g. 50ms), under any objective; the throughput "
+                        "objective takes the best batch within it")
     s.add_argument("--top", type=common.positive_int, default=10, metavar="K",
                    help="layouts listed with their breakdown (default 10)")
     common.add_dtypes(p)
