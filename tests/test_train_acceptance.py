@@ -118,5 +118,42 @@ class MoeClosedForms(unittest.TestCase):
         self.assertAlmostEqual(rows["6ND"].ratio, 82_404_131_733_504 / st.model_flops)
 
 
+class CsvRows(unittest.TestCase):
+    def test_one_row_per_stage_with_its_memory_and_times(self):
+        # Llama-3.1-70B (80 layers) on 64 H100s, tp 8 + SP, pp 4 interleaved, dp 2: four stages of 20
+        # layers; each row is that stage's memory per device and one micro-batch's times, as in JSON.
+        import csv
+        import io
+        import json
+        argv = ("train", "--model", "llama-3.1-70b", "--devices", "64", "--tp", "8", "--pp", "4", "--sp",
+                "--schedule", "interleaved", "--seq", "8192", "--global-batch", "512")
+        _, out, _ = run_cli(*argv, "--format", "json")
+        status, text, err = run_cli(*argv, "--format", "csv")
+        self.assertEqual((status, err), (0, ""))
+        rec, rows = json.loads(out), list(csv.DictReader(io.StringIO(text)))
+        self.assertEqual([(r["stage"], r["layers"]) for r in rows],
+                         [("0", "0-19"), ("1", "20-39"), ("2", "40-59"), ("3", "60-79")])
+        for r, mem, t in zip(rows, rec["memory"]["stages"], rec["time"]["stages"]):
+            parts = ("weights_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes")
+            self.assertEqual(int(r["total_bytes"]), sum(int(r[k]) for k in parts))
+            self.assertEqual(int(r["total_bytes"]), mem["total_bytes"])
+            self.assertEqual(float(r["micro_batch_s"]), t["micro_batch_s"])
+            self.assertEqual(float(r["step_s"]), rec["time"]["step_s"])
+            self.assertEqual(float(r["mfu"]), rec["throughput"]["mfu"])
+        # 1F1B-interleaved in flight, v = 2: stage i holds p + (p - 1)/v - i = 5.5, 4.5, 3.5, 2.5
+        self.assertEqual([float(r["micro_batches_in_flight"]) for r in rows], [5.5, 4.5, 3.5, 2.5])
+
+    def test_a_stage_that_does_not_fit_shows_its_shortfall(self):
+        import csv
+        import io
+        status, text, _ = run_cli("train", "--model", "llama-3.1-70b", "--devices", "8", "--seq", "4096",
+                                  "--format", "csv")
+        (row,) = list(csv.DictReader(io.StringIO(text)))
+        self.assertEqual((status, row["fits"]), (0, "False"))
+        # 70,553,706,496 parameters x 16 B of model states alone exceed 80 GB
+        self.assertLess(int(row["headroom_bytes"]), 0)
+        self.assertGreaterEqual(int(row["total_bytes"]), 16 * 70_553_706_496)
+
+
 if __name__ == "__main__":
     unittest.main()
