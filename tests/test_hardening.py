@@ -130,9 +130,14 @@ class Streams(Case):
         except ImportError:
             self.skipTest("no resource module")
         path = os.path.join(self.folder(), "out.md")
+        # The size limit also cuts the bytecode calc.py caches (CPython writes a .pyc without
+        # checking for a short write): on a cold cache the package's __pycache__ kept truncated
+        # files and every later run died with "EOFError: marshal data too short". The child's
+        # bytecode goes to a throwaway folder instead.
+        env = dict(os.environ, PYTHONPYCACHEPREFIX=self.folder())
         with open(path, "wb") as out:
             p = subprocess.run([sys.executable, CALC_PY, "forward", "--model", "qwen3-8b"], stdout=out,
-                               stderr=subprocess.PIPE, text=True, timeout=20,
+                               stderr=subprocess.PIPE, text=True, timeout=20, env=env,
                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048)))
         self.assertEqual((p.returncode, p.stderr),
                          (2, "infra-calc: error: cannot write to standard output: File too large\n"))
