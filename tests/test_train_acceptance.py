@@ -155,5 +155,42 @@ class CsvRows(unittest.TestCase):
         self.assertGreaterEqual(int(row["total_bytes"]), 16 * 70_553_706_496)
 
 
+class BindingStage(unittest.TestCase):
+    def test_the_fullest_stage_binds_and_its_shortfall_is_reported(self):
+        # Llama-3.1-70B, tp 2, pp 4 on 8 H100s (85,520,809,984 B physical). Stage 0 = layers 0-19 and
+        # the embedding. Per layer q, o 8,192^2, k, v 8,192 x 1,024, MLP 3 x 8,192 x 28,672 = 855,638,016
+        # matrix parameters, halved by TP, + two norms of 8,192 replicated = 427,835,392; x 20 =
+        # 8,556,707,840; the embedding 128,256 x 8,192 / 2 = 525,336,576: 9,082,044,416 parameters,
+        # 16 B each (bf16 weights and grads, AdamW fp32 x 3) = 145,312,710,656 B of model states.
+        import json
+        status, out, err = run_cli("train", "--model", "llama-3.1-70b", "--devices", "8", "--tp", "2", "--pp", "4",
+                                   "--seq", "4096", "--global-batch", "8", "--format", "json")
+        self.assertEqual((status, err), (0, ""))
+        mem = json.loads(out)["memory"]
+        st = mem["stages"]
+        self.assertEqual((st[0]["layers"], st[0]["params"]), ("0-19", 9_082_044_416))
+        self.assertEqual(st[0]["weights_bytes"] + st[0]["grads_bytes"] + st[0]["optimizer_bytes"],
+                         16 * 9_082_044_416)
+        # 1F1B, m = 8: stage i holds p - i = 4, 3, 2, 1 micro-batches of the same layer activations
+        self.assertEqual([s["micro_batches_in_flight"] for s in st], [4, 3, 2, 1])
+        totals = [s["total_bytes"] for s in st]
+        self.assertEqual(mem["binding_stage"], totals.index(max(totals)))
+        self.assertEqual(mem["binding_stage"], 0)
+        self.assertEqual(mem["shortfall_bytes"], max(totals) - 85_520_809_984)
+        self.assertFalse(mem["fits"])
+
+    def test_tokens_per_second(self):
+        # Ideal device, Qwen3-8B, one 8,192-token sequence per step of 0.431367993163776 s:
+        # 8,192 / 0.431367993163776 = 18,990.8 tokens/s, the whole cluster of one device.
+        th = run("qwen3-8b", ideal_device(), Layout(), seq=8192, global_batch=1)["throughput"]
+        self.assertAlmostEqual(th["tokens_per_s_per_device"], 8192 * 10**15 / QWEN_STEP_FLOPS, places=5)
+        self.assertAlmostEqual(th["tokens_per_s_cluster"], th["tokens_per_s_per_device"], places=5)
+        # dp 4: the cluster's rate is 4 x the device's, both tokens per step / step time
+        rec = run("qwen3-0.6b", load_device("h100-sxm"), Layout(dp=4), seq=2048, global_batch=8)
+        th, step = rec["throughput"], rec["time"]["step_s"]
+        self.assertAlmostEqual(th["tokens_per_s_cluster"], 8 * 2048 / step, places=4)
+        self.assertAlmostEqual(th["tokens_per_s_per_device"], 8 * 2048 / step / 4, places=4)
+
+
 if __name__ == "__main__":
     unittest.main()
