@@ -36,6 +36,32 @@ class Records(unittest.TestCase):
         self.assertEqual(p.replace(y=7), Point(1, 7))
         self.assertEqual(p, Point(1))             # replace leaves the original alone
 
+    def test_replace_after_hashing(self):
+        # replace copies the instance dict: the cached hash of the original must not come along
+        p = Point(1)
+        hash(p)
+        q = p.replace(y=4)
+        self.assertEqual((q.x, q.y), (1, 4))
+        self.assertEqual(hash(q), hash(Point(1, 4)))
+        self.assertNotEqual(q, p)
+        self.assertEqual(p.replace(), p)
+        with self.assertRaises(TypeError):
+            p.replace(z=1)
+
+    def test_replace_runs_the_check(self):
+        class Positive(Record):
+            x: int
+
+            def _check(self):
+                if self.x <= 0:
+                    raise ValueError("x must be positive")
+                self.__dict__["_double"] = 2 * self.x   # a private cache beside the fields
+
+        p = Positive(2)
+        self.assertEqual(p.replace(x=5)._double, 10)   # recomputed, not copied
+        with self.assertRaises(ValueError):
+            p.replace(x=0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -6,6 +6,11 @@ command. A `Record` subclass declares its fields as annotated class attributes
 (a value is the default), exactly like a frozen dataclass, and gets keyword or
 positional construction, equality and hashing by type and values, a repr, and
 `replace()`. Instances are immutable.
+
+Records are built in the ledger's inner loops (thousands per command), so the
+constructor does the least it can: the defaults and the given values go into
+the instance dict in two updates, and the field names are checked only by set
+operations. `replace` copies the instance dict instead of reading each field.
 """
 
 
@@ -34,15 +39,15 @@ class Record:
             if len(args) > len(fields):
                 raise TypeError(f"{type(self).__name__} takes at most {len(fields)} fields")
             d.update(zip(fields, args))
+            if kwargs and not kwargs.keys().isdisjoint(fields[:len(args)]):
+                raise TypeError(f"{type(self).__name__}: repeated fields "
+                                f"{[k for k in kwargs if k in fields[:len(args)]]}")
         if kwargs:
-            given = fields[:len(args)]   # empty for keyword-only construction (the common case)
-            if not self._field_set.issuperset(kwargs) or (given and not set(given).isdisjoint(kwargs)):
-                bad = [k for k in kwargs if k not in self._field_set or k in given]
-                raise TypeError(f"{type(self).__name__}: bad or repeated fields {bad}")
+            if not self._field_set.issuperset(kwargs):
+                raise TypeError(f"{type(self).__name__}: bad fields {[k for k in kwargs if k not in self._field_set]}")
             d.update(kwargs)
         if len(d) < len(fields):
-            missing = [f for f in fields if f not in d]
-            raise TypeError(f"{type(self).__name__}: missing fields {missing}")
+            raise TypeError(f"{type(self).__name__}: missing fields {[f for f in fields if f not in d]}")
         self._check()
 
     def _check(self):
@@ -51,6 +56,22 @@ class Record:
     def _values(self):
         d = self.__dict__
         return tuple([d[f] for f in self._fields])
+
+    def _field_dict(self):
+        """{field: value}, a fresh dict (without the cached hash or other private entries)."""
+        d = self.__dict__
+        if len(d) == len(self._fields):   # nothing but the fields (the common case)
+            return d.copy()
+        return {f: d[f] for f in self._fields}
+
+    @classmethod
+    def _from_fields(cls, values):
+        """A record from a complete {field: value} dict known to hold exactly the
+        fields (what `replace` and the ledger's copies build): no name checks."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(values)
+        obj._check()
+        return obj
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -64,7 +85,7 @@ class Record:
         h = self.__dict__.get("_hash")
         if h is None:   # immutable, so the hash is computed once
             h = hash((type(self).__name__,) + self._values())
-            object.__setattr__(self, "_hash", h)
+            self.__dict__["_hash"] = h
         return h
 
     def __repr__(self):
@@ -72,6 +93,8 @@ class Record:
         return f"{type(self).__name__}({inner})"
 
     def replace(self, **changes):
-        values = {f: getattr(self, f) for f in self._fields}
+        if not self._field_set.issuperset(changes):
+            raise TypeError(f"{type(self).__name__}: bad fields {[k for k in changes if k not in self._field_set]}")
+        values = self._field_dict()
         values.update(changes)
-        return type(self)(**values)
+        return self._from_fields(values)
