@@ -67,6 +67,7 @@ def build(arch, w):
 # equal rows, so a hit is exact. Bounded: a layout search builds thousands.
 _ROWS = {}
 _ROWS_KEPT = 256
+_LABELS = {}   # layer_range_label by layer indices (a few per model)
 
 
 def operators(arch, w, per_layer=False):
@@ -86,7 +87,7 @@ def operators(arch, w, per_layer=False):
 def _operators(arch, w, per_layer):
     ops = [op.times(1, "-") for op in arch.embedding.ops(w)]
     for layer, count, indices in arch.layer_groups():
-        label = layer_range_label(indices)
+        label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
         for block in layer.blocks:
             ops.extend(op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
                        for op in block.ops(w))
