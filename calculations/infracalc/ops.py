@@ -42,6 +42,7 @@ VECTOR_FLOPS = {
 }
 
 class Op(Record):
+    _hot = True              # thousands per command: a compiled constructor (record.HOT_AFTER)
     name: str
     category: str            # linear | attention | vector | memory
     shape: str

@@ -11,7 +11,46 @@ Records are built in the ledger's inner loops (thousands per command), so the
 constructor does the least it can: the defaults and the given values go into
 the instance dict in two updates, and the field names are checked only by set
 operations. `replace` copies the instance dict instead of reading each field.
+A class built thousands of times per command (the ledger's `Op`) sets `_hot`:
+after HOT_AFTER constructions its constructor is compiled with the fields as
+parameters (as dataclasses does for every class at import, which would cost
+more than it saves for the many classes built a few times).
 """
+
+HOT_AFTER = 200
+
+
+def _compiled_init(cls):
+    """cls's constructor with its fields as parameters, in order (Python then
+    matches and checks the arguments); None when a field without a default
+    follows one with a default (no such signature)."""
+    fields, defaults = cls._fields, cls._defaults
+    required = [f for f in fields if f not in defaults]
+    if list(fields[:len(required)]) != required:
+        return None
+    params = ", ".join(required + [f"{f}=_defaults[{f!r}]" for f in fields[len(required):]])
+    values = ", ".join(f"{f!r}: {f}" for f in fields)
+    namespace = {"_defaults": defaults}
+    exec(f"def __init__(self, {params}):\n"
+         f"    self.__dict__.update({{{values}}})\n"
+         f"    self._check()\n", namespace)
+    init = namespace["__init__"]
+    init.hot_of = cls
+    return init
+
+
+def _counting_init(cls):
+    """Record.__init__ that swaps itself for `_compiled_init(cls)` after HOT_AFTER calls."""
+    made = [0]
+
+    def __init__(self, *args, **kwargs):
+        Record.__init__(self, *args, **kwargs)
+        made[0] += 1
+        if made[0] == HOT_AFTER:
+            cls.__init__ = _compiled_init(cls) or Record.__init__
+
+    __init__.hot_of = cls
+    return __init__
 
 
 class Record:
@@ -30,6 +69,10 @@ class Record:
         cls._fields = tuple(fields)
         cls._field_set = frozenset(fields)
         cls._defaults = defaults
+        if cls.__dict__.get("_hot"):
+            cls.__init__ = _counting_init(cls)
+        elif getattr(cls.__init__, "hot_of", None) is not None:   # a hot class's subclass: its own fields
+            cls.__init__ = Record.__init__
 
     def __init__(self, *args, **kwargs):
         fields = self._fields
