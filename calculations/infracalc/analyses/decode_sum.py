@@ -33,6 +33,7 @@ handful of ledgers whatever G is.
 """
 
 import math
+from operator import attrgetter
 
 from .. import ledger
 from ..record import Record
@@ -40,9 +41,7 @@ from ..record import Record
 FIELDS = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
           "kv_read", "act_write", "kv_write")
 
-
-def _vector(op):
-    return tuple(getattr(op, f) for f in FIELDS)
+_vector = attrgetter(*FIELDS)   # an operator row's FIELDS values, as a tuple
 
 
 def series(v0, d, n):
