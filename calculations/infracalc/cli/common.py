@@ -215,8 +215,8 @@ def add_architecture_options(p):
 
 def routing(text):
     """(model, loads) from --routing: a model name or a JSON histogram file."""
-    from ..blocks.moe import ROUTING_MODELS
     from ..errors import UserError, unknown
+    from ..workload import ROUTING_MODELS
 
     if text in ROUTING_MODELS:
         return text, ()
