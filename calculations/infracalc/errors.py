@@ -32,9 +32,14 @@ def suggest(word, choices, n=3):
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 
-def unknown(kind, word, choices):
-    """A UserError for an unknown id, naming the closest valid ones."""
+def unknown(kind, word, choices, listing=None):
+    """A UserError for an unknown id, naming the closest valid ones; with no close one,
+    every choice, or, past 30 of them, their number and `listing` (how to list them),
+    so that the message stays one readable line."""
+    choices = list(choices)
     hint = suggest(word, choices)
-    if not hint:
+    if not hint and listing and len(choices) > 30:
+        hint = f"; none of the {len(choices)} {kind}s is close ({listing} lists them)"
+    elif not hint:
         hint = f"; choose from {', '.join(sorted(choices))}"
     return UserError(f"unknown {kind} {quote(word)}{hint}")
