@@ -15,6 +15,7 @@ with --strict, when a budget is exceeded.
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -37,6 +38,8 @@ PARALLEL_SEARCH_DENSE = ["parallel", "--model", "llama-3.1-70b", "--devices", "1
                          "2048", "--output-len", "256"]
 PARALLEL_SEARCH_MOE = ["parallel", "--model", "qwen3-30b-a3b", "--devices", "1024", "--search", "--input-len",
                        "2048", "--output-len", "1024"]
+PARALLEL_SEARCH_MLA = ["parallel", "--model", "deepseek-v3", "--device", "h200", "--devices", "1024", "--search",
+                       "--input-len", "2048", "--output-len", "1024"]
 COMMANDS = [
     ["models"],
     ["models", "--model", "qwen3-30b-a3b"],
@@ -66,6 +69,7 @@ COMMANDS = [
     PARALLEL_SEARCH_SMALL,
     PARALLEL_SEARCH_DENSE,
     PARALLEL_SEARCH_MOE,
+    PARALLEL_SEARCH_MLA,
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
@@ -76,7 +80,8 @@ BUDGET_S = 0.030
 SEARCH_BUDGET_S = 1.0
 # Bulk checks: many results or cases in one run (a few ms each), and layout searches (hundreds of
 # layouts, ~1 s for 1,024 devices); timed, not held to the per-command budget.
-SEARCHES = (TRAIN_SEARCH_DENSE, TRAIN_SEARCH_MOE, PARALLEL_SEARCH_SMALL, PARALLEL_SEARCH_DENSE, PARALLEL_SEARCH_MOE)
+SEARCHES = (TRAIN_SEARCH_DENSE, TRAIN_SEARCH_MOE, PARALLEL_SEARCH_SMALL, PARALLEL_SEARCH_DENSE, PARALLEL_SEARCH_MOE,
+            PARALLEL_SEARCH_MLA)
 BULK = (["reproduce", "--check"], ["validate"]) + SEARCHES
 
 
@@ -87,9 +92,9 @@ def _children_cpu():
     return r.ru_utime + r.ru_stime
 
 
-def timed(argv, runs):
-    """(fastest wall time, fastest CPU time, all wall times) of `runs` runs, or
-    (None, last stderr line) when the command fails."""
+def timed(argv, runs, stat=min):
+    """(wall time, CPU time, all wall times) of `runs` runs, each the fastest (or
+    `stat` of the runs), or (None, last stderr line) when the command fails."""
     walls, cpus = [], []
     for _ in range(runs):
         c0 = _children_cpu()
@@ -99,7 +104,7 @@ def timed(argv, runs):
         cpus.append(_children_cpu() - c0)
         if p.returncode != 0:
             return None, p.stderr.decode().strip().splitlines()[-1:]
-    return (min(walls), min(cpus) if resource else None, walls), None
+    return (stat(walls), stat(cpus) if resource else None, walls), None
 
 
 def load_note(bare_walls):
@@ -131,16 +136,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--strict", action="store_true", help="exit 1 when a budget is exceeded")
+    ap.add_argument("--min", action="store_true", help="the fastest of the runs (the default)")
+    ap.add_argument("--median", action="store_true", help="the median of the runs instead of the fastest")
+    ap.add_argument("--match", default="", metavar="TEXT", help="only the commands whose line contains TEXT")
     args = ap.parse_args()
-    (base, base_cpu, bare_walls), _ = timed([sys.executable, "-c", "pass"], max(args.runs, 5))
+    stat, stat_name = (statistics.median, "median") if args.median else (min, "fastest")
+    (base, base_cpu, bare_walls), _ = timed([sys.executable, "-c", "pass"], max(args.runs, 5), stat)
     cpu_text = f", {base_cpu * 1e3:.1f} ms CPU" if base_cpu is not None else ""
-    print(f"bare interpreter start: {base * 1e3:.1f} ms{cpu_text} (fastest of {max(args.runs, 5)}, "
+    print(f"bare interpreter start: {base * 1e3:.1f} ms{cpu_text} ({stat_name} of {max(args.runs, 5)}, "
           f"{sys.executable})")
     print(f"{'command':<100} {'wall ms':>8} {'own ms':>7} {'own CPU':>7} {'ratio':>6}")
     worst = worst_search = None
     failures = 0
     for cmd in COMMANDS:
-        t, err = timed([sys.executable, CALC, *cmd], args.runs)
+        if args.match not in " ".join(cmd):
+            continue
+        t, err = timed([sys.executable, CALC, *cmd], args.runs, stat)
         label = "infra-calc " + " ".join(cmd)
         if t is None:
             if err and "unknown command" in err[0]:

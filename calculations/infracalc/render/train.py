@@ -178,7 +178,7 @@ def markdown(rec):
     t = rec["time"]
     parts = [
         f"# train: {m['id']} on {d['id']}", "", *header_lines(rec), links_line(rec["inputs"]), "",
-        "## Step time", "",
+        "## Step time (estimate: exposed communication, ring collectives)", "",
         f"{t['micro_batches']} micro-batch{'es' if t['micro_batches'] > 1 else ''} per step; one micro-batch "
         f"on the slowest stage ({t['bottleneck_stage']}) takes {u.seconds(t['micro_batch_s'])}"
         + (f"; bubble fraction {t['bubble_fraction']:.4f}" if t["bubble_fraction"] is not None else "") + ".", "",
