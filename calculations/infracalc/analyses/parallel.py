@@ -313,6 +313,18 @@ class Plan:
             return self._kinds.setdefault(kind, len(self._kinds)), kind
         return self.memo(("kind", lay.tp, lay.ep, stage.lo, stage.hi, stage.has_embedding, stage.has_head), make)
 
+    def stage_kinds(self, lay):
+        """(kind id of every stage in order, [(kind id, its first stage)] of the distinct
+        kinds), memoized per (tp, ep, pp, stage sizes): what a search composes stage times from."""
+        def make():
+            sts = self.stages(lay)
+            ids = tuple(self.kind_id(lay, st) for st in sts)
+            firsts = {}
+            for k, st in zip(ids, sts):
+                firsts.setdefault(k, st)
+            return ids, list(firsts.items())
+        return self.memo(("stage kinds", lay.tp, lay.ep, lay.pp, lay.pp_layers), make)
+
     def stage_cost(self, lay, stage, w, spec, work=True):
         """Cost vectors (as unit_cost) of one device of `stage`: count x each distinct layer's
         costs + its top blocks'."""
@@ -379,6 +391,11 @@ class Plan:
         """The tier of the tp, ep, cp and pp groups (memoized per layout)."""
         return self.memo(("tiers", lay), lambda: tuple(self.tier(lay, d) for d in ("tp", "ep", "cp", "pp")))
 
+    def comm_tiers(self, lay):
+        """The tiers of the tp, ep and cp groups: all a stage's own collectives depend on (the
+        PP tier only prices boundary transfers), so layouts differing in it share them."""
+        return self.memo(("comm tiers", lay), lambda: self.tiers(lay)[:3])
+
     def collectives(self, lay, stage, phase, b, tokens_per_rank):
         """[Collective] one device of `stage` takes part in during one micro-batch pass of
         `phase` ("prefill" or "decode"), b requests of tokens_per_rank new tokens each: its
@@ -415,7 +432,7 @@ class Plan:
                              lay, placement.Stage(0, 0, 0, emb, head), b, tokens_per_rank)))
 
     def _comm_key(self, lay, what, phase, b, tokens_per_rank):
-        return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.tiers(lay), what, phase, b, tokens_per_rank)
+        return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.comm_tiers(lay), what, phase, b, tokens_per_rank)
 
     def layer_comm_s(self, lay, layer, phase, b, tokens_per_rank):
         return self.memo(self._comm_key(lay, ("layer s", layer), phase, b, tokens_per_rank), lambda: sum(
@@ -492,7 +509,8 @@ class Plan:
             cs = comm.pp_boundary_collectives(tokens, self.arch.hidden_size, self.act_bytes, lay.tp, lay.sp,
                                               self.tier(lay, "pp"), self.tier(lay, "tp"))
             return cs, sum(self.comm_time(c) for c in cs)
-        return self.memo(("transfer", lay.tp, lay.sp, self.tier(lay, "pp"), self.tier(lay, "tp"), tokens), make)
+        tiers = self.tiers(lay)
+        return self.memo(("transfer", lay.tp, lay.sp, tiers[3], tiers[0], tokens), make)
 
     def stage_time(self, roofline_s, comm_s):
         return max(roofline_s, comm_s) if self.overlap else roofline_s + comm_s
@@ -622,19 +640,36 @@ def stage_phases(plan, lay, sts, phase, b, detail):
     kind's times are composed from its parts' times (`_fast_parts`), one record per kind."""
     if detail:
         return [stage_phase(plan, lay, st, phase, b, detail) for st in sts]
-    parts = plan.memo(("fast parts", lay.tp, lay.ep, lay.cp, lay.sp, plan.tiers(lay), phase, b), dict)
+    ids, firsts = plan.stage_kinds(lay)
     by_kind = {}
+    for k, st, (roofline, comm_s, t) in _kind_times(plan, lay, phase, b, firsts):
+        by_kind[k] = {"stage": st.index, "roofline_s": roofline, "comm_s": comm_s,
+                      "exposed_comm_s": t - roofline, "time_s": t}
+    return [by_kind[k] for k in ids]
+
+
+def _kind_times(plan, lay, phase, b, firsts):
+    """[(kind id, first stage, (roofline s, comm s, stage time s))] per distinct stage kind
+    (`_fast_stage`), memoized per kind with the parts they are summed from."""
+    parts = plan.memo(("fast parts", lay.tp, lay.ep, lay.cp, lay.sp, plan.comm_tiers(lay), phase, b), dict)
     out = []
-    for st in sts:
-        k = plan.kind_id(lay, st)
-        rec = by_kind.get(k)
-        if rec is None:
+    for k, st in firsts:
+        times = parts.get(k)
+        if times is None:
             roofline, comm_s = _fast_stage(plan, lay, st, phase, b, parts)
-            t = plan.stage_time(roofline, comm_s)
-            rec = by_kind[k] = {"stage": st.index, "roofline_s": roofline, "comm_s": comm_s,
-                                "exposed_comm_s": t - roofline, "time_s": t}
-        out.append(rec)
+            times = parts[k] = (roofline, comm_s, plan.stage_time(roofline, comm_s))
+        out.append((k, st, times))
     return out
+
+
+def fast_stage_times(plan, lay, phase, b):
+    """Every stage's time in `phase` (as `stage_phases(..., detail=False)`'s time_s, in stage
+    order) without building its records: what a search ranks by."""
+    ids, firsts = plan.stage_kinds(lay)
+    if len(firsts) == 1:
+        return [_kind_times(plan, lay, phase, b, firsts)[0][2][2]] * len(ids)
+    t = {k: times[2] for k, _, times in _kind_times(plan, lay, phase, b, firsts)}
+    return [t[k] for k in ids]
 
 
 def _fast_parts(plan, lay, phase, b, part, key):
@@ -702,13 +737,9 @@ def _fast_stage(plan, lay, stage, phase, b, parts):
     return best[0], best[1]
 
 
-def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
-    """Per phase: every stage's record and the pipeline composition (one layout, one batch)."""
-    arch = plan.arch
-    m = micro_batches(lay, batch)
-    b = batch // m
-    sts = plan.stages(lay)
-    out = {"micro_batches": m, "micro_batch": b}
+def check_cp(plan, lay):
+    """ceil(P/cp), the prompt tokens per CP rank; UserError when the split leaves a rank none
+    or (zig-zag) the prompt does not cut into 2 cp chunks."""
     c = ceil_div(plan.P, lay.cp)
     if plan.P - (lay.cp - 1) * c < 1:
         raise UserError(f"--cp {lay.cp} leaves the last rank no prompt token of {plan.P} "
@@ -716,6 +747,17 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
     if plan.cp_split == "zigzag" and lay.cp > 1 and plan.P % (2 * lay.cp):
         raise UserError(f"--cp-split zigzag cuts the prompt into 2 x cp = {2 * lay.cp} equal chunks; "
                         f"--input-len {plan.P} does not divide (try {2 * lay.cp * ceil_div(plan.P, 2 * lay.cp)})")
+    return c
+
+
+def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
+    """Per phase: every stage's record and the pipeline composition (one layout, one batch)."""
+    arch = plan.arch
+    m = micro_batches(lay, batch)
+    b = batch // m
+    sts = plan.stages(lay)
+    out = {"micro_batches": m, "micro_batch": b}
+    c = check_cp(plan, lay)
     if "prefill" in want:
         recs = stage_phases(plan, lay, sts, "prefill", b, detail)
         xc, xs = plan.transfer(lay, b * c)
@@ -991,14 +1033,32 @@ def sweep(plan, lay):
 
 def score(plan, lay, batch, objective):
     """(value to rank, figures) of one layout at one batch: lower is better."""
-    want = ("prefill",) if objective == "ttft" else ("decode",)
-    ph = phases(plan, lay, batch, detail=False, want=want)
+    ph = _score_phases(plan, lay, batch, objective)
     lat = latency(plan, lay, batch, ph)
     if objective == "ttft":
         return lat["ttft_s"], lat, ph
     if objective == "tpot":
         return lat["tpot_mean_s"], lat, ph
     return -lat["decode_tokens_per_s_per_device"], lat, ph
+
+
+def _score_phases(plan, lay, batch, objective):
+    """The pipeline figures `latency` reads of the one phase an objective ranks by (ttft: the
+    prefill; else the decode steps), by `phases`' formulas from `fast_stage_times`, without
+    the per-stage records and transfer rows."""
+    m = micro_batches(lay, batch)
+    b = batch // m
+    c = check_cp(plan, lay)
+    out = {"micro_batches": m, "micro_batch": b}
+    if objective == "ttft":
+        xs = plan.transfer(lay, b * c)[1]
+        L, slowest, full = _pipeline(fast_stage_times(plan, lay, "prefill", b), xs, m, lay.pp)
+        out["prefill"] = {"pass_s": L, "ttft_first_s": L, "ttft_s": L + full - slowest}
+    elif plan.steps:
+        xs = plan.transfer(lay, b)[1]
+        L, slowest, full = _pipeline(fast_stage_times(plan, lay, "decode", b), xs * plan.steps, m, lay.pp)
+        out["decode"] = {"pass_s": L, "cycle_s": max(L, full)}
+    return out
 
 
 def search_batches(cap, batch, pp):
