@@ -435,8 +435,10 @@ class Plan:
         return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.comm_tiers(lay), what, phase, b, tokens_per_rank)
 
     def layer_comm_s(self, lay, layer, phase, b, tokens_per_rank):
+        """Seconds of `layer_collectives`, summed in its order, from the memoized groups'
+        seconds (no collective is built or costed twice)."""
         return self.memo(self._comm_key(lay, ("layer s", layer), phase, b, tokens_per_rank), lambda: sum(
-            self.comm_time(c) for c in self.layer_collectives(lay, layer, phase, b, tokens_per_rank)))
+            t for _, times in self.layer_groups(lay, layer, phase, b * tokens_per_rank) for t in times))
 
     def top_collectives(self, lay, stage, b, tokens_per_rank):
         """The embedding's and the head's TP collectives (vocab-parallel) of one pass."""
@@ -451,28 +453,44 @@ class Plan:
     def layer_collectives(self, lay, layer, phase, b, tokens_per_rank):
         """The collectives of ONE layer (its shard `layer`) in one pass, each with count 1 (or
         cp - 1 for the CP ring pass)."""
+        return self.memo(self._comm_key(lay, ("layer", layer), phase, b, tokens_per_rank), lambda: [
+            c for cs, _ in self.layer_groups(lay, layer, phase, b * tokens_per_rank) for c in cs])
+
+    def comm_group(self, key, build):
+        """(collectives, their seconds) of one collectives.py call build(), memoized by `key`,
+        the arguments it depends on (layouts and layers that pass the same share them)."""
         def make():
-            w, act = self.w, self.act_bytes
-            hidden, tokens = self.arch.hidden_size, b * tokens_per_rank
-            out = []
-            moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
-            if lay.tp > 1:
-                mlp = 1 if not moe or comm.moe_keeps_tp_reduction(lay.tp, lay.ep, lay.sp, moe[0].shared_inter) else 0
-                out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, 1, self.tier(lay, "tp"),
-                                           embedding=False, mlp_layers=mlp)
-            if lay.ep > 1 and moe:
-                out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, lay.tp, lay.ep, 1,
-                                            self.tier(lay, "ep"), self.tier(lay, "tp"), self.ep_dedup, w.routing,
-                                            experts=moe[0].experts, loads=w.routing_loads)
-            if lay.cp > 1:
-                per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
-                if per_token and phase == "prefill":
-                    out += comm.cp_collectives(tokens, per_token, lay.cp, 1, self.tier(lay, "cp"))
-                elif per_token:
-                    out.append(comm.Collective("CP decode merge of partial attention", "all_reduce",
-                                               tokens * hidden * act, lay.cp, self.tier(lay, "cp"), 1, "cp"))
-            return out
-        return self.memo(self._comm_key(lay, ("layer", layer), phase, b, tokens_per_rank), make)
+            cs = tuple(build())
+            return cs, tuple(self.comm_time(c) for c in cs)
+        return self.memo(("comm group",) + key, make)
+
+    def layer_groups(self, lay, layer, phase, tokens):
+        """One layer's collectives in one pass of `tokens` tokens per rank, as `comm_group`s:
+        TP's, EP's, CP's (in this order)."""
+        w, act, hidden = self.w, self.act_bytes, self.arch.hidden_size
+        tp_tier, ep_tier, cp_tier = self.comm_tiers(lay)
+        tp, ep, cp, sp = lay.tp, lay.ep, lay.cp, lay.sp
+        out = []
+        moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
+        if tp > 1:
+            mlp = 1 if not moe or comm.moe_keeps_tp_reduction(tp, ep, sp, moe[0].shared_inter) else 0
+            out.append(self.comm_group(("tp", tokens, tp, sp, tp_tier, mlp), lambda: comm.tp_collectives(
+                tokens, hidden, act, tp, sp, 1, tp_tier, embedding=False, mlp_layers=mlp)))
+        if ep > 1 and moe:
+            k, experts = moe[0].top_k, moe[0].experts
+            out.append(self.comm_group(("ep", tokens, k, experts, tp, ep, ep_tier, tp_tier), lambda: (
+                comm.moe_collectives(tokens, k, hidden, act, tp, ep, 1, ep_tier, tp_tier, self.ep_dedup,
+                                     w.routing, experts=experts, loads=w.routing_loads))))
+        if cp > 1:
+            per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
+            if per_token and phase == "prefill":
+                out.append(self.comm_group(("cp", tokens, per_token, cp, cp_tier), lambda: comm.cp_collectives(
+                    tokens, per_token, cp, 1, cp_tier)))
+            elif per_token:
+                out.append(self.comm_group(("cp merge", tokens, cp, cp_tier), lambda: [comm.Collective(
+                    "CP decode merge of partial attention", "all_reduce", tokens * hidden * act, cp, cp_tier,
+                    1, "cp")]))
+        return out
 
     def comm_time(self, c):
         """Seconds of all c.count runs of a collective on its tier."""
