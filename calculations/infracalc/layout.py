@@ -393,13 +393,21 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
     peak a request reserves); with context parallelism each rank holds its
     sequence shard, ceil(context / cp) tokens. The binding stage fits the
     fewest requests (ties: the least memory left, then the first)."""
+    return binding_memory(arch, w, layout, stages(arch, layout), context, memory_bytes, reserve_bytes)
+
+
+def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=None):
+    """`device_memory` over the stages `sts` only: (their StageMemory rows, index in `sts` of
+    the binding one). Stages holding the same layers and top blocks hold the same, so a
+    search passes one stage per distinct kind, first stage first: the binding kind's first
+    stage is then the one `device_memory` names (its ties go to the first stage)."""
     from .analyses.memory import binding_stage, reserve_of
 
     reserve = reserve_of(memory_bytes, reserve_bytes)
     tokens = -(-context // layout.cp)
     out = []
     fits = []
-    for st in stages(arch, layout):
+    for st in sts:
         def make():   # per stage shard: a search meets the same stage under many layouts
             kv = sum(count * memo(("layer kv", layer, w.kv_dtype, tokens, w.mla),
                                   lambda: layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True))

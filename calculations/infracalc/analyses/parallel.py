@@ -555,6 +555,18 @@ def memory(plan, lay, batch):
     return plan.memo(("memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
 
 
+def search_memory(plan, lay):
+    """(the binding stage's StageMemory, the replica's capacity) as `memory` gives them, from
+    one row per distinct stage kind (`Plan.stage_kinds`; stages of one kind hold the same,
+    and the first of a kind stands for it, as `memory`'s ties go to the first stage)."""
+    def make():
+        firsts = [st for _, st in plan.stage_kinds(lay)[1]]
+        rows, binding = placement.binding_memory(plan.arch, plan.wd, lay, firsts, plan.P + plan.G - 1,
+                                                 plan.device.memory_bytes, plan.reserve)
+        return rows[binding], rows[binding].max_requests
+    return plan.memo(("search memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
+
+
 def _collective_rows(plan, cs):
     return [{"name": c.name, "dim": c.dim, "kind": c.kind, "bytes_per_run": c.bytes, "runs": c.count,
              "group": c.group, "tier": c.tier, "wire_bytes_per_run": round(comm.wire_bytes(c, plan.algorithm_for(c))),
@@ -1130,16 +1142,16 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
         except UserError as e:
             reject(str(e), lay)
             continue
-        rows, binding, cap = memory(plan, lay, 1)
+        bind, cap = search_memory(plan, lay)
         if cap == 0:
             reject("does not fit: weights and reserve exceed a device's memory", lay,
-                   rows[binding].shortfall_bytes(0) or rows[binding].need(1) - rows[binding].memory_bytes)
+                   bind.shortfall_bytes(0) or bind.need(1) - bind.memory_bytes)
             continue
         best = None
         try:
             for b in search_batches(cap, batch, lay.pp):
                 if cap is not None and b > cap:
-                    reject(f"does not fit: batch {b} per replica", lay, rows[binding].shortfall_bytes(b))
+                    reject(f"does not fit: batch {b} per replica", lay, bind.shortfall_bytes(b))
                     break
                 value, lat, _ = score(plan, lay, b, objective)
                 if tpot_limit is not None and lat["tpot_mean_s"] is not None and lat["tpot_mean_s"] > tpot_limit:
