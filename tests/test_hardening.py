@@ -184,6 +184,12 @@ class NotRegularFiles(Case):
                            "routing file not found: '/no/such.json'")
 
 
+# Both commands that draw a --plot (decode's and parallel's batch sweeps).
+SWEEPS = (["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4", "--batch-sweep"],
+          ["parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "8", "--input-len", "8",
+           "--output-len", "4", "--batch-sweep"])
+
+
 class AllOrNothing(Case):
     """Point 5: outputs are renamed into place only when the command succeeded."""
 
@@ -195,12 +201,17 @@ class AllOrNothing(Case):
             self.assertEqual(f.read(), "good\n")
 
     def test_failed_output_leaves_no_plot(self):
-        folder = self.folder()
-        plot = os.path.join(folder, "p.svg")
-        self.assertOneLine(["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",
-                            "--batch-sweep", "--plot", plot, "--output", os.path.join(folder, "no", "x.md")],
-                           "cannot write --output")
-        self.assertEqual(os.listdir(folder), [])
+        # parallel wrote its --plot in place before the --output failed (found in the issue 12 audit)
+        for sweep in SWEEPS:
+            with self.subTest(command=sweep[0]):
+                folder = self.folder()
+                plot = os.path.join(folder, "p.svg")
+                self.assertOneLine(sweep + ["--plot", plot, "--output", os.path.join(folder, "no", "x.md")],
+                                   "cannot write --output")
+                self.assertEqual(os.listdir(folder), [])
+                status, _, err = run(*sweep, "--plot", plot, "--output", os.path.join(folder, "x.md"))
+                self.assertEqual((status, err), (0, ""))
+                self.assertEqual(sorted(os.listdir(folder)), ["p.svg", "x.md"])
 
     def test_failed_write_keeps_the_target_and_removes_the_temporary(self):
         from infracalc.cli import files
@@ -310,15 +321,17 @@ class Smaller(Case):
 
     def test_empty_file_names_refused(self):
         self.assertOneLine(["models", "--output", ""], "argument --output: needs a file name")
-        self.assertOneLine(["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",
-                            "--batch-sweep", "--plot", ""], "argument --plot: needs a file name")
+        for sweep in SWEEPS:   # parallel --plot '' was silently ignored
+            with self.subTest(command=sweep[0]):
+                self.assertOneLine(sweep + ["--plot", ""], "argument --plot: needs a file name")
 
     def test_plot_to_a_full_device_names_the_file(self):
         if not os.path.exists("/dev/full"):
             self.skipTest("no /dev/full")
-        self.assertOneLine(["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",
-                            "--batch-sweep", "--plot", "/dev/full", "--format", "json"],
-                           "cannot write --plot '/dev/full': No space left on device")
+        for sweep in SWEEPS:   # parallel said only 'No space left on device'
+            with self.subTest(command=sweep[0]):
+                self.assertOneLine(sweep + ["--plot", "/dev/full", "--format", "json"],
+                                   "cannot write --plot '/dev/full': No space left on device")
 
     def test_device_errors_name_the_path_given(self):
         dev = bundled("hardware", "h100-sxm")
