@@ -84,6 +84,42 @@ class Tracebacks(Case):
                                    f"is {experts + 1:,}, more than the {experts:,} experts")
 
 
+class Cost(Case):
+    """Point 1 beyond decode (whose sum is tested in test_decode.RepeatedChunks): cost
+    grows with the distinct stages of a layout, not with its pipeline depth."""
+
+    def test_parallel_serving_bound_once_per_distinct_stage(self):
+        # 2,048 equal layers over 512 stages: the first stage holds the embedding, the last
+        # the final norm and head, the 510 others the same 4-layer shard. serving_record
+        # keyed its cache by layer range, so every stage had its own bound (parallel
+        # --pp 4096 on 65,536 layers ran over a minute; now about 3 s, mostly JSON).
+        from infracalc.analyses import serving
+
+        cfg = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "head_dim": 16, "intermediate_size": 128, "num_hidden_layers": 2048, "vocab_size": 1000,
+               "max_position_embeddings": 4096, "hidden_act": "silu"}
+        path = self.file(json.dumps(cfg))
+        calls, real = [], serving.serving_bound
+
+        def counted(*args, **kwargs):
+            calls.append(1)
+            return real(*args, **kwargs)
+
+        serving.serving_bound = counted
+        try:
+            status, out, err = run("parallel", "--model", path, "--devices", "512", "--pp", "512",
+                                   "--input-len", "16", "--output-len", "16", "--format", "json")
+        finally:
+            serving.serving_bound = real
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(len(calls), 3)
+        stages = json.loads(out)["serving"]["stages"]
+        self.assertEqual([s["stage"] for s in stages], list(range(512)))
+        middle = {json.dumps({k: v for k, v in s.items() if k != "stage"}) for s in stages[1:-1]}
+        self.assertEqual(len(middle), 1)
+        self.assertNotIn(json.dumps({k: v for k, v in stages[0].items() if k != "stage"}), middle)
+
+
 def _cli(args, shell_suffix="", **kwargs):
     """calc.py in a fresh process through sh (for redirections a Popen cannot express)."""
     cmd = " ".join([sys.executable, CALC_PY, *args]) + shell_suffix
