@@ -322,6 +322,30 @@ class RawInput(Case):
         self.assertIn(r"- Device: x|y\nz (`a|b\nc\x1b[2J`)", out)
 
 
+    def test_every_markdown_header_escapes_ids_names_and_links(self):
+        # parallel and train printed a device's id, name and link names and a model's id
+        # raw in their titles and header lines (found in the issue 12 audit).
+        dev = bundled("hardware", "h100-sxm")
+        plain_dev = self.file(json.dumps(dev))
+        dev.update(id="a|b\nc\x1b[2J", name="x|y\nz")
+        dev["scale_up"]["name"], dev["scale_out"]["name"] = "p\nq\x1b[1m", "s\nt"
+        evil_dev = self.file(json.dumps(dev))
+        cfg = json.dumps(bundled("models", "qwen3-0.6b"))
+        plain_model, evil_model = self.file(cfg, "m.json"), self.file(cfg, "m\x1b[3m\nn.json")
+        for argv in (["forward"], ["parallel", "--devices", "2", "--tp", "2", "--input-len", "8", "--output-len", "4"],
+                     ["parallel", "--devices", "2", "--search", "--input-len", "8", "--output-len", "4"],
+                     ["train", "--seq", "16"], ["train", "--seq", "16", "--devices", "2", "--tp", "2"],
+                     ["train", "--seq", "16", "--devices", "2", "--search", "--global-batch", "4"]):
+            with self.subTest(argv=argv):
+                plain = run(*argv, "--model", plain_model, "--device", plain_dev)
+                status, out, err = run(*argv, "--model", evil_model, "--device", evil_dev)
+                self.assertEqual((status, err, plain[0]), (0, "", 0))
+                self.assertEqual(len(out.splitlines()), len(plain[1].splitlines()))
+                self.assertNotIn("\x1b", out)
+                self.assertIn(r"m\x1b[3m\nn on ", out.splitlines()[0])
+                self.assertIn(r"a|b\nc\x1b[2J", out.splitlines()[0])
+
+
 class InputSize(Case):
     """Point 7: input files are bounded (8 MiB) and the message says so."""
 
