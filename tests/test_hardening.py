@@ -416,6 +416,23 @@ class Smaller(Case):
                                    "argument --memory-bytes")
         self.assertEqual(run("forward", "--model", "qwen3-8b", "--batch", "007", "--format", "json")[0], 0)
 
+    def test_integer_lists_take_ascii_digits_only(self):
+        # parallel --pp-layers and train --cp-values read each item with int(): '1_8' and
+        # Arabic-Indic '١٨,١٨' were 18,18 (found in the issue 12 audit).
+        pp = ["parallel", "--model", "qwen3-8b", "--devices", "2", "--pp", "2", "--input-len", "8",
+              "--output-len", "4", "--format", "json", "--pp-layers"]
+        cp = ["train", "--model", "qwen3-8b", "--seq", "16", "--devices", "2", "--search", "--global-batch", "4",
+              "--format", "json", "--cp-values"]
+        for value in ("\u0661\u0668,\u0661\u0668", "1_8,18", "+18,18", "18,,18", "0,36", "1e1,26"):
+            with self.subTest(value=value):
+                self.assertOneLine(pp + [value], "argument --pp-layers", "ASCII digits")
+                self.assertOneLine(cp + [value], "--cp-values", "ASCII digits")
+        status, out, err = run(*pp, "20, 16")
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(json.loads(out)["layout"]["pp_layers"], [20, 16])
+        status, out, err = run(*cp, "2,1,2")
+        self.assertEqual((status, err), (0, ""))
+
     def test_token_counts_take_ascii_digits_only(self):
         argv = ["train", "--model", "qwen3-8b", "--seq", "16", "--format", "json", "--train-tokens"]
         for value in ("1_0T", "1,0T", "\u0661\u0660T", " 15T", "1e3", ".5T"):

@@ -42,12 +42,12 @@ def bandwidth(text):
 
 
 def layers_list(text):
-    try:
-        sizes = tuple(int(x) for x in text.replace(" ", "").split(","))
-    except ValueError:
-        sizes = ()
-    if not sizes or any(s < 1 for s in sizes):
-        raise argparse.ArgumentTypeError(f"must be positive layer counts per stage, e.g. 20,20,20,20; got '{text}'")
+    from ..errors import quote
+
+    sizes = common.positive_ints(text)
+    if sizes is None:
+        raise argparse.ArgumentTypeError("must be positive layer counts per stage in ASCII digits, e.g. "
+                                         f"20,20,20,20; got {quote(text)}")
     return sizes
 
 
