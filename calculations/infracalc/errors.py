@@ -32,9 +32,18 @@ def suggest(word, choices, n=3):
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 
-def unknown(kind, word, choices):
-    """A UserError for an unknown id, naming the closest valid ones."""
+LISTED = 30   # choices named in full when none is close; beyond, the first ones and where the rest are
+
+
+def unknown(kind, word, choices, listing=None):
+    """A UserError for an unknown id, naming the closest valid ones; with none close,
+    every choice, or (more than LISTED) the first ones and `listing`, where to see all."""
     hint = suggest(word, choices)
     if not hint:
-        hint = f"; choose from {', '.join(sorted(choices))}"
+        names = sorted(choices)
+        if len(names) <= LISTED:
+            hint = f"; choose from {', '.join(names)}"
+        else:
+            hint = (f"; {len(names):,} choices, e.g. {', '.join(names[:3])}"
+                    + (f" ({listing})" if listing else ""))
     return UserError(f"unknown {kind} {quote(word)}{hint}")
