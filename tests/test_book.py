@@ -97,6 +97,24 @@ class Capacity(unittest.TestCase):
             self.assertEqual(r["capacity"]["stages"][0]["weight_bytes"], weights, fmt)
         self.assertEqual(r["sizing"]["bytes_per_request"], 1_207_959_552)
 
+    def test_llama70_tail_group(self):
+        # INDEX, llama70-capacity-tail-group: 8-bit 67.803543 GiB, 4-bit 35.928543 GiB (the
+        # book's "group1000 tail group": one BF16 scale per 1000 values of a row, the last
+        # group short, i.e. ceil(in / 1000) scales per row). By hand against group 128:
+        # per layer 75,776 rows of 8,192 inputs (q, k, v, o, gate, up) keep 64 - 9 = 55 fewer
+        # scales and 8,192 rows of 28,672 (down) 224 - 29 = 195 fewer: 5,765,120 scales x 2 B
+        # x 80 layers = 922,419,200 B less than int8-g128's 73,725,919,232 (int4: 39,500,398,592).
+        # 80 GB, 2 GiB workspace, 8K context: 1 and 14 requests, as at group 128 (the counts the
+        # book's chapter 2 prints for llama70-capacity-8k; 8K BF16 KV is 2,684,354,560 B a request).
+        for fmt, printed, g128, fits in (("int8-g1000", "67.803543", 73_725_919_232, 1),
+                                         ("int4-g1000", "35.928543", 39_500_398_592, 14)):
+            r = result("kv", "--model", "llama-3.1-70b", "--context", "8192", "--weight-dtype", fmt,
+                       "--memory-bytes", "80GB", "--reserve", "2GiB")
+            weights = r["capacity"]["stages"][0]["weight_bytes"]
+            self.assertEqual(weights, g128 - 922_419_200, fmt)
+            self.assertEqual(gib(weights, 6), printed, fmt)
+            self.assertEqual(r["capacity"]["max_requests"], fits, fmt)
+
     def test_kv_codec_q8_0_q4_0(self):
         # bojieli/ai-infra-book:calculations/results/kv-codec-book.md (Qwen3-8B, 8192 tokens):
         # Q8_0 history 641,728,512 B, append 78,336 B; Q4_0 339,738,624 B and 41,472 B
@@ -105,6 +123,21 @@ class Capacity(unittest.TestCase):
             r = result("kv", "--model", "qwen3-8b", "--context", "8192", "--kv-dtype", fmt)
             self.assertEqual((r["sizing"]["bytes_per_request"], r["sizing"]["bytes_per_token"]),
                              (history, append), fmt)
+
+    def test_kv_page_bytes(self):
+        # INDEX, table "KV分页与分支", column "页 bytes": 2,359,296 for the Qwen3-8B rows
+        # (kv-pages-branches, -aligned, -release, -capacity-two/-three/-retry) and 3,080,192 for
+        # kv-pages-qwen235 and -capacity-qwen235: pages of 16 tokens x 147,456 and 192,512 B per
+        # token (36 x 2 x 8 x 128 x 2 and 94 x 2 x 4 x 128 x 2). Under TP 2 a device holds half
+        # the KV heads, so its page is half as large (conservation over the group).
+        for model, page in (("qwen3-8b", 2_359_296), ("qwen3-235b-a22b", 3_080_192)):
+            c = result("kv", "--model", model, "--context", "8192", "--page-size", "16")["capacity"]
+            self.assertEqual(c["page_bytes_per_device"], page, model)
+            self.assertEqual(c["page_bytes_per_device"], 16 * c["kv_bytes_per_token_per_device"], model)
+            tp2 = result("kv", "--model", model, "--context", "8192", "--page-size", "16", "--tp", "2")
+            self.assertEqual(2 * tp2["capacity"]["page_bytes_per_device"], page, model)
+        self.assertNotIn("page_bytes_per_device",
+                         result("kv", "--model", "qwen3-8b", "--context", "8192")["capacity"])
 
     def test_q_projection_roofline(self):
         # INDEX, table "真实 Q 投影": 256x4096x4096, AI 227.555556 FLOP/B; RTX 4090 compute
@@ -116,6 +149,18 @@ class Capacity(unittest.TestCase):
         self.assertEqual((f"{rtx['compute_time_s'] * 1e6:.6f}", f"{rtx['memory_time_s'] * 1e6:.6f}",
                           rtx["bound"]), ("51.997183", "37.449143", "compute"))
         self.assertEqual((f"{b200['time_s'] * 1e6:.6f}", b200["bound"]), ("4.718592", "memory"))
+
+    def test_q_projection_apple_m2_max(self):
+        # INDEX, "真实 Q 投影", projection-qwen3-8b-m2-max-38gpu-96gb-b1 / -b256: compute 未知
+        # (unknown), memory 83.927040 / 94.371840 us. By hand at 400 GB/s: (8,192 + 33,554,432
+        # + 8,192) B / 400e9 and 37,748,736 B / 400e9. The book leaves the roofline unknown;
+        # ours is the memory time, a lower bound, named 'memory; compute unknown'.
+        for m, memory_us in ((1, "83.927040"), (256, "94.371840")):
+            d = result("gemm", "--m", str(m), "--k", "4096", "--n", "4096",
+                       "--device", "apple-m2-max")["devices"][0]
+            self.assertEqual(f"{d['memory_time_s'] * 1e6:.6f}", memory_us)
+            self.assertIsNone(d["compute_time_s"])
+            self.assertEqual((d["time_s"], d["bound"]), (d["memory_time_s"], "memory; compute unknown"))
 
     def test_batch_reuse_h100_2k(self):
         # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:

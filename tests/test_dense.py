@@ -186,6 +186,18 @@ class Invariants(unittest.TestCase):
         self.assertEqual(t8.kv_bytes_per_token * 2, t16.kv_bytes_per_token)
 
 
+class ShapeLabels(unittest.TestCase):
+    def test_one_gathered_row_is_singular(self):
+        # A decode step gathers one embedding row per request: "1 row of [V,H]", not "1 rows".
+        # Qwen3-8B: V = 151,936, H = 4,096; GPT-3 175B adds its 2,048 learned positions.
+        def shape(model, tokens):
+            ops = build(load_model(model), Workload(tokens=tokens)).ops
+            return next(op.shape for op in ops if op.name == "embedding")
+        self.assertEqual(shape("qwen3-8b", 1), "1 row of [151936,4096]")
+        self.assertEqual(shape("qwen3-8b", 3), "3 rows of [151936,4096]")
+        self.assertEqual(shape("gpt3-175b", 1), "1 row of [51200,12288] + 1 row of [2048,12288]")
+
+
 class Determinism(unittest.TestCase):
     def test_json_is_byte_identical(self):
         from support import cli

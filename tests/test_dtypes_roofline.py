@@ -2,7 +2,7 @@
 
 import unittest
 
-from support import DTYPES, Workload, build, load_model
+from support import DTYPES, Workload, build, load_model, run_cli
 
 from infracalc.analyses.roofline import Roof, op_bound
 from infracalc.ops import Op
@@ -77,6 +77,26 @@ class RooflineArithmetic(unittest.TestCase):
         self.assertIsNone(t["ideal_compute_time_s"])
         self.assertEqual(t["ideal_bound"], "memory; compute unknown")
         self.assertEqual(t["ideal_time_s"], t["ideal_memory_time_s"])
+
+    def test_tpu_compute_bound_names_its_unknown_vector_side(self):
+        # TPU v5e: bf16 matrix peak 197e12 FLOP/s, no published vector peak. Qwen3-8B prefill
+        # of 4,096 tokens: matrix FLOPs 61,849,981,681,664 (head on the last position) /
+        # 197e12 = 0.313959... s > unique bytes 16,378,324,992 / 819e9 = 0.019998 s, so the
+        # pass is compute-bound on its matrix part alone; its 68,781,604,864 vector FLOPs are
+        # not counted, and the bound must say so (it read plain "compute").
+        from infracalc.analyses.forward import forward
+        from infracalc.load.hardware import load_device
+
+        rec = forward(load_model("qwen3-8b"), Workload(tokens=4096), load_device("tpu-v5e"))
+        t = rec["totals"]
+        self.assertEqual(t["matrix_flops"], 61_849_981_681_664)
+        self.assertAlmostEqual(t["ideal_compute_time_s"], 61_849_981_681_664 / 197e12, places=15)
+        self.assertEqual(t["ideal_bound"], "compute; vector compute unknown")
+        _, md, _ = run_cli("forward", "--model", "qwen3-8b", "--device", "tpu-v5e", "--tokens", "4096")
+        self.assertIn("compute at peak; vector FLOPs not counted (no published peak)", md)
+        # an H100 has both peaks: plain "compute"
+        rec = forward(load_model("qwen3-8b"), Workload(tokens=4096), load_device("h100-sxm"))
+        self.assertEqual(rec["totals"]["ideal_bound"], "compute")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ class Errors(unittest.TestCase):
         self.assertNotIn("Traceback", err)
         for fragment in fragments:
             self.assertIn(fragment, err)
+        return err
 
     def test_unknown_model_suggests(self):
         self.assertUsageError(["forward", "--model", "qwen3-7b"], "unknown model 'qwen3-7b'", "qwen3-8b")
@@ -21,6 +22,16 @@ class Errors(unittest.TestCase):
     def test_unknown_device_suggests(self):
         self.assertUsageError(["forward", "--model", "qwen3-8b", "--device", "h100"],
                               "unknown device 'h100'", "h100-sxm")
+
+    def test_unknown_id_among_many_choices(self):
+        # 213 validation cases, 192 scenarios: a close id is suggested; with none close the
+        # line gives their number and how to list them (it listed every id: 17,000 characters)
+        self.assertUsageError(["validate", "--case", "trtllm-llama31-8b-fp8-h100-1000-1000"],
+                              "did you mean", "trtllm-llama31-8b-fp8-h100-sxm-1000-1000")
+        for args, listing in ((["validate", "--case", "nope"], "`validate --format csv` lists them"),
+                              (["reproduce", "--only", "zzzqqq"], "`reproduce --list` lists them")):
+            err = self.assertUsageError(args, listing, "is close")
+            self.assertLess(len(err), 160, err)
 
     def test_unknown_command(self):
         self.assertUsageError(["forwrd"], "unknown command 'forwrd'", "forward")

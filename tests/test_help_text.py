@@ -37,6 +37,55 @@ class MlaHelp(unittest.TestCase):
 
 
 
+class BookNames(unittest.TestCase):
+    def test_routing_names_the_books_two_cases(self):
+        # The book's "dispersed" (every expert touched) is balanced, its "concentrated" is
+        # concentrated (the ledgers of tests/test_book.py check the figures); the default
+        # uniform is neither, and the help must say so.
+        for command in ("forward", "decode", "parallel"):
+            text = help_of(command, "--routing")
+            self.assertRegex(text, r"uniform \(default[^)]*neither of the book's cases\)", command)
+            self.assertIn("balanced (the book's 'dispersed'", text, command)
+            self.assertIn("concentrated (the book's 'concentrated'", text, command)
+
+    def test_book_routing_names_point_to_the_option(self):
+        # --routing dispersed / hotspot (the book's words) are not accepted silently as
+        # something else: one line naming the option that selects the book's case, status 2.
+        from support import run_cli
+        for word, option in (("dispersed", "balanced"), ("hotspot", "concentrated")):
+            status, _, err = run_cli("forward", "--model", "qwen3-30b-a3b", "--routing", word)
+            self.assertEqual(status, 2)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertIn(f"the book's '{word}' case is --routing {option}", err)
+
+    def test_format_help_names_the_books_formats(self):
+        # Every command's format list ends with the formats the book's tables use, each
+        # a name the parser accepts and that sizes a [4096, 4096] weight as the book does.
+        from infracalc.dtypes import BOOK_FORMATS, dtype, format_help
+        help_text = format_help()
+        self.assertIn("The book's tables use: ", help_text)
+        for entry in BOOK_FORMATS:
+            self.assertIn(entry, help_text)
+        self.assertIn("int8-g128 (the book's '8-bit' weights", help_text)
+        self.assertIn("int4-g128 (the book's '4-bit' weights", help_text)
+        # payload + one BF16 scale per 128 (1000, the last short) values of each of 4096 rows
+        self.assertEqual(dtype("int8-g128").nbytes((4096, 4096)), 4096 * 4096 + 4096 * 32 * 2)
+        self.assertEqual(dtype("int4-g1000").nbytes((4096, 4096)), 4096 * 4096 // 2 + 4096 * 5 * 2)
+
+
+class ParallelSearchBatchHelp(unittest.TestCase):
+    def test_batches_the_search_tries(self):
+        # With no --batch the throughput search tries pp micro-batches of 1, 4, 16, ...
+        # requests while they fit: capacity 100 at pp 2 -> 2, 8, 32 (128 > 100); at pp 1
+        # -> 1, 4, 16, 64. The help said "1, 2, 4, ... up to the capacity".
+        from infracalc.analyses.parallel import search_batches
+        self.assertEqual(search_batches(100, None, 2), [2, 8, 32])
+        self.assertEqual(search_batches(100, None, 1), [1, 4, 16, 64])
+        text = help_of("parallel", "--batch")
+        self.assertNotIn("1, 2, 4", text)
+        self.assertIn("pp x 1, 4, 16", text)
+
+
 class MlaModelNote(unittest.TestCase):
     def test_note_matches_each_commands_default(self):
         # The DeepSeek loader's note is printed by every command. kv takes no `auto` (its

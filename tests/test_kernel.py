@@ -95,6 +95,24 @@ class AttentionCore(unittest.TestCase):
                          (8192, 2 * 16_777_216, 8192))
         self.assertEqual(w["bytes_moved"], 33_570_816)
 
+    def test_roofline_and_binding_side(self):
+        # 256 queries over 8,192 keys (causal), 32 heads, 8 KV heads, dim 128, bf16:
+        # pairs 256*(8192-256) + 256*257/2 = 2,064,512; matrix 4*128*32*pairs = 33,824,964,608,
+        # softmax 5*32*pairs = 330,321,920 at the fp32 vector peak; bytes Q 2 MiB + K,V 32 MiB
+        # + out 2 MiB = 37,748,736: intensity 896.1 (matrix) > H100's ridge 295.4, so compute-
+        # bound: 33,824,964,608/989.5e12 + 330,321,920/67e12 = 39.114 us against 11.268 us.
+        r = rec("attention", "--queries", "256", "--keys", "8192", "--heads", "32", "--kv-heads", "8",
+                "--head-dim", "128")
+        self.assertEqual((r["work"]["matrix_flops"], r["work"]["vector_flops"], r["work"]["bytes_moved"]),
+                         (33_824_964_608, 330_321_920, 37_748_736))
+        h = row(r, "h100-sxm")
+        self.assertAlmostEqual(h["ridge_point_flops_per_byte"], 989.5e12 / 3.35e12, places=9)
+        self.assertEqual(h["bound"], "compute")
+        self.assertAlmostEqual(h["compute_time_s"] / (33_824_964_608 / 989.5e12 + 330_321_920 / 67e12), 1,
+                               places=12)
+        self.assertAlmostEqual(h["memory_time_s"] / (37_748_736 / 3.35e12), 1, places=12)
+        self.assertEqual(h["time_s"], h["compute_time_s"])
+
     def test_causal_and_full_prefill(self):
         # T = K = 1024, 1 head, dim 64: causal pairs 1024*1025/2 = 524,800, rectangular
         # 1024^2 = 1,048,576; QK + PV 2 * 2*64*pairs.
@@ -178,6 +196,18 @@ class CrossoversAndRoom(unittest.TestCase):
             return D.ideal_is_compute(decode_sum.decode_pieces(arch, w.replace(batch=b), 128, 254, check=False), r)
         self.assertTrue(probe(646))
         self.assertFalse(probe(645))
+
+    def test_sweep_reserve_stops_at_the_books_capacity(self):
+        # decode --batch-sweep --reserve: Qwen3-8B bf16, every request's cache at 8,192 tokens
+        # (P = 8191, G = 2: P + G - 1), on an H100 read as its 80 GB label with the book's
+        # fixed 2 GiB workspace: 80e9 - 16,381,470,720 - 2,147,483,648 = 61,471,045,632 B
+        # // 1,207,959,552 B = 50 requests, the book's capacity-qwen3-8b-n8192 (80 GB, BF16).
+        r = rec("decode", "--model", "qwen3-8b", "--input-len", "8191", "--output-len", "2",
+                "--batch-sweep", "--reserve", "2GiB", "--memory-convention", "label")
+        self.assertEqual(r["capacity"]["reserve_bytes"], 2 * 2**30)
+        self.assertEqual(r["capacity"]["cache_room_bytes"], 61_471_045_632)
+        self.assertEqual(r["capacity_batch"], 50)
+        self.assertEqual(r["rows"][-1]["batch"], 50)
 
     def test_kv_room(self):
         # Qwen3-8B int8-g128 weights 9,544,230,912 B (the book's 8-bit) on an H100 read as

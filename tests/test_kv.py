@@ -592,6 +592,22 @@ class Cli(unittest.TestCase):
             self.assertEqual(err.count("\n"), 1, err)
             self.assertNotIn("Traceback", err)
 
+    def test_memory_bytes_refuses_a_memory_convention(self):
+        # --memory-bytes is a byte count: a --memory-convention beside it was silently ignored
+        # (80GiB stayed 85,899,345,920 B under 'label'); now one line, exit 2. Alone each works:
+        # label capacity of h100-sxm = 80e9 B; --memory-bytes 80GiB = 80 * 2^30 = 85,899,345,920 B.
+        base = ("kv", "--model", "qwen3-8b", "--context", "100", "--format", "json")
+        code, _, err = run_cli(*base, "--memory-bytes", "80GiB", "--memory-convention", "label")
+        self.assertEqual(code, 2)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("--memory-convention", err)
+        code, out, _ = run_cli(*base, "--memory-bytes", "80GiB")
+        self.assertEqual(json.loads(out)["capacity"]["memory_bytes_per_device"], 85_899_345_920)
+        code, out, _ = run_cli(*base, "--memory-convention", "label")
+        rec = json.loads(out)
+        self.assertEqual(rec["capacity"]["memory_bytes_per_device"], 80_000_000_000)
+        self.assertEqual(rec["inputs"]["memory_convention"], "label")
+
     def test_reserve_forms(self):
         # 0 in any unit is no reserve; a percentage is exact: 7.5% of 80e9 = 6e9 and
         # 12.345678901234567% of 80e9 = 9,876,543,120.98... -> floor 9,876,543,120 B.

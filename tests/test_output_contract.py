@@ -142,5 +142,17 @@ class Files(unittest.TestCase):
         self.assertIn("is a directory without a config.json", err)
 
 
+class HumanUnits(unittest.TestCase):
+    def test_thousands_separators(self):
+        # Binary units run up to 1,023.999 before the next prefix (1,002 MiB is a Llama-3.1-8B
+        # head: 4096 x 128,256 x 2 B = 1,050,673,152 B = 1,002 x 2^20); seconds grow unbounded.
+        from infracalc.render import units as u
+        self.assertEqual(u.nbytes(4096 * 128_256 * 2), "1,002.000 MiB")
+        self.assertEqual(u.nbytes(1023 * 2**40), "1,023.000 TiB")
+        self.assertEqual(u.seconds(12_345.5), "12,345.500 s")
+        self.assertEqual(u.flops(2 * 10**21), "2,000.000 EFLOP")
+        self.assertEqual(u.nbytes(512), "512.000 B")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -172,6 +172,23 @@ class Search(unittest.TestCase):
         self.assertEqual(values, sorted(values))
 
 
+class UnknownPeaks(unittest.TestCase):
+    def test_a_device_without_a_peak_says_so(self):
+        # Apple M3 Ultra publishes no matrix or vector peak, TPU v5e no vector peak: those FLOPs
+        # are charged 0 s, so the "compute-bound" column and every time leave them out. The
+        # output printed 'compute-bound 0.000 us' with no word of it. An H100 has both peaks.
+        base = ("parallel", "--model", "qwen3-0.6b", "--input-len", "64", "--output-len", "4", "--format", "json")
+        for device, peaks in (("apple-m3-ultra", "matrix and vector"), ("tpu-v5e", "vector")):
+            for extra in (("--devices", "1"), ("--devices", "1", "--batch-sweep"), ("--search", "--devices", "2")):
+                status, out, err = run_cli(*base, "--device", device, *extra)
+                self.assertEqual((status, err), (0, ""), (device, extra))
+                notes = json.loads(out)["notes"]
+                self.assertTrue(any(n.startswith(f"{peaks} peak unknown on {device}") for n in notes),
+                                (device, extra, notes))
+        _, out, _ = run_cli(*base, "--device", "h100-sxm", "--devices", "1")
+        self.assertFalse(any("peak unknown" in n for n in json.loads(out)["notes"]))
+
+
 class Errors(unittest.TestCase):
     def one_line(self, *argv):
         status, out, err = run_cli("parallel", *argv)

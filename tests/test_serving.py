@@ -61,7 +61,13 @@ class Qwen3On100(unittest.TestCase):
         self.assertEqual(self.s["guaranteed_concurrency"], 200)
         # steady state: decode step i holds P + i + 1 tokens, mean over i = 0..1022 is
         # P + G/2 = 1536 tokens = 226,492,416 B; room / that = 267.502...
-        self.assertEqual(self.s["mean_held_cache_bytes"], QWEN3_8B_KV_TOKEN * 1536)
+        # JSON keeps the exact integer sum and its divisor (a float under a _bytes key was a
+        # defect): sum_{i=0}^{1022} (1024 + i + 1) tokens = 1023 x 1536 = 1,571,328 tokens
+        # x 147,456 B = 231,701,741,568 B over 1,023 steps.
+        self.assertEqual(self.s["held_cache_summed_bytes"], 231_701_741_568)
+        self.assertEqual(self.s["held_cache_summed_bytes"], QWEN3_8B_KV_TOKEN * 1023 * 1536)
+        self.assertEqual(self.s["held_cache_steps"], 1023)
+        self.assertNotIn("mean_held_cache_bytes", self.s)
         self.assertAlmostEqual(self.s["steady_state_concurrency"], room / (QWEN3_8B_KV_TOKEN * 1536), places=9)
         self.assertGreater(self.s["steady_state_concurrency"], 267.5)
         self.assertLess(self.s["steady_state_concurrency"], 267.51)
@@ -98,6 +104,45 @@ class Qwen3On100(unittest.TestCase):
             b = S.serving_bound(self.arch, w, r, 1024, 1024, room)
             self.assertGreaterEqual(b["steady_state"]["output_tokens_per_s"], last)
             last = b["steady_state"]["output_tokens_per_s"]
+
+
+class ParallelServing(unittest.TestCase):
+    def test_layout_bound_reports_requests_and_both_concurrencies(self):
+        # Llama-3.1-70B bf16 on 8 H100s, tp 4 pp 2, P = G = 1024. Stage 0 (layers 0-39 and the
+        # embedding) holds per device (40 x 855,654,400 - 40 x 16,384 norm weights) / 4
+        # + 40 x 16,384 + 128,256 x 8192 / 4 = 8,819,703,808 parameters = 17,639,407,616 B;
+        # room = 85,520,809,984 - 8,552,080,998 (10%) - 17,639,407,616 = 59,329,321,370 B.
+        # Cache per token per device: 40 layers x K,V x 2 heads x 128 x 2 B = 40,960 B.
+        code, out, _ = run_cli("parallel", "--model", "llama-3.1-70b", "--devices", "8", "--tp", "4",
+                               "--pp", "2", "--input-len", "1024", "--output-len", "1024", "--format", "json")
+        self.assertEqual(code, 0)
+        rec = json.loads(out)
+        s0, s1 = rec["serving"]["stages"]
+        room = H100_ALLOCATABLE - H100_ALLOCATABLE // 10 - 17_639_407_616
+        self.assertEqual(room, 59_329_321_370)
+        self.assertEqual(s0["guaranteed_concurrency"], room // (40_960 * 2047))        # 707
+        self.assertEqual(s0["guaranteed_concurrency"], 707)
+        self.assertAlmostEqual(s0["concurrency"], room / (40_960 * 1536), places=9)   # 943.01
+        for st in (s0, s1):
+            self.assertAlmostEqual(st["requests_per_s"] * 1024, st["output_tokens_per_s"], places=6)
+            self.assertGreaterEqual(st["concurrency"], st["guaranteed_concurrency"])
+        sv = rec["serving"]
+        self.assertEqual(sv["output_tokens_per_s_replica"], min(s0["output_tokens_per_s"], s1["output_tokens_per_s"]))
+        self.assertAlmostEqual(sv["requests_per_s_replica"] * 1024, sv["output_tokens_per_s_replica"], places=6)
+        self.assertEqual(sv["requests_per_s_cluster"], sv["requests_per_s_replica"])    # dp 1
+        self.assertTrue(any(c.startswith("Why it is an upper bound") for c in rec["conventions"]))
+        # The reserve's rule and the engines' defaults beside it, as decode prints them, on a
+        # device of the binding stage (stage 1: 17,639,424,000 B of weights with the head):
+        # TensorRT-LLM keeps (85,520,809,984 - 17,639,424,000) // 10 = 6,788,138,598 B, leaving
+        # 61,093,247,386 B: 728 requests; vLLM's 10% of memory leaves 707 (ours).
+        mem = rec["memory"]
+        self.assertIn("vLLM", mem["reserve_rule"])
+        engines = {e["engine"]: e for e in mem["engine_defaults"]}
+        self.assertEqual(engines["TensorRT-LLM"]["reserve_bytes"], 6_788_138_598)
+        self.assertEqual(engines["TensorRT-LLM"]["max_requests"], 728)
+        self.assertEqual(engines["vLLM"]["reserve_bytes"], H100_ALLOCATABLE // 10)
+        self.assertEqual(engines["vLLM"]["max_requests"], mem["max_requests_per_replica"])
+        self.assertIsNone(engines["SGLang"]["reserve_bytes"])
 
 
 class ReserveAndEngineDefaults(unittest.TestCase):
@@ -165,6 +210,24 @@ class ValidateCommand(unittest.TestCase):
             if c["ratio"] is not None:
                 self.assertLessEqual(c["ratio"], 1.0, c["id"])
                 self.assertAlmostEqual(c["ratio"], c["measured"] / c["bound"], places=12)
+        # The spread per kind (one- and multi-device serving apart), device and format family,
+        # recomputed here from the cases with statistics.median; the two MI300X runs (0.276 and
+        # 0.227) have median 0.252 as the README's table prints.
+        import statistics
+
+        groups = {}
+        for c in rec["cases"]:
+            if c["ratio"] is not None:
+                kind = c["kind"] + (" (multi-device)" if c["devices"] > 1 and c["kind"] != "training-step" else "")
+                groups.setdefault((kind, c["device"], c["formats"]), []).append(c["ratio"])
+        self.assertEqual([(g["kind"], g["device"], g["formats"]) for g in rec["spread"]], sorted(groups))
+        for g in rec["spread"]:
+            ratios = groups[(g["kind"], g["device"], g["formats"])]
+            self.assertEqual((g["cases"], g["min_ratio"], g["max_ratio"]), (len(ratios), min(ratios), max(ratios)))
+            self.assertAlmostEqual(g["median_ratio"], statistics.median(ratios), places=15)
+        mi300x = next(g for g in rec["spread"] if g["device"] == "mi300x")
+        self.assertEqual(mi300x["cases"], 2)
+        self.assertEqual(round(mi300x["median_ratio"], 3), 0.252)
 
     def test_one_case_and_unknown_case(self):
         code, out, _ = run_cli("validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json")
@@ -175,6 +238,34 @@ class ValidateCommand(unittest.TestCase):
         code, _, err = run_cli("validate", "--case", "no-such-case")
         self.assertEqual(code, 2)
         self.assertIn("unknown validation case", err)
+
+    def test_closest_case_is_decodes_bound_with_no_reserve(self):
+        # The README's closest case: Llama 3.1 8B FP8 on one H100 at 128/4,096 (TensorRT-LLM
+        # v1.0: 14,325 output tokens/s). validate's bound is decode's serving bound with no
+        # reserve. Weights: 8,030,261,248 parameters at 1 B, the embedding and head
+        # (2 x 128,256 x 4096) and 65 norms of 4096 kept at 2 B: 9,081,200,640 B; room =
+        # 85,520,809,984 - 9,081,200,640 = 76,439,609,344 B. Cache: 32 layers x K,V x 8 heads
+        # x 128 x 1 B = 65,536 B per token; held on average P + G/2 = 2,176 tokens, so the
+        # steady-state concurrency is 76,439,609,344 / 142,606,336 = 536.018.
+        code, out, _ = run_cli("validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-4096", "--format", "json")
+        self.assertEqual(code, 0)
+        case = json.loads(out)["cases"][0]
+        code, out, _ = run_cli("decode", "--model", "llama-3.1-8b", "--weight-dtype", "fp8", "--act-dtype", "fp8",
+                               "--kv-dtype", "fp8", "--input-len", "128", "--output-len", "4096", "--reserve", "0",
+                               "--format", "json")
+        self.assertEqual(code, 0)
+        s = json.loads(out)["serving"]
+        weights = 8_030_261_248 + 2 * 128_256 * 4096 + 65 * 4096
+        self.assertEqual(weights, 9_081_200_640)
+        self.assertEqual(s["cache_room_bytes"], H100_ALLOCATABLE - weights)
+        # held over the G - 1 = 4,095 decode steps: sum over n = 129..4,223 of 65,536 n
+        # = 65,536 x 4,095 x 2,176 (mean P + G/2 = 2,176 tokens)
+        self.assertEqual(s["held_cache_steps"], 4095)
+        self.assertEqual(s["held_cache_summed_bytes"], 65_536 * 4095 * (128 + 2048))
+        self.assertAlmostEqual(case["concurrency"], (H100_ALLOCATABLE - weights) / (65_536 * 2176), places=9)
+        self.assertEqual(case["bound"], s["steady_state"]["output_tokens_per_s"])
+        self.assertEqual(round(case["bound"], 1), 21_252.6)              # README: 21,253
+        self.assertEqual(round(case["ratio"], 3), 0.674)                 # 14,325 / 21,252.6
 
     def test_malformed_case_is_a_clear_error(self):
         import tempfile
@@ -209,6 +300,39 @@ class ValidateCommand(unittest.TestCase):
             rec = V.validate(directory=d)
             self.assertEqual(rec["failures"], [])
             self.assertEqual(rec["cases"][0]["status"], "exempt")
+
+    def test_cli_exit_status_and_printed_exemption(self):
+        # What CI runs: `validate` exits 1 when a measurement beats its bound and prints the
+        # case as exceeding it; with a reasoned exemption it exits 0 and prints the reason.
+        import functools
+        import tempfile
+        from unittest import mock
+
+        from infracalc.analyses import validate as V
+
+        src = os.path.join(V.VALIDATION_DIR, "trtllm-llama31-8b-fp8-h100-sxm-128-2048.json")
+        with open(src, encoding="utf-8") as f:
+            case = json.load(f)
+        case.update(id="too-fast")
+        case["measured"]["value"] = 10**6
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "too-fast.json")
+            here = functools.partial(V.validate, directory=d)
+            with mock.patch.object(V, "validate", here):
+                for exemption, want in ((None, 1), ({"reason": "a stated reason"}, 0)):
+                    case["exemption"] = exemption
+                    with open(path, "w", encoding="utf-8") as f:
+                        json.dump(case, f)
+                    code, out, _ = run_cli("validate")
+                    self.assertEqual(code, want)
+                    if exemption:
+                        self.assertIn("- `too-fast`: exempt: a stated reason", out)
+                        self.assertIn("No measurement exceeds its bound.", out)
+                    else:
+                        self.assertIn("**1 case(s) exceed their bound:** `too-fast`", out)
+                    code, out, _ = run_cli("validate", "--format", "csv")
+                    self.assertEqual(code, want)
+                    self.assertIn("exempt,a stated reason" if exemption else "EXCEEDS BOUND", out)
 
 
 if __name__ == "__main__":

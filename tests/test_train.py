@@ -219,5 +219,52 @@ class Command(unittest.TestCase):
             self.assertEqual(len(err.strip().splitlines()), 1, argv)
 
 
+class SequenceParallelCompute(unittest.TestCase):
+    def test_sp_splits_the_sequence_region_work(self):
+        # Llama-3.1-8B, tp 8, one sequence of 8,192 tokens on an H100 (3.35e12 B/s, 67e12
+        # vector FLOP/s). Without SP every TP rank runs each layer's two RMSNorms and two
+        # residual adds on all 8,192 x 4,096 values; with SP on 1/8 of them (Korthikanti et
+        # al. 2022 section 4.2.2). All four are memory-bound either way:
+        #   norm: 2 x 33,554,432 B in + out + 8,192 B weight = 134,225,920 B -> SP 16,785,408 B
+        #   residual: 3 x 67,108,864 B = 201,326,592 B -> SP 25,165,824 B
+        # per layer 2 x 117,440,512 + 2 x 176,160,768 = 587,202,560 B less; x 32 layers
+        # = 18,790,481,920 B / 3.35e12 = 5.609099 ms less forward compute. SP left it unchanged.
+        def stage(sp):
+            lay = Layout(tp=8, sp=sp)
+            return record("llama-3.1-8b", load_device("h100-sxm"), lay, seq=8192,
+                          global_batch=1)["time"]["stages"][0]
+        plain, sp = stage(False), stage(True)
+        self.assertAlmostEqual(plain["forward_compute_s"] - sp["forward_compute_s"],
+                               18_790_481_920 / 3.35e12, places=9)
+        self.assertLess(sp["backward_compute_s"], plain["backward_compute_s"])
+
+
+class UnknownPeaks(unittest.TestCase):
+    def test_memory_time_is_not_called_compute(self):
+        # Apple M3 Ultra publishes neither a matrix nor a vector peak: every FLOP takes 0 s, so
+        # the "Compute" row is the operators' memory time (819 GB/s) and the model FLOP/s drawn
+        # from the step are overstated. The output said neither. An H100 has both peaks.
+        args = ("train", "--model", "qwen3-0.6b", "--seq", "1024", "--global-batch", "2")
+        _, out, _ = run_cli(*args, "--device", "apple-m3-ultra", "--format", "json")
+        rec = json.loads(out)
+        self.assertEqual(rec["time"]["unknown_peaks"], ["matrix", "vector"])
+        self.assertIsNone(rec["throughput"]["mfu"])
+        self.assertTrue(any(c.startswith("Matrix and vector peak unknown") for c in rec["conventions"]))
+        _, md, _ = run_cli(*args, "--device", "apple-m3-ultra")
+        self.assertIn("peak unknown: memory time of those operators |", md)
+        self.assertIn("**Step (understated: compute partly unknown)**", md)
+        self.assertIn("(overstated: the step time leaves out the FLOPs with no published peak)", md)
+        self.assertIn("(step time x 1 device x dense peak unknown)", md)   # not "1 devices"
+        # TPU v5e publishes its bf16 matrix peak (197 TFLOP/s) but no vector peak.
+        _, out, _ = run_cli(*args, "--device", "tpu-v5e", "--format", "json")
+        self.assertEqual(json.loads(out)["time"]["unknown_peaks"], ["vector"])
+        _, out, _ = run_cli(*args, "--device", "h100-sxm", "--format", "json")
+        rec = json.loads(out)
+        self.assertEqual(rec["time"]["unknown_peaks"], [])
+        self.assertFalse(any("peak unknown" in c for c in rec["conventions"]))
+        _, out, _ = run_cli(*args, "--device", "apple-m3-ultra", "--devices", "2", "--search", "--format", "json")
+        self.assertEqual(json.loads(out)["unknown_peaks"], ["matrix", "vector"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -172,6 +172,19 @@ class CorpusShape(unittest.TestCase):
         self.assertGreaterEqual(len(single), 30)
         self.assertGreaterEqual(len({c["source"]["publisher"] for c in single}), 2)
 
+    def test_single_device_serving_spans_lengths_formats_and_devices(self):
+        """Issue 10: the single-device serving cases span decode-heavy and prefill-heavy
+        lengths (here: output at least 10x the input, and input at least 10x the output), and
+        include FP8 and FP4 weights on H100, H200 and B200."""
+        single = [c["setup"] for c in map(load_case, case_files())
+                  if c["kind"].startswith("serving") and c["setup"]["devices"] == 1]
+        self.assertTrue(any(s["output_len"] >= 10 * s["input_len"] for s in single))
+        self.assertTrue(any(s["input_len"] >= 10 * s["output_len"] for s in single))
+        have = {(s["device"], s["weight_dtype"]) for s in single}
+        for pair in (("h100-sxm", "fp8"), ("h200", "fp8"), ("b200", "nvfp4")):
+            self.assertIn(pair, have)
+        self.assertTrue({"fp8", "nvfp4"} <= {w for _, w in have})
+
     def test_every_source_is_listed_in_sources_md(self):
         with open(os.path.join(VALIDATION_DIR, "SOURCES.md")) as f:
             listed = f.read()

@@ -118,6 +118,9 @@ BOOK_FORMATS = (
     "bf16 (weights, activations and KV cache of the baseline)",
     "int8-g128 (the book's '8-bit' weights: one BF16 scale per 128 values of each row)",
     "int4-g128 (the book's '4-bit' weights, same scales)",
+    "int8-g1000 and int4-g1000 (its 'group1000 tail group': one BF16 scale per 1000 values, "
+    "the last group of a row short)",
+    "int8-g32-fp16 and int4-g32-fp16 (GGML's Q8_0 and Q4_0 KV blocks)",
 )
 
 _CACHE = {}

@@ -32,18 +32,14 @@ def suggest(word, choices, n=3):
     return f"; did you mean {', '.join(close)}?" if close else ""
 
 
-LISTED = 30   # choices named in full when none is close; beyond, the first ones and where the rest are
-
-
 def unknown(kind, word, choices, listing=None):
-    """A UserError for an unknown id, naming the closest valid ones; with none close,
-    every choice, or (more than LISTED) the first ones and `listing`, where to see all."""
+    """A UserError for an unknown id, naming the closest valid ones; with no close one,
+    every choice, or, past 30 of them, their number and `listing` (how to list them),
+    so that the message stays one readable line."""
+    choices = list(choices)
     hint = suggest(word, choices)
-    if not hint:
-        names = sorted(choices)
-        if len(names) <= LISTED:
-            hint = f"; choose from {', '.join(names)}"
-        else:
-            hint = (f"; {len(names):,} choices, e.g. {', '.join(names[:3])}"
-                    + (f" ({listing})" if listing else ""))
+    if not hint and listing and len(choices) > 30:
+        hint = f"; none of the {len(choices)} {kind}s is close ({listing} lists them)"
+    elif not hint:
+        hint = f"; choose from {', '.join(sorted(choices))}"
     return UserError(f"unknown {kind} {quote(word)}{hint}")

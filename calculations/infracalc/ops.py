@@ -97,6 +97,11 @@ class Op(Record):
 STAT_BYTES = 4   # one fp32 statistic per normalized row (rstd; LayerNorm adds the mean)
 
 
+def gathered_rows(n, table):
+    """The shape label of a gather: '1 row of [V,H]', '8 rows of [V,H]'."""
+    return f"{n} row{'' if n == 1 else 's'} of {table}"
+
+
 def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, saves_input=True,
          replicated=False, out_dtype=None):
     """Tokens [m, k] times a weight stored as [n, k] (Hugging Face layout).

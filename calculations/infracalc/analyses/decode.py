@@ -18,7 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from ..record import Record
 from . import decode_sum, mla_path
-from .memory import ENGINE_DEFAULTS, cache_room, engine_reserve, request_bytes, requests_in, reserve_of
+from .memory import RESERVE_RULE, cache_room, engine_defaults, request_bytes, requests_in, reserve_of
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN, roof
 from .serving import SERVING_CONVENTIONS, throughput
@@ -229,24 +229,18 @@ def capacity_record(arch, w, device, context, reserve_bytes=None):
     weights = arch.weight_bytes(w)
     room = cache_room(memory, weights, reserve)
     fit = requests_in(room, per)
-    engines = []
-    for name, rule, kind in ENGINE_DEFAULTS:
-        res = engine_reserve(kind, memory, weights)
-        engines.append({"engine": name, "rule": rule, "reserve_bytes": res,
-                        "max_requests": None if res is None else requests_in(cache_room(memory, weights, res), per)})
     return {
         "context_tokens": context,
         "memory_bytes": memory,
         "memory_convention": device.memory_convention,
         "weight_bytes": weights,
         "reserve_bytes": reserve,
-        "reserve_rule": ("10% of device memory, as vLLM's default gpu_memory_utilization 0.9"
-                         if reserve_bytes is None else "--reserve"),
+        "reserve_rule": RESERVE_RULE if reserve_bytes is None else "--reserve",
         "cache_room_bytes": room,   # negative: a shortfall
         "cache_bytes_per_request": per,
         "max_requests": fit,
         "fits": fit is None or w.batch <= fit,
-        "engine_defaults": engines,
+        "engine_defaults": engine_defaults(memory, weights, per),
     }
 
 

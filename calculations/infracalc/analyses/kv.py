@@ -394,6 +394,7 @@ def capacity_record(arch, sts, budget, req, lay):
         "kv_bytes_per_token_per_device": d.per_token,
         "kv_bytes_per_request_per_device": d.own,
         "shared_prefix_bytes_per_device": d.shared,
+        **({"page_bytes_per_device": req.page * d.per_token} if req.page else {}),
         "page_waste_bytes_per_request": d.waste,
         "page_waste_bytes_at_batch": d.waste * req.batch,
         "stages": [{

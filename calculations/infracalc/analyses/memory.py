@@ -69,6 +69,21 @@ ENGINE_DEFAULTS = (
 )
 
 
+RESERVE_RULE = "10% of device memory, as vLLM's default gpu_memory_utilization 0.9"
+
+
+def engine_defaults(memory_bytes, weight_bytes, request):
+    """Each engine's default reserve on a device holding `weight_bytes` and the requests
+    of `request` cache bytes that would then fit (ENGINE_DEFAULTS; None: no fixed rule)."""
+    out = []
+    for name, rule, kind in ENGINE_DEFAULTS:
+        res = engine_reserve(kind, memory_bytes, weight_bytes)
+        out.append({"engine": name, "rule": rule, "reserve_bytes": res,
+                    "max_requests": None if res is None else
+                    requests_in(cache_room(memory_bytes, weight_bytes, res), request)})
+    return out
+
+
 def engine_reserve(rule, memory_bytes, weight_bytes):
     """The reserve an engine's default leaves out of the cache: 10% of memory (vLLM),
     10% of the memory left after the weights (TensorRT-LLM); None when not fixed."""

@@ -31,9 +31,10 @@ from ..arch import Block
 from ..errors import UserError
 from . import decode_sum, mla_path
 from .decode import account, decode_path
-from .memory import cache_room
+from .memory import RESERVE_RULE, cache_room, engine_defaults
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
+from .serving import SERVING_CONVENTIONS
 
 PARALLEL_CONVENTIONS = (
     "Devices = tp x pp x dp x cp; expert parallelism is carved out of the tp x dp devices of a "
@@ -68,6 +69,13 @@ PARALLEL_CONVENTIONS = (
     "A layout that does not fit is a result with its shortfall; its times are computed as if "
     "memory were unlimited.",
 )
+
+SERVING_LAYOUT = (
+    "Serving-throughput bound on a layout: each distinct stage shard (its share of the weights, "
+    "its memory beside them and the reserve for the caches of its layers) goes through decode's "
+    "serving bound below; a replica serves at most its slowest stage's rate, the cluster dp "
+    "replicas' (requests/s = output tokens/s / G). Communication is not charged (hidden "
+    "entirely), so it stays an upper bound; not derived under context parallelism.")
 
 LEFT_OUT = (
     "A lower bound on time per device (an upper bound on throughput): scheduling, kernel launch "
@@ -545,8 +553,13 @@ def memory_record(plan, lay, batch):
                "need_bytes": s.need(batch), "memory_bytes": s.memory_bytes, "max_requests": s.max_requests,
                "shortfall_bytes": s.shortfall_bytes(batch)} for s in rows]
     fits = cap is None or batch <= cap
+    bind = None if binding is None else stages[binding]
     return {"context_tokens": plan.P + plan.G - 1, "cache_tokens_per_rank": ceil_div(plan.P + plan.G - 1, lay.cp),
-            "memory_convention": plan.device.memory_convention, "stages": stages, "binding_stage": binding,
+            "memory_convention": plan.device.memory_convention,
+            "reserve_rule": RESERVE_RULE if plan.reserve is None else "--reserve",
+            "engine_defaults": None if bind is None else engine_defaults(
+                bind["memory_bytes"], bind["weight_bytes"], bind["cache_bytes_per_request"]),
+            "stages": stages, "binding_stage": binding,
             "max_requests_per_replica": cap, "max_requests_cluster": None if cap is None else cap * lay.dp,
             "fits": fits, "shortfall_bytes": max(s["shortfall_bytes"] for s in stages)}
 
@@ -566,16 +579,21 @@ def serving_record(plan, lay, rows):
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)
             seen[key] = serving_bound(shard, plan.wd, plan.r, plan.P, plan.G, room,
-                                      plan.wp.replace(tokens=plan.P))["steady_state"]
-        s = seen[key]
-        per_stage.append({"stage": st.index, "concurrency": None if s is None else s["concurrency"],
+                                      plan.wp.replace(tokens=plan.P))
+        b = seen[key]
+        s = b["steady_state"]
+        per_stage.append({"stage": st.index, "guaranteed_concurrency": b["guaranteed_concurrency"],
+                          "concurrency": None if s is None else s["concurrency"],
+                          "requests_per_s": None if s is None else s["requests_per_s"],
                           "output_tokens_per_s": None if s is None else s["output_tokens_per_s"],
                           "bound": "nothing fits" if s is None else s["bound"]})
     rates = [s["output_tokens_per_s"] for s in per_stage]
     replica = 0.0 if any(x is None for x in rates) else min(rates)
     return {"stages": per_stage, "output_tokens_per_s_replica": replica,
             "output_tokens_per_s_cluster": replica * lay.dp,
-            "output_tokens_per_s_per_device": replica * lay.dp / lay.devices}
+            "output_tokens_per_s_per_device": replica * lay.dp / lay.devices,
+            "requests_per_s_replica": replica / plan.G,
+            "requests_per_s_cluster": replica * lay.dp / plan.G}
 
 
 def inputs_record(plan, batch):
@@ -607,8 +625,20 @@ def header(plan, command="parallel"):
             "links": links_record(plan)}
 
 
+def unknown_peak_notes(plan):
+    """A note when the device publishes no matrix or vector peak (Apple; TPUs' vector
+    peak): those FLOPs are charged no time, so every time here leaves them out."""
+    from .roofline import unknown_peaks
+    peaks = unknown_peaks(plan.r)
+    if not peaks:
+        return []
+    return [f"{' and '.join(peaks)} peak unknown on {plan.device.id} (none published): those FLOPs are "
+            f"charged no time, so the roofline and 'compute-bound' times count only the memory side "
+            f"(and the FLOPs at known peaks): every time here leaves those FLOPs out"]
+
+
 def notes(plan, lay, mem, batch):
-    out = []
+    out = unknown_peak_notes(plan)
     if plan.P + plan.G > plan.arch.max_context:
         out.append(f"input + output length {plan.P + plan.G} exceeds the model's max_position_embeddings "
                    f"{plan.arch.max_context}; computed anyway")
@@ -641,7 +671,8 @@ def parallel(plan, lay, batch):
     rec["phases"] = {k: ph[k] for k in ("prefill", "first", "last", "decode") if k in ph}
     rec["serving"] = serving_record(plan, lay, mem["stages"])
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
+    rec["conventions"] = (list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
+                          + ([SERVING_LAYOUT] + list(SERVING_CONVENTIONS) if rec["serving"] else []))
     return rec
 
 
@@ -824,7 +855,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
                                 "max_requests_per_replica": mem["max_requests_per_replica"],
                                 "weight_bytes": mem["stages"][mem["binding_stage"]]["weight_bytes"]}})
     rec["notes"] = [f"{len(ranked)} of {total} layouts of {devices} devices admitted; "
-                    f"{total - len(ranked)} rejected"]
+                    f"{total - len(ranked)} rejected"] + unknown_peak_notes(plan)
     for phase, choice in plan.mla_choices.items():
         if choice:
             rec["notes"].append(mla_path.note(choice, phase) + " (at batch 1, for every layout)")

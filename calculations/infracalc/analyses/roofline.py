@@ -39,6 +39,14 @@ class Roof(Record):
                     or (vector_flops and self.vector_flops_per_s == UNKNOWN))
 
 
+def unknown_peaks(r, matrix_flops=1, vector_flops=1):
+    """The sides ('matrix', 'vector') whose FLOPs (any, by default) have no published
+    peak on the device: their time is left out of every compute time."""
+    return [side for side, flops, rate in (("matrix", matrix_flops, r.matrix_flops_per_s),
+                                           ("vector", vector_flops, r.vector_flops_per_s))
+            if flops and rate == UNKNOWN]
+
+
 def roof(device, compute_dtype, compute_efficiency=1.0, memory_efficiency=1.0):
     """The ceilings of `device` computing in `compute_dtype`: its matrix peak for
     that format and its FP32 (else BF16) non-tensor peak, UNKNOWN where the

@@ -83,19 +83,19 @@ def held_sum(arch, w, first, last):
 
 
 def concurrency(arch, w, input_len, output_len, room_bytes):
-    """(guaranteed, steady-state, mean held bytes): requests that fit at their final
-    length (an integer, None when no request keeps a cache) and the mean-concurrency
-    ceiling room / c_mean (a real number; None when no cache)."""
+    """(guaranteed, steady-state, held bytes summed over the steps, steps): requests that
+    fit at their final length (an integer, None when no request keeps a cache) and the
+    mean-concurrency ceiling room / c_mean = room x steps / summed (a real number; None
+    when no cache). The sum and its divisor are exact integers; c_mean is their ratio."""
     guaranteed = requests_in(room_bytes, request_bytes(arch, w, input_len + output_len - 1))
     steps = output_len - 1
     if steps:
         total = held_sum(arch, w, input_len + 1, input_len + steps)
     else:
         total, steps = held(arch, w, input_len), 1
-    mean = total / steps
     if not total:
-        return guaranteed, None, 0.0
-    return guaranteed, max(room_bytes, 0) / mean, mean
+        return guaranteed, None, 0, steps
+    return guaranteed, max(room_bytes, 0) * steps / total, total, steps
 
 
 def _work(ops):
@@ -152,7 +152,7 @@ def throughput(work, weights_per_step, input_len, output_len, n, r):
 def serving_bound(arch, w, r, input_len, output_len, room_bytes, prefill_w=None):
     """The serving-throughput bound of one device (or one device's shard `arch`) with
     `room_bytes` left for caches beside its weights and reserve."""
-    guaranteed, steady, mean = concurrency(arch, w, input_len, output_len, room_bytes)
+    guaranteed, steady, held_total, steps = concurrency(arch, w, input_len, output_len, room_bytes)
     work = request_work(arch, w, input_len, output_len, prefill_w)
     history = input_len if output_len > 1 else 0
 
@@ -169,7 +169,8 @@ def serving_bound(arch, w, r, input_len, output_len, room_bytes, prefill_w=None)
         "input_len": input_len,
         "output_len": output_len,
         "cache_room_bytes": room_bytes,
-        "mean_held_cache_bytes": mean,
+        "held_cache_summed_bytes": held_total,   # sum over the decode steps of the cache held
+        "held_cache_steps": steps,               # its divisor: mean held = summed / steps
         "final_cache_bytes": request_bytes(arch, w, input_len + output_len - 1),
         "guaranteed_concurrency": guaranteed,
         "steady_state_concurrency": steady,

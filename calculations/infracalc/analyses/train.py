@@ -36,7 +36,8 @@ CONVENTIONS = (
     "fused attention kernel keeps Q, K, V, O and one fp32 log-sum-exp per (query, head).",
     "Step time: per micro-batch and stage, the roofline of every operator of the device's shard "
     "(max of FLOPs at the matrix/vector peak and bytes at the memory bandwidth, summed over "
-    "operators) for forward, backward and recompute, plus communication not overlapped with "
+    "operators; under SP the layers' norms and residual adds on 1/tp of the tokens) for forward, "
+    "backward and recompute, plus communication not overlapped with "
     "compute (ring algorithm, alpha-beta per tier): TP/SP collectives of every layer forward and "
     "backward, EP all-to-all 4 per MoE layer, CP ring K/V passes, PP point-to-point; then the "
     "pipeline bubble of the schedule, the data-parallel gradient sync (overlapped with the "
@@ -320,7 +321,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
                           "compared_with": c.compared_with, "exact_flops": c.exact_flops,
                           "ratio_to_exact": _ratio(c.ratio), "reason": c.reason}
                          for c in train_flops.conventions(arch, st, global_batch, w.tokens)],
-        "time": time_record(t),
+        "time": {**time_record(t), "unknown_peaks": unknown_peaks(device, w)},
         "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem, st.model_flops),
                                           global_batch * w.tokens),
         "throughput": throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens),
@@ -332,11 +333,31 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
             "stages": memory_record(mem, device.memory_bytes, lay),
         },
         "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
-        "conventions": list(CONVENTIONS),
+        "conventions": list(CONVENTIONS) + [n for n in [unknown_peak_note(unknown_peaks(device, w))] if n],
     }
 
 
 OBJECTIVES = ("step", "mfu")
+
+
+def unknown_peaks(device, w):
+    """The peaks (matrix, vector) the device publishes none of for this compute format.
+    Training has both kinds of FLOPs, so each missing peak leaves part of the compute
+    time unknown: those FLOPs add 0 s and their operators take their memory time."""
+    from .roofline import roof
+    from .roofline import unknown_peaks as sides
+    return sides(roof(device, w.compute_dtype))
+
+
+def unknown_peak_note(peaks):
+    """The convention printed when `unknown_peaks` is not empty (None otherwise)."""
+    if not peaks:
+        return None
+    return (f"{' and '.join(peaks).capitalize()} peak unknown (not published for this device): "
+            f"those FLOPs add no time, so 'compute' is each operator's memory time (and its FLOPs at "
+            f"the known peaks), which understates the real compute; step time and time to train are "
+            f"understated by it, tokens/s and model FLOP/s derived from them overstated, MFU/HFU "
+            f"unknown.")
 
 
 def search(arch, w, device, s, *, devices, global_batch, links, objective="step", top=10, cps=(1,)):
@@ -407,7 +428,8 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         "layouts_fit": len(ranked),
         "rejected": [{"reason": k, "layouts": v} for k, v in rejected.items()],
         "ranked": rows,
-        "conventions": list(CONVENTIONS) + [
+        "unknown_peaks": unknown_peaks(device, w),
+        "conventions": list(CONVENTIONS) + [n for n in [unknown_peak_note(unknown_peaks(device, w))] if n] + [
             "Search: every tp x pp x cp x dp = devices (cp from the given values), every EP degree "
             "dividing tp x dp and the experts, sequence parallelism whenever tp > 1; ranked by step "
             "time (MFU ranks the same at a fixed model and batch), ties to fewer devices per TP/CP "

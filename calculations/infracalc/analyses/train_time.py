@@ -10,7 +10,8 @@ Per micro-batch and pipeline stage (one device of the stage):
   time again (dW = X^T dY is as large as the forward matmul). With context
   parallelism every rank does 1/cp of the FLOPs and activation bytes (a zig-zag
   split balances the causal work, `collectives.cp_attention_pairs`) and reads
-  all of its weights;
+  all of its weights; with sequence parallelism the decoder layers' norms and
+  residual adds (the sequence region) likewise do 1/tp of theirs;
 - communication (`collectives` builders costed by `comm.time_s`, ring
   algorithm, not overlapped with compute): TP/SP collectives of the forward
   (every layer, but no MLP reduction in MoE layers whose experts are not
@@ -94,24 +95,34 @@ def _op_s(r, matrix, vector, nbytes, weight_bytes, cp):
     return max(r.compute_s(matrix / cp, vector / cp), r.memory_s(weight_bytes + (nbytes - weight_bytes) / cp))
 
 
-def ops_pass(ops, w, vocab, r, cp, recompute, flash):
-    """Pass of a list of forward ledger rows (one micro-batch)."""
+def in_sequence_region(op):
+    """True for the operators Megatron's sequence parallelism runs on 1/tp of the
+    tokens (Korthikanti et al. 2022, arXiv:2205.05198, section 4.2.2): the residual
+    stream's norms (their saved input is in the sequence region) and the residual
+    adds (with their dropout)."""
+    return op.kind == "residual" or (op.kind == "norm" and op.saved_replicated > 0)
+
+
+def ops_pass(ops, w, vocab, r, cp, recompute, flash, sp_tp=1):
+    """Pass of a list of forward ledger rows (one micro-batch); `sp_tp` = tp under
+    sequence parallelism: the sequence-region operators do 1/sp_tp of their work."""
     total = Pass()
     for op in ops:
         b = train_flops.backward(op, w, vocab, flash)
         wb = op.weight_read
-        fwd = _op_s(r, op.matrix_flops, op.vector_flops, op.bytes_moved, wb, cp)
-        bwd = _op_s(r, b.matrix_flops, b.vector_flops, b.bytes, 0 if op.kind == "memory" else 2 * wb, cp)
+        split = cp * sp_tp if in_sequence_region(op) else cp
+        fwd = _op_s(r, op.matrix_flops, op.vector_flops, op.bytes_moved, wb, split)
+        bwd = _op_s(r, b.matrix_flops, b.vector_flops, b.bytes, 0 if op.kind == "memory" else 2 * wb, split)
         total += Pass(fwd, bwd, fwd if op.kind == "gemm" else 0.0,
                       fwd if train_flops.recomputed(op, recompute) else 0.0)
     return total
 
 
-def layer_pass(layer, w, r, cp, recompute, flash):
+def layer_pass(layer, w, r, cp, recompute, flash, sp_tp=1):
     """Pass of one decoder layer as one device holds it (memoized)."""
-    key = ("train pass", layer, w, r, cp, recompute, flash)
+    key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
     return placement.memo(key, lambda: ops_pass(
-        [op for b in layer.blocks for op in placement.block_ops(b, w)], w, 0, r, cp, recompute, flash))
+        [op for b in layer.blocks for op in placement.block_ops(b, w)], w, 0, r, cp, recompute, flash, sp_tp))
 
 
 def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
@@ -203,7 +214,7 @@ def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links):
     """(compute Pass, [Timed] collectives) of one micro-batch on one device of stage `st`."""
     compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
     for layer, count, _ in placement.device_layers(arch, lay, st):
-        compute += layer_pass(layer, w, r, lay.cp, recompute, flash).times(count)
+        compute += layer_pass(layer, w, r, lay.cp, recompute, flash, lay.tp if lay.sp else 1).times(count)
     return compute, tuple(cost(stage_collectives(arch, lay, st, w, device, recompute, chunks), links))
 
 

@@ -348,7 +348,7 @@ def validate(case_id=None, directory=VALIDATION_DIR):
         ids = [os.path.basename(p)[:-5] for p in paths]
         if case_id not in ids:
             from ..errors import unknown
-            raise unknown("validation case", case_id, ids, "validate without --case lists them all")
+            raise unknown("validation case", case_id, ids, "`validate --format csv`")
         paths = [p for p in paths if os.path.basename(p)[:-5] == case_id]
     rows = [evaluate(load_case(p)) for p in paths]
     failures = [r["id"] for r in rows if r["status"] == "EXCEEDS BOUND"]

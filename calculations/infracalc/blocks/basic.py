@@ -3,7 +3,7 @@
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, residual, rmsnorm, with_dropout_mask
+from ..ops import VECTOR_FLOPS, Op, elementwise, gathered_rows, gemm, residual, rmsnorm, with_dropout_mask
 
 
 class Embedding(Block):
@@ -26,7 +26,7 @@ class Embedding(Block):
     def ops(self, w):
         rows = min(w.positions, self.vocab)
         gathered = Tensor("embed_tokens.weight", (rows, self.hidden), "embedding")
-        out = [Op("embedding", "memory", f"{w.positions} rows of [{self.vocab},{self.hidden}]",
+        out = [Op("embedding", "memory", gathered_rows(w.positions, f"[{self.vocab},{self.hidden}]"),
                   weight_read=w.weight_bytes(gathered),
                   act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden),
                   kind="embedding", weight=gathered.name)]

@@ -16,7 +16,7 @@ the MLP keeps fc's input, the GELU's input and proj's input (its output).
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs, with_dropout_mask
+from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gathered_rows, gemm, saved_inputs, with_dropout_mask
 
 
 class GPTEmbedding(Block):
@@ -47,8 +47,8 @@ class GPTEmbedding(Block):
         n, h = w.positions, self.hidden
         tokens = Tensor("wte.weight", (min(n, self.vocab), h), "embedding")
         where = Tensor("wpe.weight", (w.tokens, h), "embedding")
-        gather = Op("embedding", "memory", f"{n} rows of [{self.vocab},{h}] + {w.tokens} rows of "
-                    f"[{self.positions},{h}]",
+        gather = Op("embedding", "memory", gathered_rows(n, f"[{self.vocab},{h}]") + " + "
+                    + gathered_rows(w.tokens, f"[{self.positions},{h}]"),
                     weight_read=w.weight_bytes(tokens) + w.weight_bytes(where),
                     act_write=w.act_dtype.nbytes_flat(n * h), kind="embedding", weight="wte.weight")
         add = elementwise(w, "position_add", n * h, VECTOR_FLOPS["residual"], inputs=2,

@@ -225,6 +225,11 @@ def add_architecture_options(p):
                         "token, recurrent for one; default), chunked or recurrent")
 
 
+# The book's names for its two routing cases (its all-to-all tables call the
+# concentrated case "hotspot"), answered with the option that selects each.
+BOOK_ROUTING_NAMES = {"dispersed": "balanced", "hotspot": "concentrated"}
+
+
 def routing(text):
     """(model, loads) from --routing: a model name or a JSON histogram file."""
     from ..blocks.moe import ROUTING_MODELS
@@ -232,6 +237,9 @@ def routing(text):
 
     if text in ROUTING_MODELS:
         return text, ()
+    if text in BOOK_ROUTING_NAMES:
+        raise UserError(f"unknown routing model '{text}': the book's '{text}' case is --routing "
+                        f"{BOOK_ROUTING_NAMES[text]}")
     if not text.endswith(".json"):
         raise unknown("routing model", text, ROUTING_MODELS + ("FILE.json",))
     import math

@@ -18,6 +18,7 @@ def add_arguments(p):
     where.add_argument("--memory-bytes", type=common.byte_size, default=None, metavar="BYTES",
                        help="memory per device instead of a device (e.g. 85899345920 or 80GiB)")
     common.add_memory(p)
+    p.set_defaults(memory_convention=None)  # None = not given: refused beside --memory-bytes
     p.add_argument("--tp", type=common.positive_int, default=1, help="tensor-parallel degree (default 1)")
     p.add_argument("--pp", type=common.positive_int, default=1, help="pipeline-parallel degree (default 1)")
     p.add_argument("--page-size", type=common.positive_int, default=None, metavar="TOKENS",
@@ -36,9 +37,14 @@ def run(args):
     arch = load_model(args.model)
     w = common.workload(args, arch, 1, 1, 0)
     if args.memory_bytes is not None:
+        if args.memory_convention is not None:
+            from ..errors import UserError
+            raise UserError("--memory-convention applies to a device's capacity; --memory-bytes "
+                            "is already a byte count (give one or the other)")
         memory, device = args.memory_bytes, None
     else:
         from ..load.hardware import load_device
+        args.memory_convention = args.memory_convention or "physical"
         dev = load_device(args.device or "h100-sxm", args.memory_convention)
         memory, device = dev.memory_bytes, dev.id
     res = common.reserve_bytes(args, memory)

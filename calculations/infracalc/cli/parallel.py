@@ -58,7 +58,8 @@ def add_arguments(p):
     common.add_lengths(p)
     p.add_argument("--batch", type=common.positive_int, default=None, metavar="B",
                    help="concurrent requests per model replica (default 1; with --search "
-                        "--objective throughput, default: the best of 1, 2, 4, ... up to the capacity)")
+                        "--objective throughput, default: the best of pp x 1, 4, 16, ... requests (pp "
+                        "micro-batches of powers of 4) while they fit)")
     lay = p.add_argument_group("layout")
     for dim, text in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"),
                       ("cp", "context-parallel degree"),

@@ -86,7 +86,7 @@ def run(args):
         for name in args.only:
             if name not in known:
                 from ..errors import unknown
-                raise unknown("scenario", name, known, "reproduce --list names them all")
+                raise unknown("scenario", name, known, "`reproduce --list`")
         scenarios = [s for s in scenarios if s["name"] in args.only]
     report, drift, expected, writes = [], 0, set(), []
     for s in scenarios:

@@ -176,7 +176,7 @@ def _load(spec):
     else:
         path, source = os.path.join(HARDWARE_DIR, spec + ".json"), spec
         if not os.path.isfile(path):
-            raise unknown("device", spec, device_ids(), "the hardware command lists them all")
+            raise unknown("device", spec, device_ids())
     data = read_json(path, "device file")
     if not isinstance(data, dict):
         raise UserError(f"{source}: device file must be a JSON object")

@@ -31,7 +31,7 @@ def resolve(spec):
         return name, spec
     path = os.path.join(MODELS_DIR, spec + ".json")
     if not os.path.isfile(path):
-        raise unknown("model", spec, bundled_ids(), "the models command lists them all")
+        raise unknown("model", spec, bundled_ids())
     return spec, path
 
 

@@ -63,9 +63,11 @@ def serving_lines(s):
                 _rate(t["requests_per_s"]), _rate(t["output_tokens_per_s"]),
                 _rate(t["total_tokens_per_s"]), t["bound"]]
 
+    mean = s["held_cache_summed_bytes"] / s["held_cache_steps"]   # display only; JSON keeps both integers
     return ["", "## Serving-throughput bound (continuous batching, upper bound)", "",
             f"- Mean cache a request holds over its decode steps: "
-            f"{u.integer(round(s['mean_held_cache_bytes']))} B ({u.nbytes(s['mean_held_cache_bytes'])}); "
+            f"{u.integer(round(mean))} B ({u.nbytes(mean)}) = "
+            f"{u.integer(s['held_cache_summed_bytes'])} B summed over {u.integer(s['held_cache_steps'])} steps; "
             f"at its final length {u.integer(s['final_cache_bytes'])} B ({u.nbytes(s['final_cache_bytes'])})",
             f"- Guaranteed concurrency (every request at its final length, no preemption): "
             f"{'unbounded' if s['guaranteed_concurrency'] is None else u.integer(s['guaranteed_concurrency'])}; "

@@ -95,7 +95,9 @@ def totals_rows(t):
         ("Roofline time (sum of operator bounds)", "", u.seconds(t["roofline_time_s"])),
         ("  of which compute-bound operators", "", u.seconds(t["compute_bound_time_s"])),
         (f"Ideal bound ({_bound_words(t['ideal_bound'])}: max of compute and unique bytes)", "", u.seconds(t["ideal_time_s"])),
-        ("  compute at peak", "", "unknown (no published peak)" if t["ideal_compute_time_s"] is None
+        ("  compute at peak" + ("; vector FLOPs not counted (no published peak)"
+                                if "vector compute unknown" in t["ideal_bound"] else ""),
+         "", "unknown (no published peak)" if t["ideal_compute_time_s"] is None
          else u.seconds(t["ideal_compute_time_s"])),
         ("  unique bytes (weights + KV read + KV written) at bandwidth", u.integer(t["unique_bytes"]), u.seconds(t["ideal_memory_time_s"])),
     ]

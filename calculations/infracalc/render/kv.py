@@ -77,7 +77,9 @@ def capacity_section(rec):
     if i["shared_prefix"]:
         rows.append(["Shared prefix cache per device (once)", *_both(c["shared_prefix_bytes_per_device"])])
     if i["page_size"]:
-        rows += [["Page waste per request per device", *_both(c["page_waste_bytes_per_request"])],
+        rows += [[f"Page bytes per device ({i['page_size']} tokens x KV cache per token per device)",
+                  *_both(c["page_bytes_per_device"])],
+                 ["Page waste per request per device", *_both(c["page_waste_bytes_per_request"])],
                  [f"Page waste at batch {b}", *_both(c["page_waste_bytes_at_batch"])]]
     rows.append([f"**Max concurrent requests at {ctx} tokens**", _requests(c["max_requests"]), ""])
     left = c["memory_left_bytes_at_batch"]

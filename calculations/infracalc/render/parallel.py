@@ -95,7 +95,12 @@ def memory_lines(mem):
             f"- Binding stage: {mem['binding_stage']}; requests that fit per replica: "
             f"{'unbounded' if cap is None else u.integer(cap)}, in the cluster: "
             f"{'unbounded' if cap is None else u.integer(mem['max_requests_cluster'])}",
-            f"- Batch fits: {'yes' if mem['fits'] else 'no, short by ' + u.integer(mem['shortfall_bytes']) + ' B on a device'}"]
+            f"- Batch fits: {'yes' if mem['fits'] else 'no, short by ' + u.integer(mem['shortfall_bytes']) + ' B on a device'}",
+            f"- Reserve per device: {mem['reserve_rule']}",
+            *[f"- Engine default on a binding-stage device, {e['engine']}: "
+              + ("-" if e["reserve_bytes"] is None else
+                 f"reserve {u.nbytes(e['reserve_bytes'])}, {u.integer(e['max_requests'])} requests fit")
+              + f" ({e['rule']})" for e in mem["engine_defaults"] or ()]]
 
 
 def _pipeline_rows(ph):
@@ -164,13 +169,18 @@ def markdown(rec):
              *memory_lines(rec["memory"])]
     if rec["serving"]:
         s = rec["serving"]
-        rows = [[x["stage"], "-" if x["concurrency"] is None else f"{x['concurrency']:,.2f}",
-                 _rate(x["output_tokens_per_s"]), x["bound"]] for x in s["stages"]]
+        rows = [[x["stage"], "-" if x["guaranteed_concurrency"] is None else f"{x['guaranteed_concurrency']:,}",
+                 "-" if x["concurrency"] is None else f"{x['concurrency']:,.2f}",
+                 _rate(x["requests_per_s"]), _rate(x["output_tokens_per_s"]), x["bound"]] for x in s["stages"]]
         parts += ["", "## Serving-throughput bound per stage shard (continuous batching, upper bound)", "",
-                  markdown_table(["stage", "steady-state concurrency", "output tokens/s", "bound"], rows, "rrrl"),
-                  "", f"- Replica (slowest stage): {_rate(s['output_tokens_per_s_replica'])} output tokens/s; "
-                      f"cluster {_rate(s['output_tokens_per_s_cluster'])}; per device "
-                      f"{_rate(s['output_tokens_per_s_per_device'])} (communication not charged)"]
+                  markdown_table(["stage", "guaranteed concurrency", "steady-state concurrency", "requests/s",
+                                  "output tokens/s", "bound"], rows, "rrrrrl"),
+                  "", f"- Replica (slowest stage): {_rate(s['requests_per_s_replica'])} requests/s, "
+                      f"{_rate(s['output_tokens_per_s_replica'])} output tokens/s; "
+                      f"cluster {_rate(s['requests_per_s_cluster'])} requests/s, "
+                      f"{_rate(s['output_tokens_per_s_cluster'])} output tokens/s; per device "
+                      f"{_rate(s['output_tokens_per_s_per_device'])} output tokens/s (communication not "
+                      "charged; why it is an upper bound: Conventions)"]
     return "\n".join(parts + _tail(rec))
 
 

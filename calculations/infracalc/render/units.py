@@ -9,8 +9,8 @@ def integer(n):
 def _scaled(value, units, base):
     for factor, unit in units:
         if abs(value) >= factor:
-            return f"{value / factor:.3f} {unit}"
-    return f"{value:.3f} {units[-1][1]}" if value else f"0 {units[-1][1]}"
+            return f"{value / factor:,.3f} {unit}"
+    return f"{value:,.3f} {units[-1][1]}" if value else f"0 {units[-1][1]}"
 
 
 def flops(n):
@@ -38,10 +38,10 @@ def seconds(s):
     if s is None:
         return "-"
     if s >= 1:
-        return f"{s:.3f} s"
+        return f"{s:,.3f} s"
     if s >= 1e-3:
-        return f"{s * 1e3:.3f} ms"
-    return f"{s * 1e6:.3f} us"
+        return f"{s * 1e3:,.3f} ms"
+    return f"{s * 1e6:,.3f} us"
 
 
 def ratio(x, digits=1):
