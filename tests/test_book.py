@@ -275,10 +275,18 @@ class DenseCommunicationPath(unittest.TestCase):
         # dense-comm-qwen8-tp1-pp8-t1.md and -tp8-pp1-t1.md list these operations).
         r = result("parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "2", "--pp", "4", "--input-len", "1",
                    "--output-len", "1", "--alpha-up", "2us", "--link-bw-up", "50GB/s")
+        # Our PP convention (collectives.pp_boundary_collectives): each TP rank sends its 1/tp
+        # slice (4,096 B) and the receiver all-gathers the 8,192 B over its 2 TP ranks: the same
+        # tp x 8,192 B per boundary as the book's whole-tensor send from each TP rank, and one
+        # more startup, the all-gather's (n - 1) alpha = 2 us per boundary, subtracted below.
         ph, tp, pp = r["phases"]["prefill"], 2, 4
         cs = [c for s in ph["stages"] for c in s["collectives"]]
-        ours = sum(c["group"] * c["wire_bytes_per_run"] * c["runs"] for c in cs) + tp * (pp - 1) * 8192
-        seconds = sum(c["time_s"] for c in cs) + (pp - 1) * ph["transfer"]["time_s"]
+        send, gather_x = sorted(ph["transfer"], key=lambda c: c["kind"] != "p2p")
+        self.assertEqual((send["bytes_per_run"], gather_x["kind"], gather_x["bytes_per_run"]),
+                         (4096, "all_gather", 8192))
+        boundary = tp * send["wire_bytes_per_run"] + gather_x["group"] * gather_x["wire_bytes_per_run"]
+        ours = sum(c["group"] * c["wire_bytes_per_run"] * c["runs"] for c in cs) + (pp - 1) * boundary
+        seconds = sum(c["time_s"] for c in cs) + (pp - 1) * (sum(c["time_s"] for c in ph["transfer"]) - 2e-6)
         gather = next(c for c in cs if "logits" in c["name"])
         fp32_extra = gather["group"] * gather["wire_bytes_per_run"]
         token_s = 2 * (2e-6 + 4 / 50e9)

@@ -54,6 +54,21 @@ class Tracebacks(Case):
             with self.subTest(argv=argv[1:3]):
                 self.assertOneLine(argv, "nested more than 64 deep")
 
+    def test_nesting_limit_is_exact_whether_or_not_the_walk_runs(self):
+        # read_json walks the tree only when the text has more than 64 opening brackets
+        # (depth <= brackets); 64 levels pass, 65 fail, and brackets inside strings only
+        # make the walk run, never change the answer.
+        from infracalc.errors import UserError
+        from infracalc.load.jsonfile import MAX_DEPTH, read_json
+        self.assertEqual(MAX_DEPTH, 64)
+        ok = "[" * 64 + "]" * 64
+        self.assertEqual(read_json(self.file(ok)), json.loads(ok))
+        with self.assertRaises(UserError):
+            read_json(self.file("[" * 65 + "]" * 65))
+        inner = "[" * 63 + "]" * 63   # 64 levels with the object around it
+        noisy = '{"note": "' + "[" * 100 + '", "x": ' + inner + "}"
+        self.assertEqual(read_json(self.file(noisy))["x"], json.loads(inner))
+
     def test_integer_of_more_than_4300_digits(self):
         cfg = json.dumps(bundled("models", "qwen3-8b"))
         path = self.file(cfg[:-1] + ', "rope_theta": ' + "7" * 4301 + "}")
@@ -166,9 +181,14 @@ class Streams(Case):
         except ImportError:
             self.skipTest("no resource module")
         path = os.path.join(self.folder(), "out.md")
+        # The size limit also cuts the bytecode calc.py caches (CPython writes a .pyc without
+        # checking for a short write): on a cold cache the package's __pycache__ kept truncated
+        # files and every later run died with "EOFError: marshal data too short". The child's
+        # bytecode goes to a throwaway folder instead.
+        env = dict(os.environ, PYTHONPYCACHEPREFIX=self.folder())
         with open(path, "wb") as out:
             p = subprocess.run([sys.executable, CALC_PY, "forward", "--model", "qwen3-8b"], stdout=out,
-                               stderr=subprocess.PIPE, text=True, timeout=20,
+                               stderr=subprocess.PIPE, text=True, timeout=20, env=env,
                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048)))
         self.assertEqual((p.returncode, p.stderr),
                          (2, "infra-calc: error: cannot write to standard output: File too large\n"))

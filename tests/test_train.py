@@ -91,14 +91,19 @@ class Collectives(unittest.TestCase):
         # GPT-3 175B at tp 8, pp 16, dp 12 on A100s: a stage boundary carries 2,048 x 12,288 x 2 B
         # / 8 = 6,291,456 B per rank (Narayanan et al.'s scatter/gather); neighbouring stages are
         # tp x dp = 96 ranks apart, so over the 25 GB/s NIC: S / 25e9 + 2.7 us = 254.3658 us.
-        # Interleaved with v = 2 the boundary is crossed twice per micro-batch.
+        # Interleaved with v = 2 the boundary is crossed twice per micro-batch. Without SP the
+        # receiving stage all-gathers the slices over its TP group (NVLink): S = 2,048 x 12,288 x 2
+        # = 50,331,648 B; with SP the activations stay split and nothing is gathered.
         dev = load_device("a100-sxm-80gb")
         for schedule, v in (("1f1b", 1), ("interleaved", 2)):
-            rec = record("gpt3-175b", dev, Layout(tp=8, pp=16, dp=12), train.Setup(schedule=schedule, chunks=v),
-                         seq=2048, global_batch=1536)
-            pp = [c for c in rec["time"]["collectives"] if c["dim"] == "pp"]
-            self.assertEqual([(c["bytes"], c["tier"], c["count"]) for c in pp], [(6_291_456, "out", v)])
-            self.assertAlmostEqual(pp[0]["time_s"], v * (6_291_456 / 25e9 + 2.7e-6), places=12)
+            for sp in (False, True):
+                rec = record("gpt3-175b", dev, Layout(tp=8, pp=16, dp=12, sp=sp),
+                             train.Setup(schedule=schedule, chunks=v), seq=2048, global_batch=1536)
+                pp = [c for c in rec["time"]["collectives"] if c["dim"] == "pp"]
+                want = {(6_291_456, "out", v, "p2p")} | (set() if sp else {(50_331_648, "up", v, "all_gather")})
+                self.assertEqual({(c["bytes"], c["tier"], c["count"], c["kind"]) for c in pp}, want)
+                send = next(c for c in pp if c["kind"] == "p2p")
+                self.assertAlmostEqual(send["time_s"], v * (6_291_456 / 25e9 + 2.7e-6), places=12)
 
     def test_zero3_gathers_every_micro_batch(self):
         # ZeRO-3: the two parameter all-gathers (forward, backward) run for each of the m = 4 micro-batches.

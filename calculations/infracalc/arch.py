@@ -29,10 +29,29 @@ class Tensor(Record):
         return n
 
 
+def _memoized_tensors(method, key):
+    """`method` (a block's tensors()) computed once per instance: a block is
+    immutable and its tensors are a function of its fields alone, while
+    parameter counts and every ledger ask for them again."""
+    def tensors(self):
+        d = self.__dict__
+        out = d.get(key)
+        if out is None:
+            out = d[key] = method(self)
+        return out
+    tensors.__doc__ = method.__doc__
+    return tensors
+
+
 class Block(Record):
     """Defaults for blocks without weights, KV cache or attention."""
 
     label = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "tensors" in cls.__dict__:   # keyed per class: a subclass's tensors() may call super()'s
+            cls.tensors = _memoized_tensors(cls.__dict__["tensors"], f"_tensors.{cls.__qualname__}")
 
     def tensors(self):
         return ()

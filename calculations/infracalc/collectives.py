@@ -129,7 +129,7 @@ def _routing_skew(routing, experts, top_k, ep, loads):
 
 
 def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup=False,
-                   routing="uniform", *, experts=0, loads=(), combine_bytes=None):
+                   routing="uniform", *, experts=0, loads=(), combine_bytes=None, share=1):
     """Expert parallelism: all-to-all dispatch and combine per MoE layer (GShard, Lepikhin et
     al. 2020, arXiv:2006.16668; DeepEP, deepseek-ai/DeepEP).
 
@@ -143,7 +143,9 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
     if given, e.g. BF16 after an FP8 dispatch).
     Routing (as the MoE block's models, experts placed E/ep per rank in order): balanced and
     uniform load every rank evenly; concentrated (all tokens pick experts 0..k-1) and a
-    histogram load the busiest rank `skew` times the mean, which scales the bandwidth term."""
+    histogram load the busiest rank `skew` times the mean, which scales the bandwidth term.
+    `share`: the tokens' copies are spread evenly over that many ranks (a TP group) and one rank
+    sends its share: ceil(tokens x k / share) copies (dedup: tokens / share in expectation)."""
     _positive(tokens=tokens, top_k=top_k, hidden=hidden, act_bytes=act_bytes, ep=ep)
     if ep == 1 or not moe_layers:
         return []
@@ -158,15 +160,91 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
     if dedup:
         if routing != "uniform":
             raise UserError("EP dedup's expected destination count is derived for uniform routing only")
-        per_value = tokens * hidden * distinct_devices(experts, top_k, ep)
+        per_value = tokens * hidden * distinct_devices(experts, top_k, ep) / share
         dispatch = math.ceil(per_value * act_bytes)
         combine = math.ceil(per_value * (combine_bytes or act_bytes))
     else:
-        dispatch = tokens * top_k * hidden * act_bytes
-        combine = tokens * top_k * hidden * (combine_bytes or act_bytes)
+        copies = -(-tokens * top_k // share)
+        dispatch = copies * hidden * act_bytes
+        combine = copies * hidden * (combine_bytes or act_bytes)
     how = " (one copy per destination rank)" if dedup else ""
     return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, moe_layers, "ep", skew),
             Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, moe_layers, "ep", skew)]
+
+
+def expert_tp(tp, ep):
+    """Ways each routed expert is tensor-split when EP ranks are taken from the TP group first
+    (the layout library's convention): tp / ep when ep <= tp, else 1."""
+    return tp // ep if ep <= tp else 1
+
+
+def moe_keeps_tp_reduction(tp, ep, sp, shared):
+    """Whether an MoE layer keeps its MLP's TP collectives (`tp_collectives`' 'after MLP'
+    all-reduce, or with SP the all-gather before and reduce-scatter after) under `moe_collectives`'
+    convention: always without EP; with EP only when the layer has TP-split shared experts or
+    runs without sequence parallelism (then the all-reduce both sums the shared experts' partial
+    outputs and reassembles the routed outputs of the TP ranks' token slices)."""
+    if tp == 1:
+        return False
+    if ep == 1:
+        return True
+    return bool(shared) or not sp
+
+
+def moe_collectives(tokens, top_k, hidden, act_bytes, tp, ep, moe_layers, tier_ep, tier_tp,
+                    dedup=False, routing="uniform", *, experts=0, loads=(), combine_bytes=None):
+    """The expert-parallel traffic of `moe_layers` MoE layers in one forward pass: THE convention
+    `parallel` and `train` share (Megatron-LM's all-to-all token dispatcher,
+    NVIDIA/Megatron-LM:megatron/core/transformer/moe/token_dispatcher.py: a rank's local tokens
+    are S/TP x B, its sequence-parallel slice; Megatron requires sequence parallelism with TP
+    and EP).
+
+    - Each TP rank dispatches the routed copies of its own 1/tp slice of the replica's tokens
+      (with SP the activations are already split so; without SP the rank takes its slice of the
+      replicated input locally): dispatch and combine all-to-all over the EP group of
+      S = ceil(tokens x k / tp) copies x hidden x bytes each (`ep_collectives` with share = tp;
+      copies rounded up as the compute split rounds them, so a decode step of fewer tokens than
+      TP ranks still sends whole copies).
+    - When ep < tp each expert is split over expert TP etp = tp/ep ranks (`expert_tp`): the
+      copies a rank received are all-gathered over its etp group before the experts and the
+      outputs reduce-scattered after: S = etp x the dispatch's S (the gathered copies), in the
+      TP group's tier.
+    This matches the layout library's compute split: a device runs tokens x k / min(tp, ep)
+    routed copies (`blocks.moe.MoE.ops`): tokens x k / tp received, times etp when ep < tp.
+    Whether the layer's TP reduction stays is `moe_keeps_tp_reduction`."""
+    _positive(tokens=tokens, tp=tp)
+    out = ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier_ep, dedup, routing,
+                         experts=experts, loads=loads, combine_bytes=combine_bytes, share=tp)
+    etp = expert_tp(tp, ep)
+    if out and etp > 1:
+        dispatch, combine = out
+        out += [Collective("EP expert-TP all-gather of the received copies", "all_gather", etp * dispatch.bytes,
+                           etp, tier_tp, moe_layers, "ep", dispatch.skew),
+                Collective("EP expert-TP reduce-scatter of the expert outputs", "reduce_scatter",
+                           etp * combine.bytes, etp, tier_tp, moe_layers, "ep", combine.skew)]
+    return out
+
+
+def ceil_div(a, b):
+    return -(-a // b)
+
+
+def pp_boundary_collectives(tokens, hidden, act_bytes, tp, sp, tier_pp, tier_tp, *, direction="activations"):
+    """One pipeline boundary crossing of [tokens, hidden]: THE convention `parallel` and `train`
+    share (Megatron-LM's scatter/gather optimization, Narayanan et al. 2021, arXiv:2104.04473,
+    section 4.1): each TP rank sends only its 1/tp slice of the flattened tensor,
+    ceil(tokens x hidden / tp) x bytes (`pp_collectives`), over its own link; with sequence
+    parallelism the activations are already that slice, without it the receiving stage rebuilds
+    the replicated tensor by an all-gather of [tokens, hidden] over its TP group. `direction` names what crosses (activations forward,
+    gradients backward)."""
+    _positive(tokens=tokens, hidden=hidden, tp=tp)
+    (send,) = pp_collectives(1, ceil_div(tokens * hidden, tp), act_bytes, 1, tier_pp)
+    to = "previous" if direction == "gradients" else "next"
+    send = send.replace(name=f"PP {direction} send to the {to} stage" + (" (1/tp slice per TP rank)" if tp > 1 else ""))
+    if tp == 1 or sp:
+        return [send]
+    return [send, Collective(f"PP {direction} all-gather over TP at the receiving stage", "all_gather",
+                             tokens * hidden * act_bytes, tp, tier_tp, 1, "pp")]
 
 
 def pp_collectives(tokens, hidden, act_bytes, boundaries, tier):

@@ -51,7 +51,8 @@ fixed per-call base latency (6.6-8.4 us) is not included. Where the device data 
 import math
 
 from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
-                          dp_gradient_collectives, ep_collectives, pp_collectives, tp_collectives)
+                          dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
+                          pp_boundary_collectives, pp_collectives, tp_collectives)
 from .errors import UserError
 from .record import Record
 

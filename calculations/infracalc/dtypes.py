@@ -54,6 +54,8 @@ class Dtype(Record):
         """Bytes of n values that are one row of a larger tensor (a token's
         activations or KV-cache entry): group scales counted; a per-tensor
         scale is not, being one per layer's whole cache, not one per row."""
+        if not self.group:   # no group scales (a block scale needs two dimensions): ceil(n * bits / 8)
+            return -(-n * self.bits // 8)
         return self.nbytes((n,)) - self.tensor_scale_bytes if n else 0
 
     @property

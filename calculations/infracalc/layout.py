@@ -353,8 +353,8 @@ def stage_weight_bytes(arch, w, layout, stage):
     distinct layer) plus the embedding / final norm / head shards it holds."""
     total = sum(count * layer_weight_bytes(layer, layout.tp, layout.ep, w)
                 for layer, count in stage_layers(arch, stage.lo, stage.hi))
-    return total + sum(w.weight_bytes(t) for b in top_shards(arch, layout, stage)
-                       for t in b.tensors())
+    return total + memo(("top weights", arch, w, layout.tp, stage.has_embedding, stage.has_head), lambda: sum(
+        w.weight_bytes(t) for b in top_shards(arch, layout, stage) for t in b.tensors()))
 
 
 def layer_weight_bytes(layer, tp, ep, w):
@@ -398,12 +398,18 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
     reserve = reserve_of(memory_bytes, reserve_bytes)
     tokens = -(-context // layout.cp)
     out = []
+    fits = []
     for st in stages(arch, layout):
-        kv = sum(count * layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True)
-                 for layer, count, _ in device_layers(arch, layout, st))
-        out.append(StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st),
-                               kv, reserve, memory_bytes))
-    fits = [s.max_requests for s in out]
+        def make():   # per stage shard: a search meets the same stage under many layouts
+            kv = sum(count * memo(("layer kv", layer, w.kv_dtype, tokens, w.mla),
+                                  lambda: layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True))
+                     for layer, count, _ in device_layers(arch, layout, st))
+            row = StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st), kv, reserve,
+                              memory_bytes)
+            return row, row.max_requests
+        row, fit = memo(("stage memory", arch, w, layout.tp, layout.ep, st, tokens, reserve, memory_bytes), make)
+        out.append(row)
+        fits.append(fit)
     return out, binding_stage([memory_bytes - s.need(m or 0) for s, m in zip(out, fits)], fits)
 
 

@@ -61,13 +61,33 @@ def build(arch, w):
     return Ledger(arch, w, tuple(ops), totals(arch, w, ops))
 
 
+# Rows of the latest ledgers, by (arch, workload, per_layer): one command asks for
+# the same pass several times (a decode's steps again for its serving bound, an
+# MLA path's cost and then its rows). Records are immutable and equal inputs give
+# equal rows, so a hit is exact. Bounded: a layout search builds thousands.
+_ROWS = {}
+_ROWS_KEPT = 256
+_LABELS = {}   # layer_range_label by layer indices (a few per model)
+
+
 def operators(arch, w, per_layer=False):
     """The ledger's operator rows alone (no totals): what the decode sums need.
     per_layer: each distinct layer's rows once (one instance, not multiplied by
-    its count; `repeats` still says how many layers share it)."""
+    its count; `repeats` still says how many layers share it). A new list of
+    shared rows (memoized per arch, workload and per_layer)."""
+    key = (arch, w, per_layer)
+    rows = _ROWS.get(key)
+    if rows is None:
+        if len(_ROWS) >= _ROWS_KEPT:
+            del _ROWS[next(iter(_ROWS))]   # the oldest
+        rows = _ROWS[key] = tuple(_operators(arch, w, per_layer))
+    return list(rows)
+
+
+def _operators(arch, w, per_layer):
     ops = [op.times(1, "-") for op in arch.embedding.ops(w)]
     for layer, count, indices in arch.layer_groups():
-        label = layer_range_label(indices)
+        label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
         for block in layer.blocks:
             ops.extend(op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
                        for op in block.ops(w))

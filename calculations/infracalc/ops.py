@@ -42,6 +42,7 @@ VECTOR_FLOPS = {
 }
 
 class Op(Record):
+    _hot = True              # thousands per command: a compiled constructor (record.HOT_AFTER)
     name: str
     category: str            # linear | attention | vector | memory
     shape: str
@@ -87,11 +88,12 @@ class Op(Record):
     def times(self, k, layers):
         """This op repeated over k identical layers (every additive field times k,
         copied by name)."""
-        values = dict(zip(self._fields, self._values()))
-        for f in self._SCALED:
-            values[f] *= k
+        values = self._field_dict()
+        if k != 1:
+            for f in self._SCALED:
+                values[f] *= k
         values["layers"], values["repeats"] = layers, k
-        return Op(**values)
+        return Op._from_fields(values)
 
 
 STAT_BYTES = 4   # one fp32 statistic per normalized row (rstd; LayerNorm adds the mean)

@@ -6,7 +6,51 @@ command. A `Record` subclass declares its fields as annotated class attributes
 (a value is the default), exactly like a frozen dataclass, and gets keyword or
 positional construction, equality and hashing by type and values, a repr, and
 `replace()`. Instances are immutable.
+
+Records are built in the ledger's inner loops (thousands per command), so the
+constructor does the least it can: the defaults and the given values go into
+the instance dict in two updates, and the field names are checked only by set
+operations. `replace` copies the instance dict instead of reading each field.
+A class built thousands of times per command (the ledger's `Op`) sets `_hot`:
+after HOT_AFTER constructions its constructor is compiled with the fields as
+parameters (as dataclasses does for every class at import, which would cost
+more than it saves for the many classes built a few times).
 """
+
+HOT_AFTER = 200
+
+
+def _compiled_init(cls):
+    """cls's constructor with its fields as parameters, in order (Python then
+    matches and checks the arguments); None when a field without a default
+    follows one with a default (no such signature)."""
+    fields, defaults = cls._fields, cls._defaults
+    required = [f for f in fields if f not in defaults]
+    if list(fields[:len(required)]) != required:
+        return None
+    params = ", ".join(required + [f"{f}=_defaults[{f!r}]" for f in fields[len(required):]])
+    values = ", ".join(f"{f!r}: {f}" for f in fields)
+    namespace = {"_defaults": defaults}
+    exec(f"def __init__(self, {params}):\n"
+         f"    self.__dict__.update({{{values}}})\n"
+         f"    self._check()\n", namespace)
+    init = namespace["__init__"]
+    init.hot_of = cls
+    return init
+
+
+def _counting_init(cls):
+    """Record.__init__ that swaps itself for `_compiled_init(cls)` after HOT_AFTER calls."""
+    made = [0]
+
+    def __init__(self, *args, **kwargs):
+        Record.__init__(self, *args, **kwargs)
+        made[0] += 1
+        if made[0] == HOT_AFTER:
+            cls.__init__ = _compiled_init(cls) or Record.__init__
+
+    __init__.hot_of = cls
+    return __init__
 
 
 class Record:
@@ -25,6 +69,10 @@ class Record:
         cls._fields = tuple(fields)
         cls._field_set = frozenset(fields)
         cls._defaults = defaults
+        if cls.__dict__.get("_hot"):
+            cls.__init__ = _counting_init(cls)
+        elif getattr(cls.__init__, "hot_of", None) is not None:   # a hot class's subclass: its own fields
+            cls.__init__ = Record.__init__
 
     def __init__(self, *args, **kwargs):
         fields = self._fields
@@ -34,15 +82,15 @@ class Record:
             if len(args) > len(fields):
                 raise TypeError(f"{type(self).__name__} takes at most {len(fields)} fields")
             d.update(zip(fields, args))
+            if kwargs and not kwargs.keys().isdisjoint(fields[:len(args)]):
+                raise TypeError(f"{type(self).__name__}: repeated fields "
+                                f"{[k for k in kwargs if k in fields[:len(args)]]}")
         if kwargs:
-            given = fields[:len(args)]   # empty for keyword-only construction (the common case)
-            if not self._field_set.issuperset(kwargs) or (given and not set(given).isdisjoint(kwargs)):
-                bad = [k for k in kwargs if k not in self._field_set or k in given]
-                raise TypeError(f"{type(self).__name__}: bad or repeated fields {bad}")
+            if not self._field_set.issuperset(kwargs):
+                raise TypeError(f"{type(self).__name__}: bad fields {[k for k in kwargs if k not in self._field_set]}")
             d.update(kwargs)
         if len(d) < len(fields):
-            missing = [f for f in fields if f not in d]
-            raise TypeError(f"{type(self).__name__}: missing fields {missing}")
+            raise TypeError(f"{type(self).__name__}: missing fields {[f for f in fields if f not in d]}")
         self._check()
 
     def _check(self):
@@ -51,6 +99,22 @@ class Record:
     def _values(self):
         d = self.__dict__
         return tuple([d[f] for f in self._fields])
+
+    def _field_dict(self):
+        """{field: value}, a fresh dict (without the cached hash or other private entries)."""
+        d = self.__dict__
+        if len(d) == len(self._fields):   # nothing but the fields (the common case)
+            return d.copy()
+        return {f: d[f] for f in self._fields}
+
+    @classmethod
+    def _from_fields(cls, values):
+        """A record from a complete {field: value} dict known to hold exactly the
+        fields (what `replace` and the ledger's copies build): no name checks."""
+        obj = cls.__new__(cls)
+        obj.__dict__.update(values)
+        obj._check()
+        return obj
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -64,7 +128,7 @@ class Record:
         h = self.__dict__.get("_hash")
         if h is None:   # immutable, so the hash is computed once
             h = hash((type(self).__name__,) + self._values())
-            object.__setattr__(self, "_hash", h)
+            self.__dict__["_hash"] = h
         return h
 
     def __repr__(self):
@@ -72,6 +136,8 @@ class Record:
         return f"{type(self).__name__}({inner})"
 
     def replace(self, **changes):
-        values = {f: getattr(self, f) for f in self._fields}
+        if not self._field_set.issuperset(changes):
+            raise TypeError(f"{type(self).__name__}: bad fields {[k for k in changes if k not in self._field_set]}")
+        values = self._field_dict()
         values.update(changes)
-        return type(self)(**values)
+        return self._from_fields(values)

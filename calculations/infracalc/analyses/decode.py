@@ -146,9 +146,11 @@ def operator_accounts(pcs, r):
     return out
 
 
-def account(pcs, r):
-    """The Account of all steps of the pieces."""
-    return Account(*(sum(col) for col in zip(*(a for a, _ in operator_accounts(pcs, r)))))
+def account(pcs, r, accounts=None):
+    """The Account of all steps of the pieces (from their `operator_accounts`
+    when the caller has them)."""
+    accounts = operator_accounts(pcs, r) if accounts is None else accounts
+    return Account(*(sum(col) for col in zip(*(a for a, _ in accounts))))
 
 
 def ideal_time(pcs, r):
@@ -176,10 +178,12 @@ def _unknown_noted(bound, r, matrix_flops, vector_flops):
     return bound
 
 
-def phase_record(pcs, r):
-    """Exact work and bounded time of a phase (one pass, or decode steps summed)."""
-    rows = decode_sum.summed_ops(pcs)
-    acc = account(pcs, r)
+def phase_record(pcs, r, rows=None, accounts=None):
+    """Exact work and bounded time of a phase (one pass, or decode steps summed);
+    `rows` and `accounts`: the pieces' summed_ops and operator_accounts when the
+    caller has them (decode shows them per operator too)."""
+    rows = decode_sum.summed_ops(pcs) if rows is None else rows
+    acc = account(pcs, r, accounts)
     totals = ledger.op_totals(rows)
     return {
         "steps": sum(p.total_steps for p in pcs),
@@ -194,11 +198,14 @@ def phase_record(pcs, r):
     }
 
 
-def operator_rows(pcs, r):
-    """The decode ledger summed over all steps, with each operator's summed bound."""
+def operator_rows(pcs, r, rows=None, accounts=None):
+    """The decode ledger summed over all steps, with each operator's summed bound
+    (`rows`, `accounts`: as phase_record's)."""
     steps = sum(p.total_steps for p in pcs)
+    rows = decode_sum.summed_ops(pcs) if rows is None else rows
+    accounts = operator_accounts(pcs, r) if accounts is None else accounts
     out = []
-    for op, (acc, compute_steps) in zip(decode_sum.summed_ops(pcs), operator_accounts(pcs, r)):
+    for op, (acc, compute_steps) in zip(rows, accounts):
         bound = ("compute" if compute_steps == steps
                  else _unknown_noted("memory", r, op.matrix_flops, op.vector_flops) if compute_steps == 0
                  else f"compute on {compute_steps} of {steps} steps")
@@ -326,10 +333,11 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     operators = []
     if steps:
         pcs = decode_sum.decode_pieces(arch, w, input_len, input_len + steps - 1)
-        summed = phase_record(pcs, r)
+        rows, accounts = decode_sum.summed_ops(pcs), operator_accounts(pcs, r)
+        summed = phase_record(pcs, r, rows, accounts)
         first = phase_record([pcs[0].step(0)], r)
         last = phase_record([pcs[-1].last_step()], r)
-        operators = operator_rows(pcs, r)
+        operators = operator_rows(pcs, r, rows, accounts)
     rec["decode_first_step"] = first
     rec["decode_last_step"] = last
     rec["decode"] = summed

@@ -33,6 +33,7 @@ handful of ledgers whatever G is.
 """
 
 import math
+from operator import add, attrgetter, sub
 
 from .. import ledger
 from ..record import Record
@@ -40,9 +41,7 @@ from ..record import Record
 FIELDS = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
           "kv_read", "act_write", "kv_write")
 
-
-def _vector(op):
-    return tuple(getattr(op, f) for f in FIELDS)
+_vector = attrgetter(*FIELDS)   # an operator row's FIELDS values, as a tuple
 
 
 def series(v0, d, n):
@@ -261,7 +260,7 @@ def _repeated_pieces(arch, w, spans, p, k, check):
         if x.deltas != y.deltas:
             raise AssertionError(f"per-step increments change between histories {x.first} and {y.first}: "
                                  "a block's history_period is wrong")
-        drifts = tuple(tuple(v - u for u, v in zip(s, t)) for s, t in zip(x.starts, y.starts))
+        drifts = tuple(tuple(map(sub, t, s)) for s, t in zip(x.starts, y.starts))
         reps.append(x.replace(repeats=k, period=p, drifts=drifts, end_ops=()))
     if check:
         shift = (k - 1) * p
@@ -284,7 +283,7 @@ def _linear_pieces(arch, w, spans, check):
         else:
             nxt = _step_ops(arch, w, a + 1)
             _same_rows(ops, nxt, a + 1)
-            deltas = tuple(tuple(y - x for x, y in zip(s, _vector(q))) for s, q in zip(starts, nxt))
+            deltas = tuple(tuple(map(sub, _vector(q), s)) for s, q in zip(starts, nxt))
         piece = Piece(a, n, ops, starts, deltas, ops if n == 1 else (nxt if n == 2 else ()))
         if check and n > 2:
             last = _step_ops(arch, w, b)
@@ -310,7 +309,7 @@ def summed_ops(pcs):
     for i, op in enumerate(first.ops):
         total = [0] * len(FIELDS)
         for p in pcs:
-            total = [t + s for t, s in zip(total, p.summed(i))]
+            total = list(map(add, total, p.summed(i)))
         end = last.end_ops[i].shape if last.end_ops else "..."
         shape = op.shape if end == op.shape else f"{op.shape} ... {end}"
         rows.append(op.replace(shape=shape, **dict(zip(FIELDS, total))))

@@ -17,14 +17,19 @@ costed and the choice stated with both times:
 `--mla absorbed|expanded|naive` forces one path for every phase.
 """
 
+import sys
+
 from .. import ledger
 from .roofline import op_bound
 
 
 def has_mla(arch):
-    """True when some layer runs MLA attention (its execution path is a choice)."""
-    from ..blocks.mla import MLA
-    return any(isinstance(b, MLA) for layer, _, _ in arch.layer_groups() for b in layer.blocks)
+    """True when some layer runs MLA attention (its execution path is a choice).
+    No MLA block exists before blocks.mla is imported (by the adapters that build
+    one), so other models never import it."""
+    mla = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.mla")
+    return mla is not None and any(isinstance(b, mla.MLA) for layer, _, _ in arch.layer_groups()
+                                   for b in layer.blocks)
 
 
 def pass_time(arch, w, r):

@@ -27,7 +27,7 @@ import math
 
 from .. import comm, ledger
 from .. import layout as placement
-from ..arch import Block
+from ..arch import Block, Layer
 from ..errors import UserError
 from . import decode_sum, mla_path
 from .decode import account, decode_path
@@ -42,21 +42,27 @@ PARALLEL_CONVENTIONS = (
     "runs its shard (the layout library's placement rules, README 'Placement on many devices').",
     "Batch B = concurrent requests per model replica (one DP replica); the cluster carries "
     "dp x B. The replica's B requests run in m micro-batches of B/m (default m = gcd(B, pp)).",
-    "Per device and phase: the roofline bound of its shard (the sum of per-operator bounds, "
-    "decode steps in closed form) plus exposed communication: all of it by default; with "
-    "--overlap the part exceeding the shard's roofline time (hidden up to that time).",
+    "Per device and phase (the estimate): the operator-sum roofline of its shard (the sum of "
+    "per-operator roofline times, decode steps in closed form) plus exposed communication: all of "
+    "it by default; with --overlap the part exceeding the shard's roofline time (hidden up to that "
+    "time). The lower bound beside it is defined in the output.",
     "Pipeline: a micro-batch's pass takes L = sum of stage times + (pp - 1) boundary transfers; "
     "TTFT of the batch = L + (m - 1) x the slowest stage; a decode step recurs every "
     "max(L, m x slowest stage) (the TPOT); bubble = the slowest stage's idle share of that cycle. "
-    "Summed over decode steps these maxima are taken of the sums (a lower bound on time).",
+    "Summed over decode steps these maxima are taken of the sums (shorter, for the estimate and the "
+    "lower bound alike).",
     "Data parallelism: replicas share nothing; cluster tokens/s = dp x a replica's; per device = "
     "cluster / devices.",
     "Collectives per micro-batch pass (collectives.py, costed by comm.py on the tier the group "
     "spans): TP 2 all-reduces of [tokens, hidden] per layer (SP: reduce-scatter + all-gather), "
-    "the vocab-parallel embedding's all-reduce and the head's logits all-gather; EP dispatch and "
-    "combine all-to-all per MoE layer, each EP rank sending its 1/min(tp, ep) share of the "
-    "replica's tokens (the TP all-reduce after the MoE restores them); PP one point-to-point of "
-    "[tokens, hidden] per boundary; CP in prefill the ring pass of K/V shards (cp - 1 per "
+    "the vocab-parallel embedding's all-reduce and the head's logits all-gather; EP (the convention "
+    "train shares, collectives.moe_collectives, Megatron-LM's all-to-all token dispatcher): "
+    "dispatch and combine all-to-all per MoE layer, each TP rank sending its 1/tp slice of the "
+    "replica's tokens, plus an all-gather and a reduce-scatter over the expert-TP group when "
+    "ep < tp; an MoE layer under EP keeps its TP reduction only with shared experts or without "
+    "SP; PP (collectives.pp_boundary_collectives, Megatron's scatter/gather): per boundary each "
+    "TP rank sends its 1/tp slice of [tokens, hidden], and without SP the receiving stage "
+    "all-gathers it over TP; CP in prefill the ring pass of K/V shards (cp - 1 per "
     "layer), in decode one all-reduce of [B, hidden] per cache-keeping layer to merge the "
     "ranks' partial attention.",
     "Context parallelism: the prompt is split contiguously, ceil(P/cp) tokens per rank; the "
@@ -70,6 +76,24 @@ PARALLEL_CONVENTIONS = (
     "memory were unlimited.",
 )
 
+ESTIMATE = (
+    "Estimate (the 'latency' figures, what the search ranks): per stage the operator-sum roofline "
+    "of its shard (each operator max(FLOPs / peak, bytes / bandwidth), summed) plus exposed "
+    "communication, every collective with the --algorithm (ring by default) and none of it "
+    "overlapped (with --overlap: max(roofline, communication)); PP boundary transfers on the "
+    "critical path. Not a bound: real runs can beat it (fused kernels, overlapped communication, "
+    "faster collective algorithms).")
+LOWER_BOUND = (
+    "Lower bound (the 'lower_bound' figures; no real run of this layout and batch can be faster, "
+    "under the stated device peaks, bandwidths and link alpha-beta figures): per stage "
+    "max(ideal, fastest communication), ideal = max(matrix FLOPs / matrix peak, vector FLOPs / "
+    "vector peak, (weight bytes read + KV bytes read and written) / memory bandwidth) -- the "
+    "units run in parallel, operators fuse, weights and cache are read once per pass -- and "
+    "communication fully hidden under that work, or, where it exceeds it, the time of its "
+    "collectives with the fastest applicable algorithm (ring, tree, in-network, binomial); "
+    "PP boundary transfers not charged; the same pipeline composition (a micro-batch crosses "
+    "every stage; the slowest stage serves all m micro-batches; decode steps are sequential). "
+    "Tokens/s figures under it are upper bounds.")
 SERVING_LAYOUT = (
     "Serving-throughput bound on a layout: each distinct stage shard (its share of the weights, "
     "its memory beside them and the reserve for the caches of its layers) goes through decode's "
@@ -78,10 +102,10 @@ SERVING_LAYOUT = (
     "entirely), so it stays an upper bound; not derived under context parallelism.")
 
 LEFT_OUT = (
-    "A lower bound on time per device (an upper bound on throughput): scheduling, kernel launch "
-    "and synchronisation, host work, NCCL's fixed per-call latency, hierarchical collectives, "
-    "uneven routing beyond the routing model, and activation memory beyond the reserve are not "
-    "charged.",
+    "Neither the estimate nor the lower bound charges scheduling, kernel launch and "
+    "synchronisation, host work, NCCL's fixed per-call latency, hierarchical collectives, uneven "
+    "routing beyond the routing model, or activation memory beyond the reserve; the estimate is "
+    "therefore not an upper bound either.",
     "Decode steps of a pipeline are composed from sums over the steps; the per-step maxima "
     "(slowest stage, exposed communication under --overlap) are taken of the sums, which can "
     "only shorten the time.",
@@ -146,9 +170,15 @@ class Plan:
         self.act_bytes = ceil_div(self.w.act_dtype.bits, 8)
         self.domain = device.scale_up.domain_size if device.scale_up else 1
         self.mla_choices = {}
-        self._cache, self._kinds = {}, {}
+        self._cache, self._kinds, self._decode_w = {}, {}, {}
         self.wp = self.wd = None
         self.resolve_mla(batch)
+
+    def workload(self, base, **changes):
+        """base.replace(**changes), one object per distinct result (a cache key compares it by
+        identity, not field by field)."""
+        key = ("workload", base is self.wp, tuple(sorted(changes.items())))
+        return self.memo(key, lambda: base.replace(**changes))
 
     def memo(self, key, make):
         """The value stored under `key` in this plan's cache, made once by make()."""
@@ -171,16 +201,11 @@ class Plan:
         wp, wd = wp.replace(tokens=1, batch=1), wd.replace(batch=1)
         if (wp, wd) != (self.wp, self.wd):
             self._cache.clear()   # every cached figure assumed the former paths
+            self._decode_w.clear()
         self.wp, self.wd = wp, wd
         self.mla_choices = {"prefill": pre, "decode steps": dec if self.steps else None}
 
     # -- per-device compute ------------------------------------------------------
-
-    def unit(self, layer):
-        """A one-layer architecture: the unit whose ledgers a stage's cost sums."""
-        return self.memo(("unit", layer), lambda: self.arch.replace(
-            id=f"{self.arch.id} [one layer]", embedding=Block(), layers=(layer,), final_norm=Block(),
-            head=Block(), parts=(), notes=()))
 
     def stages(self, lay):
         """layout.stages, memoized per (pp, pp_layers)."""
@@ -196,13 +221,47 @@ class Plan:
                                      final_norm=norm, head=head, parts=(), notes=())
         return self.memo(key, make)
 
+    def unit(self, layer):
+        """A one-layer architecture: the unit whose ledgers a stage's cost sums."""
+        return self.memo(("unit", layer), lambda: self.arch.replace(
+            id=f"{self.arch.id} [one layer]", embedding=Block(), layers=(layer,), final_norm=Block(),
+            head=Block(), parts=(), notes=()))
+
+    def history_free(self, block, w):
+        """True when no operator of `block` changes with the history (MLP, MoE, norms): one
+        linear piece over every history (no breakpoint, no period) whose ledger at history 0
+        equals the one at history 1 (memoized per block and workload)."""
+        def make():
+            if block.history_period() or block.history_breakpoints(0, 1 << 62):
+                return False   # not one linear piece over every history
+            one = lambda h: [decode_sum._vector(op) for op in block.ops(w.replace(tokens=1, history=h))]
+            return one(0) == one(1)
+        return self.memo(("history free", block, w), lambda: self.memo(
+            ("history free at batch 1", block, w.replace(batch=1)), make))
+
     def unit_cost(self, a, w, spec, work=True):
         """Cost vectors of architecture `a`: spec ("pass",) -> (one pass of w,); ("steps", lo,
         hi) -> (decode steps at histories lo..hi summed in closed form, the step at lo, the
-        step at hi), all from the same linear pieces (w.tokens = 1)."""
+        step at hi), all from the same linear pieces (w.tokens = 1).
+
+        A layer of several blocks costs the sum of its blocks' costs (ledger rows come from
+        blocks alone, and each cost is a sum over rows), each block costed once per
+        workload: the attention shard of a TP degree is shared by every EP degree, and a
+        block whose rows do not change with the history costs (steps) x one step, so its
+        ledger is built once for every CP degree."""
         def make():
             if not a.layers and not any(b.tensors() or b.ops(w) for b in a.top_blocks()):
                 return (ZERO[work],) * (1 if spec[0] == "pass" else 3)
+            if a.layers and spec[0] == "steps" and len(a.layers[0].blocks) > 1:
+                total = None
+                for block in a.layers[0].blocks:
+                    one = self.memo(("block unit", block), lambda: self.unit(Layer(blocks=(block,))))
+                    part = self.unit_cost(one, w, spec, work)
+                    total = part if total is None else tuple(_add(t, u) for t, u in zip(total, part))
+                return total
+            if a.layers and spec[0] == "steps" and self.history_free(a.layers[0].blocks[0], w):
+                one = self.unit_cost(a, w if not w.history else w.replace(history=0), ("pass",), work)[0]
+                return (_scale(one, spec[2] - spec[1] + 1), one, one)
             if spec[0] == "pass":
                 return (_cost([decode_sum.single(ledger.operators(a, w))], self.r, work),)
             if not a.layers:   # embedding, final norm and head: the same work at every history
@@ -247,7 +306,11 @@ class Plan:
             total = self.unit_cost(self.top_unit(lay, stage), w, spec, work)
             for layer, count in self.kind(lay, stage)[0]:
                 unit = self.unit_cost(self.unit(layer), w, spec, work)
-                total = tuple(_add(t, _scale(u, count)) for t, u in zip(total, unit))
+                if work:
+                    total = tuple(_add(t, _scale(u, count)) for t, u in zip(total, unit))
+                else:   # 4-vectors (no work counts): the same sums, written out
+                    total = tuple((t[0] + count * u[0], t[1] + count * u[1], t[2] + count * u[2],
+                                   t[3] + count * u[3]) for t, u in zip(total, unit))
             return total
         return self.memo(("stage cost", lay.tp, self.kind_id(lay, stage), w, spec, work), make)
 
@@ -258,11 +321,13 @@ class Plan:
         cp, P = lay.cp, self.P
         c = ceil_div(P, cp)
         last = P - (cp - 1) * c
-        w = self.wp.replace(batch=b, logits="last")
-        options = [(self.stage_cost(lay, stage, w.replace(tokens=last, history=(cp - 1) * c), ("pass",),
+        wp = self.wp
+        options = [(self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=last,
+                                                              history=(cp - 1) * c), ("pass",),
                                     work)[0], last)]
         if last < c:
-            options.append((self.stage_cost(lay, stage, w.replace(tokens=c, history=(cp - 2) * c),
+            options.append((self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=c,
+                                                                      history=(cp - 2) * c),
                                             ("pass",), work)[0], c))
         return max(options, key=lambda o: _time(o[0]))
 
@@ -274,7 +339,9 @@ class Plan:
         y = cp hi' - hi (exact)."""
         cp, lo, hi = lay.cp, self.P, self.P + self.steps - 1
         lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
-        w = self.wd.replace(batch=b, tokens=1, history=0)
+        w = self._decode_w.get(b)
+        if w is None:
+            w = self._decode_w[b] = self.workload(self.wd, batch=b, tokens=1, history=0)
         total, first, last = self.stage_cost(lay, stage, w, ("steps", lo2, hi2), work)
         if cp > 1:
             x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
@@ -312,12 +379,19 @@ class Plan:
         """Seconds of every collective of `collectives(...)`, summed the same way, without
         building the merged list (what a search needs)."""
         def make():
-            total = sum(self.comm_time(c) for c in self.top_collectives(lay, stage, b, tokens_per_rank))
+            total = self.top_s(lay, (stage.has_embedding, stage.has_head), b, tokens_per_rank)
             for layer, count in self.kind(lay, stage)[0]:
                 total += count * self.layer_comm_s(lay, layer, phase, b, tokens_per_rank)
             return total
         return self.memo(self._comm_key(lay, ("stage s", self.kind_id(lay, stage)), phase, b, tokens_per_rank),
                          make)
+
+    def top_s(self, lay, key, b, tokens_per_rank):
+        """Seconds of the top blocks' collectives (key = (embedding?, head?)) of one pass."""
+        emb, head = key
+        return self.memo(("top s", lay.tp, lay.sp, self.tiers(lay)[0], emb, head, b, tokens_per_rank),
+                         lambda: sum(self.comm_time(c) for c in self.top_collectives(
+                             lay, placement.Stage(0, 0, 0, emb, head), b, tokens_per_rank)))
 
     def _comm_key(self, lay, what, phase, b, tokens_per_rank):
         return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.tiers(lay), what, phase, b, tokens_per_rank)
@@ -343,14 +417,15 @@ class Plan:
             w, act = self.w, self.act_bytes
             hidden, tokens = self.arch.hidden_size, b * tokens_per_rank
             out = []
-            if lay.tp > 1:
-                out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, 1, self.tier(lay, "tp"),
-                                           embedding=False)
             moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
+            if lay.tp > 1:
+                mlp = 1 if not moe or comm.moe_keeps_tp_reduction(lay.tp, lay.ep, lay.sp, moe[0].shared_inter) else 0
+                out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, 1, self.tier(lay, "tp"),
+                                           embedding=False, mlp_layers=mlp)
             if lay.ep > 1 and moe:
-                out += comm.ep_collectives(ceil_div(tokens, min(lay.tp, lay.ep)), moe[0].top_k, hidden, act,
-                                           lay.ep, 1, self.tier(lay, "ep"), routing=w.routing,
-                                           experts=moe[0].experts, loads=w.routing_loads)
+                out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, lay.tp, lay.ep, 1,
+                                            self.tier(lay, "ep"), self.tier(lay, "tp"), routing=w.routing,
+                                            experts=moe[0].experts, loads=w.routing_loads)
             if lay.cp > 1:
                 per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
                 if per_token and phase == "prefill":
@@ -368,16 +443,35 @@ class Plan:
             return comm.choose(c, link)[1] * c.count
         return comm.time_s(c, link, self.algorithm_for(c)) * c.count
 
+    def comm_time_fastest(self, c):
+        """Seconds of all c.count runs of a collective with the fastest applicable algorithm
+        (ring, tree, in-network: `comm.choose`; binomial for all-reduces) on its tier: what the
+        lower bound charges."""
+        link = self.links.get(c.tier)
+        if link is not None and c.group > 1 and c.bytes:
+            t = comm.choose(c, link)[1]
+            if c.kind == "all_reduce" and not (link.topology == "torus" and c.tier == "up"):
+                # the book's binomial tree, which --algorithm may name (not modelled on a torus)
+                t = min(t, comm.time_s(c, link, "binomial"))
+            return t * c.count
+        return comm.time_s(c, link, "ring") * c.count
+
     def algorithm_for(self, c):
         """The named algorithm where it applies (binomial: all-reduces), ring otherwise."""
         return "binomial" if self.algorithm == "binomial" and c.kind == "all_reduce" else "ring"
 
     def transfer(self, lay, tokens):
-        """(Collective, seconds) of one PP boundary transfer of `tokens` token activations."""
+        """([Collective], seconds) of one PP boundary crossing of `tokens` token activations
+        (`collectives.pp_boundary_collectives`: the 1/tp slice per TP rank, and without SP the
+        receiver's TP all-gather)."""
         if lay.pp == 1:
-            return None, 0.0
-        c = comm.pp_collectives(tokens, self.arch.hidden_size, self.act_bytes, 1, self.tier(lay, "pp"))[0]
-        return c, self.comm_time(c)
+            return [], 0.0
+
+        def make():
+            cs = comm.pp_boundary_collectives(tokens, self.arch.hidden_size, self.act_bytes, lay.tp, lay.sp,
+                                              self.tier(lay, "pp"), self.tier(lay, "tp"))
+            return cs, sum(self.comm_time(c) for c in cs)
+        return self.memo(("transfer", lay.tp, lay.sp, self.tier(lay, "pp"), self.tier(lay, "tp"), tokens), make)
 
     def stage_time(self, roofline_s, comm_s):
         return max(roofline_s, comm_s) if self.overlap else roofline_s + comm_s
@@ -394,13 +488,14 @@ def micro_batches(lay, batch):
 
 
 def memory(plan, lay, batch):
-    """Per-stage memory (as `kv`), the binding stage and the replica's capacity."""
-    context = plan.P + plan.G - 1
-    rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
-                                            plan.reserve)
-    fits = [s.max_requests for s in rows]
-    cap = None if all(f is None for f in fits) else min(f for f in fits if f is not None)
-    return rows, binding, cap
+    """Per-stage memory (as `kv`), the binding stage and the replica's capacity (memoized per
+    (tp, ep, pp, cp, stage sizes): what a device holds does not depend on dp or the batch)."""
+    def make():
+        context = plan.P + plan.G - 1
+        rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
+                                                plan.reserve)
+        return rows, binding, rows[binding].max_requests   # the binding stage fits the fewest
+    return plan.memo(("memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
 
 
 def _collective_rows(plan, cs):
@@ -425,12 +520,46 @@ def _stage_phase(plan, lay, stage, cost, cs, runs=1):
            "exposed_comm_s": plan.stage_time(roofline, comm_s) - roofline,
            "time_s": plan.stage_time(roofline, comm_s)}
     rec.update(_work(cost))
+    # the lower bound (LOWER_BOUND): the work's least time, communication hidden under it up to it
+    ideal = ideal_s(plan.r, rec)
+    fastest = sum(plan.comm_time_fastest(c) for c in cs) * runs
+    rec.update(ideal_s=ideal, comm_fastest_s=fastest, lower_bound_s=max(ideal, fastest))
     rec["collectives"] = _collective_rows(plan, cs)
     if runs != 1:
         for row in rec["collectives"]:
             row["passes"] = runs
             row["time_s"] *= runs
     return rec
+
+
+def ideal_s(r, work):
+    """The least time of a stage's work on its device: max(matrix FLOPs / matrix peak, vector
+    FLOPs / vector peak, (weight bytes read + KV bytes read and written) / bandwidth). The three
+    units may run in parallel, operators may fuse (activations never leave the chip) and the
+    weights and cache must be read at least once per pass (they exceed on-chip memory)."""
+    return max(work["matrix_flops"] / r.matrix_flops_per_s, work["vector_flops"] / r.vector_flops_per_s,
+               (work["weight_bytes_read"] + work["kv_bytes_read"] + work["kv_bytes_written"]) / r.bytes_per_s)
+
+
+def phases_bound(ph, lay):
+    """The lower bound of each phase's pipeline composition (LOWER_BOUND): stage times
+    lower_bound_s, boundary transfers not charged (hidden under other micro-batches' work)."""
+    out = {}
+    for name, p in ph.items():
+        if not isinstance(p, dict) or "stages" not in p:
+            continue
+        times = [s["lower_bound_s"] for s in p["stages"]]
+        L, slowest, full = _pipeline(times, 0.0, ph["micro_batches"], lay.pp)
+        out[name] = ({"pass_s": L, "slowest_stage_s": slowest, "ttft_first_s": L, "ttft_s": L + full - slowest}
+                     if name == "prefill" else {"pass_s": L, "slowest_stage_s": slowest, "cycle_s": max(L, full)})
+    return out
+
+
+def latency_bound(plan, lay, batch, ph):
+    """Lower bounds on TTFT and TPOT and upper bounds on tokens/s (LOWER_BOUND), beside
+    `latency`'s estimate, by the same formulas; needs `phases(..., detail=True)`."""
+    b = phases_bound(ph, lay)
+    return dict(latency(plan, lay, batch, b), phases=b, definition=LOWER_BOUND)
 
 
 def _pipeline(stage_times, transfer_s, m, pp):
@@ -464,7 +593,95 @@ def stage_phase(plan, lay, stage, phase, b, detail=True):
                 "exposed_comm_s": t - roofline, "time_s": t}
 
     rec = plan.memo(key, make)
-    return rec if rec["stage"] == stage.index else dict(rec, stage=stage.index)
+    return rec if rec["stage"] == stage.index or not detail else dict(rec, stage=stage.index)
+
+
+def stage_phases(plan, lay, sts, phase, b, detail):
+    """stage_phase of every stage; without `detail` (a search, a sweep: times only) each stage
+    kind's times are composed from its parts' times (`_fast_parts`), one record per kind."""
+    if detail:
+        return [stage_phase(plan, lay, st, phase, b, detail) for st in sts]
+    parts = plan.memo(("fast parts", lay.tp, lay.ep, lay.cp, lay.sp, plan.tiers(lay), phase, b), dict)
+    by_kind = {}
+    out = []
+    for st in sts:
+        k = plan.kind_id(lay, st)
+        rec = by_kind.get(k)
+        if rec is None:
+            roofline, comm_s = _fast_stage(plan, lay, st, phase, b, parts)
+            t = plan.stage_time(roofline, comm_s)
+            rec = by_kind[k] = {"stage": st.index, "roofline_s": roofline, "comm_s": comm_s,
+                                "exposed_comm_s": t - roofline, "time_s": t}
+        out.append(rec)
+    return out
+
+
+def _fast_parts(plan, lay, phase, b, part, key):
+    """Times of one part of a stage (a layer shard, or the top blocks (embedding?, head?)) in
+    `phase`: per option (prefill: the slowest CP rank's candidates, as `Plan.prefill_cost`;
+    decode: one) a (roofline s, comm s) pair, from the same memoized cost vectors and
+    collectives as `stage_phase`. A stage's times are count-weighted sums of its parts' (the
+    same sums as `Plan.stage_cost`, taken of times instead of cost vectors: equal up to
+    floating-point rounding)."""
+    top = not hasattr(part, "blocks")
+    roofs = plan.memo(("part roof", part, phase, b, lay.cp), lambda: _part_roofs(plan, lay.cp, phase, b, part))
+    if phase == "prefill":
+        return [(r, plan.top_s(lay, key, b, tokens) if top else plan.layer_comm_s(lay, part, "prefill", b, tokens))
+                for r, tokens in roofs]
+    cs = plan.top_s(lay, key, b, 1) if top else plan.layer_comm_s(lay, part, "decode", b, 1)
+    return [(roofs[0][0], cs * plan.steps if phase == "decode" else cs)]
+
+
+def _part_roofs(plan, cp, phase, b, part):
+    """[(roofline s, tokens per rank)] of one part (`_fast_parts`) per option, a layer shard's
+    as the sum of its blocks' (each block costed once per workload, `Plan.unit_cost`)."""
+    units = ([plan.memo(("block unit", block), lambda: plan.unit(Layer(blocks=(block,)))) for block in part.blocks]
+             if hasattr(part, "blocks") else [part])
+    if phase == "prefill":
+        P = plan.P
+        c = ceil_div(P, cp)
+        last = P - (cp - 1) * c
+        out = []
+        for tokens, history in [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else []):
+            w = plan.workload(plan.wp, batch=b, logits="last", tokens=tokens, history=history)
+            out.append((sum(_time(plan.unit_cost(u, w, ("pass",), False)[0]) for u in units), tokens))
+        return out
+    lo, hi = plan.P, plan.P + plan.steps - 1
+    lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
+    w = plan._decode_w.get(b) or plan.workload(plan.wd, batch=b, tokens=1, history=0)
+    i = {"first": 1, "last": 2}.get(phase)
+    if i is not None:
+        return [(sum(_time(plan.unit_cost(u, w, ("steps", lo2, hi2), False)[i]) for u in units), 1)]
+    total = 0.0
+    for u in units:
+        t, first, last = plan.unit_cost(u, w, ("steps", lo2, hi2), False)
+        if cp > 1:
+            x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
+            total += cp * _time(t) - x * _time(first) - y * _time(last)
+        else:
+            total += _time(t)
+    return [(total, 1)]
+
+
+def _fast_stage(plan, lay, stage, phase, b, parts):
+    """(roofline s, comm s) of one device of `stage` from its parts' times (`_fast_parts`)."""
+    key = (stage.has_embedding, stage.has_head)
+    top = parts.get(key)
+    if top is None:
+        top = parts[key] = _fast_parts(plan, lay, phase, b, plan.top_unit(lay, stage), key)
+    sums = [list(o) for o in top]
+    for layer, count in plan.kind(lay, stage)[0]:
+        one = parts.get(layer)
+        if one is None:
+            one = parts[layer] = _fast_parts(plan, lay, phase, b, layer, None)
+        for acc, (r, c) in zip(sums, one):
+            acc[0] += count * r
+            acc[1] += count * c
+    best = sums[0]
+    for o in sums[1:]:
+        if o[0] > best[0]:
+            best = o
+    return best[0], best[1]
 
 
 def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
@@ -479,10 +696,10 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
         raise UserError(f"--cp {lay.cp} leaves the last rank no prompt token of {plan.P} "
                         f"(ceil(P/cp) = {c} tokens per rank)")
     if "prefill" in want:
-        recs = [stage_phase(plan, lay, st, "prefill", b, detail) for st in sts]
+        recs = stage_phases(plan, lay, sts, "prefill", b, detail)
         xc, xs = plan.transfer(lay, b * c)
         L, slowest, full = _pipeline([s["time_s"] for s in recs], xs, m, lay.pp)
-        out["prefill"] = {"stages": recs, "transfer": _collective_rows(plan, [xc])[0] if xc else None,
+        out["prefill"] = {"stages": recs, "transfer": _collective_rows(plan, xc),
                           "transfer_s": xs, "pass_s": L, "ttft_first_s": L, "ttft_s": L + full - slowest,
                           "bubble_fraction": 1 - full / (L + full - slowest) if L else 0.0}
     if not plan.steps:
@@ -492,16 +709,17 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
     def step_phase(recs, runs):
         L, slowest, full = _pipeline([s["time_s"] for s in recs], xs * runs, m, lay.pp)
         cycle = max(L, full)
-        transfer = _collective_rows(plan, [xc])[0] if xc else None
-        if transfer and runs != 1:
-            transfer.update(passes=runs, time_s=xs * runs)
+        transfer = _collective_rows(plan, xc)
+        if runs != 1:
+            for row in transfer:
+                row.update(passes=runs, time_s=row["time_s"] * runs)
         return {"stages": recs, "transfer": transfer,
                 "transfer_s": xs * runs, "pass_s": L, "cycle_s": cycle,
                 "bubble_fraction": 1 - full / cycle if cycle else 0.0}
 
     for name in ("first", "last", "decode"):
         if name in want:
-            out[name] = step_phase([stage_phase(plan, lay, st, name, b, detail) for st in sts],
+            out[name] = step_phase(stage_phases(plan, lay, sts, name, b, detail),
                                    plan.steps if name == "decode" else 1)
     return out
 
@@ -668,6 +886,8 @@ def parallel(plan, lay, batch):
     rec["notes"] = notes(plan, lay, mem, batch)
     rec["memory"] = mem
     rec["latency"] = latency(plan, lay, batch, ph)
+    rec["latency_definition"] = ESTIMATE
+    rec["lower_bound"] = latency_bound(plan, lay, batch, ph)
     rec["phases"] = {k: ph[k] for k in ("prefill", "first", "last", "decode") if k in ph}
     rec["serving"] = serving_record(plan, lay, mem["stages"])
     rec["left_out"] = list(LEFT_OUT)
@@ -731,6 +951,7 @@ def sweep(plan, lay):
     rec["notes"] = notes(plan, lay, mem, 1) if cap else ["not even one request fits: nothing to sweep"]
     rec["memory"] = mem
     rec["rows"] = rows
+    rec["latency_definition"] = ESTIMATE + " The sweep gives the estimate only; `parallel --batch B` adds the lower bound."
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
     return rec
@@ -845,6 +1066,8 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
             comm_by_dim[c["dim"]] = comm_by_dim.get(c["dim"], 0.0) + c["time_s"]
         best.append({"rank": rank, "layout": layout_record(plan, lay, ph["micro_batches"]), "batch": b,
                      "latency": latency(plan, lay, b, ph),
+                     "lower_bound": {k: v for k, v in latency_bound(plan, lay, b, ph).items()
+                                     if k not in ("phases", "definition")},
                      "slowest_decode_stage" if "decode" in ph else "slowest_prefill_stage": {
                          "stage": stage["stage"], "roofline_s": stage["roofline_s"],
                          "compute_bound_s": stage["compute_bound_s"], "weights_s": stage["weights_s"],
@@ -866,6 +1089,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
         "tpot": "mean TPOT (--batch, default 1), smallest first"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
+    rec["definitions"] = [ESTIMATE, LOWER_BOUND]
     rec["layouts_considered"] = total
     rec["layouts_admitted"] = len(ranked)
     rec["top"] = best

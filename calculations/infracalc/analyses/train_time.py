@@ -14,17 +14,22 @@ Per micro-batch and pipeline stage (one device of the stage):
   residual adds (the sequence region) likewise do 1/tp of theirs;
 - communication (`collectives` builders costed by `comm.time_s`, ring
   algorithm, not overlapped with compute): TP/SP collectives of the forward
-  (every layer, but no MLP reduction in MoE layers whose experts are not
-  tensor-split, EP >= TP; the vocab-parallel embedding, the vocab-parallel
+  (every layer; MoE layers under EP keep the MLP reduction only with shared
+  experts or without SP, `collectives.moe_keeps_tp_reduction`; the
+  vocab-parallel embedding, the vocab-parallel
   cross-entropy's three all-reduces of one fp32 per token), the same layer
   collectives again in the backward (Megatron's conjugate f/g operators) and
-  in a full recompute; EP dispatch + combine all-to-all in the forward and
-  again in the backward (4 per MoE layer per micro-batch; 6 with full
-  recompute); the CP ring pass of K/V in the forward, twice its traffic in the
+  in a full recompute; EP dispatch + combine all-to-all of each TP rank's
+  1/tp token slice (`collectives.moe_collectives`, shared with `parallel`;
+  with expert TP > 1 an all-gather and a reduce-scatter over the expert-TP
+  group too) in the forward and again in the backward (4 all-to-alls per MoE
+  layer per micro-batch; 6 with full recompute); the CP ring pass of K/V in the forward, twice its traffic in the
   backward (K/V again and dK/dV back) and once more when the attention is
   recomputed; PP point-to-point of the stage's output forward (all but the
   last stage) and of its input gradient backward (all but the first), the
-  tp-split tensor (Narayanan et al. 2021 section 4.1 scatter/gather), v times
+  1/tp slice per TP rank (Narayanan et al. 2021 section 4.1 scatter/gather;
+  without SP the receiver all-gathers it over TP;
+  `collectives.pp_boundary_collectives`, shared with `parallel`), v times
   with v interleaved chunks.
 
 Pipeline (t_s = forward + backward + recompute of stage s, one micro-batch;
@@ -54,8 +59,8 @@ under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 
 from .. import comm
 from .. import layout as placement
-from ..collectives import Collective, cp_collectives, dp_gradient_collectives, ep_collectives, \
-    pp_collectives, tp_collectives
+from ..collectives import Collective, cp_collectives, dp_gradient_collectives, moe_collectives, \
+    moe_keeps_tp_reduction, pp_boundary_collectives, tp_collectives
 from ..errors import UserError
 from ..record import Record
 from . import train_flops, train_memory
@@ -168,10 +173,12 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
     out = []
     moe = _moe(arch)
     moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
+    t_tp = _tier(lay.group_span("tp"), device) if tp > 1 else "up"
     if tp > 1:
-        t = _tier(lay.group_span("tp"), device)
-        # MoE layers whose experts are not tensor-split (EP >= TP: expert TP 1) have no MLP reduction
-        mlp = n - moe_layers if lay.expert_tp == 1 else n
+        t = t_tp
+        # MoE layers under EP keep their MLP's TP collectives only as collectives.moe_keeps_tp_reduction says
+        keep = moe is None or moe_keeps_tp_reduction(tp, ep, lay.sp, moe.shared_inter)
+        mlp = n if keep else n - moe_layers
         fwd = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=stage.has_embedding)
         if stage.has_head:
             fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
@@ -181,7 +188,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
         out += [(c, "recompute") for c in layer_only] if full else []
     if ep > 1 and moe is not None:
         t = _tier(lay.group_span("ep"), device)
-        cs = ep_collectives(tokens, moe.top_k, hidden, act, ep, moe_layers, t, experts=moe.experts)
+        cs = moe_collectives(tokens, moe.top_k, hidden, act, tp, ep, moe_layers, t, t_tp, experts=moe.experts)
         out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
         out += [(c, "recompute") for c in cs] if full else []
     if cp > 1:
@@ -195,13 +202,15 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
             out += [(c, "recompute")] if recompute != "none" else []
     if lay.pp > 1:
         t = _tier(lay.group_stride("pp") + 1, device)
-        sent = _ceil(tokens, tp)   # scatter/gather: each TP rank sends its 1/tp slice
-        (c,) = pp_collectives(sent, hidden, act, 1, t)
-        c = c.replace(count=chunks)
-        if not stage.has_head:
-            out.append((c.replace(name="PP activations send to the next stage"), "forward"))
-        if not stage.has_embedding:
-            out.append((c.replace(name="PP gradient send to the previous stage"), "backward"))
+        # collectives.pp_boundary_collectives: the 1/tp slice per TP rank (scatter/gather); without
+        # SP the receiving stage's TP all-gather, charged to the receiver
+        for direction, phase, sends, receives in (("activations", "forward", not stage.has_head,
+                                                   not stage.has_embedding),
+                                                  ("gradients", "backward", not stage.has_embedding,
+                                                   not stage.has_head)):
+            for c in pp_boundary_collectives(tokens, hidden, act, tp, lay.sp, t, t_tp, direction=direction):
+                if (sends if c.kind == "p2p" else receives):
+                    out.append((c.replace(count=chunks), phase))
     return out
 
 

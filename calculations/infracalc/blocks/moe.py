@@ -33,7 +33,7 @@ from ..arch import Block, Tensor
 from ..errors import UserError
 from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs
 
-ROUTING_MODELS = ("uniform", "balanced", "concentrated")
+from ..workload import ROUTING_MODELS  # noqa: F401  (re-exported: the routing models below)
 ROUTER_FLOPS_PER_SCORE = 5   # score function (softmax or sigmoid) and top-k selection
 
 

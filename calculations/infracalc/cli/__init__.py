@@ -24,8 +24,41 @@ COMMANDS = {
 PROG = "infra-calc"
 
 
+def _terminal_columns():
+    """shutil.get_terminal_size().columns (COLUMNS, else the terminal of stdout,
+    else 80), without importing shutil (and its compression modules)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter with the terminal width asked once per process:
+    argparse builds a formatter for every add_argument (to check its metavar)."""
+
+    width = None
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            if _Formatter.width is None:
+                _Formatter.width = _terminal_columns() - 2   # as HelpFormatter's own default
+            width = _Formatter.width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit status 2."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         raise UserError(message)

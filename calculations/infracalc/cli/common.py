@@ -232,8 +232,8 @@ BOOK_ROUTING_NAMES = {"dispersed": "balanced", "hotspot": "concentrated"}
 
 def routing(text):
     """(model, loads) from --routing: a model name or a JSON histogram file."""
-    from ..blocks.moe import ROUTING_MODELS
     from ..errors import UserError, unknown
+    from ..workload import ROUTING_MODELS
 
     if text in ROUTING_MODELS:
         return text, ()

@@ -9,10 +9,12 @@ PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last"
           ("decode", "all decode steps"))
 STAGE_COLUMNS = ("phase", "stage", "roofline_s", "compute_bound_s", "weights_s", "kv_s", "activations_s",
                  "comm_s", "exposed_comm_s", "time_s", "matrix_flops", "vector_flops", "weight_bytes_read",
-                 "kv_bytes_read", "kv_bytes_written", "act_bytes_moved")
+                 "kv_bytes_read", "kv_bytes_written", "act_bytes_moved", "ideal_s", "comm_fastest_s",
+                 "lower_bound_s")
 SEARCH_COLUMNS = ("rank", "layout", "tp", "pp", "dp", "cp", "ep", "batch", "micro_batches", "ttft_s",
                   "tpot_mean_s", "decode_tokens_per_s_cluster", "decode_tokens_per_s_per_device",
-                  "bubble_fraction", "comm_s", "exposed_comm_s", "binding_stage", "max_requests_per_replica")
+                  "bubble_fraction", "comm_s", "exposed_comm_s", "binding_stage", "max_requests_per_replica",
+                  "lower_bound_ttft_s", "lower_bound_tpot_mean_s", "upper_bound_decode_tokens_per_s_per_device")
 
 
 def _rate(x):
@@ -66,14 +68,15 @@ def _header(rec, title):
 
 
 def _tail(rec):
-    return ["", "## What the bound leaves out", "", *[f"- {t}" for t in rec["left_out"]],
+    return ["", "## What neither the estimate nor the bound charges", "", *[f"- {t}" for t in rec["left_out"]],
             "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
 
 
 def _stage_row(name, s):
     return [name, s["stage"], u.seconds(s["roofline_s"]), u.seconds(s["compute_bound_s"]), u.seconds(s["weights_s"]),
             u.seconds(s["kv_s"]), u.seconds(s["activations_s"]), u.seconds(s["comm_s"]),
-            u.seconds(s["exposed_comm_s"]), u.seconds(s["time_s"])]
+            u.seconds(s["exposed_comm_s"]), u.seconds(s["time_s"]), u.seconds(s["ideal_s"]),
+            u.seconds(s["lower_bound_s"])]
 
 
 def _collective_rows(name, stage, cs):
@@ -116,23 +119,23 @@ def _pipeline_rows(ph):
 
 
 def markdown(rec):
-    m, d, lat = rec["model"], rec["device"], rec["latency"]
+    m, d, lat, lb = rec["model"], rec["device"], rec["latency"], rec["lower_bound"]
     i, lay = rec["inputs"], rec["layout"]
     steps = i["decode_steps"]
     quantities = [
-        ["TTFT of the batch (all micro-batches prefilled)", u.seconds(lat["ttft_s"])],
-        ["TTFT of the first micro-batch", u.seconds(lat["ttft_first_micro_batch_s"])],
-        ["TPOT, first decode step", u.seconds(lat["tpot_first_s"])],
-        [f"TPOT, mean over {steps} steps", u.seconds(lat["tpot_mean_s"])],
-        ["TPOT, last decode step", u.seconds(lat["tpot_last_s"])],
-        ["Generation (TTFT + decode)", u.seconds(lat["generation_s"])],
-        ["Decode tokens/s per request", _rate(lat["decode_tokens_per_s_per_request"])],
-        [f"Decode tokens/s per replica (batch {i['batch']})", _rate(lat["decode_tokens_per_s_replica"])],
-        [f"Decode tokens/s, cluster ({lay['dp']} replicas)", _rate(lat["decode_tokens_per_s_cluster"])],
-        [f"Decode tokens/s per device ({lay['devices']} devices)", _rate(lat["decode_tokens_per_s_per_device"])],
-        ["End-to-end tokens/s, cluster (G / generation time)", _rate(lat["tokens_per_s_cluster"])],
-        ["End-to-end tokens/s per device", _rate(lat["tokens_per_s_per_device"])],
-    ]
+        [name, fmt(lat[key]), fmt(lb[key]) if key in lb else "-"] for name, key, fmt in (
+            ("TTFT of the batch (all micro-batches prefilled)", "ttft_s", u.seconds),
+            ("TTFT of the first micro-batch", "ttft_first_micro_batch_s", u.seconds),
+            ("TPOT, first decode step", "tpot_first_s", u.seconds),
+            (f"TPOT, mean over {steps} steps", "tpot_mean_s", u.seconds),
+            ("TPOT, last decode step", "tpot_last_s", u.seconds),
+            ("Generation (TTFT + decode)", "generation_s", u.seconds),
+            ("Decode tokens/s per request", "decode_tokens_per_s_per_request", _rate),
+            (f"Decode tokens/s per replica (batch {i['batch']})", "decode_tokens_per_s_replica", _rate),
+            (f"Decode tokens/s, cluster ({lay['dp']} replicas)", "decode_tokens_per_s_cluster", _rate),
+            (f"Decode tokens/s per device ({lay['devices']} devices)", "decode_tokens_per_s_per_device", _rate),
+            ("End-to-end tokens/s, cluster (G / generation time)", "tokens_per_s_cluster", _rate),
+            ("End-to-end tokens/s per device", "tokens_per_s_per_device", _rate))]
     ph = rec["phases"]
     stage_rows, coll_rows = [], []
     for key, name in PHASES:
@@ -144,11 +147,12 @@ def markdown(rec):
         if key != "last":
             for s in _distinct_stages(p["stages"]):
                 coll_rows += _collective_rows(name, s["stage"], s["collectives"])
-            if p["transfer"]:
-                coll_rows += _collective_rows(name, "boundary", [p["transfer"]])
+            coll_rows += _collective_rows(name, "boundary", p["transfer"])
     parts = [*_header(rec, f"parallel: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"), "",
-             "## Latency and throughput (bounds)", "",
-             markdown_table(["quantity", "bound"], quantities, "lr"),
+             "## Latency and throughput: estimate and lower bound", "",
+             f"- {rec['latency_definition']}", f"- {lb['definition']}", "",
+             markdown_table(["quantity", "estimate (exposed communication)",
+                             "bound (time: lower; tokens/s: upper)"], quantities, "lrr"),
              "", "## Pipeline", "",
              "Slowest stage and boundary transfer per micro-batch pass; pass = sum of stage times + "
              "transfers; cycle = TTFT of the batch (prefill) or max(pass, micro-batches x slowest stage) "
@@ -157,10 +161,12 @@ def markdown(rec):
                             _pipeline_rows(ph), "lrrrrr"),
              "", "## Per device, per stage and phase", "",
              "Roofline of the stage's shard (compute-bound operators, then memory-bound operators' time by "
-             "bytes moved) plus communication; time = roofline + exposed communication. Per micro-batch "
+             "bytes moved) plus communication; time (the estimate) = roofline + exposed communication; "
+             "lower bound = max(ideal, communication with the fastest algorithm). Per micro-batch "
              "pass; the decode row sums every step.", "",
              markdown_table(["phase", "stage", "roofline", "compute-bound", "weights", "KV", "activations",
-                             "comm", "exposed comm", "time"], stage_rows, "lrrrrrrrrr"),
+                             "comm", "exposed comm", "time", "ideal", "lower bound"], stage_rows,
+                            "lrrrrrrrrrrr"),
              "", "## Collectives per device (one micro-batch pass; decode summed over the steps)", "",
              "Stages with the same collectives are listed once. Bytes per run are S as nccl-tests counts it.", "",
              markdown_table(["phase", "stage", "collective", "kind", "bytes per run", "runs", "group", "tier",
@@ -211,8 +217,9 @@ def sweep_markdown(rec):
              _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
             for r in rec["rows"]]
     parts = [*_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
-             "", "## Sweep", "", "B = requests per replica; exposed comm = the slowest stage's exposed "
-                                 "communication over the decode cycle.", "",
+             "", "## Sweep (estimates)", "", f"- {rec['latency_definition']}", "",
+             "B = requests per replica; exposed comm = the slowest stage's exposed "
+             "communication over the decode cycle.", "",
              markdown_table(["batch", "micro-batches", "TTFT", "TPOT first", "TPOT mean", "TPOT last",
                              "tokens/s per request", "tokens/s per replica", "tokens/s cluster",
                              "tokens/s per device", "exposed comm", "bubble"], rows, "rrrrrrrrrrrr")
@@ -234,7 +241,10 @@ def _search_row(t):
             "decode_tokens_per_s_per_device": lat["decode_tokens_per_s_per_device"],
             "bubble_fraction": t["bubble_fraction"], "comm_s": s["comm_s"], "exposed_comm_s": s["exposed_comm_s"],
             "binding_stage": t["memory"]["binding_stage"],
-            "max_requests_per_replica": t["memory"]["max_requests_per_replica"]}
+            "max_requests_per_replica": t["memory"]["max_requests_per_replica"],
+            "lower_bound_ttft_s": t["lower_bound"]["ttft_s"],
+            "lower_bound_tpot_mean_s": t["lower_bound"]["tpot_mean_s"],
+            "upper_bound_decode_tokens_per_s_per_device": t["lower_bound"]["decode_tokens_per_s_per_device"]}
 
 
 def search_markdown(rec):
@@ -246,7 +256,8 @@ def search_markdown(rec):
         by_dim = ", ".join(f"{k} {u.seconds(v)}" for k, v in s["comm_s_by_dim"].items()) or "-"
         rows.append([r["rank"], r["layout"], r["batch"], r["micro_batches"], u.seconds(r["ttft_s"]),
                      u.seconds(r["tpot_mean_s"]), _rate(r["decode_tokens_per_s_cluster"]),
-                     _rate(r["decode_tokens_per_s_per_device"]), u.seconds(s["roofline_s"]), by_dim,
+                     _rate(r["decode_tokens_per_s_per_device"]),
+                     _rate(r["upper_bound_decode_tokens_per_s_per_device"]), u.seconds(s["roofline_s"]), by_dim,
                      u.seconds(s["exposed_comm_s"]), _pct(r["bubble_fraction"]),
                      "-" if r["max_requests_per_replica"] is None else u.integer(r["max_requests_per_replica"])])
     rej = [[r["layouts"], r["reason"], r["example"],
@@ -258,11 +269,14 @@ def search_markdown(rec):
              f"- Layouts: {u.integer(rec['layouts_considered'])} considered, {u.integer(rec['layouts_admitted'])} "
              f"admitted, {u.integer(rec['layouts_considered'] - rec['layouts_admitted'])} rejected", "",
              f"## Top {len(rows)} layouts", "",
-             "Roofline, communication and exposed communication of the slowest stage over all decode steps "
-             "(the prefill for --objective ttft).", "",
+             "Estimates (ranked), and the upper bound on tokens/s per device (the lower bound on time; "
+             "definitions below); roofline, communication and exposed communication of the slowest "
+             "stage over all decode steps (the prefill for --objective ttft).", "",
+             *[f"- {t}" for t in rec["definitions"]], "",
              markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
-                             "tokens/s per device", "roofline", "comm by dimension", "exposed comm", "bubble",
-                             "requests fit"], rows, "rlrrrrrrrlrrr") if rows else "No layout is admitted.",
+                             "tokens/s per device", "tokens/s per device, upper bound", "roofline",
+                             "comm by dimension", "exposed comm", "bubble", "requests fit"], rows,
+                            "rlrrrrrrrrlrrr") if rows else "No layout is admitted.",
              "", "## Rejected layouts, by reason", "",
              markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rej, "rllr")
              if rej else "None."]

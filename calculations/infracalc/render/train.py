@@ -178,7 +178,7 @@ def markdown(rec):
     t = rec["time"]
     parts = [
         f"# train: {m['id']} on {d['id']}", "", *header_lines(rec), links_line(rec["inputs"]), "",
-        "## Step time", "",
+        "## Step time (estimate: exposed communication, ring collectives)", "",
         f"{t['micro_batches']} micro-batch{'es' if t['micro_batches'] > 1 else ''} per step; one micro-batch "
         f"on the slowest stage ({t['bottleneck_stage']}) takes {u.seconds(t['micro_batch_s'])}"
         + (f"; bubble fraction {t['bubble_fraction']:.4f}" if t["bubble_fraction"] is not None else "") + ".", "",
@@ -214,7 +214,14 @@ def markdown(rec):
 
 
 def csv(rec):
-    return records_to_csv(rec["operators_per_micro_batch"])
+    """One row per pipeline stage: its memory per device (the `memory.stages` keys) and one
+    micro-batch's times (`time.stages`), then the step's figures, the same on every row."""
+    times = {t["stage"]: t for t in rec["time"]["stages"]}
+    step = {"step_s": rec["time"]["step_s"], "tokens_per_s_per_device": rec["throughput"]["tokens_per_s_per_device"],
+            "mfu": rec["throughput"]["mfu"], "hfu": rec["throughput"]["hfu"]}
+    rows = [{**m, **{k: v for k, v in times[m["stage"]].items() if k != "stage"}, **step}
+            for m in rec["memory"]["stages"]]
+    return records_to_csv(rows)
 
 
 def search_markdown(rec):
