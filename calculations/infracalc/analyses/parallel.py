@@ -112,6 +112,7 @@ LEFT_OUT = (
 )
 
 OBJECTIVES = ("throughput", "ttft", "tpot")
+CP_SPLITS = ("contiguous", "zigzag")   # --cp-split
 ALGORITHMS = ("ring", "binomial", "best")   # --algorithm
 
 # Cost vector: (compute-bound s, weights s, KV s, activations s) then decode_sum.FIELDS.
@@ -152,7 +153,7 @@ class Plan:
 
     def __init__(self, arch, w, device, input_len, output_len, compute_efficiency=1.0,
                  memory_efficiency=1.0, reserve_bytes=None, overlap=False, algorithm="ring",
-                 link_options=None, batch=1):
+                 link_options=None, batch=1, ep_dedup=False, cp_split="contiguous"):
         for name, value in (("input_len", input_len), ("output_len", output_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -165,6 +166,19 @@ class Plan:
         self.P, self.G = input_len, output_len
         self.reserve = reserve_bytes
         self.overlap, self.algorithm = overlap, algorithm
+        if ep_dedup and not placement.moe_experts(arch):
+            raise UserError(f"--ep-dedup: {arch.id} has no routed experts (EP dispatch needs an MoE model)")
+        if ep_dedup and w.routing != "uniform":
+            raise UserError(f"--ep-dedup's expected destination count is derived for uniform routing only; "
+                            f"drop --routing {w.routing}")
+        self.ep_dedup = bool(ep_dedup)
+        if cp_split not in CP_SPLITS:
+            raise UserError(f"unknown CP split '{cp_split}'; choose from {', '.join(CP_SPLITS)}")
+        if cp_split == "zigzag" and any(getattr(b, "window", None) is not None or getattr(b, "chunk", None)
+                                        for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+            raise UserError(f"--cp-split zigzag: {arch.id} has windowed or chunked attention layers, whose "
+                            "causal pairs per zig-zag chunk are not modelled; use the contiguous split")
+        self.cp_split = cp_split
         self.link_options = dict(link_options or {})
         self.links = comm.links(device, **self.link_options)
         self.act_bytes = ceil_div(self.w.act_dtype.bits, 8)
@@ -314,21 +328,28 @@ class Plan:
             return total
         return self.memo(("stage cost", lay.tp, self.kind_id(lay, stage), w, spec, work), make)
 
-    def prefill_cost(self, lay, stage, b, work=True):
-        """(cost, tokens per rank) of the prefill of b prompts on the slowest CP rank: the
-        last (history (cp-1) c, its P - (cp-1) c tokens) or, when it holds fewer tokens,
-        the one before it (c tokens after (cp-2) c), whichever takes longer."""
-        cp, P = lay.cp, self.P
+    def prefill_ranks(self, cp):
+        """[(tokens, history)] of the CP ranks that may bound the prefill. Contiguous split,
+        c = ceil(P/cp): the last rank (its P - (cp-1) c tokens after (cp-1) c) or, when it
+        holds fewer, the one before it (c tokens after (cp-2) c). Zig-zag split (2 cp chunks
+        of h = P/(2cp), rank r holding chunks r and 2cp-1-r): every rank alike, one pass of
+        c = 2h tokens after (cp-1) h, which has the causal pairs of its two chunks,
+        h (r h) + h (2cp-1-r) h + h (h+1) = 2h (cp-1) h + 2h (2h+1)/2 = P (P+1) / (2 cp)
+        per head: 1/cp of the prompt's, exactly (full attention)."""
+        P = self.P
+        if self.cp_split == "zigzag" and cp > 1:
+            h = P // (2 * cp)
+            return [(2 * h, (cp - 1) * h)]
         c = ceil_div(P, cp)
         last = P - (cp - 1) * c
-        wp = self.wp
-        options = [(self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=last,
-                                                              history=(cp - 1) * c), ("pass",),
-                                    work)[0], last)]
-        if last < c:
-            options.append((self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=c,
-                                                                      history=(cp - 2) * c),
-                                            ("pass",), work)[0], c))
+        return [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else [])
+
+    def prefill_cost(self, lay, stage, b, work=True):
+        """(cost, tokens per rank) of the prefill of b prompts on the slowest CP rank
+        (`prefill_ranks`), whichever of its candidates takes longer."""
+        options = [(self.stage_cost(lay, stage, self.workload(self.wp, batch=b, logits="last", tokens=tokens,
+                                                              history=history), ("pass",), work)[0], tokens)
+                   for tokens, history in self.prefill_ranks(lay.cp)]
         return max(options, key=lambda o: _time(o[0]))
 
     def decode_cost(self, lay, stage, b, work=True):
@@ -424,7 +445,7 @@ class Plan:
                                            embedding=False, mlp_layers=mlp)
             if lay.ep > 1 and moe:
                 out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, lay.tp, lay.ep, 1,
-                                            self.tier(lay, "ep"), self.tier(lay, "tp"), routing=w.routing,
+                                            self.tier(lay, "ep"), self.tier(lay, "tp"), self.ep_dedup, w.routing,
                                             experts=moe[0].experts, loads=w.routing_loads)
             if lay.cp > 1:
                 per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
@@ -638,11 +659,8 @@ def _part_roofs(plan, cp, phase, b, part):
     units = ([plan.memo(("block unit", block), lambda: plan.unit(Layer(blocks=(block,)))) for block in part.blocks]
              if hasattr(part, "blocks") else [part])
     if phase == "prefill":
-        P = plan.P
-        c = ceil_div(P, cp)
-        last = P - (cp - 1) * c
         out = []
-        for tokens, history in [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else []):
+        for tokens, history in plan.prefill_ranks(cp):
             w = plan.workload(plan.wp, batch=b, logits="last", tokens=tokens, history=history)
             out.append((sum(_time(plan.unit_cost(u, w, ("pass",), False)[0]) for u in units), tokens))
         return out
@@ -695,6 +713,9 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
     if plan.P - (lay.cp - 1) * c < 1:
         raise UserError(f"--cp {lay.cp} leaves the last rank no prompt token of {plan.P} "
                         f"(ceil(P/cp) = {c} tokens per rank)")
+    if plan.cp_split == "zigzag" and lay.cp > 1 and plan.P % (2 * lay.cp):
+        raise UserError(f"--cp-split zigzag cuts the prompt into 2 x cp = {2 * lay.cp} equal chunks; "
+                        f"--input-len {plan.P} does not divide (try {2 * lay.cp * ceil_div(plan.P, 2 * lay.cp)})")
     if "prefill" in want:
         recs = stage_phases(plan, lay, sts, "prefill", b, detail)
         xc, xs = plan.transfer(lay, b * c)
@@ -819,6 +840,10 @@ def inputs_record(plan, batch):
            "decode_steps": plan.steps, "overlap": plan.overlap, "algorithm": plan.algorithm}
     rec.update((k, v) for k, v in workload_record(plan.w, plan.arch).items()
                if k not in ("batch", "tokens", "history", "logits"))
+    if plan.ep_dedup:   # echoed only when set (stored results predate the option)
+        rec["ep_dedup"] = True
+    if plan.cp_split != "contiguous":   # likewise
+        rec["cp_split"] = plan.cp_split
     mla = plan.mla_choices
     if any(mla.values()):
         rec["mla"] = (f"auto: {mla['prefill']['path'] if mla['prefill'] else '-'} for the prefill, "
@@ -903,9 +928,14 @@ def comm_conventions(plan):
                         "the other collectives",
             "best": "the fastest applicable algorithm per collective (ring, tree, in-network), as NCCL's "
                     "tuner"}[plan.algorithm]
+    zigzag = ("Context parallelism, --cp-split zigzag (load-balanced causal split, as Megatron-LM's "
+              "context parallelism): the prompt in 2 x cp chunks of P/(2cp), rank r holding chunks r and "
+              "2cp-1-r; every rank does 1/cp of the prompt's causal pairs, costed as one pass of P/cp "
+              "tokens after (cp-1) P/(2cp) (the same pairs); this replaces the contiguous split above "
+              "for the prefill (decode and capacity unchanged).",)
     return (f"Collective time: alpha-beta on the tier the group spans (comm.py, README 'Communication "
             f"model'), {algo}; a group fitting one scale-up domain of {plan.domain} devices uses the "
-            "scale-up link, a wider one the scale-out NIC.",)
+            "scale-up link, a wider one the scale-out NIC.",) + (zigzag if plan.cp_split == "zigzag" else ())
 
 
 # -- batch sweep ----------------------------------------------------------------------

@@ -61,7 +61,9 @@ def _header(rec, title):
                "communication not overlapped (all of it exposed)")
     lines = [f"# {inline(title)}", "", model_line(m, tied=False), _requests(i) + (f"; {', '.join(extra)}" if extra else ""),
              formats_line(i), device_line(rec["device"], memory=True), *links_lines(rec["links"]),
-             f"- Collectives: {i['algorithm']}; {overlap}"]
+             f"- Collectives: {i['algorithm']}; {overlap}"
+             + ("; EP dispatch and combine send one copy per destination rank (--ep-dedup)"
+                if i.get("ep_dedup") else "")]
     if "layout" in rec:
         lines.append(layout_line(rec["layout"]))
     return lines + note_lines(rec)
