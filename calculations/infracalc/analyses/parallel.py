@@ -886,7 +886,7 @@ def serving_record(plan, lay, rows):
     per_stage, seen = [], {}
     for st, mem in zip(placement.stages(plan.arch, lay), rows):
         room = cache_room(mem["memory_bytes"], mem["weight_bytes"], mem["reserve_bytes"])
-        key = (lay.tp, lay.ep, st.lo, st.hi, st.has_embedding, st.has_head, room)
+        key = (placement.stage_signature(plan.arch, lay, st), room)   # equal shards, one bound
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)
             seen[key] = serving_bound(shard, plan.wd, plan.r, plan.P, plan.G, room,

@@ -42,12 +42,12 @@ def bandwidth(text):
 
 
 def layers_list(text):
-    try:
-        sizes = tuple(int(x) for x in text.replace(" ", "").split(","))
-    except ValueError:
-        sizes = ()
-    if not sizes or any(s < 1 for s in sizes):
-        raise argparse.ArgumentTypeError(f"must be positive layer counts per stage, e.g. 20,20,20,20; got '{text}'")
+    from ..errors import quote
+
+    sizes = common.positive_ints(text)
+    if sizes is None:
+        raise argparse.ArgumentTypeError("must be positive layer counts per stage in ASCII digits, e.g. "
+                                         f"20,20,20,20; got {quote(text)}")
     return sizes
 
 
@@ -114,7 +114,7 @@ def add_arguments(p):
                       help="B = 1, 2, 4, ... up to the replica's capacity for this layout")
     mode.add_argument("--search", action="store_true",
                       help="rank every layout of --devices the model admits")
-    p.add_argument("--plot", metavar="FILE.svg", help="with --batch-sweep: an SVG of tokens/s per device "
+    p.add_argument("--plot", type=common.file_name, metavar="FILE.svg", help="with --batch-sweep: an SVG of tokens/s per device "
                                                       "against tokens/s per request")
     s = p.add_argument_group("search")
     s.add_argument("--objective", choices=("throughput", "ttft", "tpot"), default="throughput",
@@ -192,8 +192,7 @@ def run(args):
         rec = parallel.sweep(plan, lay)
         if args.plot:
             from ..render.svg import parallel_plot
-            with open(args.plot, "w", encoding="utf-8") as f:
-                f.write(parallel_plot(rec))
+            common.add_file(args, "--plot", args.plot, parallel_plot(rec))
         return common.emit(args, rec, render.sweep_markdown, render.sweep_csv)
     rec = parallel.parallel(plan, lay, args.batch or 1)
     return common.emit(args, rec, render.markdown, render.csv)
