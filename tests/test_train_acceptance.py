@@ -215,3 +215,18 @@ class OverlappedGradientSync(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class LinkOptions(unittest.TestCase):
+    def test_train_takes_the_same_link_options_as_parallel(self):
+        # one definition (cli/common.add_link_options): units accepted, negative refused
+        base = ("train", "--model", "llama-3.1-8b", "--devices", "8", "--seq", "4096", "--global-batch", "64",
+                "--format", "json")
+        code, with_units, _ = run_cli(*base, "--alpha-up", "0.6us", "--link-bw-up", "450GB/s")
+        self.assertEqual(code, 0)
+        code, plain, _ = run_cli(*base, "--alpha-up", "6e-7", "--link-bw-up", "450e9")
+        self.assertEqual(code, 0)
+        self.assertEqual(with_units, plain)
+        code, out, err = run_cli(*base, "--alpha-up", "-1")
+        self.assertEqual((code, out, err.count("\n")), (2, "", 1))
+        self.assertIn("--alpha-up", err)

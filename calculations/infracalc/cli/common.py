@@ -310,3 +310,57 @@ def emit(args, record, markdown, csv=None):
     if args.format == "csv":
         return csv(record)
     return markdown(record)
+
+
+# -- link options (parallel, train) ----------------------------------------
+
+_TIME_UNITS = (("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
+_RATE_UNITS = (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0))
+
+
+def _scaled(text, units, what, high):
+    """A non-negative number with an optional unit suffix, at most `high`."""
+    raw = text.strip()
+    factor = 1.0
+    for suffix, f in units:
+        if raw.endswith(suffix):
+            raw, factor = raw[:-len(suffix)].strip(), f
+            break
+    try:
+        value = float(raw) * factor
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= high:   # NaN fails every comparison
+        raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
+    return value
+
+
+def duration(text):
+    """A time: 50ms, 0.6us, 2.7e-6 (seconds when no unit is given)."""
+    return _scaled(text, _TIME_UNITS, "a time such as 50ms, 0.6us or 0.05 (seconds), at most 1e6 s", 1e6)
+
+
+def latency(text):
+    return _scaled(text, _TIME_UNITS, "a latency such as 0.6us or 2.7e-6 (seconds), from 0 to 1 s", 1.0)
+
+
+def bandwidth(text):
+    """Bytes/s per direction: 450GB/s, 4.5e11."""
+    value = _scaled(text, _RATE_UNITS, "a bandwidth such as 450GB/s or 4.5e11 (bytes/s)", 1e30)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive bandwidth, got '{text}'")
+    return value
+
+
+def add_link_options(group):
+    """The options that override a device's link data, shared by parallel and train."""
+    group.add_argument("--alpha-up", type=latency, default=None, metavar="T",
+                       help="latency per step on the scale-up link (e.g. 0.6us; default: the device data)")
+    group.add_argument("--alpha-out", type=latency, default=None, metavar="T",
+                       help="latency per step on the scale-out link (e.g. 2.7us; default: the device data)")
+    group.add_argument("--link-bw-up", type=bandwidth, default=None, metavar="BW",
+                       help="scale-up bandwidth per direction per device (e.g. 450GB/s; default: the device data)")
+    group.add_argument("--link-bw-out", type=bandwidth, default=None, metavar="BW",
+                       help="scale-out bandwidth per direction per device (e.g. 50GB/s; default: the device data)")
+    group.add_argument("--comm-efficiency", type=fraction, default=None, metavar="F",
+                       help="fraction of every link bandwidth reached (default 1.0)")

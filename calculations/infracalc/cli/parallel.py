@@ -4,43 +4,6 @@ import argparse
 
 from . import common
 
-_TIME_UNITS = (("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
-_RATE_UNITS = (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0))
-
-
-def _scaled(text, units, what, high):
-    raw = text.strip()
-    factor = 1.0
-    for suffix, f in units:
-        if raw.endswith(suffix):
-            raw, factor = raw[:-len(suffix)].strip(), f
-            break
-    try:
-        value = float(raw) * factor
-    except ValueError:
-        value = None
-    if value is None or not 0 <= value <= high:   # NaN fails every comparison
-        raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
-    return value
-
-
-def duration(text):
-    """A time: 50ms, 0.6us, 2.7e-6 (seconds when no unit is given)."""
-    return _scaled(text, _TIME_UNITS, "a time such as 50ms, 0.6us or 0.05 (seconds), at most 1e6 s", 1e6)
-
-
-def latency(text):
-    return _scaled(text, _TIME_UNITS, "a latency such as 0.6us or 2.7e-6 (seconds), from 0 to 1 s", 1.0)
-
-
-def bandwidth(text):
-    """Bytes/s per direction: 450GB/s, 4.5e11."""
-    value = _scaled(text, _RATE_UNITS, "a bandwidth such as 450GB/s or 4.5e11 (bytes/s)", 1e30)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive bandwidth, got '{text}'")
-    return value
-
-
 def layers_list(text):
     from ..errors import quote
 
@@ -92,16 +55,7 @@ def add_arguments(p):
     lay.add_argument("--pp-layers", type=layers_list, default=(), metavar="N,N,...",
                      help="layers per pipeline stage (default: even, the first stages one more)")
     links = p.add_argument_group("links (override the device data)")
-    links.add_argument("--alpha-up", type=latency, default=None, metavar="T",
-                       help="latency per step on the scale-up link (e.g. 0.6us)")
-    links.add_argument("--alpha-out", type=latency, default=None, metavar="T",
-                       help="latency per step on the scale-out link (e.g. 2.7us)")
-    links.add_argument("--link-bw-up", type=bandwidth, default=None, metavar="BW",
-                       help="scale-up bandwidth per direction per device (e.g. 450GB/s)")
-    links.add_argument("--link-bw-out", type=bandwidth, default=None, metavar="BW",
-                       help="scale-out bandwidth per direction per device (e.g. 50GB/s)")
-    links.add_argument("--comm-efficiency", type=common.fraction, default=None, metavar="F",
-                       help="fraction of every link bandwidth reached (default 1.0)")
+    common.add_link_options(links)
     links.add_argument("--algorithm", choices=("ring", "binomial", "best"), default="ring",
                        help="collective algorithm: ring (default), binomial (every all-reduce as the "
                             "book's unsegmented binomial tree: 2 ceil(log2 n) rounds of the whole "
@@ -119,7 +73,7 @@ def add_arguments(p):
     s = p.add_argument_group("search")
     s.add_argument("--objective", choices=("throughput", "ttft", "tpot"), default="throughput",
                    help="throughput: decode tokens/s per device (default); ttft; tpot")
-    s.add_argument("--tpot-limit", type=duration, default=None, metavar="T",
+    s.add_argument("--tpot-limit", type=common.duration, default=None, metavar="T",
                    help="the mean TPOT a layout must meet (e.g. 50ms), under any objective; the throughput "
                         "objective takes the best batch within it")
     s.add_argument("--top", type=common.positive_int, default=10, metavar="K",

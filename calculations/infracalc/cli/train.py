@@ -71,13 +71,7 @@ def add_arguments(p):
     p.add_argument("--overlap-dp", action="store_true",
                    help="overlap the data-parallel gradient sync with the backward (and parameter "
                         "gathers with the forward)")
-    p.add_argument("--comm-efficiency", type=common.fraction, default=None,
-                   help="fraction of every link's bandwidth reached (default 1.0)")
-    for tier in ("up", "out"):
-        p.add_argument(f"--alpha-{tier}", type=float, default=None, metavar="SECONDS",
-                       help=f"per-step latency of the scale-{tier} link (default: the device data)")
-        p.add_argument(f"--link-bw-{tier}", type=float, default=None, metavar="BYTES_PER_S",
-                       help=f"scale-{tier} bandwidth per direction per device (default: the device data)")
+    common.add_link_options(p.add_argument_group("links (override the device data)"))
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
     p.add_argument("--objective", choices=("step", "mfu"), default="step",
