@@ -35,5 +35,26 @@ class Plurals(unittest.TestCase):
         self.assertIn("per device (8 devices)", out)
 
 
+class EmptySearch(unittest.TestCase):
+    # Llama-3.1-70B's bf16 weights (141 GB) exceed one 80 GB H100: the only layout of one
+    # device is rejected, and the report says so instead of a "Top 0 layouts" heading.
+    LINE = "No layout of 1 device admits this model; rejections below."
+
+    def test_parallel_search_nothing_admitted(self):
+        code, out, err = run_cli("parallel", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--devices", "1",
+                                 "--search", "--input-len", "128", "--output-len", "2")
+        self.assertEqual(code, 0, err)
+        self.assertIn(self.LINE, out)
+        self.assertNotIn("Top 0", out)
+        self.assertIn("## Rejected layouts, by reason", out)
+
+    def test_train_search_nothing_admitted(self):
+        code, out, err = run_cli("train", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--devices", "1",
+                                 "--search", "--seq", "128", "--global-batch", "8")
+        self.assertEqual(code, 0, err)
+        self.assertIn(self.LINE, out)
+        self.assertNotIn("## Best layouts", out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -270,19 +270,24 @@ def search_markdown(rec):
              f"- Objective: {i['objective']}{limit}; ranking: {rec['ranking']}",
              f"- Layouts: {u.integer(rec['layouts_considered'])} considered, {u.integer(rec['layouts_admitted'])} "
              f"admitted, {u.integer(rec['layouts_considered'] - rec['layouts_admitted'])} rejected", "",
-             f"## Top {len(rows)} layouts", "",
-             "Estimates (ranked), and the upper bound on tokens/s per device (the lower bound on time; "
-             "definitions below); roofline, communication and exposed communication of the slowest "
-             "stage over all decode steps (the prefill for --objective ttft).", "",
-             *[f"- {t}" for t in rec["definitions"]], "",
-             markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
-                             "tokens/s per device", "tokens/s per device, upper bound", "roofline",
-                             "comm by dimension", "exposed comm", "bubble", "requests fit"], rows,
-                            "rlrrrrrrrrlrrr") if rows else "No layout is admitted.",
+             *(_top_table(rec, rows) if rows else
+               [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]),
              "", "## Rejected layouts, by reason", "",
              markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rej, "rllr")
              if rej else "None."]
     return "\n".join(parts + _tail(rec))
+
+
+def _top_table(rec, rows):
+    return [f"## Top {u.count(len(rows), 'layout')}", "",
+            "Estimates (ranked), and the upper bound on tokens/s per device (the lower bound on time; "
+            "definitions below); roofline, communication and exposed communication of the slowest "
+            "stage over all decode steps (the prefill for --objective ttft).", "",
+            *[f"- {t}" for t in rec["definitions"]], "",
+            markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
+                            "tokens/s per device", "tokens/s per device, upper bound", "roofline",
+                            "comm by dimension", "exposed comm", "bubble", "requests fit"], rows,
+                           "rlrrrrrrrrlrrr")]
 
 
 def search_csv(rec):

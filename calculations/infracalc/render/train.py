@@ -231,16 +231,16 @@ def search_markdown(rec):
     rejected = [[x["reason"], x["layouts"]] for x in rec["rejected"]]
     parts = [
         f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "",
-        f"- Step: {u.integer(i['global_batch'])} sequences x {u.integer(i['seq'])} tokens, micro-batch "
+        f"- Step: {u.count(i['global_batch'], 'sequence')} x {u.integer(i['seq'])} tokens, micro-batch "
         f"{i['micro_batch']}; recompute `{i['recompute']}`; ZeRO {i['zero']}; schedule {i['schedule']}; "
         f"objective {i['objective']}",
         f"- Device memory {u.nbytes(d['memory_bytes'])} ({d['memory_convention']} capacity)",
         links_line(i),
         f"- Layouts considered: {rec['layouts_considered']}; fit: {rec['layouts_fit']}", "",
-        "## Best layouts", "",
-        markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
-                        "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")
-        if rows else "No layout fits.", "",
+        *(["## Best layouts", "",
+           markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
+                           "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")] if rows else
+          [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]), "",
         "## Rejected layouts", "",
         markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
         "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], "",
