@@ -56,5 +56,30 @@ class EmptySearch(unittest.TestCase):
         self.assertNotIn("## Best layouts", out)
 
 
+class SearchRejections(unittest.TestCase):
+    def test_refused_tp_degrees_count_under_one_reason(self):
+        # Qwen3-8B: 32 query heads, 8 KV heads; the valid TP degrees are the divisors of 32
+        # that keep whole KV heads, {1, 2, 4, 8}, so of the 24-device layouts every one with tp in
+        # {3, 6, 12, 24} is refused -- all counted under ONE reason (not one per tp value), the
+        # wording `train --search` uses, with one of them as the example.
+        from infracalc import layout as L
+        from infracalc.analyses import parallel as P
+        from infracalc.load.hardware import load_device
+        from infracalc.workload import Workload
+        from support import load_model
+        arch = load_model("qwen3-8b")
+        bad_tp = [lay for lay in L.candidate_layouts(arch, 24) if lay.tp in (3, 6, 12, 24)]
+        self.assertTrue(bad_tp)
+        plan = P.Plan(arch, Workload(), load_device("h100-sxm"), 128, 2)
+        _, rejected, _ = P.search(plan, 24, top=1)
+        tp_rows = [r for r in rejected if "TP" in r["reason"] or "--tp" in r["reason"]]
+        self.assertEqual([r["reason"] for r in tp_rows], ["TP does not split the attention heads into whole heads"])
+        self.assertEqual(tp_rows[0]["layouts"], len(bad_tp))
+        self.assertIn(tp_rows[0]["example"], [lay.label() for lay in bad_tp])
+        _, train_rejected = L.enumerate_layouts(arch, 24, cps=(1, 2, 3, 4, 6, 8, 12, 24))
+        self.assertIn(tp_rows[0]["reason"], train_rejected)
+        self.assertEqual(train_rejected[tp_rows[0]["reason"]], len(bad_tp))
+
+
 if __name__ == "__main__":
     unittest.main()
