@@ -81,5 +81,29 @@ class SearchRejections(unittest.TestCase):
         self.assertEqual(train_rejected[tp_rows[0]["reason"]], len(bad_tp))
 
 
+class UnknownVectorPeakPerOperator(unittest.TestCase):
+    def test_tpu_bias_rows_say_vector_compute_unknown(self):
+        # Qwen2.5-7B's q_proj at 4,096 tokens: 2 x 4,096 x 3,584 x 3,584 x 28 layers =
+        # 2,946,347,565,056 matrix FLOPs and its bias 4,096 x 3,584 x 28 = 411,041,792 vector
+        # FLOPs. TPU v5p publishes no vector peak: the row is compute-bound on its matrix
+        # time alone and says the vector side is unknown; on an H100 (both peaks) plain compute.
+        import json
+        rows = {}
+        for device in ("tpu-v5p", "h100-sxm"):
+            code, out, err = run_cli("forward", "--model", "qwen2.5-7b", "--device", device, "--tokens", "4096",
+                                     "--format", "json")
+            self.assertEqual(code, 0, err)
+            rec = json.loads(out)
+            q = next(o for o in rec["operators"] if o["name"] == "q_proj")
+            self.assertEqual((q["matrix_flops"], q["vector_flops"]), (2946347565056, 411041792))
+            rows[device] = (q["bound"], rec)
+        self.assertEqual(rows["tpu-v5p"][0], "compute; vector compute unknown")
+        self.assertEqual(rows["h100-sxm"][0], "compute")
+        # compute-bound operators' time still counts the row (bound starts with 'compute')
+        rec = rows["tpu-v5p"][1]
+        self.assertAlmostEqual(rec["totals"]["compute_bound_time_s"],
+                               sum(o["time_s"] for o in rec["operators"] if o["bound"].startswith("compute")))
+
+
 if __name__ == "__main__":
     unittest.main()
