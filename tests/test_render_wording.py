@@ -105,5 +105,27 @@ class UnknownVectorPeakPerOperator(unittest.TestCase):
                                sum(o["time_s"] for o in rec["operators"] if o["bound"].startswith("compute")))
 
 
+class TwoMacs(unittest.TestCase):
+    def test_thunderbolt_is_the_scale_out_tier(self):
+        # Two Mac Studios (M3 Ultra) joined by one Thunderbolt 5 cable: 80 Gb/s each way =
+        # 10 GB/s per direction, alpha not published (the stated 1 us default). Qwen3-8B at tp 2,
+        # prefill of 128 tokens: the embedding all-reduce moves S = 128 x 4096 x 2 B = 1,048,576 B;
+        # ring over n = 2: 2(n-1)/n x S/B + 2(n-1) alpha = 104.8576 us + 2 us = 106.8576 us.
+        import json
+        code, out, err = run_cli("parallel", "--model", "qwen3-8b", "--device", "apple-m3-ultra", "--devices", "2",
+                                 "--tp", "2", "--input-len", "128", "--output-len", "2", "--format", "json")
+        self.assertEqual(code, 0, err)
+        rec = json.loads(out)
+        self.assertEqual(rec["links"]["up"]["domain_size"], 1)
+        self.assertEqual(rec["links"]["out"]["bytes_per_s"], 10_000_000_000)
+        emb = next(c for c in rec["phases"]["prefill"]["stages"][0]["collectives"]
+                   if c["name"].startswith("TP embedding all-reduce"))
+        self.assertEqual((emb["bytes_per_run"], emb["group"], emb["tier"]), (1048576, 2, "out"))
+        self.assertAlmostEqual(emb["time_s"], 106.8576e-6, delta=1e-12)
+        code, _, err = run_cli("train", "--model", "qwen3-0.6b", "--device", "apple-m4-max", "--devices", "2",
+                               "--tp", "2", "--seq", "128")
+        self.assertEqual(code, 0, err)
+
+
 if __name__ == "__main__":
     unittest.main()
