@@ -469,6 +469,22 @@ def candidate_layouts(arch, devices):
     return out
 
 
+def refusal(arch, lay):
+    """Why a search refuses a candidate layout, as one reason per kind (not per degree,
+    so rejections count under it), or "": the cheap structured checks of `validate`,
+    in its order. Shared by `parallel --search` and `train --search`."""
+    tps = valid_tps(arch)
+    if tps is not None and lay.tp not in tps:
+        return "TP does not split the attention heads into whole heads"
+    if lay.ep > 1 and any(x % lay.ep for x in moe_experts(arch)):
+        return "EP does not divide the routed experts"
+    if lay.pp > len(arch.layers):
+        return "PP exceeds the layers"
+    if memo(("shard error", arch, lay.tp, lay.ep), lambda: _shard_error(arch, lay.tp, lay.ep)):
+        return "a block cannot be split tp x ep ways"
+    return ""
+
+
 def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
     """`candidate_layouts` sorted into (valid [Layout], {reason: count}).
 
@@ -480,26 +496,11 @@ def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
     order), the reasons in the order they are met."""
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise UserError(f"devices must be a positive integer, got {devices!r}")
-    tps = valid_tps(arch)
-    experts = moe_experts(arch)
-    layers = len(arch.layers)
     valid, rejected = [], {}
-
-    def reason(lay):
-        if tps is not None and lay.tp not in tps:
-            return "TP does not split the attention heads into whole heads"
-        if any(x % lay.ep for x in experts):
-            return "EP does not divide the routed experts"
-        if lay.pp > layers:
-            return "PP exceeds the layers"
-        if memo(("shard error", arch, lay.tp, lay.ep), lambda: _shard_error(arch, lay.tp, lay.ep)):
-            return "a block cannot be split tp x ep ways"
-        return ""
-
     for lay in candidate_layouts(arch, devices):
         if lay.cp not in cps:
             continue
-        why = reason(lay)
+        why = refusal(arch, lay)
         m = micro_batches(lay.dp) if micro_batches and not why else 1
         why = why or (m if isinstance(m, str) else "")
         if why:

@@ -20,7 +20,7 @@ from ..record import Record
 from . import decode_sum, mla_path
 from .memory import RESERVE_RULE, cache_room, engine_defaults, request_bytes, requests_in, reserve_of
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
-from .roofline import UNKNOWN, roof
+from .roofline import UNKNOWN, compute_noted, roof
 from .serving import SERVING_CONVENTIONS, throughput
 
 DECODE_CONVENTIONS = (
@@ -206,7 +206,7 @@ def operator_rows(pcs, r, rows=None, accounts=None):
     accounts = operator_accounts(pcs, r) if accounts is None else accounts
     out = []
     for op, (acc, compute_steps) in zip(rows, accounts):
-        bound = ("compute" if compute_steps == steps
+        bound = (compute_noted(r, op.matrix_flops, op.vector_flops) if compute_steps == steps
                  else _unknown_noted("memory", r, op.matrix_flops, op.vector_flops) if compute_steps == 0
                  else f"compute on {compute_steps} of {steps} steps")
         out.append({

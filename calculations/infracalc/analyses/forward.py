@@ -2,7 +2,7 @@
 
 from .. import ledger
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
-from .roofline import UNKNOWN_COMPUTE, ideal_bound, op_bound, roof, unknown_peaks
+from .roofline import UNKNOWN_COMPUTE, compute_noted, ideal_bound, op_bound, roof
 
 
 def operator_record(op, bound_tuple):
@@ -37,9 +37,6 @@ def totals_record(t, bounds, r):
     """Totals plus the pass bounds; `bounds` are the operators' op_bound tuples."""
     compute, memory, ideal = ideal_bound(t, r)
     unknown = r.compute_unknown(t.matrix_flops, t.vector_flops) and compute <= memory
-    # the known part alone exceeds memory (a TPU: matrix peak published, vector not):
-    # still compute-bound, but the compute time leaves out the unknown side's FLOPs
-    partial = unknown_peaks(r, t.matrix_flops, t.vector_flops) if compute > memory else []
     return {
         "params": t.params,
         "active_params": t.active_params,
@@ -61,12 +58,12 @@ def totals_record(t, bounds, r):
         "kv_bytes_resident_before": t.kv_bytes_resident_before,
         "kv_bytes_resident_after": t.kv_bytes_resident_after,
         "roofline_time_s": sum((b[2] for b in bounds), 0.0),
-        "compute_bound_time_s": sum((b[2] for b in bounds if b[3] == "compute"), 0.0),
+        "compute_bound_time_s": sum((b[2] for b in bounds if b[3].startswith("compute")), 0.0),
         "ideal_compute_time_s": None if unknown else compute,
         "ideal_memory_time_s": memory,
         "ideal_time_s": ideal,
         "ideal_bound": UNKNOWN_COMPUTE if unknown else "memory" if compute <= memory else
-        "compute" + "".join(f"; {side} compute unknown" for side in partial),
+        compute_noted(r, t.matrix_flops, t.vector_flops),
     }
 
 

@@ -1135,10 +1135,14 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
 
     for lay in placement.candidate_layouts(plan.arch, devices):
         total += 1
+        why = placement.refusal(plan.arch, lay)
+        if why:
+            reject(why, lay)
+            continue
         try:
             placement.validate(plan.arch, lay)
             if plan.P < lay.cp or plan.P - (lay.cp - 1) * ceil_div(plan.P, lay.cp) < 1:
-                raise UserError(f"CP {lay.cp} leaves a rank without prompt tokens (P = {plan.P})")
+                raise UserError(f"CP leaves a rank without prompt tokens (P = {plan.P})")
         except UserError as e:
             reject(str(e), lay)
             continue

@@ -47,6 +47,13 @@ def unknown_peaks(r, matrix_flops=1, vector_flops=1):
             if flops and rate == UNKNOWN]
 
 
+def compute_noted(r, matrix_flops, vector_flops):
+    """'compute', plus '; vector compute unknown' (or matrix) for each side of these FLOPs
+    with no published peak: a compute-bound time that leaves those FLOPs out (a TPU's
+    biases and norms: matrix peak published, vector not), said as the totals say it."""
+    return "compute" + "".join(f"; {side} compute unknown" for side in unknown_peaks(r, matrix_flops, vector_flops))
+
+
 def roof(device, compute_dtype, compute_efficiency=1.0, memory_efficiency=1.0):
     """The ceilings of `device` computing in `compute_dtype`: its matrix peak for
     that format and its FP32 (else BF16) non-tensor peak, UNKNOWN where the
@@ -58,10 +65,11 @@ def roof(device, compute_dtype, compute_efficiency=1.0, memory_efficiency=1.0):
 
 
 def bound_name(r, compute_s, memory_s, matrix_flops, vector_flops):
-    """'compute', 'memory', or 'memory; compute unknown' when the known compute
-    time does not exceed the memory time and some FLOPs have no published peak."""
+    """'compute' (with compute_noted's '; vector compute unknown' where due), 'memory',
+    or 'memory; compute unknown' when the known compute time does not exceed the
+    memory time and some FLOPs have no published peak."""
     if compute_s > memory_s:
-        return "compute"
+        return compute_noted(r, matrix_flops, vector_flops)
     return UNKNOWN_COMPUTE if r.compute_unknown(matrix_flops, vector_flops) else "memory"
 
 

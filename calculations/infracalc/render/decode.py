@@ -45,7 +45,7 @@ def _capacity_lines(c, batch=None):
                  f"{c['reserve_rule']}")
     for e in c["engine_defaults"]:
         fit = ("-" if e["reserve_bytes"] is None else
-               f"reserve {u.nbytes(e['reserve_bytes'])}, {u.integer(e['max_requests'] or 0)} requests fit")
+               f"reserve {u.nbytes(e['reserve_bytes'])}, {u.count(e['max_requests'] or 0, 'request')} fit")
         lines.append(f"- Engine default, {e['engine']}: {fit} ({e['rule']})")
     lines.append("- Our default reserve follows vLLM's (a fraction of total memory).")
     return lines
@@ -67,7 +67,7 @@ def serving_lines(s):
     return ["", "## Serving-throughput bound (continuous batching, upper bound)", "",
             f"- Mean cache a request holds over its decode steps: "
             f"{u.integer(round(mean))} B ({u.nbytes(mean)}) = "
-            f"{u.integer(s['held_cache_summed_bytes'])} B summed over {u.integer(s['held_cache_steps'])} steps; "
+            f"{u.integer(s['held_cache_summed_bytes'])} B summed over {u.count(s['held_cache_steps'], 'step')}; "
             f"at its final length {u.integer(s['final_cache_bytes'])} B ({u.nbytes(s['final_cache_bytes'])})",
             f"- Guaranteed concurrency (every request at its final length, no preemption): "
             f"{'unbounded' if s['guaranteed_concurrency'] is None else u.integer(s['guaranteed_concurrency'])}; "
@@ -102,7 +102,7 @@ def markdown(rec):
     latency = [
         [f"TTFT: prefill of {b} x {i['input_len']} tokens", u.seconds(lat["ttft_s"])],
         [f"Time per output token, first decode step", u.seconds(lat["tpot_first_s"])],
-        [f"Time per output token, mean over {steps} steps", u.seconds(lat["tpot_mean_s"])],
+        [f"Time per output token, mean over {u.count(steps, 'step')}", u.seconds(lat["tpot_mean_s"])],
         [f"Time per output token, last decode step", u.seconds(lat["tpot_last_s"])],
         [f"Decode time ({steps} steps)", u.seconds(lat["decode_s"])],
         ["Total latency (TTFT + decode)", u.seconds(lat["total_s"])],
@@ -132,7 +132,7 @@ def markdown(rec):
                  u.flops(o["vector_flops"]), u.nbytes(o["weight_bytes_read"]), u.nbytes(o["kv_bytes_read"]),
                  u.nbytes(o["act_bytes_read"] + o["act_bytes_written"] + o["kv_bytes_written"]),
                  u.seconds(o["time_s"]), o["bound"]] for o in rec["operators"]]
-        parts += ["", f"## Decode operators, summed over the {steps} steps", "",
+        parts += ["", f"## Decode operators, summed over the {u.count(steps, 'step')}", "",
                   "Shapes of the first step ... the last step; values summed over the steps and the "
                   "listed layers (x = number of layers).", "",
                   markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",

@@ -51,7 +51,7 @@ def note_lines(rec):
 def header_lines(rec):
     """The lines naming model, workload, formats and device of a `forward` record."""
     m, i = rec["model"], rec["inputs"]
-    workload = (f"- Workload: batch {i['batch']}, {i['tokens']} new token{'s' if i['tokens'] != 1 else ''} "
+    workload = (f"- Workload: batch {i['batch']}, {u.count(i['tokens'], 'new token')} "
                 f"per request, history {i['history']}, output head on {HEAD_ROWS[i['logits']]} "
                 f"(`--logits {i['logits']}`)" + "".join(f"; {o}" for o in architecture_options(m, i)))
     return [model_line(m), workload, formats_line(i), device_line(rec["device"]), *note_lines(rec)]

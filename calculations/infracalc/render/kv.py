@@ -27,7 +27,7 @@ def header_lines(rec):
         + "".join(f"; {role} stored natively as {fmt}" for role, fmt in i.get("native_formats", {}).items())
         + f"; MLA path `{i['mla']}` "
         "(used by MLA layers only)",
-        f"- Layout: TP {i['tp']} x PP {i['pp']} = {i['tp'] * i['pp']} device{'s' if i['tp'] * i['pp'] > 1 else ''}; memory per device "
+        f"- Layout: TP {i['tp']} x PP {i['pp']} = {u.count(i['tp'] * i['pp'], 'device')}; memory per device "
         f"{u.integer(i['memory_bytes'])} B ({u.nbytes(i['memory_bytes'])}) from {where}; workspace "
         f"reserve {u.integer(i['reserve_bytes'])} B ({u.nbytes(i['reserve_bytes'])}, {reserve})",
     ]

@@ -34,7 +34,7 @@ def layout_line(lay):
     groups = "; ".join(f"{g['dim']} group of {g['size']} (stride {g['stride']}, span {g['span']}"
                        + (f", {g['tier']} tier)" if g["tier"] != "-" else ")") for g in lay["groups"])
     ep = f", expert TP {lay['expert_tp']}" if lay.get("expert_tp") and lay["ep"] > 1 else ""
-    return (f"- Layout: {lay['label']} on {lay['devices']} devices (tp {lay['tp']}, pp {lay['pp']}, "
+    return (f"- Layout: {lay['label']} on {u.count(lay['devices'], 'device')} (tp {lay['tp']}, pp {lay['pp']}, "
             f"dp {lay['dp']}, cp {lay['cp']}, ep {lay['ep']}{ep}, sp {'on' if lay['sp'] else 'off'}); "
             f"rank order {lay['order']}; layers per stage {','.join(map(str, lay['pp_layers']))}; "
             f"micro-batches {lay['micro_batches']}" + (f"; {groups}" if groups else ""))
@@ -49,7 +49,7 @@ def links_lines(links):
         extra = "".join(f"; {a}" for a in link["assumptions"])
         out.append(f"- Scale-{tier} link: {inline(link['name'])}: {u.rate_bytes(link['bytes_per_s'])} per direction "
                    f"per device, alpha {link['alpha_s'] * 1e6:g} us per step, {link['topology']}"
-                   + (f" of {link['domain_size']} devices" if tier == "up" else "")
+                   + (f" of {u.count(link['domain_size'], 'device')}" if tier == "up" else "")
                    + f", efficiency {link['efficiency']:g}{extra}")
     return out
 
@@ -104,7 +104,7 @@ def memory_lines(mem):
             f"- Reserve per device: {mem['reserve_rule']}",
             *[f"- Engine default on a binding-stage device, {e['engine']}: "
               + ("-" if e["reserve_bytes"] is None else
-                 f"reserve {u.nbytes(e['reserve_bytes'])}, {u.integer(e['max_requests'])} requests fit")
+                 f"reserve {u.nbytes(e['reserve_bytes'])}, {u.count(e['max_requests'], 'request')} fit")
               + f" ({e['rule']})" for e in mem["engine_defaults"] or ()]]
 
 
@@ -129,13 +129,13 @@ def markdown(rec):
             ("TTFT of the batch (all micro-batches prefilled)", "ttft_s", u.seconds),
             ("TTFT of the first micro-batch", "ttft_first_micro_batch_s", u.seconds),
             ("TPOT, first decode step", "tpot_first_s", u.seconds),
-            (f"TPOT, mean over {steps} steps", "tpot_mean_s", u.seconds),
+            (f"TPOT, mean over {u.count(steps, 'step')}", "tpot_mean_s", u.seconds),
             ("TPOT, last decode step", "tpot_last_s", u.seconds),
             ("Generation (TTFT + decode)", "generation_s", u.seconds),
             ("Decode tokens/s per request", "decode_tokens_per_s_per_request", _rate),
             (f"Decode tokens/s per replica (batch {i['batch']})", "decode_tokens_per_s_replica", _rate),
-            (f"Decode tokens/s, cluster ({lay['dp']} replicas)", "decode_tokens_per_s_cluster", _rate),
-            (f"Decode tokens/s per device ({lay['devices']} devices)", "decode_tokens_per_s_per_device", _rate),
+            (f"Decode tokens/s, cluster ({u.count(lay['dp'], 'replica')})", "decode_tokens_per_s_cluster", _rate),
+            (f"Decode tokens/s per device ({u.count(lay['devices'], 'device')})", "decode_tokens_per_s_per_device", _rate),
             ("End-to-end tokens/s, cluster (G / generation time)", "tokens_per_s_cluster", _rate),
             ("End-to-end tokens/s per device", "tokens_per_s_per_device", _rate))]
     ph = rec["phases"]
@@ -270,19 +270,24 @@ def search_markdown(rec):
              f"- Objective: {i['objective']}{limit}; ranking: {rec['ranking']}",
              f"- Layouts: {u.integer(rec['layouts_considered'])} considered, {u.integer(rec['layouts_admitted'])} "
              f"admitted, {u.integer(rec['layouts_considered'] - rec['layouts_admitted'])} rejected", "",
-             f"## Top {len(rows)} layouts", "",
-             "Estimates (ranked), and the upper bound on tokens/s per device (the lower bound on time; "
-             "definitions below); roofline, communication and exposed communication of the slowest "
-             "stage over all decode steps (the prefill for --objective ttft).", "",
-             *[f"- {t}" for t in rec["definitions"]], "",
-             markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
-                             "tokens/s per device", "tokens/s per device, upper bound", "roofline",
-                             "comm by dimension", "exposed comm", "bubble", "requests fit"], rows,
-                            "rlrrrrrrrrlrrr") if rows else "No layout is admitted.",
+             *(_top_table(rec, rows) if rows else
+               [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]),
              "", "## Rejected layouts, by reason", "",
              markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rej, "rllr")
              if rej else "None."]
     return "\n".join(parts + _tail(rec))
+
+
+def _top_table(rec, rows):
+    return [f"## Top {u.count(len(rows), 'layout')}", "",
+            "Estimates (ranked), and the upper bound on tokens/s per device (the lower bound on time; "
+            "definitions below); roofline, communication and exposed communication of the slowest "
+            "stage over all decode steps (the prefill for --objective ttft).", "",
+            *[f"- {t}" for t in rec["definitions"]], "",
+            markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
+                            "tokens/s per device", "tokens/s per device, upper bound", "roofline",
+                            "comm by dimension", "exposed comm", "bubble", "requests fit"], rows,
+                           "rlrrrrrrrrlrrr")]
 
 
 def search_csv(rec):

@@ -15,10 +15,9 @@ def header_lines(rec):
         f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
         f"attention {m['attention']}; params {u.integer(m['params'])}"
         + (f", active {u.integer(m['active_params'])}" if m["active_params"] != m["params"] else ""),
-        f"- Step: {u.integer(i['global_batch'])} sequence{'s' if i['global_batch'] > 1 else ''} x "
+        f"- Step: {u.count(i['global_batch'], 'sequence')} x "
         f"{u.integer(i['seq'])} tokens = "
-        f"{u.integer(i['global_batch'] * i['seq'])} tokens, as {i['micro_batches_per_step']} micro-batch"
-        f"{'es' if i['micro_batches_per_step'] > 1 else ''} of {i['micro_batch']}",
+        f"{u.integer(i['global_batch'] * i['seq'])} tokens, as {u.count(i['micro_batches_per_step'], 'micro-batch', 'micro-batches')} of {i['micro_batch']}",
         f"- Layout: {layout_line(i)}; recompute `{i['recompute']}`; attention kernel "
         f"`{i['attention']}`{'; fused backward recomputes QK^T' if i['flash_recompute'] else ''}",
         f"- Formats: weights {i['weight_dtype']}, gradients {i['grad_bytes_per_param']} B/param, "
@@ -35,7 +34,7 @@ def layout_line(i):
         return "one device (TP = PP = DP = 1)"
     dims = ", ".join(f"{d.upper()} {i[d]}" for d in ("tp", "pp", "dp", "cp", "ep"))
     sched = i["schedule"] + (f" (v = {i['virtual_stages']})" if i["schedule"] == "interleaved" else "")
-    return (f"{i['devices']} devices: {dims}{', SP' if i['sp'] else ''}; schedule {sched}"
+    return (f"{u.count(i['devices'], 'device')}: {dims}{', SP' if i['sp'] else ''}; schedule {sched}"
             f"{'; DP sync overlapped with the backward' if i['overlap_dp'] else ''}")
 
 
@@ -120,8 +119,7 @@ def throughput_lines(th, i, unknown=()):
         f"- Tokens per step: {u.integer(th['tokens_per_step'])}; tokens/s: cluster "
         f"{th['tokens_per_s_cluster']:,.0f}, per device {th['tokens_per_s_per_device']:,.1f}",
         f"- MFU {pct(th['mfu'])} = model FLOPs per step ({u.flops(th['model_flops_per_step'])}, 3x forward "
-        f"matrix FLOPs, causal attention halved) / (step time x {i['devices']} "
-        f"device{'s' if i['devices'] != 1 else ''} x dense peak "
+        f"matrix FLOPs, causal attention halved) / (step time x {u.count(i['devices'], 'device')} x dense peak "
         f"{u.rate_flops(th['peak_matrix_flops_per_s'])})",
         f"- HFU {pct(th['hfu'])} = hardware FLOPs per step ({u.flops(th['hardware_flops_per_step'])}, "
         f"with what is recomputed) / the same",
@@ -179,7 +177,7 @@ def markdown(rec):
     parts = [
         f"# train: {m['id']} on {d['id']}", "", *header_lines(rec), links_line(rec["inputs"]), "",
         "## Step time (estimate: exposed communication, ring collectives)", "",
-        f"{t['micro_batches']} micro-batch{'es' if t['micro_batches'] > 1 else ''} per step; one micro-batch "
+        f"{u.count(t['micro_batches'], 'micro-batch', 'micro-batches')} per step; one micro-batch "
         f"on the slowest stage ({t['bottleneck_stage']}) takes {u.seconds(t['micro_batch_s'])}"
         + (f"; bubble fraction {t['bubble_fraction']:.4f}" if t["bubble_fraction"] is not None else "") + ".", "",
         markdown_table(["part", "time", "share"], time_rows(t), "lrr"), "",
@@ -233,16 +231,16 @@ def search_markdown(rec):
     rejected = [[x["reason"], x["layouts"]] for x in rec["rejected"]]
     parts = [
         f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "",
-        f"- Step: {u.integer(i['global_batch'])} sequences x {u.integer(i['seq'])} tokens, micro-batch "
+        f"- Step: {u.count(i['global_batch'], 'sequence')} x {u.integer(i['seq'])} tokens, micro-batch "
         f"{i['micro_batch']}; recompute `{i['recompute']}`; ZeRO {i['zero']}; schedule {i['schedule']}; "
         f"objective {i['objective']}",
         f"- Device memory {u.nbytes(d['memory_bytes'])} ({d['memory_convention']} capacity)",
         links_line(i),
         f"- Layouts considered: {rec['layouts_considered']}; fit: {rec['layouts_fit']}", "",
-        "## Best layouts", "",
-        markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
-                        "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")
-        if rows else "No layout fits.", "",
+        *(["## Best layouts", "",
+           markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
+                           "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")] if rows else
+          [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]), "",
         "## Rejected layouts", "",
         markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
         "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], "",

@@ -6,6 +6,12 @@ def integer(n):
     return "unknown" if n is None else f"{n:,}"
 
 
+def count(n, noun, plural=None):
+    """'1 replica', '8 replicas', '12,345 tokens': n with thousands separators and the noun in
+    the singular for exactly one, else the plural (noun + 's' unless given)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _scaled(value, units, base):
     for factor, unit in units:
         if abs(value) >= factor:
