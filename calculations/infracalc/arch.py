@@ -48,6 +48,16 @@ class Block(Record):
 
     label = ""
 
+    history_independent = False
+    """True when `ops(w)` is the same at every `w.history` (all other workload
+    fields equal): the block reads no cache or state and checks no position
+    (MLP, MoE, norms, residual adds, embedding, output head; not attention,
+    whose pairs and cache reads grow with the history). The ledger then reuses
+    its rows across decode steps and batch-sweep probes instead of rebuilding
+    them. Declare it only when true: tests/test_history_independent.py compares
+    the rows of every declaring block of every bundled model at different
+    histories, so a wrong declaration fails CI."""
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "tensors" in cls.__dict__:   # keyed per class: a subclass's tensors() may call super()'s

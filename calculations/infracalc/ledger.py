@@ -85,15 +85,40 @@ def operators(arch, w, per_layer=False):
 
 
 def _operators(arch, w, per_layer):
-    ops = [op.times(1, "-") for op in arch.embedding.ops(w)]
+    free = w.replace(history=0) if w.history else w   # the key of history-independent rows
+    ops = _block_rows(arch.embedding, w, free, 1, "-", False)
     for layer, count, indices in arch.layer_groups():
         label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
         for block in layer.blocks:
-            ops.extend(op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
-                       for op in block.ops(w))
-    ops.extend(op.times(1, "-") for op in arch.final_norm.ops(w))
-    ops.extend(op.times(1, "-") for op in arch.head.ops(w))
+            ops.extend(_block_rows(block, w, free, count, label, per_layer))
+    ops.extend(_block_rows(arch.final_norm, w, free, 1, "-", False))
+    ops.extend(_block_rows(arch.head, w, free, 1, "-", False))
     return ops
+
+
+# Rows of history-independent blocks (Block.history_independent) by (block, workload
+# at history 0, count, layers, per_layer): a decode's steps and a batch sweep's
+# probes differ in the history alone, so their MLP, MoE, norm and head rows are
+# built once. Bounded like _ROWS.
+_FREE_ROWS = {}
+_FREE_ROWS_KEPT = 1024
+
+
+def _block_rows(block, w, free, count, label, per_layer):
+    """`block`'s rows under `w`, labelled with its layer range and count (per_layer:
+    one instance's figures with `repeats`; else multiplied by the count)."""
+    if block.history_independent:
+        key = (block, free, count, label, per_layer)
+        rows = _FREE_ROWS.get(key)
+        if rows is not None:
+            return list(rows)
+    rows = [op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
+            for op in block.ops(w)]
+    if block.history_independent:
+        if len(_FREE_ROWS) >= _FREE_ROWS_KEPT:
+            del _FREE_ROWS[next(iter(_FREE_ROWS))]   # the oldest
+        _FREE_ROWS[key] = tuple(rows)
+    return rows
 
 
 def sum_field(rows, attr, category=None):

@@ -1,0 +1,92 @@
+"""Block.history_independent is true wherever a block declares it.
+
+The ledger reuses a declaring block's rows across histories (decode steps,
+batch-sweep probes), so a wrong declaration would silently freeze a quantity
+that should grow with the cache. Here every distinct block of every bundled
+model (and its TP 2 / EP 2 shard where it has one) that declares it must give
+identical rows at histories 0, 1, 4,099 and 100,003 (past the bundled windows
+and chunks), for a decode step and for a multi-token pass.
+"""
+
+import os
+import unittest
+
+from support import CALC, Workload, load_model
+
+from infracalc import ledger
+from infracalc.errors import UserError
+
+HISTORIES = (0, 1, 4099, 100003)
+WORKLOADS = (Workload(batch=3, tokens=1), Workload(batch=2, tokens=5, logits="all", routing="concentrated"))
+MODELS = sorted(f[:-5] for f in os.listdir(os.path.join(CALC, "models")) if f.endswith(".json"))
+
+
+def distinct_blocks(arch):
+    """Every distinct block of `arch`, with its TP 2 and EP 2 shards where they exist."""
+    blocks = list(arch.top_blocks()) + [b for layer, _, _ in arch.layer_groups() for b in layer.blocks]
+    shards = []
+    for b in blocks:
+        for tp, ep in ((2, 1), (2, 2)):
+            try:
+                shards.append(b.shard(tp, ep))
+            except UserError:   # not splittable that way (e.g. an odd head count)
+                pass
+    return list(dict.fromkeys(blocks + shards))
+
+
+def rows_or_error(block, w):
+    """block.ops(w), or the error it raises (GPT-2's learned positions end at 1,024)."""
+    try:
+        return block.ops(w)
+    except UserError as e:
+        return str(e)
+
+
+class HistoryIndependence(unittest.TestCase):
+    def test_every_declaring_block_of_every_model(self):
+        self.assertGreaterEqual(len(MODELS), 28)
+        for model in MODELS:
+            arch = load_model(model)
+            dependent = 0
+            for block in distinct_blocks(arch):
+                for w in WORKLOADS:
+                    rows = [rows_or_error(block, w.replace(history=h)) for h in HISTORIES]
+                    if block.history_independent:
+                        for h, other in zip(HISTORIES[1:], rows[1:]):
+                            self.assertEqual(other, rows[0], f"{model}: {type(block).__name__} declares "
+                                             f"history_independent but its rows differ at history {h}")
+                    elif any(r != rows[0] for r in rows):
+                        dependent += 1
+            # the comparison sees the history: the attention (or state) blocks, which do
+            # not declare it, differ
+            self.assertGreater(dependent, 0, model)
+
+    def test_who_declares_it(self):
+        # what reads a cache or state, or checks a position, does not
+        declared = {}
+        for model in ("llama-4-scout", "deepseek-v3", "qwen3-next-80b-a3b", "gpt2"):
+            for b in distinct_blocks(load_model(model)):
+                declared[type(b).__name__] = b.history_independent
+        self.assertEqual(declared, {
+            "Embedding": True, "RMSNorm": True, "Residual": True, "LMHead": True, "GatedMLP": True,
+            "MoE": True, "LayerNorm": True, "GPTMLP": True,
+            "Attention": False, "GatedAttention": False, "MLA": False, "GatedDeltaNet": False,
+            "GPTEmbedding": False})
+
+    def test_reused_rows_equal_fresh_ones(self):
+        # Rows of a step at history 777 after steps at 1 and 2 warmed the reuse, against the
+        # same rows built with nothing kept (Qwen3-Next: hybrid attention, state, MoE).
+        arch = load_model("qwen3-next-80b-a3b")
+        w = Workload(batch=4, tokens=1)
+        for h in (1, 2):
+            ledger.build(arch, w.replace(history=h))
+        reused = ledger.build(arch, w.replace(history=777))
+        ledger._ROWS.clear()
+        ledger._FREE_ROWS.clear()
+        fresh = ledger.build(arch, w.replace(history=777))
+        self.assertEqual(reused.ops, fresh.ops)
+        self.assertEqual(reused.totals, fresh.totals)
+
+
+if __name__ == "__main__":
+    unittest.main()
