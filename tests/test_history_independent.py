@@ -1,11 +1,15 @@
-"""Block.history_independent is true wherever a block declares it.
+"""Rows reused across histories are the rows a fresh build gives.
 
-The ledger reuses a declaring block's rows across histories (decode steps,
-batch-sweep probes), so a wrong declaration would silently freeze a quantity
-that should grow with the cache. Here every distinct block of every bundled
-model (and its TP 2 / EP 2 shard where it has one) that declares it must give
-identical rows at histories 0, 1, 4,099 and 100,003 (past the bundled windows
-and chunks), for a decode step and for a multi-token pass.
+The ledger reuses a block's rows across histories (decode steps, batch-sweep
+probes) when it declares Block.history_independent, and an attention block
+reuses its history-free part (arch.history_free_rows), so a wrong declaration
+would silently freeze a quantity that should grow with the cache. Here, for
+every distinct block of every bundled model (and its TP 2 / EP 2 shard where
+it has one): a declaring block gives identical rows at histories 0, 1, 4,099
+and 100,003 (past the bundled windows and chunks), and every block's rows at
+each history with the memo warmed at the other histories equal its rows built
+with the memo empty, for a decode step and for a multi-token pass, on every
+MLA path.
 """
 
 import os
@@ -13,11 +17,12 @@ import unittest
 
 from support import CALC, Workload, load_model
 
-from infracalc import ledger
+from infracalc import arch as arch_module, ledger
 from infracalc.errors import UserError
 
 HISTORIES = (0, 1, 4099, 100003)
-WORKLOADS = (Workload(batch=3, tokens=1), Workload(batch=2, tokens=5, logits="all", routing="concentrated"))
+WORKLOADS = (Workload(batch=3, tokens=1), Workload(batch=2, tokens=5, logits="all", routing="concentrated"),
+             Workload(batch=3, tokens=1, mla="naive"), Workload(batch=2, tokens=3, mla="expanded"))
 MODELS = sorted(f[:-5] for f in os.listdir(os.path.join(CALC, "models")) if f.endswith(".json"))
 
 
@@ -60,6 +65,17 @@ class HistoryIndependence(unittest.TestCase):
             # the comparison sees the history: the attention (or state) blocks, which do
             # not declare it, differ
             self.assertGreater(dependent, 0, model)
+
+    def test_memoized_parts_equal_a_cold_build(self):
+        for model in MODELS:
+            for block in distinct_blocks(load_model(model)):
+                for w in WORKLOADS:
+                    cold = []
+                    for h in HISTORIES:   # each history built with nothing memoized
+                        arch_module._FREE_PARTS.clear()
+                        cold.append(rows_or_error(block, w.replace(history=h)))
+                    warm = [rows_or_error(block, w.replace(history=h)) for h in HISTORIES[::-1]][::-1]
+                    self.assertEqual(warm, cold, f"{model}: {type(block).__name__}")
 
     def test_who_declares_it(self):
         # what reads a cache or state, or checks a position, does not

@@ -43,6 +43,28 @@ def _memoized_tensors(method, key):
     return tensors
 
 
+# history_free_rows' memo: (block, part, workload at history 0) -> rows. Bounded (a
+# layout search builds thousands of ledgers); the oldest entry goes first.
+_FREE_PARTS = {}
+_FREE_PARTS_KEPT = 1024
+
+
+def history_free_rows(block, w, part, build):
+    """build(), the rows `part` of `block` under `w` that do not depend on the
+    history (an attention block's projections, norms, RoPE and cache write: all
+    but its core), memoized by (block, part, w at history 0): a decode's steps
+    and a batch sweep's probes differ in the history alone. `build` must read
+    no history (tests/test_history_independent.py compares every block's rows
+    with this memo warm at another history and cold)."""
+    key = (block, part, w.without_history())
+    rows = _FREE_PARTS.get(key)
+    if rows is None:
+        if len(_FREE_PARTS) >= _FREE_PARTS_KEPT:
+            del _FREE_PARTS[next(iter(_FREE_PARTS))]
+        rows = _FREE_PARTS[key] = build()
+    return rows
+
+
 class Block(Record):
     """Defaults for blocks without weights, KV cache or attention."""
 

@@ -85,7 +85,7 @@ def operators(arch, w, per_layer=False):
 
 
 def _operators(arch, w, per_layer):
-    free = w.replace(history=0) if w.history else w   # the key of history-independent rows
+    free = w.without_history()   # the key of history-independent rows
     ops = _block_rows(arch.embedding, w, free, 1, "-", False)
     for layer, count, indices in arch.layer_groups():
         label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
@@ -110,15 +110,32 @@ def _block_rows(block, w, free, count, label, per_layer):
     if block.history_independent:
         key = (block, free, count, label, per_layer)
         rows = _FREE_ROWS.get(key)
-        if rows is not None:
-            return list(rows)
-    rows = [op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
-            for op in block.ops(w)]
-    if block.history_independent:
-        if len(_FREE_ROWS) >= _FREE_ROWS_KEPT:
-            del _FREE_ROWS[next(iter(_FREE_ROWS))]   # the oldest
-        _FREE_ROWS[key] = tuple(rows)
-    return rows
+        if rows is None:
+            if len(_FREE_ROWS) >= _FREE_ROWS_KEPT:
+                del _FREE_ROWS[next(iter(_FREE_ROWS))]   # the oldest
+            rows = _FREE_ROWS[key] = tuple(_labelled(op, count, label, per_layer) for op in block.ops(w))
+        return list(rows)
+    return [_labelled(op, count, label, per_layer) for op in block.ops(w)]
+
+
+# Labelled copies of operator rows by (row identity, count, layers, per_layer): a
+# history-dependent block returns the same row objects for its history-free part
+# at every history (arch.history_free_rows), so they are labelled once. The row is
+# kept with its copy, so its id is not reused while the entry lives.
+_LABELLED = {}
+_LABELLED_KEPT = 4096
+
+
+def _labelled(op, count, label, per_layer):
+    key = (id(op), count, label, per_layer)
+    hit = _LABELLED.get(key)
+    if hit is not None and hit[0] is op:
+        return hit[1]
+    row = op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
+    if len(_LABELLED) >= _LABELLED_KEPT:
+        del _LABELLED[next(iter(_LABELLED))]
+    _LABELLED[key] = (op, row)
+    return row
 
 
 def sum_field(rows, attr, category=None):
