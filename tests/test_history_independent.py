@@ -98,7 +98,7 @@ class HistoryIndependence(unittest.TestCase):
             ledger.build(arch, w.replace(history=h))
         reused = ledger.build(arch, w.replace(history=777))
         ledger._ROWS.clear()
-        ledger._FREE_ROWS.clear()
+        ledger._BLOCK_ROWS.clear()
         fresh = ledger.build(arch, w.replace(history=777))
         self.assertEqual(reused.ops, fresh.ops)
         self.assertEqual(reused.totals, fresh.totals)

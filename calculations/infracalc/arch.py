@@ -9,6 +9,7 @@ the block as one device of a parallel layout holds it (see `layout`).
 Identical layers compare equal, so the ledger computes each distinct layer once.
 """
 
+from .memo import remember
 from .record import Record
 
 
@@ -44,7 +45,7 @@ def _memoized_tensors(method, key):
 
 
 # history_free_rows' memo: (block, part, workload at history 0) -> rows. Bounded (a
-# layout search builds thousands of ledgers); the oldest entry goes first.
+# layout search builds thousands of ledgers).
 _FREE_PARTS = {}
 _FREE_PARTS_KEPT = 1024
 
@@ -58,11 +59,7 @@ def history_free_rows(block, w, part, build):
     with this memo warm at another history and cold)."""
     key = (block, part, w.without_history())
     rows = _FREE_PARTS.get(key)
-    if rows is None:
-        if len(_FREE_PARTS) >= _FREE_PARTS_KEPT:
-            del _FREE_PARTS[next(iter(_FREE_PARTS))]
-        rows = _FREE_PARTS[key] = build()
-    return rows
+    return remember(_FREE_PARTS, _FREE_PARTS_KEPT, key, build()) if rows is None else rows
 
 
 class Block(Record):

@@ -5,6 +5,7 @@ a device. Each distinct layer is expanded once and multiplied by its count.
 """
 
 from .arch import layer_range_label
+from .memo import remember
 from .record import Record
 
 
@@ -78,9 +79,7 @@ def operators(arch, w, per_layer=False):
     key = (arch, w, per_layer)
     rows = _ROWS.get(key)
     if rows is None:
-        if len(_ROWS) >= _ROWS_KEPT:
-            del _ROWS[next(iter(_ROWS))]   # the oldest
-        rows = _ROWS[key] = tuple(_operators(arch, w, per_layer))
+        rows = remember(_ROWS, _ROWS_KEPT, key, tuple(_operators(arch, w, per_layer)))
     return list(rows)
 
 
@@ -96,46 +95,37 @@ def _operators(arch, w, per_layer):
     return ops
 
 
-# Rows of history-independent blocks (Block.history_independent) by (block, workload
-# at history 0, count, layers, per_layer): a decode's steps and a batch sweep's
-# probes differ in the history alone, so their MLP, MoE, norm and head rows are
-# built once. Bounded like _ROWS.
-_FREE_ROWS = {}
-_FREE_ROWS_KEPT = 1024
+# Labelled rows by (block, workload at history 0, count, layers, per_layer): a
+# decode's steps and a batch sweep's probes differ in the history alone. A
+# history-independent block (Block.history_independent) keeps (None, rows), built
+# once; another keeps (its latest raw rows, their labelled copies), and the raw rows
+# it returns again (its history-free part, arch.history_free_rows) are labelled once.
+_BLOCK_ROWS = {}
+_BLOCK_ROWS_KEPT = 1024
 
 
 def _block_rows(block, w, free, count, label, per_layer):
     """`block`'s rows under `w`, labelled with its layer range and count (per_layer:
     one instance's figures with `repeats`; else multiplied by the count)."""
+    key = (block, free, count, label, per_layer)
+    hit = _BLOCK_ROWS.get(key)
     if block.history_independent:
-        key = (block, free, count, label, per_layer)
-        rows = _FREE_ROWS.get(key)
-        if rows is None:
-            if len(_FREE_ROWS) >= _FREE_ROWS_KEPT:
-                del _FREE_ROWS[next(iter(_FREE_ROWS))]   # the oldest
-            rows = _FREE_ROWS[key] = tuple(_labelled(op, count, label, per_layer) for op in block.ops(w))
-        return list(rows)
-    return [_labelled(op, count, label, per_layer) for op in block.ops(w)]
-
-
-# Labelled copies of operator rows by (row identity, count, layers, per_layer): a
-# history-dependent block returns the same row objects for its history-free part
-# at every history (arch.history_free_rows), so they are labelled once. The row is
-# kept with its copy, so its id is not reused while the entry lives.
-_LABELLED = {}
-_LABELLED_KEPT = 4096
+        if hit is None:
+            hit = remember(_BLOCK_ROWS, _BLOCK_ROWS_KEPT, key,
+                           (None, tuple(_labelled(op, count, label, per_layer) for op in block.ops(w))))
+        return list(hit[1])
+    ops = block.ops(w)
+    if hit is not None and len(hit[0]) == len(ops):
+        rows = [done if op is raw else _labelled(op, count, label, per_layer)
+                for op, raw, done in zip(ops, *hit)]
+    else:
+        rows = [_labelled(op, count, label, per_layer) for op in ops]
+    remember(_BLOCK_ROWS, _BLOCK_ROWS_KEPT, key, (ops, rows))
+    return rows
 
 
 def _labelled(op, count, label, per_layer):
-    key = (id(op), count, label, per_layer)
-    hit = _LABELLED.get(key)
-    if hit is not None and hit[0] is op:
-        return hit[1]
-    row = op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
-    if len(_LABELLED) >= _LABELLED_KEPT:
-        del _LABELLED[next(iter(_LABELLED))]
-    _LABELLED[key] = (op, row)
-    return row
+    return op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
 
 
 def sum_field(rows, attr, category=None):

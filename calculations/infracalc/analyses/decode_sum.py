@@ -36,6 +36,7 @@ import math
 from operator import add, attrgetter, sub
 
 from .. import ledger
+from ..memo import remember
 from ..record import Record
 
 FIELDS = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
@@ -251,9 +252,7 @@ def decode_pieces(arch, w, lo, hi, check=True):
     for spans, k, p in plan(arch, lo, hi):
         out += (_linear_pieces(arch, w, spans, check) if k == 1
                 else _repeated_pieces(arch, w, spans, p, k, check))
-    if len(_PIECES) >= _PIECES_KEPT:
-        del _PIECES[next(iter(_PIECES))]   # the oldest
-    _PIECES[key] = (check, tuple(out))
+    remember(_PIECES, _PIECES_KEPT, key, (check, tuple(out)))
     return out
 
 
