@@ -43,6 +43,7 @@ FIELDS = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read
           "kv_read", "act_write", "kv_write")
 
 _vector = attrgetter(*FIELDS)   # an operator row's FIELDS values, as a tuple
+_ZEROS = (0,) * len(FIELDS)
 
 
 def series(v0, d, n):
@@ -131,7 +132,13 @@ class Piece(Record):
                                self.steps, self.repeats)
 
     def split(self, i, compute_s, memory_s):
-        """Operator i's steps split by bound: [(compute_bound, count, summed values)]."""
+        """Operator i's steps split by bound: [(compute_bound, count, summed values)].
+        An operator without increment or drift (the same every step: a projection,
+        an MLP) has one bound on every step (split_repeated's answer, without its search)."""
+        v0 = self.starts[i]
+        if self.deltas[i] == _ZEROS and (not self.drifts or self.drifts[i] == _ZEROS):
+            n = self.steps * self.repeats
+            return [(compute_s(v0) - memory_s(v0) > 0, n, tuple(n * x for x in v0) if n > 1 else v0)]
         return split_repeated(self.starts[i], self.deltas[i], self.drifts[i] if self.drifts else None,
                               self.steps, self.repeats, compute_s, memory_s)
 
