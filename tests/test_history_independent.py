@@ -56,7 +56,9 @@ class HistoryIndependence(unittest.TestCase):
             for block in distinct_blocks(arch):
                 for w in WORKLOADS:
                     rows = [rows_or_error(block, w.replace(history=h)) for h in HISTORIES]
-                    if block.history_independent:
+                    if block.history_independent:   # one linear piece: no breakpoint, no period
+                        self.assertEqual(tuple(block.history_breakpoints(0, 1 << 62)), (), model)
+                        self.assertIsNone(block.history_period(), model)
                         for h, other in zip(HISTORIES[1:], rows[1:]):
                             self.assertEqual(other, rows[0], f"{model}: {type(block).__name__} declares "
                                              f"history_independent but its rows differ at history {h}")
@@ -76,6 +78,30 @@ class HistoryIndependence(unittest.TestCase):
                         cold.append(rows_or_error(block, w.replace(history=h)))
                     warm = [rows_or_error(block, w.replace(history=h)) for h in HISTORIES[::-1]][::-1]
                     self.assertEqual(warm, cold, f"{model}: {type(block).__name__}")
+
+    def test_split_of_a_constant_operator_is_the_search(self):
+        # Piece.split answers an operator with no increment or drift directly; it must give
+        # split_repeated's parts (Llama 4 Scout: repeated chunked pieces; MoE and norms constant)
+        from infracalc.analyses import decode_sum
+        from infracalc.analyses.roofline import Roof
+
+        arch = load_model("llama-4-scout")
+        pcs = decode_sum.decode_pieces(arch, Workload(batch=8), 1024, 100000, check=False)
+        constant = 0
+        for roof in (Roof(1e15, 1e14, 3e12), Roof(1e12, 1e11, 3e12)):   # memory- and compute-heavy
+            def compute_s(v):
+                return roof.compute_s(v[0], v[2])
+
+            def memory_s(v):
+                return sum(v[3:]) / roof.bytes_per_s
+
+            for p in pcs:
+                for i in range(len(p.ops)):
+                    d = p.drifts[i] if p.drifts else None
+                    constant += not any(p.deltas[i]) and not any(d or ())
+                    self.assertEqual(p.split(i, compute_s, memory_s), decode_sum.split_repeated(
+                        p.starts[i], p.deltas[i], d, p.steps, p.repeats, compute_s, memory_s))
+        self.assertGreater(constant, 100)
 
     def test_who_declares_it(self):
         # what reads a cache or state, or checks a position, does not
