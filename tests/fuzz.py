@@ -10,9 +10,10 @@ integers, numbers, choices and near-misses, bundled ids, mutated files and
 special paths (FIFO, device, directory, missing file, /dev/full).
 
 The contract, per call, within a time limit: exit status 0 with valid output
-(JSON that parses, without NaN or Infinity; any output file written) and
-nothing on stderr, or exit status 2 with exactly one printable line on stderr
-and nothing on stdout. `reproduce` is drawn with --check or --list only (it
+(JSON that parses, without NaN or Infinity; Markdown without a control
+character but its line breaks; any output file written) and nothing on
+stderr, or exit status 2 with exactly one printable line on stderr, nothing
+on stdout and no new --output or --plot file. `reproduce` is drawn with --check or --list only (it
 would otherwise rewrite the stored results) and mostly with --only, `validate`
 mostly with --case (a whole stored corpus per call would dominate the time).
 
@@ -333,8 +334,15 @@ def call(argv, limit_s):
     return status, out.getvalue(), err.getvalue(), time.perf_counter() - t0, error
 
 
-def breach(argv, status, out, err, seconds, error, limit_s):
-    """Why a call breaks the contract, or None."""
+def new_files(argv):
+    """The files an --output or --plot of argv names that do not exist yet."""
+    return [argv[k + 1] for k, a in enumerate(argv[:-1])
+            if a in ("--output", "--plot") and not os.path.lexists(argv[k + 1])]
+
+
+def breach(argv, status, out, err, seconds, error, limit_s, fresh=()):
+    """Why a call breaks the contract, or None. `fresh`: output files absent before the
+    call (a failed call must leave them absent)."""
     if error is not None:
         return f"{type(error).__name__}: {error}"
     if seconds > limit_s:
@@ -344,6 +352,9 @@ def breach(argv, status, out, err, seconds, error, limit_s):
             return "status 2 with output on stdout"
         if err.count("\n") != 1 or not err.endswith("\n") or not err[:-1].isprintable():
             return f"status 2 without exactly one printable stderr line: {err!r}"
+        written = [p for p in fresh if os.path.lexists(p)]
+        if written:
+            return f"status 2 but wrote {written!r}"
         return None
     if status != 0:
         return f"status {status}"
@@ -361,6 +372,8 @@ def breach(argv, status, out, err, seconds, error, limit_s):
             return None
         if not texts[0].strip():
             return "status 0 with empty output"
+        if fmt in (None, "md") and not texts[0].replace("\n", "").isprintable():
+            return "Markdown output with a control character (a newline or escape from an input unescaped)"
         if fmt == "json":
             try:
                 _strict_json(texts[0])
@@ -387,8 +400,9 @@ def run(seed, count, limit_s=5.0, report=None, seen=None):
     try:
         for i in range(count):
             argv = draw(rnd, files, actions_of)
+            fresh = new_files(argv)
             result = call(argv, limit_s)
-            reason = breach(argv, *result, limit_s)
+            reason = breach(argv, *result, limit_s, fresh)
             if seen is not None and argv and argv[0] in cli.COMMANDS:
                 seen.setdefault(argv[0], set()).add(result[0])
             if reason:

@@ -19,5 +19,30 @@ class FixedSeedSample(unittest.TestCase):
             self.assertEqual(seen[name], {0, 2}, name)
 
 
+class Contract(unittest.TestCase):
+    """What fuzz.breach calls a breach (each case a bug an earlier version had)."""
+
+    def test_markdown_with_a_control_character(self):
+        self.assertIsNone(fuzz.breach(["train"], 0, "# train: a\\x1b on b\n", "", 0.1, None, 1.0))
+        self.assertIn("control character", fuzz.breach(["train"], 0, "# train: a\x1b on b\n", "", 0.1, None, 1.0))
+        self.assertIn("control character", fuzz.breach(["train", "--format", "md"], 0, "a\rb\n", "", 0.1, None, 1.0))
+        self.assertIsNone(fuzz.breach(["train", "--format", "json"], 0, '{"id": "a\\u001b"}\n', "", 0.1, None, 1.0))
+
+    def test_failed_call_leaving_a_new_file(self):
+        import os
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            plot, out = os.path.join(d, "p.svg"), os.path.join(d, "no", "x.md")
+            argv = ["parallel", "--plot", plot, "--output", out]
+            fresh = fuzz.new_files(argv)
+            self.assertEqual(fresh, [plot, out])
+            err = "infra-calc: error: cannot write --output\n"
+            self.assertIsNone(fuzz.breach(argv, 2, "", err, 0.1, None, 1.0, fresh))
+            open(plot, "w").close()
+            self.assertIn("wrote", fuzz.breach(argv, 2, "", err, 0.1, None, 1.0, fresh))
+            self.assertEqual(fuzz.new_files(argv), [out])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -99,6 +99,42 @@ class Tracebacks(Case):
                                    f"is {experts + 1:,}, more than the {experts:,} experts")
 
 
+class Cost(Case):
+    """Point 1 beyond decode (whose sum is tested in test_decode.RepeatedChunks): cost
+    grows with the distinct stages of a layout, not with its pipeline depth."""
+
+    def test_parallel_serving_bound_once_per_distinct_stage(self):
+        # 2,048 equal layers over 512 stages: the first stage holds the embedding, the last
+        # the final norm and head, the 510 others the same 4-layer shard. serving_record
+        # keyed its cache by layer range, so every stage had its own bound (parallel
+        # --pp 4096 on 65,536 layers ran over a minute; now about 3 s, mostly JSON).
+        from infracalc.analyses import serving
+
+        cfg = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "head_dim": 16, "intermediate_size": 128, "num_hidden_layers": 2048, "vocab_size": 1000,
+               "max_position_embeddings": 4096, "hidden_act": "silu"}
+        path = self.file(json.dumps(cfg))
+        calls, real = [], serving.serving_bound
+
+        def counted(*args, **kwargs):
+            calls.append(1)
+            return real(*args, **kwargs)
+
+        serving.serving_bound = counted
+        try:
+            status, out, err = run("parallel", "--model", path, "--devices", "512", "--pp", "512",
+                                   "--input-len", "16", "--output-len", "16", "--format", "json")
+        finally:
+            serving.serving_bound = real
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(len(calls), 3)
+        stages = json.loads(out)["serving"]["stages"]
+        self.assertEqual([s["stage"] for s in stages], list(range(512)))
+        middle = {json.dumps({k: v for k, v in s.items() if k != "stage"}) for s in stages[1:-1]}
+        self.assertEqual(len(middle), 1)
+        self.assertNotIn(json.dumps({k: v for k, v in stages[0].items() if k != "stage"}), middle)
+
+
 def _cli(args, shell_suffix="", **kwargs):
     """calc.py in a fresh process through sh (for redirections a Popen cannot express)."""
     cmd = " ".join([sys.executable, CALC_PY, *args]) + shell_suffix
@@ -204,6 +240,12 @@ class NotRegularFiles(Case):
                            "routing file not found: '/no/such.json'")
 
 
+# Both commands that draw a --plot (decode's and parallel's batch sweeps).
+SWEEPS = (["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4", "--batch-sweep"],
+          ["parallel", "--model", "qwen3-8b", "--devices", "8", "--tp", "8", "--input-len", "8",
+           "--output-len", "4", "--batch-sweep"])
+
+
 class AllOrNothing(Case):
     """Point 5: outputs are renamed into place only when the command succeeded."""
 
@@ -215,12 +257,17 @@ class AllOrNothing(Case):
             self.assertEqual(f.read(), "good\n")
 
     def test_failed_output_leaves_no_plot(self):
-        folder = self.folder()
-        plot = os.path.join(folder, "p.svg")
-        self.assertOneLine(["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",
-                            "--batch-sweep", "--plot", plot, "--output", os.path.join(folder, "no", "x.md")],
-                           "cannot write --output")
-        self.assertEqual(os.listdir(folder), [])
+        # parallel wrote its --plot in place before the --output failed (found in the issue 12 audit)
+        for sweep in SWEEPS:
+            with self.subTest(command=sweep[0]):
+                folder = self.folder()
+                plot = os.path.join(folder, "p.svg")
+                self.assertOneLine(sweep + ["--plot", plot, "--output", os.path.join(folder, "no", "x.md")],
+                                   "cannot write --output")
+                self.assertEqual(os.listdir(folder), [])
+                status, _, err = run(*sweep, "--plot", plot, "--output", os.path.join(folder, "x.md"))
+                self.assertEqual((status, err), (0, ""))
+                self.assertEqual(sorted(os.listdir(folder)), ["p.svg", "x.md"])
 
     def test_failed_write_keeps_the_target_and_removes_the_temporary(self):
         from infracalc.cli import files
@@ -295,6 +342,30 @@ class RawInput(Case):
         self.assertIn(r"- Device: x|y\nz (`a|b\nc\x1b[2J`)", out)
 
 
+    def test_every_markdown_header_escapes_ids_names_and_links(self):
+        # parallel and train printed a device's id, name and link names and a model's id
+        # raw in their titles and header lines (found in the issue 12 audit).
+        dev = bundled("hardware", "h100-sxm")
+        plain_dev = self.file(json.dumps(dev))
+        dev.update(id="a|b\nc\x1b[2J", name="x|y\nz")
+        dev["scale_up"]["name"], dev["scale_out"]["name"] = "p\nq\x1b[1m", "s\nt"
+        evil_dev = self.file(json.dumps(dev))
+        cfg = json.dumps(bundled("models", "qwen3-0.6b"))
+        plain_model, evil_model = self.file(cfg, "m.json"), self.file(cfg, "m\x1b[3m\nn.json")
+        for argv in (["forward"], ["parallel", "--devices", "2", "--tp", "2", "--input-len", "8", "--output-len", "4"],
+                     ["parallel", "--devices", "2", "--search", "--input-len", "8", "--output-len", "4"],
+                     ["train", "--seq", "16"], ["train", "--seq", "16", "--devices", "2", "--tp", "2"],
+                     ["train", "--seq", "16", "--devices", "2", "--search", "--global-batch", "4"]):
+            with self.subTest(argv=argv):
+                plain = run(*argv, "--model", plain_model, "--device", plain_dev)
+                status, out, err = run(*argv, "--model", evil_model, "--device", evil_dev)
+                self.assertEqual((status, err, plain[0]), (0, "", 0))
+                self.assertEqual(len(out.splitlines()), len(plain[1].splitlines()))
+                self.assertNotIn("\x1b", out)
+                self.assertIn(r"m\x1b[3m\nn on ", out.splitlines()[0])
+                self.assertIn(r"a|b\nc\x1b[2J", out.splitlines()[0])
+
+
 class InputSize(Case):
     """Point 7: input files are bounded (8 MiB) and the message says so."""
 
@@ -330,15 +401,17 @@ class Smaller(Case):
 
     def test_empty_file_names_refused(self):
         self.assertOneLine(["models", "--output", ""], "argument --output: needs a file name")
-        self.assertOneLine(["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",
-                            "--batch-sweep", "--plot", ""], "argument --plot: needs a file name")
+        for sweep in SWEEPS:   # parallel --plot '' was silently ignored
+            with self.subTest(command=sweep[0]):
+                self.assertOneLine(sweep + ["--plot", ""], "argument --plot: needs a file name")
 
     def test_plot_to_a_full_device_names_the_file(self):
         if not os.path.exists("/dev/full"):
             self.skipTest("no /dev/full")
-        self.assertOneLine(["decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",
-                            "--batch-sweep", "--plot", "/dev/full", "--format", "json"],
-                           "cannot write --plot '/dev/full': No space left on device")
+        for sweep in SWEEPS:   # parallel said only 'No space left on device'
+            with self.subTest(command=sweep[0]):
+                self.assertOneLine(sweep + ["--plot", "/dev/full", "--format", "json"],
+                                   "cannot write --plot '/dev/full': No space left on device")
 
     def test_device_errors_name_the_path_given(self):
         dev = bundled("hardware", "h100-sxm")
@@ -362,6 +435,23 @@ class Smaller(Case):
                 self.assertOneLine(["kv", "--model", "qwen3-8b", "--context", "8", "--memory-bytes", value],
                                    "argument --memory-bytes")
         self.assertEqual(run("forward", "--model", "qwen3-8b", "--batch", "007", "--format", "json")[0], 0)
+
+    def test_integer_lists_take_ascii_digits_only(self):
+        # parallel --pp-layers and train --cp-values read each item with int(): '1_8' and
+        # Arabic-Indic '١٨,١٨' were 18,18 (found in the issue 12 audit).
+        pp = ["parallel", "--model", "qwen3-8b", "--devices", "2", "--pp", "2", "--input-len", "8",
+              "--output-len", "4", "--format", "json", "--pp-layers"]
+        cp = ["train", "--model", "qwen3-8b", "--seq", "16", "--devices", "2", "--search", "--global-batch", "4",
+              "--format", "json", "--cp-values"]
+        for value in ("\u0661\u0668,\u0661\u0668", "1_8,18", "+18,18", "18,,18", "0,36", "1e1,26"):
+            with self.subTest(value=value):
+                self.assertOneLine(pp + [value], "argument --pp-layers", "ASCII digits")
+                self.assertOneLine(cp + [value], "--cp-values", "ASCII digits")
+        status, out, err = run(*pp, "20, 16")
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(json.loads(out)["layout"]["pp_layers"], [20, 16])
+        status, out, err = run(*cp, "2,1,2")
+        self.assertEqual((status, err), (0, ""))
 
     def test_token_counts_take_ascii_digits_only(self):
         argv = ["train", "--model", "qwen3-8b", "--seq", "16", "--format", "json", "--train-tokens"]

@@ -393,13 +393,21 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
     peak a request reserves); with context parallelism each rank holds its
     sequence shard, ceil(context / cp) tokens. The binding stage fits the
     fewest requests (ties: the least memory left, then the first)."""
+    return binding_memory(arch, w, layout, stages(arch, layout), context, memory_bytes, reserve_bytes)
+
+
+def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=None):
+    """`device_memory` over the stages `sts` only: (their StageMemory rows, index in `sts` of
+    the binding one). Stages holding the same layers and top blocks hold the same, so a
+    search passes one stage per distinct kind, first stage first: the binding kind's first
+    stage is then the one `device_memory` names (its ties go to the first stage)."""
     from .analyses.memory import binding_stage, reserve_of
 
     reserve = reserve_of(memory_bytes, reserve_bytes)
     tokens = -(-context // layout.cp)
     out = []
     fits = []
-    for st in stages(arch, layout):
+    for st in sts:
         def make():   # per stage shard: a search meets the same stage under many layouts
             kv = sum(count * memo(("layer kv", layer, w.kv_dtype, tokens, w.mla),
                                   lambda: layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True))
@@ -415,11 +423,41 @@ def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
 
 # -- enumeration ----------------------------------------------------------------
 
+SEARCH_MAX_DEVICES = 2 ** 24        # divisors found in O(sqrt(devices)) = 4,096 steps at most
+SEARCH_MAX_CANDIDATES = 50_000      # a few seconds of own time; every power of two up to 2^24 passes
+
+
+def check_search_size(arch, devices):
+    """Refuse a search whose candidate list could not be costed in seconds: more
+    than SEARCH_MAX_DEVICES devices, or more than SEARCH_MAX_CANDIDATES layouts
+    (the count stops as soon as it passes the limit, so the check itself is cheap).
+    Highly composite device counts have the most factorizations (720,720 devices:
+    89,600 tp x pp x cp x dp, 2,721,600 with ep for an MoE model); powers of two
+    the fewest (1,048,576: 1,771; 19,481 with ep; 2^24: 38,025 with ep)."""
+    if devices > SEARCH_MAX_DEVICES:
+        raise UserError(f"--search takes at most {SEARCH_MAX_DEVICES:,} devices, got {devices:,}; "
+                        "give a layout and run without --search")
+    moe = bool(moe_experts(arch))
+    count = 0
+    for tp in divisors(devices):
+        for pp in divisors(devices // tp):
+            for cp in divisors(devices // (tp * pp)):
+                count += len(divisors(tp * (devices // (tp * pp * cp)))) if moe else 1
+                if count > SEARCH_MAX_CANDIDATES:
+                    raise UserError(
+                        f"--search over {devices:,} devices has more than {SEARCH_MAX_CANDIDATES:,} "
+                        f"candidate layouts (tp x pp x cp x dp{' x ep' if moe else ''}); search a "
+                        "device count with fewer factorizations (e.g. a power of two), or give a "
+                        "layout and run without --search")
+
+
 def candidate_layouts(arch, devices):
     """Every Layout of exactly `devices` devices over tp, pp, cp, dp (and ep for an
     MoE model: each divisor of tp x dp), in a fixed order (tp, pp, cp, dp, ep
     increasing), valid or not: `validate` says why one is refused. SP is off and
-    stages are even (what a search compares)."""
+    stages are even (what a search compares). Refused first when there would be
+    too many (`check_search_size`)."""
+    check_search_size(arch, devices)
     moe = bool(moe_experts(arch))
     out = []
     for tp in divisors(devices):

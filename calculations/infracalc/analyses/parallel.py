@@ -112,6 +112,7 @@ LEFT_OUT = (
 )
 
 OBJECTIVES = ("throughput", "ttft", "tpot")
+CP_SPLITS = ("contiguous", "zigzag")   # --cp-split
 ALGORITHMS = ("ring", "binomial", "best")   # --algorithm
 
 # Cost vector: (compute-bound s, weights s, KV s, activations s) then decode_sum.FIELDS.
@@ -152,7 +153,7 @@ class Plan:
 
     def __init__(self, arch, w, device, input_len, output_len, compute_efficiency=1.0,
                  memory_efficiency=1.0, reserve_bytes=None, overlap=False, algorithm="ring",
-                 link_options=None, batch=1):
+                 link_options=None, batch=1, ep_dedup=False, cp_split="contiguous"):
         for name, value in (("input_len", input_len), ("output_len", output_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -165,6 +166,19 @@ class Plan:
         self.P, self.G = input_len, output_len
         self.reserve = reserve_bytes
         self.overlap, self.algorithm = overlap, algorithm
+        if ep_dedup and not placement.moe_experts(arch):
+            raise UserError(f"--ep-dedup: {arch.id} has no routed experts (EP dispatch needs an MoE model)")
+        if ep_dedup and w.routing != "uniform":
+            raise UserError(f"--ep-dedup's expected destination count is derived for uniform routing only; "
+                            f"drop --routing {w.routing}")
+        self.ep_dedup = bool(ep_dedup)
+        if cp_split not in CP_SPLITS:
+            raise UserError(f"unknown CP split '{cp_split}'; choose from {', '.join(CP_SPLITS)}")
+        if cp_split == "zigzag" and any(getattr(b, "window", None) is not None or getattr(b, "chunk", None)
+                                        for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+            raise UserError(f"--cp-split zigzag: {arch.id} has windowed or chunked attention layers, whose "
+                            "causal pairs per zig-zag chunk are not modelled; use the contiguous split")
+        self.cp_split = cp_split
         self.link_options = dict(link_options or {})
         self.links = comm.links(device, **self.link_options)
         self.act_bytes = ceil_div(self.w.act_dtype.bits, 8)
@@ -303,6 +317,18 @@ class Plan:
             return self._kinds.setdefault(kind, len(self._kinds)), kind
         return self.memo(("kind", lay.tp, lay.ep, stage.lo, stage.hi, stage.has_embedding, stage.has_head), make)
 
+    def stage_kinds(self, lay):
+        """(kind id of every stage in order, [(kind id, its first stage)] of the distinct
+        kinds), memoized per (tp, ep, pp, stage sizes): what a search composes stage times from."""
+        def make():
+            sts = self.stages(lay)
+            ids = tuple(self.kind_id(lay, st) for st in sts)
+            firsts = {}
+            for k, st in zip(ids, sts):
+                firsts.setdefault(k, st)
+            return ids, list(firsts.items())
+        return self.memo(("stage kinds", lay.tp, lay.ep, lay.pp, lay.pp_layers), make)
+
     def stage_cost(self, lay, stage, w, spec, work=True):
         """Cost vectors (as unit_cost) of one device of `stage`: count x each distinct layer's
         costs + its top blocks'."""
@@ -318,21 +344,28 @@ class Plan:
             return total
         return self.memo(("stage cost", lay.tp, self.kind_id(lay, stage), w, spec, work), make)
 
-    def prefill_cost(self, lay, stage, b, work=True):
-        """(cost, tokens per rank) of the prefill of b prompts on the slowest CP rank: the
-        last (history (cp-1) c, its P - (cp-1) c tokens) or, when it holds fewer tokens,
-        the one before it (c tokens after (cp-2) c), whichever takes longer."""
-        cp, P = lay.cp, self.P
+    def prefill_ranks(self, cp):
+        """[(tokens, history)] of the CP ranks that may bound the prefill. Contiguous split,
+        c = ceil(P/cp): the last rank (its P - (cp-1) c tokens after (cp-1) c) or, when it
+        holds fewer, the one before it (c tokens after (cp-2) c). Zig-zag split (2 cp chunks
+        of h = P/(2cp), rank r holding chunks r and 2cp-1-r): every rank alike, one pass of
+        c = 2h tokens after (cp-1) h, which has the causal pairs of its two chunks,
+        h (r h) + h (2cp-1-r) h + h (h+1) = 2h (cp-1) h + 2h (2h+1)/2 = P (P+1) / (2 cp)
+        per head: 1/cp of the prompt's, exactly (full attention)."""
+        P = self.P
+        if self.cp_split == "zigzag" and cp > 1:
+            h = P // (2 * cp)
+            return [(2 * h, (cp - 1) * h)]
         c = ceil_div(P, cp)
         last = P - (cp - 1) * c
-        wp = self.wp
-        options = [(self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=last,
-                                                              history=(cp - 1) * c), ("pass",),
-                                    work)[0], last)]
-        if last < c:
-            options.append((self.stage_cost(lay, stage, self.workload(wp, batch=b, logits="last", tokens=c,
-                                                                      history=(cp - 2) * c),
-                                            ("pass",), work)[0], c))
+        return [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else [])
+
+    def prefill_cost(self, lay, stage, b, work=True):
+        """(cost, tokens per rank) of the prefill of b prompts on the slowest CP rank
+        (`prefill_ranks`), whichever of its candidates takes longer."""
+        options = [(self.stage_cost(lay, stage, self.workload(self.wp, batch=b, logits="last", tokens=tokens,
+                                                              history=history), ("pass",), work)[0], tokens)
+                   for tokens, history in self.prefill_ranks(lay.cp)]
         return max(options, key=lambda o: _time(o[0]))
 
     def decode_cost(self, lay, stage, b, work=True):
@@ -361,6 +394,11 @@ class Plan:
     def tiers(self, lay):
         """The tier of the tp, ep, cp and pp groups (memoized per layout)."""
         return self.memo(("tiers", lay), lambda: tuple(self.tier(lay, d) for d in ("tp", "ep", "cp", "pp")))
+
+    def comm_tiers(self, lay):
+        """The tiers of the tp, ep and cp groups: all a stage's own collectives depend on (the
+        PP tier only prices boundary transfers), so layouts differing in it share them."""
+        return self.memo(("comm tiers", lay), lambda: self.tiers(lay)[:3])
 
     def collectives(self, lay, stage, phase, b, tokens_per_rank):
         """[Collective] one device of `stage` takes part in during one micro-batch pass of
@@ -398,11 +436,13 @@ class Plan:
                              lay, placement.Stage(0, 0, 0, emb, head), b, tokens_per_rank)))
 
     def _comm_key(self, lay, what, phase, b, tokens_per_rank):
-        return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.tiers(lay), what, phase, b, tokens_per_rank)
+        return ("comm", lay.tp, lay.ep, lay.cp, lay.sp, self.comm_tiers(lay), what, phase, b, tokens_per_rank)
 
     def layer_comm_s(self, lay, layer, phase, b, tokens_per_rank):
+        """Seconds of `layer_collectives`, summed in its order, from the memoized groups'
+        seconds (no collective is built or costed twice)."""
         return self.memo(self._comm_key(lay, ("layer s", layer), phase, b, tokens_per_rank), lambda: sum(
-            self.comm_time(c) for c in self.layer_collectives(lay, layer, phase, b, tokens_per_rank)))
+            t for _, times in self.layer_groups(lay, layer, phase, b * tokens_per_rank) for t in times))
 
     def top_collectives(self, lay, stage, b, tokens_per_rank):
         """The embedding's and the head's TP collectives (vocab-parallel) of one pass."""
@@ -417,28 +457,44 @@ class Plan:
     def layer_collectives(self, lay, layer, phase, b, tokens_per_rank):
         """The collectives of ONE layer (its shard `layer`) in one pass, each with count 1 (or
         cp - 1 for the CP ring pass)."""
+        return self.memo(self._comm_key(lay, ("layer", layer), phase, b, tokens_per_rank), lambda: [
+            c for cs, _ in self.layer_groups(lay, layer, phase, b * tokens_per_rank) for c in cs])
+
+    def comm_group(self, key, build):
+        """(collectives, their seconds) of one collectives.py call build(), memoized by `key`,
+        the arguments it depends on (layouts and layers that pass the same share them)."""
         def make():
-            w, act = self.w, self.act_bytes
-            hidden, tokens = self.arch.hidden_size, b * tokens_per_rank
-            out = []
-            moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
-            if lay.tp > 1:
-                mlp = 1 if not moe or comm.moe_keeps_tp_reduction(lay.tp, lay.ep, lay.sp, moe[0].shared_inter) else 0
-                out += comm.tp_collectives(tokens, hidden, act, lay.tp, lay.sp, 1, self.tier(lay, "tp"),
-                                           embedding=False, mlp_layers=mlp)
-            if lay.ep > 1 and moe:
-                out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, lay.tp, lay.ep, 1,
-                                            self.tier(lay, "ep"), self.tier(lay, "tp"), routing=w.routing,
-                                            experts=moe[0].experts, loads=w.routing_loads)
-            if lay.cp > 1:
-                per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
-                if per_token and phase == "prefill":
-                    out += comm.cp_collectives(tokens, per_token, lay.cp, 1, self.tier(lay, "cp"))
-                elif per_token:
-                    out.append(comm.Collective("CP decode merge of partial attention", "all_reduce",
-                                               tokens * hidden * act, lay.cp, self.tier(lay, "cp"), 1, "cp"))
-            return out
-        return self.memo(self._comm_key(lay, ("layer", layer), phase, b, tokens_per_rank), make)
+            cs = tuple(build())
+            return cs, tuple(self.comm_time(c) for c in cs)
+        return self.memo(("comm group",) + key, make)
+
+    def layer_groups(self, lay, layer, phase, tokens):
+        """One layer's collectives in one pass of `tokens` tokens per rank, as `comm_group`s:
+        TP's, EP's, CP's (in this order)."""
+        w, act, hidden = self.w, self.act_bytes, self.arch.hidden_size
+        tp_tier, ep_tier, cp_tier = self.comm_tiers(lay)
+        tp, ep, cp, sp = lay.tp, lay.ep, lay.cp, lay.sp
+        out = []
+        moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
+        if tp > 1:
+            mlp = 1 if not moe or comm.moe_keeps_tp_reduction(tp, ep, sp, moe[0].shared_inter) else 0
+            out.append(self.comm_group(("tp", tokens, tp, sp, tp_tier, mlp), lambda: comm.tp_collectives(
+                tokens, hidden, act, tp, sp, 1, tp_tier, embedding=False, mlp_layers=mlp)))
+        if ep > 1 and moe:
+            k, experts = moe[0].top_k, moe[0].experts
+            out.append(self.comm_group(("ep", tokens, k, experts, tp, ep, ep_tier, tp_tier), lambda: (
+                comm.moe_collectives(tokens, k, hidden, act, tp, ep, 1, ep_tier, tp_tier, self.ep_dedup,
+                                     w.routing, experts=experts, loads=w.routing_loads))))
+        if cp > 1:
+            per_token = layer.kv_bytes_per_token(w.kv_dtype, (self.wp if phase == "prefill" else self.wd).mla)
+            if per_token and phase == "prefill":
+                out.append(self.comm_group(("cp", tokens, per_token, cp, cp_tier), lambda: comm.cp_collectives(
+                    tokens, per_token, cp, 1, cp_tier)))
+            elif per_token:
+                out.append(self.comm_group(("cp merge", tokens, cp, cp_tier), lambda: [comm.Collective(
+                    "CP decode merge of partial attention", "all_reduce", tokens * hidden * act, cp, cp_tier,
+                    1, "cp")]))
+        return out
 
     def comm_time(self, c):
         """Seconds of all c.count runs of a collective on its tier."""
@@ -475,7 +531,8 @@ class Plan:
             cs = comm.pp_boundary_collectives(tokens, self.arch.hidden_size, self.act_bytes, lay.tp, lay.sp,
                                               self.tier(lay, "pp"), self.tier(lay, "tp"))
             return cs, sum(self.comm_time(c) for c in cs)
-        return self.memo(("transfer", lay.tp, lay.sp, self.tier(lay, "pp"), self.tier(lay, "tp"), tokens), make)
+        tiers = self.tiers(lay)
+        return self.memo(("transfer", lay.tp, lay.sp, tiers[3], tiers[0], tokens), make)
 
     def stage_time(self, roofline_s, comm_s):
         return max(roofline_s, comm_s) if self.overlap else roofline_s + comm_s
@@ -500,6 +557,18 @@ def memory(plan, lay, batch):
                                                 plan.reserve)
         return rows, binding, rows[binding].max_requests   # the binding stage fits the fewest
     return plan.memo(("memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
+
+
+def search_memory(plan, lay):
+    """(the binding stage's StageMemory, the replica's capacity) as `memory` gives them, from
+    one row per distinct stage kind (`Plan.stage_kinds`; stages of one kind hold the same,
+    and the first of a kind stands for it, as `memory`'s ties go to the first stage)."""
+    def make():
+        firsts = [st for _, st in plan.stage_kinds(lay)[1]]
+        rows, binding = placement.binding_memory(plan.arch, plan.wd, lay, firsts, plan.P + plan.G - 1,
+                                                 plan.device.memory_bytes, plan.reserve)
+        return rows[binding], rows[binding].max_requests
+    return plan.memo(("search memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
 
 
 def _collective_rows(plan, cs):
@@ -605,19 +674,36 @@ def stage_phases(plan, lay, sts, phase, b, detail):
     kind's times are composed from its parts' times (`_fast_parts`), one record per kind."""
     if detail:
         return [stage_phase(plan, lay, st, phase, b, detail) for st in sts]
-    parts = plan.memo(("fast parts", lay.tp, lay.ep, lay.cp, lay.sp, plan.tiers(lay), phase, b), dict)
+    ids, firsts = plan.stage_kinds(lay)
     by_kind = {}
+    for k, st, (roofline, comm_s, t) in _kind_times(plan, lay, phase, b, firsts):
+        by_kind[k] = {"stage": st.index, "roofline_s": roofline, "comm_s": comm_s,
+                      "exposed_comm_s": t - roofline, "time_s": t}
+    return [by_kind[k] for k in ids]
+
+
+def _kind_times(plan, lay, phase, b, firsts):
+    """[(kind id, first stage, (roofline s, comm s, stage time s))] per distinct stage kind
+    (`_fast_stage`), memoized per kind with the parts they are summed from."""
+    parts = plan.memo(("fast parts", lay.tp, lay.ep, lay.cp, lay.sp, plan.comm_tiers(lay), phase, b), dict)
     out = []
-    for st in sts:
-        k = plan.kind_id(lay, st)
-        rec = by_kind.get(k)
-        if rec is None:
+    for k, st in firsts:
+        times = parts.get(k)
+        if times is None:
             roofline, comm_s = _fast_stage(plan, lay, st, phase, b, parts)
-            t = plan.stage_time(roofline, comm_s)
-            rec = by_kind[k] = {"stage": st.index, "roofline_s": roofline, "comm_s": comm_s,
-                                "exposed_comm_s": t - roofline, "time_s": t}
-        out.append(rec)
+            times = parts[k] = (roofline, comm_s, plan.stage_time(roofline, comm_s))
+        out.append((k, st, times))
     return out
+
+
+def fast_stage_times(plan, lay, phase, b):
+    """Every stage's time in `phase` (as `stage_phases(..., detail=False)`'s time_s, in stage
+    order) without building its records: what a search ranks by."""
+    ids, firsts = plan.stage_kinds(lay)
+    if len(firsts) == 1:
+        return [_kind_times(plan, lay, phase, b, firsts)[0][2][2]] * len(ids)
+    t = {k: times[2] for k, _, times in _kind_times(plan, lay, phase, b, firsts)}
+    return [t[k] for k in ids]
 
 
 def _fast_parts(plan, lay, phase, b, part, key):
@@ -642,11 +728,8 @@ def _part_roofs(plan, cp, phase, b, part):
     units = ([plan.memo(("block unit", block), lambda: plan.unit(Layer(blocks=(block,)))) for block in part.blocks]
              if hasattr(part, "blocks") else [part])
     if phase == "prefill":
-        P = plan.P
-        c = ceil_div(P, cp)
-        last = P - (cp - 1) * c
         out = []
-        for tokens, history in [(last, (cp - 1) * c)] + ([(c, (cp - 2) * c)] if last < c else []):
+        for tokens, history in plan.prefill_ranks(cp):
             w = plan.workload(plan.wp, batch=b, logits="last", tokens=tokens, history=history)
             out.append((sum(_time(plan.unit_cost(u, w, ("pass",), False)[0]) for u in units), tokens))
         return out
@@ -688,6 +771,19 @@ def _fast_stage(plan, lay, stage, phase, b, parts):
     return best[0], best[1]
 
 
+def check_cp(plan, lay):
+    """ceil(P/cp), the prompt tokens per CP rank; UserError when the split leaves a rank none
+    or (zig-zag) the prompt does not cut into 2 cp chunks."""
+    c = ceil_div(plan.P, lay.cp)
+    if plan.P - (lay.cp - 1) * c < 1:
+        raise UserError(f"--cp {lay.cp} leaves the last rank no prompt token of {plan.P} "
+                        f"(ceil(P/cp) = {c} tokens per rank)")
+    if plan.cp_split == "zigzag" and lay.cp > 1 and plan.P % (2 * lay.cp):
+        raise UserError(f"--cp-split zigzag cuts the prompt into 2 x cp = {2 * lay.cp} equal chunks; "
+                        f"--input-len {plan.P} does not divide (try {2 * lay.cp * ceil_div(plan.P, 2 * lay.cp)})")
+    return c
+
+
 def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
     """Per phase: every stage's record and the pipeline composition (one layout, one batch)."""
     arch = plan.arch
@@ -695,10 +791,7 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
     b = batch // m
     sts = plan.stages(lay)
     out = {"micro_batches": m, "micro_batch": b}
-    c = ceil_div(plan.P, lay.cp)
-    if plan.P - (lay.cp - 1) * c < 1:
-        raise UserError(f"--cp {lay.cp} leaves the last rank no prompt token of {plan.P} "
-                        f"(ceil(P/cp) = {c} tokens per rank)")
+    c = check_cp(plan, lay)
     if "prefill" in want:
         recs = stage_phases(plan, lay, sts, "prefill", b, detail)
         xc, xs = plan.transfer(lay, b * c)
@@ -797,7 +890,7 @@ def serving_record(plan, lay, rows):
     per_stage, seen = [], {}
     for st, mem in zip(placement.stages(plan.arch, lay), rows):
         room = cache_room(mem["memory_bytes"], mem["weight_bytes"], mem["reserve_bytes"])
-        key = (lay.tp, lay.ep, st.lo, st.hi, st.has_embedding, st.has_head, room)
+        key = (placement.stage_signature(plan.arch, lay, st), room)   # equal shards, one bound
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)
             seen[key] = serving_bound(shard, plan.wd, plan.r, plan.P, plan.G, room,
@@ -823,6 +916,10 @@ def inputs_record(plan, batch):
            "decode_steps": plan.steps, "overlap": plan.overlap, "algorithm": plan.algorithm}
     rec.update((k, v) for k, v in workload_record(plan.w, plan.arch).items()
                if k not in ("batch", "tokens", "history", "logits"))
+    if plan.ep_dedup:   # echoed only when set (stored results predate the option)
+        rec["ep_dedup"] = True
+    if plan.cp_split != "contiguous":   # likewise
+        rec["cp_split"] = plan.cp_split
     mla = plan.mla_choices
     if any(mla.values()):
         rec["mla"] = (f"auto: {mla['prefill']['path'] if mla['prefill'] else '-'} for the prefill, "
@@ -907,9 +1004,14 @@ def comm_conventions(plan):
                         "the other collectives",
             "best": "the fastest applicable algorithm per collective (ring, tree, in-network), as NCCL's "
                     "tuner"}[plan.algorithm]
+    zigzag = ("Context parallelism, --cp-split zigzag (load-balanced causal split, as Megatron-LM's "
+              "context parallelism): the prompt in 2 x cp chunks of P/(2cp), rank r holding chunks r and "
+              "2cp-1-r; every rank does 1/cp of the prompt's causal pairs, costed as one pass of P/cp "
+              "tokens after (cp-1) P/(2cp) (the same pairs); this replaces the contiguous split above "
+              "for the prefill (decode and capacity unchanged).",)
     return (f"Collective time: alpha-beta on the tier the group spans (comm.py, README 'Communication "
             f"model'), {algo}; a group fitting one scale-up domain of {plan.domain} devices uses the "
-            "scale-up link, a wider one the scale-out NIC.",)
+            "scale-up link, a wider one the scale-out NIC.",) + (zigzag if plan.cp_split == "zigzag" else ())
 
 
 # -- batch sweep ----------------------------------------------------------------------
@@ -965,14 +1067,32 @@ def sweep(plan, lay):
 
 def score(plan, lay, batch, objective):
     """(value to rank, figures) of one layout at one batch: lower is better."""
-    want = ("prefill",) if objective == "ttft" else ("decode",)
-    ph = phases(plan, lay, batch, detail=False, want=want)
+    ph = _score_phases(plan, lay, batch, objective)
     lat = latency(plan, lay, batch, ph)
     if objective == "ttft":
         return lat["ttft_s"], lat, ph
     if objective == "tpot":
         return lat["tpot_mean_s"], lat, ph
     return -lat["decode_tokens_per_s_per_device"], lat, ph
+
+
+def _score_phases(plan, lay, batch, objective):
+    """The pipeline figures `latency` reads of the one phase an objective ranks by (ttft: the
+    prefill; else the decode steps), by `phases`' formulas from `fast_stage_times`, without
+    the per-stage records and transfer rows."""
+    m = micro_batches(lay, batch)
+    b = batch // m
+    c = check_cp(plan, lay)
+    out = {"micro_batches": m, "micro_batch": b}
+    if objective == "ttft":
+        xs = plan.transfer(lay, b * c)[1]
+        L, slowest, full = _pipeline(fast_stage_times(plan, lay, "prefill", b), xs, m, lay.pp)
+        out["prefill"] = {"pass_s": L, "ttft_first_s": L, "ttft_s": L + full - slowest}
+    elif plan.steps:
+        xs = plan.transfer(lay, b)[1]
+        L, slowest, full = _pipeline(fast_stage_times(plan, lay, "decode", b), xs * plan.steps, m, lay.pp)
+        out["decode"] = {"pass_s": L, "cycle_s": max(L, full)}
+    return out
 
 
 def search_batches(cap, batch, pp):
@@ -1026,16 +1146,16 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
         except UserError as e:
             reject(str(e), lay)
             continue
-        rows, binding, cap = memory(plan, lay, 1)
+        bind, cap = search_memory(plan, lay)
         if cap == 0:
             reject("does not fit: weights and reserve exceed a device's memory", lay,
-                   rows[binding].shortfall_bytes(0) or rows[binding].need(1) - rows[binding].memory_bytes)
+                   bind.shortfall_bytes(0) or bind.need(1) - bind.memory_bytes)
             continue
         best = None
         try:
             for b in search_batches(cap, batch, lay.pp):
                 if cap is not None and b > cap:
-                    reject(f"does not fit: batch {b} per replica", lay, rows[binding].shortfall_bytes(b))
+                    reject(f"does not fit: batch {b} per replica", lay, bind.shortfall_bytes(b))
                     break
                 value, lat, _ = score(plan, lay, b, objective)
                 if tpot_limit is not None and lat["tpot_mean_s"] is not None and lat["tpot_mean_s"] > tpot_limit:

@@ -21,6 +21,18 @@ def digits(text):
     return None
 
 
+def positive_ints(text):
+    """The positive integers of a comma-separated list ('20,20,20'; spaces around an
+    item allowed), each in ASCII digits up to 10^15 as `positive_int` takes it, or None."""
+    values = []
+    for item in text.split(","):
+        value = digits(item.strip()) if len(item) <= 40 else None
+        if value is None or not 1 <= value <= MAX_COUNT:
+            return None
+        values.append(value)
+    return tuple(values)
+
+
 def _int_at_least(text, low, what):
     from ..errors import quote
 

@@ -42,13 +42,22 @@ def bandwidth(text):
 
 
 def layers_list(text):
-    try:
-        sizes = tuple(int(x) for x in text.replace(" ", "").split(","))
-    except ValueError:
-        sizes = ()
-    if not sizes or any(s < 1 for s in sizes):
-        raise argparse.ArgumentTypeError(f"must be positive layer counts per stage, e.g. 20,20,20,20; got '{text}'")
+    from ..errors import quote
+
+    sizes = common.positive_ints(text)
+    if sizes is None:
+        raise argparse.ArgumentTypeError("must be positive layer counts per stage in ASCII digits, e.g. "
+                                         f"20,20,20,20; got {quote(text)}")
     return sizes
+
+
+def rank_order(text):
+    """A rank order with tp innermost (the EP groups are carved out of consecutive TP ranks)."""
+    dims = text.strip().split("-")
+    if dims[:1] != ["tp"] or sorted(d for d in dims if d != "ep") != ["cp", "dp", "pp", "tp"] or dims.count("ep") > 1:
+        raise argparse.ArgumentTypeError(f"must list tp first, then cp, dp and pp once each (ep optional), "
+                                         f"e.g. tp-pp-cp-dp; got '{text}'")
+    return "-".join(dims)
 
 
 def add_arguments(p):
@@ -68,6 +77,16 @@ def add_arguments(p):
     lay.add_argument("--dp", type=common.positive_int, default=None,
                      help="data-parallel replicas (default: devices / (tp x pp x cp))")
     lay.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp > 1)")
+    lay.add_argument("--ep-dedup", action="store_true",
+                     help="EP dispatch sends one copy of a token per destination rank instead of one per "
+                          "expert (DeepEP's dispatch; expected distinct ranks under uniform routing)")
+    lay.add_argument("--cp-split", choices=("contiguous", "zigzag"), default="contiguous",
+                     help="how --cp splits the prompt: contiguous (default; the last rank, with the most "
+                          "causal pairs, bounds the prefill) or zigzag (2 x cp chunks, rank r holding r and "
+                          "2cp-1-r: equal causal work)")
+    lay.add_argument("--rank-order", type=rank_order, default="tp-cp-ep-dp-pp", metavar="ORDER",
+                     help="rank order, innermost first (default tp-cp-ep-dp-pp, as Megatron-LM); tp stays "
+                          "innermost, e.g. tp-pp-cp-dp keeps a pipeline's stages in one scale-up domain")
     lay.add_argument("--micro-batches", type=common.positive_int, default=None, metavar="M",
                      help="micro-batches per replica in the pipeline (default gcd(B, pp)); must divide B")
     lay.add_argument("--pp-layers", type=layers_list, default=(), metavar="N,N,...",
@@ -95,13 +114,14 @@ def add_arguments(p):
                       help="B = 1, 2, 4, ... up to the replica's capacity for this layout")
     mode.add_argument("--search", action="store_true",
                       help="rank every layout of --devices the model admits")
-    p.add_argument("--plot", metavar="FILE.svg", help="with --batch-sweep: an SVG of tokens/s per device "
+    p.add_argument("--plot", type=common.file_name, metavar="FILE.svg", help="with --batch-sweep: an SVG of tokens/s per device "
                                                       "against tokens/s per request")
     s = p.add_argument_group("search")
     s.add_argument("--objective", choices=("throughput", "ttft", "tpot"), default="throughput",
                    help="throughput: decode tokens/s per device (default); ttft; tpot")
     s.add_argument("--tpot-limit", type=duration, default=None, metavar="T",
-                   help="throughput objective: the mean TPOT a layout must meet (e.g. 50ms)")
+                   help="the mean TPOT a layout must meet (e.g. 50ms), under any objective; the throughput "
+                        "objective takes the best batch within it")
     s.add_argument("--top", type=common.positive_int, default=10, metavar="K",
                    help="layouts listed with their breakdown (default 10)")
     common.add_dtypes(p)
@@ -124,14 +144,16 @@ def _layout(args, devices):
     if inner * dp != devices:
         raise UserError(f"tp x pp x dp x cp = {inner * dp} devices, but --devices is {devices}")
     return Layout(tp=args.tp, pp=args.pp, dp=dp, cp=args.cp, ep=args.ep, sp=args.sp,
-                  micro_batches=args.micro_batches or 1, pp_layers=args.pp_layers)
+                  micro_batches=args.micro_batches or 1, pp_layers=args.pp_layers, order=args.rank_order)
 
 
 def _searched(args):
     """Layout options given with --search (they would be ignored)."""
     given = [f"--{d}" for d in ("tp", "pp", "cp", "ep") if getattr(args, d) != 1]
     given += [f"--{name.replace('_', '-')}" for name in ("dp", "micro_batches") if getattr(args, name)]
-    return given + (["--sp"] if args.sp else []) + (["--pp-layers"] if args.pp_layers else [])
+    return (given + (["--sp"] if args.sp else []) + (["--pp-layers"] if args.pp_layers else [])
+            + (["--cp-split"] if args.cp_split != "contiguous" else [])
+            + (["--rank-order"] if args.rank_order != "tp-cp-ep-dp-pp" else []))
 
 
 def run(args):
@@ -151,6 +173,8 @@ def run(args):
         raise UserError(f"--search enumerates the layout; drop {', '.join(_searched(args))}")
     if args.batch_sweep and args.batch is not None:
         raise UserError("--batch-sweep sweeps the batch; drop --batch")
+    if args.cp_split != "contiguous" and args.cp == 1 and not args.search:
+        raise UserError("--cp-split applies with --cp > 1")
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
@@ -159,7 +183,7 @@ def run(args):
     plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
                          args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
                          args.overlap, args.algorithm, link_options,
-                         1 if args.search or args.batch_sweep else args.batch or 1)
+                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split)
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)
@@ -168,8 +192,7 @@ def run(args):
         rec = parallel.sweep(plan, lay)
         if args.plot:
             from ..render.svg import parallel_plot
-            with open(args.plot, "w", encoding="utf-8") as f:
-                f.write(parallel_plot(rec))
+            common.add_file(args, "--plot", args.plot, parallel_plot(rec))
         return common.emit(args, rec, render.sweep_markdown, render.sweep_csv)
     rec = parallel.parallel(plan, lay, args.batch or 1)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -121,15 +121,12 @@ def layout(args):
 
 
 def _cps(text):
-    from ..errors import UserError
+    from ..errors import UserError, quote
 
-    try:
-        values = tuple(sorted({int(x) for x in text.split(",")}))
-    except ValueError:
-        values = ()
-    if not values or min(values) < 1:
-        raise UserError(f"--cp-values must list positive integers, e.g. 1,2,4; got '{text}'")
-    return values
+    values = common.positive_ints(text)
+    if values is None:
+        raise UserError(f"--cp-values must list positive integers in ASCII digits, e.g. 1,2,4; got {quote(text)}")
+    return tuple(sorted(set(values)))
 
 
 def run(args):

@@ -3,7 +3,7 @@
 from ..analyses.parallel import SWEEP_COLUMNS
 from . import units as u
 from .forward import architecture_options, device_line, formats_line, model_line, note_lines
-from .table import markdown_table, records_to_csv, to_csv
+from .table import inline, markdown_table, records_to_csv, to_csv
 
 PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last", "last decode step"),
           ("decode", "all decode steps"))
@@ -47,7 +47,7 @@ def links_lines(links):
             out.append(f"- Scale-{tier} link: none in the device data")
             continue
         extra = "".join(f"; {a}" for a in link["assumptions"])
-        out.append(f"- Scale-{tier} link: {link['name']}: {u.rate_bytes(link['bytes_per_s'])} per direction "
+        out.append(f"- Scale-{tier} link: {inline(link['name'])}: {u.rate_bytes(link['bytes_per_s'])} per direction "
                    f"per device, alpha {link['alpha_s'] * 1e6:g} us per step, {link['topology']}"
                    + (f" of {link['domain_size']} devices" if tier == "up" else "")
                    + f", efficiency {link['efficiency']:g}{extra}")
@@ -59,9 +59,11 @@ def _header(rec, title):
     extra = architecture_options(m, i)
     overlap = ("communication hidden under the shard's kernels (--overlap)" if i["overlap"] else
                "communication not overlapped (all of it exposed)")
-    lines = [f"# {title}", "", model_line(m, tied=False), _requests(i) + (f"; {', '.join(extra)}" if extra else ""),
+    lines = [f"# {inline(title)}", "", model_line(m, tied=False), _requests(i) + (f"; {', '.join(extra)}" if extra else ""),
              formats_line(i), device_line(rec["device"], memory=True), *links_lines(rec["links"]),
-             f"- Collectives: {i['algorithm']}; {overlap}"]
+             f"- Collectives: {i['algorithm']}; {overlap}"
+             + ("; EP dispatch and combine send one copy per destination rank (--ep-dedup)"
+                if i.get("ep_dedup") else "")]
     if "layout" in rec:
         lines.append(layout_line(rec["layout"]))
     return lines + note_lines(rec)

@@ -13,6 +13,12 @@ def inline(value):
     return one_line(str(value))
 
 
+def shown(record):
+    """A model or device record whose `id` and `name` are shown through `inline`
+    (for the Markdown lines that name them)."""
+    return dict(record, **{k: inline(record[k]) for k in ("id", "name") if k in record})
+
+
 def cell(value):
     """One Markdown table cell: `inline`, and '|' escaped so it cannot end the cell."""
     return inline(value).replace("|", "\\|")

@@ -1,7 +1,7 @@
 """Markdown and CSV for a `train` record."""
 
 from . import units as u
-from .table import markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv, shown
 
 
 def _row(label, n, human):
@@ -9,7 +9,7 @@ def _row(label, n, human):
 
 
 def header_lines(rec):
-    m, d, i = rec["model"], rec["device"], rec["inputs"]
+    m, d, i = shown(rec["model"]), shown(rec["device"]), rec["inputs"]
     states = ", ".join(f"{s['state']} {s['bytes_per_param']} B" for s in i["optimizer_states"])
     lines = [
         f"- Model: `{m['id']}` ({m['model_type']}), {m['layers']} layers, hidden {m['hidden_size']}, "
@@ -46,7 +46,7 @@ def links_line(i):
             parts.append(f"scale-{tier}: none")
             continue
         note = f" ({'; '.join(k['assumptions'])})" if k["assumptions"] else ""
-        parts.append(f"scale-{tier}: {k['name']}, {u.rate_bytes(k['bytes_per_s'])} per direction, "
+        parts.append(f"scale-{tier}: {inline(k['name'])}, {u.rate_bytes(k['bytes_per_s'])} per direction, "
                      f"alpha {k['alpha_s'] * 1e6:g} us{note}")
     return ("- Links: " + "; ".join(parts) + f"; compute efficiency {i['compute_efficiency']:g}, "
             f"memory efficiency {i['memory_efficiency']:g}")
@@ -174,7 +174,7 @@ def memory_lines(mem):
 
 
 def markdown(rec):
-    m, d = rec["model"], rec["device"]
+    m, d = shown(rec["model"]), shown(rec["device"])
     t = rec["time"]
     parts = [
         f"# train: {m['id']} on {d['id']}", "", *header_lines(rec), links_line(rec["inputs"]), "",
@@ -225,7 +225,7 @@ def csv(rec):
 
 
 def search_markdown(rec):
-    m, d, i = rec["model"], rec["device"], rec["inputs"]
+    m, d, i = shown(rec["model"]), shown(rec["device"]), rec["inputs"]
     rows = [[k + 1, r["layout"], r["micro_batches"], u.seconds(r["step_s"]), u.seconds(r["compute_s"]),
              u.seconds(r["exposed_comm_s"]), u.seconds(r["bubble_s"]), u.seconds(r["dp_sync_and_optimizer_s"]),
              "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f}%", f"{r['tokens_per_s_per_device']:,.1f}",
