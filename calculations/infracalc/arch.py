@@ -9,6 +9,7 @@ the block as one device of a parallel layout holds it (see `layout`).
 Identical layers compare equal, so the ledger computes each distinct layer once.
 """
 
+from .memo import remember
 from .record import Record
 
 
@@ -43,10 +44,38 @@ def _memoized_tensors(method, key):
     return tensors
 
 
+# history_free_rows' memo: (block, part, workload at history 0) -> rows. Bounded (a
+# layout search builds thousands of ledgers).
+_FREE_PARTS = {}
+_FREE_PARTS_KEPT = 1024
+
+
+def history_free_rows(block, w, part, build):
+    """build(), the rows `part` of `block` under `w` that do not depend on the
+    history (an attention block's projections, norms, RoPE and cache write: all
+    but its core), memoized by (block, part, w at history 0): a decode's steps
+    and a batch sweep's probes differ in the history alone. `build` must read
+    no history (tests/test_history_independent.py compares every block's rows
+    with this memo warm at another history and cold)."""
+    key = (block, part, w.without_history())
+    rows = _FREE_PARTS.get(key)
+    return remember(_FREE_PARTS, _FREE_PARTS_KEPT, key, build()) if rows is None else rows
+
+
 class Block(Record):
     """Defaults for blocks without weights, KV cache or attention."""
 
     label = ""
+
+    history_independent = False
+    """True when `ops(w)` is the same at every `w.history` (all other workload
+    fields equal): the block reads no cache or state and checks no position
+    (MLP, MoE, norms, residual adds, embedding, output head; not attention,
+    whose pairs and cache reads grow with the history). The ledger then reuses
+    its rows across decode steps and batch-sweep probes instead of rebuilding
+    them. Declare it only when true: tests/test_history_independent.py compares
+    the rows of every declaring block of every bundled model at different
+    histories, so a wrong declaration fails CI."""
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

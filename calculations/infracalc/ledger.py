@@ -5,6 +5,7 @@ a device. Each distinct layer is expanded once and multiplied by its count.
 """
 
 from .arch import layer_range_label
+from .memo import remember
 from .record import Record
 
 
@@ -78,22 +79,53 @@ def operators(arch, w, per_layer=False):
     key = (arch, w, per_layer)
     rows = _ROWS.get(key)
     if rows is None:
-        if len(_ROWS) >= _ROWS_KEPT:
-            del _ROWS[next(iter(_ROWS))]   # the oldest
-        rows = _ROWS[key] = tuple(_operators(arch, w, per_layer))
+        rows = remember(_ROWS, _ROWS_KEPT, key, tuple(_operators(arch, w, per_layer)))
     return list(rows)
 
 
 def _operators(arch, w, per_layer):
-    ops = [op.times(1, "-") for op in arch.embedding.ops(w)]
+    free = w.without_history()   # the key of history-independent rows
+    ops = _block_rows(arch.embedding, w, free, 1, "-", False)
     for layer, count, indices in arch.layer_groups():
         label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
         for block in layer.blocks:
-            ops.extend(op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
-                       for op in block.ops(w))
-    ops.extend(op.times(1, "-") for op in arch.final_norm.ops(w))
-    ops.extend(op.times(1, "-") for op in arch.head.ops(w))
+            ops.extend(_block_rows(block, w, free, count, label, per_layer))
+    ops.extend(_block_rows(arch.final_norm, w, free, 1, "-", False))
+    ops.extend(_block_rows(arch.head, w, free, 1, "-", False))
     return ops
+
+
+# Labelled rows by (block, workload at history 0, count, layers, per_layer): a
+# decode's steps and a batch sweep's probes differ in the history alone. A
+# history-independent block (Block.history_independent) keeps (None, rows), built
+# once; another keeps (its latest raw rows, their labelled copies), and the raw rows
+# it returns again (its history-free part, arch.history_free_rows) are labelled once.
+_BLOCK_ROWS = {}
+_BLOCK_ROWS_KEPT = 1024
+
+
+def _block_rows(block, w, free, count, label, per_layer):
+    """`block`'s rows under `w`, labelled with its layer range and count (per_layer:
+    one instance's figures with `repeats`; else multiplied by the count)."""
+    key = (block, free, count, label, per_layer)
+    hit = _BLOCK_ROWS.get(key)
+    if block.history_independent:
+        if hit is None:
+            hit = remember(_BLOCK_ROWS, _BLOCK_ROWS_KEPT, key,
+                           (None, tuple(_labelled(op, count, label, per_layer) for op in block.ops(w))))
+        return list(hit[1])
+    ops = block.ops(w)
+    if hit is not None and len(hit[0]) == len(ops):
+        rows = [done if op is raw else _labelled(op, count, label, per_layer)
+                for op, raw, done in zip(ops, *hit)]
+    else:
+        rows = [_labelled(op, count, label, per_layer) for op in ops]
+    remember(_BLOCK_ROWS, _BLOCK_ROWS_KEPT, key, (ops, rows))
+    return rows
+
+
+def _labelled(op, count, label, per_layer):
+    return op.replace(layers=label, repeats=count) if per_layer else op.times(count, label)
 
 
 def sum_field(rows, attr, category=None):

@@ -49,6 +49,16 @@ class Workload(Record):
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
 
+    def without_history(self):
+        """This workload at history 0 (built once per instance): the key under which
+        rows that do not depend on the history are reused across histories
+        (Block.history_independent, arch.history_free_rows)."""
+        d = self.__dict__
+        free = d.get("_without_history")
+        if free is None:
+            free = d["_without_history"] = self.replace(history=0) if self.history else self
+        return free
+
     @property
     def positions(self):
         """New token positions in the pass: batch * tokens."""

@@ -459,9 +459,8 @@ def ridge_estimate_batch(r, weight_bytes, active_params):
 
 def ideal_totals(pcs):
     """(matrix FLOPs, vector FLOPs, unique bytes) of a phase: what the ideal bound weighs."""
-    rows = decode_sum.summed_ops(pcs)
-    return (ledger.sum_field(rows, "matrix_flops"), ledger.sum_field(rows, "vector_flops"),
-            sum(ledger.sum_field(rows, f) for f in ("weight_read", "kv_read", "kv_write")))
+    t = decode_sum.summed_totals(pcs)
+    return t[_MF], t[_VF], t[_WR] + t[_KR] + t[_KW]
 
 
 def ideal_compute(t, r):

@@ -36,12 +36,14 @@ import math
 from operator import add, attrgetter, sub
 
 from .. import ledger
+from ..memo import remember
 from ..record import Record
 
 FIELDS = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
           "kv_read", "act_write", "kv_write")
 
 _vector = attrgetter(*FIELDS)   # an operator row's FIELDS values, as a tuple
+_ZEROS = (0,) * len(FIELDS)
 
 
 def series(v0, d, n):
@@ -130,7 +132,13 @@ class Piece(Record):
                                self.steps, self.repeats)
 
     def split(self, i, compute_s, memory_s):
-        """Operator i's steps split by bound: [(compute_bound, count, summed values)]."""
+        """Operator i's steps split by bound: [(compute_bound, count, summed values)].
+        An operator without increment or drift (the same every step: a projection,
+        an MLP) has one bound on every step (split_repeated's answer, without its search)."""
+        v0 = self.starts[i]
+        if self.deltas[i] == _ZEROS and (not self.drifts or self.drifts[i] == _ZEROS):
+            n = self.steps * self.repeats
+            return [(compute_s(v0) - memory_s(v0) > 0, n, tuple(n * x for x in v0) if n > 1 else v0)]
         return split_repeated(self.starts[i], self.deltas[i], self.drifts[i] if self.drifts else None,
                               self.steps, self.repeats, compute_s, memory_s)
 
@@ -243,11 +251,23 @@ def decode_pieces(arch, w, lo, hi, check=True):
     period (from the ledgers of the first two periods; with `check`, also the
     last), so the cost is flat in hi - lo.
     """
+    key = (arch, w, lo, hi)
+    hit = _PIECES.get(key)
+    if hit is not None and (hit[0] or not check):
+        return list(hit[1])
     out = []
     for spans, k, p in plan(arch, lo, hi):
         out += (_linear_pieces(arch, w, spans, check) if k == 1
                 else _repeated_pieces(arch, w, spans, p, k, check))
+    remember(_PIECES, _PIECES_KEPT, key, (check, tuple(out)))
     return out
+
+
+# decode_pieces by (arch, workload, lo, hi) -> (checked, pieces): a decode asks again
+# for its batch-1 steps (the serving bound's request work). Pieces are immutable; a
+# checked result also answers an unchecked request.
+_PIECES = {}
+_PIECES_KEPT = 64
 
 
 def _repeated_pieces(arch, w, spans, p, k, check):
@@ -303,17 +323,37 @@ def _same_rows(ops, other, history):
 
 
 def summed_ops(pcs):
-    """The ledger summed over every step of the pieces: one Op row per operator."""
+    """The ledger summed over every step of the pieces: one Op row per operator.
+
+    A piece adds repeated_series(start, delta, drift, n, K) = K n start + K n(n-1)/2
+    delta + n K(K-1)/2 drift per operator: three coefficients per piece, shared by
+    its operators."""
     first, last = pcs[0], pcs[-1]
+    coefs = [(p.repeats * p.steps, p.repeats * (p.steps * (p.steps - 1) // 2),
+              p.steps * (p.repeats * (p.repeats - 1) // 2) if p.drifts else 0) for p in pcs]
     rows = []
     for i, op in enumerate(first.ops):
-        total = [0] * len(FIELDS)
-        for p in pcs:
-            total = list(map(add, total, p.summed(i)))
+        total = (0,) * len(FIELDS)
+        for p, (a, b, c) in zip(pcs, coefs):
+            if c:
+                total = tuple(t + a * x + b * y + c * z
+                              for t, x, y, z in zip(total, p.starts[i], p.deltas[i], p.drifts[i]))
+            else:
+                total = tuple(t + a * x + b * y for t, x, y in zip(total, p.starts[i], p.deltas[i]))
         end = last.end_ops[i].shape if last.end_ops else "..."
         shape = op.shape if end == op.shape else f"{op.shape} ... {end}"
         rows.append(op.replace(shape=shape, **dict(zip(FIELDS, total))))
     return rows
+
+
+def summed_totals(pcs):
+    """FIELDS summed over every operator and every step of the pieces: the sums of
+    summed_ops' columns, from each piece's operator totals (linearity)."""
+    total = (0,) * len(FIELDS)
+    for p in pcs:
+        v0, d, drift = p.totals()
+        total = tuple(map(add, total, repeated_series(v0, d, drift or None, p.steps, p.repeats)))
+    return total
 
 
 def split_by_bound(v0, d, n, compute_s, memory_s):

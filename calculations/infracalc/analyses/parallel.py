@@ -244,7 +244,11 @@ class Plan:
     def history_free(self, block, w):
         """True when no operator of `block` changes with the history (MLP, MoE, norms): one
         linear piece over every history (no breakpoint, no period) whose ledger at history 0
-        equals the one at history 1 (memoized per block and workload)."""
+        equals the one at history 1 (memoized per block and workload). A block declaring
+        Block.history_independent is (its rows are the same at every history)."""
+        if block.history_independent:
+            return True
+
         def make():
             if block.history_period() or block.history_breakpoints(0, 1 << 62):
                 return False   # not one linear piece over every history

@@ -112,7 +112,8 @@ def request_work(arch, w, input_len, output_len, prefill_w=None):
     work = _work(ledger.operators(arch, (prefill_w or one).replace(batch=1, tokens=input_len)))
     if output_len > 1:
         pcs = decode_sum.decode_pieces(arch, one, input_len, input_len + output_len - 2, check=False)
-        work = tuple(a + b for a, b in zip(work, _work(decode_sum.summed_ops(pcs))))
+        mf, _, vf, _, _, kr, _, kw = decode_sum.summed_totals(pcs)
+        work = tuple(a + b for a, b in zip(work, (mf, vf, kr + kw)))
     return work
 
 

@@ -29,7 +29,7 @@ fused kernel regenerates the probability-dropout mask from its RNG seed.
 """
 
 
-from ..arch import Block, Tensor
+from ..arch import Block, Tensor, history_free_rows
 from ..errors import UserError
 from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm, saved_inputs, with_dropout_mask
 
@@ -197,12 +197,19 @@ class Attention(Block):
         return self.chunk
 
     def ops(self, w):
-        named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
-        n, b, t, hist = w.positions, w.batch, w.tokens, w.history
-        hd, heads, kvh = self.head_dim, self.heads, self.kv_heads
+        hist, t = w.history, w.tokens
+        pre, post = history_free_rows(self, w, "projections", lambda: self.projection_ops(w))
         pairs = causal_pairs(hist, t, self.window, self.chunk)
         rect = rectangular_pairs(hist, t)
         keys = keys_touched(hist, t, self.window, self.chunk)
+        return [*pre, *self.core_ops(w, pairs, rect, keys), *post]
+
+    def projection_ops(self, w):
+        """(rows before the core, rows after it): the q/k/v projections, q/k norms,
+        RoPE and the cache write; o_proj. None reads the history."""
+        named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
+        n = w.positions
+        hd, heads, kvh = self.head_dim, self.heads, self.kv_heads
         act = w.act_dtype
         k_token = w.kv_dtype.nbytes_flat(kvh * hd)
         out = [gemm(w, "q_proj", n, named["q_proj.weight"], named.get("q_proj.bias"), replicated=True),
@@ -223,10 +230,9 @@ class Attention(Block):
         out.append(Op("kv_store", "memory", f"[{n},2,{kvh},{hd}]",
                       act_read=act.nbytes_flat(n * 2 * kvh * hd),
                       kv_write=n * 2 * k_token, kind="memory"))
-        out += self.core_ops(w, pairs, rect, keys)
-        out.append(with_dropout_mask(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")),
-                                     n * self.hidden if self.dropout else 0))
-        return out
+        o_proj = with_dropout_mask(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")),
+                                   n * self.hidden if self.dropout else 0)
+        return tuple(out), (o_proj,)
 
     def core_ops(self, w, pairs, rect, keys):
         """The fused attention core of the batch: QK^T over `pairs` query-key pairs

@@ -15,6 +15,7 @@ class Embedding(Block):
     id; the ids are the input batch, not counted), except a 1-byte mask per
     element with `dropout` (GPT-NeoX's embedding dropout).
     """
+    history_independent = True   # no cache, no position (see Block)
     vocab: int
     hidden: int
     scale: bool = False
@@ -59,6 +60,7 @@ class WeightsOnly(Block):
 
 class RMSNorm(Block):
     """RMSNorm over every position: 4 FLOPs per element, a weight of `width`."""
+    history_independent = True   # no cache, no position (see Block)
     name: str
     width: int
 
@@ -75,6 +77,7 @@ class RMSNorm(Block):
 
 class Residual(Block):
     """Residual add of a sublayer's output into the stream: 1 FLOP per element."""
+    history_independent = True   # no cache, no position (see Block)
     width: int
 
     def ops(self, w):
@@ -87,6 +90,7 @@ class LMHead(Block):
     With tied embeddings it owns no tensor (the embedding is counted once) but
     still reads the shared matrix.
     """
+    history_independent = True   # no cache, no position (see Block)
     vocab: int
     hidden: int
     tied: bool = False

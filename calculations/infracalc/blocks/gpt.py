@@ -61,6 +61,7 @@ class LayerNorm(Block):
     training keeps its input and two fp32 statistics (mean, rstd) per row (the
     statistics only with `shares_input`: another norm of the same input keeps
     it, as GPT-NeoX's two norms of a parallel-residual layer)."""
+    history_independent = True   # no cache, no position (see Block)
     name: str
     width: int
     shares_input: bool = False
@@ -85,6 +86,7 @@ class LayerNorm(Block):
 class GPTMLP(Block):
     """c_fc [inter, hidden] + bias, GELU, c_proj [hidden, inter] + bias:
     per token 2*2*hidden*inter matrix FLOPs."""
+    history_independent = True   # no cache, no position (see Block)
     hidden: int
     inter: int
     act: str = "gelu_tanh"   # VECTOR_FLOPS key: gelu_tanh (GPT-2 gelu_new) | gelu_erf (exact gelu) | relu (OPT)

@@ -60,7 +60,7 @@ qk_rope+v_head_dim)) of its cache bytes (576/40960): absorbed suits decode,
 naive long prefills, which is why serving systems often mix the two.
 """
 
-from ..arch import Block, Tensor
+from ..arch import Block, Tensor, history_free_rows
 from ..errors import UserError
 from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
 from ..workload import MLA_PATHS
@@ -138,16 +138,29 @@ class MLA(Block):
         return self.replace(heads=self.heads // tp)
 
     def ops(self, w):
-        named = {t.name.split(".", 1)[1]: t for t in self.tensors()}
-        n = w.positions
-        out = self._query(w, named, n)
-        out += [gemm(w, "kv_a_proj_with_mqa", n, named["kv_a_proj_with_mqa.weight"], saves_input=False),
-                rmsnorm(w, "kv_a_layernorm", n, named["kv_a_layernorm.weight"])]
         paths = {"absorbed": self._absorbed, "naive": self._naive, "expanded": self._expanded}
         if w.mla not in paths:
             raise ValueError(f"MLA path {w.mla!r} must be resolved to one of {', '.join(paths)} "
                              "before the ledger is built (analyses/mla_path)")
-        return out + paths[w.mla](w, named, n) + [gemm(w, "o_proj", n, named["o_proj.weight"])]
+        pre, post = history_free_rows(self, w, "projections", lambda: self._projections(w))
+        return [*pre, *paths[w.mla](w, self._named(), w.positions), *post]
+
+    def _named(self):
+        """{tensor name without the layer prefix: tensor} (computed once per instance)."""
+        d = self.__dict__
+        named = d.get("_named_tensors")
+        if named is None:
+            named = d["_named_tensors"] = {t.name.split(".", 1)[1]: t for t in self.tensors()}
+        return named
+
+    def _projections(self, w):
+        """(rows before the path's rows, rows after them): the query projections,
+        kv_a_proj_with_mqa and its norm; o_proj. None reads the history."""
+        named, n = self._named(), w.positions
+        out = self._query(w, named, n)
+        out += [gemm(w, "kv_a_proj_with_mqa", n, named["kv_a_proj_with_mqa.weight"], saves_input=False),
+                rmsnorm(w, "kv_a_layernorm", n, named["kv_a_layernorm.weight"])]
+        return tuple(out), (gemm(w, "o_proj", n, named["o_proj.weight"]),)
 
     def _query(self, w, named, n):
         if not self.q_lora_rank:
@@ -225,23 +238,16 @@ class MLA(Block):
 
     def _absorbed(self, w, named, n):
         b, t, heads, r = w.batch, w.tokens, self.heads, self.kv_lora_rank
-        nope, rope, v = self.qk_nope, self.qk_rope, self.v_head_dim
-        act, kv = w.act_dtype, w.kv_dtype
+        rope = self.qk_rope
+        act = w.act_dtype
         pairs, rect, keys = self._pairs(w)
-        kv_b = named["kv_b_proj.weight"]
-        w_uk = Tensor("kv_b_proj.weight[W_UK]", (heads, nope, r), kv_b.role)
-        uk_bytes = w.weight_bytes(w_uk)
-        latent_token = self.kv_bytes_per_token(kv, "absorbed")
-        rows = n * heads
-        q_absorb = gemm(w, "q_absorb (W_UK)", rows, Tensor("W_UK", (r, nope), kv_b.role),
-                        shape=f"{n}x{heads}x[{nope}]x[{nope},{r}]")
-        out_absorb = gemm(w, "out_absorb (W_UV)", rows, Tensor("W_UV", (v, r), kv_b.role),
-                          shape=f"{n}x{heads}x[{r}]x[{r},{v}]")
+        latent_token = self.kv_bytes_per_token(w.kv_dtype, "absorbed")
+        q_absorb, rope_op, kv_store, out_absorb = history_free_rows(
+            self, w, "absorbed", lambda: self._absorbed_free(w, named, n))
         return [
-            q_absorb.replace(weight_read=uk_bytes),
-            self._rope(w, n),
-            Op("kv_store", "memory", f"[{n},{r}+{rope}] latent and k_pe",
-               act_read=act.nbytes_flat(n * (r + rope)), kv_write=n * latent_token, kind="memory"),
+            q_absorb,
+            rope_op,
+            kv_store,
             Op("attn_qk", "attention", f"{b}x{heads}x[{t},{r}+{rope}]x[{r}+{rope},{keys}]",
                matrix_flops=2 * b * heads * (r + rope) * pairs,
                rect_flops=2 * b * heads * (r + rope) * rect,
@@ -253,5 +259,25 @@ class MLA(Block):
             Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{r}] latent read by attn_qk",
                matrix_flops=2 * b * heads * r * pairs, rect_flops=2 * b * heads * r * rect,
                act_write=act.nbytes_flat(n * heads * r), compute=w.compute_dtype.name, kind="attention"),
-            out_absorb.replace(weight_read=w.weight_bytes(kv_b) - uk_bytes),
+            out_absorb,
         ]
+
+    def _absorbed_free(self, w, named, n):
+        """The absorbed path's rows that read no history: q_absorb, RoPE, the
+        latent cache write, out_absorb."""
+        heads, r = self.heads, self.kv_lora_rank
+        nope, rope, v = self.qk_nope, self.qk_rope, self.v_head_dim
+        kv_b = named["kv_b_proj.weight"]
+        w_uk = Tensor("kv_b_proj.weight[W_UK]", (heads, nope, r), kv_b.role)
+        uk_bytes = w.weight_bytes(w_uk)
+        rows = n * heads
+        q_absorb = gemm(w, "q_absorb (W_UK)", rows, Tensor("W_UK", (r, nope), kv_b.role),
+                        shape=f"{n}x{heads}x[{nope}]x[{nope},{r}]")
+        out_absorb = gemm(w, "out_absorb (W_UV)", rows, Tensor("W_UV", (v, r), kv_b.role),
+                          shape=f"{n}x{heads}x[{r}]x[{r},{v}]")
+        return (q_absorb.replace(weight_read=uk_bytes),
+                self._rope(w, n),
+                Op("kv_store", "memory", f"[{n},{r}+{rope}] latent and k_pe",
+                   act_read=w.act_dtype.nbytes_flat(n * (r + rope)),
+                   kv_write=n * self.kv_bytes_per_token(w.kv_dtype, "absorbed"), kind="memory"),
+                out_absorb.replace(weight_read=w.weight_bytes(kv_b) - uk_bytes))

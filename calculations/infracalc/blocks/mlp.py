@@ -13,6 +13,7 @@ class GatedMLP(Block):
     matrix FLOPs; the gated activation costs VECTOR_FLOPS[act] per element.
     Training keeps gate's input (shared by up), the activation's two inputs and
     down's input."""
+    history_independent = True   # no cache, no position (see Block)
     hidden: int
     inter: int
     act: str = "swiglu"

@@ -63,6 +63,7 @@ def experts_touched(routing, experts, top_k, tokens, loads=()):
 
 
 class MoE(Block):
+    history_independent = True   # no cache, no position (see Block)
     hidden: int
     experts: int
     top_k: int

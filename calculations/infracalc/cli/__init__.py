@@ -23,6 +23,12 @@ COMMANDS = {
 
 PROG = "infra-calc"
 
+# argparse passes its own words ("usage: ", "options", its error messages) through
+# gettext, whose catalogue search imports `locale` (about 1 ms, every command) to
+# find translations that CPython does not ship; everything printed is in English.
+argparse._ = lambda message: message
+argparse.ngettext = lambda singular, plural, n: singular if n == 1 else plural
+
 
 def _terminal_columns():
     """shutil.get_terminal_size().columns (COLUMNS, else the terminal of stdout,
