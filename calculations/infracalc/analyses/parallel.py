@@ -26,6 +26,7 @@ thousands of layouts builds each (tp, ep) shard's ledgers once per batch.
 import math
 
 from .. import comm, ledger
+from ..collectives import ceil_div
 from .. import layout as placement
 from ..arch import Block, Layer
 from ..errors import UserError
@@ -142,10 +143,6 @@ def _cost(pcs, r, with_work=True):
         for i in range(len(p.ops)):
             work = [a + b for a, b in zip(work, p.summed(i))]
     return (acc.compute_s, acc.weights_s, acc.kv_s, acc.act_s, *work)
-
-
-def ceil_div(a, b):
-    return -(-a // b)
 
 
 class Plan:

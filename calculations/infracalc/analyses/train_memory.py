@@ -36,6 +36,7 @@ layers (Narayanan et al. 2021, arXiv:2104.04473; stage 0: p + (p - 1)/v
 micro-batches' worth, Megatron-LM's 1 + (p - 1)/(p v) factor).
 """
 
+from ..collectives import ceil_div
 from ..errors import UserError
 from ..record import Record
 from . import train_flops
@@ -51,10 +52,6 @@ ZERO_STAGES = (0, 1, 2, 3)
 ATTENTION_KERNELS = ("fused", "unfused")
 UNFUSED_SCORE_BYTES = 2   # softmax output per score (16-bit)
 DROPOUT_SCORE_BYTES = 3   # + 1-byte mask + 16-bit dropout output per score
-
-
-def _ceil(a, b):
-    return -(-a // b)
 
 
 def optimizer_states(optimizer, master_bytes=4):
@@ -92,8 +89,8 @@ def model_states(params, dp, zero, weight_bytes=2, grad_bytes=2, optimizer_bytes
     if zero not in ZERO_STAGES:
         raise UserError(f"zero stage must be one of 0, 1, 2, 3, got {zero!r}")
     w, g, k = params * weight_bytes, params * grad_bytes, params * optimizer_bytes
-    return ModelStates(_ceil(w, dp) if zero >= 3 else w, _ceil(g, dp) if zero >= 2 else g,
-                       _ceil(k, dp) if zero >= 1 else k)
+    return ModelStates(ceil_div(w, dp) if zero >= 3 else w, ceil_div(g, dp) if zero >= 2 else g,
+                       ceil_div(k, dp) if zero >= 1 else k)
 
 
 def device_params(dev):
@@ -136,8 +133,8 @@ class LayerActivations(Record):
 def _split(saved, replicated, tp, sp, cp):
     """Per-device bytes of a shard's saved bytes: the sequence region split by
     TP only with SP; everything by CP."""
-    seq = _ceil(replicated, tp) if sp else replicated
-    return _ceil(saved - replicated + seq, cp)
+    seq = ceil_div(replicated, tp) if sp else replicated
+    return ceil_div(saved - replicated + seq, cp)
 
 
 def unfused_score_bytes(layer, w):
@@ -171,11 +168,11 @@ def _layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"
     saved = sum(op.saved_bytes for op in ops)
     repl = sum(op.saved_replicated for op in ops)
     core = sum(op.saved_bytes for op in ops if op.kind == "softmax")
-    scores = _ceil(unfused_score_bytes(layer, w), cp) if attention == "unfused" else 0
+    scores = ceil_div(unfused_score_bytes(layer, w), cp) if attention == "unfused" else 0
     none = _split(saved, repl, tp, sp, cp) + scores
     selective = _split(saved - core, repl, tp, sp, cp)
     full_in = w.act_dtype.nbytes_flat(w.positions * hidden)
-    full = _ceil(_ceil(full_in, tp) if sp else full_in, cp)
+    full = ceil_div(ceil_div(full_in, tp) if sp else full_in, cp)
     return LayerActivations(none, selective, full)
 
 
@@ -205,7 +202,7 @@ class StageMemory(Record):
     @property
     def activation_bytes(self):
         num, den = self.in_flight
-        return _ceil((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
+        return ceil_div((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
             + self.recompute_working_bytes
 
     @property
@@ -221,7 +218,7 @@ def _top_saved(dev, stage, w, tp, sp, cp):
     loss = train_flops.CrossEntropy(dev.head.vocab).ops(w) if stage.has_head else []
     if stage.has_head:
         ops += list(dev.final_norm.ops(w)) + list(dev.head.ops(w))
-    logits = sum(_ceil(op.saved_bytes, cp) for op in loss)
+    logits = sum(ceil_div(op.saved_bytes, cp) for op in loss)
     return sum(_split(op.saved_bytes, op.saved_replicated, tp, sp, cp) for op in ops) + logits, logits
 
 

@@ -59,7 +59,7 @@ under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 
 from .. import comm
 from .. import layout as placement
-from ..collectives import Collective, cp_collectives, dp_gradient_collectives, moe_collectives, \
+from ..collectives import Collective, ceil_div, cp_collectives, dp_gradient_collectives, moe_collectives, \
     moe_keeps_tp_reduction, pp_boundary_collectives, tp_collectives
 from ..errors import UserError
 from ..record import Record
@@ -69,10 +69,6 @@ from .roofline import roof as make_roof
 SCHEDULES = ("1f1b", "interleaved", "zero-bubble", "dualpipe")
 CE_ALLREDUCES = 3      # vocab-parallel cross-entropy: max, sum of exp, target logit (fp32 per token)
 ALGORITHM = "ring"
-
-
-def _ceil(a, b):
-    return -(-a // b)
 
 
 class Pass(Record):
@@ -166,7 +162,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
     tp, cp, ep = lay.tp, lay.cp, lay.ep
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
-    tokens = _ceil(w.positions, cp)
+    tokens = ceil_div(w.positions, cp)
     groups = placement.device_layers(arch, lay, stage)
     n = stage.layers
     full = recompute == "full"
@@ -356,7 +352,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
         dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key),
                             lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
-        updated = (_ceil(dense, lay.dp * lay.cp) + _ceil(expert, train_memory.expert_dp(lay))
+        updated = (ceil_div(dense, lay.dp * lay.cp) + ceil_div(expert, train_memory.expert_dp(lay))
                    if zero >= 1 else dense + expert)
         opt_s = r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
         stages.append(StageTime(st.index, compute, _pass_of(timed), tuple(timed), tuple(dp), exposed, opt_s))
