@@ -31,7 +31,7 @@ from .. import layout as placement
 from ..arch import Block, Layer
 from ..errors import UserError
 from . import decode_sum, mla_path
-from .decode import account, decode_path
+from .decode import _check_lengths as check_lengths, account, decode_path
 from .memory import RESERVE_RULE, cache_room, engine_defaults
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
@@ -151,9 +151,7 @@ class Plan:
     def __init__(self, arch, w, device, input_len, output_len, compute_efficiency=1.0,
                  memory_efficiency=1.0, reserve_bytes=None, overlap=False, algorithm="ring",
                  link_options=None, batch=1, ep_dedup=False, cp_split="contiguous"):
-        for name, value in (("input_len", input_len), ("output_len", output_len)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UserError(f"{name} must be a positive integer, got {value!r}")
+        self.length_notes = check_lengths(arch, input_len, output_len)
         if algorithm not in ALGORITHMS:
             raise UserError(f"unknown collective algorithm '{algorithm}'; choose from {', '.join(ALGORITHMS)}")
         self.arch, self.device = arch, device
@@ -954,10 +952,7 @@ def unknown_peak_notes(plan):
 
 
 def notes(plan, lay, mem, batch):
-    out = unknown_peak_notes(plan)
-    if plan.P + plan.G > plan.arch.max_context:
-        out.append(f"input + output length {plan.P + plan.G} exceeds the model's max_position_embeddings "
-                   f"{plan.arch.max_context}; computed anyway")
+    out = unknown_peak_notes(plan) + plan.length_notes
     for phase, choice in plan.mla_choices.items():
         if choice:
             out.append(mla_path.note(choice, phase) + f" (times of the whole model on one device at batch "
