@@ -52,8 +52,7 @@ def links_line(i):
 
 
 def flops_rows(f):
-    def fl(n):
-        return u.flops(n)
+    fl = u.flops
     return [
         _row("Forward matrix FLOPs", f["forward_matrix_flops"], fl),
         _row("Backward matrix FLOPs (2x forward)", f["backward_matrix_flops"], fl),
