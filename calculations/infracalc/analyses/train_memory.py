@@ -103,12 +103,10 @@ def device_params(dev):
 
 
 def _device_params(dev):
+    parts = [(block, 1) for block in dev.top_blocks()] + [(layer, count) for layer, count, _ in dev.layer_groups()]
     dense = expert = 0
-    for block in dev.top_blocks():
-        for t in block.tensors():
-            dense, expert = (dense, expert + t.params) if t.role == "expert" else (dense + t.params, expert)
-    for layer, count, _ in dev.layer_groups():
-        for t in layer.tensors():
+    for part, count in parts:
+        for t in part.tensors():
             if t.role == "expert":
                 expert += count * t.params
             else:
