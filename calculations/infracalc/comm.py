@@ -201,11 +201,11 @@ def links(device, alpha_up=None, alpha_out=None, link_bw_up=None, link_bw_out=No
 
 def tier(layout_group_span_devices, device):
     """"up" when a group spanning this many consecutive ranks fits one scale-up domain (groups
-    are placed aligned to domains), else "out"."""
+    are placed aligned to domains), else "out" (always "out" on a device with no scale-up tier)."""
     span = layout_group_span_devices
     if isinstance(span, bool) or not isinstance(span, int) or span < 1:
         raise UserError(f"a group spans a positive number of devices, got {span!r}")
-    return "up" if span <= device.scale_up.domain_size else "out"
+    return "up" if device.scale_up is not None and span <= device.scale_up.domain_size else "out"
 
 
 def axis_length(n, axes):

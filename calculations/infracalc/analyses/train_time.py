@@ -144,12 +144,6 @@ class Timed(Record):
     seconds: float
 
 
-def _tier(span, device):
-    if device.scale_up is None:
-        return "out"
-    return comm.tier(span, device)
-
-
 def _moe(arch):
     for b in placement._distinct_blocks(arch):
         if hasattr(b, "experts"):
@@ -169,7 +163,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
     out = []
     moe = _moe(arch)
     moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
-    t_tp = _tier(lay.group_span("tp"), device) if tp > 1 else "up"
+    t_tp = comm.tier(lay.group_span("tp"), device) if tp > 1 else "up"
     if tp > 1:
         t = t_tp
         # MoE layers under EP keep their MLP's TP collectives only as collectives.moe_keeps_tp_reduction says
@@ -183,12 +177,12 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
         out += [(c, "forward") for c in fwd] + [(c, "backward") for c in layer_only]
         out += [(c, "recompute") for c in layer_only] if full else []
     if ep > 1 and moe is not None:
-        t = _tier(lay.group_span("ep"), device)
+        t = comm.tier(lay.group_span("ep"), device)
         cs = moe_collectives(tokens, moe.top_k, hidden, act, tp, ep, moe_layers, t, t_tp, experts=moe.experts)
         out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
         out += [(c, "recompute") for c in cs] if full else []
     if cp > 1:
-        t = _tier(lay.group_span("cp"), device)
+        t = comm.tier(lay.group_span("cp"), device)
         for layer, count, _ in groups:
             kv = layer.kv_bytes_per_token(w.kv_dtype, "naive")
             if not kv:
@@ -197,7 +191,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
             out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
             out += [(c, "recompute")] if recompute != "none" else []
     if lay.pp > 1:
-        t = _tier(lay.group_stride("pp") + 1, device)
+        t = comm.tier(lay.group_stride("pp") + 1, device)
         # collectives.pp_boundary_collectives: the 1/tp slice per TP rank (scatter/gather); without
         # SP the receiving stage's TP all-gather, charged to the receiver
         for direction, phase, sends, receives in (("activations", "forward", not stage.has_head,
@@ -250,7 +244,7 @@ def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_bat
     `dense` + `expert` parameters; ZeRO-3's gathers repeat per micro-batch."""
     out = []
     span = lay.group_span("dp") if lay.dp > 1 else lay.group_span("cp")
-    t = _tier(span, device)
+    t = comm.tier(span, device)
     for params, group, what in ((dense, lay.dp * lay.cp, ""),
                                 (expert, train_memory.expert_dp(lay), " (experts, expert-DP group)")):
         if not params or group == 1:
