@@ -305,11 +305,13 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
     """The `train` record of one layout. `w`: one micro-batch (batch =
     micro-batch size, tokens = sequence length); `lay.micro_batches` = m."""
     check_formats(w)
-    if cp_reason(w.tokens, lay.cp):
-        raise UserError(cp_reason(w.tokens, lay.cp))
+    reason = cp_reason(w.tokens, lay.cp)
+    if reason:
+        raise UserError(reason)
     st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute, s.flash_recompute)
     micro = train_flops.step(arch, w, s.recompute, s.flash_recompute)
     mem, bind, t = evaluate(arch, w, lay, device, s, links)
+    peaks = unknown_peaks(device, w)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "train",
@@ -321,7 +323,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
                           "compared_with": c.compared_with, "exact_flops": c.exact_flops,
                           "ratio_to_exact": _ratio(c.ratio), "reason": c.reason}
                          for c in train_flops.conventions(arch, st, global_batch, w.tokens)],
-        "time": {**time_record(t), "unknown_peaks": unknown_peaks(device, w)},
+        "time": {**time_record(t), "unknown_peaks": peaks},
         "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem, st.model_flops),
                                           global_batch * w.tokens),
         "throughput": throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens),
@@ -333,7 +335,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
             "stages": memory_record(mem, device.memory_bytes, lay),
         },
         "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
-        "conventions": list(CONVENTIONS) + [n for n in [unknown_peak_note(unknown_peaks(device, w))] if n],
+        "conventions": _conventions(peaks),
     }
 
 
@@ -360,6 +362,12 @@ def unknown_peak_note(peaks):
             f"unknown.")
 
 
+def _conventions(peaks):
+    """CONVENTIONS, plus `unknown_peak_note` when a peak is unknown."""
+    note = unknown_peak_note(peaks)
+    return list(CONVENTIONS) + ([note] if note else [])
+
+
 def search(arch, w, device, s, *, devices, global_batch, links, objective="step", top=10, cps=(1,)):
     """Every layout of `devices` devices ranked by step time (or MFU, the same
     order at a fixed model and batch), those that do not fit counted apart."""
@@ -370,6 +378,7 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
     check_formats(w)
     st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute, s.flash_recompute)
     peak = device.peak(w.compute_dtype)
+    peaks = unknown_peaks(device, w)
 
     def m_of(dp):
         m = micro_batches(global_batch, w.batch, dp)
@@ -428,8 +437,8 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         "layouts_fit": len(ranked),
         "rejected": [{"reason": k, "layouts": v} for k, v in rejected.items()],
         "ranked": rows,
-        "unknown_peaks": unknown_peaks(device, w),
-        "conventions": list(CONVENTIONS) + [n for n in [unknown_peak_note(unknown_peaks(device, w))] if n] + [
+        "unknown_peaks": peaks,
+        "conventions": _conventions(peaks) + [
             "Search: every tp x pp x cp x dp = devices (cp from the given values), every EP degree "
             "dividing tp x dp and the experts, sequence parallelism whenever tp > 1; ranked by step "
             "time (MFU ranks the same at a fixed model and batch), ties to fewer devices per TP/CP "
