@@ -307,8 +307,7 @@ class Plan:
 
     def _kind(self, lay, stage):
         def make():
-            kind = (tuple((layer, count) for layer, count, _ in placement.device_layers(self.arch, lay, stage)),
-                    stage.has_embedding, stage.has_head)
+            kind = placement.stage_signature(self.arch, lay, stage)
             return self._kinds.setdefault(kind, len(self._kinds)), kind
         return self.memo(("kind", lay.tp, lay.ep, stage.lo, stage.hi, stage.has_embedding, stage.has_head), make)
 
