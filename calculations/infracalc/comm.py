@@ -48,8 +48,6 @@ fixed per-call base latency (6.6-8.4 us) is not included. Where the device data 
 (not published), DEFAULT_ALPHA_S is used and the link says so in `assumptions`.
 """
 
-import math
-
 from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
                           dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
                           pp_boundary_collectives, pp_collectives, tp_collectives)
@@ -287,7 +285,7 @@ def time_s(c, link, algorithm="ring", axes=1, wrap=None):
     if algorithm == "tree":
         if c.kind != "all_reduce":
             raise UserError(f"the tree algorithm is modelled for all-reduce only, not {c.kind}")
-        return 2 * c.bytes * c.skew / b + 2 * math.ceil(math.log2(c.group)) * link.alpha_s
+        return 2 * c.bytes * c.skew / b + 2 * binomial_rounds(c.group) * link.alpha_s   # depth ceil(log2 n)
     if algorithm == "binomial":
         if c.kind != "all_reduce":
             raise UserError(f"the binomial algorithm is modelled for all-reduce only, not {c.kind}")
