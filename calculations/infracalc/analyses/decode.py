@@ -226,6 +226,12 @@ def cached_tokens(input_len, output_len):
     return input_len + output_len - 1
 
 
+def step_histories(input_len, output_len):
+    """(first, last): the histories of the G - 1 decode steps, P .. P + G - 2 (the
+    first generated token comes from the prefill pass; last < first when G = 1)."""
+    return input_len, input_len + output_len - 2
+
+
 def capacity_record(arch, w, device, context, reserve_bytes=None):
     """Requests of `context` cached tokens that fit beside the weights and the
     reserve (default 10% of memory; memory.max_requests, with its parts shown),
@@ -255,7 +261,7 @@ def inputs_record(w, input_len, output_len, batch=True):
     base = workload_record(w)
     rec = {"batch": w.batch} if batch else {}
     rec.update({"input_len": input_len, "output_len": output_len, "decode_steps": output_len - 1,
-                "first_history": input_len, "last_history": input_len + output_len - 2})
+                "first_history": input_len, "last_history": step_histories(input_len, output_len)[1]})
     rec.update((k, v) for k, v in base.items() if k not in ("batch", "tokens", "history", "logits"))
     return rec
 
@@ -313,10 +319,11 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     w = w.replace(tokens=1, history=0, logits="last")
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
+    lo, hi = step_histories(input_len, output_len)
     wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
     prefill = phase_record([decode_sum.single(ledger.operators(arch, wp))], r)
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
-    w, step_choice = decode_path(arch, w, input_len, input_len + steps - 1, r)
+    w, step_choice = decode_path(arch, w, lo, hi, r)
     rec["inputs"] = inputs_record(w, input_len, output_len)
     mla_notes(rec, notes, choice, step_choice)
     cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve_bytes)
@@ -332,7 +339,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     first = last = summed = None
     operators = []
     if steps:
-        pcs = decode_sum.decode_pieces(arch, w, input_len, input_len + steps - 1)
+        pcs = decode_sum.decode_pieces(arch, w, lo, hi)
         rows, accounts = decode_sum.summed_ops(pcs), operator_accounts(pcs, r)
         summed = phase_record(pcs, r, rows, accounts)
         first = phase_record([pcs[0].step(0)], r)
@@ -389,7 +396,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     w = w.replace(batch=1, tokens=1, history=0, logits="last")
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
-    lo, hi = input_len, input_len + steps - 1
+    lo, hi = step_histories(input_len, output_len)
     wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
     w, step_choice = decode_path(arch, w, lo, hi, r)
     cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve_bytes)

@@ -315,7 +315,7 @@ def table_contexts(max_ctx, prefix=0):
 
 # -- the record -------------------------------------------------------------
 
-def _term_record(t, context):
+def _term_record(t):
     return {
         "layer_type": t.label,
         "layers": t.layers,
@@ -420,13 +420,15 @@ def concurrency_table(arch, sts, budget, req):
     return table
 
 
-def sizing_record(whole, context):
-    """Cache per token and per request of the whole model (no parallelism)."""
+def sizing_record(whole):
+    """Cache per token and per request of the whole model (no parallelism): the
+    layer types' rows (_term_record) and their sums."""
+    rows = [_term_record(t) for t in whole]
     return {
-        "bytes_per_token": sum(t.layers * t.per_token for t in whole),
-        "state_bytes_per_request": sum(t.layers * t.state_device for t in whole),
-        "bytes_per_request": sum(t.layers * (t.per_token * t.tokens + t.state_device) for t in whole),
-        "layer_types": [_term_record(t, context) for t in whole],
+        "bytes_per_token": sum(r["bytes_per_token"] for r in rows),
+        "state_bytes_per_request": sum(r["layers"] * r["state_bytes_per_layer"] for r in rows),
+        "bytes_per_request": sum(r["bytes_per_request"] for r in rows),
+        "layer_types": rows,
     }
 
 
@@ -469,7 +471,7 @@ def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None)
             "reserve_is_default": reserve_bytes is None,
             **({"native_formats": {role: d.name for role, d in w.formats}} if w.formats else {}),
         },
-        "sizing": sizing_record(whole, req.context),
+        "sizing": sizing_record(whole),
         "capacity": capacity_record(arch, sts, budget, req, lay),
         "concurrency": concurrency_table(arch, sts, budget, req),
         "notes": _notes(arch, w, sts, budget, req),

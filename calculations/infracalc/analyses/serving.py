@@ -82,12 +82,13 @@ def held_sum(arch, w, first, last):
     return decode_sum.linear_sum(arch, first - 1, last - 1, lambda h: held(arch, w, h + 1))
 
 
-def concurrency(arch, w, input_len, output_len, room_bytes):
+def concurrency(arch, w, input_len, output_len, room_bytes, final_bytes):
     """(guaranteed, steady-state, held bytes summed over the steps, steps): requests that
-    fit at their final length (an integer, None when no request keeps a cache) and the
-    mean-concurrency ceiling room / c_mean = room x steps / summed (a real number; None
-    when no cache). The sum and its divisor are exact integers; c_mean is their ratio."""
-    guaranteed = requests_in(room_bytes, request_bytes(arch, w, input_len + output_len - 1))
+    fit at their final length, `final_bytes` each (an integer, None when no request keeps
+    a cache) and the mean-concurrency ceiling room / c_mean = room x steps / summed (a
+    real number; None when no cache). The sum and its divisor are exact integers; c_mean
+    is their ratio."""
+    guaranteed = requests_in(room_bytes, final_bytes)
     steps = output_len - 1
     if steps:
         total = held_sum(arch, w, input_len + 1, input_len + steps)
@@ -153,7 +154,8 @@ def throughput(work, weights_per_step, input_len, output_len, n, r):
 def serving_bound(arch, w, r, input_len, output_len, room_bytes, prefill_w=None):
     """The serving-throughput bound of one device (or one device's shard `arch`) with
     `room_bytes` left for caches beside its weights and reserve."""
-    guaranteed, steady, held_total, steps = concurrency(arch, w, input_len, output_len, room_bytes)
+    final = request_bytes(arch, w, input_len + output_len - 1)   # the peak at P + G - 1 cached tokens
+    guaranteed, steady, held_total, steps = concurrency(arch, w, input_len, output_len, room_bytes, final)
     work = request_work(arch, w, input_len, output_len, prefill_w)
     history = input_len if output_len > 1 else 0
 
@@ -172,7 +174,7 @@ def serving_bound(arch, w, r, input_len, output_len, room_bytes, prefill_w=None)
         "cache_room_bytes": room_bytes,
         "held_cache_summed_bytes": held_total,   # sum over the decode steps of the cache held
         "held_cache_steps": steps,               # its divisor: mean held = summed / steps
-        "final_cache_bytes": request_bytes(arch, w, input_len + output_len - 1),
+        "final_cache_bytes": final,
         "guaranteed_concurrency": guaranteed,
         "steady_state_concurrency": steady,
         "request_matrix_flops": mf,

@@ -190,7 +190,7 @@ def parallel_serving_case(case):
 
 def serving_case(case):
     """Our serving-throughput bound for the case's setup: the `serving` record."""
-    from .decode import decode_path
+    from .decode import decode_path, step_histories
     from .memory import cache_room
     from .mla_path import for_pass
     from .roofline import roof
@@ -203,7 +203,7 @@ def serving_case(case):
     room = cache_room(device.memory_bytes, arch.weight_bytes(w), s.get("reserve_bytes", 0))
     r = roof(device, w.compute_dtype)
     wp, _ = for_pass(arch, w.replace(tokens=s["input_len"]), r)
-    ws = decode_path(arch, w, s["input_len"], s["input_len"] + s["output_len"] - 2, r)[0]
+    ws = decode_path(arch, w, *step_histories(s["input_len"], s["output_len"]), r)[0]
     return arch, device, serving_bound(arch, ws, r, s["input_len"], s["output_len"], room, wp)
 
 

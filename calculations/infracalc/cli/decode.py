@@ -53,7 +53,7 @@ def run(args):
 
             draft = load_model(args.draft_model)
             r = roof(device, w.compute_dtype, *eff)
-            span = (args.input_len, args.input_len + args.output_len - 2)   # the decode steps
+            span = decode.step_histories(args.input_len, args.output_len)
             w = decode.decode_path(arch, w, *span, r)[0]
             wd = decode.decode_path(draft, common.workload(args, draft, args.batch, 1, 0), *span, r)[0]
             rec["speculative"] = speculative(arch, draft, w, wd, device, args.input_len,

@@ -12,7 +12,8 @@ def count(n, noun, plural=None):
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
-def _scaled(value, units, base):
+def _scaled(value, units):
+    """value in the first of `units` ((factor, name), largest first) it reaches, to 3 decimals."""
     for factor, unit in units:
         if abs(value) >= factor:
             return f"{value / factor:,.3f} {unit}"
@@ -22,12 +23,12 @@ def _scaled(value, units, base):
 def flops(n):
     """FLOPs in decimal units: 1.234 TFLOP."""
     return _scaled(n, ((1e18, "EFLOP"), (1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"),
-                       (1e6, "MFLOP"), (1e3, "kFLOP"), (1, "FLOP")), 1000)
+                       (1e6, "MFLOP"), (1e3, "kFLOP"), (1, "FLOP")))
 
 
 def nbytes(n):
     """Bytes in binary units: 1.500 GiB."""
-    return _scaled(n, ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")), 1024)
+    return _scaled(n, ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")))
 
 
 def rate_flops(x):
