@@ -266,7 +266,7 @@ def inputs_record(w, input_len, output_len, batch=True):
     return rec
 
 
-def _check_lengths(arch, input_len, output_len):
+def check_lengths(arch, input_len, output_len):
     for name, value in (("input_len", input_len), ("output_len", output_len)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise UserError(f"{name} must be a positive integer, got {value!r}")
@@ -315,7 +315,7 @@ def serving_record(arch, w, r, input_len, output_len, cap, prefill_w=None):
 def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0,
            reserve_bytes=None):
     """The `decode` record for one request shape and batch."""
-    notes = _check_lengths(arch, input_len, output_len)
+    notes = check_lengths(arch, input_len, output_len)
     w = w.replace(tokens=1, history=0, logits="last")
     r = roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     steps = output_len - 1
@@ -390,7 +390,7 @@ def sweep_batches(capacity):
 def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0,
           reserve_bytes=None):
     """The `decode --batch-sweep` record: B = 1, 2, 4, ... up to the batch whose cache still fits."""
-    notes = _check_lengths(arch, input_len, output_len)
+    notes = check_lengths(arch, input_len, output_len)
     if output_len < 2:
         raise UserError("--batch-sweep needs --output-len of at least 2 (one decode step)")
     w = w.replace(batch=1, tokens=1, history=0, logits="last")

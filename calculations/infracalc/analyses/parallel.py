@@ -31,7 +31,7 @@ from .. import layout as placement
 from ..arch import Block, Layer
 from ..errors import UserError
 from . import decode_sum, mla_path
-from .decode import _check_lengths as check_lengths, account, decode_path
+from .decode import check_lengths, account, decode_path
 from .memory import RESERVE_RULE, cache_room, engine_defaults
 from .records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from .roofline import roof
