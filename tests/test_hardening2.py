@@ -67,3 +67,71 @@ class WorkingDirectory(Case):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         p = self.calc("validate", "--format", "csv", cwd=self.cwd)
         self.assertEqual(p.returncode, 0, p.stderr)
+
+
+class BytecodeCache(Case):
+    """Point 2: the user's bytecode setting is honoured, and a truncated cache file
+    (CPython < 3.12 ignores short writes: python/cpython#126606) never breaks a run."""
+
+    def copy(self):
+        root = self.folder()
+        dst = os.path.join(root, "calculations")
+        os.mkdir(dst)
+        shutil.copy(CALC_PY, dst)
+        for name in ("infracalc", "models", "hardware"):
+            shutil.copytree(os.path.join(CALC, name), os.path.join(dst, name),
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        return os.path.join(dst, "calc.py")
+
+    def env(self, **extra):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(extra)
+        return env
+
+    def pycs(self, calc_py):
+        return [os.path.join(d, f) for d, _, files in os.walk(os.path.dirname(calc_py))
+                for f in files if f.endswith(".pyc")]
+
+    def run_copy(self, calc_py, *args, env=None, limit=None):
+        def cap():
+            import resource
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return subprocess.run([sys.executable, calc_py, *args], capture_output=True, text=True,
+                              env=env or self.env(), cwd=self.folder(),
+                              preexec_fn=cap if limit else None)
+
+    def test_dont_write_bytecode_is_honoured(self):
+        calc_py = self.copy()
+        p = self.run_copy(calc_py, "models", env=self.env(PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.pycs(calc_py), [])
+        p = subprocess.run([sys.executable, "-B", calc_py, "models"], capture_output=True,
+                           text=True, env=self.env())
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.pycs(calc_py), [])
+
+    def test_a_run_under_a_file_size_limit_leaves_later_runs_working(self):
+        calc_py = self.copy()
+        p = self.run_copy(calc_py, "forward", "--model", "qwen3-8b", "--device", "h100-sxm",
+                          limit=4096)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        sizes = [os.path.getsize(f) for f in self.pycs(calc_py)]
+        if sys.version_info < (3, 12):
+            self.assertIn(4096, sizes)    # truncated files are left (python/cpython#126606)
+        for argv in (["--help"], ["forward", "--model", "qwen3-8b", "--device", "h100-sxm"]):
+            p = self.run_copy(calc_py, *argv)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn("Traceback", p.stderr)
+        self.assertNotIn(4096, [os.path.getsize(f) for f in self.pycs(calc_py)])
+
+    def test_truncated_cache_of_every_module_including_the_package_init(self):
+        calc_py = self.copy()
+        self.assertEqual(self.run_copy(calc_py, "models").returncode, 0)
+        pycs = self.pycs(calc_py)
+        self.assertTrue(any("__init__" in f for f in pycs))
+        for f in pycs:
+            with open(f, "r+b") as fh:
+                fh.truncate(40)          # a valid 16-byte header, then too little marshal data
+        p = self.run_copy(calc_py, "models")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("Traceback", p.stderr)
