@@ -135,3 +135,71 @@ class BytecodeCache(Case):
         p = self.run_copy(calc_py, "models")
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertNotIn("Traceback", p.stderr)
+
+
+class NestedDeviceFields(Case):
+    """Point 3: every field of every link is checked by one schema; a positive time is never 0."""
+
+    def device(self, edit):
+        d = bundled("hardware", "h100-sxm")
+        edit(d)
+        path = os.path.join(self.folder(), "dev.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        return path
+
+    def refused(self, path, *fragments):
+        for argv in (["hardware", "--device", path],
+                     ["parallel", "--model", "qwen3-8b", "--device", path, "--devices", "8", "--tp", "8",
+                      "--input-len", "128", "--output-len", "8", "--algorithm", "ring"],
+                     ["parallel", "--model", "qwen3-8b", "--device", path, "--devices", "8", "--search",
+                      "--input-len", "128", "--output-len", "8"],
+                     ["train", "--model", "qwen3-8b", "--device", path, "--devices", "16", "--tp", "8",
+                      "--seq", "1024"]):
+            status, out, err = run(*argv)
+            self.assertEqual((status, out), (2, ""), (argv, err))
+            self.assertEqual(len(err.splitlines()), 1, err)
+            for fragment in fragments:
+                self.assertIn(fragment, err)
+
+    def test_in_network_reduce_needs_its_efficiency_and_latency(self):
+        for field in ("in_network_efficiency", "in_network_alpha_s"):
+            self.refused(self.device(lambda d: d["scale_up"].pop(field)), "in_network_reduce", field)
+
+    def test_topology_must_be_a_string(self):
+        for bad in ([], {}, 3, True):
+            self.refused(self.device(lambda d: d["scale_up"].__setitem__("topology", bad)), "topology")
+
+    def test_every_link_field_is_type_checked(self):
+        bad = {"name": 7, "bytes_per_s_per_direction": "fast", "domain_size": 0, "links_per_device": -1,
+               "bytes_per_s_per_link": 1.5, "wraparound_axis": [], "in_network_reduce": "yes",
+               "in_network_efficiency": 2, "in_network_alpha_s": {}, "alpha_s": -1e-6,
+               "nics_per_device": True, "topology": "ring"}
+        from infracalc.load.hardware import LINK_SCHEMA
+        self.assertEqual(set(bad), set(LINK_SCHEMA))      # every field of the schema is tried
+        for field, value in bad.items():
+            self.refused(self.device(lambda d: d["scale_up"].__setitem__(field, value)), field)
+
+    def test_unknown_fields_are_refused_not_skipped(self):
+        self.refused(self.device(lambda d: d["scale_out"].__setitem__("alpha", 1e-6)), "alpha")
+        self.refused(self.device(lambda d: d.__setitem__("memory_bandwith_bytes_per_s", 1)),
+                     "memory_bandwith_bytes_per_s", "did you mean")
+        self.refused(self.device(lambda d: d.__setitem__("scale_up", [])), "scale_up")
+        self.refused(self.device(lambda d: d.__setitem__("sources", [])), "sources")
+
+    def test_a_device_at_the_limit_never_prints_a_zero_time(self):
+        def huge(d):
+            def big(x):
+                if isinstance(x, dict):
+                    return {k: big(v) for k, v in x.items()}
+                return 10**30 if isinstance(x, int) and not isinstance(x, bool) else x
+            d.update(big({k: v for k, v in d.items() if k != "sources"}))
+        path = self.device(huge)
+        for fmt in ("md", "json", "csv"):
+            status, out, err = run("train", "--model", "qwen3-8b", "--device", path, "--seq", "4096",
+                                   "--format", fmt)
+            self.assertEqual(status, 0, err)
+        rec = json.loads(run("train", "--model", "qwen3-8b", "--device", path, "--seq", "4096",
+                             "--format", "json")[1])
+        self.assertGreater(rec["time"]["step_s"], 0)
+        self.assertGreater(rec["lower_bound"]["step_s"], 0)
