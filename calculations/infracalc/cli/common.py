@@ -122,17 +122,35 @@ def reserve_arg(text):
     return ("bytes", _bytes(text, 0))
 
 
-def add_memory(p):
-    """--reserve and --memory-convention: one definition for every command that sizes memory."""
+def add_memory(p, memory_bytes=False):
+    """--reserve and --memory-convention: one definition for every command that sizes memory.
+    With memory_bytes, also --memory-bytes (exclusive with --memory-convention): a declared
+    capacity per device that replaces the device's, which keeps its peaks and bandwidth."""
     from ..load.hardware import MEMORY_CONVENTIONS
 
     p.add_argument("--reserve", type=reserve_arg, default=None, metavar="BYTES|PCT%",
                    help="workspace reserve per device (activations, runtime, fragmentation): bytes "
                         "(e.g. 4GiB) or a percentage of device memory; default 10%% of memory, "
                         "as vLLM's gpu_memory_utilization 0.9")
-    p.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
-                   help="device capacity: physical (default; what a server can allocate, e.g. "
-                        "H100 SXM 81,559 MiB) or label (the vendor's GB read as 10^9 bytes, as the book)")
+    where = p.add_mutually_exclusive_group() if memory_bytes else p
+    where.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
+                       help="device capacity: physical (default; what a server can allocate, e.g. "
+                            "H100 SXM 81,559 MiB) or label (the vendor's GB read as 10^9 bytes, as the book)")
+    if memory_bytes:
+        where.add_argument("--memory-bytes", type=byte_size, default=None, metavar="BYTES",
+                           help="memory per device instead of the device's capacity (e.g. 48GB = 48 x "
+                                "10^9 B, 80GiB); the device keeps its peaks and bandwidth")
+
+
+def device_for(args):
+    """The --device with its capacity per --memory-convention, or the declared --memory-bytes
+    (memory_convention 'declared') when that is given."""
+    from ..load.hardware import load_device
+
+    device = load_device(args.device, args.memory_convention)
+    if getattr(args, "memory_bytes", None) is not None:
+        device = device.replace(memory_bytes=args.memory_bytes, memory_convention="declared")
+    return device
 
 
 def reserve_bytes(args, memory_bytes):

@@ -128,13 +128,12 @@ def run(args):
     from ..comm import links
     from ..dtypes import dtype
     from ..errors import UserError
-    from ..load.hardware import load_device
     from ..load.models import load_model
     from ..render import train as render
     from ..workload import Workload
 
     arch = load_model(args.model)
-    device = load_device(args.device, args.memory_convention)
+    device = common.device_for(args)
     grad = _whole_bytes(dtype(args.grad_dtype), "--grad-dtype")
     master = 0 if args.master_dtype == "none" else _whole_bytes(dtype(args.master_dtype), "--master-dtype")
     act = dtype(args.act_dtype)
