@@ -23,10 +23,11 @@ times come from iteration.Parts (the ledger). Policies, as formulas:
   2024; vLLM's chunked prefill): every iteration carries the d decoding
   requests' tokens and fills the rest of the budget with prompt chunks (FIFO),
   so rho P + d <= T with rho = d / (G - 1): d = min(N, M_ss,
-  T (G - 1) / (P + G - 1)). Iteration = rho prompts' prefill work + d decode
-  tokens, weights read once; requests/s = rho / t_iter; TPOT = max ITL = t_iter;
-  TTFT = ceil(P / (T - d)) iterations (a prompt's chunks get the budget the
-  decodes leave).
+  T (G - 1) / (P + G - 1)). The mean iteration = rho prompts' prefill work + d
+  decode tokens, weights read once; requests/s = rho / t_iter; TPOT = t_iter.
+  A prompt is split into k = ceil(P / (T - d)) equal chunks (the budget the
+  decodes leave); an iteration carrying one chunk (1/k of a prompt's prefill
+  work and d decode tokens) takes t_chunk: TTFT = k t_chunk, max ITL = t_chunk.
 
 d and rho are means (real numbers): the fluid steady state. Times are given
 twice (iteration module): the lower bound and the operator-sum estimate. The
@@ -50,8 +51,9 @@ SCHEDULER_CONVENTIONS = (
     "prefill, decodes wait): d = min(N, M_ss), rho = d / (G - 1) prompts per decode iteration, "
     "cycle = step(d) + rho x prefill(1), requests/s = rho / cycle, TPOT = cycle, max ITL = step(d) "
     "+ ceil(rho) x prefill(1); chunked (stall-free, Sarathi-Serve): d = min(N, M_ss, T (G - 1) / "
-    "(P + G - 1)), each iteration d decode tokens + rho prompts' chunks, requests/s = rho / "
-    "iteration, TPOT = max ITL = iteration, TTFT = ceil(P / (T - d)) iterations.",
+    "(P + G - 1)), the mean iteration d decode tokens + rho prompts' prefill work, requests/s = "
+    "rho / mean iteration, TPOT = mean iteration; a prompt in k = ceil(P / (T - d)) equal chunks, "
+    "an iteration with one chunk and d decodes takes t_chunk: TTFT = k t_chunk, max ITL = t_chunk.",
     "Iteration work = prefills x one prompt's prefill + decode tokens x one request's mean "
     "decode step (each from the ledger at batch 1; decode steps summed in closed form) + the "
     "weights of a pass over the iteration's tokens, read once. Lower bound per iteration: "
@@ -141,6 +143,7 @@ def chunked(parts, r, max_seqs, steady, token_budget, mean_held_bytes):
     tokens = d + rho * P
     it = iteration.times(parts.mix(rho, d, tokens), r)
     chunks = math.ceil(P / (token_budget - d))
+    chunk = iteration.times(parts.mix(1 / chunks, d, d + P / chunks), r)
     return {
         "policy": "chunked",
         "concurrency": d,
@@ -150,9 +153,9 @@ def chunked(parts, r, max_seqs, steady, token_budget, mean_held_bytes):
         "iteration_s": _pair(lambda i: it[i]),
         "requests_per_s": _pair(lambda i: rho / it[i]),
         "output_tokens_per_s": _pair(lambda i: rho * G / it[i]),
-        "ttft_s": _pair(lambda i: chunks * it[i]),
+        "ttft_s": _pair(lambda i: chunks * chunk[i]),
         "tpot_s": _pair(lambda i: it[i]),
-        "max_itl_s": _pair(lambda i: it[i]),
+        "max_itl_s": _pair(lambda i: chunk[i]),
         "prefill_iterations": chunks,
         "kv_mean_bytes": d * mean_held_bytes,
     }

@@ -103,3 +103,64 @@ def serve(arch, w, device, input_len, output_len, opts):
     }
     del rec["inputs"]["batch"], rec["inputs"]["tokens"], rec["inputs"]["history"], rec["inputs"]["logits"]
     return rec
+
+
+def replica_shard(arch, tp, ep=1):
+    """The per-device architecture of a tensor-parallel replica (one stage, no CP)."""
+    from ... import layout as placement
+
+    lay = placement.Layout(tp=tp, ep=ep)
+    placement.validate(arch, lay)
+    return placement.shard(arch, lay, placement.stages(arch, lay)[0])
+
+
+def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_devices=None):
+    """The `serve` record: with limits (max_devices given), the SLO sizing over device counts
+    first, then the schedulers compared on the chosen replica; else the schedulers on one
+    replica of `tp` devices (communication not charged)."""
+    sizing = None
+    if max_devices is not None:
+        from .. import parallel
+        from . import slo
+
+        plan = parallel.Plan(arch, w, device, input_len, output_len, opts.compute_efficiency,
+                             opts.memory_efficiency, opts.reserve_bytes)
+        answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices)
+        sizing = {"answer": None, "counts": [{k: v for k, v in row.items() if k != "layout_record"}
+                                             for row in rows],
+                  "convention": slo.SLO_CONVENTION}
+        if answer is not None:
+            lay = answer["layout_record"]
+            sizing["answer"] = dict(sizing["counts"][-1], lower_bound=slo.chosen_bounds(plan, answer))
+            tp = lay.tp if lay.pp == 1 and lay.cp == 1 and lay.ep == 1 else None
+        else:
+            tp = None
+    rec = None
+    if tp is not None:
+        shard = replica_shard(arch, tp) if tp > 1 else arch
+        rec = serve(shard, w, device, input_len, output_len, opts)
+        rec["model"] = model_record(arch)
+        rec["replica"] = {"tp": tp, "shard": shard.id if tp > 1 else None,
+                          "note": "per device of the replica: its shard's work on its roof; TP "
+                                  "communication is not charged (hidden), so the lower bounds stay "
+                                  "bounds and the estimates leave it out" if tp > 1 else None}
+    else:
+        r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
+        rec = {"schema_version": SCHEMA_VERSION, "command": "serve", "model": model_record(arch),
+               "device": device_record(device, r, w.compute_dtype, opts.compute_efficiency,
+                                       opts.memory_efficiency),
+               "inputs": dict(input_len=input_len, output_len=output_len, **opts.record()),
+               "notes": [], "policies": [],
+               "definitions": list(DEFINITIONS), "left_out": list(LEFT_OUT[:1]),
+               "conventions": conventions(w)}
+        if sizing and sizing["answer"]:
+            rec["notes"].append("the schedulers are compared on tensor-parallel replicas only; the "
+                                f"chosen layout {sizing['answer']['layout']} has pipeline, context or "
+                                "expert parallelism")
+    if sizing is not None:
+        rec["inputs"]["max_devices"] = max_devices
+        rec["sizing"] = sizing
+        rec["conventions"].append(sizing["convention"])
+        from .. import parallel
+        rec["definitions"] += [parallel.ESTIMATE, parallel.LOWER_BOUND]
+    return rec
