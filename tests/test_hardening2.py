@@ -203,3 +203,29 @@ class NestedDeviceFields(Case):
                              "--format", "json")[1])
         self.assertGreater(rec["time"]["step_s"], 0)
         self.assertGreater(rec["lower_bound"]["step_s"], 0)
+
+
+class ExitStatusWithABadStderr(Case):
+    """Point 4: with stderr closed, full or a broken pipe, an error still exits 2 (not 120),
+    under Python's default buffering."""
+
+    def status(self, **kw):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        return subprocess.run([sys.executable, CALC_PY, "models", "--model", "no-such-model"],
+                              stdout=subprocess.DEVNULL, env=env, **kw).returncode
+
+    def test_closed_stderr(self):
+        self.assertEqual(self.status(preexec_fn=lambda: os.close(2)), 2)
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full")
+    def test_full_stderr(self):
+        with open("/dev/full", "w") as full:
+            self.assertEqual(self.status(stderr=full), 2)
+
+    def test_broken_pipe_on_stderr(self):
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            self.assertEqual(self.status(stderr=w), 2)
+        finally:
+            os.close(w)

@@ -108,11 +108,24 @@ def render(argv):
 
 
 def _say(message):
-    """One line on stderr; nothing (and no traceback) when stderr is closed or broken."""
+    """One line on stderr, written unbuffered (os.write): when stderr is closed, full or
+    a broken pipe the line is lost, never the exit status; nothing is left in a buffer
+    for the interpreter's final flush to fail on again (which would exit 120)."""
+    data = f"{PROG}: error: {one_line(message)}\n"
     try:
-        sys.stderr.write(f"{PROG}: error: {one_line(message)}\n")
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):   # closed at start (None), or not a file (StringIO)
+        try:
+            sys.stderr.write(data)
+        except (AttributeError, OSError, ValueError):
+            pass
+        return
+    try:
         sys.stderr.flush()
-    except (AttributeError, OSError, ValueError):   # AttributeError: stderr closed at start (None)
+        view = memoryview(data.encode("utf-8", "backslashreplace"))
+        while view:
+            view = view[os.write(fd, view):]
+    except (OSError, ValueError):
         pass
 
 
