@@ -16,6 +16,8 @@ COMMANDS = {
     "gemm": "one GEMM [M,K]x[K,N]: FLOPs, bytes by operand, intensity, ridge point, roofline per device",
     "attention": "one attention core (QK^T, softmax, PV): FLOPs, bytes, intensity, roofline per device",
     "parallel": "serve a model on N devices under a layout (TP, PP, DP, CP, EP): per-device time, communication, capacity; or --search",
+    "serve": "a serving system: fixed / continuous / chunked batching side by side, load and "
+             "queueing, and the fewest devices meeting --ttft-limit / --tpot-limit",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",
