@@ -450,6 +450,32 @@ class StorageGeneration(unittest.TestCase):
         self.assertEqual(f"{t['unique_bytes'] / 3.35e12 * 1e3:.6f}", "4.879082")
 
 
+class DeclaredDeviceFigures(unittest.TestCase):
+    def test_the_books_h100_peak(self):
+        # INDEX, table "真实 Q 投影": projection-qwen3-8b-h100-sxm-b1 compute 0.033914 us,
+        # -b256 8.681963 us, projection-qwen3-32b-h100-sxm-prefill-8192 694.557072 us: the H100 at
+        # 989.4 TFLOP/s. By hand: 2 x 8192 x 5120 x 8192 = 687194767360 FLOPs / 989.4e12 = 694.557072 us.
+        for m, k, n, us in (("1", "4096", "4096", "0.033914"), ("256", "4096", "4096", "8.681963"),
+                            ("8192", "5120", "8192", "694.557072")):
+            d = result("gemm", "--m", m, "--k", k, "--n", n, "--matrix-peak", "bf16=989.4T")["devices"][0]
+            self.assertEqual(d["matrix_flops_per_s"], 989_400_000_000_000)
+            self.assertEqual(f"{d['compute_time_s'] * 1e6:.6f}", us)
+            self.assertIn("(declared: bf16 peak 989.4 TFLOP/s)", d["name"])
+
+    def test_declared_bandwidth_and_refusals(self):
+        # qwen3-8b, one decode step at history 8191: 16344926208 B; at a declared 4.0 TB/s the
+        # memory term is 16344926208 / 4e12 = 4.086231552 ms.
+        r = result("forward", "--model", "qwen3-8b", "--history", "8191", "--tokens", "1",
+                   "--memory-bandwidth", "4.0TB/s")
+        self.assertEqual(r["device"]["memory_bandwidth_bytes_per_s"], 4_000_000_000_000)
+        status, _, err = run_cli("gemm", "--m", "1", "--k", "2", "--n", "3", "--device", "h100-sxm",
+                                 "--device", "h200", "--matrix-peak", "bf16=1T")
+        self.assertEqual(status, 2)
+        self.assertIn("give one --device", err)
+        status, _, err = run_cli("gemm", "--m", "1", "--k", "2", "--n", "3", "--matrix-peak", "bf17=1T")
+        self.assertEqual(status, 2)
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =
