@@ -21,6 +21,12 @@ tokens in a windowed layer and, in a chunked layer, for the tokens of the chunk
 holding the latest token: ((context-1) mod C) + 1 (C when context is a
 multiple of C; the next token opens a new chunk and needs none of them).
 Attention sinks (GPT-OSS): one learned logit per head joins every softmax row.
+Logit soft-capping (Gemma 2): every score s becomes c * tanh(s / c) before the
+softmax, VECTOR_FLOPS["softcap"] = 3 per pair (divide, tanh, multiply), added
+to the softmax row. q/k norms are RMSNorms over head_dim per head, or, with
+`qk_norm_full` (OLMo 2), over each token's whole query (heads x head_dim) and
+key (kv_heads x head_dim) vectors: the same 4 FLOPs per element, weights of
+that width.
 Kept for the backward (training, fused kernel): q_proj's input (shared by k and
 v), q/k norm inputs and statistics, Q and K (attn_qk), V (attn_pv), one fp32
 log-sum-exp per (query, head) row (softmax; no T^2 scores), o_proj's input
@@ -90,6 +96,8 @@ class Attention(Block):
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False
+    qk_norm_full: bool = False  # q/k norms over all heads of a token, not per head (OLMo 2)
+    softcap: bool = False    # scores soft-capped c * tanh(s / c) before the softmax (Gemma 2)
     sinks: bool = False      # one learned sink logit per head (GPT-OSS)
     prefix: str = "self_attn"
     qk_l2norm: bool = False  # weightless L2 norm of q and k per head (Llama 4 use_qk_norm)
@@ -128,8 +136,9 @@ class Attention(Block):
         if self.o_bias:
             out.append(Tensor(f"{p}.o_proj.bias", (h,), "vector"))
         if self.qk_norm:
-            out += [Tensor(f"{p}.q_norm.weight", (hd,), "vector"),
-                    Tensor(f"{p}.k_norm.weight", (hd,), "vector")]
+            qw, kw = (q, kv) if self.qk_norm_full else (hd, hd)
+            out += [Tensor(f"{p}.q_norm.weight", (qw,), "vector"),
+                    Tensor(f"{p}.k_norm.weight", (kw,), "vector")]
         if self.sinks:
             out.append(Tensor(f"{p}.sinks", (self.heads,), "vector"))
         return tuple(out)
@@ -216,8 +225,9 @@ class Attention(Block):
                gemm(w, "k_proj", n, named["k_proj.weight"], named.get("k_proj.bias"), saves_input=False),
                gemm(w, "v_proj", n, named["v_proj.weight"], named.get("v_proj.bias"), saves_input=False)]
         if self.qk_norm:
-            out += [rmsnorm(w, "q_norm", n * heads, named["q_norm.weight"], replicated=False),
-                    rmsnorm(w, "k_norm", n * kvh, named["k_norm.weight"], replicated=False)]
+            q_rows, k_rows = (n, n) if self.qk_norm_full else (n * heads, n * kvh)
+            out += [rmsnorm(w, "q_norm", q_rows, named["q_norm.weight"], replicated=False),
+                    rmsnorm(w, "k_norm", k_rows, named["k_norm.weight"], replicated=False)]
         if self.rope_dim:
             out.append(elementwise(w, "rope", n * (heads + kvh) * self.rope_dim,
                                    VECTOR_FLOPS["rope"],
@@ -255,8 +265,9 @@ class Attention(Block):
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         named = {tn.name.split(".", 1)[1]: tn for tn in self.tensors()} if self.sinks else {}
         out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
-                      + (f" + {t} sink logits" if self.sinks else ""),
-                      vector_flops=VECTOR_FLOPS["softmax"] * b * heads * pairs
+                      + (f" + {t} sink logits" if self.sinks else "") + (" + softcap" if self.softcap else ""),
+                      vector_flops=(VECTOR_FLOPS["softmax"] + (VECTOR_FLOPS["softcap"] if self.softcap else 0))
+                      * b * heads * pairs
                       + VECTOR_FLOPS["sink"] * sink_rows,
                       weight_read=w.weight_bytes(named["sinks"]) if self.sinks else 0,
                       kind="softmax", weight=named["sinks"].name if self.sinks else "",
