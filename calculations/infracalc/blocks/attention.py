@@ -97,6 +97,7 @@ class Attention(Block):
     o_bias: bool = False
     qk_norm: bool = False
     qk_norm_full: bool = False  # q/k norms over all heads of a token, not per head (OLMo 2)
+    norm_widths: tuple = ()  # (q, k) widths of full-width norms on a TP shard: the whole model's
     softcap: bool = False    # scores soft-capped c * tanh(s / c) before the softmax (Gemma 2)
     sinks: bool = False      # one learned sink logit per head (GPT-OSS)
     prefix: str = "self_attn"
@@ -136,7 +137,7 @@ class Attention(Block):
         if self.o_bias:
             out.append(Tensor(f"{p}.o_proj.bias", (h,), "vector"))
         if self.qk_norm:
-            qw, kw = (q, kv) if self.qk_norm_full else (hd, hd)
+            qw, kw = (self.norm_widths or (q, kv)) if self.qk_norm_full else (hd, hd)
             out += [Tensor(f"{p}.q_norm.weight", (qw,), "vector"),
                     Tensor(f"{p}.k_norm.weight", (kw,), "vector")]
         if self.sinks:
@@ -168,13 +169,18 @@ class Attention(Block):
         """One TP device's attention (Megatron): heads / tp query heads (q, o and
         sinks split by head), kv_heads / tp KV heads, or one KV head when tp >
         kv_heads (tp must then be a multiple of kv_heads: each KV head and its
-        cache replicated tp / kv_heads times); q/k norms and the o bias replicated."""
+        cache replicated tp / kv_heads times); q/k norms and the o bias replicated.
+        Full-width q/k norms (OLMo 2) stay whole on every device, which normalizes
+        the whole gathered q and k (as vLLM's Olmo2Attention; the all-gather itself
+        is not charged)."""
         if self.heads % tp:
             raise UserError(f"TP {tp} does not divide the {self.heads} query heads of {self.label}")
         if self.kv_heads % tp and tp % self.kv_heads:
             raise UserError(f"TP {tp} neither divides nor is a multiple of the {self.kv_heads} "
                             f"KV heads of {self.label}")
-        return self.replace(heads=self.heads // tp, kv_heads=max(1, self.kv_heads // tp))
+        widths = (self.heads * self.head_dim, self.kv_heads * self.head_dim) if self.qk_norm_full else ()
+        return self.replace(heads=self.heads // tp, kv_heads=max(1, self.kv_heads // tp),
+                            norm_widths=self.norm_widths or widths)
 
     def kv_tokens_peak(self, context):
         """A chunked layer holds up to C tokens (a full chunk) before a new chunk frees them."""

@@ -31,6 +31,12 @@ def nearest(model_type, n=3):
     return sorted(FAMILIES, key=lambda t: (-score[t], t))[:n]
 
 
+def adapter_name(model_type):
+    """'load.<module>.<function>' of a supported model_type's adapter."""
+    fn = adapter(model_type)
+    return f"load.{FAMILIES[model_type]}.{fn.__name__}"
+
+
 def adapter(model_type):
     """The adapter function for a model_type, or None if it is not modelled."""
     family = FAMILIES.get(model_type)

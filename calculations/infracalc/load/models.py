@@ -47,6 +47,15 @@ def resolve(spec):
     return name, spec
 
 
+def bundled_types():
+    """[(id, top-level model_type)] of the bundled configs (read, not built)."""
+    out = []
+    for model_id in bundled_ids():
+        data = read_json(os.path.join(MODELS_DIR, model_id + ".json"), "model config file")
+        out.append((model_id, data.get("model_type") if isinstance(data, dict) else None))
+    return out
+
+
 _CACHE = {}
 
 
