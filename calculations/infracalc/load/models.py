@@ -47,6 +47,15 @@ def resolve(spec):
     return name, spec
 
 
+def bundled_types():
+    """[(id, top-level model_type)] of the bundled configs (read, not built)."""
+    out = []
+    for model_id in bundled_ids():
+        data = read_json(os.path.join(MODELS_DIR, model_id + ".json"), "model config file")
+        out.append((model_id, data.get("model_type") if isinstance(data, dict) else None))
+    return out
+
+
 _CACHE = {}
 
 
@@ -56,14 +65,14 @@ def load_model(spec):
     key = (model_id, os.path.abspath(path))   # a relative path means another file in another directory
     if key in _CACHE:
         return _CACHE[key]
-    from .adapters import FAMILIES, adapter
+    from .adapters import FAMILIES, adapter, nearest
 
     cfg = Config(read_json(path, "model config file"), model_id)
     model_type = cfg.string("model_type")
     adapt = adapter(model_type)
     if adapt is None:
-        raise UserError(f"{model_id}: unsupported model_type {quote(model_type)} "
-                        f"(supported: {', '.join(sorted(FAMILIES))})")
+        raise UserError(f"{model_id}: unsupported model_type {quote(model_type)}; nearest supported: "
+                        f"{', '.join(nearest(model_type))} (all {len(FAMILIES)} are listed in docs/models.md)")
     arch = adapt(cfg, model_id)
     _CACHE[key] = arch
     return arch
