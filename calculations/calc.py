@@ -4,13 +4,25 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# Compiling the package's modules costs more than running them: cache their
-# bytecode (in calculations/infracalc/__pycache__, git-ignored) even when
-# PYTHONDONTWRITEBYTECODE is set in the environment.
-sys.dont_write_bytecode = False
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+# Bytecode caching follows the user's choice (-B, PYTHONDONTWRITEBYTECODE). A bad
+# cache file of a module is recovered from by the package itself (infracalc/__init__.py);
+# one of the package's own __init__ is removed here and the import tried once more.
+try:
+    from infracalc.cli import main
+except (EOFError, ValueError, TypeError):
+    import glob
 
-from infracalc.cli import main  # noqa: E402
+    for stale in glob.glob(os.path.join(HERE, "infracalc", "__pycache__", "__init__.*.pyc")):
+        try:
+            os.unlink(stale)
+        except OSError:
+            pass
+    for name in [m for m in sys.modules if m == "infracalc" or m.startswith("infracalc.")]:
+        del sys.modules[name]
+    sys.dont_write_bytecode = True
+    from infracalc.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -92,6 +92,12 @@ def _children_cpu():
     return r.ru_utime + r.ru_stime
 
 
+# Commands run as a user's do: Python caches bytecode (calc.py honours -B and
+# PYTHONDONTWRITEBYTECODE, which some shells and CI runners set; measured with
+# it set, every run would include compiling the package).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(argv, runs, stat=min):
     """(wall time, CPU time, all wall times) of `runs` runs, each the fastest (or
     `stat` of the runs), or (None, last stderr line) when the command fails."""
@@ -99,7 +105,7 @@ def timed(argv, runs, stat=min):
     for _ in range(runs):
         c0 = _children_cpu()
         t0 = time.perf_counter()
-        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
         walls.append(time.perf_counter() - t0)
         cpus.append(_children_cpu() - c0)
         if p.returncode != 0:

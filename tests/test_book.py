@@ -318,6 +318,67 @@ class Qwen235Placement(unittest.TestCase):
                 self.assertEqual(per_stage * sum(s["weight_bytes"] for s in m["stages"]), physical)
 
 
+    def test_declared_budgets_with_memory_bytes(self):
+        # bojieli/ai-infra-book:calculations/results/qwen235-placement-tp2-ep4-pp1-48gb-8192.md
+        # (48e9 B cards, 2 GiB workspace): 8-bit rank 0 weights 33579031552 B, KV per request
+        # 788529152 B, 15 requests; physical 268632252416 B. By hand: (48e9 - 2^31 - 33579031552)
+        # / 788529152 = 12273484800 / 788529152 = 15.56 -> 15.
+        # ...-tp4-ep2-pp1-24gb-32768.md: 4-bit rank 0 16223558656 B, KV 1577058304 B, 3 requests,
+        # physical 129788469248 B; 8-bit 31254895616 B, 0 requests.
+        for layout, budget, ctx, fmt, weights, kv, fit, physical in (
+                (("--tp", "2", "--ep", "8"), "48GB", "8192", "int8-g128", 33_579_031_552, 788_529_152, 15,
+                 268_632_252_416),
+                (("--tp", "4", "--ep", "8"), "24GB", "32768", "int4-g128", 16_223_558_656, 1_577_058_304, 3,
+                 129_788_469_248),
+                (("--tp", "4", "--ep", "8"), "24GB", "32768", "int8-g128", 31_254_895_616, 1_577_058_304, 0,
+                 250_039_164_928)):
+            r = result("parallel", "--model", "qwen3-235b-a22b", "--devices", "8", *layout, "--input-len", ctx,
+                       "--output-len", "1", "--memory-bytes", budget, "--reserve", "2GiB", "--weight-dtype", fmt)
+            m = r["memory"]
+            first = m["stages"][0]
+            with self.subTest(layout=layout, fmt=fmt):
+                self.assertEqual(m["memory_convention"], "declared")
+                self.assertEqual(first["memory_bytes"], int(budget[:2]) * 10 ** 9)
+                self.assertEqual((first["weight_bytes"], first["cache_bytes_per_request"],
+                                  m["max_requests_per_replica"]), (weights, kv, fit))
+                self.assertEqual(8 * first["weight_bytes"], physical)
+
+    def test_memory_bytes_excludes_memory_convention(self):
+        status, _, err = run_cli("parallel", "--model", "qwen3-8b", "--devices", "1", "--input-len", "8",
+                                 "--output-len", "1", "--memory-bytes", "48GB", "--memory-convention", "label")
+        self.assertEqual(status, 2)
+        self.assertIn("not allowed with argument", err)
+
+
+class DenseQuantizedPlacement(unittest.TestCase):
+    def test_book_files(self):
+        # bojieli/ai-infra-book:calculations/results/dense-quant-qwen3-8b-tp2-pp4-24gb-8192.md: per rank
+        # payload + scale bytes (rank 0: BF16 2358923776 + 0, 8-bit 1490702848 + 13565952, 4-bit
+        # 1056592384 + 13565952; rank 2: 8-bit 868372992 + 13565952), KV 150994944 B per request,
+        # replica max requests 129 / 134 / 137, physical 16382087168 / 9544847360 / 6071963648 B.
+        # ...-deepseek-r1-distill-llama-70b-tp1-pp8-80gb-32768.md (Llama-3.1-70B geometry): rank 0
+        # 19214434304, 10658054144 + 133693440, 6379864064 + 133693440; KV 1342177280; 43 / 49 / 53;
+        # physical 141107412992 / 73725919232 / 39500398592.
+        cases = (("qwen3-8b", "2", "4", "24GB", "8192", 150_994_944,
+                  ((2_358_923_776, 129, 16_382_087_168), (1_504_268_800, 134, 9_544_847_360),
+                   (1_070_158_336, 137, 6_071_963_648))),
+                 ("llama-3.1-70b", "1", "8", "80GB", "32768", 1_342_177_280,
+                  ((19_214_434_304, 43, 141_107_412_992), (10_791_747_584, 49, 73_725_919_232),
+                   (6_513_557_504, 53, 39_500_398_592))))
+        for model, tp, pp, budget, ctx, kv, rows in cases:
+            for fmt, (rank0, fit, physical) in zip(("bf16", "int8-g128", "int4-g128"), rows):
+                c = result("kv", "--model", model, "--context", ctx, "--tp", tp, "--pp", pp, "--memory-bytes",
+                           budget, "--reserve", "2GiB", "--weight-dtype", fmt)["capacity"]
+                with self.subTest(model=model, fmt=fmt):
+                    self.assertEqual(c["stages"][0]["weight_bytes"], rank0)
+                    self.assertEqual(c["kv_bytes_per_request_per_device"], kv)
+                    self.assertEqual(c["max_requests"], fit)
+                    self.assertEqual(int(tp) * sum(s["weight_bytes"] for s in c["stages"]), physical)
+        c = result("kv", "--model", "qwen3-8b", "--context", "8192", "--tp", "2", "--pp", "4", "--memory-bytes",
+                   "24GB", "--reserve", "2GiB", "--weight-dtype", "int8-g128")["capacity"]
+        self.assertEqual(c["stages"][2]["weight_bytes"], 868_372_992 + 13_565_952)
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =

@@ -10,6 +10,7 @@ import unittest
 from support import load_model, run_cli  # noqa: F401  (sets the path)
 
 from infracalc.analyses import parallel as P  # noqa: E402
+from infracalc import layout as placement  # noqa: E402
 from infracalc.layout import Layout  # noqa: E402
 from infracalc.ledger import build  # noqa: E402
 from infracalc.load.hardware import load_device  # noqa: E402
@@ -115,7 +116,7 @@ class Composition(unittest.TestCase):
         # cp x S(lo'..hi') - x step(lo') - y step(hi') equals the step-by-step sum.
         p = plan(input_len=5, output_len=11)
         lay = Layout(tp=8, cp=3)
-        st = P.placement.stages(p.arch, lay)[0]
+        st = placement.stages(p.arch, lay)[0]
         total = P.Plan.decode_cost(p, lay, st, 2)[0]
         w = p.wd.replace(batch=2, tokens=1)
         steps = [p.stage_cost(lay, st, w.replace(history=-(-h // 3)), ("pass",))[0] for h in range(5, 15)]

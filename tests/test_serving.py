@@ -212,7 +212,7 @@ class ValidateCommand(unittest.TestCase):
                 self.assertAlmostEqual(c["ratio"], c["measured"] / c["bound"], places=12)
         # The spread per kind (one- and multi-device serving apart), device and format family,
         # recomputed here from the cases with statistics.median; the two MI300X runs (0.276 and
-        # 0.227) have median 0.252 as the README's table prints.
+        # 0.227) have median 0.252 as docs/validation.md's table prints.
         import statistics
 
         groups = {}
@@ -240,7 +240,7 @@ class ValidateCommand(unittest.TestCase):
         self.assertIn("unknown validation case", err)
 
     def test_closest_case_is_decodes_bound_with_no_reserve(self):
-        # The README's closest case: Llama 3.1 8B FP8 on one H100 at 128/4,096 (TensorRT-LLM
+        # The closest case of docs/validation.md: Llama 3.1 8B FP8 on one H100 at 128/4,096 (TensorRT-LLM
         # v1.0: 14,325 output tokens/s). validate's bound is decode's serving bound with no
         # reserve. Weights: 8,030,261,248 parameters at 1 B, the embedding and head
         # (2 x 128,256 x 4096) and 65 norms of 4096 kept at 2 B: 9,081,200,640 B; room =
@@ -264,7 +264,7 @@ class ValidateCommand(unittest.TestCase):
         self.assertEqual(s["held_cache_summed_bytes"], 65_536 * 4095 * (128 + 2048))
         self.assertAlmostEqual(case["concurrency"], (H100_ALLOCATABLE - weights) / (65_536 * 2176), places=9)
         self.assertEqual(case["bound"], s["steady_state"]["output_tokens_per_s"])
-        self.assertEqual(round(case["bound"], 1), 21_252.6)              # README: 21,253
+        self.assertEqual(round(case["bound"], 1), 21_252.6)              # docs/validation.md: 21,253
         self.assertEqual(round(case["ratio"], 3), 0.674)                 # 14,325 / 21,252.6
 
     def test_malformed_case_is_a_clear_error(self):

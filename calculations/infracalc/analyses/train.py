@@ -170,13 +170,21 @@ def _op_record(r):
     }
 
 
+def _rounded(x, places):
+    """x rounded to `places` decimals so reruns and platforms print the same; a nonzero x
+    that would round to 0 (a device at the 10^30 limit) keeps 12 significant digits
+    instead: a positive time is never printed as zero."""
+    r = round(x, places)
+    return r if r or not x else float(f"{x:.12g}")
+
+
 def _ratio(x):
-    return None if x is None else round(x, 6)
+    return None if x is None else _rounded(x, 6)
 
 
 def _s(x):
-    """Seconds, rounded to 1e-12 s so reruns and platforms print the same."""
-    return round(x, 12)
+    """Seconds, to 1e-12 s (see _rounded)."""
+    return _rounded(x, 12)
 
 
 def memory_record(mem, capacity, lay):

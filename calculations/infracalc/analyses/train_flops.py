@@ -2,7 +2,7 @@
 
 A training pass is the forward ledger with the output head on every position
 (`logits all`) plus the loss, then a backward per operator, then what the
-recompute level runs again. Conventions (README "train (conventions)"):
+recompute level runs again. Conventions (docs/train.md, "Conventions: FLOPs"):
 
 - matrix operators (`gemm`): the input gradient dX = dY W and the weight
   gradient dW = X^T dY are each a matmul as large as the forward: backward

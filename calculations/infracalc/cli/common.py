@@ -122,17 +122,35 @@ def reserve_arg(text):
     return ("bytes", _bytes(text, 0))
 
 
-def add_memory(p):
-    """--reserve and --memory-convention: one definition for every command that sizes memory."""
+def add_memory(p, memory_bytes=False):
+    """--reserve and --memory-convention: one definition for every command that sizes memory.
+    With memory_bytes, also --memory-bytes (exclusive with --memory-convention): a declared
+    capacity per device that replaces the device's, which keeps its peaks and bandwidth."""
     from ..load.hardware import MEMORY_CONVENTIONS
 
     p.add_argument("--reserve", type=reserve_arg, default=None, metavar="BYTES|PCT%",
                    help="workspace reserve per device (activations, runtime, fragmentation): bytes "
                         "(e.g. 4GiB) or a percentage of device memory; default 10%% of memory, "
                         "as vLLM's gpu_memory_utilization 0.9")
-    p.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
-                   help="device capacity: physical (default; what a server can allocate, e.g. "
-                        "H100 SXM 81,559 MiB) or label (the vendor's GB read as 10^9 bytes, as the book)")
+    where = p.add_mutually_exclusive_group() if memory_bytes else p
+    where.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
+                       help="device capacity: physical (default; what a server can allocate, e.g. "
+                            "H100 SXM 81,559 MiB) or label (the vendor's GB read as 10^9 bytes, as the book)")
+    if memory_bytes:
+        where.add_argument("--memory-bytes", type=byte_size, default=None, metavar="BYTES",
+                           help="memory per device instead of the device's capacity (e.g. 48GB = 48 x "
+                                "10^9 B, 80GiB); the device keeps its peaks and bandwidth")
+
+
+def device_for(args):
+    """The --device with its capacity per --memory-convention, or the declared --memory-bytes
+    (memory_convention 'declared') when that is given."""
+    from ..load.hardware import load_device
+
+    device = load_device(args.device, args.memory_convention)
+    if getattr(args, "memory_bytes", None) is not None:
+        device = device.replace(memory_bytes=args.memory_bytes, memory_convention="declared")
+    return device
 
 
 def reserve_bytes(args, memory_bytes):
@@ -151,9 +169,9 @@ def add_model(p, required=True):
 
 def add_lengths(p):
     """--input-len P and --output-len G, the request shape of decode and parallel."""
-    p.add_argument("--input-len", type=positive_int, required=True, metavar="P",
-                   help="prompt tokens per request (as vLLM's benchmark --input-len)")
-    p.add_argument("--output-len", type=positive_int, required=True, metavar="G",
+    p.add_argument("--input-len", type=tokens, required=True, metavar="P",
+                   help="prompt tokens per request (as vLLM's benchmark --input-len; 2048, 2k, 2K)")
+    p.add_argument("--output-len", type=tokens, required=True, metavar="G",
                    help="generated tokens per request, the first one from the prefill pass")
 
 
@@ -314,7 +332,8 @@ def emit(args, record, markdown, csv=None):
 
 # -- link options (parallel, train) ----------------------------------------
 
-_TIME_UNITS = (("us", 1e-6), ("ms", 1e-3), ("s", 1.0))
+_TIME_UNITS = (("ns", 1e-9), ("us", 1e-6), ("\u00b5s", 1e-6), ("ms", 1e-3), ("s", 1.0),
+               ("min", 60.0), ("h", 3600.0), ("d", 86400.0))
 _RATE_UNITS = (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("B/s", 1.0))
 
 
@@ -335,13 +354,91 @@ def _scaled(text, units, what, high):
     return value
 
 
+def _time(text, what, high):
+    """Seconds from a number with a time unit (ns, us, ms, s, min, h, d). A bare number is
+    refused: '50' could be 50 ms or 50 s, and a silent guess is a wrong answer."""
+    from ..errors import quote
+
+    raw = text.strip()
+    if raw and not raw.rstrip("0123456789.eE+-").strip() and any(c.isdigit() for c in raw):
+        raise argparse.ArgumentTypeError(
+            f"needs a unit, got {quote(text)}: write {raw}ms or {raw}s (units: ns, us, ms, s, min, h, d)")
+    units = tuple(u for u in _TIME_UNITS if u[0] != "s") + (("s", 1.0),)   # 'ms' before 's'
+    return _scaled(text, sorted(units, key=lambda u: -len(u[0])), what, high)
+
+
 def duration(text):
-    """A time: 50ms, 0.6us, 2.7e-6 (seconds when no unit is given)."""
-    return _scaled(text, _TIME_UNITS, "a time such as 50ms, 0.6us or 0.05 (seconds), at most 1e6 s", 1e6)
+    """A time limit (--tpot-limit, --ttft-limit, ...): 50ms, 2s, 0.5h, in seconds. The unit is
+    required (a bare number is refused with the fix in the message); at most 10^6 s."""
+    return _time(text, "a time with a unit such as 50ms or 2s, at most 1e6 s", 1e6)
 
 
 def latency(text):
-    return _scaled(text, _TIME_UNITS, "a latency such as 0.6us or 2.7e-6 (seconds), from 0 to 1 s", 1.0)
+    """A per-step link latency (--alpha-up, --alpha-out): 0.6us, 2.7us, in seconds; the unit is
+    required; at most 1 s."""
+    return _time(text, "a latency with a unit such as 0.6us or 2.7us, from 0 to 1 s", 1.0)
+
+
+# -- token counts ------------------------------------------------------------
+
+# Suffixes of a token count, as vLLM's --max-model-len reads them (vllm-project/vllm:
+# vllm/engine/arg_utils.py, human_readable_int): lower case decimal, upper case binary,
+# so 32k = 32,000 and 32K = 32,768; a fraction only with a decimal suffix (25.6k).
+TOKEN_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def _token_count(text, low):
+    from fractions import Fraction
+
+    from ..errors import quote
+
+    raw = text.strip()
+    scale = TOKEN_SUFFIXES.get(raw[-1:], 1) if raw else 1
+    number = raw[:-1] if scale != 1 else raw
+    whole, point, part = number.partition(".")
+    value = None
+    if (len(number) <= 24 and digits(whole) is not None and (not point or digits(part) is not None)
+            and not (point and raw[-1:] not in "kmg")):
+        value = Fraction(number) * scale
+    if value is None or value.denominator != 1 or not low <= value <= MAX_COUNT:
+        kind = "a positive" if low else "a non-negative"
+        raise argparse.ArgumentTypeError(
+            f"must be {kind} whole number of tokens up to 10^15 (8192, 32k = 32,000 or "
+            f"32K = 32,768, as vLLM reads k/m/g and K/M/G), got {quote(text)}")
+    return int(value)
+
+
+def tokens(text):
+    """A positive token count: 8192, 32k (32,000), 32K (32,768), 1M (1,048,576), 25.6k."""
+    return _token_count(text, 1)
+
+
+def tokens_or_zero(text):
+    """A non-negative token count (a history, a shared prefix), suffixes as `tokens`."""
+    return _token_count(text, 0)
+
+
+_BUDGET_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
+
+
+def token_budget(text):
+    """A token total to train on: 15000000000000, 15T, 300B, 2.5T. Decimal suffixes K M B/G T P
+    in either case, as token budgets are quoted ("15T tokens"); ASCII digits with at most one
+    decimal point (no '_', ',' or other scripts' digits); at most 10^18."""
+    from fractions import Fraction
+
+    from ..errors import quote
+
+    unit = text[-1:].upper() if text[-1:] and text[-1:].upper() in _BUDGET_SUFFIX else ""
+    number = text[:len(text) - len(unit)]
+    whole, point, part = number.partition(".")
+    value = None
+    if len(number) <= 40 and digits(whole) is not None and (not point or digits(part) is not None):
+        value = Fraction(number) * _BUDGET_SUFFIX[unit]
+    if value is None or value.denominator != 1 or not 1 <= value <= 10**18:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens up to 10^18 in ASCII digits "
+                                         f"(e.g. 15T, 300B, 2.5T), got {quote(text)}")
+    return int(value)
 
 
 def bandwidth(text):

@@ -14,7 +14,7 @@ def add_arguments(p):
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
-    common.add_memory(p)
+    common.add_memory(p, memory_bytes=True)
     common.add_output(p)
     spec = p.add_argument_group("speculative decoding")
     spec.add_argument("--draft-model", metavar="ID|CONFIG.json",
@@ -30,7 +30,6 @@ def add_arguments(p):
 def run(args):
     from ..analyses import decode
     from ..errors import UserError
-    from ..load.hardware import load_device
     from ..load.models import load_model
     from ..render import decode as render
 
@@ -41,7 +40,7 @@ def run(args):
     if args.draft_model and args.batch_sweep:
         raise UserError("speculative decoding (--draft-model) takes one --batch, not --batch-sweep")
     arch = load_model(args.model)
-    device = load_device(args.device, args.memory_convention)
+    device = common.device_for(args)
     w = common.workload(args, arch, args.batch, 1, 0)
     eff = (args.compute_efficiency, args.memory_efficiency)
     reserve = common.reserve_bytes(args, device.memory_bytes)

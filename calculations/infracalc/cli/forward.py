@@ -6,9 +6,9 @@ from . import common
 def add_arguments(p):
     common.add_model(p)
     p.add_argument("--batch", type=common.positive_int, default=1, help="requests in the batch (default 1)")
-    p.add_argument("--tokens", type=common.positive_int, default=1,
+    p.add_argument("--tokens", type=common.tokens, default=1,
                    help="new tokens per request (default 1)")
-    p.add_argument("--history", type=common.non_negative_int, default=0,
+    p.add_argument("--history", type=common.tokens_or_zero, default=0,
                    help="cached tokens per request before the pass (default 0)")
     p.add_argument("--logits", choices=("last", "all", "none"), default="last",
                    help="positions the output head runs on (default last)")

@@ -4,7 +4,7 @@ from . import common
 
 def add_arguments(p):
     common.add_model(p)
-    p.add_argument("--context", type=common.positive_int, required=True,
+    p.add_argument("--context", type=common.tokens, required=True,
                    help="tokens per request (prompt + generated)")
     p.add_argument("--batch", type=common.positive_int, default=1,
                    help="concurrent requests for the memory-left and max-context figures (default 1)")
@@ -21,9 +21,9 @@ def add_arguments(p):
     p.set_defaults(memory_convention=None)  # None = not given: refused beside --memory-bytes
     p.add_argument("--tp", type=common.positive_int, default=1, help="tensor-parallel degree (default 1)")
     p.add_argument("--pp", type=common.positive_int, default=1, help="pipeline-parallel degree (default 1)")
-    p.add_argument("--page-size", type=common.positive_int, default=None, metavar="TOKENS",
+    p.add_argument("--page-size", type=common.tokens, default=None, metavar="TOKENS",
                    help="paged KV cache: each layer allocates whole pages of this many tokens")
-    p.add_argument("--shared-prefix", type=common.non_negative_int, default=0, metavar="TOKENS",
+    p.add_argument("--shared-prefix", type=common.tokens_or_zero, default=0, metavar="TOKENS",
                    help="a common prefix of this many tokens stored once for the batch")
     common.add_output(p)
 

@@ -81,7 +81,7 @@ def add_arguments(p):
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
-    common.add_memory(p)
+    common.add_memory(p, memory_bytes=True)
     common.add_output(p)
 
 
@@ -113,7 +113,6 @@ def _searched(args):
 def run(args):
     from ..analyses import parallel
     from ..errors import UserError
-    from ..load.hardware import load_device
     from ..load.models import load_model
     from ..render import parallel as render
 
@@ -130,7 +129,7 @@ def run(args):
     if args.cp_split != "contiguous" and args.cp == 1 and not args.search:
         raise UserError("--cp-split applies with --cp > 1")
     arch = load_model(args.model)
-    device = load_device(args.device, args.memory_convention)
+    device = common.device_for(args)
     w = common.workload(args, arch, 1, 1, 0)
     link_options = {"alpha_up": args.alpha_up, "alpha_out": args.alpha_out, "link_bw_up": args.link_bw_up,
                     "link_bw_out": args.link_bw_out, "comm_efficiency": args.comm_efficiency}

@@ -1,35 +1,12 @@
 """`train`: FLOPs, memory per device and step time of one training step on a
 layout of many devices, or a search over every layout."""
 
-import argparse
-
 from . import common
-
-_SUFFIX = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
-
-
-def token_count(text):
-    """A token count: 15000000000000, 15T, 300B, 2.5T (decimal suffixes K M B/G T P), in
-    ASCII digits with at most one decimal point (no '_', ',' or other scripts' digits)."""
-    from fractions import Fraction
-
-    from ..errors import quote
-
-    unit = text[-1:].upper() if text[-1:].upper() in _SUFFIX and text[-1:] else ""
-    number = text[:len(text) - len(unit)]
-    whole, point, part = number.partition(".")
-    value = None
-    if len(number) <= 40 and common.digits(whole) is not None and (not point or common.digits(part) is not None):
-        value = Fraction(number) * _SUFFIX[unit]
-    if value is None or value.denominator != 1 or not 1 <= value <= 10**18:
-        raise argparse.ArgumentTypeError(f"must be a whole number of tokens up to 10^18 in ASCII digits "
-                                         f"(e.g. 15T, 300B, 2.5T), got {quote(text)}")
-    return int(value)
 
 
 def add_arguments(p):
     common.add_model(p)
-    p.add_argument("--seq", type=common.positive_int, required=True, help="tokens per sequence")
+    p.add_argument("--seq", type=common.tokens, required=True, help="tokens per sequence")
     p.add_argument("--micro-batch", type=common.positive_int, default=1,
                    help="sequences per micro-batch (default 1)")
     p.add_argument("--global-batch", type=common.positive_int, default=None,
@@ -66,7 +43,7 @@ def add_arguments(p):
                    help="gradient format (default bf16; fp32 as Megatron-LM keeps them)")
     p.add_argument("--act-dtype", default="bf16", metavar="FMT",
                    help="activation and compute format (default bf16)")
-    p.add_argument("--train-tokens", type=token_count, default=None, metavar="TOKENS",
+    p.add_argument("--train-tokens", type=common.token_budget, default=None, metavar="TOKENS",
                    help="tokens to train on (e.g. 15T, 300B): time and device-hours")
     p.add_argument("--overlap-dp", action="store_true",
                    help="overlap the data-parallel gradient sync with the backward (and parameter "
@@ -128,13 +105,12 @@ def run(args):
     from ..comm import links
     from ..dtypes import dtype
     from ..errors import UserError
-    from ..load.hardware import load_device
     from ..load.models import load_model
     from ..render import train as render
     from ..workload import Workload
 
     arch = load_model(args.model)
-    device = load_device(args.device, args.memory_convention)
+    device = common.device_for(args)
     grad = _whole_bytes(dtype(args.grad_dtype), "--grad-dtype")
     master = 0 if args.master_dtype == "none" else _whole_bytes(dtype(args.master_dtype), "--master-dtype")
     act = dtype(args.act_dtype)

@@ -120,8 +120,58 @@ def _fraction(data, key, source):
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise UserError(f"{source}: field '{key}' must be a number in (0, 1], got {value!r}")
+        raise UserError(f"{source}: field '{key}' must be a number in (0, 1], got {quote(value)}")
     return float(value)
+
+
+def _count(data, key, source):
+    """An optional positive integer (a count or a rate); absent: 0."""
+    return _int(data, key, source, required=False)
+
+
+def _required(data, key, source):
+    return _int(data, key, source)
+
+
+def _topology(data, key, source):
+    value = data.get(key, "")
+    if not isinstance(value, str):
+        raise UserError(f"{source}: field '{key}' must be a string ({', '.join(TOPOLOGIES)}), "
+                        f"got {quote(value)}")
+    if value and value not in TOPOLOGIES:
+        raise UserError(f"{source}: {unknown('topology', value, TOPOLOGIES)}")
+    return value
+
+
+def _flag(data, key, source):
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise UserError(f"{source}: field '{key}' must be true or false, got {quote(value)}")
+    return value
+
+
+def _name(data, key, source):
+    return _text(data, key, None, source)
+
+
+# The one schema of a link tier (scale_up, scale_out): every field the JSON may hold,
+# with its reader (type and range). A field not listed is refused, never skipped.
+LINK_SCHEMA = {
+    "name": _name,                                  # non-empty string; default: the tier's key
+    "bytes_per_s_per_direction": _required,         # positive integer, one direction, per device
+    "domain_size": _count,                          # positive integer; default 1
+    "topology": _topology,                          # switch | mesh | torus
+    "links_per_device": _count,
+    "bytes_per_s_per_link": _count,
+    "wraparound_axis": _count,
+    "in_network_reduce": _flag,
+    "in_network_efficiency": _fraction,             # (0, 1]; required with in_network_reduce
+    "in_network_alpha_s": _fraction,                # seconds in (0, 1]; required with it too
+    "alpha_s": _fraction,
+    "nics_per_device": _count,
+}
+# What in-network reduction needs (its cost divides by the efficiency, adds the latency).
+IN_NETWORK_NEEDS = ("in_network_efficiency", "in_network_alpha_s")
 
 
 def _link(data, key, source):
@@ -129,26 +179,28 @@ def _link(data, key, source):
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise UserError(f"{source}: field '{key}' must be an object or null")
+        raise UserError(f"{source}: field '{key}' must be an object or null, got {quote(value)}")
     where = f"{source}:{key}"
-    topology = value.get("topology", "")
-    if topology and topology not in TOPOLOGIES:
-        raise UserError(f"{where}: {unknown('topology', str(topology), TOPOLOGIES)}")
-    reduce = value.get("in_network_reduce", False)
-    if not isinstance(reduce, bool):
-        raise UserError(f"{where}: field 'in_network_reduce' must be true or false, got {reduce!r}")
-    return Link(str(value.get("name", key)), _int(value, "bytes_per_s_per_direction", where),
-                _int(value, "domain_size", where, required=False) or 1,
-                topology=topology,
-                links_per_device=_int(value, "links_per_device", where, required=False),
-                bytes_per_s_per_link=_int(value, "bytes_per_s_per_link", where, required=False),
-                wraparound_axis=_int(value, "wraparound_axis", where, required=False),
-                in_network_reduce=reduce,
-                in_network_efficiency=_fraction(value, "in_network_efficiency", where),
-                in_network_alpha_s=_fraction(value, "in_network_alpha_s", where),
-                alpha_s=_fraction(value, "alpha_s", where),
-                nics_per_device=_int(value, "nics_per_device", where, required=False))
+    for field in value:
+        if field not in LINK_SCHEMA:
+            raise UserError(f"{where}: {unknown('link field', field, LINK_SCHEMA)}")
+    fields = {field: read(value, field, where) for field, read in LINK_SCHEMA.items()}
+    if fields["in_network_reduce"]:
+        for field in IN_NETWORK_NEEDS:
+            if fields[field] is None:
+                raise UserError(f"{where}: 'in_network_reduce' is true but field '{field}' is missing "
+                                "(a number in (0, 1])")
+    fields["name"] = fields["name"] or key
+    fields["domain_size"] = fields["domain_size"] or 1
+    fields["bytes_per_s"] = fields.pop("bytes_per_s_per_direction")
+    return Link(**fields)
 
+
+# Every top-level field a device file may hold (each read and checked below; the links by
+# LINK_SCHEMA); any other is refused, so that a misspelt field is never silently ignored.
+DEVICE_FIELDS = ("id", "name", "vendor", "matrix_flops_per_s", "vector_flops_per_s", "memory_bytes",
+                 "memory_label_bytes", "memory_bandwidth_bytes_per_s", "scale_up", "scale_out",
+                 "tdp_watts", "sources")
 
 _CACHE = {}
 
@@ -180,6 +232,11 @@ def _load(spec):
     data = read_json(path, "device file")
     if not isinstance(data, dict):
         raise UserError(f"{source}: device file must be a JSON object")
+    for field in data:
+        if field not in DEVICE_FIELDS:
+            raise UserError(f"{source}: {unknown('device field', field, DEVICE_FIELDS)}")
+    if not isinstance(data.get("sources", {}), dict):
+        raise UserError(f"{source}: field 'sources' must be an object (field -> its source)")
     peaks = data.get("matrix_flops_per_s")
     if not isinstance(peaks, dict) or not peaks:
         raise UserError(f"{source}: field 'matrix_flops_per_s' must be an object with at least one "

@@ -14,25 +14,37 @@ def bundled_ids():
     return sorted(f[:-5] for f in os.listdir(MODELS_DIR) if f.endswith(".json"))
 
 
+def looks_like_path(spec):
+    """A path is a path: it names a directory or file by a separator or a `.json` ending
+    (`./gpt2`, `models/x.json`, `config.json`). A bare word is an id."""
+    return spec.endswith(".json") or os.sep in spec or (os.altsep or os.sep) in spec
+
+
 def resolve(spec):
     """A bundled id, a path to a config.json, or a directory holding one (a
-    Hugging Face snapshot) -> (id, path)."""
+    Hugging Face snapshot) -> (id, path).
+
+    A bundled id always means the bundled model, whatever the working directory
+    holds: a file or folder named `gpt2` there is reached as `./gpt2`. A bare
+    word that is no bundled id is tried as a path only when something of that
+    name exists (a `--local-dir` download), so no bundled result can depend on
+    the working directory."""
+    bundled = os.path.join(MODELS_DIR, spec + ".json")
+    if not looks_like_path(spec) and os.path.isfile(bundled):
+        return spec, bundled
+    if not looks_like_path(spec) and not os.path.lexists(spec):
+        raise unknown("model", spec, bundled_ids())
     if os.path.isdir(spec):
         inner = os.path.join(spec, "config.json")
         if not os.path.lexists(inner):
             raise UserError(f"{quote(spec)} is a directory without a config.json")
         spec = inner
-    if spec.endswith(".json") or os.sep in spec or os.path.lexists(spec):
-        regular_file(spec, "model config file")
-        name = os.path.basename(spec)
-        name = name[:-5] if name.endswith(".json") else name
-        if name == "config":
-            name = os.path.basename(os.path.dirname(os.path.abspath(spec))) or name
-        return name, spec
-    path = os.path.join(MODELS_DIR, spec + ".json")
-    if not os.path.isfile(path):
-        raise unknown("model", spec, bundled_ids())
-    return spec, path
+    regular_file(spec, "model config file")
+    name = os.path.basename(spec)
+    name = name[:-5] if name.endswith(".json") else name
+    if name == "config":
+        name = os.path.basename(os.path.dirname(os.path.abspath(spec))) or name
+    return name, spec
 
 
 _CACHE = {}

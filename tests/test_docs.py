@@ -1,0 +1,86 @@
+"""The README and docs/: size, links that resolve, examples that are real output, and no
+statement kept in two places."""
+
+import os
+import re
+import shlex
+import unittest
+
+from support import ROOT, run_cli
+
+README = os.path.join(ROOT, "README.md")
+DOCS = os.path.join(ROOT, "docs")
+
+
+def doc_files():
+    yield README
+    yield os.path.join(ROOT, "CHANGELOG.md")
+    for name in sorted(os.listdir(DOCS)):
+        if name.endswith(".md"):
+            yield os.path.join(DOCS, name)
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def examples(text):
+    """(argv, shown lines) for each fenced block that starts with `$ python3 calculations/calc.py`."""
+    for block in re.findall(r"^```\n(.*?)^```", text, flags=re.M | re.S):
+        lines = block.rstrip("\n").split("\n")
+        if lines[0].startswith("$ python3 calculations/calc.py "):
+            argv = shlex.split(lines[0][len("$ python3 calculations/calc.py "):])
+            yield argv, [line for line in lines[1:] if line.strip() and line != "..."]
+
+
+class ReadmeTest(unittest.TestCase):
+    def test_readme_is_short(self):
+        self.assertLessEqual(os.path.getsize(README), 12 * 1024)
+
+    def test_readme_examples_are_real_output(self):
+        # Every line the README shows under a command is a line of that command's output
+        # ("..." marks what is trimmed), so the examples stay true as the tool changes.
+        found = list(examples(read(README)))
+        self.assertGreaterEqual(len(found), 3)
+        for argv, shown in found:
+            status, out, err = run_cli(*argv)
+            self.assertEqual(status, 0, (argv, err))
+            lines = set(out.split("\n"))
+            for line in shown:
+                self.assertIn(line, lines, " ".join(argv))
+
+
+class DocsTest(unittest.TestCase):
+    def test_links_resolve(self):
+        for path in doc_files():
+            for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", read(path)):
+                if "://" in target:
+                    continue
+                full = os.path.normpath(os.path.join(os.path.dirname(path), target))
+                self.assertTrue(os.path.exists(full), f"{os.path.relpath(path, ROOT)}: {target}")
+
+    def test_no_statement_in_two_places(self):
+        # A sentence of some length appears in one page only (tables and code excluded).
+        seen = {}
+        for path in doc_files():
+            prose = re.sub(r"^```.*?^```", "", read(path), flags=re.M | re.S)
+            prose = "\n".join(line for line in prose.split("\n") if not line.startswith(("|", "#")))
+            sentences = (s for paragraph in re.split(r"\n\s*\n", prose)
+                         for s in re.split(r"(?<=[.;:])\s+", " ".join(paragraph.split())))
+            for sentence in sentences:
+                if len(sentence) < 90:
+                    continue
+                where = seen.setdefault(sentence, os.path.relpath(path, ROOT))
+                self.assertEqual(where, os.path.relpath(path, ROOT), sentence)
+
+    def test_every_command_has_a_page(self):
+        from infracalc.cli import COMMANDS
+        pages = set(os.listdir(DOCS))
+        for name in COMMANDS:
+            page = "validation.md" if name == "validate" else f"{name}.md"
+            self.assertIn(page, pages, name)
+
+
+if __name__ == "__main__":
+    unittest.main()
