@@ -77,7 +77,7 @@ All-to-all inside one domain: (n-1)/n S/B plus (n-1) alpha (ring: pairwise round
 
 from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
                           dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
-                          pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives)
+                          pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives, WIRE_FORMATS)
 from .errors import UserError
 from .record import Record
 
@@ -412,6 +412,19 @@ def group_local(span_ranks, stride, size, domain):
     return max(1, min(size, -(-domain // stride)))
 
 
+def ranks_per_domain(lay, dim, domain):
+    """`group_local` of a layout's `dim` group (tp, ep, cp, dp) on devices with `domain` ranks per
+    scale-up domain; 1 when the group fits one domain (its collectives then stay on "up"). An EP
+    group wider than TP is tp consecutive ranks repeated every DP stride."""
+    size = {"tp": lay.tp, "ep": lay.ep, "cp": lay.cp, "dp": lay.dp}[dim]
+    span = lay.group_span(dim)
+    if span <= domain:
+        return 1
+    if dim == "ep" and lay.ep > lay.tp:
+        return min(lay.tp, domain) * group_local(span, lay.group_stride("dp"), lay.ep // lay.tp, domain)
+    return group_local(span, lay.group_stride(dim), size, domain)
+
+
 def _domains(c, up):
     """(g, m): ranks per scale-up domain and domains of a group on the "out" tier."""
     g = c.local if up is not None else 1
@@ -523,3 +536,20 @@ def wire_bytes(c, algorithm="ring"):
     if algorithm == "binomial" and c.kind == "all_reduce":
         return c.bytes * binomial_rounds(c.group)
     return c.bytes * bus_factor(c.kind, c.group)
+
+
+RUN_CHOICES = ("ring", "binomial", "best", "bound")
+
+
+def run_s(c, links, algorithm="ring"):
+    """Seconds of ONE run of `c` over a device's links ({"up": Link, "out": Link}, `links`): THE
+    charge `parallel`, `train` and `collective` share. ring and binomial name the estimate's
+    algorithm (binomial for all-reduces, ring for the rest); best is the fastest applicable
+    (`choose`); bound is `lower_bound_s`. A group spanning domains also uses the scale-up link."""
+    link, up = links.get(c.tier), links.get("up")
+    if algorithm == "bound":
+        return lower_bound_s(c, link, up)
+    if algorithm == "best" and link is not None and c.group > 1 and c.bytes:
+        return choose(c, link, up=up)[1]
+    name = "binomial" if algorithm == "binomial" and c.kind == "all_reduce" else "ring"
+    return time_s(c, link, name, up=up)
