@@ -12,15 +12,25 @@ def tier(plan, lay, dim):
     return "up" if span <= plan.domain else "out"
 
 
+def local(plan, lay, dim):
+    """Ranks of the `dim` group inside one scale-up domain when it spans several (1 when it
+    fits one: then unused): `comm.ranks_per_domain`."""
+    return 1 if tier(plan, lay, dim) == "up" else comm.ranks_per_domain(lay, dim, plan.domain)
+
+
 def tiers(plan, lay):
-    """The tiers of the tp, ep, cp and pp groups (memoized per layout)."""
-    return plan.memo(("tiers", lay), lambda: tuple(tier(plan, lay, d) for d in ("tp", "ep", "cp", "pp")))
+    """The tier of the tp, ep, cp and pp groups, then the ranks per domain (`local`) of the
+    tp, ep and cp groups (memoized per layout)."""
+    return plan.memo(("tiers", lay), lambda: tuple(tier(plan, lay, d) for d in ("tp", "ep", "cp", "pp"))
+                     + tuple(local(plan, lay, d) for d in ("tp", "ep", "cp")))
 
 
 def comm_tiers(plan, lay):
-    """The tiers of the tp, ep and cp groups: all a stage's own collectives depend on (the
-    PP tier only prices boundary transfers), so layouts differing in it share them."""
-    return tiers(plan, lay)[:3]
+    """The tiers and ranks per domain of the tp, ep and cp groups: all a stage's own
+    collectives depend on (the PP tier only prices boundary transfers), so layouts differing
+    in it share them: (tp, ep, cp tiers, tp, ep, cp locals)."""
+    t = tiers(plan, lay)
+    return t[:3] + t[4:]
 
 
 def stage_collectives(plan, lay, stage, phase, b, tokens_per_rank):
@@ -29,8 +39,9 @@ def stage_collectives(plan, lay, stage, phase, b, tokens_per_rank):
     blocks' and, per distinct layer, one layer's collectives x the layer count, runs of the
     same collective merged (in order of first appearance)."""
     merged = {}
-    parts = [(units(plan, ("top", lay.tp, lay.sp, tier(plan, lay, "tp"), stage.has_embedding, stage.has_head, b,
-                              tokens_per_rank), lambda: top_collectives(plan, lay, stage, b, tokens_per_rank)), 1)]
+    parts = [(units(plan, ("top", lay.tp, lay.sp, tiers(plan, lay)[0], tiers(plan, lay)[4], stage.has_embedding,
+                           stage.has_head, b, tokens_per_rank),
+                    lambda: top_collectives(plan, lay, stage, b, tokens_per_rank)), 1)]
     parts += [(units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, comm_tiers(plan, lay), layer, phase,
                             b * tokens_per_rank),
                      lambda: layer_collectives(plan, lay, layer, phase, b * tokens_per_rank)), count)
@@ -60,56 +71,48 @@ def top_collectives(plan, lay, stage, b, tokens_per_rank):
     return comm.tp_collectives(b * tokens_per_rank, arch.hidden_size, plan.act_bytes, lay.tp, lay.sp, 0,
                                tier(plan, lay, "tp"), embedding=stage.has_embedding,
                                head_tokens=b if stage.has_head else 0,
-                               vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp))
+                               vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp), local=tiers(plan, lay)[4])
 
 
 def layer_collectives(plan, lay, layer, phase, tokens):
     """The collectives of ONE layer (its shard `layer`) in one pass of `tokens` tokens per
     rank, each with count 1 (or cp - 1 for the CP ring pass): TP's, EP's, CP's, in this order."""
     w, act, hidden = plan.w, plan.act_bytes, plan.arch.hidden_size
-    tp_tier, ep_tier, cp_tier = comm_tiers(plan, lay)
+    tp_tier, ep_tier, cp_tier, tp_local, ep_local, cp_local = comm_tiers(plan, lay)
     tp, ep, cp, sp = lay.tp, lay.ep, lay.cp, lay.sp
     out = []
     moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
     if tp > 1:
         mlp = 1 if not moe or comm.moe_keeps_tp_reduction(tp, ep, sp, moe[0].shared_inter) else 0
-        out += comm.tp_collectives(tokens, hidden, act, tp, sp, 1, tp_tier, embedding=False, mlp_layers=mlp)
+        out += comm.tp_collectives(tokens, hidden, act, tp, sp, 1, tp_tier, embedding=False, mlp_layers=mlp,
+                                   local=tp_local)
     if ep > 1 and moe:
         out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, tp, ep, 1, ep_tier, tp_tier, plan.ep_dedup,
-                                    w.routing, experts=moe[0].experts, loads=w.routing_loads)
+                                    w.routing, experts=moe[0].experts, loads=w.routing_loads,
+                                    dispatch_token_bytes=comm.token_bytes(hidden, plan.dispatch_dtype, act),
+                                    combine_token_bytes=comm.token_bytes(hidden, plan.combine_dtype, act),
+                                    local_ep=ep_local, local_tp=tp_local)
     if cp > 1:
         per_token = layer.kv_bytes_per_token(w.kv_dtype, (plan.wp if phase == "prefill" else plan.wd).mla)
         if per_token and phase == "prefill":
-            out += comm.cp_collectives(tokens, per_token, cp, 1, cp_tier)
+            out += comm.cp_collectives(tokens, per_token, cp, 1, cp_tier, local=cp_local)
         elif per_token:
             out.append(comm.Collective("CP decode merge of partial attention", "all_reduce", tokens * hidden * act,
-                                       cp, cp_tier, 1, "cp"))
+                                       cp, cp_tier, 1, "cp", local=cp_local))
     return out
 
 
 def comm_time(plan, c, runs=None):
-    """Seconds of all c.count runs (or `runs` runs) of a collective on its tier, with
-    --algorithm."""
-    link = plan.links.get(c.tier)
-    runs = c.count if runs is None else runs
-    if plan.algorithm == "best" and link is not None and c.group > 1 and c.bytes:
-        return comm.choose(c, link)[1] * runs
-    return comm.time_s(c, link, algorithm_for(plan, c)) * runs
+    """Seconds of all c.count runs (or `runs` runs) of a collective on its tier (`comm.run_s`,
+    as the `collective` command and `train` charge it)."""
+    return comm.run_s(c, plan.links, plan.algorithm) * (c.count if runs is None else runs)
 
 
 def comm_time_fastest(plan, c, runs=None):
-    """Seconds of all c.count runs (or `runs` runs) of a collective with the fastest
-    applicable algorithm (ring, tree, in-network: `comm.choose`; binomial for all-reduces) on
-    its tier: what the lower bound charges."""
-    link = plan.links.get(c.tier)
-    runs = c.count if runs is None else runs
-    if link is not None and c.group > 1 and c.bytes:
-        t = comm.choose(c, link)[1]
-        if c.kind == "all_reduce" and not (link.topology == "torus" and c.tier == "up"):
-            # the book's binomial tree, which --algorithm may name (not modelled on a torus)
-            t = min(t, comm.time_s(c, link, "binomial"))
-        return t * runs
-    return comm.time_s(c, link, "ring") * runs
+    """Seconds of all c.count runs (or `runs` runs) of a collective at `comm.lower_bound_s`
+    (the fastest applicable algorithm, the binomial tree, and across domains the physical
+    floor): what the lower bound charges."""
+    return comm.run_s(c, plan.links, "bound") * (c.count if runs is None else runs)
 
 
 def algorithm_for(plan, c):
@@ -126,10 +129,10 @@ def transfer(plan, lay, tokens):
 
     def make():
         cs = comm.pp_boundary_collectives(tokens, plan.arch.hidden_size, plan.act_bytes, lay.tp, lay.sp,
-                                          tier(plan, lay, "pp"), tier(plan, lay, "tp"))
+                                          tier(plan, lay, "pp"), tier(plan, lay, "tp"), local_tp=ts[4])
         return cs, sum(comm_time(plan, c) for c in cs)
     ts = tiers(plan, lay)
-    return plan.memo(("transfer", lay.tp, lay.sp, ts[3], ts[0], tokens), make)
+    return plan.memo(("transfer", lay.tp, lay.sp, ts[3], ts[0], ts[4], tokens), make)
 
 
 def stage_time(plan, roofline_s, comm_s):

@@ -30,6 +30,8 @@ class ServingOptions(Record):
     link_options: tuple = ()        # (name, value) pairs of comm.links' overrides
     ep_dedup: bool = False
     cp_split: str = "contiguous"    # --cp-split (CP_SPLITS)
+    dispatch_dtype: str = ""        # --dispatch-dtype (comm.WIRE_FORMATS; "": the activation format)
+    combine_dtype: str = ""         # --combine-dtype (likewise)
 
 
 def check_options(arch, w, o):
@@ -41,6 +43,9 @@ def check_options(arch, w, o):
     if o.ep_dedup and w.routing != "uniform":
         raise UserError(f"--ep-dedup's expected destination count is derived for uniform routing only; "
                         f"drop --routing {w.routing}")
+    for name, value in (("--dispatch-dtype", o.dispatch_dtype), ("--combine-dtype", o.combine_dtype)):
+        if value and value not in comm.WIRE_FORMATS:
+            raise UserError(f"{name}: unknown format '{value}'; choose from {', '.join(comm.WIRE_FORMATS)}")
     if o.cp_split not in CP_SPLITS:
         raise UserError(f"unknown CP split '{o.cp_split}'; choose from {', '.join(CP_SPLITS)}")
     if o.cp_split == "zigzag" and any(getattr(b, "window", None) is not None or getattr(b, "chunk", None)
@@ -88,6 +93,8 @@ class Plan:
     reserve = property(lambda self: self.options.reserve_bytes)
     ep_dedup = property(lambda self: self.options.ep_dedup)
     cp_split = property(lambda self: self.options.cp_split)
+    dispatch_dtype = property(lambda self: self.options.dispatch_dtype or "")
+    combine_dtype = property(lambda self: self.options.combine_dtype or "")
     efficiency = property(lambda self: (self.options.compute_efficiency, self.options.memory_efficiency))
 
     def memo(self, key, make):
