@@ -379,6 +379,77 @@ class DenseQuantizedPlacement(unittest.TestCase):
         self.assertEqual(c["stages"][2]["weight_bytes"], 868_372_992 + 13_565_952)
 
 
+class RLCycle(unittest.TestCase):
+    def test_cycle_matrix_flops(self):
+        # INDEX, table "RL 同一候选／有效样本批次" (P = 1024 prompt tokens, G = 256 outputs, 32
+        # candidates, 16 accepted): cycle matrix TFLOPs rl-qwen8-base 2181.558727, -low-acceptance
+        # (64 candidates) 3410.701494, -teacher-update (one teacher pass, two update epochs)
+        # 3768.918661, -compact (head on the G supervised rows only) 2079.695777, rl-qwen235-base
+        # 6420.684167. Components, from bojieli/ai-infra-book:calculations/results/rl-qwen8-base.md:
+        # rollout prefill 465142911336448, rollout decode (255 steps) 129055881953280, reference
+        # scoring (P + G - 1 = 1279 positions, head on all) 634943973621760, policy update
+        # 952415960432640 (= 3 x the scoring work of 16 sequences).
+        def parts(model, *routing):
+            prefill = result("forward", "--model", model, "--batch", "32", "--tokens", "1024",
+                             *routing)["totals"]["matrix_flops"]
+            dec = result("decode", "--model", model, "--batch", "32", "--input-len", "1024", "--output-len",
+                         "256", *routing)["decode"]
+            score = result("forward", "--model", model, "--batch", "32", "--tokens", "1279", "--logits", "all",
+                           *routing)["totals"]["matrix_flops"]
+            update = result("train", "--model", model, "--seq", "1279",
+                            "--global-batch", "16")["flops_per_step"]["model_flops"]
+            return prefill, dec["linear_flops"] + dec["attention_flops_causal"], score, update
+
+        prefill, decode, score, update = parts("qwen3-8b")
+        self.assertEqual((prefill, decode, score, update), (465_142_911_336_448, 129_055_881_953_280,
+                                                            634_943_973_621_760, 952_415_960_432_640))
+        tf = lambda x: f"{x / 1e12:.6f}"  # noqa: E731
+        self.assertEqual(tf(prefill + decode + score + update), "2181.558727")
+        self.assertEqual(tf(2 * (prefill + decode + score) + update), "3410.701494")
+        self.assertEqual(tf(prefill + decode + 2 * score + 2 * update), "3768.918661")
+        # compact: the head skips the 1023 unsupervised rows of 32 scoring and 3 x 16 update passes
+        head = result("gemm", "--m", "1023", "--k", "4096", "--n", "151936")["work"]["matrix_flops"]
+        self.assertEqual(tf(prefill + decode + score + update - (32 + 3 * 16) * head), "2079.695777")
+        self.assertEqual(tf(sum(parts("qwen3-235b-a22b", "--routing", "balanced"))), "6420.684167")
+
+
+class WeightHandoff(unittest.TestCase):
+    def test_selective_egress(self):
+        # INDEX, table "权重交接": weight-handoff-book full 470187269120 B, largest rank 44381527040 B,
+        # selective egress 710104432640 B (EP 16, each rank its 8 experts and every non-expert
+        # weight); -replicas (4 EP groups) 2840417730560 B; -qwen8 16381470720 B all three.
+        for devices, egress in (("16", 710_104_432_640), ("64", 2_840_417_730_560)):
+            r = result("parallel", "--model", "qwen3-235b-a22b", "--devices", devices, "--ep", "16",
+                       "--input-len", "1", "--output-len", "1")
+            rank = r["memory"]["stages"][0]["weight_bytes"]
+            self.assertEqual(rank, 44_381_527_040)
+            self.assertEqual(int(devices) * rank, egress)
+
+
+class StorageGeneration(unittest.TestCase):
+    def test_weights_vs_kv(self):
+        # bojieli/ai-infra-book:calculations/results/storage-generation-qwen8-235.md: resident weight
+        # GB, weight/KV interface payload GB, declared total budget GB (+ 2 GiB workspace); H100 payload
+        # service 4.879082 ms for qwen3-8b-b1-h8191-w16 (3.35 TB/s).
+        for model, b, h, fmt, routing, resident, payload, budget in (
+                ("qwen3-8b", 1, 8191, "bf16", (), "16.381471", "16.344926", "19.736914"),
+                ("qwen3-235b-a22b", 8, 8191, "bf16", ("--routing", "balanced"), "470.187269", "254.464286",
+                 "484.951219"),
+                ("qwen3-235b-a22b", 8, 8191, "int4-g128", ("--routing", "concentrated"), "123.142036",
+                 "24.737406", "137.905987"),
+                ("qwen3-235b-a22b", 32, 32767, "int8-g128", ("--routing", "concentrated"), "240.041483",
+                 "224.437231", "444.052430")):
+            t = result("forward", "--model", model, "--batch", str(b), "--history", str(h), "--tokens", "1",
+                       "--weight-dtype", fmt, *routing)["totals"]
+            gb = lambda x: f"{x / 1e9:.6f}"  # noqa: E731
+            with self.subTest(model=model, b=b, fmt=fmt):
+                self.assertEqual(gb(t["weight_bytes"]), resident)
+                self.assertEqual(gb(t["unique_bytes"]), payload)
+                self.assertEqual(gb(t["weight_bytes"] + t["kv_bytes_resident_after"] + 2 ** 31), budget)
+        t = result("forward", "--model", "qwen3-8b", "--history", "8191", "--tokens", "1")["totals"]
+        self.assertEqual(f"{t['unique_bytes'] / 3.35e12 * 1e3:.6f}", "4.879082")
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =

@@ -9,7 +9,9 @@ import fuzz
 class FixedSeedSample(unittest.TestCase):
     def test_contract_holds(self):
         seen = {}
-        clean, failures = fuzz.run(seed=2026, count=200, limit_s=3.0, seen=seen)
+        # The draw shifts whenever a command or option is added (2026 stopped drawing a refused
+        # `models` call when `serve` came): the seed is one whose sample meets the checks below.
+        clean, failures = fuzz.run(seed=2027, count=200, limit_s=3.0, seen=seen)
         self.assertEqual(failures, [])
         self.assertEqual(clean, 200)
         # The sample is not stuck in argument parsing: every command is drawn, and the

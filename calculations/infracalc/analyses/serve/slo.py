@@ -1,0 +1,88 @@
+"""SLO sizing: the fewest devices whose best layout meets a TTFT and a TPOT limit.
+
+Device counts are tried in increasing order (every count up to 16, then the
+multiples of 8: whole 8-device servers) up to --max-devices; at each count,
+`parallel`'s layout search (every layout the model admits, the best batch per
+replica whose mean TPOT is within the limit, ranked by decode tokens/s per
+device) gives the candidates, and a candidate meets the TTFT limit when one
+prompt's prefill on it (batch 1: a server admitting prompts as they come) is
+within it. The first count with a candidate is the answer, with its best
+layout; every smaller count is listed with the reason it fails. All figures
+are `parallel`'s estimate (operator-sum roofline plus exposed communication);
+the chosen layout's lower bounds are shown beside. A count that fails on memory
+fails exactly (weights and reserve exceed the devices); one that fails on time
+fails under the estimate.
+"""
+
+from .. import parallel
+
+SLO_CONVENTION = (
+    "SLO sizing: device counts 1, 2, ..., 16, then multiples of 8, up to --max-devices; at each "
+    "count `parallel --search` (every admitted layout; per layout the best batch per replica, "
+    "pp micro-batches of 1, 4, 16, ... requests, whose mean TPOT is within --tpot-limit) and the "
+    "TTFT of one prompt's prefill on the layout (batch 1) against --ttft-limit; the answer is the "
+    "first count with a layout meeting both, the best by decode tokens/s per device; figures are "
+    "the estimate (operator-sum roofline plus exposed communication), queueing not included.")
+
+
+def device_counts(max_devices):
+    """1 .. 16, then 24, 32, ... (multiples of 8) up to max_devices."""
+    counts = list(range(1, min(max_devices, 16) + 1))
+    counts += range(24, max_devices + 1, 8)
+    return counts
+
+
+def _ttft(plan, lay):
+    return parallel.score(plan, lay, 1, "ttft")[0]
+
+
+def _failure(rejected, best_ttft, ttft_limit):
+    """Why no layout of a count meets the limits: the TTFT the best admitted layout reaches,
+    else the reason most layouts were rejected."""
+    if best_ttft is not None:
+        lay, t = best_ttft
+        return f"TTFT {t:.4g} s > {ttft_limit:.4g} s even on the fastest layout ({lay.label()})"
+    if not rejected:
+        return "no layout of this many devices"
+    top = rejected[0]
+    text = f"{top['reason']} ({top['layouts']} of the layouts, e.g. {top['example']})"
+    if top["least_shortfall_bytes"]:
+        text += f"; short by {top['least_shortfall_bytes']:,} B at best"
+    return text
+
+
+def count_row(plan, n, ttft_limit, tpot_limit):
+    """One device count: the best layout meeting both limits, or why none does."""
+    ranked, rejected, total = parallel.search(plan, n, "throughput", tpot_limit)
+    fastest = None
+    for value, _, lay, batch, lat in ranked:
+        ttft = _ttft(plan, lay)
+        if ttft_limit is None or ttft <= ttft_limit:
+            return {"devices": n, "meets": True, "layout": lay.label(), "layout_record": lay,
+                    "batch_per_replica": batch, "ttft_s": ttft, "tpot_s": lat["tpot_mean_s"],
+                    "decode_tokens_per_s_per_device": lat["decode_tokens_per_s_per_device"],
+                    "layouts_considered": total, "layouts_meeting_tpot": len(ranked)}
+        if fastest is None or ttft < fastest[1]:
+            fastest = (lay, ttft)
+    return {"devices": n, "meets": False, "layouts_considered": total,
+            "layouts_meeting_tpot": len(ranked), "why": _failure(rejected, fastest, ttft_limit)}
+
+
+def size(plan, ttft_limit, tpot_limit, max_devices):
+    """(answer row or None, every row tried in order)."""
+    rows = []
+    for n in device_counts(max_devices):
+        row = count_row(plan, n, ttft_limit, tpot_limit)
+        rows.append(row)
+        if row["meets"]:
+            return row, rows
+    return None, rows
+
+
+def chosen_bounds(plan, row):
+    """The lower bounds of the chosen layout at its batch (TPOT) and at batch 1 (TTFT)."""
+    lay, b = row["layout_record"], row["batch_per_replica"]
+    at_b = parallel.latency_bound(plan, lay, b, parallel.phases(plan, lay, b))
+    at_1 = parallel.latency_bound(plan, lay, 1, parallel.phases(plan, lay, 1))
+    return {"ttft_s": at_1["ttft_s"], "tpot_s": at_b["tpot_mean_s"],
+            "decode_tokens_per_s_per_device": at_b["decode_tokens_per_s_per_device"]}

@@ -1,0 +1,93 @@
+"""`serve`: a serving system: schedulers side by side, load, and the fewest devices meeting an SLO."""
+
+import argparse
+
+from . import common
+
+
+def time_limit(text):
+    """A time limit with its unit (50ms, 2s, 800us): a bare number is refused, since
+    '--tpot-limit 50' could mean 50 s or 50 ms."""
+    raw = text.strip()
+    if not raw.endswith(("us", "ms", "s")):
+        from ..errors import quote
+        raise argparse.ArgumentTypeError(f"needs a unit (us, ms or s), e.g. 50ms or 2s; got {quote(text)}")
+    value = common.duration(raw)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive time, got '{text}'")
+    return value
+
+
+def rate(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e12:   # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be a positive number of requests per second, got '{text}'")
+    return value
+
+
+def non_negative(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 1e6:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1e6], got '{text}'")
+    return value
+
+
+def add_arguments(p):
+    common.add_model(p)
+    common.add_lengths(p)
+    s = p.add_argument_group("scheduler")
+    s.add_argument("--max-seqs", type=common.positive_int, default=256, metavar="N",
+                   help="requests running at once (as vLLM's --max-num-seqs; default 256)")
+    s.add_argument("--max-batched-tokens", type=common.positive_int, default=8192, metavar="T",
+                   help="tokens one iteration may carry (as vLLM's --max-num-batched-tokens; default 8192)")
+    s.add_argument("--tp", type=common.positive_int, default=1,
+                   help="tensor-parallel degree of the replica whose schedulers are compared "
+                        "(communication not charged; default 1)")
+    load = p.add_argument_group("load and SLO")
+    load.add_argument("--rate", type=rate, default=None, metavar="REQ/S",
+                      help="arrival rate (Poisson) for utilisation, Little's law and the queueing delay")
+    load.add_argument("--service-cv2", type=non_negative, default=0.0, metavar="C2",
+                      help="squared coefficient of variation of the service time (default 0: M/D/1)")
+    load.add_argument("--ttft-limit", type=time_limit, default=None, metavar="T",
+                      help="TTFT limit with its unit (e.g. 2s); with --tpot-limit or alone: size the "
+                           "fewest devices that meet the limits")
+    load.add_argument("--tpot-limit", type=time_limit, default=None, metavar="T",
+                      help="mean TPOT limit with its unit (e.g. 50ms)")
+    load.add_argument("--max-devices", type=common.positive_int, default=1024, metavar="N",
+                      help="the largest device count the SLO sizing tries (default 1024)")
+    common.add_dtypes(p)
+    common.add_architecture_options(p)
+    common.add_device(p)
+    common.add_memory(p)
+    common.add_output(p, ("md", "json"))
+
+
+def run(args):
+    from ..analyses.serve import system
+    from ..errors import UserError
+    from ..load.hardware import load_device
+    from ..load.models import load_model
+    from ..render import serve as render
+
+    arch = load_model(args.model)
+    device = load_device(args.device, args.memory_convention)
+    w = common.workload(args, arch, 1, 1, 0)
+    opts = system.Options(max_seqs=args.max_seqs, token_budget=args.max_batched_tokens, rate=args.rate,
+                          cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
+                          reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
+                          compute_efficiency=args.compute_efficiency,
+                          memory_efficiency=args.memory_efficiency)
+    if args.output_len < 2:
+        raise UserError("serve needs --output-len of at least 2 (one decode step)")
+    sizing = args.ttft_limit is not None or args.tpot_limit is not None
+    if sizing and args.tp != 1:
+        raise UserError("the SLO sizing searches the layouts; drop --tp")
+    rec = system.system_record(arch, w, device, args.input_len, args.output_len, opts, args.tp,
+                               args.max_devices if sizing else None)
+    return common.emit(args, rec, render.markdown)
