@@ -46,6 +46,8 @@ def add_arguments(p):
         q = sub.add_parser(name, help=text, description=text)
         globals()[f"_{name}_arguments"](q)
         common.add_output(q)
+        # the options this kind echoes as its inputs (argparse's own record of them)
+        q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
 
 
 def _params(q, required=True):
@@ -234,7 +236,7 @@ def _training(args, nominal):
     return devices, {"rows": rows, "params_bounds": bounds}
 
 
-def _inputs(args, skip=("format", "output", "kind", "func")):
+def _inputs(args):
     """The options as given, JSON-ready: exact fractions as text ('3/10'), lists as lists."""
     from fractions import Fraction
 
@@ -246,9 +248,8 @@ def _inputs(args, skip=("format", "output", "kind", "func")):
         return v
 
     out = {}
-    for k, v in vars(args).items():
-        if k in skip or callable(v):
-            continue
+    for k in args.echoed:
+        v = getattr(args, k)
         out[k] = {f: r for f, r in v} if k == "matrix_peak" and v else plain(v)
     return out
 
