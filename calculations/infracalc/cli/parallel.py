@@ -3,6 +3,7 @@
 import argparse
 
 from . import common
+from .. import comm
 
 def layers_list(text):
     from ..errors import quote
@@ -25,8 +26,9 @@ def rank_order(text):
 
 def add_arguments(p):
     common.add_model(p)
-    p.add_argument("--devices", type=common.positive_int, required=True, metavar="N",
-                   help="devices in the cluster (= tp x pp x dp x cp)")
+    p.add_argument("--devices", type=common.positive_int, default=None, metavar="N",
+                   help="devices in the cluster (= tp x pp x dp x cp; default: that product, dp 1 "
+                        "unless given; required with --search)")
     common.add_lengths(p)
     p.add_argument("--batch", type=common.positive_int, default=None, metavar="B",
                    help="concurrent requests per model replica (default 1; with --search "
@@ -43,6 +45,10 @@ def add_arguments(p):
     lay.add_argument("--ep-dedup", action="store_true",
                      help="EP dispatch sends one copy of a token per destination rank instead of one per "
                           "expert (DeepEP's dispatch; expected distinct ranks under uniform routing)")
+    for what, text in (("dispatch", "EP dispatch"), ("combine", "EP combine")):
+        lay.add_argument(f"--{what}-dtype", choices=comm.WIRE_FORMATS, default="", metavar="FORMAT",
+                         help=f"format of a token on the wire in the {text} all-to-all: fp8 (with one fp32 "
+                              "scale per 128 values, as DeepEP), bf16, fp16, fp32 (default: the activation format)")
     lay.add_argument("--cp-split", choices=("contiguous", "zigzag"), default="contiguous",
                      help="how --cp splits the prompt: contiguous (default; the last rank, with the most "
                           "causal pairs, bounds the prefill) or zigzag (2 x cp chunks, rank r holding r and "
@@ -91,6 +97,8 @@ def _layout(args, devices):
 
     inner = args.tp * args.pp * args.cp
     dp = args.dp
+    if devices is None:   # the layout's own size
+        devices = inner * (dp or 1)
     if dp is None:
         if devices % inner:
             raise UserError(f"--devices {devices} is not a multiple of tp x pp x cp = {inner}")
@@ -136,7 +144,10 @@ def run(args):
     plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
                          args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
                          args.overlap, args.algorithm, link_options,
-                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split)
+                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split,
+                         args.dispatch_dtype, args.combine_dtype)
+    if args.search and args.devices is None:
+        raise UserError("--search needs --devices N (the device count whose layouts it ranks)")
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)
