@@ -25,6 +25,11 @@ class Case(unittest.TestCase):
         self.addCleanup(shutil.rmtree, d, True)
         return d
 
+    def calc_at(self, calc_py, *args):
+        """A private copy's calc.py, run from an empty directory."""
+        return subprocess.run([sys.executable, calc_py, *args], capture_output=True, text=True,
+                              cwd=self.folder())
+
     def calc(self, *args, cwd=None, env=None, **kw):
         return subprocess.run([sys.executable, CALC_PY, *args], cwd=cwd, env=env,
                               capture_output=True, text=True, **kw)
@@ -203,3 +208,137 @@ class NestedDeviceFields(Case):
                              "--format", "json")[1])
         self.assertGreater(rec["time"]["step_s"], 0)
         self.assertGreater(rec["lower_bound"]["step_s"], 0)
+
+
+class ExitStatusWithABadStderr(Case):
+    """Point 4: with stderr closed, full or a broken pipe, an error still exits 2 (not 120),
+    under Python's default buffering."""
+
+    def status(self, **kw):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+        return subprocess.run([sys.executable, CALC_PY, "models", "--model", "no-such-model"],
+                              stdout=subprocess.DEVNULL, env=env, **kw).returncode
+
+    def test_closed_stderr(self):
+        self.assertEqual(self.status(preexec_fn=lambda: os.close(2)), 2)
+
+    @unittest.skipUnless(os.path.exists("/dev/full"), "needs /dev/full")
+    def test_full_stderr(self):
+        with open("/dev/full", "w") as full:
+            self.assertEqual(self.status(stderr=full), 2)
+
+    def test_broken_pipe_on_stderr(self):
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            self.assertEqual(self.status(stderr=w), 2)
+        finally:
+            os.close(w)
+
+
+def copy_tree(case):
+    """A private copy of calculations/ (results included); returns its calc.py."""
+    dst = os.path.join(case.folder(), "calculations")
+    shutil.copytree(CALC, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    return os.path.join(dst, "calc.py")
+
+
+class Signals(Case):
+    """Point 5: SIGTERM and SIGHUP during a write leave no temporary file, and
+    `reproduce --check` reports one that an older run left."""
+
+    def test_sigterm_and_sighup_while_writing_leave_no_temporary_file(self):
+        import signal
+        import time
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            d = self.folder()
+            fifo = os.path.join(d, "out.md")
+            os.mkfifo(fifo)   # the --output write blocks here, after the plot is staged
+            p = subprocess.Popen([sys.executable, CALC_PY, "decode", "--model", "qwen3-0.6b",
+                                  "--input-len", "16", "--output-len", "4", "--batch-sweep",
+                                  "--plot", os.path.join(d, "plot.svg"), "--output", fifo],
+                                 stderr=subprocess.PIPE)
+            deadline = time.time() + 20
+            while time.time() < deadline and not any(f.endswith(".tmp") for f in os.listdir(d)):
+                time.sleep(0.02)
+            self.assertTrue(any(f.endswith(".tmp") for f in os.listdir(d)), "the plot was never staged")
+            p.send_signal(signum)
+            _, err = p.communicate(timeout=20)
+            self.assertEqual(p.returncode, 128 + signum, err)
+            self.assertNotIn(b"Traceback", err)
+            self.assertEqual(sorted(os.listdir(d)), ["out.md"])
+
+    def test_check_reports_a_leftover_temporary_file(self):
+        calc_py = copy_tree(self)
+        results = os.path.join(os.path.dirname(calc_py), "results")
+        open(os.path.join(results, ".hardware.md.abc123.tmp"), "w").close()
+        p = self.calc_at(calc_py, "reproduce", "--check")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("STRAY .hardware.md.abc123.tmp", p.stdout)
+
+
+class SymlinksAndReadOnlyFiles(Case):
+    """Point 6: no write through a symlink in results/, no diff of its target; --output
+    refuses a read-only file and keeps hard links."""
+
+    def test_reproduce_refuses_a_symlink_in_results(self):
+        calc_py = copy_tree(self)
+        results = os.path.join(os.path.dirname(calc_py), "results")
+        secret = os.path.join(self.folder(), "secret.txt")
+        with open(secret, "w") as f:
+            f.write("TOP SECRET\n")
+        os.remove(os.path.join(results, "hardware.md"))
+        os.symlink(secret, os.path.join(results, "hardware.md"))
+        p = self.calc_at(calc_py, "reproduce", "--only", "hardware")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("symlink", p.stderr)
+        with open(secret) as f:
+            self.assertEqual(f.read(), "TOP SECRET\n")
+        p = self.calc_at(calc_py, "reproduce", "--check")
+        self.assertEqual(p.returncode, 1)
+        self.assertNotIn("TOP SECRET", p.stdout)
+        self.assertIn("symlink", p.stdout)
+
+    def test_output_refuses_a_read_only_file(self):
+        path = os.path.join(self.folder(), "out.md")
+        with open(path, "w") as f:
+            f.write("keep\n")
+        os.chmod(path, 0o444)
+        status, out, err = run("models", "--output", path)
+        self.assertEqual(status, 2)
+        self.assertIn("read-only", err)
+        with open(path) as f:
+            self.assertEqual(f.read(), "keep\n")
+
+    def test_output_keeps_hard_links(self):
+        d = self.folder()
+        path, other = os.path.join(d, "out.md"), os.path.join(d, "other-name.md")
+        open(path, "w").close()
+        os.link(path, other)
+        status, out, err = run("models", "--output", path)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(os.stat(path).st_ino, os.stat(other).st_ino)
+        with open(other) as f:
+            self.assertIn("qwen3-8b", f.read())
+
+
+class BadStoredFiles(Case):
+    """Point 7: a FIFO or non-UTF-8 text in place of a stored result is reported, never a
+    hang or a traceback."""
+
+    def test_fifo_and_non_utf8_stored_results(self):
+        calc_py = copy_tree(self)
+        target = os.path.join(os.path.dirname(calc_py), "results", "hardware.md")
+        os.remove(target)
+        os.mkfifo(target)
+        p = subprocess.run([sys.executable, calc_py, "reproduce", "--check", "--only", "hardware"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("BAD hardware.md: not a regular file", p.stdout)
+        os.remove(target)
+        with open(target, "wb") as f:
+            f.write(b"\xff\xfe not text")
+        p = self.calc_at(calc_py, "reproduce", "--check", "--only", "hardware")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("BAD hardware.md: not UTF-8", p.stdout)
+        self.assertNotIn("Traceback", p.stderr)

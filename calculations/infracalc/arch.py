@@ -207,6 +207,7 @@ class Architecture(Record):
     native_formats: tuple = ()   # (role, dtype name) pairs the checkpoint ships in
     parts: tuple = ()            # Part records not counted in params
     notes: tuple = ()
+    max_context_source: str = "max_position_embeddings"   # what sets max_context (load.rope)
 
     def top_blocks(self):
         return (self.embedding, self.final_norm, self.head)

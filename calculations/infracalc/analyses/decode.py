@@ -273,7 +273,7 @@ def check_lengths(arch, input_len, output_len):
     notes = []
     if input_len + output_len > arch.max_context:
         notes.append(f"input + output length {input_len + output_len} exceeds the model's "
-                     f"max_position_embeddings {arch.max_context}; computed anyway")
+                     f"{arch.max_context_source} {arch.max_context}; computed anyway")
     return notes
 
 

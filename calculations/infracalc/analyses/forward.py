@@ -71,7 +71,7 @@ def workload_notes(arch, w):
     """Warnings about the workload itself (empty when there are none)."""
     if w.context > arch.max_context:
         return [f"history + tokens = {w.context:,} per request exceeds the model's maximum context "
-                f"(max_position_embeddings {arch.max_context:,}); the figures extend the architecture "
+                f"({arch.max_context_source} {arch.max_context:,}); the figures extend the architecture "
                 "past what it was trained for."]
     return []
 

@@ -440,7 +440,7 @@ def _notes(arch, w, sts, budget, req):
                      "one page), so nothing is shared")
     if req.context > arch.max_context:
         notes.append(f"--context {req.context:,} exceeds the model's maximum context "
-                     f"{arch.max_context:,} (max_position_embeddings)")
+                     f"{arch.max_context:,} ({arch.max_context_source})")
     return notes
 
 

@@ -21,6 +21,12 @@ tokens in a windowed layer and, in a chunked layer, for the tokens of the chunk
 holding the latest token: ((context-1) mod C) + 1 (C when context is a
 multiple of C; the next token opens a new chunk and needs none of them).
 Attention sinks (GPT-OSS): one learned logit per head joins every softmax row.
+Logit soft-capping (Gemma 2): every score s becomes c * tanh(s / c) before the
+softmax, VECTOR_FLOPS["softcap"] = 3 per pair (divide, tanh, multiply), added
+to the softmax row. q/k norms are RMSNorms over head_dim per head, or, with
+`qk_norm_full` (OLMo 2), over each token's whole query (heads x head_dim) and
+key (kv_heads x head_dim) vectors: the same 4 FLOPs per element, weights of
+that width.
 Kept for the backward (training, fused kernel): q_proj's input (shared by k and
 v), q/k norm inputs and statistics, Q and K (attn_qk), V (attn_pv), one fp32
 log-sum-exp per (query, head) row (softmax; no T^2 scores), o_proj's input
@@ -90,6 +96,9 @@ class Attention(Block):
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False
+    qk_norm_full: bool = False  # q/k norms over all heads of a token, not per head (OLMo 2)
+    norm_widths: tuple = ()  # (q, k) widths of full-width norms on a TP shard: the whole model's
+    softcap: bool = False    # scores soft-capped c * tanh(s / c) before the softmax (Gemma 2)
     sinks: bool = False      # one learned sink logit per head (GPT-OSS)
     prefix: str = "self_attn"
     qk_l2norm: bool = False  # weightless L2 norm of q and k per head (Llama 4 use_qk_norm)
@@ -128,8 +137,9 @@ class Attention(Block):
         if self.o_bias:
             out.append(Tensor(f"{p}.o_proj.bias", (h,), "vector"))
         if self.qk_norm:
-            out += [Tensor(f"{p}.q_norm.weight", (hd,), "vector"),
-                    Tensor(f"{p}.k_norm.weight", (hd,), "vector")]
+            qw, kw = (self.norm_widths or (q, kv)) if self.qk_norm_full else (hd, hd)
+            out += [Tensor(f"{p}.q_norm.weight", (qw,), "vector"),
+                    Tensor(f"{p}.k_norm.weight", (kw,), "vector")]
         if self.sinks:
             out.append(Tensor(f"{p}.sinks", (self.heads,), "vector"))
         return tuple(out)
@@ -159,13 +169,18 @@ class Attention(Block):
         """One TP device's attention (Megatron): heads / tp query heads (q, o and
         sinks split by head), kv_heads / tp KV heads, or one KV head when tp >
         kv_heads (tp must then be a multiple of kv_heads: each KV head and its
-        cache replicated tp / kv_heads times); q/k norms and the o bias replicated."""
+        cache replicated tp / kv_heads times); q/k norms and the o bias replicated.
+        Full-width q/k norms (OLMo 2) stay whole on every device, which normalizes
+        the whole gathered q and k (as vLLM's Olmo2Attention; the all-gather itself
+        is not charged)."""
         if self.heads % tp:
             raise UserError(f"TP {tp} does not divide the {self.heads} query heads of {self.label}")
         if self.kv_heads % tp and tp % self.kv_heads:
             raise UserError(f"TP {tp} neither divides nor is a multiple of the {self.kv_heads} "
                             f"KV heads of {self.label}")
-        return self.replace(heads=self.heads // tp, kv_heads=max(1, self.kv_heads // tp))
+        widths = (self.heads * self.head_dim, self.kv_heads * self.head_dim) if self.qk_norm_full else ()
+        return self.replace(heads=self.heads // tp, kv_heads=max(1, self.kv_heads // tp),
+                            norm_widths=self.norm_widths or widths)
 
     def kv_tokens_peak(self, context):
         """A chunked layer holds up to C tokens (a full chunk) before a new chunk frees them."""
@@ -216,8 +231,9 @@ class Attention(Block):
                gemm(w, "k_proj", n, named["k_proj.weight"], named.get("k_proj.bias"), saves_input=False),
                gemm(w, "v_proj", n, named["v_proj.weight"], named.get("v_proj.bias"), saves_input=False)]
         if self.qk_norm:
-            out += [rmsnorm(w, "q_norm", n * heads, named["q_norm.weight"], replicated=False),
-                    rmsnorm(w, "k_norm", n * kvh, named["k_norm.weight"], replicated=False)]
+            q_rows, k_rows = (n, n) if self.qk_norm_full else (n * heads, n * kvh)
+            out += [rmsnorm(w, "q_norm", q_rows, named["q_norm.weight"], replicated=False),
+                    rmsnorm(w, "k_norm", k_rows, named["k_norm.weight"], replicated=False)]
         if self.rope_dim:
             out.append(elementwise(w, "rope", n * (heads + kvh) * self.rope_dim,
                                    VECTOR_FLOPS["rope"],
@@ -255,8 +271,9 @@ class Attention(Block):
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         named = {tn.name.split(".", 1)[1]: tn for tn in self.tensors()} if self.sinks else {}
         out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
-                      + (f" + {t} sink logits" if self.sinks else ""),
-                      vector_flops=VECTOR_FLOPS["softmax"] * b * heads * pairs
+                      + (f" + {t} sink logits" if self.sinks else "") + (" + softcap" if self.softcap else ""),
+                      vector_flops=(VECTOR_FLOPS["softmax"] + (VECTOR_FLOPS["softcap"] if self.softcap else 0))
+                      * b * heads * pairs
                       + VECTOR_FLOPS["sink"] * sink_rows,
                       weight_read=w.weight_bytes(named["sinks"]) if self.sinks else 0,
                       kind="softmax", weight=named["sinks"].name if self.sinks else "",

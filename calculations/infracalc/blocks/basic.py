@@ -76,24 +76,33 @@ class RMSNorm(Block):
 
 
 class Residual(Block):
-    """Residual add of a sublayer's output into the stream: 1 FLOP per element."""
+    """Residual add of a sublayer's output into the stream: 1 FLOP per element;
+    `scaled` (Granite's residual_multiplier m, x + m * f(x)): 2."""
     history_independent = True   # no cache, no position (see Block)
     width: int
+    scaled: bool = False
 
     def ops(self, w):
-        return [residual(w, w.positions, self.width)]
+        op = residual(w, w.positions, self.width)
+        if self.scaled:
+            op = op.replace(name="scaled_residual_add",
+                            vector_flops=w.positions * self.width * VECTOR_FLOPS["scaled_residual"])
+        return [op]
 
 
 class LMHead(Block):
     """Output projection [vocab, hidden] on the positions `--logits` selects.
 
     With tied embeddings it owns no tensor (the embedding is counted once) but
-    still reads the shared matrix.
+    still reads the shared matrix. `post` names an elementwise step on every
+    logit: "scale" (Granite logits_scaling, Cohere logit_scale: 1 FLOP) or
+    "softcap" (Gemma 2 final_logit_softcapping: 3).
     """
     history_independent = True   # no cache, no position (see Block)
     vocab: int
     hidden: int
     tied: bool = False
+    post: str = ""
 
     def weight(self):
         if self.tied:
@@ -105,7 +114,13 @@ class LMHead(Block):
 
     def ops(self, w):
         rows = w.head_rows
-        return [gemm(w, "lm_head", rows, self.weight(), replicated=True)] if rows else []
+        if not rows:
+            return []
+        out = [gemm(w, "lm_head", rows, self.weight(), replicated=True)]
+        if self.post:
+            out.append(elementwise(w, f"logits_{self.post}", rows * self.vocab, VECTOR_FLOPS[self.post],
+                                   shape=f"[{rows},{self.vocab}]"))
+        return out
 
     def shard(self, tp, ep=1):
         """Vocab-parallel head (column-parallel over the vocabulary): ceil(vocab / tp)

@@ -65,10 +65,11 @@ class LayerNorm(Block):
     name: str
     width: int
     shares_input: bool = False
+    bias: bool = True            # False: weight only (Cohere's LayerNorm), still 7 FLOPs counted
 
     def tensors(self):
-        return (Tensor(f"{self.name}.weight", (self.width,), "vector"),
-                Tensor(f"{self.name}.bias", (self.width,), "vector"))
+        weight = Tensor(f"{self.name}.weight", (self.width,), "vector")
+        return (weight, Tensor(f"{self.name}.bias", (self.width,), "vector")) if self.bias else (weight,)
 
     def shard(self, tp, ep=1):
         """Norms are replicated: every TP device holds and applies the whole weight."""
@@ -79,8 +80,7 @@ class LayerNorm(Block):
         saved = (0 if self.shares_input else saved_inputs(w, n * self.width)) + 2 * n * STAT_BYTES
         op = elementwise(w, self.name, n * self.width, VECTOR_FLOPS["layernorm"],
                          shape=f"[{n},{self.width}]", kind="norm", saved=saved, replicated=True)
-        weight, bias = self.tensors()
-        return [op.replace(weight_read=w.weight_bytes(weight) + w.weight_bytes(bias))]
+        return [op.replace(weight_read=sum(w.weight_bytes(t) for t in self.tensors()))]
 
 
 class GPTMLP(Block):
@@ -92,6 +92,7 @@ class GPTMLP(Block):
     act: str = "gelu_tanh"   # VECTOR_FLOPS key: gelu_tanh (GPT-2 gelu_new) | gelu_erf (exact gelu) | relu (OPT)
     dropout: bool = False
     prefix: str = "mlp"
+    bias: bool = True        # False: no biases (Falcon)
 
     @property
     def label(self):
@@ -99,8 +100,10 @@ class GPTMLP(Block):
 
     def tensors(self):
         p, h, i = self.prefix, self.hidden, self.inter
-        return (Tensor(f"{p}.c_fc.weight", (i, h)), Tensor(f"{p}.c_fc.bias", (i,), "vector"),
-                Tensor(f"{p}.c_proj.weight", (h, i)), Tensor(f"{p}.c_proj.bias", (h,), "vector"))
+        fc, proj = Tensor(f"{p}.c_fc.weight", (i, h)), Tensor(f"{p}.c_proj.weight", (h, i))
+        if not self.bias:
+            return (fc, proj)
+        return (fc, Tensor(f"{p}.c_fc.bias", (i,), "vector"), proj, Tensor(f"{p}.c_proj.bias", (h,), "vector"))
 
     def shard(self, tp, ep=1):
         """Megatron MLP: c_fc column-parallel, c_proj row-parallel, inter / tp per
@@ -110,7 +113,7 @@ class GPTMLP(Block):
         return self.replace(inter=self.inter // tp)
 
     def ops(self, w):
-        fc, fc_b, proj, proj_b = self.tensors()
+        fc, fc_b, proj, proj_b = self.tensors() if self.bias else (self.tensors()[0], None, self.tensors()[1], None)
         n = w.positions
         return [
             gemm(w, "c_fc", n, fc, fc_b, replicated=True),

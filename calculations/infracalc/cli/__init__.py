@@ -110,11 +110,24 @@ def render(argv):
 
 
 def _say(message):
-    """One line on stderr; nothing (and no traceback) when stderr is closed or broken."""
+    """One line on stderr, written unbuffered (os.write): when stderr is closed, full or
+    a broken pipe the line is lost, never the exit status; nothing is left in a buffer
+    for the interpreter's final flush to fail on again (which would exit 120)."""
+    data = f"{PROG}: error: {one_line(message)}\n"
     try:
-        sys.stderr.write(f"{PROG}: error: {one_line(message)}\n")
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):   # closed at start (None), or not a file (StringIO)
+        try:
+            sys.stderr.write(data)
+        except (AttributeError, OSError, ValueError):
+            pass
+        return
+    try:
         sys.stderr.flush()
-    except (AttributeError, OSError, ValueError):   # AttributeError: stderr closed at start (None)
+        view = memoryview(data.encode("utf-8", "backslashreplace"))
+        while view:
+            view = view[os.write(fd, view):]
+    except (OSError, ValueError):
         pass
 
 
@@ -162,6 +175,44 @@ def _flush(text=""):
     return None
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so that files being written are
+    left as they were and their temporary files removed (cli/files.py)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_signal(signum, frame):
+    raise Terminated(signum)
+
+
+def _catch_signals():
+    """Turn SIGTERM and SIGHUP (what a CI runner, `kill` or a closed terminal send)
+    into Terminated, unless the caller ignores them (nohup); returns what to restore."""
+    import signal
+
+    saved = []
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                saved.append((signum, signal.signal(signum, _on_signal)))
+        except ValueError:   # not the main thread: signals stay as they are
+            pass
+    return saved
+
+
+def _restore_signals(saved):
+    import signal
+
+    for signum, handler in saved:
+        signal.signal(signum, handler)
+
+
 def main(argv=None):
     """Run one command; return the exit status.
 
@@ -170,10 +221,21 @@ def main(argv=None):
     for `reproduce --check` drift). Output that cannot be written (a full disk,
     a closed stdout) is one line on stderr and status 2. A closed or broken
     stderr loses the message, never the status, and no traceback is printed.
-    Ctrl-C exits 130 (128 + SIGINT) without a traceback; files being written
-    are left as they were (cli/files.py).
+    Ctrl-C exits 130 (128 + SIGINT), SIGTERM 143 and SIGHUP 129, without a
+    traceback; files being written are left as they were and no temporary file
+    is left behind (cli/files.py).
     """
     argv = sys.argv[1:] if argv is None else argv
+    saved = _catch_signals()
+    try:
+        return _main(argv)
+    except Terminated as e:
+        return 128 + e.signum
+    finally:
+        _restore_signals(saved)
+
+
+def _main(argv):
     status = 0
     try:
         try:

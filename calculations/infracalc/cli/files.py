@@ -7,6 +7,10 @@ it was, never truncated, and one failing target means none is replaced. A
 target that exists and is not a regular file (/dev/stdout, /dev/null, a FIFO)
 cannot be replaced by a rename; it is written in place, after the others are
 staged and before they are renamed (so its failure too leaves them unchanged).
+So is a regular file with more than one hard link (a rename would split it from
+its other names). A file that is read-only (no write permission bit, or not
+writable by this user) is refused, never replaced; a replaced file keeps its
+permissions and, where the user may set it, its owner.
 """
 
 import os
@@ -34,12 +38,33 @@ def _mode(path):
         return 0o666 & ~umask
 
 
-def _is_special(path):
+def _in_place(flag, path):
+    """True when the target must be written in place rather than replaced: anything
+    but a regular file (/dev/stdout, a FIFO) or a regular file with other hard links.
+    A read-only target is refused (UserError)."""
+    import stat
+
     try:
-        import stat
-        return not stat.S_ISREG(os.stat(path).st_mode)
+        st = os.stat(path)
     except OSError:
         return False
+    if not stat.S_ISREG(st.st_mode):
+        return True
+    if not st.st_mode & 0o222 or not os.access(path, os.W_OK):
+        raise UserError(f"cannot write {flag} {quote(path)}: the file is read-only "
+                        "(make it writable, or choose another file)")
+    return st.st_nlink > 1
+
+
+def _keep_owner(tmp, real):
+    try:
+        st = os.stat(real)
+    except OSError:
+        return
+    try:
+        os.chown(tmp, st.st_uid, st.st_gid)
+    except (OSError, AttributeError):   # not permitted (another user's file), or no chown
+        pass
 
 
 def write_files(outputs):
@@ -49,7 +74,7 @@ def write_files(outputs):
     staged, special = [], []
     try:
         for flag, path, text in outputs:
-            if _is_special(path):
+            if _in_place(flag, path):
                 special.append((flag, path, text))
                 continue
             real = os.path.realpath(path)    # replace a symlink's target, not the link
@@ -65,6 +90,7 @@ def write_files(outputs):
                     f.flush()
                     os.fsync(f.fileno())
                 os.chmod(tmp, _mode(real))
+                _keep_owner(tmp, real)
             except OSError as e:
                 raise _fail(flag, path, e) from None
         for flag, path, text in special:

@@ -54,6 +54,58 @@ def load_scenarios(subdir=""):
     return [dict(s, name=prefix + s["name"]) for s in data["scenarios"]]
 
 
+MISSING = "not stored (run `reproduce` to create it)"
+
+
+def read_stored(path):
+    """(text, None) for a stored result, or (None, why not): never follows a symlink,
+    never opens anything but a regular file (a FIFO would block for ever), and
+    reports text that is not UTF-8 instead of failing on it."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None, MISSING
+    except OSError as e:
+        return None, f"cannot read: {e.strerror or e}"
+    if stat.S_ISLNK(mode):
+        return None, "a symlink (results are regular files; not followed)"
+    if not stat.S_ISREG(mode):
+        return None, "not a regular file"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        return None, f"cannot read: {e.strerror or e}"
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        return None, f"not UTF-8 text (byte {e.start}: {e.reason})"
+
+
+def stray_files(dirs):
+    """{path relative to results/: why} for what no result should be: a temporary file
+    left by an interrupted write (.NAME.XXXX.tmp), and a symlink or anything but a
+    regular file or directory (a committed link could point a write anywhere)."""
+    import stat
+
+    stray = {}
+    for d in dirs:
+        top = os.path.join(RESULTS_DIR, d)
+        for f in sorted(os.listdir(top)):
+            rel = f"{d}/{f}" if d else f
+            mode = os.lstat(os.path.join(top, f)).st_mode
+            if stat.S_ISLNK(mode):
+                stray[rel] = "a symlink (results are regular files; refused)"
+            elif f.startswith(".") and f.endswith(".tmp"):
+                stray[rel] = "a temporary file left by an interrupted write; remove it"
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                stray[rel] = "not a regular file"
+    return stray
+
+
 def outputs(scenario):
     """[(file name, text)] for one scenario, rendered in-process."""
     from . import render
@@ -75,7 +127,7 @@ def _diff(name, old, new):
 
 
 def run(args):
-    from ..errors import UserError
+    from ..errors import UserError, quote
 
     dirs = scenario_dirs()
     scenarios = [s for d in dirs for s in load_scenarios(d)]
@@ -94,13 +146,17 @@ def run(args):
             expected.add(name)
             path = os.path.join(RESULTS_DIR, *name.split("/"))
             if not args.check:
+                link = next((p for p in (path, os.path.dirname(path)) if os.path.islink(p)), None)
+                if link:
+                    raise UserError(f"{quote(os.path.relpath(link, RESULTS_DIR))} in results/ is a "
+                                    "symlink; results are regular files (remove the link, then "
+                                    "run `reproduce`)")
                 writes.append(("result", path, text))
                 continue
-            try:
-                with open(path, encoding="utf-8") as f:
-                    stored = f.read()
-            except FileNotFoundError:
-                report.append(f"MISSING {name} (run `reproduce` to create it)")
+            stored, problem = read_stored(path)
+            if problem:
+                report.append(f"{'MISSING' if stored is None and problem == MISSING else 'BAD'} "
+                              f"{name}: {problem}")
                 drift += 1
                 continue
             if stored != text:
@@ -114,7 +170,10 @@ def run(args):
         stale = [f for f in stale if f not in expected]
         for f in stale:
             report.append(f"STALE {f}: no scenario produces it")
-        drift += len(stale) if args.check else 0
+        stray = {f: why for f, why in stray_files(dirs).items() if f not in expected}
+        for f in stray:
+            report.append(f"STRAY {f}: {stray[f]}")
+        drift += len(stale) + len(stray) if args.check else 0
     if args.check:
         if drift:
             args.exit_status = 1

@@ -12,9 +12,29 @@ FAMILIES = {
     "deepseek_v2": "deepseek", "deepseek_v3": "deepseek", "kimi_k2": "deepseek",
     "qwen3_next": "qwen3_next",
     "gemma3": "gemma", "gemma3_text": "gemma", "gpt_oss": "gpt_oss",
+    "gemma": "gemma", "gemma2": "gemma",
+    "internlm2": "dense", "qwen2_moe": "moe", "olmo2": "olmo", "granite": "granite", "granitemoe": "granite",
+    "cohere": "cohere", "starcoder2": "starcoder2",
+    "falcon": "falcon", "RefinedWeb": "falcon", "RefinedWebModel": "falcon",
     "llama4": "llama4", "llama4_text": "llama4",
     "gpt2": "gpt2", "opt": "gpt2", "gpt_neox": "gpt2",
 }
+
+
+def nearest(model_type, n=3):
+    """The n supported model_types closest to `model_type` (difflib similarity; ties
+    alphabetical), for the error naming an unsupported one."""
+    import difflib  # only on the error path
+
+    text = model_type.lower()
+    score = {t: difflib.SequenceMatcher(None, text, t).ratio() for t in FAMILIES}
+    return sorted(FAMILIES, key=lambda t: (-score[t], t))[:n]
+
+
+def adapter_name(model_type):
+    """'load.<module>.<function>' of a supported model_type's adapter."""
+    fn = adapter(model_type)
+    return f"load.{FAMILIES[model_type]}.{fn.__name__}"
 
 
 def adapter(model_type):

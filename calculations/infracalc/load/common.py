@@ -6,6 +6,7 @@ from ..arch import Architecture, Layer
 from ..blocks.attention import Attention
 from ..blocks.basic import Embedding, LMHead, Residual, RMSNorm
 from ..blocks.mlp import ACTIVATIONS
+from . import rope
 
 
 def activation(cfg, key="hidden_act", default="silu"):
@@ -56,15 +57,22 @@ def prenorm_layer(hidden, mixer, mlp):
                   RMSNorm("post_attention_layernorm", hidden), mlp, Residual(hidden)))
 
 
-def model(cfg, model_id, layers, scale_embedding=False, **extra):
-    """Wrap layers with embedding, final norm and head from the usual keys."""
+def model(cfg, model_id, layers, scale_embedding=False, rope_scaled_context=True, head=None,
+          final_norm=None, **extra):
+    """Wrap layers with embedding, final norm and head from the usual keys. The
+    maximum context follows the RoPE scaling rule (load.rope) unless the family's
+    max_position_embeddings already counts it (`rope_scaled_context=False`)."""
     hidden, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
     tied = cfg.flag("tie_word_embeddings", extra.pop("tied_default", False))
     if len(layers) != cfg.int("num_hidden_layers"):
         raise cfg.unsupported(f"{len(layers)} layers built for num_hidden_layers {cfg.int('num_hidden_layers')}")
+    limit, note = rope.max_context(cfg) if rope_scaled_context else (cfg.int("max_position_embeddings"), None)
+    if note:
+        extra["notes"] = tuple(extra.get("notes", ())) + (note,)
     return Architecture(
         id=model_id, model_type=cfg.model_type, hidden_size=hidden, vocab_size=vocab,
-        max_context=cfg.int("max_position_embeddings"),
+        max_context=limit, max_context_source="RoPE-scaled maximum" if limit != cfg.int("max_position_embeddings")
+        else "max_position_embeddings",
         embedding=Embedding(vocab, hidden, scale_embedding), layers=tuple(layers),
-        final_norm=RMSNorm("norm", hidden), head=LMHead(vocab, hidden, tied),
+        final_norm=final_norm or RMSNorm("norm", hidden), head=head or LMHead(vocab, hidden, tied),
         tied_embeddings=tied, **extra)

@@ -113,6 +113,12 @@ class Config:
                 raise self.unsupported(f"layer_types[{i}] {_show(kind)} (modelled: {', '.join(choices)})")
         return tuple(value)
 
+    def with_defaults(self, defaults):
+        """This config with `defaults` filling the keys it omits (a family's class defaults)."""
+        merged = dict(defaults)
+        merged.update({k: v for k, v in self.data.items() if v is not None})
+        return Config(merged, self.source, self.model_type)
+
     def sub(self, key):
         """A nested config (text_config of a multimodal model)."""
         return Config(self.require(key), f"{self.source}:{key}",

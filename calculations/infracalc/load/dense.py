@@ -11,7 +11,12 @@ MLP, residual. They differ only in biases, q/k norms and windows:
 - qwen3: q_norm and k_norm (RMSNorm over head_dim); `attention_bias` on q, k, v, o;
 - mistral: `sliding_window` W on every layer when set;
 - phi3: fused qkv_proj and gate_up_proj (same counts as split projections),
-  `sliding_window` on every layer when set.
+  `sliding_window` on every layer when set (Phi-3.5 and Phi-4-mini: their
+  sliding_window 262144 exceeds the maximum context, so no key ever leaves it);
+- internlm2 (InternLM2ForCausalLM, remote code modeling_internlm2.py): the
+  Llama layer with a fused wqkv, wo, feed_forward w1/w3/w2, attention_norm and
+  ffn_norm, tok_embeddings and output (listed with Llama's names; same counts);
+  `bias` puts biases on wqkv and wo.
 """
 
 from ..blocks.mlp import GatedMLP
@@ -79,4 +84,12 @@ def phi3(cfg, model_id):
                         "split (same parameter count and FLOPs).",))
 
 
-ADAPTERS = {"llama": llama, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3, "phi3": phi3}
+def internlm2(cfg, model_id):
+    bias = cfg.flag("bias", False)
+    return dense(cfg, model_id, qkv_bias=bias, o_bias=bias,
+                 notes=("InternLM2 stores a fused wqkv and w1/w3/w2; they are listed split with "
+                        "Llama's names (same parameter count and FLOPs).",))
+
+
+ADAPTERS = {"llama": llama, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3, "phi3": phi3,
+            "internlm2": internlm2}

@@ -1,4 +1,19 @@
-"""Gemma 3 (model_type gemma3 / gemma3_text): the text tower, 5 local : 1 global.
+"""Gemma (gemma), Gemma 2 (gemma2) and Gemma 3 (gemma3 / gemma3_text).
+
+Gemma (GemmaForCausalLM, configuration_gemma.py / modeling_gemma.py): the
+pre-norm Llama layer (input_layernorm, post_attention_layernorm), a GeGLU MLP
+whose GELU is the tanh approximation whatever `hidden_act` says (GemmaMLP uses
+`hidden_activation`, defaulting to gelu_pytorch_tanh), the embedding output
+multiplied by sqrt(hidden), the head tied to the embedding by default.
+
+Gemma 2 (Gemma2DecoderLayer): Gemma 3's four-norm layer below without q/k
+norms; layer i uses the `sliding_window` when i is even (Gemma2Attention:
+is_sliding = not layer_idx % 2; a `layer_types` list wins), the others attend
+fully; `attn_logit_softcapping` c caps every score to c * tanh(s / c) and
+`final_logit_softcapping` every logit likewise (3 vector FLOPs each);
+query_pre_attn_scalar only changes the softmax scale (no cost).
+
+Gemma 3: the text tower, 5 local : 1 global.
 
 Gemma3ForConditionalGeneration nests the decoder in `text_config`, which the
 published configs keep sparse: an absent key takes the transformers
@@ -20,9 +35,9 @@ The vision tower (SigLIP, `vision_config`) and the multimodal projector are a
 """
 
 from ..arch import Layer, Part
-from ..blocks.basic import Residual, RMSNorm
-from ..blocks.mlp import GatedMLP
-from .common import activation, attention, model
+from ..blocks.basic import LMHead, Residual, RMSNorm
+from ..blocks.mlp import ACTIVATIONS, GatedMLP
+from .common import activation, attention, model, prenorm_layer
 from .config import Config
 
 # Gemma3TextConfig.__init__ defaults (transformers configuration_gemma3.py)
@@ -130,9 +145,57 @@ def gemma3(cfg, model_id):
                      + ": transformers Gemma3TextConfig defaults used.")
     if cfg.model_type == "gemma3":
         notes.append("Text tower only; the vision tower and projector are listed apart.")
-    return model(tc, model_id, layers, scale_embedding=True, tied_default=True,
+    if tc.has("rope_scaling"):
+        notes.append(f"max_position_embeddings {tc.int('max_position_embeddings'):,} already includes the "
+                     "global layers' RoPE scaling factor (as vLLM treats Gemma 3): it is the maximum context.")
+    return model(tc, model_id, layers, scale_embedding=True, tied_default=True, rope_scaled_context=False,
                  parts=vision_part(cfg, hidden) if cfg.model_type == "gemma3" else (),
                  notes=tuple(notes))
 
 
-ADAPTERS = {"gemma3": gemma3, "gemma3_text": gemma3}
+def _geglu(cfg):
+    """Gemma's GeGLU: `hidden_activation` (gelu_pytorch_tanh when absent, as GemmaMLP)."""
+    if cfg.has("hidden_activation"):
+        return activation(cfg, "hidden_activation")
+    return ACTIVATIONS["gelu_pytorch_tanh"]
+
+
+def gemma(cfg, model_id):
+    hidden = cfg.int("hidden_size")
+    bias = cfg.flag("attention_bias", False)
+    attn = attention(cfg, qkv_bias=bias, o_bias=bias)
+    mlp = GatedMLP(hidden, cfg.int("intermediate_size"), _geglu(cfg))
+    layers = [prenorm_layer(hidden, attn, mlp)] * cfg.int("num_hidden_layers")
+    return model(cfg, model_id, layers, scale_embedding=True, tied_default=True, notes=(
+        "Embedding output scaled by sqrt(hidden_size); Gemma RMSNorm (1 + w) costs as RMSNorm; "
+        "the GeGLU's GELU is the tanh approximation (GemmaMLP's hidden_activation default).",))
+
+
+def gemma2(cfg, model_id):
+    hidden, n = cfg.int("hidden_size"), cfg.int("num_hidden_layers")
+    bias = cfg.flag("attention_bias", False)
+    window = cfg.int("sliding_window")
+    softcap = cfg.has("attn_logit_softcapping")
+    glob = attention(cfg, qkv_bias=bias, o_bias=bias, softcap=softcap)
+    local = glob.replace(window=window)
+    mlp = GatedMLP(hidden, cfg.int("intermediate_size"), _geglu(cfg))
+    kinds = (cfg.layer_types(LAYER_TYPES) if cfg.has("layer_types") else
+             tuple("sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)))
+    local_layer, global_layer = gemma_layer(hidden, local, mlp), gemma_layer(hidden, glob, mlp)
+    layers = [local_layer if k == "sliding_attention" else global_layer for k in kinds]
+    final_cap = cfg.has("final_logit_softcapping")
+    n_global = kinds.count("full_attention")
+    notes = [f"{n - n_global} sliding-window layers (window {window}) and {n_global} global layers "
+             + ("(layer_types)." if cfg.has("layer_types") else "(even layers windowed, as Gemma2Attention)."),
+             "Embedding output scaled by sqrt(hidden_size); Gemma RMSNorm (1 + w) costs as RMSNorm."]
+    if softcap or final_cap:
+        notes.append("Soft-capping c * tanh(x / c) (3 vector FLOPs per value) on "
+                     + " and ".join(w for w, on in (("attention scores", softcap), ("final logits", final_cap)) if on)
+                     + ".")
+    tied = cfg.flag("tie_word_embeddings", True)
+    vocab = cfg.int("vocab_size")
+    return model(cfg, model_id, layers, scale_embedding=True, tied_default=True, notes=tuple(notes),
+                 head=LMHead(vocab, hidden, tied, post="softcap" if final_cap else ""))
+
+
+ADAPTERS = {"gemma": gemma, "gemma2": gemma2, "gemma3": gemma3, "gemma3_text": gemma3}

@@ -47,6 +47,15 @@ def resolve(spec):
     return name, spec
 
 
+def bundled_types():
+    """[(id, top-level model_type)] of the bundled configs (read, not built)."""
+    out = []
+    for model_id in bundled_ids():
+        data = read_json(os.path.join(MODELS_DIR, model_id + ".json"), "model config file")
+        out.append((model_id, data.get("model_type") if isinstance(data, dict) else None))
+    return out
+
+
 _CACHE = {}
 
 
@@ -54,15 +63,15 @@ def load_model(spec):
     """A bundled id or config path -> a normalized Architecture."""
     if spec in _CACHE:
         return _CACHE[spec]
-    from .adapters import FAMILIES, adapter
+    from .adapters import FAMILIES, adapter, nearest
 
     model_id, path = resolve(spec)
     cfg = Config(read_json(path, "model config file"), model_id)
     model_type = cfg.string("model_type")
     adapt = adapter(model_type)
     if adapt is None:
-        raise UserError(f"{model_id}: unsupported model_type {quote(model_type)} "
-                        f"(supported: {', '.join(sorted(FAMILIES))})")
+        raise UserError(f"{model_id}: unsupported model_type {quote(model_type)}; nearest supported: "
+                        f"{', '.join(nearest(model_type))} (all {len(FAMILIES)} are listed in docs/models.md)")
     arch = adapt(cfg, model_id)
     _CACHE[spec] = arch
     return arch

@@ -70,3 +70,37 @@ def listing_csv(rec):
 def detail_csv(rec):
     rows = [dict(t, shape="x".join(map(str, t["shape"]))) for t in rec["tensors"]]
     return records_to_csv(rows)
+
+
+TYPES_HEADER = ("Every model_type the loader accepts, the adapter that builds it, and the bundled "
+                "configs of that type: our exact parameter count, and the published checkpoint total "
+                "where calculations/models/published-counts.csv records one (\"= published\": equal, "
+                "asserted by tests/test_model_types.py; a published total that also counts parts "
+                "reported apart says so).")
+
+
+def _example(e):
+    mark = " (= published)" if e["checked"] else (
+        f" (published {u.integer(e['published_params'])}: differs, see SOURCES.md)"
+        if e["published_params"] is not None else "")
+    return f"`{inline(e['id'])}` {u.integer(e['params'])}{mark}"
+
+
+def types_table(rec):
+    """The markdown table of `models --types` (also kept in docs/models.md)."""
+    return markdown_table(["model_type", "adapter", "bundled configs: params"],
+                          [[f"`{r['model_type']}`", f"`{r['adapter']}`",
+                            "; ".join(_example(e) for e in r["examples"]) or "-"] for r in rec["model_types"]],
+                          "lll")
+
+
+def types_markdown(rec):
+    n = len(rec["model_types"])
+    return "\n".join(["# Supported model types", "", f"{n} model_types. " + TYPES_HEADER, "",
+                      types_table(rec), ""])
+
+
+def types_csv(rec):
+    return records_to_csv(["model_type", "adapter", "id", "params", "published_params", "checked"],
+                          [{"model_type": r["model_type"], "adapter": r["adapter"], **e}
+                           for r in rec["model_types"] for e in (r["examples"] or [{}])])

@@ -1,0 +1,267 @@
+"""Popular families (issue 15): exact counts of the bundled configs against the
+published totals, tiny configs worked by hand for every new counting rule, the
+RoPE-scaled maximum context, the generated model_type table, and every command
+on every bundled model.
+
+Tiny configs share h = 8, 2 query heads of head_dim 4, 1 KV head (k, v: 4 x 8),
+intermediate 16, vocabulary 10, 2 layers. Their attention weighs
+q 64 + k 32 + v 32 + o 64 = 192 and their SwiGLU MLP 3 x 8 x 16 = 384.
+"""
+
+import csv
+import json
+import os
+import re
+import unittest
+
+from support import ROOT, Workload, build, load_model, run_cli, write_config
+
+from infracalc.load.adapters import FAMILIES
+from infracalc.load.models import MODELS_DIR, bundled_ids, bundled_types
+
+BASE = {"hidden_size": 8, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4,
+        "intermediate_size": 16, "num_hidden_layers": 2, "vocab_size": 10,
+        "max_position_embeddings": 64}
+
+
+def tiny(test, model_type, **keys):
+    return load_model(write_config(test, {**BASE, "model_type": model_type, **keys}))
+
+
+class PublishedCounts(unittest.TestCase):
+    def test_every_recorded_total(self):
+        # calculations/models/published-counts.csv: id, published total, relation, source.
+        with open(os.path.join(MODELS_DIR, "published-counts.csv"), encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertGreaterEqual(len(rows), 30)
+        for row in rows:
+            with self.subTest(model=row["id"], source=row["source"]):
+                params = load_model(row["id"]).params
+                if row["relation"] == "total":
+                    self.assertEqual(params, int(row["published_params"]))
+                else:
+                    self.assertEqual(row["relation"], "differs")
+                    self.assertLess(params, int(row["published_params"]))
+
+    def test_new_families_by_value(self):
+        # The published totals restated (sources in published-counts.csv and SOURCES.md).
+        official = {
+            "gemma-2b": 2_506_172_416, "gemma-2-2b": 2_614_341_888, "olmo-2-13b": 13_716_198_400,
+            "granite-3.3-8b": 8_170_864_640, "granite-3.1-1b-a400m": 1_334_628_352,
+            "aya-23-8b": 8_028_033_024, "internlm2.5-7b": 7_737_708_544,
+            "qwen1.5-moe-a2.7b": 14_315_784_192, "starcoder2-7b": 7_173_923_840,
+            "falcon-7b": 6_921_720_704, "phi-4-mini": 3_836_021_760,
+        }
+        for model, params in official.items():
+            with self.subTest(model=model):
+                self.assertEqual(load_model(model).params, params)
+
+    def test_olmo2_13b_from_its_index(self):
+        # OLMo-2-1124-13B ships float32: index total_size 54,864,793,600 bytes = 4 x params.
+        # By hand: per layer q,k,v,o 4 x 5120^2 = 104,857,600; MLP 3 x 5120 x 13824 =
+        # 212,336,640; q_norm, k_norm (5120 each: 40 heads x 128) and two norms 20,480
+        # -> 317,214,720 x 40 = 12,688,588,800; embed + head 2 x 100352 x 5120 =
+        # 1,027,604,480; final norm 5120 -> 13,716,198,400.
+        self.assertEqual(4 * load_model("olmo-2-13b").params, 54_864_793_600)
+
+
+class HandWorked(unittest.TestCase):
+    def test_gemma2_softcap_and_windows(self):
+        """Gemma 2 tiny, window 3: layer 0 windowed, layer 1 full (even layers slide).
+        params per layer: 192 + 384 + 4 norms x 8 = 608; x 2 + tied embedding 80 +
+        final norm 8 = 1304. Prefill T = 4: pairs per head, layer 0: 1+2+3+3 = 9,
+        layer 1: 1+2+3+4 = 10. Soft-capping adds 3 vector FLOPs per pair per head,
+        3 x 2 x (9 + 10) = 114, and 3 per logit of the last position, 3 x 10 = 30:
+        144 more than the same model without caps."""
+        keys = dict(sliding_window=3, hidden_activation="gelu_pytorch_tanh")
+        capped = tiny(self, "gemma2", attn_logit_softcapping=50.0, final_logit_softcapping=30.0, **keys)
+        plain = tiny(self, "gemma2", **keys)
+        self.assertEqual(capped.params, 1304)
+        self.assertEqual([b.window for layer in capped.layers for b in layer.blocks if hasattr(b, "window")],
+                         [3, None])
+        w = Workload(tokens=4)
+        self.assertEqual(build(capped, w).totals.vector_flops - build(plain, w).totals.vector_flops, 144)
+        self.assertEqual(build(capped, w).totals.matrix_flops, build(plain, w).totals.matrix_flops)
+
+    def test_gemma_params(self):
+        # per layer 192 + 384 + 2 norms 16 = 592; x 2 + tied embedding 80 + norm 8 = 1272
+        self.assertEqual(tiny(self, "gemma").params, 1272)
+
+    def test_olmo2_full_width_qk_norms(self):
+        """q_norm over heads x head_dim = 8, k_norm over 1 x 4 = 4 (not per head: 4 and 4).
+        per layer 192 + 8 + 4 + 384 + 2 norms 16 = 604; x 2 + embed 80 + head 80 +
+        norm 8 = 1376. q/k norm FLOPs: 4 per element of every token's q (8) and k (4),
+        in both layers: q_norm at T = 3 is 2 x 4 x 3 x 8 = 192."""
+        arch = tiny(self, "olmo2")
+        self.assertEqual(arch.params, 1376)
+        ops = build(arch, Workload(tokens=3)).ops
+        q_norm = [o for o in ops if o.name == "q_norm"][0]
+        self.assertEqual(q_norm.vector_flops, 2 * 4 * 3 * 8)
+        self.assertEqual(q_norm.shape, "[3,8]")
+
+    def test_granite_multipliers(self):
+        """Same tensors as the llama tiny; T = 4: embedding x multiplier 4 x 8 = 32,
+        residual multiplier 1 extra FLOP on each of 2 x 2 residual adds of 4 x 8
+        values = 128, logits / logits_scaling on 10 logits = 10: 170 more vector
+        FLOPs than llama."""
+        keys = dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.25,
+                    logits_scaling=8.0)
+        g, l = tiny(self, "granite", **keys), tiny(self, "llama")
+        self.assertEqual(g.params, l.params)
+        w = Workload(tokens=4)
+        self.assertEqual(build(g, w).totals.vector_flops - build(l, w).totals.vector_flops, 170)
+
+    def test_granitemoe_params(self):
+        """E = 4 experts, top 2, I = 16: router 4 x 8 = 32, experts 4 x 3 x 8 x 16 =
+        1536 (input_linear [4, 32, 8] + output_linear [4, 8, 16]); per layer
+        192 + 32 + 1536 + 16 = 1776; x 2 + tied embedding 80 + norm 8 = 3640; active
+        uses 2 experts: per layer 192 + 32 + 768 + 16 = 1008, x 2 + 88 = 2104."""
+        arch = tiny(self, "granitemoe", num_local_experts=4, num_experts_per_tok=2, tie_word_embeddings=True)
+        self.assertEqual((arch.params, arch.active_params), (3640, 2104))
+
+    def test_cohere_parallel_layer(self):
+        """One weight-only LayerNorm (8) per layer: 192 + 384 + 8 = 584; x 2 + tied
+        embedding 80 + final norm 8 = 1256. The attention and the MLP read the same
+        normed input: one norm op per layer, two residual adds."""
+        arch = tiny(self, "cohere", logit_scale=0.0625)
+        self.assertEqual(arch.params, 1256)
+        names = [o.name for o in build(arch, Workload(tokens=2)).ops]
+        self.assertEqual(names.count("input_layernorm"), 1)
+        self.assertIn("logits_scale", names)
+
+    def test_cohere_qk_norm_refused(self):
+        path = write_config(self, {**BASE, "model_type": "cohere", "use_qk_norm": True})
+        status, _, err = run_cli("models", "--model", path)
+        self.assertEqual(status, 2)
+        self.assertIn("use_qk_norm", err)
+
+    def test_falcon_parallel_mqa(self):
+        """Falcon tiny, h = 8, 2 heads of 4, multi_query (1 KV head), no biases,
+        ffn 4h = 32: query_key_value 8 x (8 + 2 x 4) = 128, dense 64, MLP 2 x 8 x 32 =
+        512, one LayerNorm 16 -> 720 per layer; x 2 + tied embedding 80 + ln_f 16 = 1536."""
+        path = write_config(self, {"model_type": "falcon", "hidden_size": 8, "num_attention_heads": 2,
+                                   "num_hidden_layers": 2, "vocab_size": 10, "multi_query": True,
+                                   "parallel_attn": True, "bias": False})
+        arch = load_model(path)
+        self.assertEqual(arch.params, 1536)
+        self.assertEqual(arch.max_context, 2048)   # FalconConfig default, stated in the notes
+        self.assertTrue(any("max_position_embeddings absent" in n for n in arch.notes))
+
+    def test_falcon_alibi_refused(self):
+        path = write_config(self, {"model_type": "falcon", "hidden_size": 8, "num_attention_heads": 2,
+                                   "num_hidden_layers": 2, "vocab_size": 10, "alibi": True})
+        status, _, err = run_cli("models", "--model", path)
+        self.assertEqual((status, "alibi" in err), (2, True))
+
+    def test_starcoder2_biases(self):
+        """q 64 + 8, k 32 + 4, v 32 + 4, o 64 + 8 = 216; c_fc 8 x 16 + 16, c_proj
+        16 x 8 + 8 = 280; two LayerNorms 32 -> 528 per layer; x 2 + tied embedding 80
+        + final LayerNorm 16 = 1152."""
+        self.assertEqual(tiny(self, "starcoder2", hidden_act="gelu_pytorch_tanh").params, 1152)
+
+    def test_qwen2_moe_shared_expert(self):
+        """q 64 + 8, k 32 + 4, v 32 + 4, o 64 = 208 (no o bias); router 4 x 8 = 32,
+        4 experts of I = 4: 4 x 96 = 384, shared expert I = 8: 192, its gate 8 ->
+        616; norms 16: 840 per layer; x 2 + embed 80 + head 80 + norm 8 = 1848.
+        Active (2 of 4 experts): 840 - 192 = 648 per layer -> 1296 + 168 = 1464."""
+        arch = tiny(self, "qwen2_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=4,
+                    shared_expert_intermediate_size=8)
+        self.assertEqual((arch.params, arch.active_params), (1848, 1464))
+
+    def test_internlm2_bias(self):
+        # bias true: wqkv biases 8 + 4 + 4 and wo bias 8 = 24 more per layer than llama
+        self.assertEqual(tiny(self, "internlm2", bias=True).params - tiny(self, "llama").params, 48)
+
+
+class RopeScaling(unittest.TestCase):
+    def context(self, rope, max_positions=4096):
+        return tiny(self, "llama", max_position_embeddings=max_positions, rope_scaling=rope).max_context
+
+    def test_rules(self):
+        self.assertEqual(self.context({"type": "linear", "factor": 4.0}), 16384)
+        self.assertEqual(self.context({"type": "dynamic", "factor": 2.0}), 8192)
+        self.assertEqual(self.context({"rope_type": "yarn", "factor": 4.0,
+                                       "original_max_position_embeddings": 32768}, 32768), 131072)
+        self.assertEqual(self.context({"rope_type": "yarn", "factor": 4.0}), 16384)
+        self.assertEqual(self.context({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0,
+                                       "original_max_position_embeddings": 8192}, 131072), 131072)
+        self.assertEqual(self.context({"type": "longrope", "long_factor": [1.0], "short_factor": [1.0]},
+                                      131072), 131072)
+        self.assertEqual(self.context(None), 4096)
+        # never below max_position_embeddings (DeepSeek-V3: yarn 40 x 4096 = 163,840 = P)
+        self.assertEqual(load_model("deepseek-v3").max_context, 163840)
+
+    def test_bundled_dynamic(self):
+        # InternLM2.5-7B: dynamic NTK factor 2 on 32,768 positions
+        arch = load_model("internlm2.5-7b")
+        self.assertEqual(arch.max_context, 65536)
+        self.assertTrue(any("dynamic factor 2" in n for n in arch.notes))
+
+    def test_unknown_type_refused(self):
+        path = write_config(self, {**BASE, "model_type": "llama", "rope_scaling": {"type": "warp", "factor": 2}})
+        status, _, err = run_cli("models", "--model", path)
+        self.assertEqual(status, 2)
+        self.assertIn("'warp'", err)
+
+    def test_longer_context_is_stated(self):
+        path = write_config(self, {**BASE, "model_type": "llama", "max_position_embeddings": 16,
+                                   "rope_scaling": {"type": "linear", "factor": 2.0}})
+        status, out, _ = run_cli("forward", "--model", path, "--tokens", "40", "--format", "json")
+        self.assertEqual(status, 0)
+        self.assertIn("exceeds the model's maximum context (RoPE-scaled maximum 32)", out)
+        status, out, _ = run_cli("forward", "--model", path, "--tokens", "30", "--format", "json")
+        self.assertNotIn("exceeds the model's maximum context", out)
+
+
+class ModelTypeTable(unittest.TestCase):
+    def test_docs_table_is_the_generated_one(self):
+        status, out, err = run_cli("models", "--types")
+        self.assertEqual((status, err), (0, ""))
+        generated = [line for line in out.split("\n") if line.startswith("|")]
+        with open(os.path.join(ROOT, "docs", "models.md"), encoding="utf-8") as f:
+            text = f.read()
+        kept = re.search(r"<!-- model-types:begin[^>]*-->\n(.*?)<!-- model-types:end -->", text, re.S).group(1)
+        self.assertEqual(kept.rstrip("\n").split("\n"), generated,
+                         "docs/models.md: regenerate the table with `models --types`")
+
+    def test_every_type_listed_and_thirty(self):
+        status, out, _ = run_cli("models", "--types", "--format", "json")
+        rows = json.loads(out)["model_types"]
+        self.assertEqual(sorted(r["model_type"] for r in rows), sorted(FAMILIES))
+        self.assertGreaterEqual(len(FAMILIES), 30)
+        for model_id, model_type in bundled_types():
+            self.assertIn(model_type, FAMILIES, model_id)
+
+    def test_unsupported_names_nearest(self):
+        path = write_config(self, {**BASE, "model_type": "gemma4"})
+        status, _, err = run_cli("models", "--model", path)
+        self.assertEqual(status, 2)
+        self.assertIn("unsupported model_type 'gemma4'; nearest supported: gemma", err)
+        self.assertEqual(len(err.strip().split("\n")), 1)
+
+
+class EveryCommandOnEveryModel(unittest.TestCase):
+    """forward, kv, decode, parallel and train run on every bundled model, or refuse
+    with one line naming what is missing (never a traceback: run_cli fails on one)."""
+
+    COMMANDS = (("forward", "--tokens", "16"), ("kv", "--context", "4096"),
+                ("decode", "--input-len", "256", "--output-len", "16"),
+                ("parallel", "--devices", "8", "--input-len", "256", "--output-len", "16"),
+                ("train", "--seq", "1024"))
+
+    def test_walk(self):
+        for model in bundled_ids():
+            for command in self.COMMANDS:
+                with self.subTest(model=model, command=command[0]):
+                    status, out, err = run_cli(command[0], "--model", model, *command[1:], "--format", "json")
+                    if status:
+                        self.assertEqual(status, 2)
+                        self.assertEqual(len(err.strip().split("\n")), 1, err)
+                        self.assertRegex(err, r"not modelled|does not|cannot|missing")
+                    else:
+                        self.assertEqual(json.loads(out)["schema_version"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
