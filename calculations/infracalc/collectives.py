@@ -29,6 +29,7 @@ class Collective(Record):
     count: int = 1   # runs per pass (e.g. the number of layers)
     dim: str = ""    # tp | pp | ep | dp | cp
     skew: float = 1.0  # busiest rank's traffic / the mean (hot experts); scales the bandwidth term
+    local: int = 1   # ranks of the group inside one scale-up domain (tier "out"; `comm.group_local`)
 
     def _check(self):
         if self.kind not in KINDS:
@@ -42,6 +43,9 @@ class Collective(Record):
                                 f"{'positive' if field == 'group' else 'non-negative'} integer, got {value!r}")
         if not self.skew >= 1.0:
             raise UserError(f"collective '{self.name}': skew must be >= 1, got {self.skew!r}")
+        if isinstance(self.local, bool) or not isinstance(self.local, int) or not 1 <= self.local <= self.group:
+            raise UserError(f"collective '{self.name}': local must be an integer from 1 to the group "
+                            f"({self.group}), got {self.local!r}")
 
     @property
     def total_bytes(self):
@@ -56,7 +60,7 @@ def _positive(**values):
 
 
 def tp_collectives(tokens, hidden, act_bytes, tp, sp, layers, tier, *, mlp_layers=None,
-                   embedding=True, head_tokens=0, vocab=0, logits_bytes=None):
+                   embedding=True, head_tokens=0, vocab=0, logits_bytes=None, local=1):
     """Tensor parallelism, forward pass (Megatron-LM; Shoeybi et al. 2019, arXiv:1909.08053;
     sequence parallelism: Korthikanti et al. 2022, arXiv:2205.05198).
 
@@ -70,13 +74,14 @@ def tp_collectives(tokens, hidden, act_bytes, tp, sp, layers, tier, *, mlp_layer
     all-gathered first; the vocab-parallel head's logits [head_tokens, vocab] are all-gathered
     (`vocab` is the padded vocabulary the head holds; `logits_bytes` defaults to `act_bytes`).
     `mlp_layers` (default `layers`) counts layers whose MLP is TP-split (MoE layers under EP
-    without expert TP have none)."""
+    without expert TP have none). `local`: the group's ranks per scale-up domain (tier "out")."""
     _positive(tokens=tokens, hidden=hidden, act_bytes=act_bytes, tp=tp)
     if tp == 1:
         return []
     mlp_layers = layers if mlp_layers is None else mlp_layers
     s = tokens * hidden * act_bytes
-    c = lambda name, kind, size, count: Collective(name, kind, size, tp, tier, count, "tp")
+    c = lambda name, kind, size, count: Collective(name, kind, size, tp, tier, count, "tp",
+                                                               local=local)
     out = []
     if embedding:
         out.append(c("TP embedding reduce-scatter (vocab-parallel, SP)" if sp else
@@ -128,8 +133,28 @@ def _routing_skew(routing, experts, top_k, ep, loads):
     raise UserError(f"unknown routing model '{routing}'; choose from {', '.join(ROUTINGS)}")
 
 
+def token_bytes(hidden, dtype_name, act_bytes):
+    """Bytes one token's [hidden] vector takes on the wire in a dispatch or combine format:
+    fp8 carries one fp32 scale per 128 values (DeepEP's FP8 dispatch, 1x128 block scales:
+    deepseek-ai/DeepEP README, 'FP8 dispatching'; the DeepSeek-V3 report, arXiv:2412.19437,
+    section 3.3, fine-grained 1x128 activation tiles): hidden + 4 ceil(hidden / 128);
+    bf16/fp16 2 hidden, fp32 4 hidden; "" (not given) is the activation format, act_bytes each."""
+    if not dtype_name:
+        return hidden * act_bytes
+    if dtype_name == "fp8":
+        return hidden + 4 * ceil_div(hidden, 128)
+    widths = {"bf16": 2, "fp16": 2, "fp32": 4}
+    if dtype_name not in widths:
+        raise UserError(f"unknown dispatch/combine format '{dtype_name}'; choose from fp8, bf16, fp16, fp32")
+    return hidden * widths[dtype_name]
+
+
+WIRE_FORMATS = ("fp8", "bf16", "fp16", "fp32")
+
+
 def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup=False,
-                   routing="uniform", *, experts=0, loads=(), combine_bytes=None, share=1):
+                   routing="uniform", *, experts=0, loads=(), dispatch_token_bytes=None,
+                   combine_token_bytes=None, share=1, local=1):
     """Expert parallelism: all-to-all dispatch and combine per MoE layer (GShard, Lepikhin et
     al. 2020, arXiv:2006.16668; DeepEP, deepseek-ai/DeepEP).
 
@@ -139,8 +164,9 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
     Qwen3-30B-A3B at ep 8: 8 * 2048 * 2 * 7/8 = 28,672 B per token.
     dedup: one copy per destination rank instead of per expert (DeepEP's dispatch):
     S = tokens * hidden * act_bytes * E[distinct ranks] (`distinct_devices`, uniform routing only),
-    rounded up to whole bytes. Combine returns the same volume (in `combine_bytes` per value
-    if given, e.g. BF16 after an FP8 dispatch).
+    rounded up to whole bytes. Combine returns the same copies. Formats: a copy is
+    `dispatch_token_bytes` on the way out and `combine_token_bytes` back (`token_bytes`; DeepEP
+    dispatches FP8 with block scales and combines BF16); both default to hidden x act_bytes.
     Routing (as the MoE block's models, experts placed E/ep per rank in order): balanced and
     uniform load every rank evenly; concentrated (all tokens pick experts 0..k-1) and a
     histogram load the busiest rank `skew` times the mean, which scales the bandwidth term.
@@ -157,19 +183,23 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
         if top_k > experts:
             raise UserError(f"top-k {top_k} exceeds the {experts} routed experts")
     skew = _routing_skew(routing, experts, top_k, ep, loads) if experts else 1.0
+    out_bytes = dispatch_token_bytes or hidden * act_bytes
+    back_bytes = combine_token_bytes or hidden * act_bytes
     if dedup:
         if routing != "uniform":
             raise UserError("EP dedup's expected destination count is derived for uniform routing only")
-        per_value = tokens * hidden * distinct_devices(experts, top_k, ep) / share
-        dispatch = math.ceil(per_value * act_bytes)
-        combine = math.ceil(per_value * (combine_bytes or act_bytes))
+        copies = tokens * distinct_devices(experts, top_k, ep) / share
+        dispatch = math.ceil(copies * out_bytes)
+        combine = math.ceil(copies * back_bytes)
     else:
         copies = -(-tokens * top_k // share)
-        dispatch = copies * hidden * act_bytes
-        combine = copies * hidden * (combine_bytes or act_bytes)
+        dispatch = copies * out_bytes
+        combine = copies * back_bytes
     how = " (one copy per destination rank)" if dedup else ""
-    return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, moe_layers, "ep", skew),
-            Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, moe_layers, "ep", skew)]
+    return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, moe_layers, "ep", skew,
+                       local),
+            Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, moe_layers, "ep", skew,
+                       local)]
 
 
 def expert_tp(tp, ep):
@@ -192,7 +222,8 @@ def moe_keeps_tp_reduction(tp, ep, sp, shared):
 
 
 def moe_collectives(tokens, top_k, hidden, act_bytes, tp, ep, moe_layers, tier_ep, tier_tp,
-                    dedup=False, routing="uniform", *, experts=0, loads=(), combine_bytes=None):
+                    dedup=False, routing="uniform", *, experts=0, loads=(), dispatch_token_bytes=None,
+                    combine_token_bytes=None, local_ep=1, local_tp=1):
     """The expert-parallel traffic of `moe_layers` MoE layers in one forward pass: THE convention
     `parallel` and `train` share (Megatron-LM's all-to-all token dispatcher,
     NVIDIA/Megatron-LM:megatron/core/transformer/moe/token_dispatcher.py: a rank's local tokens
@@ -214,14 +245,15 @@ def moe_collectives(tokens, top_k, hidden, act_bytes, tp, ep, moe_layers, tier_e
     Whether the layer's TP reduction stays is `moe_keeps_tp_reduction`."""
     _positive(tokens=tokens, tp=tp)
     out = ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier_ep, dedup, routing,
-                         experts=experts, loads=loads, combine_bytes=combine_bytes, share=tp)
+                         experts=experts, loads=loads, dispatch_token_bytes=dispatch_token_bytes,
+                         combine_token_bytes=combine_token_bytes, share=tp, local=local_ep)
     etp = expert_tp(tp, ep)
     if out and etp > 1:
         dispatch, combine = out
         out += [Collective("EP expert-TP all-gather of the received copies", "all_gather", etp * dispatch.bytes,
-                           etp, tier_tp, moe_layers, "ep", dispatch.skew),
+                           etp, tier_tp, moe_layers, "ep", dispatch.skew, min(local_tp, etp)),
                 Collective("EP expert-TP reduce-scatter of the expert outputs", "reduce_scatter",
-                           etp * combine.bytes, etp, tier_tp, moe_layers, "ep", combine.skew)]
+                           etp * combine.bytes, etp, tier_tp, moe_layers, "ep", combine.skew, min(local_tp, etp))]
     return out
 
 
@@ -229,7 +261,8 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-def pp_boundary_collectives(tokens, hidden, act_bytes, tp, sp, tier_pp, tier_tp, *, direction="activations"):
+def pp_boundary_collectives(tokens, hidden, act_bytes, tp, sp, tier_pp, tier_tp, *, direction="activations",
+                            local_tp=1):
     """One pipeline boundary crossing of [tokens, hidden]: THE convention `parallel` and `train`
     share (Megatron-LM's scatter/gather optimization, Narayanan et al. 2021, arXiv:2104.04473,
     section 4.1): each TP rank sends only its 1/tp slice of the flattened tensor,
@@ -244,7 +277,7 @@ def pp_boundary_collectives(tokens, hidden, act_bytes, tp, sp, tier_pp, tier_tp,
     if tp == 1 or sp:
         return [send]
     return [send, Collective(f"PP {direction} all-gather over TP at the receiving stage", "all_gather",
-                             tokens * hidden * act_bytes, tp, tier_tp, 1, "pp")]
+                             tokens * hidden * act_bytes, tp, tier_tp, 1, "pp", local=local_tp)]
 
 
 def pp_collectives(tokens, hidden, act_bytes, boundaries, tier):
@@ -258,7 +291,7 @@ def pp_collectives(tokens, hidden, act_bytes, boundaries, tier):
                        tier, boundaries, "pp")]
 
 
-def cp_collectives(tokens_per_rank, kv_bytes_per_token_per_layer, cp, layers, tier):
+def cp_collectives(tokens_per_rank, kv_bytes_per_token_per_layer, cp, layers, tier, local=1):
     """Context parallelism, ring attention (Liu et al. 2023, arXiv:2310.01889): per layer each
     rank passes its K/V shard (tokens_per_rank * K/V bytes per token per layer) to the next
     rank cp - 1 times, so every rank sees every shard: cp - 1 p2p steps per layer, the traffic
@@ -268,7 +301,7 @@ def cp_collectives(tokens_per_rank, kv_bytes_per_token_per_layer, cp, layers, ti
     if cp == 1 or not layers:
         return []
     return [Collective("CP ring pass of K/V shards", "p2p", tokens_per_rank * kv_bytes_per_token_per_layer,
-                       cp, tier, (cp - 1) * layers, "cp")]
+                       cp, tier, (cp - 1) * layers, "cp", local=local)]
 
 
 def cp_attention_pairs(tokens_per_rank, cp, zigzag=False):
@@ -290,7 +323,7 @@ def cp_attention_pairs(tokens_per_rank, cp, zigzag=False):
     return tuple(chunk(r) + chunk(2 * cp - 1 - r) for r in range(cp))
 
 
-def dp_gradient_collectives(grad_bytes, dp, zero_stage, tier, *, param_bytes=None):
+def dp_gradient_collectives(grad_bytes, dp, zero_stage, tier, *, param_bytes=None, local=1):
     """Data parallelism, one training step's gradient and parameter traffic by ZeRO stage
     (Rajbhandari et al. 2019, arXiv:1910.02054, section 7):
     stage 0: all-reduce of the gradients (2(n-1)/n Psi on the wire);
@@ -306,7 +339,8 @@ def dp_gradient_collectives(grad_bytes, dp, zero_stage, tier, *, param_bytes=Non
     if dp == 1:
         return []
     params = grad_bytes if param_bytes is None else param_bytes
-    c = lambda name, kind, size, count=1: Collective(name, kind, size, dp, tier, count, "dp")
+    c = lambda name, kind, size, count=1: Collective(name, kind, size, dp, tier, count, "dp",
+                                                                         local=local)
     if zero_stage == 0:
         return [c("DP gradient all-reduce", "all_reduce", grad_bytes)]
     out = [c("DP gradient reduce-scatter", "reduce_scatter", grad_bytes)]

@@ -38,19 +38,46 @@ Which B a group gets depends on the tier and the topology:
   wraparound (W_link without), L the axis length; on one axis about a quarter of an all-gather
   of the whole array (scaling-book). A group over several axes (`axes`, L = n^(1/axes) chips
   each): all-gather-type bandwidth scales with the axes, hops add up per axis.
-- a group spanning scale-up domains ("out") runs at the scale-out bandwidth of one device: its
-  NIC bandwidth times its NICs (the device file's per-device scale-out figure); a flat ring is as
-  fast as its slowest hop, the NIC. Hierarchical algorithms are not modelled.
+- a group spanning scale-up domains ("out"): n ranks, g of them in each domain (`Collective.local`,
+  `group_local`), m = n / g domains; B_o is one device's scale-out bandwidth (its NIC bandwidth times
+  its NICs, the device file's per-device figure), so the g ranks of a domain own g B_o of NIC
+  ("rails"), B_u the scale-up bandwidth among them. `across` lists the algorithms (formulas with
+  their sources in `ACROSS`):
+  ring (NCCL's multi-rail rings: one channel per NIC, each ring leaves every domain once, so a
+  rank's ring traffic f S splits into f S / g through its NIC and (g-1)/g f S over the scale-up
+  link, concurrently): f S max(1/(g B_o), (g-1)/(g B_u)) + steps alpha_o; with g = 1 the flat ring
+  over one NIC;
+  tree (all-reduce: a chain inside the domain, NCCL's double binary tree across m domains, each
+  of the g ranks on its own rail with S/g): 2 S max(t_m/(g B_o), 1/B_u) + 2 (ceil(log2 m) alpha_o
+  + (g-1) alpha_u), t_m = 1 on two domains (each tree is one edge), 2 beyond (an interior node);
+  two_level (all-reduce: reduce-scatter inside, all-reduce of the S/g shard across domains on
+  each rank's rail, all-gather inside, one after the other; all-gather and reduce-scatter the
+  two halves): 2(g-1)/g S/B_u + 2(m-1)/m S/(g B_o) + 2 (g-1) alpha_u + 2 (m-1) alpha_o;
+  nvls_tree (all-reduce where the scale-up switch reduces, NCCL's NVLSTree: NVLS inside, a tree
+  of the g NVLS heads across domains, pipelined): max(S/(B_u eta), t_m S/(g B_o)) + alpha_nvls
+  + 2 ceil(log2 m) alpha_o;
+  collnet (all-reduce where the scale-out switch reduces, SHARP, device data
+  `scale_out.in_network_reduce`): max(intra, S/(g B_o)) + alpha_nvls or 2 alpha_o.
+  All-to-all: a rank sends (g-1)/n S to its domain peers over B_u and (n-g)/n S to the rest over
+  its own NIC, concurrently: skew S max((g-1)/(n B_u), (n-g)/(n B_o)) plus (n-1) alpha_o as
+  pairwise rounds (ring, the book's convention) or one alpha_o with every send posted at once
+  (direct: DeepEP, NCCL's grouped send/recv). NCCL's all-to-all cannot aggregate several NICs
+  (NVIDIA/nccl-tests issue #267, maintainer's answer).
+  The estimate picks the fastest of these (NCCL's tuner also picks the minimum predicted time,
+  NVIDIA/nccl:src/graph/tuning.cc); the bound is `bound_s`: the fastest of them and a lower
+  bound no algorithm can beat (`ACROSS`, "bound").
 
 Latency alpha: NCCL's per-step figures for the LL protocol (NVLink 0.6 us, PCIe 1.0 us,
 network 2.7 us; tuning.cc v2.30.7), about 1 us per ICI hop for TPUs (scaling-book). NCCL's
 fixed per-call base latency (6.6-8.4 us) is not included. Where the device data has no alpha
 (not published), DEFAULT_ALPHA_S is used and the link says so in `assumptions`.
+All-to-all inside one domain: (n-1)/n S/B plus (n-1) alpha (ring: pairwise rounds) or one alpha
+(direct: concurrent sends).
 """
 
 from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
                           dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
-                          pp_boundary_collectives, pp_collectives, tp_collectives)
+                          pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives, WIRE_FORMATS)
 from .errors import UserError
 from .record import Record
 
@@ -89,8 +116,11 @@ ALGORITHMS = (
               "NVIDIA/nccl-tests:doc/PERFORMANCE.md (ring all-reduce, busbw factor 2(n-1)/n)"),
     Algorithm("ring", "all-gather, reduce-scatter", "(n-1)/n * S/B + (n-1) * alpha",
               "NVIDIA/nccl-tests:doc/PERFORMANCE.md (busbw factor (n-1)/n; S = gathered size)"),
-    Algorithm("ring", "all-to-all", "(n-1)/n * S/B + (n-1) * alpha",
-              "NVIDIA/nccl-tests:doc/PERFORMANCE.md (busbw factor (n-1)/n)"),
+    Algorithm("ring", "all-to-all", "(n-1)/n * S/B + (n-1) * alpha (pairwise exchange, n-1 rounds)",
+              "NVIDIA/nccl-tests:doc/PERFORMANCE.md (busbw factor (n-1)/n); the book's convention"),
+    Algorithm("direct", "all-to-all", "(n-1)/n * S/B + alpha (every send posted at once: one round)",
+              "deepseek-ai/DeepEP README (dispatch/combine kernels send to all peers concurrently); "
+              "NCCL grouped send/recv"),
     Algorithm("ring", "broadcast", "S/B + (n-1) * alpha", "pipelined ring; nccl-tests busbw factor 1"),
     Algorithm("ring", "point-to-point", "S/B + alpha", "one message over one hop"),
     Algorithm("tree", "all-reduce", "2 * S/B + 2 ceil(log2 n) * alpha",
@@ -108,13 +138,46 @@ ALGORITHMS = (
               "derived: bisection of the torus, L chips per axis (one axis: about 1/4 of an all-gather "
               "of the array, scaling-book)"),
 )
-ALGORITHM_CHOICES = ("ring", "tree", "binomial", "in_network", "best")
+ACROSS = (
+    Algorithm("ring", "all-reduce, all-gather, reduce-scatter, broadcast across domains",
+              "f S max(1/(g B_o), (g-1)/(g B_u)) + steps alpha_o",
+              "NCCL multi-rail rings, one channel per NIC (NVIDIA/nccl-tests:doc/PERFORMANCE.md: busbw "
+              "of a multi-node ring is the node's NIC bandwidth per GPU x rails)"),
+    Algorithm("tree", "all-reduce across domains",
+              "2 S max(t_m/(g B_o), 1/B_u) + 2 (ceil(log2 m) alpha_o + (g-1) alpha_u); t_m = 1 if m = 2 else 2",
+              "NCCL tree: chain inside the node, double binary tree across nodes (Sanders, Speck, Traeff 2009)"),
+    Algorithm("two_level", "all-reduce, all-gather, reduce-scatter across domains",
+              "2(g-1)/g S/B_u + 2(m-1)/m S/(g B_o) + 2(g-1) alpha_u + 2(m-1) alpha_o (all-reduce)",
+              "hierarchical all-reduce: reduce-scatter inside, shard across, all-gather inside "
+              "(Megatron-LM/Horovod style); all-gather and reduce-scatter: one half each"),
+    Algorithm("nvls_tree", "all-reduce across domains (scale-up in-network reduction)",
+              "max(S/(B_u eta), t_m S/(g B_o)) + alpha_nvls + 2 ceil(log2 m) alpha_o",
+              "NCCL NVLSTree (NVLS heads per rail, NVIDIA/nccl issue #1357 log; issue #1649 maintainer's answer)"),
+    Algorithm("collnet", "all-reduce across domains (scale-out in-network reduction, SHARP)",
+              "max(intra, S/(g B_o)) + intra alpha + 2 alpha_o",
+              "NCCL CollNet (SHARP): the node's reduced buffer enters the switch once and returns once"),
+    Algorithm("bound", "all-reduce across domains (lower bound)",
+              "max(r S/(g B_o), e (n-1)/n S/(B_u + B_o)) + ceil(log2 m) alpha_o; "
+              "r = 2(m-1)/m (1 with SHARP), e = 2 (1 with any in-network reduction)",
+              "every byte a domain contributes leaves through its g NICs and every result byte enters "
+              "through them (Patarasuk and Yuan 2009 over m domains); a rank sends 2(n-1)/n S over all its "
+              "links without in-network reduction; recursive doubling: ceil(log2 m) rounds across"),
+    Algorithm("bound", "all-gather, reduce-scatter across domains (lower bound)",
+              "max((m-1)/m S/(g B_o), (n-1)/n S/(B_u + B_o)) + ceil(log2 m) alpha_o",
+              "a domain receives (m-1)/m of the gathered buffer through its g NICs"),
+    Algorithm("direct", "all-to-all across domains",
+              "skew S max((g-1)/(n B_u), (n-g)/(n B_o)) + alpha_o (ring: + (n-1) alpha_o)",
+              "concurrent sends, domain peers over the scale-up link (deepseek-ai/DeepEP; NVIDIA/nccl-tests "
+              "issue #267: all-to-all runs at one NIC per rank)"),
+)
+ALGORITHM_CHOICES = ("ring", "tree", "binomial", "in_network", "direct", "two_level", "nvls_tree", "collnet",
+                     "best")
 
 
 def describe():
     """The algorithm table as rows (for the CLI to print)."""
     return [{"algorithm": a.name, "collective": a.applies_to, "time": a.formula, "source": a.source}
-            for a in ALGORITHMS]
+            for a in ALGORITHMS + ACROSS]
 
 
 class Link(Record):
@@ -256,11 +319,12 @@ def group_bandwidth(c, link):
     return link.bytes_per_s
 
 
-def time_s(c, link, algorithm="ring", axes=1, wrap=None):
+def time_s(c, link, algorithm="ring", axes=1, wrap=None, up=None):
     """Seconds for ONE run of collective `c` over `link` (multiply by c.count for a pass).
     `axes` and `wrap` apply to a torus: the number of axes the group spans (its n chips spread
     evenly, n^(1/axes) per axis; the caller that knows the slice shape passes it), and whether
-    they wrap around (default: from the device's wraparound axis)."""
+    they wrap around (default: from the device's wraparound axis). `up`: the scale-up Link, which
+    a group spanning domains with c.local > 1 ranks per domain also uses (module docstring)."""
     if algorithm not in ALGORITHM_CHOICES:
         raise UserError(f"unknown collective algorithm '{algorithm}'; choose from {', '.join(ALGORITHM_CHOICES)}")
     if link is None:
@@ -269,7 +333,11 @@ def time_s(c, link, algorithm="ring", axes=1, wrap=None):
     if c.group == 1 or c.bytes == 0:
         return 0.0
     if algorithm == "best":
-        return choose(c, link, axes, wrap)[1]
+        return choose(c, link, axes, wrap, up)[1]
+    if c.tier == "out":
+        return _across(c, link, up, algorithm)
+    if algorithm in ACROSS_ONLY:
+        raise UserError(f"the {algorithm} algorithm applies to a group spanning scale-up domains")
     if algorithm == "in_network":
         if c.kind != "all_reduce":
             raise UserError(f"in-network reduction is modelled for all-reduce only, not {c.kind}")
@@ -282,6 +350,10 @@ def time_s(c, link, algorithm="ring", axes=1, wrap=None):
             raise UserError(f"the {algorithm} algorithm is not modelled on a torus; use ring")
         return _torus_time(c, link, axes, wrap)
     b = group_bandwidth(c, link) * link.efficiency
+    if algorithm == "direct":
+        if c.kind != "all_to_all":
+            raise UserError(f"the direct algorithm is modelled for all-to-all only, not {c.kind}")
+        return bus_factor(c.kind, c.group) * c.bytes * c.skew / b + link.alpha_s
     if algorithm == "tree":
         if c.kind != "all_reduce":
             raise UserError(f"the tree algorithm is modelled for all-reduce only, not {c.kind}")
@@ -293,25 +365,148 @@ def time_s(c, link, algorithm="ring", axes=1, wrap=None):
     return bus_factor(c.kind, c.group) * c.bytes * c.skew / b + _ring_steps(c.kind, c.group) * link.alpha_s
 
 
-def applicable(c, link):
+def applicable(c, link, up=None):
     """Algorithms that apply to this collective on this link, in a fixed order."""
     out = ["ring"]
-    torus = link.topology == "torus" and c.tier == "up"
+    if c.kind == "all_to_all" and not (link.topology == "torus" and c.tier == "up"):
+        out.append("direct")
+    if c.tier == "out":
+        g, m = _domains(c, up)
+        if c.kind == "all_reduce":
+            out.append("tree")
+        if g > 1 and m > 1 and c.kind in ("all_reduce", "all_gather", "reduce_scatter"):
+            out.append("two_level")
+        if c.kind == "all_reduce" and g > 1 and m > 1 and up.in_network_reduce:
+            out.append("nvls_tree")
+        if c.kind == "all_reduce" and link.in_network_reduce and m > 1:
+            out.append("collnet")
+        return out
+    torus = link.topology == "torus"
     if c.kind == "all_reduce" and not torus:
         out.append("tree")
-    if c.kind == "all_reduce" and link.in_network_reduce and c.tier == "up":
+    if c.kind == "all_reduce" and link.in_network_reduce:
         out.append("in_network")
     return out
 
 
-def choose(c, link, axes=1, wrap=None):
+def choose(c, link, axes=1, wrap=None, up=None):
     """(algorithm, seconds) of the fastest applicable algorithm; ties keep the earlier one."""
     best = None
-    for name in applicable(c, link):
-        t = time_s(c, link, name, axes, wrap)
+    for name in applicable(c, link, up):
+        t = time_s(c, link, name, axes, wrap, up)
         if best is None or t < best[1]:
             best = (name, t)
     return best
+
+
+ACROSS_ONLY = ("two_level", "nvls_tree", "collnet")
+
+
+def group_local(span_ranks, stride, size, domain):
+    """Ranks of a group inside one scale-up domain of `domain` ranks (groups placed aligned to
+    domains): all `size` when its span fits; else the members stride apart that one domain holds,
+    ceil(domain / stride) (at least 1, at most size). `span_ranks`: the group's span
+    (Layout.group_span)."""
+    if span_ranks <= domain:
+        return size
+    return max(1, min(size, -(-domain // stride)))
+
+
+def ranks_per_domain(lay, dim, domain):
+    """`group_local` of a layout's `dim` group (tp, ep, cp, dp) on devices with `domain` ranks per
+    scale-up domain; 1 when the group fits one domain (its collectives then stay on "up"). An EP
+    group wider than TP is tp consecutive ranks repeated every DP stride."""
+    size = {"tp": lay.tp, "ep": lay.ep, "cp": lay.cp, "dp": lay.dp}[dim]
+    span = lay.group_span(dim)
+    if span <= domain:
+        return 1
+    if dim == "ep" and lay.ep > lay.tp:
+        return min(lay.tp, domain) * group_local(span, lay.group_stride("dp"), lay.ep // lay.tp, domain)
+    return group_local(span, lay.group_stride(dim), size, domain)
+
+
+def _domains(c, up):
+    """(g, m): ranks per scale-up domain and domains of a group on the "out" tier."""
+    g = c.local if up is not None else 1
+    return g, -(-c.group // g)
+
+
+def _up_bandwidth(up, g):
+    """B_u of g ranks of one domain (mesh: the g-1 direct links to the others)."""
+    if up.topology == "mesh" and up.domain_size > 1:
+        return up.bytes_per_s * (g - 1) / (up.domain_size - 1) * up.efficiency
+    return up.bytes_per_s * up.efficiency
+
+
+def _across(c, link, up, algorithm):
+    """One run of `c` over a group spanning m domains of g ranks (module docstring)."""
+    if algorithm == "in_network":
+        raise UserError(f"{link.name}: in-network reduction across domains is the collnet algorithm")
+    if algorithm == "binomial":
+        if c.kind != "all_reduce":
+            raise UserError(f"the binomial algorithm is modelled for all-reduce only, not {c.kind}")
+        b = link.bytes_per_s * link.efficiency
+        return 2 * binomial_rounds(c.group) * (c.bytes * c.skew / b + link.alpha_s)
+    if algorithm not in applicable(c, link, up):
+        raise UserError(f"the {algorithm} algorithm does not apply to {c.kind} over {c.group} ranks, "
+                        f"{c.local} per domain, on {link.name}")
+    n, s = c.group, c.bytes * c.skew
+    g, m = _domains(c, up)
+    b_o = link.bytes_per_s * link.efficiency
+    b_u = _up_bandwidth(up, g) if g > 1 else 0.0
+    a_o, a_u = link.alpha_s, (up.alpha_s if g > 1 else 0.0)
+    inside = (g - 1) / (g * b_u) if g > 1 else 0.0      # seconds per byte of ring traffic kept inside
+    if c.kind == "p2p":
+        return s / b_o + a_o
+    if c.kind == "all_to_all":
+        local = (g - 1) / (n * b_u) if g > 1 else 0.0
+        return s * max(local, (n - g) / (n * b_o)) + (1 if algorithm == "direct" else n - 1) * a_o
+    if algorithm == "ring":
+        return bus_factor(c.kind, n) * s * max(1 / (g * b_o), inside) + _ring_steps(c.kind, n) * a_o
+    t_m = 1 if m == 2 else 2
+    if algorithm == "tree":
+        return 2 * s * max(t_m / (g * b_o), 1 / b_u if g > 1 else 0.0) + \
+            2 * (binomial_rounds(m) * a_o + (g - 1) * a_u)
+    if algorithm == "two_level":
+        phases = 2 if c.kind == "all_reduce" else 1
+        return phases * ((g - 1) / g * s / b_u + (m - 1) / m * s / (g * b_o) + (g - 1) * a_u + (m - 1) * a_o)
+    if algorithm == "nvls_tree":
+        return max(s / (b_u * up.in_network_efficiency), t_m * s / (g * b_o)) + up.in_network_alpha_s + \
+            2 * binomial_rounds(m) * a_o
+    # collnet: the node reduces inside (NVLS where the switch reduces, else a ring reduce-scatter
+    # and all-gather), the scale-out switch reduces the node's S across domains
+    if g > 1 and up.in_network_reduce:
+        intra, a_in = s / (b_u * up.in_network_efficiency), up.in_network_alpha_s
+    else:
+        intra, a_in = 2 * s * inside, 2 * (g - 1) * a_u
+    return max(intra, s / (g * b_o)) + a_in + 2 * a_o
+
+
+def lower_bound_s(c, link, up=None):
+    """Seconds no algorithm can beat for one run of `c` on its tier: inside one domain the
+    fastest of `applicable` and (all-reduce, not a torus) the binomial tree; across domains also
+    the physical floor (`ACROSS`, "bound": a domain's bytes through its g NICs, a rank's bytes
+    through all its links, ceil(log2 m) rounds of alpha_o), never above the fastest algorithm."""
+    if link is None or c.group == 1 or c.bytes == 0:
+        return time_s(c, link, "ring", up=up)
+    best = choose(c, link, up=up)[1]
+    torus = link.topology == "torus" and c.tier == "up"
+    if c.kind == "all_reduce" and not torus:
+        best = min(best, time_s(c, link, "binomial", up=up))
+    if c.tier == "up" or c.kind not in ("all_reduce", "all_gather", "reduce_scatter"):
+        return best
+    n, s = c.group, c.bytes * c.skew
+    g, m = _domains(c, up)
+    b_o = link.bytes_per_s * link.efficiency
+    b_all = b_o + (_up_bandwidth(up, g) if g > 1 else 0.0)
+    if c.kind == "all_reduce":
+        reduce_in_network = link.in_network_reduce or (g > 1 and up.in_network_reduce)
+        inter = (1 if link.in_network_reduce else 2 * (m - 1) / m) * s / (g * b_o)
+        egress = (1 if reduce_in_network else 2) * (n - 1) / n * s / b_all
+    else:
+        inter = (m - 1) / m * s / (g * b_o)
+        egress = (n - 1) / n * s / b_all
+    return min(best, max(inter, egress) + binomial_rounds(m) * link.alpha_s)
 
 
 def algbw(c, t):
@@ -341,3 +536,20 @@ def wire_bytes(c, algorithm="ring"):
     if algorithm == "binomial" and c.kind == "all_reduce":
         return c.bytes * binomial_rounds(c.group)
     return c.bytes * bus_factor(c.kind, c.group)
+
+
+RUN_CHOICES = ("ring", "binomial", "best", "bound")
+
+
+def run_s(c, links, algorithm="ring"):
+    """Seconds of ONE run of `c` over a device's links ({"up": Link, "out": Link}, `links`): THE
+    charge `parallel`, `train` and `collective` share. ring and binomial name the estimate's
+    algorithm (binomial for all-reduces, ring for the rest); best is the fastest applicable
+    (`choose`); bound is `lower_bound_s`. A group spanning domains also uses the scale-up link."""
+    link, up = links.get(c.tier), links.get("up")
+    if algorithm == "bound":
+        return lower_bound_s(c, link, up)
+    if algorithm == "best" and link is not None and c.group > 1 and c.bytes:
+        return choose(c, link, up=up)[1]
+    name = "binomial" if algorithm == "binomial" and c.kind == "all_reduce" else "ring"
+    return time_s(c, link, name, up=up)

@@ -18,6 +18,7 @@ from .. import ledger
 from ..errors import UserError
 from ..record import Record
 from . import decode_sum, mla_path
+from .efficiency import predict
 from .memory import RESERVE_RULE, cache_room, engine_defaults, request_bytes, requests_in, reserve_of
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN, compute_noted, roof
@@ -77,7 +78,8 @@ LEFT_OUT = (
 # Keys of an operator row and of a sweep row, in order (the CSV header even when empty).
 OPERATOR_COLUMNS = ("name", "layers", "repeats", "category", "shape", "matrix_flops",
                     "attention_flops_rectangular", "vector_flops", "weight_bytes_read", "act_bytes_read",
-                    "kv_bytes_read", "act_bytes_written", "kv_bytes_written", "time_s", "bound")
+                    "kv_bytes_read", "act_bytes_written", "kv_bytes_written", "time_s", "bound",
+                    "predicted_time_s", "predicted_efficiency")
 SWEEP_COLUMNS = ("batch", "tpot_first_s", "tpot_mean_s", "tpot_last_s", "decode_tokens_per_s_per_request",
                  "decode_tokens_per_s_aggregate", "compute_share", "compute_bound_s", "weights_s", "kv_s",
                  "activations_s", "bound", "cache_bytes",
@@ -321,7 +323,10 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     steps = output_len - 1
     lo, hi = step_histories(input_len, output_len)
     wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
-    prefill = phase_record([decode_sum.single(ledger.operators(arch, wp))], r)
+    prefill_ops = ledger.operators(arch, wp)
+    prefill = phase_record([decode_sum.single(prefill_ops)], r)
+    rates = predict.achievable(device, w.compute_dtype)
+    prefill["predicted_time_s"] = predict.pass_time(prefill_ops, rates) if rates else None
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
     w, step_choice = decode_path(arch, w, lo, hi, r)
     rec["inputs"] = inputs_record(w, input_len, output_len)
@@ -345,15 +350,35 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
         first = phase_record([pcs[0].step(0)], r)
         last = phase_record([pcs[-1].last_step()], r)
         operators = operator_rows(pcs, r, rows, accounts)
+        per_op = predict.piece_times(pcs, rates) if rates else [None] * len(operators)
+        for row, t in zip(operators, per_op):
+            row["predicted_time_s"] = t
+            row["predicted_efficiency"] = row["time_s"] / t if t else None
+        summed["predicted_time_s"] = sum(per_op) if rates else None
     rec["decode_first_step"] = first
     rec["decode_last_step"] = last
     rec["decode"] = summed
     rec["latency"] = latency_record(w.batch, output_len, prefill, first, summed, last)
+    rec["latency"].update(predicted_latency(w.batch, output_len, prefill, summed))
+    rec["prediction"] = predict.rates_record(rates) if rates else None
     rec["operators"] = operators
     rec["serving"] = serving_record(arch, w, r, input_len, output_len, cap, wp)
     rec["left_out"] = list(LEFT_OUT)
-    rec["conventions"] = conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
+    rec["conventions"] = (conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
+                          + [predict.PREDICTION_CONVENTION])
     return rec
+
+
+def predicted_latency(batch, output_len, prefill, summed):
+    """The predicted TTFT, mean TPOT, total and batch tokens/s (None: no prediction)."""
+    ttft = prefill.get("predicted_time_s")
+    dec = summed["predicted_time_s"] if summed else 0.0
+    if ttft is None or dec is None:
+        return {"predicted_ttft_s": None, "predicted_tpot_mean_s": None, "predicted_total_s": None,
+                "predicted_tokens_per_s_batch": None}
+    steps = output_len - 1
+    return {"predicted_ttft_s": ttft, "predicted_tpot_mean_s": dec / steps if steps else None,
+            "predicted_total_s": ttft + dec, "predicted_tokens_per_s_batch": batch * output_len / (ttft + dec)}
 
 
 def latency_record(batch, output_len, prefill, first, summed, last):

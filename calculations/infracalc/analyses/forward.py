@@ -2,13 +2,17 @@
 
 from .. import ledger
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
+from .efficiency.predict import PREDICTION_CONVENTION, achievable, op_time, pass_time, rates_record
 from .roofline import UNKNOWN_COMPUTE, compute_noted, ideal_bound, op_bound, roof
 
 
-def operator_record(op, bound_tuple):
-    """One ledger row with its bound; compute_time_s is None (unknown) when some of its
-    FLOPs have no published peak on the device, as `gemm` reports it."""
+def operator_record(op, bound_tuple, rates=None):
+    """One ledger row with its bound and, with achievable `rates`, its predicted time
+    (efficiency.predict) and the efficiency bound / predicted that explains the gap;
+    compute_time_s is None (unknown) when some of its FLOPs have no published peak on
+    the device, as `gemm` reports it."""
     c, m, t, bound = bound_tuple
+    predicted = op_time(op, rates) if rates is not None else None
     moved = op.bytes_moved
     return {
         "name": op.name,
@@ -30,11 +34,14 @@ def operator_record(op, bound_tuple):
         "memory_time_s": m,
         "time_s": t,
         "bound": bound,
+        "predicted_time_s": predicted,
+        "predicted_efficiency": t / predicted if predicted else None,
     }
 
 
-def totals_record(t, bounds, r):
-    """Totals plus the pass bounds; `bounds` are the operators' op_bound tuples."""
+def totals_record(t, bounds, r, predicted=None):
+    """Totals plus the pass bounds; `bounds` are the operators' op_bound tuples;
+    `predicted`: the pass's predicted seconds (None: no prediction on this device)."""
     compute, memory, ideal = ideal_bound(t, r)
     unknown = r.compute_unknown(t.matrix_flops, t.vector_flops) and compute <= memory
     return {
@@ -62,6 +69,7 @@ def totals_record(t, bounds, r):
         "ideal_compute_time_s": None if unknown else compute,
         "ideal_memory_time_s": memory,
         "ideal_time_s": ideal,
+        "predicted_time_s": predicted,
         "ideal_bound": UNKNOWN_COMPUTE if unknown else "memory" if compute <= memory else
         compute_noted(r, t.matrix_flops, t.vector_flops),
     }
@@ -94,15 +102,17 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
     notes = workload_notes(arch, w) + ([note(choice)] if choice else [])
     rows = ledger.operators(arch, w, per_layer=True) if per_layer else L.ops
     row_bounds = [op_bound(op, r) for op in rows] if per_layer else bounds
+    rates = achievable(device, w.compute_dtype)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "forward",
         "model": model_record(arch),
         "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
         "inputs": workload_record(w, arch),
-        "conventions": conventions(w) + ([PER_LAYER] if per_layer else []),
+        "conventions": conventions(w) + [PREDICTION_CONVENTION] + ([PER_LAYER] if per_layer else []),
         **({"per_layer": True} if per_layer else {}),
-        "operators": [operator_record(op, b) for op, b in zip(rows, row_bounds)],
-        "totals": totals_record(L.totals, bounds, r),
+        "operators": [operator_record(op, b, rates) for op, b in zip(rows, row_bounds)],
+        "totals": totals_record(L.totals, bounds, r, pass_time(L.ops, rates) if rates else None),
+        "prediction": rates_record(rates) if rates else None,
         **({"notes": notes} if notes else {}),
     }

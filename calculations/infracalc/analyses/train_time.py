@@ -12,8 +12,8 @@ Per micro-batch and pipeline stage (one device of the stage):
   split balances the causal work, `collectives.cp_attention_pairs`) and reads
   all of its weights; with sequence parallelism the decoder layers' norms and
   residual adds (the sequence region) likewise do 1/tp of theirs;
-- communication (`collectives` builders costed by `comm.time_s`, ring
-  algorithm, not overlapped with compute): TP/SP collectives of the forward
+- communication (`collectives` builders costed by `comm.run_s`, ring
+  algorithm (multi-rail across domains), not overlapped with compute): TP/SP collectives of the forward
   (every layer; MoE layers under EP keep the MLP reduction only with shared
   experts or without SP, `collectives.moe_keeps_tp_reduction`; the
   vocab-parallel embedding, the vocab-parallel
@@ -151,8 +151,9 @@ def _moe(arch):
     return None
 
 
-def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
-    """[(Collective, phase)] one device of `stage` runs per micro-batch."""
+def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=(None, None)):
+    """[(Collective, phase)] one device of `stage` runs per micro-batch; `wire`: bytes per token
+    of the EP dispatch and combine (`collectives.token_bytes`; None: the activation format)."""
     tp, cp, ep = lay.tp, lay.cp, lay.ep
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
@@ -164,21 +165,26 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
     moe = _moe(arch)
     moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
     t_tp = comm.tier(lay.group_span("tp"), device) if tp > 1 else "up"
+    l_tp = _local(lay, "tp", device)
     if tp > 1:
         t = t_tp
         # MoE layers under EP keep their MLP's TP collectives only as collectives.moe_keeps_tp_reduction says
         keep = moe is None or moe_keeps_tp_reduction(tp, ep, lay.sp, moe.shared_inter)
         mlp = n if keep else n - moe_layers
-        fwd = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=stage.has_embedding)
+        fwd = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=stage.has_embedding,
+                             local=l_tp)
         if stage.has_head:
             fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
-                                  "all_reduce", tokens * 4, tp, t, CE_ALLREDUCES, "tp"))
-        layer_only = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=False)
+                                  "all_reduce", tokens * 4, tp, t, CE_ALLREDUCES, "tp", local=l_tp))
+        layer_only = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=False,
+                                    local=l_tp)
         out += [(c, "forward") for c in fwd] + [(c, "backward") for c in layer_only]
         out += [(c, "recompute") for c in layer_only] if full else []
     if ep > 1 and moe is not None:
         t = comm.tier(lay.group_span("ep"), device)
-        cs = moe_collectives(tokens, moe.top_k, hidden, act, tp, ep, moe_layers, t, t_tp, experts=moe.experts)
+        cs = moe_collectives(tokens, moe.top_k, hidden, act, tp, ep, moe_layers, t, t_tp, experts=moe.experts,
+                             dispatch_token_bytes=wire[0], combine_token_bytes=wire[1],
+                             local_ep=_local(lay, "ep", device), local_tp=l_tp)
         out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
         out += [(c, "recompute") for c in cs] if full else []
     if cp > 1:
@@ -187,7 +193,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
             kv = layer.kv_bytes_per_token(w.kv_dtype, "naive")
             if not kv:
                 continue
-            (c,) = cp_collectives(tokens, kv, cp, count, t)
+            (c,) = cp_collectives(tokens, kv, cp, count, t, local=_local(lay, "cp", device))
             out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
             out += [(c, "recompute")] if recompute != "none" else []
     if lay.pp > 1:
@@ -198,15 +204,21 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks):
                                                    not stage.has_embedding),
                                                   ("gradients", "backward", not stage.has_embedding,
                                                    not stage.has_head)):
-            for c in pp_boundary_collectives(tokens, hidden, act, tp, lay.sp, t, t_tp, direction=direction):
+            for c in pp_boundary_collectives(tokens, hidden, act, tp, lay.sp, t, t_tp, direction=direction,
+                                             local_tp=l_tp):
                 if (sends if c.kind == "p2p" else receives):
                     out.append((c.replace(count=chunks), phase))
     return out
 
 
+def _local(lay, dim, device):
+    """Ranks of the `dim` group per scale-up domain (`comm.ranks_per_domain`)."""
+    return comm.ranks_per_domain(lay, dim, device.scale_up.domain_size if device.scale_up else 1)
+
+
 def cost(collectives, links):
-    """[Timed] of (Collective, phase) pairs over the device's links (ring algorithm)."""
-    return [Timed(c, phase, comm.time_s(c, links[c.tier], ALGORITHM) * c.count) for c, phase in collectives]
+    """[Timed] of (Collective, phase) pairs over the device's links (`comm.run_s`, ring algorithm)."""
+    return [Timed(c, phase, comm.run_s(c, links, ALGORITHM) * c.count) for c, phase in collectives]
 
 
 def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links):
@@ -245,15 +257,20 @@ def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_bat
     out = []
     span = lay.group_span("dp") if lay.dp > 1 else lay.group_span("cp")
     t = comm.tier(span, device)
+    domain = device.scale_up.domain_size if device.scale_up else 1
+    # the DP x CP group: members tp apart (cp, then dp, outside tp in the rank order)
+    local = 1 if t == "up" else comm.group_local(span, lay.group_stride("cp" if lay.cp > 1 else "dp"),
+                                                  lay.dp * lay.cp, domain)
     for params, group, what in ((dense, lay.dp * lay.cp, ""),
                                 (expert, train_memory.expert_dp(lay), " (experts, expert-DP group)")):
         if not params or group == 1:
             continue
-        for c in dp_gradient_collectives(params * g_bytes, group, zero, t, param_bytes=params * w_bytes):
+        for c in dp_gradient_collectives(params * g_bytes, group, zero, t, param_bytes=params * w_bytes,
+                                         local=min(local, group)):
             c = c.replace(name=c.name + what)
             if c.name.startswith("ZeRO-3"):
                 c = c.replace(name=c.name + ", every micro-batch", count=c.count * micro_batches)
-            out.append(Timed(c, "step", comm.time_s(c, links[c.tier], ALGORITHM) * c.count))
+            out.append(Timed(c, "step", comm.run_s(c, links, ALGORITHM) * c.count))
     return out
 
 

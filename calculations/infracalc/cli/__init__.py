@@ -20,7 +20,7 @@ COMMANDS = {
              "queueing, and the fewest devices meeting --ttft-limit / --tpot-limit",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
-    "validate": "published measurements (calculations/validation/) against our bounds; exit 1 if one beats its bound",
+    "validate": "published measurements (calculations/validation/) against our bounds; exit 3 if one beats its bound",
 }
 
 PROG = "infra-calc"

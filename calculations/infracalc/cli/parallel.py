@@ -3,6 +3,7 @@
 import argparse
 
 from . import common
+from .. import comm
 
 def layers_list(text):
     from ..errors import quote
@@ -43,6 +44,10 @@ def add_arguments(p):
     lay.add_argument("--ep-dedup", action="store_true",
                      help="EP dispatch sends one copy of a token per destination rank instead of one per "
                           "expert (DeepEP's dispatch; expected distinct ranks under uniform routing)")
+    for what, text in (("dispatch", "EP dispatch"), ("combine", "EP combine")):
+        lay.add_argument(f"--{what}-dtype", choices=comm.WIRE_FORMATS, default="", metavar="FORMAT",
+                         help=f"format of a token on the wire in the {text} all-to-all: fp8 (with one fp32 "
+                              "scale per 128 values, as DeepEP), bf16, fp16, fp32 (default: the activation format)")
     lay.add_argument("--cp-split", choices=("contiguous", "zigzag"), default="contiguous",
                      help="how --cp splits the prompt: contiguous (default; the last rank, with the most "
                           "causal pairs, bounds the prefill) or zigzag (2 x cp chunks, rank r holding r and "
@@ -136,7 +141,8 @@ def run(args):
     plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
                          args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
                          args.overlap, args.algorithm, link_options,
-                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split)
+                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split,
+                         args.dispatch_dtype, args.combine_dtype)
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)

@@ -220,9 +220,11 @@ def load_device(spec, memory_convention="physical"):
 
 
 def _load(spec):
-    if spec in _CACHE:
-        return _CACHE[spec]
-    if spec.endswith(".json") or os.sep in spec:
+    is_path = spec.endswith(".json") or os.sep in spec
+    key = os.path.abspath(spec) if is_path else spec   # a relative path: another file elsewhere
+    if key in _CACHE:
+        return _CACHE[key]
+    if is_path:
         regular_file(spec, "device file")
         path, source = spec, quote(spec)
     else:
@@ -260,5 +262,5 @@ def _load(spec):
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
         tdp_watts=_int(data, "tdp_watts", source, required=False), source=source)
-    _CACHE[spec] = dev
+    _CACHE[key] = dev
     return dev

@@ -61,11 +61,12 @@ _CACHE = {}
 
 def load_model(spec):
     """A bundled id or config path -> a normalized Architecture."""
-    if spec in _CACHE:
-        return _CACHE[spec]
+    model_id, path = resolve(spec)
+    key = (model_id, os.path.abspath(path))   # a relative path means another file in another directory
+    if key in _CACHE:
+        return _CACHE[key]
     from .adapters import FAMILIES, adapter, nearest
 
-    model_id, path = resolve(spec)
     cfg = Config(read_json(path, "model config file"), model_id)
     model_type = cfg.string("model_type")
     adapt = adapter(model_type)
@@ -73,5 +74,5 @@ def load_model(spec):
         raise UserError(f"{model_id}: unsupported model_type {quote(model_type)}; nearest supported: "
                         f"{', '.join(nearest(model_type))} (all {len(FAMILIES)} are listed in docs/models.md)")
     arch = adapt(cfg, model_id)
-    _CACHE[spec] = arch
+    _CACHE[key] = arch
     return arch

@@ -99,21 +99,27 @@ def markdown(rec):
         phases += [(f"first decode step (history {i['first_history']})", rec["decode_first_step"]),
                    (f"last decode step (history {i['last_history']})", rec["decode_last_step"]),
                    (f"all {steps} decode steps", rec["decode"])]
+    def pred(key, fmt=u.seconds):
+        value = lat.get(key)
+        return fmt(value) if value is not None else "-"
+
     latency = [
-        [f"TTFT: prefill of {b} x {i['input_len']} tokens", u.seconds(lat["ttft_s"])],
-        [f"Time per output token, first decode step", u.seconds(lat["tpot_first_s"])],
-        [f"Time per output token, mean over {u.count(steps, 'step')}", u.seconds(lat["tpot_mean_s"])],
-        [f"Time per output token, last decode step", u.seconds(lat["tpot_last_s"])],
-        [f"Decode time ({steps} steps)", u.seconds(lat["decode_s"])],
-        ["Total latency (TTFT + decode)", u.seconds(lat["total_s"])],
-        ["Decode tokens/s per request (1 / mean TPOT)", _rate(lat["decode_tokens_per_s_per_request"])],
-        [f"Decode tokens/s, batch of {b}", _rate(lat["decode_tokens_per_s_batch"])],
-        ["End-to-end tokens/s per request (G / total latency)", _rate(lat["tokens_per_s_per_request"])],
-        [f"End-to-end tokens/s, batch of {b}", _rate(lat["tokens_per_s_batch"])],
+        [f"TTFT: prefill of {b} x {i['input_len']} tokens", u.seconds(lat["ttft_s"]), pred("predicted_ttft_s")],
+        [f"Time per output token, first decode step", u.seconds(lat["tpot_first_s"]), ""],
+        [f"Time per output token, mean over {u.count(steps, 'step')}", u.seconds(lat["tpot_mean_s"]),
+         pred("predicted_tpot_mean_s")],
+        [f"Time per output token, last decode step", u.seconds(lat["tpot_last_s"]), ""],
+        [f"Decode time ({steps} steps)", u.seconds(lat["decode_s"]), ""],
+        ["Total latency (TTFT + decode)", u.seconds(lat["total_s"]), pred("predicted_total_s")],
+        ["Decode tokens/s per request (1 / mean TPOT)", _rate(lat["decode_tokens_per_s_per_request"]), ""],
+        [f"Decode tokens/s, batch of {b}", _rate(lat["decode_tokens_per_s_batch"]), ""],
+        ["End-to-end tokens/s per request (G / total latency)", _rate(lat["tokens_per_s_per_request"]), ""],
+        [f"End-to-end tokens/s, batch of {b}", _rate(lat["tokens_per_s_batch"]),
+         pred("predicted_tokens_per_s_batch", _rate)],
     ]
     parts = [f"# decode: {inline(m['id'])} on {inline(d['id'])}", "", *_header(rec, f"batch {b}"), "",
-             "## Latency and throughput (roofline lower bounds)", "",
-             markdown_table(["quantity", "bound"], latency, "lr"),
+             "## Latency and throughput (roofline lower bounds; predicted: a well-tuned stack)", "",
+             markdown_table(["quantity", "bound", "predicted"], latency, "lrr"),
              "", "## What bounds each phase", "",
              "Time = compute-bound operators' time + memory-bound operators' time split by the bytes "
              "they move. Ideal: per step max(all FLOPs at peak, (weights + KV) bytes / bandwidth).", "",
@@ -131,12 +137,14 @@ def markdown(rec):
         rows = [[o["name"], o["layers"], o["repeats"], f"`{o['shape']}`", u.flops(o["matrix_flops"]),
                  u.flops(o["vector_flops"]), u.nbytes(o["weight_bytes_read"]), u.nbytes(o["kv_bytes_read"]),
                  u.nbytes(o["act_bytes_read"] + o["act_bytes_written"] + o["kv_bytes_written"]),
-                 u.seconds(o["time_s"]), o["bound"]] for o in rec["operators"]]
+                 u.seconds(o["time_s"]), o["bound"], _opt_seconds(o.get("predicted_time_s"))]
+                for o in rec["operators"]]
         parts += ["", f"## Decode operators, summed over the {u.count(steps, 'step')}", "",
                   "Shapes of the first step ... the last step; values summed over the steps and the "
                   "listed layers (x = number of layers).", "",
                   markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
-                                  "KV read", "other bytes", "time", "bound"], rows, "llrlrrrrrrl")]
+                                  "KV read", "other bytes", "time", "bound", "predicted"], rows,
+                                 "llrlrrrrrrlr")]
     return "\n".join(parts + _tail(rec))
 
 
@@ -166,6 +174,10 @@ def speculative_lines(s, lat):
                             "per token", "verify bound"],
                            [step("first", s["first_step"]), step("mid-generation", s["mid_step"])], "lrrrrl"),
             "", *[f"- {a}" for a in s["assumptions"]]]
+
+
+def _opt_seconds(x):
+    return u.seconds(x) if x is not None else "-"
 
 
 def csv(rec):

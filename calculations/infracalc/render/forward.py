@@ -71,7 +71,23 @@ def operator_rows(ops):
             b(o["weight_bytes_read"]), b(o["act_bytes_read"]), b(o["kv_bytes_read"]),
             b(o["act_bytes_written"] + o["kv_bytes_written"]),
             u.ratio(o["arithmetic_intensity_flops_per_byte"]), u.seconds(o["time_s"]), o["bound"],
+            predicted_cell(o.get("predicted_time_s")),
         ]
+
+
+def predicted_cell(seconds):
+    return u.seconds(seconds) if seconds is not None else "-"
+
+
+def predicted_rows(t, rec):
+    """The predicted pass time beside the bound, and the rates it uses (with their basis)."""
+    if t.get("predicted_time_s") is None:
+        return [["Predicted (well-tuned stack)", "", "- (no published matrix or vector peak to scale)"]]
+    p = rec["prediction"]
+    rates = "; ".join(f"{f['rate']} {f['fraction']:.3f} ({f['basis'].split(' (')[0]})" for f in p["fractions"])
+    return [["Predicted (well-tuned stack, not a bound)", "", u.seconds(t["predicted_time_s"])],
+            [f"  achievable fractions: {rates}; {u.seconds(p['kernel_s'])} per kernel", "",
+             f"bound / predicted {t['roofline_time_s'] / t['predicted_time_s']:.2f}"]]
 
 
 def totals_rows(t):
@@ -118,10 +134,11 @@ def markdown(rec):
               "(x = number of layers that share it)." if rec.get("per_layer") else
               "Values are per pass, summed over the listed layers (x = number of layers)."), "",
              markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
-                             "act read", "KV read", "written", "FLOP/B", "time", "bound"],
-                            list(operator_rows(rec["operators"])), "llrlrrrrrrrrl"),
+                             "act read", "KV read", "written", "FLOP/B", "time", "bound", "predicted"],
+                            list(operator_rows(rec["operators"])), "llrlrrrrrrrrlr"),
              "", "## Totals", "",
-             markdown_table(["quantity", "exact", "human"], totals_rows(rec["totals"]), "lrr"),
+             markdown_table(["quantity", "exact", "human"],
+                            totals_rows(rec["totals"]) + predicted_rows(rec["totals"], rec), "lrr"),
              "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
     return "\n".join(parts)
 

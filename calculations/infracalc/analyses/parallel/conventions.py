@@ -54,7 +54,10 @@ LOWER_BOUND = (
     "vector peak, (weight bytes read + KV bytes read and written) / memory bandwidth) -- the "
     "units run in parallel, operators fuse, weights and cache are read once per pass -- and "
     "communication fully hidden under that work, or, where it exceeds it, the time of its "
-    "collectives with the fastest applicable algorithm (ring, tree, in-network, binomial); "
+    "collectives at comm.lower_bound_s: the fastest applicable algorithm (ring, tree, in-network, "
+    "binomial; all-to-all with every send at once), and for a group spanning scale-up domains no "
+    "faster than the physical floor (a domain's bytes through its NICs, a rank's through all its "
+    "links); "
     "PP boundary transfers not charged; the same pipeline composition (a micro-batch crosses "
     "every stage; the slowest stage serves all m micro-batches; decode steps are sequential). "
     "Tokens/s figures under it are upper bounds.")
@@ -67,7 +70,7 @@ SERVING_LAYOUT = (
 
 LEFT_OUT = (
     "Neither the estimate nor the lower bound charges scheduling, kernel launch and "
-    "synchronisation, host work, NCCL's fixed per-call latency, hierarchical collectives, uneven "
+    "synchronisation, host work, NCCL's fixed per-call latency, uneven "
     "routing beyond the routing model, or activation memory beyond the reserve; the estimate is "
     "therefore not an upper bound either.",
     "Decode steps of a pipeline are composed from sums over the steps; the per-step maxima "
@@ -85,13 +88,15 @@ def comm_conventions(plan):
             "binomial": "the book's unsegmented binomial tree for every all-reduce (2 ceil(log2 n) rounds "
                         "of the whole buffer; wire bytes are the busiest rank's, ceil(log2 n) S), ring for "
                         "the other collectives",
-            "best": "the fastest applicable algorithm per collective (ring, tree, in-network), as NCCL's "
+            "best": "the fastest applicable algorithm per collective (ring, tree, in-network, direct "
+                    "all-to-all; across scale-up domains also two-level and NVLS-tree), as NCCL's "
                     "tuner"}[plan.algorithm]
     zigzag = ("Context parallelism, --cp-split zigzag (load-balanced causal split, as Megatron-LM's "
               "context parallelism): the prompt in 2 x cp chunks of P/(2cp), rank r holding chunks r and "
               "2cp-1-r; every rank does 1/cp of the prompt's causal pairs, costed as one pass of P/cp "
               "tokens after (cp-1) P/(2cp) (the same pairs); this replaces the contiguous split above "
               "for the prefill (decode and capacity unchanged).",)
-    return (f"Collective time: alpha-beta on the tier the group spans (comm.py, README 'Communication "
-            f"model'), {algo}; a group fitting one scale-up domain of {plan.domain} devices uses the "
-            "scale-up link, a wider one the scale-out NIC.",) + (zigzag if plan.cp_split == "zigzag" else ())
+    return (f"Collective time: alpha-beta on the tier the group spans (comm.py, docs/communication.md), "
+            f"{algo}; a group fitting one scale-up domain of {plan.domain} devices uses the scale-up link; "
+            "a wider one, g of its ranks in each domain, uses their g NICs at once (one ring per rail) and "
+            "the scale-up link among those g.",) + (zigzag if plan.cp_split == "zigzag" else ())

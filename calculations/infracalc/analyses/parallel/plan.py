@@ -18,7 +18,8 @@ class Plan(PartCosts, Communication):
 
     def __init__(self, arch, w, device, input_len, output_len, compute_efficiency=1.0,
                  memory_efficiency=1.0, reserve_bytes=None, overlap=False, algorithm="ring",
-                 link_options=None, batch=1, ep_dedup=False, cp_split="contiguous"):
+                 link_options=None, batch=1, ep_dedup=False, cp_split="contiguous", dispatch_dtype="",
+                 combine_dtype=""):
         self.length_notes = check_lengths(arch, input_len, output_len)
         if algorithm not in ALGORITHMS:
             raise UserError(f"unknown collective algorithm '{algorithm}'; choose from {', '.join(ALGORITHMS)}")
@@ -35,6 +36,10 @@ class Plan(PartCosts, Communication):
             raise UserError(f"--ep-dedup's expected destination count is derived for uniform routing only; "
                             f"drop --routing {w.routing}")
         self.ep_dedup = bool(ep_dedup)
+        for name, value in (("--dispatch-dtype", dispatch_dtype), ("--combine-dtype", combine_dtype)):
+            if value and value not in comm.WIRE_FORMATS:
+                raise UserError(f"{name}: unknown format '{value}'; choose from {', '.join(comm.WIRE_FORMATS)}")
+        self.dispatch_dtype, self.combine_dtype = dispatch_dtype or "", combine_dtype or ""
         if cp_split not in CP_SPLITS:
             raise UserError(f"unknown CP split '{cp_split}'; choose from {', '.join(CP_SPLITS)}")
         if cp_split == "zigzag" and any(getattr(b, "window", None) is not None or getattr(b, "chunk", None)

@@ -108,6 +108,9 @@ def inputs_record(plan, batch):
         rec["ep_dedup"] = True
     if plan.cp_split != "contiguous":   # likewise
         rec["cp_split"] = plan.cp_split
+    for what in ("dispatch", "combine"):   # likewise
+        if getattr(plan, f"{what}_dtype"):
+            rec[f"{what}_dtype"] = getattr(plan, f"{what}_dtype")
     mla = plan.mla_choices
     if any(mla.values()):
         rec["mla"] = (f"auto: {mla['prefill']['path'] if mla['prefill'] else '-'} for the prefill, "

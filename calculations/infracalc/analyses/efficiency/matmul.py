@@ -1,0 +1,125 @@
+"""Achievable matrix throughput: the measured maximum, and wave quantisation.
+
+1. Maximum achievable matmul FLOP/s (MAMF). Source: stas00/ml-engineering,
+   compute/accelerator/README.md, section "Maximum Achievable Matmul FLOPS
+   comparison table" (mean of 100 iterations after 50 warm-up, best shape of a
+   brute-force search, cache reset between iterations: the "v2" tables):
+
+       BF16: A100 SXM 271.2 of 312 (86.9%), H100 SXM 794.5 of 989 (80.3%),
+             MI325X 784.9 of 1300 (60.4%), MI300X 668.4 of 1300 (51.4%)
+       FP8 (float8_e4m3fn): H100 SXM 1402.6 of 1979 (70.9%)
+       older "v1" table: Gaudi 3 BF16 1288.8 of 1677 (76.8%)
+
+   A measured device's fraction is its MAMF over our device file's dense peak
+   for the format (Gaudi 3: 1288.8 of 1835, the whitepaper peak; the table's
+   1677 is its lower running clock, which the MAMF already reflects). A device or format with no published
+   measurement borrows one by a stated analogy (ANALOGY: the same die or the
+   nearest generation of the same vendor; FP4 and INT8 take the FP8 figure of
+   that device), and the record says "assumed" so no reader mistakes it for a
+   measurement.
+
+2. Wave quantisation. A GEMM's [M, N] output is cut into tiles (128 x 128 here,
+   the CUTLASS/cuBLAS default tile on Hopper and Ampere) that run one per SM per
+   wave; the last wave is partly idle:
+
+       tiles = ceil(M / 128) * ceil(N / 128),  waves = ceil(tiles / SMs),
+       efficiency = tiles / (waves * SMs)
+
+   (stas00/ml-engineering, training/performance/README.md, "Tile and wave
+   quantization"; NVIDIA Deep Learning Performance guide, "Matrix Multiplication
+   Background", wave quantisation). Below one full wave (tiles < SMs) kernels
+   split K across SMs (split-K / stream-K) and the loss is not charged
+   (efficiency 1): a stated convention, not a measurement.
+"""
+
+import math
+
+# (device id, format) -> (achieved TFLOP/s, the table's theoretical TFLOP/s, locator)
+_TABLE = "stas00/ml-engineering:compute/accelerator/README.md, Maximum Achievable Matmul FLOPS comparison table"
+MEASURED = {
+    ("a100-sxm-80gb", "bf16"): (271.2, 312.0, _TABLE + " (BF16, NVIDIA A100 SXM)"),
+    ("h100-sxm", "bf16"): (794.5, 989.0, _TABLE + " (BF16, NVIDIA H100 SXM)"),
+    ("h100-sxm", "fp8"): (1402.6, 1979.0, _TABLE + " (FP8, NVIDIA H100 SXM)"),
+    ("mi325x", "bf16"): (784.9, 1300.0, _TABLE + " (BF16, AMD MI325X)"),
+    ("mi300x", "bf16"): (668.4, 1300.0, _TABLE + " (BF16, AMD MI300X)"),
+    ("gaudi3", "bf16"): (1288.8, 1677.0, _TABLE + " (v1 table, Intel Gaudi 3)"),
+}
+
+# A device without its own measurement -> the device whose measurement it borrows.
+ANALOGY = {
+    "h200": "h100-sxm",      # the same GH100 die at the same 700 W
+    "h800": "h100-sxm",      # GH100, export variant (same SMs and clocks)
+    "h100-nvl": "h100-sxm",
+    "h100-pcie": "h100-sxm",
+    "h20": "h100-sxm",
+    "b200": "h100-sxm",      # no published Blackwell MAMF: the previous NVIDIA generation
+    "b300": "h100-sxm",
+    "gb200": "h100-sxm",
+    "rtx-pro-6000": "h100-sxm",
+    "l40s": "h100-sxm",
+    "rtx-4090": "h100-sxm",
+    "rtx-5090": "h100-sxm",
+    "rtx-3090": "a100-sxm-80gb",
+    "v100-sxm2": "a100-sxm-80gb",
+    "mi355x": "mi325x",
+}
+# Format -> the measured format it borrows when the device has no measurement of its own.
+FORMAT_ANALOGY = {"fp16": "bf16", "fp4": "fp8", "mxfp4": "fp8", "nvfp4": "fp8", "int8": "fp8",
+                  "int4": "fp8", "fp6": "fp8", "tf32": "bf16", "fp32": "bf16"}
+DEFAULT = "h100-sxm"   # anything else: the most measured device (stated as assumed)
+
+# Streaming multiprocessors (NVIDIA) or compute units (AMD) per device, from the
+# vendors' architecture whitepapers / datasheets.
+SMS = {
+    "a100-sxm-80gb": 108, "h100-sxm": 132, "h100-nvl": 132, "h100-pcie": 114, "h200": 132,
+    "h800": 132, "h20": 78, "b200": 148, "b300": 160, "gb200": 148, "l40s": 142,
+    "rtx-4090": 128, "rtx-5090": 170, "rtx-3090": 82, "rtx-pro-6000": 188, "v100-sxm2": 80,
+    "mi300x": 304, "mi325x": 304, "mi355x": 256,
+}
+TILE = 128
+
+
+class Fraction(tuple):
+    """(fraction of the dense peak, basis, source): basis 'measured' or 'assumed (...)'."""
+    __slots__ = ()
+
+    @property
+    def value(self):
+        return self[0]
+
+
+def _measured(device_id, fmt):
+    """(achieved, table theory, locator, format used) of a device, its own format
+    first, then the format's analogy; None when neither is measured."""
+    for f in (fmt, FORMAT_ANALOGY.get(fmt), "bf16"):
+        if f and (device_id, f) in MEASURED:
+            return MEASURED[(device_id, f)] + (f,)
+    return None
+
+
+def matmul_fraction(device_id, fmt, peak):
+    """Fraction (<= 1) of the device's dense matrix peak `peak` (FLOP/s) for `fmt` that
+    a tuned GEMM achieves at its best shape: Fraction((value, basis, source)); basis
+    'measured' (MAMF / peak), or 'assumed (...)' naming the measurement it borrows
+    (whose MAMF / the table's theoretical figure is applied to `peak`)."""
+    own = _measured(device_id, fmt)
+    if own is not None and own[3] == fmt:
+        return Fraction((min(1.0, own[0] * 1e12 / peak), "measured", own[2]))
+    if own is not None:
+        return Fraction((min(1.0, own[0] / own[1]), f"assumed ({own[3]} of the same device)", own[2]))
+    twin = ANALOGY.get(device_id, DEFAULT)
+    got = _measured(twin, fmt)
+    value = got[0] / got[1]
+    return Fraction((min(1.0, value), f"assumed ({twin} {got[3]}: no published measurement for "
+                     f"{device_id} {fmt})", got[2]))
+
+
+def wave_efficiency(m, n, sms, tile=TILE):
+    """tiles / (waves x SMs) of an [m, n] GEMM output on `sms` SMs; 1.0 below one
+    full wave (split-K fills the SMs) or when the SM count is unknown (None)."""
+    if not sms or m <= 0 or n <= 0:
+        return 1.0
+    tiles = math.ceil(m / tile) * math.ceil(n / tile)
+    if tiles < sms:
+        return 1.0
+    return tiles / (math.ceil(tiles / sms) * sms)

@@ -1,0 +1,65 @@
+"""Achievable HBM bandwidth, and fused-attention throughput.
+
+1. HBM. Source: deepseek-ai/FlashMLA, README.md ("Performance"): the dense MLA
+   decoding kernel "achieves up to 3000 GB/s in memory-bound configuration" on
+   H800 SXM5, whose datasheet bandwidth is 3.35 TB/s: 3000 / 3350 = 0.8955 of the
+   datasheet figure, by a kernel that streams a paged cache (the access a decode
+   step makes). Devices without a published measurement take that fraction
+   (basis "assumed"): no vendor publishes a sustained HBM figure, and the
+   stream-style measurements we know of for other HBM devices are not in a
+   citable public table.
+
+2. Fused attention (prefill, compute-bound), fraction of the dense matrix peak:
+   - A100 bf16: FlashAttention-2 (Dao 2023, arXiv:2307.08691), abstract: forward
+     and backward "reaching 50-73% of the theoretical maximum FLOPs/s on A100";
+     the top, 0.73, is a tuned kernel at long sequences.
+   - H100 bf16: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608), abstract:
+     "FP16 reaching up to 740 TFLOPs/s (75% utilization)": 740 / 989 = 0.748.
+   - H100 fp8: the same paper: "with FP8 reaching close to 1.2 PFLOPs/s":
+     1200 / 1979 = 0.606.
+   - B200 bf16: deepseek-ai/FlashMLA, README.md: the SM100 dense MHA prefill
+     kernel "achieves up to 1460 TFlops in forward": 1460 / 2250 = 0.649.
+   Other devices and formats borrow the nearest of these (basis "assumed"); with
+   no attention figure at all, the device's GEMM fraction (efficiency.matmul).
+"""
+
+HBM_MEASURED = {
+    "h800": (3000e9, "deepseek-ai/FlashMLA:README.md (dense MLA decode, 3000 GB/s memory-bound on H800 SXM5)"),
+}
+HBM_DEFAULT = "h800"
+
+
+def hbm_fraction(device_id, bandwidth):
+    """(fraction of `bandwidth` a streaming kernel sustains, basis, source)."""
+    if device_id in HBM_MEASURED:
+        got, src = HBM_MEASURED[device_id]
+        return min(1.0, got / bandwidth), "measured", src
+    got, src = HBM_MEASURED[HBM_DEFAULT]
+    return got / 3350e9, f"assumed (the {HBM_DEFAULT} fraction: no published measurement for {device_id})", src
+
+
+_FA2 = "FlashAttention-2 (Dao 2023, arXiv:2307.08691), abstract: up to 73% of peak on A100"
+_FA3 = "FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608), abstract"
+_FMLA = "deepseek-ai/FlashMLA:README.md (SM100 MHA prefill, 1460 TFLOPS forward on B200)"
+ATTENTION_MEASURED = {   # (device, format) -> (fraction of the dense peak, source)
+    ("a100-sxm-80gb", "bf16"): (0.73, _FA2),
+    ("h100-sxm", "bf16"): (740 / 989, _FA3 + ": FP16 up to 740 TFLOPs/s"),
+    ("h100-sxm", "fp8"): (1200 / 1979, _FA3 + ": FP8 close to 1.2 PFLOPs/s"),
+    ("b200", "bf16"): (1460 / 2250, _FMLA),
+}
+ATTENTION_ANALOGY = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-nvl": "h100-sxm",
+                     "h100-pcie": "h100-sxm", "h20": "h100-sxm", "gb200": "b200", "b300": "b200",
+                     "rtx-3090": "a100-sxm-80gb", "v100-sxm2": "a100-sxm-80gb"}
+_FORMATS = {"fp16": "bf16", "fp4": "fp8", "int8": "fp8"}
+
+
+def attention_fraction(device_id, fmt):
+    """(fraction of the dense peak a fused attention kernel achieves in prefill, basis,
+    source), or None when nothing is published for the device or its analogy."""
+    for dev in (device_id, ATTENTION_ANALOGY.get(device_id)):
+        for f in (fmt, _FORMATS.get(fmt), "fp8" if fmt == "fp4" else None, "bf16"):
+            if dev and f and (dev, f) in ATTENTION_MEASURED:
+                value, src = ATTENTION_MEASURED[(dev, f)]
+                basis = "measured" if (dev, f) == (device_id, fmt) else f"assumed ({dev} {f})"
+                return value, basis, src
+    return None

@@ -1,0 +1,147 @@
+"""The predicted time of an operator and of a pass: the ledger at achievable rates.
+
+For one ledger row (an operator over `repeats` identical layers):
+
+    matrix_s  = matrix FLOPs / (peak x MAMF fraction x wave efficiency)     (GEMMs)
+              = matrix FLOPs / (attention rate)                             (fused attention)
+    vector_s  = vector FLOPs / vector peak
+    memory_s  = bytes moved / (bandwidth x HBM fraction)
+    predicted = max(matrix_s + vector_s, memory_s) + kernels x KERNEL_S
+
+with the fractions of efficiency.matmul and efficiency.memory (each <= 1, so a
+predicted time is never below the operator's bound) and `kernels` = repeats for a
+row that moves bytes (one launch per layer; rows that move nothing, softmax inside
+a fused attention kernel, add none). KERNEL_S is the fixed cost of a short kernel
+(launch gap and tail under CUDA graphs): a constant fitted on the validation
+corpus (analyses/validate, leave one publisher out; docs/prediction.md), not a
+measurement. A pass's prediction is the sum over its rows (no overlap between
+operators, the order in which a stream runs them).
+
+Attention rate: the fused-attention fraction of efficiency.memory times the dense
+peak of the format attention runs in: the compute format, except FP4 (no FP4
+attention kernel is published: attention runs in FP8, else BF16).
+"""
+
+import re
+
+from ...record import Record
+from . import matmul, memory
+
+PREDICTION_CONVENTION = (
+    "Predicted (a third figure, not a bound): each operator at the rates a well-tuned stack "
+    "achieves (the device's measured maximum achievable matmul FLOP/s times the wave "
+    "efficiency of its output tiles, fused-attention throughput, sustained HBM bandwidth, "
+    "a fixed cost per kernel), operators summed; every rate and its source is in the "
+    "record's `prediction` and in docs/prediction.md; 'assumed' marks a borrowed figure.")
+KERNEL_S = 2.0e-6   # fitted: see analyses/validate FITTED and docs/prediction.md
+
+_GEMM = re.compile(r"^\[(\d+),(\d+)\]x\[(\d+),(\d+)\]$")
+
+
+class Rates(Record):
+    """Achievable rates of a device computing in one format, with their bases."""
+    matrix_flops_per_s: float
+    attention_flops_per_s: float
+    vector_flops_per_s: float
+    bytes_per_s: float
+    sms: int = 0
+    kernel_s: float = KERNEL_S
+    matrix_fraction: float = 1.0
+    memory_fraction: float = 1.0
+    bases: tuple = ()   # ((what, fraction, basis, source), ...)
+
+
+def _attention_format(device, fmt):
+    peaks = dict(device.matrix_flops_per_s)
+    for f in ((fmt,) if fmt != "fp4" else ()) + ("fp8", "bf16", "fp16"):
+        if peaks.get(f):
+            return f, peaks[f]
+    return fmt, None
+
+
+def achievable(device, compute_dtype, kernel_s=KERNEL_S):
+    """The Rates of `device` computing in `compute_dtype` (None when the device
+    publishes no matrix peak for it: no prediction without a peak to scale)."""
+    fmt = compute_dtype.peak or compute_dtype.name
+    peak = device.peak(compute_dtype)
+    if not peak or not device.vector_flops_per_s:
+        return None
+    mm = matmul.matmul_fraction(device.id, fmt, peak)
+    hbm = memory.hbm_fraction(device.id, device.memory_bandwidth_bytes_per_s)
+    afmt, apeak = _attention_format(device, fmt)
+    att = memory.attention_fraction(device.id, afmt)
+    if att is None or not apeak:
+        att, apeak = (mm[0], mm[1], mm[2]), peak
+    bases = (("matrix", mm[0], mm[1], mm[2]), ("hbm", hbm[0], hbm[1], hbm[2]),
+             (f"attention ({afmt})", att[0], att[1], att[2]))
+    return Rates(matrix_flops_per_s=peak * mm[0], attention_flops_per_s=apeak * att[0],
+                 vector_flops_per_s=device.vector_flops_per_s,
+                 bytes_per_s=device.memory_bandwidth_bytes_per_s * hbm[0],
+                 sms=matmul.SMS.get(device.id, 0), kernel_s=kernel_s,
+                 matrix_fraction=mm[0], memory_fraction=hbm[0], bases=bases)
+
+
+def wave(op, sms):
+    """Wave efficiency of a GEMM row whose shape reads [m,k]x[k,n] (1.0 otherwise)."""
+    g = _GEMM.match(op.shape) if op.category == "linear" else None
+    return matmul.wave_efficiency(int(g.group(1)), int(g.group(4)), sms) if g else 1.0
+
+
+def op_time(op, p):
+    """Predicted seconds of one ledger row on Rates `p`."""
+    matrix_s = op.matrix_flops / _matrix_rate(op, p) if op.matrix_flops else 0.0
+    compute_s = matrix_s + op.vector_flops / p.vector_flops_per_s
+    moved = op.bytes_moved
+    kernels = op.repeats if moved else 0
+    return max(compute_s, moved / p.bytes_per_s) + kernels * p.kernel_s
+
+
+def pass_time(ops, p):
+    """Predicted seconds of a pass: its rows' predicted times summed."""
+    return sum(op_time(op, p) for op in ops)
+
+
+def rates_record(p):
+    """The prediction's rates and their sources, for a result record."""
+    return {
+        "matrix_flops_per_s": p.matrix_flops_per_s,
+        "attention_flops_per_s": p.attention_flops_per_s,
+        "bytes_per_s": p.bytes_per_s,
+        "kernel_s": p.kernel_s,
+        "fractions": [{"rate": what, "fraction": f, "basis": basis, "source": src}
+                      for what, f, basis, src in p.bases],
+    }
+
+
+def _matrix_rate(op, p):
+    if op.category == "attention":
+        return p.attention_flops_per_s
+    return p.matrix_flops_per_s * wave(op, p.sms)
+
+
+def piece_times(pcs, p):
+    """Per operator of decode pieces (analyses/decode_sum): predicted seconds summed
+    over every step, each step's max(compute, memory) at the achievable rates (the
+    pieces' exact split where an operator turns compute-bound) plus its kernels."""
+    from ..decode_sum import FIELDS
+
+    mf, vf = FIELDS.index("matrix_flops"), FIELDS.index("vector_flops")
+    moved = [FIELDS.index(f) for f in ("weight_read", "act_read", "kv_read", "act_write", "kv_write")]
+    out = []
+    for i, op in enumerate(pcs[0].ops):
+        rate = _matrix_rate(op, p)
+
+        def compute_s(v):
+            return v[mf] / rate + v[vf] / p.vector_flops_per_s
+
+        def memory_s(v):
+            return sum(v[j] for j in moved) / p.bytes_per_s
+
+        total = 0.0
+        for piece in pcs:
+            for is_compute, count, v in piece.split(i, compute_s, memory_s):
+                total += compute_s(v) if is_compute else memory_s(v)
+                if memory_s(v):
+                    total += count * op.repeats * p.kernel_s
+        out.append(total)
+    return out

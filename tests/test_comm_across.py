@@ -1,0 +1,165 @@
+"""Collectives across scale-up domains: multi-rail rings, tree, two-level, NVLS-tree, SHARP,
+all-to-all with concurrent sends, and the lower bound (infracalc.comm; docs/communication.md).
+
+Every expected value is derived by hand in the comment beside it from the formula there.
+"""
+
+import unittest
+
+import support  # noqa: F401  (puts calculations/ on sys.path)
+from infracalc import comm
+from infracalc.collectives import Collective, token_bytes
+from infracalc.errors import UserError
+from infracalc.layout import Layout
+from infracalc.load.hardware import load_device
+
+US = 1e-6
+S = 1 << 30
+H100 = comm.links(load_device("h100-sxm"))
+H800 = comm.links(load_device("h800"))
+
+
+def ar(n, local, size=S, tier="out"):
+    return Collective("ar", "all_reduce", size, n, tier, local=local)
+
+
+class TwoNodesEightRails(unittest.TestCase):
+    """2 nodes x 8 H100, one 400 Gb/s NIC per GPU (8 rails per node): B_o = 50 GB/s per rank,
+    B_u = 450 GB/s, alpha_o = 2.7 us, alpha_u = 0.6 us, g = 8, m = 2, n = 16."""
+
+    def setUp(self):
+        self.c = ar(16, 8)
+        self.out, self.up = H100["out"], H100["up"]
+
+    def test_multi_rail_ring(self):
+        # 2(n-1)/n = 1.875; NIC share per byte 1/(8 x 50e9) = 2.5e-12 s beats NVLink's
+        # 0.875/450e9 = 1.944e-12 s: 1.875 x 2^30 x 2.5e-12 = 5,033.16 us, + 30 x 2.7 = 81 us.
+        t = comm.time_s(self.c, self.out, "ring", up=self.up)
+        self.assertAlmostEqual(t / US, 1.875 * S * 2.5e-12 / US + 81, places=6)
+        # busbw = S/t x 1.875 = 393.7 GB/s: the node's 8 NICs, not one (50 GB/s).
+        self.assertAlmostEqual(comm.busbw(self.c, t) / 1e9, 393.7, delta=0.05)
+
+    def test_flat_ring_is_one_nic(self):
+        # g = 1 (the old model, e.g. a DP group with TP 8 inside the node): 1.875 S / 50e9 + 81 us.
+        t = comm.time_s(ar(16, 1), self.out, "ring", up=self.up)
+        self.assertAlmostEqual(t / US, 1.875 * S / 50e9 / US + 81, places=6)
+
+    def test_tree_two_level_nvls_tree(self):
+        # tree, m = 2 (t_m = 1): 2 S max(1/400e9, 1/450e9) + 2 (1 x 2.7 + 7 x 0.6) us
+        #   = 5,368.71 + 13.8 us.
+        t = comm.time_s(self.c, self.out, "tree", up=self.up)
+        self.assertAlmostEqual(t / US, 2 * S / 400e9 / US + 13.8, places=6)
+        # two_level: 2 x 7/8 S / 450e9 + 2 x 1/2 x S / 400e9 + 2 x 7 x 0.6 + 2 x 1 x 2.7 us
+        #   = 4,175.66 + 2,684.35 + 8.4 + 5.4 us.
+        t = comm.time_s(self.c, self.out, "two_level", up=self.up)
+        self.assertAlmostEqual(t / US, (1.75 * S / 450e9 + S / 400e9) / US + 13.8, places=6)
+        # nvls_tree: max(S / (450e9 x 0.85), 1 x S / 400e9) + 25 + 2 x 1 x 2.7 us
+        #   = 2,807.17 + 30.4 us: what the estimate picks on two nodes.
+        t = comm.time_s(self.c, self.out, "nvls_tree", up=self.up)
+        self.assertAlmostEqual(t / US, S / 382.5e9 / US + 30.4, places=6)
+        self.assertEqual(comm.choose(self.c, self.out, up=self.up), ("nvls_tree", t))
+
+    def test_bound(self):
+        # max(2(m-1)/m S/(8 x 50e9), 1 x 15/16 S/(450e9 + 50e9)) + ceil(log2 2) x 2.7 us
+        #   = max(2,684.35, 2,013.27) + 2.7 us (NVLS counts as in-network reduction: e = 1).
+        t = comm.lower_bound_s(self.c, self.out, self.up)
+        self.assertAlmostEqual(t / US, S / 400e9 / US + 2.7, places=6)
+        # busbw 1.875 x S / (2,684.35 + 2.7 us) = 749.25 GB/s >= 430 GB/s measured (NVIDIA/nccl issue #1221).
+        self.assertAlmostEqual(comm.busbw(self.c, t) / 1e9, 749.25, delta=0.01)
+        self.assertEqual(comm.run_s(self.c, H100, "bound"), t)
+
+    def test_four_nodes(self):
+        # m = 4: ring 2 x 31/32 S / 400e9 + 62 x 2.7 us; bound max(1.5 S/400e9, 31/32 S/500e9)
+        # + 2 x 2.7 us; NCCL measures 320-331 GB/s busbw there (NVIDIA/nccl issue #1221), bound
+        # busbw 1.9375 x S / (4,026.53 + 5.4 us) = 515.97 GB/s.
+        c = ar(32, 8)
+        self.assertAlmostEqual(comm.time_s(c, self.out, "ring", up=self.up) / US,
+                               1.9375 * S / 400e9 / US + 62 * 2.7, places=6)
+        t = comm.lower_bound_s(c, self.out, self.up)
+        self.assertAlmostEqual(t / US, 1.5 * S / 400e9 / US + 5.4, places=6)
+        self.assertAlmostEqual(comm.busbw(c, t) / 1e9, 515.97, delta=0.01)
+
+    def test_all_gather_bound(self):
+        # all-gather of S over 16 ranks, 8 per node: max(1/2 S/400e9, 15/16 S/500e9) + 2.7 us
+        #   = max(1,342.18, 2,013.27) + 2.7: the rank's own links bind here.
+        c = Collective("ag", "all_gather", S, 16, "out", local=8)
+        self.assertAlmostEqual(comm.lower_bound_s(c, self.out, self.up) / US,
+                               15 / 16 * S / 500e9 / US + 2.7, places=6)
+
+    def test_sharp_collnet(self):
+        # With a reducing scale-out switch: collnet max(S/382.5e9, S/400e9) + 25 + 2 x 2.7 us;
+        # the bound's inter-node term drops to S/(8 x 50e9) with r = 1 (m = 2: unchanged here),
+        # and for m = 4 from 1.5 S/400e9 to S/400e9.
+        out = self.out.replace(in_network_reduce=True)
+        t = comm.time_s(self.c, out, "collnet", up=self.up)
+        self.assertAlmostEqual(t / US, S / 382.5e9 / US + 30.4, places=6)
+        c4 = ar(32, 8)
+        self.assertAlmostEqual(comm.lower_bound_s(c4, out, self.up) / US,
+                               max(S / 400e9, 31 / 32 * S / 500e9) / US + 5.4, places=6)
+
+    def test_errors(self):
+        with self.assertRaises(UserError):
+            comm.time_s(ar(8, 1, tier="up"), self.up, "two_level")      # one domain
+        with self.assertRaises(UserError):
+            comm.time_s(ar(16, 8), self.out, "collnet", up=self.up)     # no SHARP in the data
+        with self.assertRaises(UserError):
+            Collective("ar", "all_reduce", S, 16, "out", local=17)     # more per domain than ranks
+
+
+class ExpertParallelAllToAll(unittest.TestCase):
+    """EP 64 on H800, 8 GPUs per node: B_u = 200 GB/s, B_o = 50 GB/s, alpha_o = 2.7 us."""
+
+    def test_ep64_eight_per_node(self):
+        c = Collective("a2a", "all_to_all", S, 64, "out", local=8)
+        out, up = H800["out"], H800["up"]
+        # direct: max(7/64 S/200e9, 56/64 S/50e9) + 2.7 us = 18,790.3 + 2.7 us; NVLink share 587.2 us.
+        t = comm.time_s(c, out, "direct", up=up)
+        self.assertAlmostEqual(t / US, 56 / 64 * S / 50e9 / US + 2.7, places=6)
+        # ring (pairwise rounds): the same bytes, 63 x 2.7 us of latency.
+        self.assertAlmostEqual(comm.time_s(c, out, "ring", up=up) / US, 56 / 64 * S / 50e9 / US + 63 * 2.7,
+                               places=6)
+        self.assertEqual(comm.lower_bound_s(c, out, up), t)
+        # Before: the peers in the node went through the NIC too: 63/64 S / 50e9.
+        flat = comm.time_s(c.replace(local=1), out, "direct", up=up)
+        self.assertAlmostEqual(flat / US, 63 / 64 * S / 50e9 / US + 2.7, places=6)
+
+    def test_inside_one_node_one_round(self):
+        # EP 8 inside the node: 7/8 S / 200e9 + 0.6 us (one round), not 7 x 0.6 us.
+        c = Collective("a2a", "all_to_all", 1 << 20, 8, "up")
+        self.assertAlmostEqual(comm.time_s(c, H800["up"], "direct") / US, 7 / 8 * 2**20 / 200e9 / US + 0.6,
+                               places=6)
+        self.assertEqual(comm.choose(c, H800["up"])[0], "direct")
+
+    def test_deepep_formats(self):
+        # FP8 with one fp32 scale per 128 values: 7168 + 4 x 56 = 7,392 B; BF16 14,336 B.
+        self.assertEqual(token_bytes(7168, "fp8", 2), 7392)
+        self.assertEqual(token_bytes(7168, "bf16", 1), 14336)
+        self.assertEqual(token_bytes(7168, "", 2), 14336)
+        self.assertEqual(token_bytes(100, "fp8", 2), 100 + 4)    # ceil(100/128) = 1 scale
+        cs = comm.ep_collectives(128, 8, 7168, 2, 256, 58, "out", experts=256,
+                                 dispatch_token_bytes=7392, combine_token_bytes=14336, local=8)
+        # DeepEP's low-latency table setting: 128 tokens x 8 copies x 7,392 B = 7,569,408 B out,
+        # x 14,336 B = 14,680,064 B back.
+        self.assertEqual([c.bytes for c in cs], [7_569_408, 14_680_064])
+        self.assertEqual({c.local for c in cs}, {8})
+
+
+class RanksPerDomain(unittest.TestCase):
+    def test_layout_groups(self):
+        # 256 devices, 8 per domain. TP 8 DP 32: the DP group's members are 8 apart: one per node.
+        lay = Layout(tp=8, dp=32)
+        self.assertEqual(comm.ranks_per_domain(lay, "dp", 8), 1)
+        self.assertEqual(comm.ranks_per_domain(lay, "tp", 8), 1)      # fits: unused
+        # TP 1 DP 256: 8 consecutive DP ranks per node.
+        self.assertEqual(comm.ranks_per_domain(Layout(dp=256), "dp", 8), 8)
+        # TP 2 DP 128: stride 2, ceil(8/2) = 4 per node.
+        self.assertEqual(comm.ranks_per_domain(Layout(tp=2, dp=128), "dp", 8), 4)
+        # EP 64 over TP 1 DP 64: the EP group is 64 consecutive ranks: 8 per node.
+        self.assertEqual(comm.ranks_per_domain(Layout(dp=64, ep=64), "ep", 8), 8)
+        # EP 16 over TP 2 DP 8 CP 2 (order tp-cp-ep-dp-pp): tp blocks of 2 every dp stride 4:
+        # 2 x ceil(8/4) = 4 per node.
+        self.assertEqual(comm.ranks_per_domain(Layout(tp=2, dp=8, cp=2, ep=16), "ep", 8), 4)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,153 @@
+"""Efficiency models (analyses/efficiency): values derived from their published sources,
+and the invariants that keep the prediction a separate figure that never beats the bound."""
+
+import unittest
+
+from support import Workload, load_model
+
+from infracalc import ledger
+from infracalc.analyses import decode_sum
+from infracalc.analyses.efficiency import matmul, memory, predict
+from infracalc.analyses.roofline import op_bound, roof
+from infracalc.dtypes import DTYPES
+from infracalc.load.hardware import load_device
+from infracalc.ops import Op
+
+
+class Mamf(unittest.TestCase):
+    """stas00/ml-engineering:compute/accelerator/README.md, Maximum Achievable Matmul FLOPS table."""
+
+    def fraction(self, device, fmt):
+        d = load_device(device)
+        return matmul.matmul_fraction(device, fmt, dict(d.matrix_flops_per_s)[fmt])
+
+    def test_measured_devices(self):
+        # H100 SXM BF16: 794.5 TFLOP/s measured over our file's dense peak 989.5
+        self.assertAlmostEqual(self.fraction("h100-sxm", "bf16").value, 794.5 / 989.5, places=12)
+        self.assertEqual(self.fraction("h100-sxm", "bf16")[1], "measured")
+        # H100 SXM FP8: 1402.6 of 1979
+        self.assertAlmostEqual(self.fraction("h100-sxm", "fp8").value, 1402.6 / 1979, places=12)
+        # A100 SXM BF16: 271.2 of 312
+        self.assertAlmostEqual(self.fraction("a100-sxm-80gb", "bf16").value, 271.2 / 312, places=12)
+        # MI300X BF16: 668.4 over our 1307.4 (the table rounds the peak to 1300)
+        self.assertAlmostEqual(self.fraction("mi300x", "bf16").value, 668.4 / 1307.4, places=12)
+
+    def test_borrowed_figures_say_assumed(self):
+        # H200 (same die as H100 SXM): the H100 table fraction 794.5 / 989
+        f = self.fraction("h200", "bf16")
+        self.assertAlmostEqual(f.value, 794.5 / 989, places=12)
+        self.assertTrue(f[1].startswith("assumed (h100-sxm bf16"), f[1])
+        # B200 FP4: no Blackwell measurement; FP4 borrows FP8 of H100: 1402.6 / 1979
+        f = self.fraction("b200", "fp4")
+        self.assertAlmostEqual(f.value, 1402.6 / 1979, places=12)
+        self.assertIn("assumed", f[1])
+        # MI300X FP8: the device's own BF16 figure (668.4 / 1300)
+        f = self.fraction("mi300x", "fp8")
+        self.assertAlmostEqual(f.value, 668.4 / 1300, places=12)
+        self.assertEqual(f[1], "assumed (bf16 of the same device)")
+
+    def test_every_fraction_is_at_most_one(self):
+        for device in matmul.SMS:
+            d = load_device(device)
+            for fmt, peak in d.matrix_flops_per_s:
+                if peak:
+                    self.assertLessEqual(matmul.matmul_fraction(device, fmt, peak).value, 1.0)
+
+
+class Waves(unittest.TestCase):
+    def test_partial_last_wave(self):
+        # [2048, 4096] output, 128x128 tiles: 16 x 32 = 512 tiles; 132 SMs -> 4 waves = 528 slots
+        self.assertAlmostEqual(matmul.wave_efficiency(2048, 4096, 132), 512 / 528, places=15)
+        # 133 tiles on 132 SMs: 2 waves, the second nearly empty: 133 / 264
+        self.assertAlmostEqual(matmul.wave_efficiency(133 * 128, 128, 132), 133 / 264, places=15)
+
+    def test_exact_waves_and_split_k(self):
+        self.assertEqual(matmul.wave_efficiency(128 * 132, 128, 132), 1.0)   # one full wave
+        self.assertEqual(matmul.wave_efficiency(256, 1024, 132), 1.0)        # 16 tiles < 132: split-K
+        self.assertEqual(matmul.wave_efficiency(2048, 4096, 0), 1.0)         # SM count unknown
+
+
+class Hbm(unittest.TestCase):
+    def test_flashmla_figure(self):
+        # deepseek-ai/FlashMLA README: 3000 GB/s memory-bound on H800 SXM5 (3.35 TB/s datasheet)
+        f, basis, _ = memory.hbm_fraction("h800", 3.35e12)
+        self.assertAlmostEqual(f, 3000 / 3350, places=12)
+        self.assertEqual(basis, "measured")
+        f, basis, _ = memory.hbm_fraction("mi300x", 5.3e12)
+        self.assertAlmostEqual(f, 3000 / 3350, places=12)
+        self.assertTrue(basis.startswith("assumed"))
+
+    def test_attention_figures(self):
+        # FlashAttention-3 abstract: 740 TFLOP/s FP16 (of 989), close to 1.2 PFLOP/s FP8 (of 1979)
+        self.assertAlmostEqual(memory.attention_fraction("h100-sxm", "bf16")[0], 740 / 989, places=12)
+        self.assertAlmostEqual(memory.attention_fraction("h100-sxm", "fp8")[0], 1200 / 1979, places=12)
+        # FlashAttention-2 abstract: up to 73% of the A100 peak
+        self.assertEqual(memory.attention_fraction("a100-sxm-80gb", "bf16")[0], 0.73)
+        # FlashMLA README: 1460 TFLOP/s MHA prefill forward on B200 (2250 dense BF16)
+        self.assertAlmostEqual(memory.attention_fraction("b200", "bf16")[0], 1460 / 2250, places=12)
+        self.assertEqual(memory.attention_fraction("h200", "bf16")[1], "assumed (h100-sxm bf16)")
+
+
+class OperatorTime(unittest.TestCase):
+    def rates(self, **kw):
+        base = dict(matrix_flops_per_s=800e12, attention_flops_per_s=700e12, vector_flops_per_s=60e12,
+                    bytes_per_s=3e12, sms=132, kernel_s=2e-6)
+        base.update(kw)
+        return predict.Rates(**base)
+
+    def test_gemm_by_hand(self):
+        # [2048,4096]x[4096,4096]: 2*2048*4096*4096 FLOPs at 800 TFLOP/s x 512/528 (waves),
+        # bytes 32 MiB + 16 MiB + 16 MiB at 3 TB/s is shorter; plus one kernel of 2 us
+        flops = 2 * 2048 * 4096 * 4096
+        op = Op("q_proj", "linear", "[2048,4096]x[4096,4096]", matrix_flops=flops,
+                weight_read=2 * 4096 * 4096, act_read=2 * 2048 * 4096, act_write=2 * 2048 * 4096)
+        expected = flops / (800e12 * 512 / 528) + 2e-6
+        self.assertAlmostEqual(predict.op_time(op, self.rates()), expected, places=15)
+        # over 32 layers: 32x the work, 32 kernels
+        self.assertAlmostEqual(predict.op_time(op.times(32, "0-31"), self.rates()), 32 * expected, places=13)
+
+    def test_memory_bound_and_attention(self):
+        op = Op("rmsnorm", "vector", "[1,4096]", vector_flops=4 * 4096, act_read=8192, act_write=8192,
+                weight_read=8192)
+        self.assertAlmostEqual(predict.op_time(op, self.rates()), 3 * 8192 / 3e12 + 2e-6, places=18)
+        att = Op("attn_qk", "attention", "x", matrix_flops=10**12, act_read=1)
+        self.assertAlmostEqual(predict.op_time(att, self.rates()), 10**12 / 700e12 + 2e-6, places=15)
+        # a row that moves nothing (softmax inside the fused kernel) launches nothing
+        sm = Op("softmax", "vector", "x", vector_flops=6 * 10**9)
+        self.assertAlmostEqual(predict.op_time(sm, self.rates()), 6e9 / 60e12, places=18)
+
+
+class NeverBelowTheBound(unittest.TestCase):
+    CASES = (("llama-3.1-8b", "h100-sxm", "bf16"), ("qwen3-30b-a3b", "b200", "fp4"),
+             ("deepseek-v3", "h200", "fp8"), ("mistral-7b-v0.1", "mi300x", "fp8"), ("gpt-oss-120b", "gb200", "fp8"))
+
+    def test_every_operator(self):
+        for model, device, fmt in self.CASES:
+            arch, d = load_model(model), load_device(device)
+            for batch, tokens, history in ((1, 1, 4096), (64, 1, 1024), (1, 2048, 0)):
+                w = Workload(batch=batch, tokens=tokens, history=history, weight_dtype=DTYPES[fmt],
+                             act_dtype=DTYPES["fp8" if fmt == "fp4" else fmt], kv_dtype=DTYPES["bf16"])
+                r, p = roof(d, w.compute_dtype), predict.achievable(d, w.compute_dtype)
+                for op in ledger.operators(arch, w):
+                    with self.subTest(model=model, op=op.name, batch=batch, tokens=tokens):
+                        self.assertGreaterEqual(predict.op_time(op, p), op_bound(op, r)[2])
+
+
+class DecodePieces(unittest.TestCase):
+    def test_summed_steps_equal_each_step(self):
+        # the closed-form per-operator sum over steps equals the steps' ledgers one by one
+        arch, d = load_model("mistral-7b-v0.1"), load_device("h100-sxm")   # sliding window 4096
+        w = Workload(batch=4, tokens=1, history=0)
+        p = predict.achievable(d, w.compute_dtype)
+        lo, hi = 4090, 4101                                           # across the window's edge
+        summed = predict.piece_times(decode_sum.decode_pieces(arch, w, lo, hi), p)
+        by_step = [0.0] * len(summed)
+        for h in range(lo, hi + 1):
+            for i, op in enumerate(ledger.operators(arch, w.replace(history=h))):
+                by_step[i] += predict.op_time(op, p)
+        for a, b in zip(summed, by_step):
+            self.assertAlmostEqual(a, b, delta=1e-12 + 1e-9 * b)
+
+
+if __name__ == "__main__":
+    unittest.main()
