@@ -115,6 +115,10 @@ DTYPES = {d.name: d for d in (
            description="NVFP4: E2M1 + one E4M3 scale per 16 values + one FP32 per tensor"),
 )}
 
+# Formats a checkpoint keeps a non-weight tensor in (Tensor.stored), never a --weight-dtype:
+# integer lookup tables (DeepSeek-V4's hash-routing tid2eid, I64 in the checkpoint).
+STORED_ONLY = {"int64": Dtype("int64", 64, description="int64 (integer lookup tables)")}
+
 # The formats the book's tables use (bojieli/ai-infra-book, calculations/results).
 BOOK_FORMATS = (
     "bf16 (weights, activations and KV cache of the baseline)",

@@ -28,6 +28,9 @@ VECTOR_FLOPS = {
     # u = clamp(u, -limit, limit) (2), g * sigmoid(alpha * g) (alpha*g 1, exp 1,
     # add 1, div 1, * g 1 = 5), (u + 1) * that (2): 10.
     "swiglu_clamp": 10,
+    # DeepSeek-V4 (swiglu_limit): u = clamp(u, -limit, limit) (2), g = min(g, limit) (1),
+    # silu(g) (4), * u (1): 8.
+    "swiglu_limit": 8,
     "l2norm": 3,     # x^2, sum, * rsqrt(mean): RMSNorm without a weight (Llama 4 qk norm)
     "sink": 4,       # per softmax row: the sink logit joins the max, subtract, exp, sum (never scaled)
     "moe_combine": 2,  # per routed expert output value: * routing weight, + into the token's sum
@@ -39,6 +42,7 @@ VECTOR_FLOPS = {
     "relu": 1,       # max(0, x) (OPT)
     "softcap": 3,    # c * tanh(x / c): divide, tanh, multiply (Gemma 2 attention and final logits)
     "scaled_residual": 2,  # x + m * f(x): multiply, add (Granite residual_multiplier)
+    "alpha_beta_residual": 3,  # alpha * x + beta * f(x): two multiplies, add (MiniMax)
     "gelu_erf": 5,   # 0.5*x*(1+erf(x/sqrt(2))): / sqrt(2), erf, + 1, * x, * 0.5
     "gelu_tanh": 9,  # 0.5*x*(1+tanh(c*(x+0.044715 x^3))), the GPT-2 "gelu_new" (geglu_tanh without * up)
 }

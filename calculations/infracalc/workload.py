@@ -1,6 +1,6 @@
 """What one forward pass processes, and in which number formats."""
 
-from .dtypes import DTYPES, Dtype
+from .dtypes import DTYPES, STORED_ONLY, Dtype
 from .errors import UserError
 from .record import Record
 
@@ -31,7 +31,7 @@ class Workload(Record):
     routing: str = "uniform"      # MoE routing model (see blocks.moe)
     routing_loads: tuple = ()     # relative load per expert for routing "histogram"
     mla: str = "absorbed"         # MLA execution path: auto | absorbed | expanded | naive (blocks.mla)
-    delta_form: str = "auto"      # Gated DeltaNet form: auto | chunked | recurrent (see blocks.linear_attention)
+    delta_form: str = "auto"      # linear-attention form: auto | chunked | recurrent (blocks.linear_attention, blocks.lightning)
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
 
     def _check(self):
@@ -98,5 +98,28 @@ class Workload(Record):
         return _BF16
 
     def weight_bytes(self, tensor):
-        fmt = DTYPES[tensor.stored] if tensor.stored else self.dtype_for(tensor.role)
+        stored = tensor.stored
+        fmt = (DTYPES.get(stored) or STORED_ONLY[stored]) if stored else self.dtype_for(tensor.role)
         return fmt.nbytes(tensor.shape)
+
+
+def from_formats(arch, *, weight_dtype=None, act_dtype="bf16", kv_dtype=None, routing="uniform", routing_loads=(),
+                 **fields):
+    """A Workload of `arch` from format names: an explicit weight format replaces the
+    checkpoint's native ones (bf16 plus `arch.native_formats` otherwise); the cache is in the
+    activation format unless kv_dtype names one. Other Workload fields pass by keyword."""
+    from .dtypes import dtype
+
+    if weight_dtype:
+        weight, formats = dtype(weight_dtype), ()
+    else:
+        weight = dtype("bf16")
+        formats = tuple((role, dtype(name)) for role, name in arch.native_formats)
+    act = dtype(act_dtype)
+    kv = dtype(kv_dtype) if kv_dtype else act
+    if kv.block:
+        raise UserError(f"--kv-dtype {kv.name}: 128x128 block scales apply to weight matrices, "
+                        "not to cache rows; use fp8")
+    return Workload(weight_dtype=weight, act_dtype=act, kv_dtype=kv, formats=formats, routing=routing,
+                    routing_loads=routing_loads, **fields)
+
