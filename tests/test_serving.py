@@ -305,7 +305,7 @@ class ValidateCommand(unittest.TestCase):
             self.assertEqual(rec["cases"][0]["status"], "exempt")
 
     def test_cli_exit_status_and_printed_exemption(self):
-        # What CI runs: `validate` exits 1 when a measurement beats its bound and prints the
+        # What CI runs: `validate` exits 3 when a measurement beats its bound and prints the
         # case as exceeding it; with a reasoned exemption it exits 0 and prints the reason.
         import functools
         import tempfile
@@ -322,7 +322,7 @@ class ValidateCommand(unittest.TestCase):
             path = os.path.join(d, "too-fast.json")
             here = functools.partial(V.validate, directory=d)
             with mock.patch.object(V, "validate", here):
-                for exemption, want in ((None, 1), ({"reason": "a stated reason"}, 0)):
+                for exemption, want in ((None, 3), ({"reason": "a stated reason"}, 0)):
                     case["exemption"] = exemption
                     with open(path, "w", encoding="utf-8") as f:
                         json.dump(case, f)

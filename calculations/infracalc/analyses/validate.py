@@ -95,34 +95,13 @@ def case_paths(directory=VALIDATION_DIR):
 
 
 def load_case(path):
-    """A case file -> dict, its required fields checked (UserError naming the field)."""
+    """A case file -> dict, checked against the case schema (analyses/case_schema;
+    UserError naming the file and the field)."""
     from ..load.models import read_json
+    from .case_schema import check
 
     data = read_json(path)
-    name = os.path.basename(path)
-    if not isinstance(data, dict):
-        raise UserError(f"{name}: a validation case must be a JSON object")
-    for key in REQUIRED:
-        if key not in data:
-            raise UserError(f"{name}: missing required field '{key}'")
-    if data["id"] + ".json" != name:
-        raise UserError(f"{name}: id '{data['id']}' must equal the file name without .json")
-    if data["kind"] not in KINDS:
-        from ..errors import unknown
-        raise UserError(f"{name}: {unknown('kind', data['kind'], KINDS)}")
-    setup, measured = data["setup"], data["measured"]
-    for key in SETUP_REQUIRED[data["kind"]]:
-        if not isinstance(setup, dict) or key not in setup:
-            raise UserError(f"{name}: missing required field 'setup.{key}'")
-    value = measured.get("value") if isinstance(measured, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise UserError(f"{name}: 'measured.value' must be a positive number")
-    if not isinstance(data["assumptions"], list):
-        raise UserError(f"{name}: 'assumptions' must be a list of strings")
-    ex = data["exemption"]
-    if ex is not None and not (isinstance(ex, dict) and isinstance(ex.get("reason"), str)
-                               and ex["reason"].strip()):
-        raise UserError(f"{name}: 'exemption' must be null or {{\"reason\": \"...\"}} with a reason")
+    check(data, os.path.basename(path), os.path.dirname(path), KINDS, SETUP_REQUIRED)
     data["_dir"] = os.path.dirname(path)
     return data
 

@@ -26,8 +26,9 @@ def rank_order(text):
 
 def add_arguments(p):
     common.add_model(p)
-    p.add_argument("--devices", type=common.positive_int, required=True, metavar="N",
-                   help="devices in the cluster (= tp x pp x dp x cp)")
+    p.add_argument("--devices", type=common.positive_int, default=None, metavar="N",
+                   help="devices in the cluster (= tp x pp x dp x cp; default: that product, dp 1 "
+                        "unless given; required with --search)")
     common.add_lengths(p)
     p.add_argument("--batch", type=common.positive_int, default=None, metavar="B",
                    help="concurrent requests per model replica (default 1; with --search "
@@ -96,6 +97,8 @@ def _layout(args, devices):
 
     inner = args.tp * args.pp * args.cp
     dp = args.dp
+    if devices is None:   # the layout's own size
+        devices = inner * (dp or 1)
     if dp is None:
         if devices % inner:
             raise UserError(f"--devices {devices} is not a multiple of tp x pp x cp = {inner}")
@@ -143,6 +146,8 @@ def run(args):
                          args.overlap, args.algorithm, link_options,
                          1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split,
                          args.dispatch_dtype, args.combine_dtype)
+    if args.search and args.devices is None:
+        raise UserError("--search needs --devices N (the device count whose layouts it ranks)")
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)

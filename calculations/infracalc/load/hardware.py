@@ -72,6 +72,12 @@ class Device(Record):
         return tuple((k, None if v is None else v / bw) for k, v in self.matrix_flops_per_s)
 
 
+# Names of a part family that mean one bundled part (each output names the part it used:
+# "NVIDIA H100 SXM5 80GB (`h100-sxm`)"). The other H100 parts are h100-pcie and h100-nvl.
+DEVICE_ALIASES = {"h100": "h100-sxm", "h100-sxm5": "h100-sxm", "a100": "a100-sxm-80gb",
+                  "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "v100": "v100-sxm2"}
+
+
 def device_ids():
     return sorted(f[:-5] for f in os.listdir(HARDWARE_DIR) if f.endswith(".json"))
 
@@ -220,15 +226,20 @@ def load_device(spec, memory_convention="physical"):
 
 
 def _load(spec):
-    if spec in _CACHE:
-        return _CACHE[spec]
-    if spec.endswith(".json") or os.sep in spec:
+    is_path = spec.endswith(".json") or os.sep in spec
+    key = os.path.abspath(spec) if is_path else spec   # a relative path: another file elsewhere
+    if key in _CACHE:
+        return _CACHE[key]
+    if is_path:
         regular_file(spec, "device file")
         path, source = spec, quote(spec)
     else:
         path, source = os.path.join(HARDWARE_DIR, spec + ".json"), spec
         if not os.path.isfile(path):
-            raise unknown("device", spec, device_ids())
+            alias = DEVICE_ALIASES.get(spec.lower(), spec.lower())
+            path, source = os.path.join(HARDWARE_DIR, alias + ".json"), alias
+            if not os.path.isfile(path):
+                raise unknown("device", spec, device_ids())
     data = read_json(path, "device file")
     if not isinstance(data, dict):
         raise UserError(f"{source}: device file must be a JSON object")
@@ -260,5 +271,5 @@ def _load(spec):
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
         tdp_watts=_int(data, "tdp_watts", source, required=False), source=source)
-    _CACHE[spec] = dev
+    _CACHE[key] = dev
     return dev
