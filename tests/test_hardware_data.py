@@ -219,14 +219,18 @@ class HardwareDataTest(unittest.TestCase):
                 if "fp4" in m and "fp8" in m:
                     self.assertGreaterEqual(m["fp4"], m["fp8"])
 
-    def test_consumer_cards_have_no_scale_out(self):
-        for stem in ("rtx-4090", "rtx-5090"):
+    def test_pcie_cards_default_scale_out_is_their_pcie_link(self):
+        # No NVLink and no NIC in the product: GPUs of a multi-GPU PCIe server talk over their own
+        # PCIe x16 link through the host, the stated default scale-out tier (never faster, so the
+        # bound stays a bound; issue 17).
+        for stem in ("rtx-3090", "rtx-4090", "rtx-5090", "rtx-pro-6000"):
             with self.subTest(device=stem):
                 data = self.rec(stem)
-                self.assertIsNone(data["scale_out"])
-                self.assertIn("scale_out", data["sources"])
-                self.assertEqual(data["scale_up"]["domain_size"], 1)
-                self.assertTrue(data["scale_up"]["name"].startswith("PCIe"))
+                up, out = data["scale_up"], data["scale_out"]
+                self.assertEqual(up["domain_size"], 1)
+                self.assertTrue(up["name"].startswith("PCIe") and out["name"].startswith("PCIe"))
+                self.assertEqual(out["bytes_per_s_per_direction"], up["bytes_per_s_per_direction"])
+                self.assertIn("default", data["sources"]["scale_out.bytes_per_s_per_direction"]["note"])
 
     def test_h20_is_third_party(self):
         data = self.rec("h20")

@@ -30,6 +30,8 @@ def placed(operation, size, ranks, ranks_per_node, device):
         from ..errors import unknown
         raise unknown("operation", operation, tuple(OPERATIONS))
     kind = OPERATIONS[operation]
+    if ranks < 2:
+        raise UserError(f"a collective needs at least 2 ranks, got --ranks {ranks}")
     domain = domain_of(device)
     g = min(ranks, domain) if ranks_per_node is None else ranks_per_node
     if g > ranks:
