@@ -273,7 +273,15 @@ def _device(device_id):
 
 
 def evaluate(case):
-    """One output row: measured, bound, ratio (or why it is not evaluated)."""
+    """One output row: measured, bound, ratio (or why it is not evaluated), and the
+    predicted figure beside them (analyses/validate_predict)."""
+    from .validate_predict import with_prediction
+
+    return with_prediction(case, _bound_row(case))
+
+
+def _bound_row(case):
+    """The row's measured figure, bound and ratio (or why it is not evaluated)."""
     s, m = case["setup"], case["measured"]
     collective = case["kind"] == "collective"
     row = {
@@ -371,6 +379,8 @@ def validate(case_id=None, directory=VALIDATION_DIR):
             from ..errors import unknown
             raise unknown("validation case", case_id, ids, "`validate --format csv`")
         paths = [p for p in paths if os.path.basename(p)[:-5] == case_id]
+    from .validate_predict import PREDICTION_CONVENTIONS, accuracy
+
     rows = [evaluate(load_case(p)) for p in paths]
     failures = [r["id"] for r in rows if r["status"] == "EXCEEDS BOUND"]
     return {
@@ -379,6 +389,7 @@ def validate(case_id=None, directory=VALIDATION_DIR):
         "inputs": {"case": case_id},
         "cases": rows,
         "spread": spread(rows),
+        "accuracy": accuracy(rows),
         "failures": failures,
-        "conventions": list(CONVENTIONS),
+        "conventions": list(CONVENTIONS) + list(PREDICTION_CONVENTIONS),
     }
