@@ -20,6 +20,8 @@ COMMANDS = {
              "queueing, and the fewest devices meeting --ttft-limit / --tpot-limit",
     "budget": "first-order budgets with declared inputs: a nominal dense model of N parameters (decode, "
               "transfer, training), memory concurrency by Little's law, checkpoint intervals",
+    "collective": "one collective (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv) over N ranks "
+                  "on a device's links, nccl-tests style: time, algbw, busbw per algorithm and the bound",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 3 if one beats its bound",
