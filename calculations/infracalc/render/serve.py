@@ -160,6 +160,26 @@ def pd_lines(rec):
     return lines + [""]
 
 
+def speculative_lines(rec):
+    sp = rec["speculative"]
+    b = sp["best"]
+    rates = ", ".join(f"{a:g}" for a in sp["acceptance"])
+    lines = [f"## Speculative decoding: draft `{inline(sp['draft_model'])}`, acceptance {rates}, "
+             f"batch {sp['batch']}, at history {sp['history']} (estimate)", "",
+             f"**Best draft length {b['draft_tokens']}**: {b['expected_tokens_per_step']:.4f} tokens per verify "
+             f"step, TPOT {_s(b['tpot_s'])} against {_s(sp['plain_step_s'])} plain "
+             f"({b['speedup_vs_plain']:.3f}x).", ""]
+    rows = [[x["draft_tokens"], f"{x['expected_tokens_per_step']:.4f}", _s(x["draft_s"]), _s(x["verify_s"]),
+             _s(x["tpot_s"]), f"{x['speedup_vs_plain']:.3f}", x["verify_bound"]] for x in sp["rows"]]
+    lines += [markdown_table(["k", "E(k) tokens/step", "draft", "verify", "TPOT", "speed-up", "verify bound"],
+                             rows), ""]
+    rows = [[p["accepted"], p["tokens"], f"{p['at_least_probability']:.6f}", f"{p['probability']:.6f}"]
+            for p in sp["positions"]]
+    lines += [f"Accepted drafts per verify step at k = {b['draft_tokens']}:", "",
+              markdown_table(["accepted", "tokens yielded", "P(at least)", "P(exactly)"], rows), ""]
+    return lines
+
+
 def markdown(rec):
     i = rec["inputs"]
     title = f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}"
@@ -174,6 +194,8 @@ def markdown(rec):
         lines += worker_lines(rec)
     if "pd" in rec:
         lines += pd_lines(rec)
+    if "speculative" in rec:
+        lines += speculative_lines(rec)
     if rec["policies"]:
         lines += policy_lines(rec)
     lines += ["## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
