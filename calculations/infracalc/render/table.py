@@ -24,6 +24,16 @@ def cell(value):
     return inline(value).replace("|", "\\|")
 
 
+def no_layout_line(devices, rejected):
+    """The verdict of a search that admitted no layout, naming its reasons (largest first)
+    rather than blaming the model: [{"reason", "layouts"}, ...] from the search record."""
+    from .units import count
+
+    why = "; ".join(f"{count(r['layouts'], 'layout')}: {r['reason']}" for r in
+                    sorted(rejected, key=lambda r: -r["layouts"]))
+    return f"**No layout of {count(devices, 'device')} is admitted: {why or 'none considered'}.**"
+
+
 def markdown_table(header, rows, align=None):
     """A GitHub-flavoured table; align is a string of 'l'/'r' per column; every
     cell goes through `cell`."""

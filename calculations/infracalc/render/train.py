@@ -1,7 +1,7 @@
 """Markdown and CSV for a `train` record."""
 
 from . import units as u
-from .table import inline, markdown_table, records_to_csv, shown
+from .table import inline, markdown_table, no_layout_line, records_to_csv, shown
 
 
 def _row(label, n, human):
@@ -239,7 +239,7 @@ def search_markdown(rec):
         *(["## Best layouts", "",
            markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
                            "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")] if rows else
-          [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]), "",
+          [no_layout_line(i["devices"], rec["rejected"])]), "",
         "## Rejected layouts", "",
         markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
         "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], "",
