@@ -12,6 +12,7 @@ from support import Workload, load_model  # noqa: F401  (sets the path)
 from infracalc import comm
 from infracalc import layout as placement
 from infracalc.analyses import parallel as P
+from infracalc.analyses.parallel import communication
 from infracalc.analyses import train_time
 from infracalc.layout import Layout
 from infracalc.load.hardware import load_device
@@ -73,7 +74,8 @@ class SameInBothCommands(unittest.TestCase):
             placement.validate(arch, lay)
             plan = P.Plan(arch, Workload(), H100, 2048, 2)
             st = placement.stages(arch, lay)[0]
-            ours = plan.collectives(lay, st, "prefill", 1, 2048)
+            ours = communication.merged_collectives(
+                communication.stage_collectives(plan, lay, st, "prefill", 1, 2048))
             theirs = [c for c, phase in train_time.stage_collectives(arch, lay, st, w, H100, "none", 1)
                       if phase == "forward"]
             self.assertEqual(rows(ours, "ep"), rows(theirs, "ep"), (tp, ep, sp))
@@ -82,7 +84,7 @@ class SameInBothCommands(unittest.TestCase):
             self.assertEqual(mlp(ours) == [], tp == 1 or sp, (tp, ep, sp))   # no shared expert
             if pp > 1:
                 sent = {(c.kind, c.bytes) for c in theirs if c.dim == "pp"}
-                self.assertEqual(sent, {(c.kind, c.bytes) for c in plan.transfer(lay, 2048)[0] if c.kind == "p2p"})
+                self.assertEqual(sent, {(c.kind, c.bytes) for c in communication.transfer(plan, lay, 2048)[0] if c.kind == "p2p"})
                 self.assertEqual(sent, {("p2p", 512 * 2048 * 2)})   # 2,048 / tp 4 tokens x 2,048 x 2 B
 
     def test_received_copies_equal_the_routed_work(self):

@@ -20,8 +20,9 @@ class Errors(unittest.TestCase):
         self.assertUsageError(["forward", "--model", "qwen3-7b"], "unknown model 'qwen3-7b'", "qwen3-8b")
 
     def test_unknown_device_suggests(self):
-        self.assertUsageError(["forward", "--model", "qwen3-8b", "--device", "h100"],
-                              "unknown device 'h100'", "h100-sxm")
+        # (`h100` itself is the SXM part: tests/test_names.py)
+        self.assertUsageError(["forward", "--model", "qwen3-8b", "--device", "h100-sxm4"],
+                              "unknown device 'h100-sxm4'", "h100-sxm")
 
     def test_unknown_id_among_many_choices(self):
         # 213 validation cases, 192 scenarios: a close id is suggested; with none close the

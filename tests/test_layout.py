@@ -81,12 +81,19 @@ class ExactFigures(unittest.TestCase):
 
 # -- conservation ---------------------------------------------------------------
 
+HC = tuple(f"hc_{s}_{t}" for s in ("attn", "ffn", "head") for t in ("fn", "base", "scale"))
 REPLICATED = ("norm.weight", "o_proj.bias", ".gate.bias", "e_score_correction_bias",
               "shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight",
               # GPT blocks: LayerNorm weights and biases, the MLP's c_proj bias, the position table
               "norm.bias", "ln_1.weight", "ln_1.bias", "ln_2.weight", "ln_2.bias", "ln_f.weight",
-              "ln_f.bias", "c_proj.bias", "wpe.weight")
-REPLICATED_GEMMS = ("shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight")
+              "ln_f.bias", "c_proj.bias", "wpe.weight",
+              # DeepSeek-V4 (inference/model.py): mHC weights, the plain-Linear wq_a and wkv,
+              # the compressors (not parallel); the sinks, wq_b, wo_a/wo_b and indexer split
+              *HC, "gate.tid2eid", "attn.wq_a.weight", "attn.wkv.weight", "compressor.ape",
+              "compressor.wkv.weight", "compressor.wgate.weight")
+REPLICATED_GEMMS = ("shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight",
+                    "hc_attn_fn", "hc_ffn_fn", "hc_head_fn", "attn.wq_a.weight", "attn.wkv.weight",
+                    "compressor.wkv.weight", "compressor.wgate.weight")
 
 
 def config(model):
@@ -162,7 +169,7 @@ class Conservation(unittest.TestCase):
             c = copies(t, lay, kv_heads)
             bytes_ += count * c * BF16.weight_bytes(t)
             if short.endswith(REPLICATED_GEMMS) or t.role == "router" or (
-                    short.split(".")[-2] in ("k_proj", "v_proj") and short.endswith("weight")):
+                    (["", *short.split(".")])[-2] in ("k_proj", "v_proj") and short.endswith("weight")):
                 flops += count * (c - dp) * 2 * n * t.params
         if arch.tied_embeddings and lay.pp > 1:   # the last stage's copy for the head
             bytes_ += dp * BF16.weight_bytes(arch.embedding.tensors()[0].replace(shape=(pad_rows, h)))

@@ -10,6 +10,7 @@ import unittest
 from support import load_model, run_cli  # noqa: F401  (sets the path)
 
 from infracalc.analyses import parallel as P  # noqa: E402
+from infracalc.analyses.parallel import costs  # noqa: E402
 from infracalc import layout as placement  # noqa: E402
 from infracalc.layout import Layout  # noqa: E402
 from infracalc.ledger import build  # noqa: E402
@@ -117,15 +118,13 @@ class Composition(unittest.TestCase):
         p = plan(input_len=5, output_len=11)
         lay = Layout(tp=8, cp=3)
         st = placement.stages(p.arch, lay)[0]
-        total = P.Plan.decode_cost(p, lay, st, 2)[0]
+        total = costs.decode_cost(p, lay, st, 2)[0]
         w = p.wd.replace(batch=2, tokens=1)
-        steps = [p.stage_cost(lay, st, w.replace(history=-(-h // 3)), ("pass",))[0] for h in range(5, 15)]
-        for i, v in enumerate(total):
-            expect = sum(s[i] for s in steps)
-            if isinstance(v, int):
-                self.assertEqual(v, expect)
-            else:
-                self.assertAlmostEqual(v, expect, delta=abs(expect) * 1e-12)
+        steps = [costs.stage_cost(p, lay, st, w.replace(history=-(-h // 3)), ("pass",))[0] for h in range(5, 15)]
+        self.assertEqual(total.work, tuple(sum(s.work[i] for s in steps) for i in range(len(total.work))))
+        for name in ("compute_s", "weights_s", "kv_s", "act_s"):
+            expect = sum(getattr(s, name) for s in steps)
+            self.assertAlmostEqual(getattr(total, name), expect, delta=abs(expect) * 1e-12)
 
     def test_search_fast_path_matches_the_record(self):
         # The search scores a layout without building collective lists; same times as the record.

@@ -31,11 +31,11 @@ class SearchSpeed(unittest.TestCase):
         self.assertEqual(built, [])   # every block shard's ledger came from the plan's caches
         self.assertEqual([(r[0], r[2], r[3]) for r in again[0]], [(r[0], r[2], r[3]) for r in first[0]])
 
-    def test_search_shortcuts_equal_the_full_figures(self):
+    def test_search_memory_equals_every_stages_rows(self):
         # DeepSeek-V3 on 64 H200s: 61 layers (3 dense, 58 MoE) split unevenly, so stages of one
         # layout differ in kind (embedding, dense layers, head, 1 more layer). For every layout
         # the search admits, its per-kind memory gives the binding stage and capacity of the
-        # per-stage rows, and its per-kind stage times equal every stage's time (exactly).
+        # per-stage rows. (The search's times: test_parallel_independent.)
         from infracalc import layout as placement
         plan = P.Plan(load_model("deepseek-v3"), Workload(), load_device("h200"), 1024, 64)
         seen = 0
@@ -47,12 +47,8 @@ class SearchSpeed(unittest.TestCase):
             rows, binding, cap = P.memory(plan, lay, 1)
             bind, fast_cap = P.search_memory(plan, lay)
             self.assertEqual((bind, fast_cap), (rows[binding], cap), lay.label())
-            for phase in ("prefill", "decode"):
-                full = P.stage_phases(plan, lay, plan.stages(lay), phase, 4, False)
-                self.assertEqual(P.fast_stage_times(plan, lay, phase, 4), [s["time_s"] for s in full])
             seen += 1
         self.assertGreater(seen, 50)
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -14,7 +14,8 @@ from .record import Record
 
 
 class Tensor(Record):
-    """One checkpoint tensor. role: matrix | expert | router | embedding | head | vector;
+    """One checkpoint tensor. role: matrix | expert | router | embedding | head | vector |
+    table (an integer lookup table: DeepSeek-V4's tid2eid);
     `stored` names a format the checkpoint always keeps it in (e.g. fp32 for
     DeepSeek-V3's e_score_correction_bias), whatever the weight format."""
     name: str
@@ -122,6 +123,12 @@ class Block(Record):
         a block with a period has no other breakpoints; a block without one has
         only a few, whatever the range (it is asked over the whole output)."""
         return None
+
+    def history_segments(self, lo, hi):
+        """Histories in (lo, hi] where a block with a history period changes its
+        per-period drift (DeepSeek-V4's indexer once its top-k is saturated): decode
+        cuts its periodic runs there (analyses/decode_sum.segments). Default none."""
+        return ()
 
     def state_bytes(self, kv_dtype):
         """Fixed per-request state that does not grow with context (recurrent layers)."""

@@ -115,6 +115,10 @@ DTYPES = {d.name: d for d in (
            description="NVFP4: E2M1 + one E4M3 scale per 16 values + one FP32 per tensor"),
 )}
 
+# Formats a checkpoint keeps a non-weight tensor in (Tensor.stored), never a --weight-dtype:
+# integer lookup tables (DeepSeek-V4's hash-routing tid2eid, I64 in the checkpoint).
+STORED_ONLY = {"int64": Dtype("int64", 64, description="int64 (integer lookup tables)")}
+
 # The formats the book's tables use (bojieli/ai-infra-book, calculations/results).
 BOOK_FORMATS = (
     "bf16 (weights, activations and KV cache of the baseline)",
@@ -143,9 +147,20 @@ def parse(name):
     return scaled(parts[0], group=n if kind == "g" else 0, block=n if kind == "b" else 0, scale=scale)
 
 
+# Other tools' spellings of our formats: Hugging Face's torch_dtype names and vLLM's
+# --dtype / --kv-cache-dtype values (an FP8 cache of either encoding is 1 byte per value).
+SPELLINGS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
+             "float": "fp32", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8", "float8_e4m3fn": "fp8",
+             "float8_e5m2": "fp8", "fp8_e4m3fn": "fp8"}
+
+
 def dtype(name):
-    """Look a format up by name (a named one, or BASE-gG[-SCALE] / BASE-bB[-SCALE]);
-    an unknown name is a UserError."""
+    """Look a format up by name (a named one, or BASE-gG[-SCALE] / BASE-bB[-SCALE], in
+    either case, or another tool's spelling in SPELLINGS); an unknown name is a UserError."""
+    if name in DTYPES:
+        return DTYPES[name]
+    lower = name.lower()
+    name = SPELLINGS.get(lower, lower if lower in DTYPES or "-" in lower else name)
     if name in DTYPES:
         return DTYPES[name]
     if name not in _CACHE:

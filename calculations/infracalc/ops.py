@@ -28,6 +28,9 @@ VECTOR_FLOPS = {
     # u = clamp(u, -limit, limit) (2), g * sigmoid(alpha * g) (alpha*g 1, exp 1,
     # add 1, div 1, * g 1 = 5), (u + 1) * that (2): 10.
     "swiglu_clamp": 10,
+    # DeepSeek-V4 (swiglu_limit): u = clamp(u, -limit, limit) (2), g = min(g, limit) (1),
+    # silu(g) (4), * u (1): 8.
+    "swiglu_limit": 8,
     "l2norm": 3,     # x^2, sum, * rsqrt(mean): RMSNorm without a weight (Llama 4 qk norm)
     "sink": 4,       # per softmax row: the sink logit joins the max, subtract, exp, sum (never scaled)
     "moe_combine": 2,  # per routed expert output value: * routing weight, + into the token's sum

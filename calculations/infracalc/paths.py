@@ -21,3 +21,9 @@ def data_dir(name):
     if os.path.isdir(bundled):
         return bundled
     return os.path.join(os.path.dirname(_HERE), name)
+
+
+def installed():
+    """True in an installed package (the data is infracalc/bundled/, inside site-packages),
+    where nothing may be written: `reproduce` writes to a directory the user names."""
+    return os.path.isdir(os.path.join(_HERE, "bundled"))

@@ -1,6 +1,6 @@
 """What one forward pass processes, and in which number formats."""
 
-from .dtypes import DTYPES, Dtype
+from .dtypes import DTYPES, STORED_ONLY, Dtype
 from .errors import UserError
 from .record import Record
 
@@ -98,5 +98,6 @@ class Workload(Record):
         return _BF16
 
     def weight_bytes(self, tensor):
-        fmt = DTYPES[tensor.stored] if tensor.stored else self.dtype_for(tensor.role)
+        stored = tensor.stored
+        fmt = (DTYPES.get(stored) or STORED_ONLY[stored]) if stored else self.dtype_for(tensor.role)
         return fmt.nbytes(tensor.shape)

@@ -161,9 +161,13 @@ def _step_ops(arch, w, history):
 
 def segments(arch, lo, hi):
     """lo..hi cut at the breakpoints of the blocks without a period (a window's
-    end, the first history of a recurrent state: a few points, whatever hi)."""
-    once = [b for b in _blocks(arch) if not b.history_period()]
-    starts = [lo] + breakpoints(arch, lo, hi, once)
+    end, the first history of a recurrent state) and where a periodic block's drift
+    changes (Block.history_segments): a few points, whatever hi."""
+    blocks = _blocks(arch)
+    once = [b for b in blocks if not b.history_period()]
+    cuts = set(breakpoints(arch, lo, hi, once))
+    cuts.update(h for b in blocks if b.history_period() for h in b.history_segments(lo, hi) if lo < h <= hi)
+    starts = [lo] + sorted(cuts)
     return list(zip(starts, [s - 1 for s in starts[1:]] + [hi]))
 
 

@@ -75,6 +75,8 @@ class MoE(Block):
     score_bias: bool = False     # e_score_correction_bias per expert (DeepSeek-V3)
     shared_gate: bool = False    # sigmoid gate [1, hidden] on the shared expert (Qwen3-Next)
     shared_name: str = "shared_experts"  # checkpoint module name (Qwen3-Next: shared_expert)
+    hash_vocab: int = 0          # hash routing (DeepSeek-V4 hash layers): a [vocab, top_k] int64 table
+                                 # tid2eid picks each token's experts by token id (no score bias)
     prefix: str = "mlp"
     tp: int = 1                  # placement (set by `shard`): the layout's TP degree
     ep: int = 1                  # placement: expert-parallel degree; experts / ep held here
@@ -128,6 +130,8 @@ class MoE(Block):
             out.append(Tensor(f"{p}.gate.bias", (self.experts,), "vector"))
         if self.score_bias:
             out.append(Tensor(f"{p}.gate.e_score_correction_bias", (self.experts,), "vector", stored="fp32"))
+        if self.hash_vocab:
+            out.append(Tensor(f"{p}.gate.tid2eid", (self.hash_vocab, self.top_k), "table", stored="int64"))
         return out
 
     def _expert(self):
@@ -167,12 +171,15 @@ class MoE(Block):
         ways = min(self.tp, self.ep)
         routed = -(-n * k // ways)   # this device's share of the routed copies
         router = self._router()
+        table = router[-1] if self.score_bias or self.hash_vocab else None
+        if self.hash_vocab:   # the token ids' rows of tid2eid replace the top-k choice
+            table = table.replace(shape=(min(n, self.hash_vocab), k))
         out = [gemm(w, "router", n, router[0], router[1] if self.router_bias else None, replicated=True),
-               Op("routing", "vector", f"[{n},{e}] top-{k}",
+               Op("routing", "vector", f"[{n},{e}] " + (f"hash: tid2eid rows" if self.hash_vocab else f"top-{k}"),
                   vector_flops=n * e * ROUTER_FLOPS_PER_SCORE,
-                  weight_read=w.weight_bytes(router[-1]) if self.score_bias else 0,
+                  weight_read=w.weight_bytes(table) if table is not None else 0,
                   act_read=w.act_dtype.nbytes_flat(n * e),
-                  kind="routing", weight=router[-1].name if self.score_bias else "",
+                  kind="routing", weight=table.name if table is not None else "",
                   saved_bytes=saved_inputs(w, n * e))]
         # experts touched by the tokens the EP group routes (ep / tp replicas' tokens when
         # ep > tp), this device's 1/ep share of them, rounded up

@@ -83,24 +83,42 @@ class Parser(argparse.ArgumentParser):
 
 def _top_help():
     width = max(len(c) for c in COMMANDS)
-    lines = [f"usage: {PROG} COMMAND [options]   ({PROG} COMMAND --help for a command's options)", "",
+    lines = [f"usage: {PROG} COMMAND [options]   ({PROG} COMMAND --help for a command's options; "
+             f"{PROG} --version)", "",
              "commands:"]
     lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
     return "\n".join(lines) + "\n"
+
+
+def version():
+    from .. import __version__
+    return f"{PROG} {__version__}\n"
 
 
 def parse(argv):
     """argv -> (module, args) for one subcommand."""
     if not argv or argv[0] in ("-h", "--help"):
         return None, None
+    if argv[0] in ("--version", "-V"):
+        return "version", None
     name = argv[0]
     if name not in COMMANDS:
         from ..errors import unknown
         raise unknown("command", name, COMMANDS)
     module = importlib.import_module(f"{__name__}.{name}")
-    parser = Parser(prog=f"{PROG} {name}", description=COMMANDS[name])
+    # allow_abbrev off: --comp must not silently mean --compute-efficiency
+    parser = Parser(prog=f"{PROG} {name}", description=COMMANDS[name], allow_abbrev=False)
     module.add_arguments(parser)
-    return module, parser.parse_args(argv[1:])
+    from . import aliases, scenario
+
+    aliases.register(parser)
+    scenario.add_argument(parser)
+    args = parser.parse_args(scenario.expand(name, argv[1:]))
+    aliases.translate(args)
+    if hasattr(args, "format"):
+        from .common import output_format
+        output_format(args)
+    return module, args
 
 
 def render(argv):
@@ -244,6 +262,8 @@ def _main(argv):
             return e.code if isinstance(e.code, int) else 2
         if module is None:
             return _flush(_top_help()) or 0
+        if module == "version":
+            return _flush(version()) or 0
         text = module.run(args)
         status = getattr(args, "exit_status", 0)
         outputs = list(getattr(args, "files", ()))

@@ -1,6 +1,7 @@
 """Arguments several subcommands share, and their parsing into objects."""
 
 import argparse
+import os
 
 from ..workload import DELTA_FORMS, MLA_CHOICES, MLA_PATHS, NEW_KV
 
@@ -283,7 +284,8 @@ def file_name(text):
 
 
 def add_output(p, formats=FORMATS):
-    p.add_argument("--format", choices=formats, default="md", help="output format (default md)")
+    p.add_argument("--format", choices=formats, default=None,
+                   help="output format (default: from --output's extension, else md)")
     p.add_argument("--output", type=file_name, metavar="FILE",
                    help="write to FILE instead of stdout (all or nothing: written to a temporary "
                         "file, renamed into place only when the command succeeds)")
@@ -318,6 +320,14 @@ def workload(args, arch, batch, tokens, history):
                     mla=getattr(args, "mla", "absorbed"),
                     delta_form=getattr(args, "delta_form", "auto"),
                     new_kv=getattr(args, "new_kv", "reread"))
+
+
+def output_format(args):
+    """--format, else the extension of --output (.json, .csv, .md), else md."""
+    if args.format is None:
+        ext = os.path.splitext(args.output or "")[1].lower().lstrip(".")
+        args.format = ext if ext in FORMATS else "md"
+    return args.format
 
 
 def emit(args, record, markdown, csv=None):

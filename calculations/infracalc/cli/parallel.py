@@ -26,8 +26,9 @@ def rank_order(text):
 
 def add_arguments(p):
     common.add_model(p)
-    p.add_argument("--devices", type=common.positive_int, required=True, metavar="N",
-                   help="devices in the cluster (= tp x pp x dp x cp)")
+    p.add_argument("--devices", type=common.positive_int, default=None, metavar="N",
+                   help="devices in the cluster (= tp x pp x dp x cp; default: that product, dp 1 "
+                        "unless given; required with --search)")
     common.add_lengths(p)
     p.add_argument("--batch", type=common.positive_int, default=None, metavar="B",
                    help="concurrent requests per model replica (default 1; with --search "
@@ -96,6 +97,8 @@ def _layout(args, devices):
 
     inner = args.tp * args.pp * args.cp
     dp = args.dp
+    if devices is None:   # the layout's own size
+        devices = inner * (dp or 1)
     if dp is None:
         if devices % inner:
             raise UserError(f"--devices {devices} is not a multiple of tp x pp x cp = {inner}")
@@ -138,11 +141,15 @@ def run(args):
     w = common.workload(args, arch, 1, 1, 0)
     link_options = {"alpha_up": args.alpha_up, "alpha_out": args.alpha_out, "link_bw_up": args.link_bw_up,
                     "link_bw_out": args.link_bw_out, "comm_efficiency": args.comm_efficiency}
-    plan = parallel.Plan(arch, w, device, args.input_len, args.output_len, args.compute_efficiency,
-                         args.memory_efficiency, common.reserve_bytes(args, device.memory_bytes),
-                         args.overlap, args.algorithm, link_options,
-                         1 if args.search or args.batch_sweep else args.batch or 1, args.ep_dedup, args.cp_split,
-                         args.dispatch_dtype, args.combine_dtype)
+    plan = parallel.Plan(arch, w, device, args.input_len, args.output_len,
+                         batch=1 if args.search or args.batch_sweep else args.batch or 1,
+                         compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
+                         reserve_bytes=common.reserve_bytes(args, device.memory_bytes), overlap=args.overlap,
+                         algorithm=args.algorithm, link_options=link_options, ep_dedup=args.ep_dedup,
+                         cp_split=args.cp_split, dispatch_dtype=args.dispatch_dtype,
+                         combine_dtype=args.combine_dtype)
+    if args.search and args.devices is None:
+        raise UserError("--search needs --devices N (the device count whose layouts it ranks)")
     if args.search:
         rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)

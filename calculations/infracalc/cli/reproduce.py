@@ -26,6 +26,10 @@ def add_arguments(p):
     p.add_argument("--only", action="append", metavar="NAME",
                    help="only this scenario (repeatable)")
     p.add_argument("--list", action="store_true", help="list the scenarios and their commands")
+    p.add_argument("--out", metavar="DIR", type=common.file_name,
+                   help="write the results under DIR (same layout as the stored ones) instead of "
+                        "over the stored files; required in an installed package, which is never "
+                        "written to")
 
 
 def scenario_dirs():
@@ -126,6 +130,23 @@ def _diff(name, old, new):
     return lines[:MAX_DIFF_LINES] + ([f"... ({more} more diff lines)"] if more > 0 else [])
 
 
+def _target(args):
+    """The directory results are written under: --out, else the stored results of a checkout.
+    An installed package is never written to (its files belong to the package manager)."""
+    from ..errors import UserError
+    from ..paths import installed
+
+    if args.out is not None:
+        if args.check:
+            raise UserError("--check compares with the stored results and writes nothing; drop --out")
+        return args.out
+    if installed() and not args.check and not args.list:
+        raise UserError(f"the stored results are inside the installed package ({RESULTS_DIR}), which "
+                        "reproduce never writes to: give --out DIR to write them there, or --check "
+                        "to compare")
+    return RESULTS_DIR
+
+
 def run(args):
     from ..errors import UserError, quote
 
@@ -140,18 +161,20 @@ def run(args):
                 from ..errors import unknown
                 raise unknown("scenario", name, known, "`reproduce --list`")
         scenarios = [s for s in scenarios if s["name"] in args.only]
+    target = _target(args)
     report, drift, expected, writes = [], 0, set(), []
     for s in scenarios:
         for name, text in outputs(s):
             expected.add(name)
             path = os.path.join(RESULTS_DIR, *name.split("/"))
             if not args.check:
-                link = next((p for p in (path, os.path.dirname(path)) if os.path.islink(p)), None)
+                out = os.path.join(target, *name.split("/"))
+                link = next((p for p in (out, os.path.dirname(out)) if os.path.islink(p)), None)
                 if link:
-                    raise UserError(f"{quote(os.path.relpath(link, RESULTS_DIR))} in results/ is a "
+                    raise UserError(f"{quote(os.path.relpath(link, target))} in {quote(target)} is a "
                                     "symlink; results are regular files (remove the link, then "
                                     "run `reproduce`)")
-                writes.append(("result", path, text))
+                writes.append(("result", out, text))
                 continue
             stored, problem = read_stored(path)
             if problem:
@@ -183,10 +206,12 @@ def run(args):
                           f"({len(scenarios)} scenarios)")
     else:
         report.append(f"reproduce: wrote {len(expected)} files for {len(scenarios)} scenarios "
-                      f"to {os.path.relpath(RESULTS_DIR)}")
+                      f"to {target if args.out else os.path.relpath(target)}")
     if not scenarios:
         raise UserError("no scenarios selected")
     if writes:   # every result or none (cli/files.py), once all were computed
         from .files import write_files
+        for folder in sorted({os.path.dirname(path) for _, path, _ in writes}):
+            os.makedirs(folder, exist_ok=True)
         write_files(writes)
     return "\n".join(report) + "\n"

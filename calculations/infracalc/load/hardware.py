@@ -72,6 +72,12 @@ class Device(Record):
         return tuple((k, None if v is None else v / bw) for k, v in self.matrix_flops_per_s)
 
 
+# Names of a part family that mean one bundled part (each output names the part it used:
+# "NVIDIA H100 SXM5 80GB (`h100-sxm`)"). The other H100 parts are h100-pcie and h100-nvl.
+DEVICE_ALIASES = {"h100": "h100-sxm", "h100-sxm5": "h100-sxm", "a100": "a100-sxm-80gb",
+                  "a100-80gb": "a100-sxm-80gb", "a100-sxm": "a100-sxm-80gb", "v100": "v100-sxm2"}
+
+
 def device_ids():
     return sorted(f[:-5] for f in os.listdir(HARDWARE_DIR) if f.endswith(".json"))
 
@@ -230,7 +236,10 @@ def _load(spec):
     else:
         path, source = os.path.join(HARDWARE_DIR, spec + ".json"), spec
         if not os.path.isfile(path):
-            raise unknown("device", spec, device_ids())
+            alias = DEVICE_ALIASES.get(spec.lower(), spec.lower())
+            path, source = os.path.join(HARDWARE_DIR, alias + ".json"), alias
+            if not os.path.isfile(path):
+                raise unknown("device", spec, device_ids())
     data = read_json(path, "device file")
     if not isinstance(data, dict):
         raise UserError(f"{source}: device file must be a JSON object")

@@ -32,8 +32,24 @@ def resolve(spec):
     bundled = os.path.join(MODELS_DIR, spec + ".json")
     if not looks_like_path(spec) and os.path.isfile(bundled):
         return spec, bundled
+    alias = hf_names().get(spec.lower()) if not spec.endswith(".json") else None
+    if alias:   # a Hugging Face id or casing of a bundled model: the bundled (verbatim) config
+        return alias, os.path.join(MODELS_DIR, alias + ".json")
+    if HF_REPO.fullmatch(spec) and not os.path.lexists(spec):
+        snapshot = hf_cache_snapshot(spec)
+        if snapshot is None:
+            from ..errors import suggest
+            raise UserError(f"unknown model {quote(spec)}: not bundled and not in the local Hugging Face "
+                            f"cache ({hf_cache_dir()}): download its config.json or give a path to it"
+                            f"{suggest(spec.lower(), hf_names())}")
+        return spec, os.path.join(snapshot, "config.json")
     if not looks_like_path(spec) and not os.path.lexists(spec):
         raise unknown("model", spec, bundled_ids())
+    if os.path.isdir(spec) and os.path.basename(os.path.normpath(spec)).startswith("models--"):
+        snapshot = _snapshot(spec)   # a repo folder of the Hugging Face cache
+        if snapshot is None:
+            raise UserError(f"{quote(spec)}: a Hugging Face cache folder without a snapshot")
+        spec = snapshot
     if os.path.isdir(spec):
         inner = os.path.join(spec, "config.json")
         if not os.path.lexists(inner):
@@ -43,7 +59,11 @@ def resolve(spec):
     name = os.path.basename(spec)
     name = name[:-5] if name.endswith(".json") else name
     if name == "config":
-        name = os.path.basename(os.path.dirname(os.path.abspath(spec))) or name
+        folder = os.path.dirname(os.path.abspath(spec))
+        name = os.path.basename(folder) or name
+        repo = os.path.basename(os.path.dirname(os.path.dirname(folder)))
+        if repo.startswith("models--") and os.path.basename(os.path.dirname(folder)) == "snapshots":
+            name = repo[len("models--"):].replace("--", "/", 1)   # a Hugging Face cache snapshot
     return name, spec
 
 
@@ -54,6 +74,89 @@ def bundled_types():
         data = read_json(os.path.join(MODELS_DIR, model_id + ".json"), "model config file")
         out.append((model_id, data.get("model_type") if isinstance(data, dict) else None))
     return out
+
+
+# owner/name, as the Hugging Face Hub spells a repository id
+import re  # noqa: E402
+
+HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+# Repositories whose config has the bundled model's architecture besides the one named in
+# models/SOURCES.md: the Hub's renamed Llama 3.1 repositories and the Instruct variants,
+# whose configs differ only in their token ids.
+HF_SAME_ARCHITECTURE = {
+    "llama-3.1-8b": ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct",
+                     "meta-llama/Meta-Llama-3.1-8B-Instruct"),
+    "llama-3.1-70b": ("meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
+                      "meta-llama/Meta-Llama-3.1-70B-Instruct"),
+    "llama-3.1-405b": ("meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct",
+                       "meta-llama/Meta-Llama-3.1-405B-Instruct"),
+    "llama-3.2-1b": ("meta-llama/Llama-3.2-1B-Instruct",),
+}
+
+_NAMES = []
+
+
+def hf_names():
+    """{lower-cased name: bundled id}: every bundled id, the Hugging Face repository of its
+    config (the 'HF repo of the config' column of models/SOURCES.md), the repositories of
+    HF_SAME_ARCHITECTURE, and each repository's name without its owner."""
+    if _NAMES:
+        return _NAMES[0]
+    names = {i.lower(): i for i in bundled_ids()}
+    repos = {i: list(HF_SAME_ARCHITECTURE.get(i, ())) for i in names.values()}
+    try:
+        with open(os.path.join(MODELS_DIR, "SOURCES.md"), encoding="utf-8") as f:
+            for line in f:
+                cells = [c.strip() for c in line.split("|")]
+                if len(cells) > 3 and cells[1] in repos:
+                    found = HF_REPO.search(cells[2].replace("*", ""))
+                    if found:
+                        repos[cells[1]].append(found.group(0))
+    except OSError:
+        pass
+    for model_id, ids in repos.items():
+        for repo in ids:
+            names.setdefault(repo.lower(), model_id)
+            names.setdefault(repo.split("/")[1].lower(), model_id)
+    _NAMES.append(names)
+    return names
+
+
+def hf_cache_dir():
+    """The Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub."""
+    env = os.environ
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    home = env.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    return os.path.join(home, "hub")
+
+
+def _snapshot(repo_dir):
+    """The snapshot folder of a cache repository folder: the revision refs/main names, else
+    the only snapshot; None when there is neither."""
+    snapshots = os.path.join(repo_dir, "snapshots")
+    try:
+        with open(os.path.join(repo_dir, "refs", "main"), encoding="utf-8") as f:
+            revision = f.read().strip()
+        if revision and os.path.isdir(os.path.join(snapshots, revision)):
+            return os.path.join(snapshots, revision)
+    except OSError:
+        pass
+    try:
+        found = sorted(os.listdir(snapshots))
+    except OSError:
+        return None
+    return os.path.join(snapshots, found[0]) if len(found) == 1 else None
+
+
+def hf_cache_snapshot(repo):
+    """The cached snapshot of repository `owner/name` that holds a config.json, or None."""
+    owner, name = repo.split("/")
+    snapshot = _snapshot(os.path.join(hf_cache_dir(), f"models--{owner}--{name}"))
+    if snapshot and os.path.isfile(os.path.join(snapshot, "config.json")):
+        return snapshot
+    return None
 
 
 _CACHE = {}

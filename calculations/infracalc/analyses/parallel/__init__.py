@@ -30,18 +30,20 @@ records (`parallel`, `--batch-sweep`), search (`--search`).
 
 from .conventions import (ALGORITHMS, CP_SPLITS, ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES,
                           PARALLEL_CONVENTIONS, SERVING_LAYOUT, comm_conventions)
-from .pipeline import check_cp, latency, latency_bound, micro_batches, phases, phases_bound
-from .plan import Plan
+from .costs import Cost
+from .pipeline import check_cp, latency, latency_bound, micro_batches, phases, phases_bound, ranked_phase
+from .plan import Plan, ServingOptions, stage_kinds, stages
 from .records import (SWEEP_COLUMNS, header, inputs_record, layout_record, memory, memory_record,
                       notes, parallel, search_memory, serving_record, sweep)
 from .search import score, search, search_batches, search_record
-from .stage import fast_stage_times, ideal_s, stage_phase, stage_phases
+from .stage import StageFigures, evaluate, ideal_s, stage_figures, stage_records, stage_times
 
 __all__ = [
-    'ALGORITHMS', 'check_cp', 'comm_conventions', 'CP_SPLITS', 'ESTIMATE', 'fast_stage_times',
+    'ALGORITHMS', 'check_cp', 'comm_conventions', 'Cost', 'CP_SPLITS', 'ESTIMATE', 'evaluate',
     'header', 'ideal_s', 'inputs_record', 'latency', 'latency_bound', 'layout_record',
     'LEFT_OUT', 'LOWER_BOUND', 'memory', 'memory_record', 'micro_batches', 'notes',
-    'OBJECTIVES', 'parallel', 'PARALLEL_CONVENTIONS', 'phases', 'phases_bound', 'Plan', 'score',
-    'search', 'search_batches', 'search_memory', 'search_record', 'SERVING_LAYOUT',
-    'serving_record', 'stage_phase', 'stage_phases', 'sweep', 'SWEEP_COLUMNS',
+    'OBJECTIVES', 'parallel', 'PARALLEL_CONVENTIONS', 'phases', 'phases_bound', 'Plan', 'ranked_phase',
+    'score', 'search', 'search_batches', 'search_memory', 'search_record', 'SERVING_LAYOUT',
+    'serving_record', 'ServingOptions', 'stage_figures', 'stage_kinds', 'stage_records', 'stage_times',
+    'stages', 'sweep', 'SWEEP_COLUMNS', 'StageFigures',
 ]

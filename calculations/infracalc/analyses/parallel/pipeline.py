@@ -5,7 +5,8 @@ import math
 from ...collectives import ceil_div
 from ...errors import UserError
 from .conventions import LOWER_BOUND
-from .stage import _collective_rows, stage_phases
+from .communication import transfer
+from .stage import collective_rows, stage_records, stage_times
 
 
 def micro_batches(lay, batch):
@@ -16,6 +17,41 @@ def micro_batches(lay, batch):
     return m
 
 
+def compose(stage_times, transfer_s, m, pp):
+    """(one micro-batch's pass L = sum of stage times + (pp - 1) transfers, the slowest
+    stage, m x slowest): what every pipeline figure below is made of."""
+    slowest = max(stage_times)
+    return sum(stage_times) + (pp - 1) * transfer_s, slowest, m * slowest
+
+
+def prefill_pipeline(stage_times, transfer_s, m, pp):
+    """The prefill of m micro-batches: its last micro-batch leaves the last stage after
+    L + (m - 1) x slowest (the TTFT of the batch); the first after L."""
+    L, slowest, full = compose(stage_times, transfer_s, m, pp)
+    return {"pass_s": L, "slowest_stage_s": slowest, "ttft_first_s": L, "ttft_s": L + full - slowest,
+            "bubble_fraction": 1 - full / (L + full - slowest) if L else 0.0}
+
+
+def step_pipeline(stage_times, transfer_s, m, pp):
+    """A decode step: each micro-batch must leave the last stage before its next token enters
+    the first, so a step recurs every cycle = max(L, m x slowest) (the TPOT); the slowest
+    stage idles 1 - m x slowest / cycle of it (the bubble)."""
+    L, slowest, full = compose(stage_times, transfer_s, m, pp)
+    cycle = max(L, full)
+    return {"pass_s": L, "slowest_stage_s": slowest, "cycle_s": cycle,
+            "bubble_fraction": 1 - full / cycle if cycle else 0.0}
+
+
+PREFILL_KEYS = ("pass_s", "ttft_first_s", "ttft_s", "bubble_fraction")
+STEP_KEYS = ("pass_s", "cycle_s", "bubble_fraction")
+BOUND_KEYS = {"prefill": ("pass_s", "slowest_stage_s", "ttft_first_s", "ttft_s"),
+              "step": ("pass_s", "slowest_stage_s", "cycle_s")}
+
+
+def _pick(d, keys):
+    return {k: d[k] for k in keys}
+
+
 def phases_bound(ph, lay):
     """The lower bound of each phase's pipeline composition (LOWER_BOUND): stage times
     lower_bound_s, boundary transfers not charged (hidden under other micro-batches' work)."""
@@ -24,9 +60,10 @@ def phases_bound(ph, lay):
         if not isinstance(p, dict) or "stages" not in p:
             continue
         times = [s["lower_bound_s"] for s in p["stages"]]
-        L, slowest, full = _pipeline(times, 0.0, ph["micro_batches"], lay.pp)
-        out[name] = ({"pass_s": L, "slowest_stage_s": slowest, "ttft_first_s": L, "ttft_s": L + full - slowest}
-                     if name == "prefill" else {"pass_s": L, "slowest_stage_s": slowest, "cycle_s": max(L, full)})
+        if name == "prefill":
+            out[name] = _pick(prefill_pipeline(times, 0.0, ph["micro_batches"], lay.pp), BOUND_KEYS["prefill"])
+        else:
+            out[name] = _pick(step_pipeline(times, 0.0, ph["micro_batches"], lay.pp), BOUND_KEYS["step"])
     return out
 
 
@@ -35,12 +72,6 @@ def latency_bound(plan, lay, batch, ph):
     `latency`'s estimate, by the same formulas; needs `phases(..., detail=True)`."""
     b = phases_bound(ph, lay)
     return dict(latency(plan, lay, batch, b), phases=b, definition=LOWER_BOUND)
-
-
-def _pipeline(stage_times, transfer_s, m, pp):
-    """(one micro-batch's pass L, slowest stage, m x slowest)."""
-    slowest = max(stage_times)
-    return sum(stage_times) + (pp - 1) * transfer_s, slowest, m * slowest
 
 
 def check_cp(plan, lay):
@@ -57,38 +88,42 @@ def check_cp(plan, lay):
 
 
 def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "decode")):
-    """Per phase: every stage's record and the pipeline composition (one layout, one batch)."""
+    """Per phase: every stage's record (`stage.stage_record`, `detail` or times only) and the
+    pipeline composition (one layout, one batch)."""
     m = micro_batches(lay, batch)
     b = batch // m
-    sts = plan.stages(lay)
     out = {"micro_batches": m, "micro_batch": b}
     c = check_cp(plan, lay)
     if "prefill" in want:
-        recs = stage_phases(plan, lay, sts, "prefill", b, detail)
-        xc, xs = plan.transfer(lay, b * c)
-        L, slowest, full = _pipeline([s["time_s"] for s in recs], xs, m, lay.pp)
-        out["prefill"] = {"stages": recs, "transfer": _collective_rows(plan, xc),
-                          "transfer_s": xs, "pass_s": L, "ttft_first_s": L, "ttft_s": L + full - slowest,
-                          "bubble_fraction": 1 - full / (L + full - slowest) if L else 0.0}
+        recs = stage_records(plan, lay, "prefill", b, detail)
+        xc, xs = transfer(plan, lay, b * c)
+        out["prefill"] = dict(stages=recs, transfer=collective_rows(plan, xc), transfer_s=xs, **_pick(
+            prefill_pipeline([s["time_s"] for s in recs], xs, m, lay.pp), PREFILL_KEYS))
     if not plan.steps:
         return out
-    xc, xs = plan.transfer(lay, b)
-
-    def step_phase(recs, runs):
-        L, slowest, full = _pipeline([s["time_s"] for s in recs], xs * runs, m, lay.pp)
-        cycle = max(L, full)
-        transfer = _collective_rows(plan, xc)
-        if runs != 1:
-            for row in transfer:
-                row.update(passes=runs, time_s=row["time_s"] * runs)
-        return {"stages": recs, "transfer": transfer,
-                "transfer_s": xs * runs, "pass_s": L, "cycle_s": cycle,
-                "bubble_fraction": 1 - full / cycle if cycle else 0.0}
-
+    xc, xs = transfer(plan, lay, b)
     for name in ("first", "last", "decode"):
         if name in want:
-            out[name] = step_phase(stage_phases(plan, lay, sts, name, b, detail),
-                                   plan.steps if name == "decode" else 1)
+            runs = plan.steps if name == "decode" else 1
+            recs = stage_records(plan, lay, name, b, detail)
+            out[name] = dict(stages=recs, transfer=collective_rows(plan, xc, runs=runs), transfer_s=xs * runs,
+                             **_pick(step_pipeline([s["time_s"] for s in recs], xs * runs, m, lay.pp), STEP_KEYS))
+    return out
+
+
+def ranked_phase(plan, lay, batch, phase):
+    """The pipeline figures `latency` reads of the one phase a search ranks by ("prefill"
+    or "decode"), by `phases`' formulas from the same stage evaluation, without records."""
+    m = micro_batches(lay, batch)
+    b = batch // m
+    out = {"micro_batches": m, "micro_batch": b}
+    c = check_cp(plan, lay)
+    if phase == "prefill":
+        xs = transfer(plan, lay, b * c)[1]
+        out["prefill"] = prefill_pipeline(stage_times(plan, lay, "prefill", b), xs, m, lay.pp)
+    elif plan.steps:
+        xs = transfer(plan, lay, b)[1]
+        out["decode"] = step_pipeline(stage_times(plan, lay, "decode", b), xs * plan.steps, m, lay.pp)
     return out
 
 

@@ -8,7 +8,9 @@ from ..memory import RESERVE_RULE, cache_room, engine_defaults
 from ..records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
 from ..serving import SERVING_CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, PARALLEL_CONVENTIONS, SERVING_LAYOUT, comm_conventions
+from .communication import tier
 from .pipeline import latency, latency_bound, phases
+from .plan import stage_kinds
 
 
 def memory(plan, lay, batch):
@@ -27,7 +29,7 @@ def search_memory(plan, lay):
     one row per distinct stage kind (`Plan.stage_kinds`; stages of one kind hold the same,
     and the first of a kind stands for it, as `memory`'s ties go to the first stage)."""
     def make():
-        firsts = [st for _, st in plan.stage_kinds(lay)[1]]
+        firsts = [st for _, st in stage_kinds(plan, lay)[1]]
         rows, binding = placement.binding_memory(plan.arch, plan.wd, lay, firsts, plan.P + plan.G - 1,
                                                  plan.device.memory_bytes, plan.reserve)
         return rows[binding], rows[binding].max_requests
@@ -41,7 +43,7 @@ def layout_record(plan, lay, m):
         if size > 1:
             span = lay.group_stride("pp") + 1 if dim == "pp" else lay.group_span(dim)
             groups.append({"dim": dim, "size": size, "stride": lay.group_stride(dim), "span": span,
-                           "tier": "-" if dim == "dp" else plan.tier(lay, dim)})
+                           "tier": "-" if dim == "dp" else tier(plan, lay, dim)})
     sizes = placement.stage_sizes(len(plan.arch.layers), lay.pp, lay.pp_layers)
     return {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep, "sp": lay.sp,
             "expert_tp": lay.expert_tp if placement.moe_experts(plan.arch) else None,
@@ -120,8 +122,8 @@ def inputs_record(plan, batch):
 
 def links_record(plan):
     out = {}
-    for tier, link in plan.links.items():
-        out[tier] = None if link is None else {
+    for name, link in plan.links.items():
+        out[name] = None if link is None else {
             "name": link.name, "bytes_per_s": link.bytes_per_s, "alpha_s": link.alpha_s,
             "efficiency": link.efficiency, "topology": link.topology, "domain_size": link.domain_size,
             "in_network_reduce": link.in_network_reduce, "assumptions": list(link.assumptions)}
@@ -164,8 +166,7 @@ def notes(plan, lay, mem, batch):
 def parallel(plan, lay, batch):
     """The `parallel` record of one layout and one batch per replica."""
     placement.validate(plan.arch, lay)
-    if batch != plan.mla_batch:
-        plan.resolve_mla(batch)
+    plan = plan.at_batch(batch)
     ph = phases(plan, lay, batch)
     rec = header(plan)
     rec["inputs"] = inputs_record(plan, batch)
@@ -228,7 +229,8 @@ def sweep(plan, lay):
     rec["notes"] = notes(plan, lay, mem, 1) if cap else ["not even one request fits: nothing to sweep"]
     rec["memory"] = mem
     rec["rows"] = rows
-    rec["latency_definition"] = ESTIMATE + " The sweep gives the estimate only; `parallel --batch B` adds the lower bound."
+    rec["latency_definition"] = (ESTIMATE + " The sweep gives the estimate only; `parallel --batch B` adds the "
+                                 "lower bound.")
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
     return rec

@@ -6,39 +6,19 @@ from ...errors import UserError
 from .. import mla_path
 from ..records import CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_CONVENTIONS, comm_conventions
-from .pipeline import _pipeline, check_cp, latency, latency_bound, micro_batches, phases
+from .pipeline import latency, latency_bound, phases, ranked_phase
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
-from .stage import fast_stage_times
 
 
 def score(plan, lay, batch, objective):
     """(value to rank, figures) of one layout at one batch: lower is better."""
-    ph = _score_phases(plan, lay, batch, objective)
+    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode")
     lat = latency(plan, lay, batch, ph)
     if objective == "ttft":
         return lat["ttft_s"], lat, ph
     if objective == "tpot":
         return lat["tpot_mean_s"], lat, ph
     return -lat["decode_tokens_per_s_per_device"], lat, ph
-
-
-def _score_phases(plan, lay, batch, objective):
-    """The pipeline figures `latency` reads of the one phase an objective ranks by (ttft: the
-    prefill; else the decode steps), by `phases`' formulas from `fast_stage_times`, without
-    the per-stage records and transfer rows."""
-    m = micro_batches(lay, batch)
-    b = batch // m
-    c = check_cp(plan, lay)
-    out = {"micro_batches": m, "micro_batch": b}
-    if objective == "ttft":
-        xs = plan.transfer(lay, b * c)[1]
-        L, slowest, full = _pipeline(fast_stage_times(plan, lay, "prefill", b), xs, m, lay.pp)
-        out["prefill"] = {"pass_s": L, "ttft_first_s": L, "ttft_s": L + full - slowest}
-    elif plan.steps:
-        xs = plan.transfer(lay, b)[1]
-        L, slowest, full = _pipeline(fast_stage_times(plan, lay, "decode", b), xs * plan.steps, m, lay.pp)
-        out["decode"] = {"pass_s": L, "cycle_s": max(L, full)}
-    return out
 
 
 def search_batches(cap, batch, pp):
@@ -53,6 +33,36 @@ def search_batches(cap, batch, pp):
         out.append(b * pp)
         b *= 4
     return out
+
+
+def best_batch(plan, lay, batches, objective, tpot_limit=None):
+    """(value, batch, figures) of the batch a layout is ranked at, or None when even the
+    smallest has a mean TPOT over `tpot_limit`. One batch given: that one. Throughput over
+    the batches that fit: the largest whose mean TPOT is within the limit, scored alone. Per
+    micro-batch of b requests each stage's decode time is a sum of terms a + k b (a >= 0:
+    weights, alpha), their maxima, and concave terms through 0 (experts read), so t(b) / b
+    never grows with b: tokens/s per device never falls and the TPOT never falls as the batch
+    grows; the largest batch within the limit is the best, and the batches within it are a
+    prefix of the list (found by bisection)."""
+    def scored(b):
+        value, lat, _ = score(plan, lay, b, objective)
+        return value, b, lat
+
+    def within(x):
+        return tpot_limit is None or x[2]["tpot_mean_s"] is None or x[2]["tpot_mean_s"] <= tpot_limit
+
+    last = scored(batches[-1])
+    if within(last):
+        return last
+    lo, hi, best = 0, len(batches) - 1, None   # batches[hi] is over the limit
+    while lo < hi:
+        mid = (lo + hi) // 2
+        x = scored(batches[mid])
+        if within(x):
+            best, lo = x, mid + 1
+        else:
+            hi = mid
+    return best
 
 
 def _collective_span(lay):
@@ -101,19 +111,15 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
             reject("does not fit: weights and reserve exceed a device's memory", lay,
                    bind.shortfall_bytes(0) or bind.need(1) - bind.memory_bytes)
             continue
-        best = None
+        batches = search_batches(cap, batch, lay.pp)
+        if cap is not None and (not batches or batches[-1] > cap):
+            b = batches[-1] if batches else lay.pp   # the given batch, or one request per micro-batch
+            reject(f"does not fit: batch {b} per replica", lay, bind.shortfall_bytes(b))
+            continue
         try:
-            for b in search_batches(cap, batch, lay.pp):
-                if cap is not None and b > cap:
-                    reject(f"does not fit: batch {b} per replica", lay, bind.shortfall_bytes(b))
-                    break
-                value, lat, _ = score(plan, lay, b, objective)
-                if tpot_limit is not None and lat["tpot_mean_s"] is not None and lat["tpot_mean_s"] > tpot_limit:
-                    if best is None:
-                        reject("mean TPOT over --tpot-limit at every batch that fits", lay)
-                    break
-                if best is None or value < best[0]:
-                    best = (value, b, lat)
+            best = best_batch(plan, lay, batches, objective, tpot_limit)
+            if best is None:
+                reject("mean TPOT over --tpot-limit at every batch that fits", lay)
         except UserError as e:
             reject(str(e), lay)
             continue
@@ -155,7 +161,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
                     f"{total - len(ranked)} rejected"] + unknown_peak_notes(plan)
     for phase, choice in plan.mla_choices.items():
         if choice:
-            rec["notes"].append(mla_path.note(choice, phase) + " (at batch 1, for every layout)")
+            rec["notes"].append(mla_path.note(choice, phase) + f" (at batch {plan.batch}, for every layout)")
     rec["ranking"] = {
         "throughput": "decode tokens/s per device at the best batch per replica (pp micro-batches of "
                       "1, 4, 16, ... requests while they fit, or --batch) whose mean TPOT is within "

@@ -123,8 +123,8 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
         from .. import parallel
         from . import slo
 
-        plan = parallel.Plan(arch, w, device, input_len, output_len, opts.compute_efficiency,
-                             opts.memory_efficiency, opts.reserve_bytes)
+        plan = parallel.Plan(arch, w, device, input_len, output_len, compute_efficiency=opts.compute_efficiency,
+                             memory_efficiency=opts.memory_efficiency, reserve_bytes=opts.reserve_bytes)
         answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices)
         sizing = {"answer": None, "counts": [{k: v for k, v in row.items() if k != "layout_record"}
                                              for row in rows],

@@ -1,0 +1,154 @@
+"""Manifold-constrained hyper-connections (mHC, DeepSeek-V4): m residual streams.
+
+Source: deepseek-ai/DeepSeek-V4-Flash:inference/model.py (Block.hc_pre, Block.hc_post,
+ParallelHead.hc_head, Transformer.forward), pinned with its sha256 in
+bojieli/ai-infra-book:calculations/configs/sources.lock.json.
+
+The residual stream is m = hc_mult copies of the hidden state, x in [m, D] per
+token, kept in the activation format. Each sublayer (attention, FFN) is wrapped:
+
+    pre  (HCPre):  r = rsqrt(mean(x^2) over the m*D values)
+                   mixes = (x.flatten() @ fn^T) * r            fn [M, m*D], M = (2 + m) m
+                   pre, post, comb = split_sinkhorn(mixes, scale [3], base [M])
+                   y = sum_j pre_j * x_j                        the sublayer's input [D]
+    post (HCPost): x'_j = post_j * f(y) + sum_i comb_ij * x_i   [m, D]
+
+and the model ends with a head mix (HCHead): mixes = (x.flatten() @ fn^T) * r with
+fn [m, m*D], pre = sigmoid(mixes * scale + base) + eps, y = sum_j pre_j x_j, then
+the final RMSNorm. The embedding output is copied into the m streams.
+
+Counting rules, per token (D hidden, m streams, M = (2 + m) m, I Sinkhorn iterations):
+- HCPre: mixes GEMM 2*m*D*M matrix FLOPs (fp32 weights, run at the compute format);
+  vector: the rsqrt statistic 2*m*D (square, add), the scale by r M, the split
+  HC_SPLIT_FLOPS(m, I) = 6*2m (pre and post: scale, add, sigmoid 3, one more op)
+  + m^2 * (3 + 4*I) (comb: scale, add, exp; each Sinkhorn iteration a row and a
+  column normalization, a sum and a divide per element each), and the weighted
+  sum (2m - 1)*D. Reads x (m*D), fn, base, scale; writes y (D) and post and comb
+  (m + m^2 fp32 values).
+- HCPost: (2m + 1)*m*D vector FLOPs (per output value: post_j*f, m products,
+  m adds); reads f (D), x (m*D), post and comb; writes x' (m*D).
+- HCHead: mixes GEMM 2*m*D*m; vector 2*m*D + m + 6m + (2m - 1)*D; reads x (m*D)
+  and its weights, writes y (D). The final norm is the usual RMSNorm.
+- the embedding's copy into the streams reads D and writes m*D values per token.
+Every tensor here is FP32 in the checkpoint. None keeps a cache; all are
+replicated under tensor parallelism (the reference's are plain parameters).
+Training keeps each op's inputs (x, and f for HCPost) and post/comb.
+"""
+
+from ..arch import Block, Tensor
+from ..ops import Op, gemm
+from .basic import Embedding
+
+SPLIT_PER_GATE = 6   # pre/post value: * scale, + base, sigmoid (3), + eps or * 2
+
+
+def split_flops(m, iters):
+    """Vector FLOPs of hc_split_sinkhorn for one token: 2m gates and the m x m
+    Sinkhorn projection (scale, add, exp, then per iteration a row and a column
+    normalization of 2 FLOPs per element each)."""
+    return SPLIT_PER_GATE * 2 * m + m * m * (3 + 4 * iters)
+
+
+def _fp32(name, shape):
+    return Tensor(name, shape, "vector", stored="fp32")
+
+
+class HCPre(Block):
+    """hc_pre of one sublayer: the m streams mixed down to the sublayer's input."""
+    history_independent = True
+    name: str            # hc_attn | hc_ffn
+    hidden: int
+    streams: int
+    iters: int = 20
+
+    @property
+    def mixes(self):
+        return (2 + self.streams) * self.streams
+
+    def tensors(self):
+        m, d = self.streams, self.hidden
+        return (_fp32(f"{self.name}_fn", (self.mixes, m * d)), _fp32(f"{self.name}_base", (self.mixes,)),
+                _fp32(f"{self.name}_scale", (3,)))
+
+    def ops(self, w):
+        n, m, d, mx = w.positions, self.streams, self.hidden, self.mixes
+        fn, base, scale = self.tensors()
+        act, fp32 = w.act_dtype, 4
+        mix = gemm(w, f"{self.name}.mix", n, fn, shape=f"[{n},{m}x{d}]x[{m * d},{mx}] fp32")
+        vector = n * (2 * m * d + mx + split_flops(m, self.iters) + (2 * m - 1) * d)
+        combine = Op(f"{self.name}.pre", "vector", f"[{n},{m},{d}] -> [{n},{d}], Sinkhorn {self.iters}",
+                     vector_flops=vector,
+                     weight_read=w.weight_bytes(base) + w.weight_bytes(scale),
+                     act_read=act.nbytes_flat(n * m * d) + n * mx * fp32,
+                     act_write=act.nbytes_flat(n * d) + n * (m + m * m) * fp32,
+                     kind="elementwise", saved_bytes=act.nbytes_flat(n * m * d) + n * mx * fp32)
+        return [mix, combine]
+
+    def shard(self, tp, ep=1):
+        """Replicated: every TP device holds the fp32 mixing weights and mixes its tokens."""
+        return self
+
+
+class HCPost(Block):
+    """hc_post of one sublayer: the output spread back over the m streams."""
+    history_independent = True
+    name: str
+    hidden: int
+    streams: int
+
+    def ops(self, w):
+        n, m, d = w.positions, self.streams, self.hidden
+        act = w.act_dtype
+        return [Op(f"{self.name}.post", "vector", f"[{n},{d}] + [{n},{m},{d}] -> [{n},{m},{d}]",
+                   vector_flops=n * (2 * m + 1) * m * d,
+                   act_read=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4,
+                   act_write=act.nbytes_flat(n * m * d), kind="residual",
+                   saved_bytes=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4)]
+
+
+class HCHeadNorm(Block):
+    """The model's last step: hc_head (m streams -> one) then the final RMSNorm."""
+    history_independent = True
+    hidden: int
+    streams: int
+    prefix: str = ""
+
+    def tensors(self):
+        m, d, p = self.streams, self.hidden, self.prefix
+        return (_fp32(f"{p}hc_head_fn", (m, m * d)), _fp32(f"{p}hc_head_base", (m,)),
+                _fp32(f"{p}hc_head_scale", (1,)), Tensor(f"{p}norm.weight", (d,), "vector"))
+
+    def ops(self, w):
+        from ..ops import rmsnorm
+        n, m, d = w.positions, self.streams, self.hidden
+        fn, base, scale, norm = self.tensors()
+        act = w.act_dtype
+        mix = gemm(w, "hc_head.mix", n, fn, shape=f"[{n},{m}x{d}]x[{m * d},{m}] fp32")
+        head = Op("hc_head", "vector", f"[{n},{m},{d}] -> [{n},{d}]",
+                  vector_flops=n * (2 * m * d + m + SPLIT_PER_GATE * m + (2 * m - 1) * d),
+                  weight_read=w.weight_bytes(base) + w.weight_bytes(scale),
+                  act_read=act.nbytes_flat(n * m * d) + n * m * 4, act_write=act.nbytes_flat(n * d),
+                  kind="elementwise", saved_bytes=act.nbytes_flat(n * m * d) + n * m * 4)
+        return [mix, head, rmsnorm(w, "norm", n, norm)]
+
+    def shard(self, tp, ep=1):
+        """Replicated, like the final norm."""
+        return self
+
+
+class HCEmbedding(Embedding):
+    """The token embedding, then its copy into the m residual streams
+    (Transformer.forward: h.unsqueeze(2).repeat(1, 1, hc_mult, 1))."""
+    streams: int = 1
+    name: str = "embed.weight"
+
+    def tensors(self):
+        return (Tensor(self.name, (self.vocab, self.hidden), "embedding"),)
+
+    def ops(self, w):
+        out = super().ops(w)
+        n, d, m = w.positions, self.hidden, self.streams
+        out.append(Op("hc_expand", "memory", f"[{n},{d}] -> [{n},{m},{d}]",
+                      act_read=w.act_dtype.nbytes_flat(n * d), act_write=w.act_dtype.nbytes_flat(n * m * d),
+                      kind="memory"))
+        return out

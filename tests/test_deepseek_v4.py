@@ -1,0 +1,231 @@
+"""DeepSeek-V4: the bundled V4-Flash checkpoint's exact size, and each new block's
+counting rule on a tiny configuration worked by hand (blocks.compressed_attention,
+blocks.hyper_connections, hash routing in blocks.moe)."""
+
+import json
+import os
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "calculations"))
+
+from infracalc import ledger  # noqa: E402
+from infracalc.arch import Tensor  # noqa: E402
+from infracalc.blocks import compressed_attention as CA  # noqa: E402
+from infracalc.blocks.hyper_connections import HCHeadNorm, HCPost, HCPre, split_flops  # noqa: E402
+from infracalc.blocks.moe import MoE  # noqa: E402
+from infracalc.dtypes import dtype  # noqa: E402
+from infracalc.load.config import Config  # noqa: E402
+from infracalc.load.deepseek_v4 import V4Shapes  # noqa: E402
+from infracalc.load.models import load_model  # noqa: E402
+from infracalc.workload import Workload  # noqa: E402
+from test_decode import closed, loop_sum  # noqa: E402
+
+CONFIG = ROOT / "calculations" / "models" / "deepseek-v4-flash.json"
+
+
+def native(arch):
+    return Workload(formats=tuple((r, dtype(n)) for r, n in arch.native_formats))
+
+
+def rows(block, w):
+    return {op.name: op for op in block.ops(w)}
+
+
+class Checkpoint(unittest.TestCase):
+    """deepseek-ai/DeepSeek-V4-Flash (revision 60d8d707, the config's sha256 b628e633...
+    as pinned in bojieli/ai-infra-book:calculations/configs/sources.lock.json):
+    model.safetensors.index.json metadata.total_size = 159,609,485,896 bytes over
+    69,187 tensors (notes/param-derivations.md derives it tensor by tensor from
+    inference/model.py and the layer-0 shard header)."""
+
+    def test_parameters(self):
+        arch = load_model("deepseek-v4-flash")
+        # 284,332,240,471 weights + 3 hash layers x 129,280 x 6 tid2eid entries
+        self.assertEqual(arch.params, 284_332_240_471 + 3 * 129_280 * 6)
+        self.assertEqual(arch.params, 284_334_567_511)
+        self.assertEqual([(p.name, p.params) for p in arch.parts], [("MTP", 6_610_048_891)])
+
+    def test_checkpoint_bytes_equal_the_index_total_size(self):
+        arch = load_model("deepseek-v4-flash")
+        w = native(arch)
+        s = V4Shapes(Config(json.loads(CONFIG.read_text()), "v4"))
+        d, m = s.d, s.streams
+        mtp = s.layer(0, False, "mtp.0.").tensors() + (
+            Tensor("e_proj.weight", (d, d)), Tensor("h_proj.weight", (d, d)),
+            *(Tensor(n, (d,), "vector") for n in ("enorm", "hnorm", "norm")),
+            Tensor("hc_head_fn", (m, m * d), "vector", stored="fp32"),
+            Tensor("hc_head_base", (m,), "vector", stored="fp32"),
+            Tensor("hc_head_scale", (1,), "vector", stored="fp32"))
+        self.assertEqual(arch.weight_bytes(w) + sum(w.weight_bytes(t) for t in mtp), 159_609_485_896)
+
+    def test_every_command_runs(self):
+        from support import run_cli
+        for cmd in (["forward", "--tokens", "512"], ["decode", "--input-len", "600", "--output-len", "700"],
+                    ["kv", "--context", "100000"],
+                    ["parallel", "--devices", "8", "--tp", "8", "--input-len", "300", "--output-len", "20"],
+                    ["train", "--seq", "2048", "--tp", "8", "--ep", "8", "--dp", "8", "--pp", "4"]):
+            code, out, err = run_cli(cmd[0], "--model", "deepseek-v4-flash", "--device", "h200",
+                                     *cmd[1:], "--format", "json")
+            self.assertEqual(code, 0, (cmd, err))
+
+
+class Formulas(unittest.TestCase):
+    def test_floor_sums_equal_brute_force(self):
+        for r in (1, 4, 8, 128):
+            for n in range(0, 300):
+                self.assertEqual(CA.floor_sum(n, r), sum(x // r for x in range(1, n + 1)))
+                for cap in (1, 3, 512):
+                    self.assertEqual(CA.capped_floor_sum(n, r, cap),
+                                     sum(min(cap, x // r) for x in range(1, n + 1)))
+
+
+class WindowAttentionByHand(unittest.TestCase):
+    """D = 8, H = 2 heads of d = 4, rd = 2, q_lora 4, G = 2 groups of o_lora 3, W = 4.
+    Tensors: sink 2 + wq_a 4x8 + q_norm 4 + wq_b 8x4 + wkv 4x8 + kv_norm 4 + wo_a
+    (2*3)x(8/2) + wo_b 8x6 = 2+32+4+32+32+4+24+48 = 178.
+    One request, H = 5 cached, T = 3 new: window pairs sum_{x=6}^{8} min(x, 4) = 12;
+    QK^T = PV = 2 x 2 heads x 4 x 12 = 192; softmax 5 x 2 x 12 + sink 4 x 2 x 3 = 144;
+    keys read min(8, 4-1+3) = 6 rows x 4 values x 2 B = 48 B; wq_a 2x3x8x4 = 192,
+    wo_a 2 x 3 x (2 x 4) x 3 = 144 (each group maps 4 values to 3), wo_b 2x3x6x8 = 288."""
+
+    B = CA.WindowAttention(hidden=8, heads=2, head_dim=4, rope_dim=2, q_lora=4, o_groups=2, o_lora=3, window=4)
+    W = Workload(tokens=3, history=5)
+
+    def test_tensors(self):
+        self.assertEqual(self.B.params, 178)
+
+    def test_core_and_projections(self):
+        r = rows(self.B, self.W)
+        self.assertEqual((r["attn_qk"].matrix_flops, r["attn_pv"].matrix_flops), (192, 192))
+        self.assertEqual(r["softmax"].vector_flops, 144)
+        self.assertEqual(r["attn_qk"].kv_read, 48)
+        self.assertEqual(r["attn_pv"].kv_read, 0)   # K and V are the same row, read once
+        self.assertEqual((r["wq_a"].matrix_flops, r["wo_a"].matrix_flops, r["wo_b"].matrix_flops), (192, 144, 288))
+        self.assertEqual(r["wo_a"].act_read, 3 * 8 * 2)
+        self.assertEqual(r["kv_store"].kv_write, 3 * 4 * 2)
+
+    def test_cache(self):
+        self.assertEqual(self.B.kv_bytes_per_token(dtype("bf16")) * self.B.kv_tokens(100), 4 * 2 * 4)
+
+
+class CompressorByHand(unittest.TestCase):
+    """D = 8, d = 4, rd = 2. r = 4 overlaps (c = 2): ape 4x8 + wkv 8x8 + wgate 8x8 +
+    norm 4 = 164; state 2 x (2x4) x (2x4) x 4 B = 512 B. H = 5, T = 7: entries made
+    floor(12/4) - floor(5/4) = 2; pool 2 x (7 x 8 x 4 + 4 x 4 + 3 x 2) = 492 FLOPs;
+    writes 2 entries x 4 x 2 B + the state 512 = 528 B, reads the state 512 B.
+    r = 8 (c = 1) attended by 2 heads: ape 8x4 + wkv 4x8 + wgate 4x8 + norm 4 = 100;
+    queries x = 6..12 see floor(x/8) = 0,0,1,1,1,1,1: 5 pairs, QK^T 2 x 2 x 4 x 5 = 80;
+    rows read floor(12/8) = 1 (8 B)."""
+
+    W = Workload(tokens=7, history=5)
+
+    def test_overlapping_r4(self):
+        c = CA.Compressor(hidden=8, ratio=4, dim=4, rope_dim=2)
+        self.assertEqual(c.params, 164)
+        self.assertEqual(c.state_bytes(dtype("bf16")), 512)
+        pool = rows(c, self.W)["attn.compressor.pool"]
+        self.assertEqual((pool.vector_flops, pool.kv_write, pool.kv_read), (492, 528, 512))
+        self.assertEqual(rows(c, self.W)["attn.compressor.wkv"].matrix_flops, 2 * 7 * 8 * 8)
+        self.assertEqual(c.kv_tokens(103), 25)
+
+    def test_attended_r8(self):
+        c = CA.Compressor(hidden=8, ratio=8, dim=4, rope_dim=2, heads=2)
+        self.assertEqual(c.params, 100)
+        r = rows(c, self.W)
+        self.assertEqual((r["attn_qk.compressed"].matrix_flops, r["attn_qk.compressed"].kv_read), (80, 8))
+        self.assertEqual(r["softmax.compressed"].vector_flops, 5 * 2 * 5)
+
+
+class IndexerByHand(unittest.TestCase):
+    """D = 8, q_lora 4, H_I = 2 heads of d_I = 4, rd = 2, top-k 2, attention 2 heads
+    of d = 4. Tensors wq_b 8x4 + weights_proj 2x8 = 48. H = 5, T = 7: visible
+    floor(12/4) = 3; scored pairs sum_{x=6}^{12} floor(x/4) = 1+1+2+2+2+2+3 = 13,
+    scores 2 x 2 x 4 x 13 = 208 matrix, 13 x (3 x 2 + 1) = 91 vector; selected
+    sum min(2, floor(x/4)) = 1+1+2+2+2+2+2 = 12, QK^T 2 x 2 x 4 x 12 = 192; entries
+    read min(3, 7 x 2) = 3 rows x 4 x 2 B = 24 B, index keys 3 x 4 x 2 B = 24 B."""
+
+    B = CA.Indexer(hidden=8, q_lora=4, heads=2, dim=4, rope_dim=2, topk=2, attn_heads=2, attn_dim=4)
+    W = Workload(tokens=7, history=5)
+
+    def test_counts(self):
+        self.assertEqual(self.B.params, 48)
+        r = rows(self.B, self.W)
+        self.assertEqual((r["indexer.scores"].matrix_flops, r["indexer.scores"].vector_flops,
+                          r["indexer.scores"].kv_read), (208, 91, 24))
+        self.assertEqual((r["attn_qk.selected"].matrix_flops, r["attn_qk.selected"].kv_read), (192, 24))
+
+    def test_saturation_is_a_segment_point(self):
+        self.assertEqual(self.B.history_segments(0, 100), (7,))
+
+
+class HyperConnectionsByHand(unittest.TestCase):
+    """D = 8, m = 2 streams, 20 Sinkhorn iterations: M = (2+2) x 2 = 8 mixes;
+    HCPre tensors fn 8 x 16 + base 8 + scale 3 = 139; per token GEMM 2 x 16 x 8 = 256,
+    vector 2 x 16 + 8 + split (6 x 4 + 4 x (3 + 80) = 356) + (2x2-1) x 8 = 420.
+    HCPost (2x2+1) x 2 x 8 = 80 per token. HCHeadNorm fn 2x16 + base 2 + scale 1 +
+    norm 8 = 43; GEMM 2 x 16 x 2 = 64, vector 32 + 2 + 12 + 24 = 70, norm 4 x 8 = 32."""
+
+    W = Workload(tokens=3)
+
+    def test_pre(self):
+        b = HCPre("hc_attn", 8, 2, 20)
+        self.assertEqual(b.params, 139)
+        self.assertEqual(split_flops(2, 20), 356)
+        r = rows(b, self.W)
+        self.assertEqual((r["hc_attn.mix"].matrix_flops, r["hc_attn.pre"].vector_flops), (3 * 256, 3 * 420))
+        self.assertEqual(r["hc_attn.mix"].weight_read, 128 * 4)   # fp32 weights
+
+    def test_post_and_head(self):
+        self.assertEqual(rows(HCPost("hc_ffn", 8, 2), self.W)["hc_ffn.post"].vector_flops, 3 * 80)
+        h = HCHeadNorm(8, 2)
+        self.assertEqual(h.params, 43)
+        r = rows(h, self.W)
+        self.assertEqual((r["hc_head.mix"].matrix_flops, r["hc_head"].vector_flops, r["norm"].vector_flops),
+                         (3 * 64, 3 * 70, 3 * 32))
+
+
+class HashRouting(unittest.TestCase):
+    """A hash layer's tid2eid [V = 16, k = 2] int64 replaces the score bias: 32 more
+    parameters, 256 B; a pass over 3 tokens reads their 3 rows (3 x 2 x 8 = 48 B)."""
+
+    def test_table(self):
+        hashed = MoE(8, 4, 2, 4, hash_vocab=16)
+        biased = MoE(8, 4, 2, 4, score_bias=True)
+        self.assertEqual(hashed.params - biased.params, 32 - 4)
+        table = hashed.tensors()[1]
+        self.assertEqual((table.name, Workload().weight_bytes(table)), ("mlp.gate.tid2eid", 256))
+        self.assertEqual(rows(hashed, Workload(tokens=3))["routing"].weight_read, 48)
+
+
+class DecodeSums(unittest.TestCase):
+    """Closed-form decode sums equal the per-step ledgers across the window (6), the
+    ratio-8 and ratio-4 periods and the top-k saturation (history 4 x 3 - 1 = 11)."""
+
+    def arch(self):
+        cfg = json.loads(CONFIG.read_text())
+        cfg.update(num_hidden_layers=4, compress_ratios=[0, 4, 8, 4, 0], sliding_window=6, index_topk=3,
+                   num_hash_layers=1)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "config.json")
+            Path(path).write_text(json.dumps(cfg))
+            return load_model(path)
+
+    def test_closed_form_equals_loop(self):
+        arch, w = self.arch(), Workload(batch=2)
+        for lo, hi in ((0, 90), (5, 140), (11, 60)):
+            self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi), (lo, hi))
+
+    def test_prefill_split_conserves_attention(self):
+        arch = self.arch()
+        whole = ledger.build(arch, Workload(tokens=48)).totals
+        a = ledger.build(arch, Workload(tokens=20)).totals
+        b = ledger.build(arch, Workload(tokens=28, history=20)).totals
+        self.assertEqual(whole.attention_flops_causal, a.attention_flops_causal + b.attention_flops_causal)
+
+
+if __name__ == "__main__":
+    unittest.main()
