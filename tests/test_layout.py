@@ -99,7 +99,10 @@ REPLICATED_GEMMS = ("shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_w
 def config(model):
     with open(os.path.join(CALC, "models", model + ".json")) as f:
         cfg = json.load(f)
-    return cfg.get("text_config", cfg)
+    text = cfg.get("text_config", cfg)
+    if text.get("model_type") == "llama" and "num_attention_heads" not in text:
+        text = {**text, "num_attention_heads": 32}   # LLaVA's sparse text_config: LlamaConfig default
+    return text
 
 
 def copies(t, lay, kv_heads):
@@ -114,6 +117,8 @@ def copies(t, lay, kv_heads):
     if ".experts." in name and "shared" not in name:
         group = Fraction(tp * dp, ep * etp)
         return group * etp if name.endswith("down_proj.bias") else group
+    if name.endswith("self_attn.norm.weight"):
+        return dp   # lightning attention's norm over all its heads: split with them (vLLM's TP RMSNorm)
     if name.endswith(REPLICATED) or t.role == "router":
         return tp * dp
     if name.split(".")[-2] in ("k_proj", "v_proj") and tp > kv_heads:

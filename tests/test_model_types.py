@@ -14,7 +14,7 @@ import os
 import re
 import unittest
 
-from support import ROOT, Workload, build, load_model, run_cli, write_config
+from support import DTYPES, ROOT, Workload, build, load_model, run_cli, totals, write_config
 
 from infracalc.load.adapters import FAMILIES
 from infracalc.load.models import MODELS_DIR, bundled_ids, bundled_types
@@ -36,12 +36,15 @@ class PublishedCounts(unittest.TestCase):
         self.assertGreaterEqual(len(rows), 30)
         for row in rows:
             with self.subTest(model=row["id"], source=row["source"]):
-                params = load_model(row["id"]).params
+                arch = load_model(row["id"])
+                parts = sum(p.params or 0 for p in arch.parts)   # None: not derivable
                 if row["relation"] == "total":
-                    self.assertEqual(params, int(row["published_params"]))
+                    self.assertEqual(arch.params, int(row["published_params"]))
+                elif row["relation"] == "with_parts":   # vision tower / MTP reported apart
+                    self.assertEqual(arch.params + parts, int(row["published_params"]))
                 else:
                     self.assertEqual(row["relation"], "differs")
-                    self.assertLess(params, int(row["published_params"]))
+                    self.assertLess(arch.params, int(row["published_params"]))
 
     def test_new_families_by_value(self):
         # The published totals restated (sources in published-counts.csv and SOURCES.md).
@@ -51,6 +54,7 @@ class PublishedCounts(unittest.TestCase):
             "aya-23-8b": 8_028_033_024, "internlm2.5-7b": 7_737_708_544,
             "qwen1.5-moe-a2.7b": 14_315_784_192, "starcoder2-7b": 7_173_923_840,
             "falcon-7b": 6_921_720_704, "phi-4-mini": 3_836_021_760,
+            "mistral-nemo-12b": 12_247_782_400,
         }
         for model, params in official.items():
             with self.subTest(model=model):
@@ -171,6 +175,90 @@ class HandWorked(unittest.TestCase):
     def test_internlm2_bias(self):
         # bias true: wqkv biases 8 + 4 + 4 and wo bias 8 = 24 more per layer than llama
         self.assertEqual(tiny(self, "internlm2", bias=True).params - tiny(self, "llama").params, 48)
+
+
+class VisionWrappers(unittest.TestCase):
+    def test_llava_sparse_text_config_and_clip(self):
+        """LLaVA-1.5-7B: text = Llama-2-7B shapes (LlamaConfig defaults) with vocab 32064:
+        32 x (4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096) + 2 x 32064 x 4096 + 4096 =
+        6,738,939,904. CLIP ViT-L/14-336: class 1024 + patch 3 x 14^2 x 1024 = 602,112 +
+        positions 577 x 1024 = 590,848 + pre/post LayerNorms 4,096 + 24 x (4 x (1024^2 +
+        1024) + 4,096 + (4096 x 1024 + 4096) + (1024 x 4096 + 1024)) = 24 x 12,596,224 ->
+        303,507,456; projector 4096 x 1024 + 4096 + 4096^2 + 4096 = 20,979,712. Sum
+        7,063,427,072: the published total."""
+        arch = load_model("llava-1.5-7b")
+        self.assertEqual(arch.params, 6_738_939_904)
+        self.assertEqual([p.params for p in arch.parts], [303_507_456 + 20_979_712])
+        self.assertEqual(arch.model_type, "llava")
+        self.assertTrue(any("LlamaConfig defaults" in n for n in arch.notes))
+
+    def test_qwen2_5_vl_vision(self):
+        """Vision: patch 3 x 2 x 14^2 x 1280 = 1,505,280; per block 2 x 1280 + (3 x 1280^2 +
+        3840) + (1280^2 + 1280) + (3 x 1280 x 3420 + 2 x 3420 + 1280) = 19,702,200, x 32 =
+        630,470,400; merger 1280 + (5120^2 + 5120) + (3584 x 5120 + 3584) = 44,574,464:
+        676,550,144 (the published visual count); text = Qwen2.5-7B's 7,615,616,512."""
+        arch = load_model("qwen2.5-vl-7b")
+        self.assertEqual((arch.params, arch.parts[0].params), (7_615_616_512, 676_550_144))
+        self.assertEqual(arch.max_context, 128000)   # mrope is not a length factor
+
+    def test_mistral3_pixtral(self):
+        """Ministral 3 3B: Pixtral tower patch 3 x 14^2 x 1024 = 602,112 + ln_pre 1024 + 24 x
+        (2 x 1024 + 4 x 1024^2 + 3 x 1024 x 4096) = 402,702,336 -> 403,305,472; projector
+        norm 1024 + merger 1024 x 4096 + [3072, 1024] + [3072, 3072] = 16,778,240.
+        Text: 26 x (3072 x 4096 x 2 + 3072 x 1024 x 2 + 3 x 3072 x 9216 + 2 x 3072) +
+        tied 131072 x 3072 + 3072 = 3,429,006,336."""
+        arch = load_model("ministral-3-3b")
+        self.assertEqual((arch.params, arch.parts[0].params), (3_429_006_336, 403_305_472 + 16_778_240))
+        self.assertEqual(arch.max_context, 262144)   # yarn 16 x 16384 = 262,144 = P
+
+    def test_vision_part_not_in_weights(self):
+        arch = load_model("llava-1.5-7b")
+        self.assertEqual(totals("llava-1.5-7b").weight_bytes, 2 * arch.params)
+
+
+class Lightning(unittest.TestCase):
+    """MiniMax tiny: h = 8, 2 heads of d = 4 (1 KV head on the softmax layer), block 2,
+    2 experts of 4, top 1, layers [lightning, softmax], vocab 10.
+    Params: lightning 5 x 8 x 8 + 8 = 328; softmax 192; MoE router 16 + experts
+    2 x 3 x 8 x 4 = 192 -> 208; norms 16. Layer 0: 552, layer 1: 416; embed 80 + head
+    80 + norm 8: 1136. Prefill T = 3 (blocks of 2 and 1), per head:
+    block(2): p = 3, causal 4 x 4 x 3 + 4 x 2 x 16 = 176, vector 3 + 24 + 16 = 43;
+    block(1): p = 1, causal 16 + 64 = 80, vector 1 + 12 + 16 = 29;
+    2 heads: matrix 2 x 256 = 512, vector 2 x 72 = 144. Decode (T = 1): 2 x 4 x 16 = 128
+    matrix, 2 x 16 = 32 vector. State 2 x 4 x 4 fp32 = 128 B per request."""
+
+    CFG = {**BASE, "model_type": "minimax", "layer_types": ["linear_attention", "full_attention"],
+           "num_local_experts": 2, "num_experts_per_tok": 1, "intermediate_size": 4, "block_size": 2,
+           "rotary_dim": 2}
+
+    def setUp(self):
+        self.arch = load_model(write_config(self, self.CFG))
+
+    def core(self, **w):
+        return [o for o in build(self.arch, Workload(**w)).ops if o.name == "lightning"][0]
+
+    def test_params(self):
+        self.assertEqual(self.arch.params, 1136)
+
+    def test_blockwise_prefill(self):
+        op = self.core(tokens=3)
+        self.assertEqual((op.matrix_flops, op.vector_flops, op.kv_read, op.kv_write), (512, 144, 0, 128))
+
+    def test_recurrent_decode(self):
+        op = self.core(tokens=1, history=9)
+        self.assertEqual((op.matrix_flops, op.vector_flops, op.kv_read, op.kv_write), (128, 32, 128, 128))
+
+    def test_state_not_cache(self):
+        self.assertEqual(self.arch.kv_bytes(DTYPES["bf16"], 0), 128)
+        # the softmax layer keeps K and V: 2 x 1 x 4 x 2 B per token
+        self.assertEqual(self.arch.kv_bytes_per_token(DTYPES["bf16"]), 16)
+
+    def test_minimax_m1_published_rounding(self):
+        # Model card: 456B total, 45.9B activated (without the embedding and head).
+        arch = load_model("minimax-m1")
+        embed_head = 2 * 200064 * 6144
+        self.assertEqual(round(arch.params / 1e9), 456)
+        self.assertEqual(round((arch.active_params - embed_head) / 1e8), 459)
 
 
 class RopeScaling(unittest.TestCase):

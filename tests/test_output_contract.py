@@ -91,7 +91,7 @@ class Header(unittest.TestCase):
         self.assertIn("MoE routing `balanced`; MLA path `naive`", line)
         self.assertIn("1 new token per request", line)
         line = self.workload_line("--model", "qwen3-next-80b-a3b", "--tokens", "2", "--delta-form", "recurrent")
-        self.assertIn("MoE routing `uniform`; Gated DeltaNet form `recurrent`", line)
+        self.assertIn("MoE routing `uniform`; linear-attention form `recurrent`", line)
         line = self.workload_line("--model", "qwen3-8b", "--tokens", "2")
         self.assertIn("2 new tokens per request", line)
         for option in ("routing", "MLA", "DeltaNet"):

@@ -137,6 +137,75 @@ class Queueing(unittest.TestCase):
         self.assertAlmostEqual(q["utilisation"], 0.5)
 
 
+class Pools(unittest.TestCase):
+    """The book's pd-pool group (bojieli/ai-infra-book:calculations/results/pd-pool-book.md and
+    pd-pool-prefix.md): Qwen3-8B, 8,192-token prompts, 129 outputs, two declared worker types
+    (4 x 16,384 prefill tok/s + 64 decode calls/s, 4 x 4,096 + 256), a 25 GB/s network."""
+
+    WORKERS = ("--worker", "prefill-oriented:4:16384:64", "--worker", "decode-oriented:4:4096:256")
+
+    def run_pd(self, *extra):
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129",
+                                   *self.WORKERS, "--network-bw", "25GB/s", "--rate", "4", "--format", "json",
+                                   *extra)
+        self.assertEqual(status, 0, err)
+        return json.loads(out)["workers"]
+
+    def test_book_pd_pool(self):
+        p = self.run_pd()
+        # by hand: a prefill-oriented worker prefills 8,192 tokens in 1/2 s and decodes 128 calls
+        # in 2 s; the other the reverse. All 4 + 0 prefilling and 0 + 4 decoding: P = 4 x 16,384
+        # / 8,192 = 8, D = 4 x 256 / 128 = 8 requests/s; co-located each worker 1 / (1/2 + 2) =
+        # 2/5, eight of them 16/5; network 25e9 / 1,207,959,552 = 48828125/2359296
+        self.assertEqual(p["assignments"], 25)
+        self.assertEqual(p["best_requests_per_s_exact"], "8")
+        self.assertEqual(p["best"]["prefill_workers"], {"prefill-oriented": 4, "decode-oriented": 0})
+        self.assertEqual(p["best"]["limited_by"], ["prefill", "decode"])
+        self.assertEqual(p["colocated_requests_per_s_exact"], "16/5")
+        self.assertEqual(p["pd_to_colocated_exact"], "5/2")
+        self.assertEqual(p["network_requests_per_s_exact"], "48828125/2359296")
+        self.assertEqual((p["arrival_below_best_pd"], p["arrival_below_colocated"]), (True, False))
+
+    def test_book_pd_pool_prefix(self):
+        # 6,144 cached tokens: 2,048 new; best P {2, 0}, D {2, 4}: P = 2 x 16,384 / 2,048 = 16,
+        # D = (2 x 64 + 4 x 256) / 128 = 9; co-located 4 / (1/8 + 2) + 4 / (1/2 + 1/2) = 100/17
+        p = self.run_pd("--cached-prefix", "6144")
+        self.assertEqual(p["best_requests_per_s_exact"], "9")
+        self.assertEqual(p["best"]["decode_workers"], {"prefill-oriented": 2, "decode-oriented": 4})
+        self.assertEqual(p["colocated_requests_per_s_exact"], "100/17")
+        self.assertEqual(p["pd_to_colocated_exact"], "153/100")
+        # the handoff still carries the whole prompt's cache
+        self.assertEqual(p["handoff_bytes_per_request"], 1_207_959_552)
+
+    def test_handoff_bytes_equal_kv_per_request(self):
+        status, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "8192", "--format", "json")
+        kv = json.loads(out)["sizing"]["bytes_per_request"]
+        self.assertEqual(self.run_pd()["handoff_bytes_per_request"], kv)
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129",
+                                   "--prefill-device", "a100-sxm-80gb", "--decode-device", "h20", "--rate", "3.5",
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        pd = json.loads(out)["pd"]
+        self.assertEqual(pd["handoff"]["bytes"], kv)
+        # 36 layers x 2 x 8 KV heads x 128 x 2 B = 147,456 B per token, x 8,192
+        self.assertEqual(kv, 147_456 * 8192)
+
+    def test_pools_for_a_rate(self):
+        # A100 prefill and H20 decode at 3.5 requests/s (the book's chapter-9 pairing): two
+        # A100 prefill workers (each below 3.5 / 2 requests/s short of the rate alone) and one H20
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129",
+                                   "--prefill-device", "a100-sxm-80gb", "--decode-device", "h20", "--rate", "3.5",
+                                   "--format", "json")
+        pd = json.loads(out)["pd"]
+        for kind in ("lower_bound", "estimate"):
+            pool = pd["pools"][kind]
+            self.assertGreaterEqual(pool["prefill_workers"] * pool["prefill_requests_per_s_per_worker"], 3.5)
+            self.assertLess((pool["prefill_workers"] - 1) * pool["prefill_requests_per_s_per_worker"], 3.5)
+            self.assertGreaterEqual(pool["decode_workers"] * pool["decode_requests_per_s_per_worker"], 3.5)
+        # the lower-bound rates are upper bounds: never fewer workers under the estimate
+        self.assertLessEqual(pd["pools"]["lower_bound"]["devices"], pd["pools"]["estimate"]["devices"])
+
+
 class SloCommand(unittest.TestCase):
     def test_fewest_h100s_for_llama_70b(self):
         # Llama-3.1-70B in BF16 is 141,107,412,992 B of weights: one 80 GB H100 cannot hold

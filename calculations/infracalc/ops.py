@@ -42,6 +42,7 @@ VECTOR_FLOPS = {
     "relu": 1,       # max(0, x) (OPT)
     "softcap": 3,    # c * tanh(x / c): divide, tanh, multiply (Gemma 2 attention and final logits)
     "scaled_residual": 2,  # x + m * f(x): multiply, add (Granite residual_multiplier)
+    "alpha_beta_residual": 3,  # alpha * x + beta * f(x): two multiplies, add (MiniMax)
     "gelu_erf": 5,   # 0.5*x*(1+erf(x/sqrt(2))): / sqrt(2), erf, + 1, * x, * 0.5
     "gelu_tanh": 9,  # 0.5*x*(1+tanh(c*(x+0.044715 x^3))), the GPT-2 "gelu_new" (geglu_tanh without * up)
 }

@@ -31,7 +31,7 @@ class Workload(Record):
     routing: str = "uniform"      # MoE routing model (see blocks.moe)
     routing_loads: tuple = ()     # relative load per expert for routing "histogram"
     mla: str = "absorbed"         # MLA execution path: auto | absorbed | expanded | naive (blocks.mla)
-    delta_form: str = "auto"      # Gated DeltaNet form: auto | chunked | recurrent (see blocks.linear_attention)
+    delta_form: str = "auto"      # linear-attention form: auto | chunked | recurrent (blocks.linear_attention, blocks.lightning)
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
 
     def _check(self):

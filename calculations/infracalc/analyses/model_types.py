@@ -12,8 +12,9 @@ PUBLISHED_FILE = "published-counts.csv"
 
 def published_counts(models_dir):
     """{id: (published params, relation, source)} from the bundled published-counts table;
-    relation "total": our count must equal it; "differs": it counts more than the main
-    model (parts reported apart, stored duplicates), explained in SOURCES.md."""
+    relation "total": our count must equal it; "with_parts": our count plus the parts
+    reported apart (vision tower, MTP module) must equal it; "differs": it counts more
+    (stored duplicates, scales), explained in SOURCES.md."""
     with open(os.path.join(models_dir, PUBLISHED_FILE), encoding="utf-8", newline="") as f:
         return {row["id"]: (int(row["published_params"]), row["relation"], row["source"])
                 for row in csv.DictReader(f)}
@@ -30,10 +31,13 @@ def type_rows(families, adapter_name, bundled, load, published):
     for model_type in sorted(families, key=str.lower):
         examples = []
         for model_id in by_type.get(model_type, []):
-            params = load(model_id).params
+            arch = load(model_id)
             official, relation, _ = published.get(model_id, (None, "", ""))
-            examples.append({"id": model_id, "params": params, "published_params": official,
-                             "checked": relation == "total" and official == params})
+            parts = sum(p.params or 0 for p in arch.parts)
+            checked = (relation == "total" and official == arch.params) or (
+                relation == "with_parts" and official == arch.params + parts)
+            examples.append({"id": model_id, "params": arch.params, "parts_params": parts,
+                             "published_params": official, "relation": relation, "checked": checked})
         rows.append({"model_type": model_type, "adapter": adapter_name(model_type), "examples": examples})
     return rows
 

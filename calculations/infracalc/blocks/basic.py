@@ -77,16 +77,17 @@ class RMSNorm(Block):
 
 class Residual(Block):
     """Residual add of a sublayer's output into the stream: 1 FLOP per element;
-    `scaled` (Granite's residual_multiplier m, x + m * f(x)): 2."""
+    `scale` "scaled" (Granite's residual_multiplier m, x + m * f(x)): 2;
+    "alpha_beta" (MiniMax, alpha * x + beta * f(x)): 3."""
     history_independent = True   # no cache, no position (see Block)
     width: int
-    scaled: bool = False
+    scale: str = ""
 
     def ops(self, w):
         op = residual(w, w.positions, self.width)
-        if self.scaled:
-            op = op.replace(name="scaled_residual_add",
-                            vector_flops=w.positions * self.width * VECTOR_FLOPS["scaled_residual"])
+        if self.scale:
+            op = op.replace(name=f"{self.scale}_residual_add",
+                            vector_flops=w.positions * self.width * VECTOR_FLOPS[f"{self.scale}_residual"])
         return [op]
 
 

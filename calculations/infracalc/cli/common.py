@@ -240,7 +240,7 @@ def add_architecture_options(p):
                         "cache after kv_store) or on-chip (attention takes them from the projections "
                         "and reads only the prior history, the convention of the book's tables)")
     p.add_argument("--delta-form", choices=DELTA_FORMS, default="auto",
-                   help="Gated DeltaNet form: auto (chunked when a request has more than one new "
+                   help="linear-attention form (Gated DeltaNet, lightning attention): auto (chunked when a request has more than one new "
                         "token, recurrent for one; default), chunked or recurrent")
 
 

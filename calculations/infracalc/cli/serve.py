@@ -38,6 +38,29 @@ def non_negative(text):
     return value
 
 
+def worker(text):
+    """--worker NAME:COUNT:PREFILL_TOK/S:DECODE_TOK/S (declared rates, exact rationals such as
+    16384 or 3/2) or NAME:COUNT:DEVICE (rates from the ledger on a bundled device or file)."""
+    from fractions import Fraction
+
+    parts = text.split(":")
+    count = common.digits(parts[1]) if len(parts) in (3, 4) and parts[0] else None
+    if count is None or count < 1 or count > 4096:
+        raise argparse.ArgumentTypeError(
+            f"must be NAME:COUNT:PREFILL_TOK/S:DECODE_TOK/S or NAME:COUNT:DEVICE with COUNT in 1..4096, "
+            f"got '{text}'")
+    if len(parts) == 3:
+        return (parts[0], count, parts[2])
+    try:
+        rates = tuple(Fraction(x) for x in parts[2:])
+    except (ValueError, ZeroDivisionError):
+        rates = (-1,)
+    if any(x <= 0 or x > 10**15 for x in rates):
+        raise argparse.ArgumentTypeError(f"rates must be positive numbers or fractions (e.g. 16384, 3/2), "
+                                         f"got '{text}'")
+    return (parts[0], count) + rates
+
+
 def add_arguments(p):
     common.add_model(p)
     common.add_lengths(p)
@@ -61,6 +84,21 @@ def add_arguments(p):
                       help="mean TPOT limit with its unit (e.g. 50ms)")
     load.add_argument("--max-devices", type=common.positive_int, default=1024, metavar="N",
                       help="the largest device count the SLO sizing tries (default 1024)")
+    load.add_argument("--cached-prefix", type=common.non_negative_int, default=0, metavar="C",
+                      help="prompt tokens found in a prefix cache: each prompt prefills P - C tokens after them")
+    pd = p.add_argument_group("prefill/decode disaggregation")
+    pd.add_argument("--prefill-device", default=None, metavar="ID|DEVICE.json",
+                    help="with --decode-device and --rate: size a prefill pool on this device type")
+    pd.add_argument("--decode-device", default=None, metavar="ID|DEVICE.json",
+                    help="the decode pool's device type")
+    pd.add_argument("--prefill-tp", type=common.positive_int, default=1, help="devices per prefill worker (TP)")
+    pd.add_argument("--decode-tp", type=common.positive_int, default=1, help="devices per decode worker (TP)")
+    pd.add_argument("--worker", type=worker, action="append", default=None, metavar="SPEC",
+                    help="a worker type NAME:COUNT:PREFILL_TOK/S:DECODE_TOK/S (declared rates) or "
+                         "NAME:COUNT:DEVICE (rates from the ledger); repeatable: enumerate every split "
+                         "into a prefill and a decode pool")
+    pd.add_argument("--network-bw", type=common.bandwidth, default=None, metavar="BW",
+                    help="with --worker: the shared one-way bandwidth carrying every KV handoff (e.g. 25GB/s)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -78,16 +116,41 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
-    opts = system.Options(max_seqs=args.max_seqs, token_budget=args.max_batched_tokens, rate=args.rate,
+    if args.cached_prefix >= args.input_len:
+        raise UserError(f"--cached-prefix {args.cached_prefix} must be below --input-len {args.input_len}")
+    opts = system.Options(cached=args.cached_prefix,
+                          max_seqs=args.max_seqs, token_budget=args.max_batched_tokens, rate=args.rate,
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
                           memory_efficiency=args.memory_efficiency)
     if args.output_len < 2:
         raise UserError("serve needs --output-len of at least 2 (one decode step)")
+    if args.worker:
+        rec = system.workers_record(arch, w, device, args.input_len, args.output_len, opts,
+                                    [_worker(spec, args) for spec in args.worker], args.network_bw)
+        return common.emit(args, rec, render.markdown)
+    if (args.prefill_device is None) != (args.decode_device is None):
+        raise UserError("give both --prefill-device and --decode-device")
+    if args.prefill_device:
+        if args.rate is None:
+            raise UserError("--prefill-device/--decode-device size pools for --rate; give --rate")
+        rec = system.pd_record(arch, w, load_device(args.prefill_device, args.memory_convention),
+                               load_device(args.decode_device, args.memory_convention),
+                               args.input_len, args.output_len, opts, args.prefill_tp, args.decode_tp)
+        return common.emit(args, rec, render.markdown)
     sizing = args.ttft_limit is not None or args.tpot_limit is not None
     if sizing and args.tp != 1:
         raise UserError("the SLO sizing searches the layouts; drop --tp")
     rec = system.system_record(arch, w, device, args.input_len, args.output_len, opts, args.tp,
                                args.max_devices if sizing else None)
     return common.emit(args, rec, render.markdown)
+
+
+def _worker(spec, args):
+    """A pools.Worker from a --worker spec (declared, or rated on a device by the ledger)."""
+    from ..analyses.serve.pools import Worker
+
+    if len(spec) == 4:
+        return Worker(*spec)
+    return Worker(spec[0], spec[1], spec[2], None)   # device id: rated in system.workers_record

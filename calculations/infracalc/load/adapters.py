@@ -17,6 +17,8 @@ FAMILIES = {
     "internlm2": "dense", "qwen2_moe": "moe", "olmo2": "olmo", "granite": "granite", "granitemoe": "granite",
     "cohere": "cohere", "starcoder2": "starcoder2",
     "falcon": "falcon", "RefinedWeb": "falcon", "RefinedWebModel": "falcon",
+    "minimax": "minimax", "minimax_m1": "minimax", "minimax_text_01": "minimax",
+    "ministral3": "dense", "llava": "vision", "mistral3": "vision", "qwen2_5_vl": "vision",
     "llama4": "llama4", "llama4_text": "llama4",
     "gpt2": "gpt2", "opt": "gpt2", "gpt_neox": "gpt2",
 }

@@ -84,6 +84,16 @@ def phi3(cfg, model_id):
                         "split (same parameter count and FLOPs).",))
 
 
+def ministral3(cfg, model_id):
+    """Ministral 3 (the text model of mistral3 wrappers since transformers 5): Mistral's
+    layer; rope_parameters' llama_4_scaling_beta scales queries by a per-position factor."""
+    notes = (("llama_4_scaling_beta: queries scaled by a per-position factor; that one multiply "
+              "per query element is not counted.",)
+             if isinstance(cfg.get("rope_parameters"), dict) and "llama_4_scaling_beta" in cfg.get("rope_parameters")
+             else ())
+    return dense(cfg, model_id, qkv_bias=False, o_bias=False, window=_window(cfg), notes=notes)
+
+
 def internlm2(cfg, model_id):
     bias = cfg.flag("bias", False)
     return dense(cfg, model_id, qkv_bias=bias, o_bias=bias,
@@ -92,4 +102,4 @@ def internlm2(cfg, model_id):
 
 
 ADAPTERS = {"llama": llama, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3, "phi3": phi3,
-            "internlm2": internlm2}
+            "internlm2": internlm2, "ministral3": ministral3}

@@ -22,8 +22,8 @@ from .common import activation, attention, model
 
 
 def _layer(hidden, attn, mlp):
-    return Layer((RMSNorm("input_layernorm", hidden), attn, Residual(hidden, scaled=True),
-                  RMSNorm("post_attention_layernorm", hidden), mlp, Residual(hidden, scaled=True)))
+    return Layer((RMSNorm("input_layernorm", hidden), attn, Residual(hidden, scale="scaled"),
+                  RMSNorm("post_attention_layernorm", hidden), mlp, Residual(hidden, scale="scaled")))
 
 
 def _granite(cfg, model_id, mlp, notes=()):

@@ -15,7 +15,7 @@ def architecture_options(m, i):
     if i.get("mla") and "MLA" in m["attention"]:
         extra.append(f"MLA path `{i['mla']}`")
     if i.get("delta_form"):
-        extra.append(f"Gated DeltaNet form `{i['delta_form']}`")
+        extra.append(f"linear-attention form `{i['delta_form']}`")
     return extra
 
 

@@ -75,14 +75,19 @@ def detail_csv(rec):
 TYPES_HEADER = ("Every model_type the loader accepts, the adapter that builds it, and the bundled "
                 "configs of that type: our exact parameter count, and the published checkpoint total "
                 "where calculations/models/published-counts.csv records one (\"= published\": equal, "
-                "asserted by tests/test_model_types.py; a published total that also counts parts "
-                "reported apart says so).")
+                "with the parts reported apart (vision tower, MTP module) added where the published "
+                "total includes them; asserted by tests/test_model_types.py).")
 
 
 def _example(e):
-    mark = " (= published)" if e["checked"] else (
-        f" (published {u.integer(e['published_params'])}: differs, see SOURCES.md)"
-        if e["published_params"] is not None else "")
+    if e["checked"] and e["relation"] == "with_parts":
+        mark = f" + {u.integer(e['parts_params'])} apart (= published {u.integer(e['published_params'])})"
+    elif e["checked"]:
+        mark = " (= published)"
+    elif e["published_params"] is not None:
+        mark = f" (published {u.integer(e['published_params'])}: differs, see SOURCES.md)"
+    else:
+        mark = ""
     return f"`{inline(e['id'])}` {u.integer(e['params'])}{mark}"
 
 
@@ -101,6 +106,7 @@ def types_markdown(rec):
 
 
 def types_csv(rec):
-    return records_to_csv(["model_type", "adapter", "id", "params", "published_params", "checked"],
-                          [{"model_type": r["model_type"], "adapter": r["adapter"], **e}
-                           for r in rec["model_types"] for e in (r["examples"] or [{}])])
+    columns = ["model_type", "adapter", "id", "params", "parts_params", "published_params", "relation", "checked"]
+    rows = [{"model_type": r["model_type"], "adapter": r["adapter"], **{k: e.get(k) for k in columns[2:]}}
+            for r in rec["model_types"] for e in (r["examples"] or [{}])]
+    return records_to_csv(rows, columns)

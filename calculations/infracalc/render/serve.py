@@ -2,7 +2,7 @@
 
 from . import units as u
 from .forward import device_line, formats_line, model_line, note_lines
-from .table import markdown_table
+from .table import inline, markdown_table
 
 KINDS = (("estimate", "estimate"), ("lower_bound", "lower bound"))
 
@@ -27,7 +27,7 @@ def _limits(i):
 def sizing_lines(rec):
     s, i, d = rec["sizing"], rec["inputs"], rec["device"]
     a = s["answer"]
-    lines = [f"## Fewest {d['id']} meeting {_limits(i)}", ""]
+    lines = [f"## Fewest {inline(d['id'])} meeting {_limits(i)}", ""]
     if a is None:
         lines.append(f"**No count up to {i['max_devices']} devices meets the limits** (estimate); "
                      "why each count fails is below.")
@@ -92,9 +92,77 @@ def policy_lines(rec):
     return lines
 
 
+def _x(rec, key):
+    """A figure with its exact rational when the record has one: '3.200 (16/5)'."""
+    v, e = rec.get(key), rec.get(f"{key}_exact")
+    if v is None:
+        return "-"
+    return f"{v:,.3f}" + (f" ({e})" if e and e != f"{v:g}" else "")
+
+
+def _pool(d):
+    return inline(", ".join(f"{k} {n}" for k, n in d.items()) or "-")
+
+
+def worker_lines(rec):
+    p = rec["workers"]
+    lines = ["## Prefill and decode pools from the given workers", "",
+             f"- Per request: {u.integer(p['new_prefill_tokens_per_request'])} new prefill tokens, "
+             f"{u.integer(p['decode_calls_per_request'])} decode calls, KV handoff "
+             f"{u.integer(p['handoff_bytes_per_request'])} B ({u.nbytes(p['handoff_bytes_per_request'])}); "
+             f"network carries at most {_x(p, 'network_requests_per_s')} requests/s",
+             f"- **Best split** (of {p['assignments']}): prefill pool {_pool(p['best']['prefill_workers'])}; "
+             f"decode pool {_pool(p['best']['decode_workers'])}: {_x(p, 'best_requests_per_s')} requests/s "
+             f"(limited by {', '.join(p['best']['limited_by'])}); co-located {_x(p, 'colocated_requests_per_s')} "
+             f"requests/s; ratio {_x(p, 'pd_to_colocated')}"]
+    if "arrival_requests_per_s" in p:
+        lines.append(f"- Arrival {p['arrival_requests_per_s']:g} requests/s: below the best split's bound: "
+                     f"{'yes' if p['arrival_below_best_pd'] else 'no'}; below co-located: "
+                     f"{'yes' if p['arrival_below_colocated'] else 'no'}")
+    rows = [[w["name"], w["count"], _x(w, "prefill_tokens_per_s"), _x(w, "decode_tokens_per_s"),
+             _x(w, "prefill_s_per_request"), _x(w, "decode_s_per_request"), _x(w, "colocated_requests_per_s")]
+            for w in p["workers"]]
+    lines += ["", markdown_table(["worker", "count", "prefill tok/s", "decode calls/s", "P s per request",
+                                  "D s per request", "co-located req/s each"], rows), ""]
+    rows = [[_pool(s["prefill_workers"]), _pool(s["decode_workers"]), _x(s, "prefill_requests_per_s"),
+             _x(s, "decode_requests_per_s"), _x(s, "bound_requests_per_s"), ", ".join(s["limited_by"])]
+            for s in p["splits"]]
+    lines += [markdown_table(["prefill pool", "decode pool", "P req/s", "D req/s", "bound req/s", "limited by"],
+                             rows, "llrrrl"), ""]
+    return lines
+
+
+def pd_lines(rec):
+    pd = rec["pd"]
+    pre, dec, move = pd["prefill_worker"], pd["decode_worker"], pd["handoff"]
+    lines = [f"## Disaggregated: prefill on {inline(pre['device'])} (TP {pre['tp']}), decode on {inline(dec['device'])} "
+             f"(TP {dec['tp']}), {pd['rate_per_s']:g} requests/s", ""]
+    rows = []
+    for key, name in KINDS:
+        pl = pd["pools"][key]
+        rows.append([name, f"{pre[key]['prefill_tokens_per_s']:,.1f}", f"{dec[key]['decode_tokens_per_s']:,.1f}",
+                     f"{dec[key]['decode_concurrency']:,.2f}", _s(dec[key]["tpot_s"]),
+                     f"{pl['prefill_requests_per_s_per_worker']:,.3f}",
+                     f"{pl['decode_requests_per_s_per_worker']:,.3f}", pl.get("prefill_workers", "-"),
+                     pl.get("decode_workers", "-"), pl.get("devices", "-")])
+    lines.append(markdown_table(["figure", "prefill tok/s per worker", "decode calls/s per worker",
+                                 "decode concurrency", "TPOT", "P req/s per worker", "D req/s per worker",
+                                 "prefill workers", "decode workers", "devices"], rows))
+    lines += ["", f"- KV handoff per request: {u.integer(move['bytes'])} B ({u.nbytes(move['bytes'])})"
+              + (f" over {inline(move['link'])}: {_s(move['time_s'])} at {u.rate_bytes(move['bytes_per_s'])} (lower bound)"
+                 if move["time_s"] else " (no scale-out link in the device data)")]
+    for dev, c in pd["colocated"].items():
+        lines.append(f"- Co-located (chunked scheduler) on {inline(dev)} (TP {c['tp']}): "
+                     f"{_rate(c['estimate']['requests_per_s_per_replica'])} requests/s per replica, "
+                     f"{c['estimate']['devices'] or '-'} devices for the rate (estimate); lower bound "
+                     f"{_rate(c['lower_bound']['requests_per_s_per_replica'])} requests/s, "
+                     f"{c['lower_bound']['devices'] or '-'} devices")
+    return lines + [""]
+
+
 def markdown(rec):
     i = rec["inputs"]
-    title = f"# serve: `{rec['model']['id']}` on {rec['device']['id']}"
+    title = f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}"
     lines = [title, "", model_line(rec["model"], tied=False),
              f"- Requests: {i['input_len']} input and {i['output_len']} output tokens; scheduler "
              f"--max-seqs {i['max_seqs']}, --max-batched-tokens {i['max_batched_tokens']}",
@@ -102,6 +170,10 @@ def markdown(rec):
              device_line(rec["device"], memory=True), *note_lines(rec), ""]
     if "sizing" in rec:
         lines += sizing_lines(rec)
+    if "workers" in rec:
+        lines += worker_lines(rec)
+    if "pd" in rec:
+        lines += pd_lines(rec)
     if rec["policies"]:
         lines += policy_lines(rec)
     lines += ["## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",

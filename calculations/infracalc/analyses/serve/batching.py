@@ -1,6 +1,7 @@
 """Three schedulers in steady state, saturated (a queue that never empties).
 
-Requests of P input and G >= 2 output tokens; N = --max-seqs (requests running
+Requests of P input (P - C to prefill when a prefix cache holds C) and G >= 2
+output tokens (P below is the tokens a prompt prefills); N = --max-seqs (requests running
 at once), T = --max-batched-tokens (tokens one iteration may carry), memory
 ceilings from the serving bound (analyses/serving): M_g = requests that fit at
 their final length (no preemption), M_ss = room / mean cache held. Iteration
@@ -77,7 +78,7 @@ def fixed(parts, r, max_seqs, guaranteed, final_bytes, history_last):
     b = max_seqs if guaranteed is None else min(max_seqs, guaranteed)
     if b < 1:
         return None
-    P, G = parts.P, parts.G
+    P, G = parts.new_tokens, parts.G
     pre = iteration.times(parts.mix(b, 0, b * P), r)
     step = iteration.times(parts.mix(0, b, b), r)
     last = iteration.times(iteration._rows(
@@ -105,7 +106,7 @@ def _last_step_ops(parts, b, history):
 
 
 def continuous(parts, r, max_seqs, steady, token_budget, mean_held_bytes):
-    P, G = parts.P, parts.G
+    P, G = parts.new_tokens, parts.G
     if P > token_budget:
         return {"policy": "continuous", "refused": f"a whole prompt of {P} tokens exceeds --max-batched-tokens "
                                                    f"{token_budget} (prefill without chunking needs T >= P)"}
@@ -133,7 +134,7 @@ def continuous(parts, r, max_seqs, steady, token_budget, mean_held_bytes):
 
 
 def chunked(parts, r, max_seqs, steady, token_budget, mean_held_bytes):
-    P, G = parts.P, parts.G
+    P, G = parts.new_tokens, parts.G
     budget = token_budget * (G - 1) / (P + G - 1)
     d, why = _limit((("--max-seqs", max_seqs), ("memory (mean cache held)", steady),
                      ("--max-batched-tokens", budget)))

@@ -3,7 +3,9 @@
 A request of P input and G output tokens costs, whatever the scheduler does,
 its prefill pass (P tokens at batch 1) and its G - 1 decode steps (histories
 P .. P + G - 2, batch 1, summed in closed form by decode_sum): its *own work*,
-per operator, with the weight reads left out. An iteration adds the weights it
+per operator, with the weight reads left out. With a prefix cache holding the
+first C prompt tokens, the prefill rows are those of P - C tokens after C
+cached ones. An iteration adds the weights it
 reads once (shared by every token it carries: the ledger's weight bytes of a
 pass over n tokens, n = the tokens the iteration carries; MoE: the experts n
 tokens touch under --routing). A scheduler in steady state is then a mix of
@@ -58,10 +60,12 @@ class Parts:
     and the weight rows of a pass over n tokens (memoized per n), for one architecture
     (a whole model or one device's shard) and workload."""
 
-    def __init__(self, arch, w, input_len, output_len, prefill_w=None):
-        self.arch, self.P, self.G = arch, input_len, output_len
+    def __init__(self, arch, w, input_len, output_len, prefill_w=None, cached=0):
+        self.arch, self.P, self.G, self.cached = arch, input_len, output_len, cached
         self.one = w.replace(batch=1, tokens=1, history=0, logits="last")
-        pw = (prefill_w or self.one).replace(batch=1, tokens=input_len, history=0, logits="last")
+        # a prompt whose first `cached` tokens are in a prefix cache prefills the rest after them
+        pw = (prefill_w or self.one).replace(batch=1, tokens=input_len - cached, history=cached,
+                                            logits="last")
         self.prefill = _rows(ledger.operators(arch, pw))
         lo, hi = step_histories(input_len, output_len)
         self.decode = {}
@@ -69,6 +73,11 @@ class Parts:
             pcs = decode_sum.decode_pieces(arch, self.one, lo, hi, check=False)
             self.decode = _rows(decode_sum.summed_ops(pcs))
         self._weights = {}
+
+    @property
+    def new_tokens(self):
+        """Prompt tokens a request prefills: P - C (C in the prefix cache)."""
+        return self.P - self.cached
 
     def weights(self, tokens):
         """Weight rows of a pass carrying `tokens` tokens (at least 1)."""

@@ -39,8 +39,9 @@ class Options:
     """The scheduler and load options of one `serve` run."""
 
     def __init__(self, max_seqs=256, token_budget=8192, rate=None, cv2=0.0, ttft_limit=None,
-                 tpot_limit=None, reserve_bytes=None, compute_efficiency=1.0, memory_efficiency=1.0):
-        self.max_seqs, self.token_budget = max_seqs, token_budget
+                 tpot_limit=None, reserve_bytes=None, compute_efficiency=1.0, memory_efficiency=1.0,
+                 cached=0):
+        self.max_seqs, self.token_budget, self.cached = max_seqs, token_budget, cached
         self.rate, self.cv2 = rate, cv2
         self.ttft_limit, self.tpot_limit = ttft_limit, tpot_limit
         self.reserve_bytes = reserve_bytes
@@ -48,11 +49,12 @@ class Options:
 
     def record(self):
         return {"max_seqs": self.max_seqs, "max_batched_tokens": self.token_budget,
+                "cached_prefix_tokens": self.cached,
                 "rate_per_s": self.rate, "service_cv2": self.cv2,
                 "ttft_limit_s": self.ttft_limit, "tpot_limit_s": self.tpot_limit}
 
 
-def parts_for(arch, w, device, input_len, output_len, r):
+def parts_for(arch, w, device, input_len, output_len, r, cached=0):
     """(Parts, the decode workload, notes): the MLA paths chosen as `decode` chooses them."""
     notes = check_lengths(arch, input_len, output_len)
     w = w.replace(batch=1, tokens=1, history=0, logits="last")
@@ -62,13 +64,13 @@ def parts_for(arch, w, device, input_len, output_len, r):
     for phase, c in (("prefill", choice), ("decode steps", step_choice)):
         if c:
             notes.append(mla_path.note(c, phase))
-    return iteration.Parts(arch, w, input_len, output_len, wp), w, notes
+    return iteration.Parts(arch, w, input_len, output_len, wp, cached), w, notes
 
 
 def serve(arch, w, device, input_len, output_len, opts):
     """The `serve` record of one device."""
     r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
-    parts, w, notes = parts_for(arch, w, device, input_len, output_len, r)
+    parts, w, notes = parts_for(arch, w, device, input_len, output_len, r, opts.cached)
     cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), opts.reserve_bytes)
     conc = serving.concurrency(arch, w, input_len, output_len, cap["cache_room_bytes"],
                                cap["cache_bytes_per_request"] or None)
@@ -164,3 +166,155 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
         from .. import parallel
         rec["definitions"] += [parallel.ESTIMATE, parallel.LOWER_BOUND]
     return rec
+
+
+def decode_concurrency(parts, r, ceiling, tpot_limit, kind=1):
+    """The most decode tokens d <= ceiling per iteration of a decode-only worker whose step
+    (estimate, or kind 0: lower bound) stays within `tpot_limit` (bisection; the step time
+    grows with d). 0 when even one exceeds it."""
+    def step(d):
+        return iteration.times(parts.mix(0, d, d), r)[kind]
+
+    if tpot_limit is None or step(ceiling) <= tpot_limit:
+        return ceiling
+    if step(1) > tpot_limit:
+        return 0
+    lo, hi = 1.0, float(ceiling)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if step(mid) <= tpot_limit else (lo, mid)
+    return lo
+
+
+def worker_rates(arch, w, device, input_len, output_len, opts, tp=1):
+    """One worker's prefill tokens/s and decode calls/s on `device` (a TP replica of tp of them),
+    under the estimate and the lower bound: prefill = the new tokens of one prompt over its
+    prefill pass; decode = d / step(d), d = min(--max-seqs, the memory ceiling M_ss, the most
+    within --tpot-limit)."""
+    shard = replica_shard(arch, tp) if tp > 1 else arch
+    r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
+    parts, w, _ = parts_for(shard, w, device, input_len, output_len, r, opts.cached)
+    cap = capacity_record(shard, w, device, cached_tokens(input_len, output_len), opts.reserve_bytes)
+    steady = serving.concurrency(shard, w, input_len, output_len, cap["cache_room_bytes"],
+                                 cap["cache_bytes_per_request"] or None)[1]
+    ceiling = opts.max_seqs if steady is None else min(opts.max_seqs, steady)
+    pre = iteration.times(parts.mix(1, 0, parts.new_tokens), r)
+    out = {"device": device.id, "tp": tp}
+    for i, kind in enumerate(("lower_bound", "estimate")):
+        d = decode_concurrency(parts, r, ceiling, opts.tpot_limit, i) if ceiling > 0 else 0
+        step = iteration.times(parts.mix(0, d, d), r)[i] if d else None
+        out[kind] = {"prefill_tokens_per_s": parts.new_tokens / pre[i] if parts.new_tokens else None,
+                     "decode_concurrency": d, "tpot_s": step,
+                     "decode_tokens_per_s": d / step if d else 0.0}
+    return out
+
+
+def handoff(arch, w, device_from, device_to, input_len, tp_from=1, tp_to=1):
+    """KV handoff of one request: its prompt's cache c(P) (what `kv` counts per request at P
+    tokens), over the scale-out links: each of the tp_from prefill devices sends its shard;
+    time >= alpha + bytes / (min(tp_from, tp_to) x the slower NIC's bandwidth)."""
+    nbytes = arch.kv_bytes(w.kv_dtype, input_len, w.mla)
+    links = [d.scale_out for d in (device_from, device_to)]
+    if any(link is None for link in links):
+        return {"bytes": nbytes, "link": None, "time_s": None}
+    bw = min(link.bytes_per_s for link in links) * min(tp_from, tp_to)
+    alpha = max(link.alpha_s or 0.0 for link in links)
+    return {"bytes": nbytes, "link": "scale-out (" + " -> ".join(link.name for link in links) + ")",
+            "bytes_per_s": bw, "time_s": alpha + nbytes / bw}
+
+
+def pd_sizing(arch, w, prefill_device, decode_device, input_len, output_len, opts, tp_p=1, tp_d=1):
+    """Prefill and decode pools for --rate requests/s on two device types (each worker a TP
+    replica), the KV handoff, and co-located chunked serving on each type for comparison."""
+    from math import ceil
+
+    pre = worker_rates(arch, w, prefill_device, input_len, output_len, opts, tp_p)
+    dec = worker_rates(arch, w, decode_device, input_len, output_len, opts, tp_d)
+    move = handoff(arch, w.replace(mla="absorbed") if w.mla == "auto" else w, prefill_device,
+                   decode_device, input_len, tp_p, tp_d)
+    new, calls = input_len - opts.cached, output_len - 1
+    out = {"rate_per_s": opts.rate, "prefill_worker": pre, "decode_worker": dec, "handoff": move,
+           "pools": {}, "colocated": {}}
+    for kind in ("lower_bound", "estimate"):
+        p_rate = pre[kind]["prefill_tokens_per_s"] / new
+        if move["time_s"]:   # each prefill worker's NIC carries its requests' handoffs
+            p_rate = min(p_rate, move["bytes_per_s"] / move["bytes"])
+        d_rate = dec[kind]["decode_tokens_per_s"] / calls
+        row = {"prefill_requests_per_s_per_worker": p_rate, "decode_requests_per_s_per_worker": d_rate}
+        if opts.rate is not None and d_rate > 0:
+            n_p, n_d = ceil(opts.rate / p_rate), ceil(opts.rate / d_rate)
+            row.update(prefill_workers=n_p, decode_workers=n_d, devices=n_p * tp_p + n_d * tp_d,
+                       sustains_requests_per_s=min(n_p * p_rate, n_d * d_rate))
+        out["pools"][kind] = row
+    for device, tp in ((prefill_device, tp_p), (decode_device, tp_d)):
+        shard = replica_shard(arch, tp) if tp > 1 else arch
+        rows = serve(shard, w, device, input_len, output_len, opts)["policies"]
+        chunk = next(r for r in rows if r["policy"] == "chunked")
+        entry = {"device": device.id, "tp": tp}
+        for kind in ("lower_bound", "estimate"):
+            rate = None if "refused" in chunk else chunk["requests_per_s"][kind]
+            entry[kind] = {"requests_per_s_per_replica": rate,
+                           "devices": ceil(opts.rate / rate) * tp if rate and opts.rate else None}
+        out["colocated"][device.id] = entry
+    return out
+
+
+def _header(arch, w, device, input_len, output_len, opts, r=None):
+    r = r or roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
+    inputs = dict(workload_record(w), input_len=input_len, output_len=output_len, **opts.record())
+    for k in ("batch", "tokens", "history", "logits"):
+        del inputs[k]
+    return {"schema_version": SCHEMA_VERSION, "command": "serve", "model": model_record(arch),
+            "device": device_record(device, r, w.compute_dtype, opts.compute_efficiency,
+                                    opts.memory_efficiency),
+            "inputs": inputs, "notes": check_lengths(arch, input_len, output_len), "policies": []}
+
+
+def workers_record(arch, w, device, input_len, output_len, opts, workers, network_bytes_per_s=None):
+    """Every split of the given worker types into a prefill and a decode pool (pools.pd_record);
+    a type named by a device is rated by the ledger (worker_rates' estimate)."""
+    from ...load.hardware import load_device
+    from . import pools
+
+    rated = []
+    for wk in workers:
+        if wk.decode_tokens_per_s is None:
+            dev = load_device(wk.prefill_tokens_per_s)
+            rates = worker_rates(arch, w, dev, input_len, output_len, opts)["estimate"]
+            wk = wk.replace(prefill_tokens_per_s=rates["prefill_tokens_per_s"],
+                            decode_tokens_per_s=rates["decode_tokens_per_s"])
+        rated.append(wk)
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    rec = _header(arch, kv_w, device, input_len, output_len, opts)
+    from fractions import Fraction
+
+    exact = (lambda x: None if x is None else Fraction(x))   # a float's exact binary value
+    pd = pools.pd_record(rated, input_len, output_len, opts.cached,
+                         arch.kv_bytes(kv_w.kv_dtype, input_len, kv_w.mla),
+                         exact(network_bytes_per_s), exact(opts.rate))
+    rec["inputs"]["network_bytes_per_s"] = network_bytes_per_s
+    rec["workers"] = pools.jsonable(pd)
+    rec.update(definitions=list(DEFINITIONS), left_out=list(LEFT_OUT[:1]),
+               conventions=conventions(w) + [pools.PD_CONVENTION])
+    return rec
+
+
+def pd_record(arch, w, prefill_device, decode_device, input_len, output_len, opts, tp_p=1, tp_d=1):
+    """The `serve --prefill-device --decode-device --rate` record."""
+    from . import pools
+
+    rec = _header(arch, w, prefill_device, input_len, output_len, opts)
+    rec["pd"] = pd_sizing(arch, w, prefill_device, decode_device, input_len, output_len, opts, tp_p, tp_d)
+    rec.update(definitions=list(DEFINITIONS), left_out=list(LEFT_OUT[:1]),
+               conventions=conventions(w) + list(batching.SCHEDULER_CONVENTIONS) + [PD_SIZING])
+    return rec
+
+
+PD_SIZING = (
+    "PD sizing: a prefill worker serves min(its new prompt tokens/s / (P - C), its NIC bandwidth / "
+    "handoff bytes) requests/s (tokens/s = P - C over one prompt's prefill); a decode worker d / "
+    "step(d) decode calls/s over G - 1 calls per request, d = min(--max-seqs, the memory ceiling, "
+    "the most within --tpot-limit); pools = ceil(rate / a worker's requests/s) each; the handoff of "
+    "c(P) bytes (the prompt's cache, `kv`'s bytes per request at P tokens) over the slower scale-out "
+    "NIC, alpha + bytes / bandwidth; co-located beside it: the chunked scheduler's requests/s per "
+    "replica on each device type.")

@@ -1,0 +1,142 @@
+"""Vision-language wrappers, loaded through their text model: llava, mistral3,
+qwen2_5_vl (and qwen2_vl), mllama.
+
+The text model (`text_config`, or the top-level keys where the wrapper keeps
+them there, as Qwen2.5-VL does) is built by the adapter of its own model_type;
+the workloads of every command are text-only. The vision tower and the
+projector are counted from `vision_config` and reported apart as a `Part`
+(never in the model's parameters or weight bytes), or stated as not modelled
+(params unknown) where a formula is not written here.
+
+Sparse text_config (LLaVA-1.5 keeps only the keys that differ): absent keys take
+the transformers LlamaConfig defaults (configuration_llama.py), named in the
+notes. Vision towers, parameters by formula (d = vision hidden size, I = its
+intermediate size, L = layers, p = patch size, C = channels):
+
+- CLIP (clip_vision_model, LlavaForConditionalGeneration): class embedding d,
+  patch conv C p^2 d (no bias), position table ((image/p)^2 + 1) d, pre and post
+  LayerNorms 2 x 2d; per layer q/k/v/out with biases 4(d^2 + d), two
+  LayerNorms 4d, fc1 I d + I, fc2 d I + d. Projector (LlavaMultiModalProjector):
+  linear_1 [h, d] + h, linear_2 [h, h] + h (h = text hidden).
+- Pixtral (mistral3): patch conv C p^2 d (no bias), ln_pre d; per layer
+  attention_norm and ffn_norm 2d, q/k/v/o 4d^2, gated MLP 3 d I (no biases).
+  Projector (Mistral3MultiModalProjector): norm d, patch_merger.merging_layer
+  [d, d s^2] (s = spatial_merge_size), linear_1 [h, d], linear_2 [h, h]
+  (biases when multimodal_projector_bias).
+- Qwen2.5-VL vision (Qwen2_5_VisionTransformerPretrainedModel): patch_embed
+  Conv3d C t p^2 d (t = temporal_patch_size, no bias); per block norm1, norm2
+  2d, qkv 3d^2 + 3d, proj d^2 + d, gated MLP with biases 3 d I + 2 I + d; merger
+  ln_q d, mlp [m, m] + m and [o, m] + o with m = d s^2, o = out_hidden_size.
+"""
+
+from ..arch import Part
+from .adapters import adapter
+from .config import Config
+
+# transformers LlamaConfig.__init__ defaults (configuration_llama.py)
+LLAMA_DEFAULTS = {
+    "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "hidden_act": "silu", "max_position_embeddings": 2048,
+    "tie_word_embeddings": False, "attention_bias": False, "mlp_bias": False,
+}
+TEXT_DEFAULTS = {"llama": LLAMA_DEFAULTS}
+
+
+def clip_params(vc):
+    d, inter, layers = vc.int("hidden_size"), vc.int("intermediate_size"), vc.int("num_hidden_layers")
+    patch, image, channels = vc.int("patch_size"), vc.int("image_size"), vc.int("num_channels", 3)
+    if image % patch:
+        raise vc.unsupported(f"image_size {image} not a multiple of patch_size {patch}")
+    positions = (image // patch) ** 2 + 1
+    per_layer = 4 * (d * d + d) + 4 * d + (inter * d + inter) + (d * inter + d)
+    return d + channels * patch * patch * d + positions * d + 2 * 2 * d + layers * per_layer
+
+
+def pixtral_params(vc):
+    d, inter, layers = vc.int("hidden_size"), vc.int("intermediate_size"), vc.int("num_hidden_layers")
+    patch, channels = vc.int("patch_size"), vc.int("num_channels", 3)
+    return channels * patch * patch * d + d + layers * (2 * d + 4 * d * d + 3 * d * inter)
+
+
+def qwen_vl_params(vc):
+    d, inter, blocks = vc.int("hidden_size"), vc.int("intermediate_size"), vc.int("depth")
+    patch, t = vc.int("patch_size"), vc.int("temporal_patch_size", 2)
+    channels = vc.int("in_chans", vc.int("in_channels", 3))
+    m, o = d * vc.int("spatial_merge_size", 2) ** 2, vc.int("out_hidden_size")
+    block = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (3 * d * inter + 2 * inter + d)
+    return channels * t * patch * patch * d + blocks * block + d + (m * m + m) + (o * m + o)
+
+
+def _text_config(cfg):
+    """The text model's Config (class defaults filled in for a sparse text_config) and the keys defaulted."""
+    if not cfg.has("text_config"):
+        return Config(cfg.data, cfg.source, cfg.model_type), ()
+    tc = cfg.sub("text_config")
+    defaults = TEXT_DEFAULTS.get(tc.model_type, {})
+    missing = tuple(k for k in defaults if not tc.has(k))
+    return tc.with_defaults(defaults) if defaults else tc, missing
+
+
+def _without_mrope(tc):
+    """(config, note): M-RoPE (rope_scaling type mrope) splits the rotary dims over
+    time, height and width; for text positions it is ordinary RoPE (no length factor)."""
+    rs = tc.get("rope_scaling")
+    if isinstance(rs, dict) and rs.get("type", rs.get("rope_type")) == "mrope":
+        data = {k: v for k, v in tc.data.items() if k != "rope_scaling"}
+        return Config(data, tc.source, tc.model_type), ("M-RoPE (mrope_section) rotates the same dims "
+                                                        "as RoPE: text positions cost as RoPE.")
+    return tc, None
+
+
+def _wrap(cfg, model_id, text_type, part_name, tower, projector, detail):
+    """Build the text model with its own adapter; attach the vision part."""
+    tc, missing = _text_config(cfg)
+    tc, mrope = _without_mrope(tc)
+    text_type = text_type or tc.model_type
+    build = adapter(text_type)
+    if build is None:
+        raise cfg.unsupported(f"text model_type {tc.model_type!r}")
+    arch = build(tc, model_id)
+    extra = [mrope] if mrope else []
+    if missing:
+        extra.append("text_config omits " + ", ".join(f"{k} (default {TEXT_DEFAULTS[tc.model_type][k]})"
+                                                      for k in missing)
+                     + f": transformers {tc.model_type.capitalize()}Config defaults used.")
+    total = None if tower is None else tower + projector
+    note = (f"{detail}; images are not part of the text workload" if total is not None else detail)
+    extra.append(f"Text model only ({text_type}); the {part_name} is listed apart.")
+    return arch.replace(model_type=cfg.model_type, parts=arch.parts + (Part(part_name, total, note),),
+                        notes=arch.notes + tuple(extra))
+
+
+def llava(cfg, model_id):
+    vc = cfg.sub("vision_config")
+    if vc.string("model_type", "clip_vision_model") != "clip_vision_model":
+        raise vc.unsupported(f"vision model_type {vc.model_type!r} (modelled: clip_vision_model)")
+    tc, _ = _text_config(cfg)
+    d, h = vc.int("hidden_size"), tc.int("hidden_size")
+    tower, projector = clip_params(vc), (h * d + h) + (h * h + h)
+    return _wrap(cfg, model_id, None, "vision tower + multimodal projector", tower, projector,
+                 f"CLIP vision tower {tower:,} (vision_config) + projector {projector:,} "
+                 f"([{h}, {d}] and [{h}, {h}] with biases)")
+
+
+def mistral3(cfg, model_id):
+    vc = cfg.sub("vision_config")
+    tc, _ = _text_config(cfg)
+    d, h, s = vc.int("hidden_size"), tc.int("hidden_size"), cfg.int("spatial_merge_size", 2)
+    bias = cfg.flag("multimodal_projector_bias", False)
+    tower = pixtral_params(vc)
+    projector = d + d * d * s * s + (h * d + (h if bias else 0)) + (h * h + (h if bias else 0))
+    return _wrap(cfg, model_id, None, "vision tower + multimodal projector", tower, projector,
+                 f"Pixtral vision tower {tower:,} (vision_config) + projector {projector:,} "
+                 f"(norm, {s}x{s} patch merger, [{h}, {d}] and [{h}, {h}])")
+
+
+def qwen2_5_vl(cfg, model_id):
+    tower = qwen_vl_params(cfg.sub("vision_config"))
+    return _wrap(cfg, model_id, "qwen2", "vision tower (with its patch merger)", tower, 0,
+                 f"Qwen2.5-VL vision transformer and patch merger {tower:,} (vision_config)")
+
+
+ADAPTERS = {"llava": llava, "mistral3": mistral3, "qwen2_5_vl": qwen2_5_vl}
