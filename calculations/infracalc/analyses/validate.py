@@ -119,14 +119,13 @@ def _not_evaluated(case):
 
 def _serving_workload(s, arch):
     """The Workload of a serving case's formats (batch 1, one token)."""
-    from types import SimpleNamespace
+    from ..workload import ROUTING_MODELS, from_formats
 
-    from ..cli.common import workload
-
-    args = SimpleNamespace(weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"],
-                           kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
-                           mla=s.get("mla", "auto"))
-    return workload(args, arch, 1, 1, 0)
+    routing = s.get("routing", "uniform")
+    if routing not in ROUTING_MODELS:
+        raise UserError(f"routing '{routing}': a case names one of {', '.join(ROUTING_MODELS)}")
+    return from_formats(arch, weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"], kv_dtype=s["kv_dtype"],
+                        routing=routing, mla=s.get("mla", "auto"))
 
 
 def _layout(case, arch, micro_batch=None):
@@ -238,7 +237,15 @@ def _device(device_id):
 
 
 def evaluate(case):
-    """One output row: measured, bound, ratio (or why it is not evaluated)."""
+    """One output row: measured, bound, ratio (or why it is not evaluated), and the
+    predicted figure beside them (analyses/validate_predict)."""
+    from .validate_predict import with_prediction
+
+    return with_prediction(case, _bound_row(case))
+
+
+def _bound_row(case):
+    """The row's measured figure, bound and ratio (or why it is not evaluated)."""
     s, m = case["setup"], case["measured"]
     row = {
         "id": case["id"], "kind": case["kind"], "model": s["model"], "device": s["device"],
@@ -329,6 +336,8 @@ def validate(case_id=None, directory=VALIDATION_DIR):
             from ..errors import unknown
             raise unknown("validation case", case_id, ids, "`validate --format csv`")
         paths = [p for p in paths if os.path.basename(p)[:-5] == case_id]
+    from .validate_predict import PREDICTION_CONVENTIONS, accuracy
+
     rows = [evaluate(load_case(p)) for p in paths]
     failures = [r["id"] for r in rows if r["status"] == "EXCEEDS BOUND"]
     return {
@@ -337,6 +346,7 @@ def validate(case_id=None, directory=VALIDATION_DIR):
         "inputs": {"case": case_id},
         "cases": rows,
         "spread": spread(rows),
+        "accuracy": accuracy(rows),
         "failures": failures,
-        "conventions": list(CONVENTIONS),
+        "conventions": list(CONVENTIONS) + list(PREDICTION_CONVENTIONS),
     }

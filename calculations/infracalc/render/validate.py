@@ -1,11 +1,11 @@
 """Markdown and CSV for `validate` records."""
 
-from .table import markdown_table, records_to_csv
+from .table import markdown_table, records_to_csv, conventions
 
 CSV_COLUMNS = ("id", "kind", "model", "device", "devices", "formats", "input_len", "output_len",
                "global_batch", "seq_len",
                "measured", "unit", "bound", "ratio", "bound_kind", "concurrency", "status",
-               "exemption", "not_evaluated")
+               "exemption", "not_evaluated", "family", "predicted", "predicted_error", "predicted_fit")
 
 
 def _num(x, fmt="{:,.1f}"):
@@ -20,11 +20,21 @@ def _lengths(r):
     return "-"
 
 
+def accuracy_rows(acc):
+    def pct(x):
+        return "-" if x is None else f"{x:+.1%}" if x < 0 else f"{x:.1%}"
+
+    return [[a["family"], a["cases"], pct(a["median_abs_error"]), pct(a["p90_abs_error"]),
+             pct(a["median_error"]), f"`{a['worst_case']}`" if a["worst_case"] else "-",
+             pct(a["worst_error"]), a["worst_cause"] or "-"] for a in acc]
+
+
 def markdown(rec):
     rows = [[f"`{r['id']}`", r["model"], r["device"] + (f" x{r['devices']}" if r["devices"] != 1 else ""),
              r["formats"], _lengths(r),
              f"{_num(r['measured'])} {r['unit']}", _num(r["bound"]), _num(r["ratio"], "{:.3f}"),
-             r["bound_kind"] or "-", r["status"]] for r in rec["cases"]]
+             r["bound_kind"] or "-", r["status"], _num(r.get("predicted")),
+             _num(r["predicted"] / r["measured"] if r.get("predicted") else None, "{:.2f}")] for r in rec["cases"]]
     spread = [[s["kind"], s["device"], s["formats"], s["cases"], f"{s['min_ratio']:.3f}", f"{s['median_ratio']:.3f}",
                f"{s['max_ratio']:.3f}"] for s in rec["spread"]]
     notes = [f"- `{r['id']}`: exempt: {r['exemption']}" for r in rec["cases"] if r["exemption"]]
@@ -34,15 +44,20 @@ def markdown(rec):
                "No measurement exceeds its bound.")
     parts = ["# validate: published measurements against our bounds", "",
              markdown_table(["case", "model", "device", "formats w/a/kv", "P/G (serving) or GBS x seq", "measured", "bound",
-                             "measured / bound", "bound by", "status"], rows, "llllrrrrll"),
+                             "measured / bound", "bound by", "status", "predicted", "predicted / measured"],
+                            rows, "llllrrrrllrr"),
              "", verdict, *([""] + notes if notes else []), "",
+             "## Accuracy of the predicted figure per family", "",
+             markdown_table(["family", "cases", "median abs error", "p90 abs error", "median error",
+                             "worst case", "its error", "what dominated it"], accuracy_rows(rec["accuracy"]),
+                            "lrrrrlrl"), "",
              "## Efficiency spread per kind, device and format family", "",
              markdown_table(["kind", "device", "formats w/a/kv", "cases", "min", "median", "max"], spread, "lllrrrr")
              if spread else "No evaluated case.",
              "", "## Assumptions per case", ""]
     for r in rec["cases"]:
         parts += [f"- `{r['id']}` ({r['source']}):", *[f"  - {a}" for a in r["assumptions"]]]
-    parts += ["", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+    parts += ["", *conventions(rec["conventions"])]
     return "\n".join(parts)
 
 

@@ -33,7 +33,7 @@ PREDICTION_CONVENTION = (
     "efficiency of its output tiles, fused-attention throughput, sustained HBM bandwidth, "
     "a fixed cost per kernel), operators summed; every rate and its source is in the "
     "record's `prediction` and in docs/prediction.md; 'assumed' marks a borrowed figure.")
-KERNEL_S = 2.0e-6   # fitted: see analyses/validate FITTED and docs/prediction.md
+KERNEL_S = 4e-6   # fitted: efficiency.serving.FITTED["all"][0] (see docs/prediction.md)
 
 _GEMM = re.compile(r"^\[(\d+),(\d+)\]x\[(\d+),(\d+)\]$")
 
@@ -94,6 +94,11 @@ def op_time(op, p):
     moved = op.bytes_moved
     kernels = op.repeats if moved else 0
     return max(compute_s, moved / p.bytes_per_s) + kernels * p.kernel_s
+
+
+def kernel_count(ops):
+    """Kernel launches of rows: one per layer of every row that moves bytes (op_time's count)."""
+    return sum(op.repeats for op in ops if op.bytes_moved)
 
 
 def pass_time(ops, p):

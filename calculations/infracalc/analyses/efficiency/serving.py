@@ -1,0 +1,149 @@
+"""Predicted serving throughput: a continuous-batching engine's steady-state iteration.
+
+The bound (analyses/serving) lets the scheduler reach the mean-concurrency ceiling and
+overlaps everything at peak. The prediction follows what a tuned engine does, each term
+named:
+
+1. Concurrency. The engine keeps in flight the requests whose cache, reserved for their
+   final length (no eviction: TensorRT-LLM's GUARANTEED_NO_EVICT default), fits in the
+   KV room; the room is KV_FRACTION of the memory left after the weights
+   (TensorRT-LLM's `free_gpu_memory_fraction`; its benchmark sets 0.95 or 0.90, 0.90
+   is the documented default, nvidia.github.io/TensorRT-LLM "How to Change KV Cache
+   Behavior"); and it is capped by the engine's batch limit, TensorRT-LLM's
+   trtllm-bench rule (NVIDIA/TensorRT-LLM: tensorrt_llm/bench/build/tuning.py,
+   `calc_engine_setting` and `finetune_setting`): requests of ISL + OSL tokens that
+   fit in the room, at most 4096, rounded up to a multiple of 32 (at least 64) below
+   256, of 128 below 1024, of 256 above.
+
+       N = min(floor(room / cache at P + G - 1 tokens), engine_batch)
+
+2. One iteration carries the N requests' decode tokens (history: the mean, P + G/2)
+   and, as chunked prefill, the prefills that keep N in flight: N / (G - 1) requests of
+   P tokens each (that engine's max_num_tokens is set to exactly that, N (1 + P/G)).
+   The two share one pass over the weights: per operator, FLOPs, activations and KV
+   add up, the weights are read once (the larger of the two reads). Its GPU time is
+   the operator sum at achievable rates (efficiency.predict), plus the exposed tensor-
+   parallel communication (an all-reduce after attention and after the MLP, not
+   overlapped: TensorRT-LLM runs them between the GEMMs) costed by comm.time_s.
+
+3. Host time per iteration (scheduling, sampling, detokenisation, launch of the step):
+   HOST_FIXED_S + HOST_PER_REQUEST_S x N, added to the GPU time (the engine does not
+   overlap them). These two constants, like predict.KERNEL_S, are FITTED on the
+   validation corpus (FITTED below; docs/prediction.md), not measured.
+
+   output tokens/s = N G / (G - 1) / iteration   (N (G - 1) / G requests finish per step
+   ... each yields G tokens: N G / (G - 1) per iteration)
+"""
+
+import math
+
+from ... import ledger
+from ..memory import request_bytes
+from . import predict
+
+KV_FRACTION = 0.9
+ENGINE_MAX_BATCH = 4096
+
+# Fitted constants: (kernel_s, host_fixed_s, host_per_request_s). "all" is fitted on every
+# serving case and is the product default; each other key is the fit without that
+# publication (leave one publication out), which `validate` uses for that publication's
+# cases. tests/test_prediction_fit.py refits them and fails when a number drifts.
+FITTED = {
+    'all':
+        (4e-06, 0.008, 4e-05),
+    'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
+        (4e-06, 0.008, 4e-05),
+    'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
+        (4e-06, 0.008, 4e-05),
+    'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
+        (4e-06, 0.008, 4e-05),
+    'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
+        (4e-06, 0.008, 4e-05),
+    'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
+        (4e-06, 0.008, 4e-05),
+    'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
+        (4e-06, 0.008, 4e-05),
+    'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
+        (4e-06, 0.008, 4e-05),
+    'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
+        (4e-06, 0.008, 4e-05),
+}
+
+
+def engine_batch(room_bytes, full_request_bytes):
+    """TensorRT-LLM trtllm-bench's max batch size: min(requests of ISL + OSL tokens in the
+    room, 4096), rounded up (multiples of 32, at least 64, below 256; of 128 below 1024; of
+    256 above); the cap alone when a request keeps no cache."""
+    raw = min(room_bytes / full_request_bytes, ENGINE_MAX_BATCH) if full_request_bytes else ENGINE_MAX_BATCH
+    if raw < 256:
+        return max(64, 32 * math.ceil(raw / 32))
+    if raw < 1024:
+        return 128 * math.ceil(raw / 128)
+    return 256 * math.ceil(raw / 256)
+
+
+def mixed_ops(decode_ops, prefill_ops, prefills):
+    """One iteration's rows: the decode step's and `prefills` x the prefill's FLOPs, activation
+    and KV bytes per operator, the weights read once (the larger read)."""
+    out = []
+    for a, b in zip(decode_ops, prefill_ops):
+        out.append(a.replace(
+            matrix_flops=a.matrix_flops + round(b.matrix_flops * prefills),
+            vector_flops=a.vector_flops + round(b.vector_flops * prefills),
+            weight_read=max(a.weight_read, b.weight_read),
+            act_read=a.act_read + round(b.act_read * prefills),
+            act_write=a.act_write + round(b.act_write * prefills),
+            kv_read=a.kv_read + round(b.kv_read * prefills),
+            kv_write=a.kv_write + round(b.kv_write * prefills)))
+    return out
+
+
+def concurrency(arch, w, memory_bytes, input_len, output_len):
+    """(N, room, engine batch limit): the requests an engine keeps in flight on one device
+    (or one device's shard `arch`)."""
+    room = KV_FRACTION * max(memory_bytes - arch.weight_bytes(w), 0)
+    final = request_bytes(arch, w, input_len + output_len - 1)
+    limit = engine_batch(room, request_bytes(arch, w, input_len + output_len))
+    fits = int(room // final) if final else limit
+    return min(fits, limit), room, limit
+
+
+def iteration(arch, w, rates, n, input_len, output_len, comm_s=None):
+    """(GPU seconds of one steady-state iteration at concurrency n, its rows); `comm_s`
+    maps the iteration's token count to its exposed communication seconds."""
+    steps = max(output_len - 1, 1)
+    dec = ledger.operators(arch, w.replace(batch=n, tokens=1, history=input_len + output_len // 2,
+                                           logits="last"))
+    pre = ledger.operators(arch, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
+    rows = mixed_ops(dec, pre, n / steps)
+    gpu = predict.pass_time(rows, rates)
+    if comm_s is not None:
+        gpu += comm_s(n + n * input_len / steps)
+    return gpu, rows
+
+
+def predicted_serving(arch, w, device, input_len, output_len, constants=None, comm_s=None):
+    """The predicted steady state of one replica (one device, or the shard `arch` each of
+    its devices holds): concurrency, iteration time split, output tokens/s of the replica.
+    None when the device has no prediction (no published peak) or nothing fits."""
+    kernel_s, host_fixed, host_per_request = constants or FITTED["all"]
+    rates = predict.achievable(device, w.compute_dtype, kernel_s)
+    if rates is None:
+        return None
+    n, room, limit = concurrency(arch, w, device.memory_bytes, input_len, output_len)
+    if n < 1:
+        return None
+    gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s)
+    host = host_fixed + host_per_request * n
+    it = gpu + host
+    steps = max(output_len - 1, 1)
+    return {
+        "concurrency": n,
+        "engine_batch_limit": limit,
+        "kv_room_bytes": int(room),
+        "iteration_s": it,
+        "gpu_s": gpu,
+        "kernels": predict.kernel_count(rows),
+        "host_s": host,
+        "output_tokens_per_s": n * output_len / steps / it,
+    }

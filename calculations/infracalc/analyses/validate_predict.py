@@ -1,0 +1,254 @@
+"""`validate`'s predicted figure per case, and its accuracy per family.
+
+For a serving case the prediction is efficiency.serving's steady state for the case's
+model, device, formats, lengths and layout (a tensor-parallel replica: each device's shard,
+its TP all-reduces exposed; dp replicas add up), at the fitted constants of
+efficiency.serving.FITTED chosen leave one publication out: a case is predicted with the
+constants fitted on every publication but its own, so no case's own measurement shapes
+its prediction. The accuracy table gives, per family, the median and 90th percentile of
+|predicted / measured - 1| and the worst case with what dominated its predicted time.
+"""
+
+import statistics
+
+TP_REDUCE_BYTES = 2   # the residual stream is all-reduced in 16 bits, whatever the GEMM format
+FAMILIES = ("serving, one device", "serving, several devices", "training, dense", "training, MoE",
+            "collectives")
+
+
+def publication(case):
+    """The publication a case comes from: publisher and title (its version included)."""
+    src = case["source"] if isinstance(case["source"], dict) else {}
+    return f"{src.get('publisher', '')}: {src.get('title', '')}"
+
+
+def family(case, arch=None):
+    s = case["setup"]
+    if case["kind"] == "training-step":
+        moe = arch is not None and arch.active_params != arch.params
+        return "training, MoE" if moe else "training, dense"
+    if case["kind"] == "collective":
+        return "collectives"
+    return "serving, several devices" if s["devices"] > 1 else "serving, one device"
+
+
+def constants_for(case):
+    """(constants, key): the fit without the case's publication, else the fit on all cases."""
+    from .efficiency.serving import FITTED
+
+    key = publication(case)
+    return (FITTED[key], "without its publication") if key in FITTED else (FITTED["all"], "all cases (in-sample)")
+
+
+def tp_comm(device, tp, arch, act_bytes):
+    """tokens -> exposed seconds of the TP all-reduces of one iteration (after attention and
+    after the MLP in every layer, plus the vocab-parallel embedding's), NCCL-style best
+    algorithm on the scale-up tier, none overlapped."""
+    from .. import comm
+    from ..collectives import tp_collectives
+
+    link = comm.links(device)[comm.tier(tp, device)]
+    tier = comm.tier(tp, device)
+
+    def seconds(tokens):
+        cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, act_bytes, tp, False, len(arch.layers), tier)
+        return sum(c.count * comm.time_s(c, link, "best") for c in cs)
+    return seconds
+
+
+def serving_prediction(case, constants=None):
+    """(predicted figure in the case's unit, the steady-state record) of a serving case;
+    (None, None) when the tool has no prediction for it."""
+    from .. import layout as placement
+    from .efficiency.serving import predicted_serving
+    from .validate import _device, _layout, _model, _serving_workload
+
+    s, m = case["setup"], case["measured"]
+    arch = _model(case)
+    device = _device(s["device"])
+    w = _serving_workload(s, arch)
+    constants = constants or constants_for(case)[0]
+    comm_s, replicas, shard = None, 1, arch
+    if s["devices"] > 1:
+        lay = _layout(case, arch)
+        if lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
+            return None, None
+        shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
+        comm_s = tp_comm(device, lay.tp, arch, TP_REDUCE_BYTES)
+        replicas = lay.dp
+    rec = predicted_serving(shard, w, device, s["input_len"], s["output_len"], constants, comm_s)
+    if rec is None:
+        return None, None
+    out = rec["output_tokens_per_s"] * replicas
+    G, P = s["output_len"], s["input_len"]
+    value = {"output_tokens_per_s": out, "requests_per_s": out / G,
+             "total_tokens_per_s": out / G * (P + G)}.get(m.get("unit"))
+    return value, rec
+
+
+PREDICTION_CONVENTIONS = (
+    "Predicted (beside the bound, not a bound): serving cases at efficiency.serving's steady "
+    "state (the engine's concurrency and batch limit, one iteration of decode and chunked "
+    "prefill at achievable rates, TP all-reduces exposed, host time per iteration); error = "
+    "predicted / measured - 1 (positive: the prediction is optimistic). Its three fitted "
+    "constants are fitted leave one publication out: a case is predicted with those fitted on "
+    "every other publication (column fit). Training cases: train's step estimate at the "
+    "achievable matmul and HBM fractions with each publication's recipe (TRAINING_RECIPES), "
+    "times one fitted factor (what that model leaves unexplained), fitted leave one publisher out.",
+    "Accuracy per family: cases with a prediction, median and 90th percentile (linear "
+    "interpolation) of |error|, the median signed error, and the worst case with the term "
+    "that dominated its predicted iteration.",
+)
+
+
+def with_prediction(case, row):
+    """`row` (validate's bound row) with the predicted figure, its error against the
+    measurement, the family and the fit it used; None where there is no prediction."""
+    row.update(family=family(case), predicted=None, predicted_error=None, predicted_fit=None,
+               predicted_cause=None)
+    if row["not_evaluated"]:
+        return row
+    if case["kind"] == "training-step":
+        value, t = training_prediction(case)
+        if value is None:
+            return row
+        if case["measured"]["unit"] == "step_time_s":   # a time: the error of the rate it implies
+            error = case["measured"]["value"] / value - 1
+        else:
+            error = value / case["measured"]["value"] - 1
+        factor, basis = training_factor(case)
+        row.update(predicted=value, predicted_error=error, predicted_fit=f"step x {factor:.3f}, {basis}",
+                   predicted_cause=training_cause(t))
+        return row
+    if case["kind"] != "serving-throughput":
+        return row
+    constants, fit = constants_for(case)
+    value, rec = serving_prediction(case, constants)
+    if value is None:
+        return row
+    row.update(predicted=value, predicted_error=value / case["measured"]["value"] - 1, predicted_fit=fit,
+               predicted_cause=cause(rec))
+    return row
+
+
+def training_cause(t):
+    """The shares of a predicted step: the pipeline's compute, its bubble, the exposed DP sync
+    and optimizer."""
+    return (f"compute {(t.pipeline_s - t.bubble_s) / t.step_s:.0%}, bubble {t.bubble_s / t.step_s:.0%}, "
+            f"DP sync and optimizer {t.sync_s / t.step_s:.0%} of the step")
+
+
+# Each training publication's recipe, as its pages and default configs state it.
+TRAINING_RECIPES = {
+    "NVIDIA": {"zero": 1, "overlap_dp": True, "recompute": "none",
+               "why": "NeMo 24.07 performance recipes: Megatron distributed optimizer (ZeRO-1) with "
+                      "gradient reduce-scatter and parameter all-gather overlapped, no recompute"},
+    "PyTorch (Meta)": {"zero": 3, "overlap_dp": True, "recompute": "selective",
+                       "why": "torchtitan FSDP2 (parameters, gradients and optimizer sharded, ZeRO-3) "
+                              "with prefetched all-gathers; selective activation checkpointing"},
+}
+
+
+# The step-time factor (predicted step / train's estimate at achievable rates) that the
+# physical model leaves unexplained: FITTED, as the median over a publication set of
+# estimate rate / measured rate; "all" over every training case, each publisher's over the
+# others' (leave one publisher out). tests/test_prediction.py refits it.
+TRAINING_FITTED = {
+    "all": 1.5994042935275627,
+    "NVIDIA": 1.657927959923155,
+    "PyTorch (Meta)": 1.5310459155186085,
+}
+
+
+def training_factor(case):
+    """(factor, basis) for a training case: the fit without its publisher, else all."""
+    key = case["source"].get("publisher", "") if isinstance(case["source"], dict) else ""
+    return ((TRAINING_FITTED[key], "without its publisher") if key in TRAINING_FITTED
+            else (TRAINING_FITTED["all"], "all cases (in-sample)"))
+
+
+def fit_training(cases):
+    """TRAINING_FITTED from training cases: median estimate rate / measured rate, over all and
+    over all but each publisher."""
+    ratios = []
+    for case in cases:
+        value, _ = training_prediction(case, 1.0)
+        if value is not None:
+            pub = case["source"].get("publisher", "")
+            if case["measured"]["unit"] == "step_time_s":
+                ratios.append((pub, case["measured"]["value"] / value))
+            else:
+                ratios.append((pub, value / case["measured"]["value"]))
+    out = {"all": statistics.median(r for _, r in ratios)}
+    for pub in sorted({p for p, _ in ratios}):
+        out[pub] = statistics.median(r for p, r in ratios if p != pub)
+    return out
+
+
+def training_prediction(case, factor=None):
+    """(predicted figure in the case's unit, the StepTime) of a training case: train_time's
+    step estimate (operators, exposed communication, bubble, DP sync, optimizer) at the
+    achievable matmul and HBM fractions, with the publication's recipe; (None, None) when
+    the unit or the publisher has none."""
+    from ..dtypes import dtype
+    from ..workload import Workload
+    from .efficiency.predict import achievable
+    from .train_time import step_time
+    from .validate import _device, _layout, _model
+
+    s, m = case["setup"], case["measured"]
+    recipe = TRAINING_RECIPES.get(case["source"].get("publisher") if isinstance(case["source"], dict) else None)
+    if recipe is None or m.get("unit") not in ("tokens_per_s_per_device", "step_time_s"):
+        return None, None
+    arch, device = _model(case), _device(s["device"])
+    act = dtype(s["act_dtype"])
+    w = Workload(batch=s["micro_batch"], tokens=s["seq_len"], logits="all",
+                 weight_dtype=dtype(s["weight_dtype"]), act_dtype=act, kv_dtype=act)
+    rates = achievable(device, w.compute_dtype)
+    if rates is None:
+        return None, None
+    t = step_time(arch, w, _layout(case, arch, s["micro_batch"]), device, recompute=recipe["recompute"],
+                  zero=recipe["zero"], overlap_dp=recipe["overlap_dp"],
+                  compute_efficiency=rates.matrix_fraction, memory_efficiency=rates.memory_fraction)
+    k = training_factor(case)[0] if factor is None else factor
+    if m["unit"] == "step_time_s":
+        return t.step_s * k, t
+    return s["global_batch"] * s["seq_len"] / (t.step_s * k) / s["devices"], t
+
+
+def cause(rec):
+    """What dominated a case's predicted iteration, in words."""
+    parts = {"GPU work": rec["gpu_s"], "host (scheduling, sampling)": rec["host_s"]}
+    name = max(parts, key=parts.get)
+    return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration at concurrency "
+            f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']})")
+
+
+def accuracy(rows):
+    """Per family: cases with a prediction, median and p90 of |predicted / measured - 1|,
+    the median signed error, and the worst case with its cause."""
+    out = []
+    for fam in FAMILIES:
+        sel = [r for r in rows if r.get("family") == fam and r.get("predicted_error") is not None]
+        if not sel:
+            out.append({"family": fam, "cases": 0, "median_abs_error": None, "p90_abs_error": None,
+                        "median_error": None, "worst_case": None, "worst_error": None, "worst_cause": None})
+            continue
+        errs = sorted(abs(r["predicted_error"]) for r in sel)
+        worst = max(sel, key=lambda r: abs(r["predicted_error"]))
+        out.append({"family": fam, "cases": len(sel), "median_abs_error": statistics.median(errs),
+                    "p90_abs_error": percentile(errs, 0.9),
+                    "median_error": statistics.median(r["predicted_error"] for r in sel),
+                    "worst_case": worst["id"], "worst_error": worst["predicted_error"],
+                    "worst_cause": worst["predicted_cause"]})
+    return out
+
+
+def percentile(sorted_values, q):
+    """The q-quantile by linear interpolation between closest ranks (numpy's default)."""
+    if not sorted_values:
+        return None
+    pos = (len(sorted_values) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)

@@ -1,0 +1,105 @@
+"""The predicted serving figure (analyses/efficiency/serving), its fit (efficiency/fit) and
+validate's accuracy table (analyses/validate_predict)."""
+
+import unittest
+
+import support  # noqa: F401  (import path)
+
+from infracalc.analyses import validate as V
+from infracalc.analyses import validate_predict as VP
+from infracalc.analyses.efficiency import fit, serving
+from infracalc.ops import Op
+
+
+class EngineBatch(unittest.TestCase):
+    """NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py, finetune_setting (pp = 1)."""
+
+    def test_rounding_rule(self):
+        per = 1000
+        # raw < 256: 32 x ceil(raw / 32), at least 64
+        self.assertEqual(serving.engine_batch(10 * per, per), 64)
+        self.assertEqual(serving.engine_batch(100 * per, per), 128)      # 32 x 4
+        # 256 <= raw < 1024: 128 x ceil(raw / 128)
+        self.assertEqual(serving.engine_batch(300 * per, per), 384)
+        # raw >= 1024: 256 x ceil(raw / 256); capped at 4096 requests before rounding
+        self.assertEqual(serving.engine_batch(1500 * per, per), 1536)
+        self.assertEqual(serving.engine_batch(10_000 * per, per), 4096)
+        self.assertEqual(serving.engine_batch(5, 0), 4096)               # no cache: the cap
+
+
+class MixedIteration(unittest.TestCase):
+    def test_weights_once_work_adds(self):
+        dec = [Op("q", "linear", "[8,4]x[4,4]", matrix_flops=256, weight_read=32, act_read=64, act_write=64),
+               Op("att", "attention", "x", matrix_flops=100, kv_read=1000, act_read=10)]
+        pre = [Op("q", "linear", "[16,4]x[4,4]", matrix_flops=512, weight_read=32, act_read=128, act_write=128),
+               Op("att", "attention", "x", matrix_flops=300, kv_read=0, kv_write=500, act_read=20)]
+        q, att = serving.mixed_ops(dec, pre, 0.5)
+        self.assertEqual((q.matrix_flops, q.weight_read, q.act_read, q.act_write), (512, 32, 128, 128))
+        self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (250, 1000, 250, 20))
+
+
+class CorpusPrediction(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.rec = V.validate()
+
+    def test_never_above_the_bound(self):
+        # the predicted throughput is below the bound on every case (rates <= peaks, no overlap)
+        rows = [r for r in self.rec["cases"] if r["predicted"] is not None]
+        self.assertGreaterEqual(len(rows), 200)
+        for r in rows:
+            self.assertLess(r["predicted"], r["bound"], r["id"])
+
+    def test_accuracy_rows_match_cases(self):
+        acc = {a["family"]: a for a in self.rec["accuracy"]}
+        self.assertEqual(list(acc), list(VP.FAMILIES))
+        for fam, a in acc.items():
+            errs = sorted(abs(r["predicted_error"]) for r in self.rec["cases"]
+                          if r["family"] == fam and r["predicted_error"] is not None)
+            self.assertEqual(a["cases"], len(errs))
+            if errs:
+                self.assertEqual(a["p90_abs_error"], VP.percentile(errs, 0.9))
+                self.assertEqual(max(errs), abs(a["worst_error"]))
+
+    def test_every_case_uses_a_held_out_fit(self):
+        for r in self.rec["cases"]:
+            if r["predicted"] is not None:
+                self.assertTrue(r["predicted_fit"].endswith(("without its publication", "without its publisher")),
+                                r["id"])
+
+
+class Percentile(unittest.TestCase):
+    def test_linear_interpolation(self):
+        # numpy.percentile([1, 2, 3, 4], 90) = 3.7: position 0.9 x 3 = 2.7 between 3 and 4
+        self.assertAlmostEqual(VP.percentile([1, 2, 3, 4], 0.9), 3.7, places=12)
+        self.assertEqual(VP.percentile([5], 0.9), 5)
+
+
+class Fit(unittest.TestCase):
+    def test_fitted_constants_are_the_fit(self):
+        # Refit leave one publication out; the table in efficiency/serving must be the result.
+        samples = [s for s in (fit.sample(V.load_case(p)) for p in V.case_paths()
+                               if V.load_case(p)["kind"] == "serving-throughput") if s]
+        got = fit.leave_one_out(samples)
+        self.assertEqual(set(got), set(serving.FITTED))
+        for key, constants in got.items():
+            for a, b in zip(constants, serving.FITTED[key]):
+                self.assertAlmostEqual(a, b, places=12, msg=key)
+
+    def test_training_factor_is_the_fit(self):
+        cases = [V.load_case(p) for p in V.case_paths()]
+        got = VP.fit_training([c for c in cases if c["kind"] == "training-step"])
+        self.assertEqual(set(got), set(VP.TRAINING_FITTED))
+        for key, value in got.items():
+            self.assertAlmostEqual(value, VP.TRAINING_FITTED[key], places=12, msg=key)
+
+    def test_errors_are_linear_in_the_constants(self):
+        # one sample: N = 100, GPU 10 ms, 1000 kernels, measured iteration 20 ms
+        s = [("p", 100, 0.010, 1000, 0.020)]
+        # (4 us x 1000) + 2 ms + 40 us x 100 = 10 ms more: predicted iteration 20 ms, error 0
+        self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 40e-6))[0], 0.0, places=12)
+        self.assertAlmostEqual(fit.errors(s, (0, 0, 0))[0], 1.0, places=12)   # 2x optimistic
+
+
+if __name__ == "__main__":
+    unittest.main()
