@@ -67,6 +67,23 @@ def _keep_owner(tmp, real):
         pass
 
 
+def _hold_signals():
+    """Block SIGTERM and SIGHUP (where the platform can); the previous mask, or None."""
+    import signal
+
+    wanted = {getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)}
+    if not wanted or not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, wanted)
+
+
+def _release_signals(previous):
+    """Restore the mask: a signal that arrived meanwhile is delivered now, and unwinds."""
+    if previous is not None:
+        import signal
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def write_files(outputs):
     """Write [(flag, path, text)] all or nothing (see the module docstring)."""
     import tempfile
@@ -78,12 +95,15 @@ def write_files(outputs):
                 special.append((flag, path, text))
                 continue
             real = os.path.realpath(path)    # replace a symlink's target, not the link
+            held = _hold_signals()   # a SIGTERM between creating the file and staging it would leave it
             try:
                 fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real) or ".",
                                            prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+                staged.append((tmp, real))
             except (OSError, ValueError) as e:
                 raise _fail(flag, path, e) from None
-            staged.append((tmp, real))
+            finally:
+                _release_signals(held)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(_utf8(text))
