@@ -23,7 +23,9 @@ blocks, layers and stages are memoized (records are hashable).
 import bisect
 import math
 
+from .capacity import binding_stage, cache_room, requests_in, reserve_of
 from .errors import UserError
+from .memo import remember
 from .record import Record
 
 DIMS = ("tp", "cp", "ep", "dp", "pp")
@@ -107,13 +109,16 @@ class Stage(Record):
 
 
 _MEMO = {}
+MEMO_KEPT = 1 << 16   # entries kept before the oldest half is dropped (memo.remember)
 
 
 def memo(key, make):
-    """The value stored under `key`, made once by make() (records are hashable)."""
+    """The value stored under `key`, made once by make() (records are hashable). Every value
+    is a pure function of its key's immutable records, so the table is shared by every
+    command of a process; it is bounded (MEMO_KEPT)."""
     out = _MEMO.get(key)
     if out is None:
-        out = _MEMO[key] = make()
+        out = remember(_MEMO, MEMO_KEPT, key, make())
     return out
 
 
@@ -378,7 +383,6 @@ class StageMemory(Record):
 
     @property
     def max_requests(self):
-        from .analyses.memory import cache_room, requests_in
         return requests_in(cache_room(self.memory_bytes, self.weight_bytes, self.reserve_bytes),
                            self.kv_bytes_per_request)
 
@@ -401,8 +405,6 @@ def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=No
     the binding one). Stages holding the same layers and top blocks hold the same, so a
     search passes one stage per distinct kind, first stage first: the binding kind's first
     stage is then the one `device_memory` names (its ties go to the first stage)."""
-    from .analyses.memory import binding_stage, reserve_of
-
     reserve = reserve_of(memory_bytes, reserve_bytes)
     tokens = -(-context // layout.cp)
     out = []

@@ -101,3 +101,25 @@ class Workload(Record):
         stored = tensor.stored
         fmt = (DTYPES.get(stored) or STORED_ONLY[stored]) if stored else self.dtype_for(tensor.role)
         return fmt.nbytes(tensor.shape)
+
+
+def from_formats(arch, *, weight_dtype=None, act_dtype="bf16", kv_dtype=None, routing="uniform", routing_loads=(),
+                 **fields):
+    """A Workload of `arch` from format names: an explicit weight format replaces the
+    checkpoint's native ones (bf16 plus `arch.native_formats` otherwise); the cache is in the
+    activation format unless kv_dtype names one. Other Workload fields pass by keyword."""
+    from .dtypes import dtype
+
+    if weight_dtype:
+        weight, formats = dtype(weight_dtype), ()
+    else:
+        weight = dtype("bf16")
+        formats = tuple((role, dtype(name)) for role, name in arch.native_formats)
+    act = dtype(act_dtype)
+    kv = dtype(kv_dtype) if kv_dtype else act
+    if kv.block:
+        raise UserError(f"--kv-dtype {kv.name}: 128x128 block scales apply to weight matrices, "
+                        "not to cache rows; use fp8")
+    return Workload(weight_dtype=weight, act_dtype=act, kv_dtype=kv, formats=formats, routing=routing,
+                    routing_loads=routing_loads, **fields)
+

@@ -119,14 +119,13 @@ def _not_evaluated(case):
 
 def _serving_workload(s, arch):
     """The Workload of a serving case's formats (batch 1, one token)."""
-    from types import SimpleNamespace
+    from ..workload import ROUTING_MODELS, from_formats
 
-    from ..cli.common import workload
-
-    args = SimpleNamespace(weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"],
-                           kv_dtype=s["kv_dtype"], routing=s.get("routing", "uniform"),
-                           mla=s.get("mla", "auto"))
-    return workload(args, arch, 1, 1, 0)
+    routing = s.get("routing", "uniform")
+    if routing not in ROUTING_MODELS:
+        raise UserError(f"routing '{routing}': a case names one of {', '.join(ROUTING_MODELS)}")
+    return from_formats(arch, weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"], kv_dtype=s["kv_dtype"],
+                        routing=routing, mla=s.get("mla", "auto"))
 
 
 def _layout(case, arch, micro_batch=None):

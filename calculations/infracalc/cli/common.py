@@ -298,28 +298,14 @@ def add_file(args, flag, path, text):
 
 
 def workload(args, arch, batch, tokens, history):
-    """A Workload from the shared dtype arguments."""
-    from ..dtypes import dtype
-    from ..errors import UserError
-    from ..workload import Workload
+    """A Workload from the shared dtype arguments (`workload.from_formats`)."""
+    from ..workload import from_formats
 
-    if args.weight_dtype:   # an explicit format replaces the checkpoint's native ones
-        weight, formats = dtype(args.weight_dtype), ()
-    else:
-        weight = dtype("bf16")
-        formats = tuple((role, dtype(name)) for role, name in arch.native_formats)
-    act = dtype(args.act_dtype)
-    kv = dtype(args.kv_dtype) if args.kv_dtype else act
-    if kv.block:
-        raise UserError(f"--kv-dtype {kv.name}: 128x128 block scales apply to weight matrices, "
-                        "not to cache rows; use fp8")
     model, loads = routing(getattr(args, "routing", "uniform"))
-    return Workload(batch=batch, tokens=tokens, history=history,
-                    logits=getattr(args, "logits", "last"), weight_dtype=weight,
-                    act_dtype=act, kv_dtype=kv, formats=formats, routing=model, routing_loads=loads,
-                    mla=getattr(args, "mla", "absorbed"),
-                    delta_form=getattr(args, "delta_form", "auto"),
-                    new_kv=getattr(args, "new_kv", "reread"))
+    return from_formats(arch, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                        routing=model, routing_loads=loads, batch=batch, tokens=tokens, history=history,
+                        logits=getattr(args, "logits", "last"), mla=getattr(args, "mla", "absorbed"),
+                        delta_form=getattr(args, "delta_form", "auto"), new_kv=getattr(args, "new_kv", "reread"))
 
 
 def output_format(args):
