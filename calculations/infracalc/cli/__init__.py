@@ -113,6 +113,12 @@ def parse(argv):
 
     aliases.register(parser)
     scenario.add_argument(parser)
+    if "--format" in parser._option_string_actions:
+        parser.add_argument("--full", action="store_true",
+                            help="Markdown: every table whole and every cell in full (wide); the default "
+                                 f"view fits 100 columns")
+        parser.add_argument("--explain", action="store_true",
+                            help="Markdown: print every convention after the results (default: one line)")
     args = parser.parse_args(scenario.expand(name, argv[1:]))
     aliases.translate(args)
     if hasattr(args, "format"):
@@ -121,10 +127,18 @@ def parse(argv):
     return module, args
 
 
+def run(module, args):
+    """The command's output text, in the Markdown view its --full asks for."""
+    from ..render.table import view
+
+    with view(getattr(args, "full", False), getattr(args, "explain", False)):
+        return module.run(args)
+
+
 def render(argv):
     """Run one subcommand and return its output text (used by `reproduce`)."""
     module, args = parse(argv)
-    return module.run(args)
+    return run(module, args)
 
 
 def _say(message):
@@ -264,7 +278,7 @@ def _main(argv):
             return _flush(_top_help()) or 0
         if module == "version":
             return _flush(version()) or 0
-        text = module.run(args)
+        text = run(module, args)
         status = getattr(args, "exit_status", 0)
         outputs = list(getattr(args, "files", ()))
         out = getattr(args, "output", None)
