@@ -29,6 +29,7 @@ COMMANDS = [
      "--device", "all"),
     ("serve", "--model", "llama-3.1-70b", "--device", "h100", "--input-len", "2K", "--output-len", "256",
      "--tpot-limit", "50ms"),
+    ("collective", "all_reduce", "--ranks", "16", "--ranks-per-node", "8"),
 ]
 
 

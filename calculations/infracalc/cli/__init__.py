@@ -18,6 +18,8 @@ COMMANDS = {
     "parallel": "serve a model on N devices under a layout (TP, PP, DP, CP, EP): per-device time, communication, capacity; or --search",
     "serve": "a serving system: fixed / continuous / chunked batching side by side, load and "
              "queueing, and the fewest devices meeting --ttft-limit / --tpot-limit",
+    "collective": "one collective (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv) over N ranks "
+                  "on a device's links, nccl-tests style: time, algbw, busbw per algorithm and the bound",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 3 if one beats its bound",
