@@ -303,6 +303,10 @@ def _main(argv):
     except RecursionError:
         _say("input nested too deeply")
         return 2
+    except MemoryError:   # under a memory limit (ulimit -v, a container's cgroup)
+        _say("out of memory: the inputs need more memory than this process may use "
+             "(smaller sizes, or a higher memory limit)")
+        return 2
     except BrokenPipeError:
         _silence_stdout()
         return status

@@ -1,7 +1,7 @@
 """Markdown and CSV for a `train` record."""
 
 from . import units as u
-from .table import inline, markdown_table, records_to_csv, shown, conventions
+from .table import conventions, inline, markdown_table, no_layout_line, records_to_csv, shown
 
 
 def _row(label, n, human):
@@ -276,7 +276,7 @@ def search_markdown(rec):
            markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
                            "MFU", "tokens/s/device", "peak memory"] + (["predicted step"] if predicted else []),
                           rows, "rlrrrrrrrrr" + ("r" if predicted else ""))] if rows else
-          [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]), "",
+          [no_layout_line(i["devices"], rec["rejected"])]), "",
         "## Rejected layouts", "",
         markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
         *conventions(rec["conventions"]),
