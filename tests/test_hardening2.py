@@ -405,6 +405,11 @@ class Smaller(Case):
         self.assertEqual(status, 0, err)
         self.assertNotIn("admits this model", out)
         self.assertIn("global batch is not a multiple of dp x micro-batch", out.split("## Rejected")[0])
+        status, out, err = run("parallel", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--devices", "1",
+                               "--search", "--input-len", "128", "--output-len", "2")
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("admits this model", out)
+        self.assertIn("does not fit", out.split("## Rejected")[0].split("- Model:")[0])
 
     def test_pipelines_deeper_than_the_limit_are_refused(self):
         from infracalc.layout import PP_MAX
