@@ -421,3 +421,20 @@ class Smaller(Case):
             status, out, err = run(*argv)
             self.assertEqual(status, 2, err)
             self.assertIn(f"{PP_MAX:,} stages", err)
+
+
+class NestedConfigFields(Case):
+    """Point 10's nested config mutations found: rope_scaling with a non-string type or an
+    overflowing factor was a TypeError / OverflowError."""
+
+    def test_rope_scaling_fields_are_type_checked(self):
+        cfg = bundled("models", "llama-3.1-8b")
+        for bad in ({"rope_type": {}}, {"type": ["x"]}, {"rope_type": "linear", "factor": 1e308},
+                    {"rope_type": "dynamic", "factor": float("1e30")}):
+            cfg["rope_scaling"] = bad
+            path = os.path.join(self.folder(), "rope.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f)
+            status, out, err = run("forward", "--model", path, "--format", "json")
+            self.assertEqual((status, out), (2, ""), err)
+            self.assertIn("rope_scaling", err)
