@@ -128,8 +128,10 @@ def _search_summary(rec):
 
     i = rec["inputs"]
     if not rec["top"]:
-        return v.block(f"No layout of {u.count(i['devices'], 'device')} admits this model", [
-            "Why: the rejected layouts below; try more devices or smaller formats"])
+        return v.block(f"No layout of {u.count(i['devices'], 'device')} is admitted", [
+            "Why: " + ("; ".join(f"{u.count(r['layouts'], 'layout')}: {r['reason']}" for r in rec["rejected"])
+                       or "no layout considered"),
+            "Try more devices or smaller formats"])
     best = _search_row(rec["top"][0])
     limit = f" (TPOT limit {u.seconds(i['tpot_limit_s'])})" if i["tpot_limit_s"] is not None else ""
     lines = [f"Decode tokens/s per device: {_rate(best['decode_tokens_per_s_per_device'])} estimate, "
@@ -257,8 +259,17 @@ def markdown(rec):
                       f"cluster {_rate(s['requests_per_s_cluster'])} requests/s, "
                       f"{_rate(s['output_tokens_per_s_cluster'])} output tokens/s; per device "
                       f"{_rate(s['output_tokens_per_s_per_device'])} output tokens/s (communication not "
-                      "charged; why it is an upper bound: Conventions)"]
+                      "charged; why it is an upper bound: Conventions)"] + _predicted_lines(s.get("predicted"))
     return "\n".join(parts + _tail(rec))
+
+
+def _predicted_lines(p):
+    if not p:
+        return []
+    return [f"- Predicted (a well-tuned engine, not a bound): cluster {_rate(p['output_tokens_per_s_cluster'])} "
+            f"output tokens/s, per device {_rate(p['output_tokens_per_s_per_device'])}, at "
+            f"{p['concurrency']:,} requests in flight per replica; one iteration {u.seconds(p['iteration_s'])} "
+            f"(GPU and TP all-reduces {u.seconds(p['gpu_s'])}, host {u.seconds(p['host_s'])}; docs/prediction.md)"]
 
 
 def _distinct_stages(stages):
