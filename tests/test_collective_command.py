@@ -32,7 +32,8 @@ class SameFiguresAsParallelAndTrain(unittest.TestCase):
             self.assertTrue(stage["collectives"])
             bound = 0.0
             for c in stage["collectives"]:
-                rows = collective_rows(c["kind"], c["bytes_per_run"], c["group"], 8, "h800")
+                ep = ("--experts", "128", "--top-k", "8") if c["kind"] == "all_to_all" else ()
+                rows = collective_rows(c["kind"], c["bytes_per_run"], c["group"], 8, "h800", *ep)
                 pick = column or next(name for name, row in rows.items() if row["estimate"])
                 with self.subTest(algorithm=algorithm, collective=c["name"]):
                     self.assertEqual(rows[pick]["time_s"] * c["runs"], c["time_s"])
@@ -44,7 +45,8 @@ class SameFiguresAsParallelAndTrain(unittest.TestCase):
                      "--seq", "4096", "--global-batch", "64")
         seen = set()
         for c in r["time"]["collectives"]:
-            rows = collective_rows(c["kind"], c["bytes"], c["group"], 8, "h800")
+            ep = ("--experts", "128", "--top-k", "8") if c["kind"] == "all_to_all" else ()
+            rows = collective_rows(c["kind"], c["bytes"], c["group"], 8, "h800", *ep)
             with self.subTest(collective=c["name"], phase=c["phase"]):
                 self.assertEqual(rows["ring"]["time_s"] * c["count"], c["time_s"])
             seen.add(c["kind"])
@@ -118,6 +120,26 @@ class ValidateFamily(unittest.TestCase):
         ok = next(c for c in rec["cases"] if c["id"] != "too-fast")
         self.assertAlmostEqual(ok["bound"], 516.6, delta=0.05)
         self.assertEqual(ok["status"], "ok")
+
+
+class WireFormats(unittest.TestCase):
+    def test_train_fp8_dispatch_bf16_combine(self):
+        # Qwen3-30B-A3B (hidden 2048, top-8), EP 8, 4,096 tokens per micro-batch: an FP8 copy is
+        # 2048 + 4 x 16 = 2,112 B, so the dispatch is 4096 x 8 x 2112 = 69,206,016 B; the combine
+        # stays in the activation format: 4096 x 8 x 4096 = 134,217,728 B.
+        r = cli_json("train", "--model", "qwen3-30b-a3b", "--device", "h100-sxm", "--devices", "8", "--ep", "8",
+                     "--seq", "4096", "--global-batch", "8", "--dispatch-dtype", "fp8")
+        sizes = {(c["name"], c["phase"]): c["bytes"] for c in r["time"]["collectives"] if c["dim"] == "ep"}
+        self.assertEqual(sizes[("EP dispatch all-to-all", "forward")], 69_206_016)
+        self.assertEqual(sizes[("EP dispatch all-to-all", "backward")], 69_206_016)
+        self.assertEqual(sizes[("EP combine all-to-all", "forward")], 134_217_728)
+
+    def test_parallel_echoes_the_formats(self):
+        r = cli_json("parallel", "--model", "qwen3-30b-a3b", "--devices", "8", "--ep", "8", "--input-len", "128",
+                     "--output-len", "2", "--dispatch-dtype", "fp8", "--combine-dtype", "bf16")
+        self.assertEqual((r["inputs"]["dispatch_dtype"], r["inputs"]["combine_dtype"]), ("fp8", "bf16"))
+        c = next(c for c in r["phases"]["prefill"]["stages"][0]["collectives"] if c["name"] == "EP dispatch all-to-all")
+        self.assertEqual(c["bytes_per_run"], 128 * 8 * 2112)     # 128 tokens x 8 copies x 2,112 B
 
 
 if __name__ == "__main__":

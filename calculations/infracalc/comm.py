@@ -75,9 +75,12 @@ All-to-all inside one domain: (n-1)/n S/B plus (n-1) alpha (ring: pairwise round
 (direct: concurrent sends).
 """
 
+import functools
+
 from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
                           dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
-                          pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives, WIRE_FORMATS)
+                          node_share, pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives,
+                          WIRE_FORMATS)
 from .errors import UserError
 from .record import Record
 
@@ -493,6 +496,12 @@ def lower_bound_s(c, link, up=None):
     torus = link.topology == "torus" and c.tier == "up"
     if c.kind == "all_reduce" and not torus:
         best = min(best, time_s(c, link, "binomial", up=up))
+    if c.tier == "out" and c.kind == "all_to_all" and c.nic_share < 1:
+        # a node-deduplicating dispatch (DeepEP's normal mode) sends only c.nic_share of the
+        # per-copy NIC bytes; its forwarding inside the node is not charged (a lower bound)
+        g, _ = _domains(c, up)
+        b_o = link.bytes_per_s * link.efficiency
+        return min(best, c.nic_share * c.bytes * c.skew * (c.group - g) / (c.group * b_o) + link.alpha_s)
     if c.tier == "up" or c.kind not in ("all_reduce", "all_gather", "reduce_scatter"):
         return best
     n, s = c.group, c.bytes * c.skew
@@ -546,7 +555,14 @@ def run_s(c, links, algorithm="ring"):
     charge `parallel`, `train` and `collective` share. ring and binomial name the estimate's
     algorithm (binomial for all-reduces, ring for the rest); best is the fastest applicable
     (`choose`); bound is `lower_bound_s`. A group spanning domains also uses the scale-up link."""
-    link, up = links.get(c.tier), links.get("up")
+    return _run(c, links.get("up"), links.get("out"), algorithm)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _run(c, up, out, algorithm):
+    """`run_s` memoized by its (hashable) records: a search meets the same collective on the
+    same links under many layouts."""
+    link = up if c.tier == "up" else out
     if algorithm == "bound":
         return lower_bound_s(c, link, up)
     if algorithm == "best" and link is not None and c.group > 1 and c.bytes:

@@ -11,7 +11,6 @@ its prediction. The accuracy table gives, per family, the median and 90th percen
 
 import statistics
 
-TP_REDUCE_BYTES = 2   # the residual stream is all-reduced in 16 bits, whatever the GEMM format
 FAMILIES = ("serving, one device", "serving, several devices", "training, dense", "training, MoE",
             "collectives")
 
@@ -40,27 +39,10 @@ def constants_for(case):
     return (FITTED[key], "without its publication") if key in FITTED else (FITTED["all"], "all cases (in-sample)")
 
 
-def tp_comm(device, tp, arch, act_bytes):
-    """tokens -> exposed seconds of the TP all-reduces of one iteration (after attention and
-    after the MLP in every layer, plus the vocab-parallel embedding's), NCCL-style best
-    algorithm on the scale-up tier, none overlapped."""
-    from .. import comm
-    from ..collectives import tp_collectives
-
-    link = comm.links(device)[comm.tier(tp, device)]
-    tier = comm.tier(tp, device)
-
-    def seconds(tokens):
-        cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, act_bytes, tp, False, len(arch.layers), tier)
-        return sum(c.count * comm.time_s(c, link, "best") for c in cs)
-    return seconds
-
-
 def serving_prediction(case, constants=None):
     """(predicted figure in the case's unit, the steady-state record) of a serving case;
     (None, None) when the tool has no prediction for it."""
-    from .. import layout as placement
-    from .efficiency.serving import predicted_serving
+    from .efficiency.serving import predicted_layout, predicted_serving
     from .validate import _device, _layout, _model, _serving_workload
 
     s, m = case["setup"], case["measured"]
@@ -68,18 +50,14 @@ def serving_prediction(case, constants=None):
     device = _device(s["device"])
     w = _serving_workload(s, arch)
     constants = constants or constants_for(case)[0]
-    comm_s, replicas, shard = None, 1, arch
     if s["devices"] > 1:
-        lay = _layout(case, arch)
-        if lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
-            return None, None
-        shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
-        comm_s = tp_comm(device, lay.tp, arch, TP_REDUCE_BYTES)
-        replicas = lay.dp
-    rec = predicted_serving(shard, w, device, s["input_len"], s["output_len"], constants, comm_s)
+        rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants)
+        out = rec and rec["output_tokens_per_s_cluster"]
+    else:
+        rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants)
+        out = rec and rec["output_tokens_per_s"]
     if rec is None:
         return None, None
-    out = rec["output_tokens_per_s"] * replicas
     G, P = s["output_len"], s["input_len"]
     value = {"output_tokens_per_s": out, "requests_per_s": out / G,
              "total_tokens_per_s": out / G * (P + G)}.get(m.get("unit"))
@@ -149,26 +127,17 @@ TRAINING_RECIPES = {
 }
 
 
-# The step-time factor (predicted step / train's estimate at achievable rates) that the
-# physical model leaves unexplained: FITTED, as the median over a publication set of
-# estimate rate / measured rate; "all" over every training case, each publisher's over the
-# others' (leave one publisher out). tests/test_prediction.py refits it.
-TRAINING_FITTED = {
-    "all": 1.5994042935275627,
-    "NVIDIA": 1.657927959923155,
-    "PyTorch (Meta)": 1.5310459155186085,
-}
-
-
 def training_factor(case):
     """(factor, basis) for a training case: the fit without its publisher, else all."""
+    from .efficiency.training import FITTED as TRAINING_FITTED
+
     key = case["source"].get("publisher", "") if isinstance(case["source"], dict) else ""
     return ((TRAINING_FITTED[key], "without its publisher") if key in TRAINING_FITTED
             else (TRAINING_FITTED["all"], "all cases (in-sample)"))
 
 
 def fit_training(cases):
-    """TRAINING_FITTED from training cases: median estimate rate / measured rate, over all and
+    """efficiency.training.FITTED from training cases: median estimate rate / measured rate, over all and
     over all but each publisher."""
     ratios = []
     for case in cases:
@@ -192,8 +161,7 @@ def training_prediction(case, factor=None):
     the unit or the publisher has none."""
     from ..dtypes import dtype
     from ..workload import Workload
-    from .efficiency.predict import achievable
-    from .train_time import step_time
+    from .efficiency.training import predicted_step
     from .validate import _device, _layout, _model
 
     s, m = case["setup"], case["measured"]
@@ -204,16 +172,15 @@ def training_prediction(case, factor=None):
     act = dtype(s["act_dtype"])
     w = Workload(batch=s["micro_batch"], tokens=s["seq_len"], logits="all",
                  weight_dtype=dtype(s["weight_dtype"]), act_dtype=act, kv_dtype=act)
-    rates = achievable(device, w.compute_dtype)
-    if rates is None:
-        return None, None
-    t = step_time(arch, w, _layout(case, arch, s["micro_batch"]), device, recompute=recipe["recompute"],
-                  zero=recipe["zero"], overlap_dp=recipe["overlap_dp"],
-                  compute_efficiency=rates.matrix_fraction, memory_efficiency=rates.memory_fraction)
     k = training_factor(case)[0] if factor is None else factor
+    got = predicted_step(arch, w, _layout(case, arch, s["micro_batch"]), device, factor=k,
+                         recompute=recipe["recompute"], zero=recipe["zero"], overlap_dp=recipe["overlap_dp"])
+    if got is None:
+        return None, None
+    step, t = got
     if m["unit"] == "step_time_s":
-        return t.step_s * k, t
-    return s["global_batch"] * s["seq_len"] / (t.step_s * k) / s["devices"], t
+        return step, t
+    return s["global_batch"] * s["seq_len"] / step / s["devices"], t
 
 
 def cause(rec):

@@ -17,6 +17,9 @@ def add_arguments(p):
                       ("cp", "context-parallel"), ("ep", "expert-parallel, carved out of tp x dp")):
         p.add_argument(f"--{dim}", type=common.positive_int, default=None, help=f"{what} degree")
     p.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp > 1)")
+    p.add_argument("--pp-layers", type=_layers_list, default=(), metavar="N,N,...",
+                   help="layers per pipeline stage, for every schedule (default: even, the first stages one "
+                        "more; Megatron-LM's uneven first/last stages, e.g. 15,16,...,16,15 for 126 layers)")
     p.add_argument("--schedule", choices=("1f1b", "interleaved", "zero-bubble", "dualpipe"), default="1f1b",
                    help="pipeline schedule (default 1f1b)")
     p.add_argument("--virtual-stages", type=common.positive_int, default=None, metavar="V",
@@ -26,6 +29,10 @@ def add_arguments(p):
                         "full (every decoder layer keeps its input only)")
     p.add_argument("--flash-recompute", action="store_true",
                    help="count the QK^T a fused attention backward recomputes in hardware FLOPs")
+    for what in ("dispatch", "combine"):
+        p.add_argument(f"--{what}-dtype", choices=("fp8", "bf16", "fp16", "fp32"), default="", metavar="FORMAT",
+                       help=f"format of a token in the EP {what} all-to-all: fp8 (one fp32 scale per 128 values, "
+                            "as DeepEP), bf16, fp16, fp32 (default: the activation format)")
     p.add_argument("--attention", choices=("fused", "unfused"), default="fused",
                    help="attention kernel for activation memory: fused (no T x T scores, default) "
                         "or unfused (keeps softmax probabilities and dropout masks)")
@@ -51,7 +58,7 @@ def add_arguments(p):
     common.add_link_options(p.add_argument_group("links (override the device data)"))
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
-    p.add_argument("--objective", choices=("step", "mfu"), default="step",
+    p.add_argument("--objective", choices=("step", "mfu", "predicted"), default="step",
                    help="search ranking: step time (default) or MFU (the same order)")
     p.add_argument("--top", type=common.positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--cp-values", default="1", metavar="1,2,4",
@@ -72,6 +79,11 @@ def _whole_bytes(d, flag):
     return d.bits // 8
 
 
+def _layers_list(text):
+    from .parallel import layers_list
+    return layers_list(text)
+
+
 def layout(args):
     """The Layout the degrees and --devices describe (dp fills the rest)."""
     from ..errors import UserError
@@ -88,7 +100,7 @@ def layout(args):
         dp = args.dp
         if args.devices is not None and args.devices != fixed * dp:
             raise UserError(f"--devices {args.devices} differs from tp x pp x dp x cp = {fixed * dp}")
-    return Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=args.ep or 1, sp=args.sp)
+    return Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=args.ep or 1, sp=args.sp, pp_layers=args.pp_layers)
 
 
 def _cps(text):
@@ -122,14 +134,15 @@ def run(args):
                     zero=args.zero, optimizer=args.optimizer, weight_bytes=weight, grad_bytes=grad,
                     master_bytes=master, schedule=args.schedule, chunks=chunks,
                     compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
-                    overlap_dp=args.overlap_dp)
+                    overlap_dp=args.overlap_dp, dispatch_dtype=args.dispatch_dtype,
+                    combine_dtype=args.combine_dtype)
     lk = links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
                link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
     if args.search:
         if not args.devices:
             raise UserError("--search needs --devices")
-        if any(getattr(args, d) is not None for d in ("tp", "pp", "dp", "cp", "ep")) or args.sp:
-            raise UserError("--search chooses tp, pp, dp, cp, ep and sp itself; drop them")
+        if any(getattr(args, d) is not None for d in ("tp", "pp", "dp", "cp", "ep")) or args.sp or args.pp_layers:
+            raise UserError("--search chooses tp, pp, dp, cp, ep, sp and even stages itself; drop them")
         gb = args.global_batch
         if gb is None:
             raise UserError("--search needs --global-batch")

@@ -77,7 +77,17 @@ def serving_lines(s):
             markdown_table(["concurrency", "requests in flight", "device time per request", "requests/s",
                             "output tokens/s", "total tokens/s", "bound"],
                            [row("steady state (the bound)", s["steady_state"]),
-                            row("guaranteed", s["guaranteed"])], "lrrrrrl")]
+                            row("guaranteed", s["guaranteed"])], "lrrrrrl")] + predicted_serving_lines(s.get("predicted"))
+
+
+def predicted_serving_lines(p):
+    """The predicted steady state of a tuned engine (efficiency.serving), beside the bound."""
+    if not p:
+        return []
+    return ["", f"- Predicted (a well-tuned engine, not a bound): {_rate(p['output_tokens_per_s'])} output "
+                f"tokens/s at {u.integer(p['concurrency'])} requests in flight (engine limit "
+                f"{u.integer(p['engine_batch_limit'])}); one iteration {u.seconds(p['iteration_s'])}: GPU "
+                f"{u.seconds(p['gpu_s'])}, host {u.seconds(p['host_s'])} (docs/prediction.md)"]
 
 
 def _phase_row(name, p):
@@ -208,6 +218,23 @@ def csv(rec):
     return records_to_csv(rec["operators"], OPERATOR_COLUMNS)
 
 
+def sweep_summary(rec):
+    """The verdict block of a batch sweep: the largest batch that fits and its throughput."""
+    from . import verdict as v
+
+    rows = rec["rows"]
+    if not rows:
+        return v.block("Does not fit: not one request beside the weights and the reserve", [])
+    last = rows[-1]
+    cb = rec["compute_bound_batch"]
+    return v.block(f"Fits up to batch {last['batch']}: at most {_rate(last['decode_tokens_per_s_aggregate'])} "
+                   f"decode tokens/s there", [
+        f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch 1: "
+        f"{u.seconds(rows[0]['tpot_mean_s'])}",
+        ("Decode turns compute-bound from batch " + str(cb)) if cb is not None else
+        "Decode stays memory-bound up to the capacity limit"])
+
+
 def sweep_markdown(rec):
     m, d, i = rec["model"], rec["device"], rec["inputs"]
     rows = [[r["batch"], u.seconds(r["tpot_first_s"]), u.seconds(r["tpot_mean_s"]), u.seconds(r["tpot_last_s"]),
@@ -240,7 +267,7 @@ def sweep_markdown(rec):
         ]
     else:
         findings = ["- Not even one request fits on the device: nothing to sweep."]
-    parts = [f"# decode batch sweep: {inline(m['id'])} on {inline(d['id'])}", "",
+    parts = [f"# decode batch sweep: {inline(m['id'])} on {inline(d['id'])}", "", *sweep_summary(rec),
              *_header(rec, "B requests in lockstep"), "",
              "## Sweep", "",
              "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "

@@ -3,7 +3,7 @@
 from ..analyses.parallel import SWEEP_COLUMNS
 from . import units as u
 from .forward import architecture_options, device_line, formats_line, model_line, note_lines
-from .table import inline, markdown_table, records_to_csv, to_csv, conventions
+from .table import conventions, inline, markdown_table, no_layout_line, records_to_csv, to_csv
 
 PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last", "last decode step"),
           ("decode", "all decode steps"))
@@ -89,8 +89,10 @@ def _fit(mem):
     if mem.get("fits", True):
         return (f"Fits: at most {u.count(mem['max_requests_per_replica'], 'request')} per replica"
                 if mem.get("max_requests_per_replica") is not None else "Fits")
-    return f"Does not fit: stage {mem['binding_stage']} short by {u.nbytes(short)} per device" if short else \
-        f"Does not fit ({v.DOES_NOT_FIT})"
+    most = mem.get("max_requests_per_replica")
+    room = f" (at most {u.count(most, 'request')} per replica)" if most else ""
+    return (f"Does not fit: stage {mem['binding_stage']} short by {u.nbytes(short)} per device{room}" if short
+            else f"Does not fit{room}")
 
 
 def _summary(rec):
@@ -103,7 +105,22 @@ def _summary(rec):
         f"TTFT: {v.times(lat['ttft_s'], lb.get('ttft_s'), lat.get('predicted_ttft_s'), fits)}",
         f"TPOT (mean): {v.times(lat['tpot_mean_s'], lb.get('tpot_mean_s'), lat.get('predicted_tpot_mean_s'), fits)}",
         f"Decode tokens/s per device: {_rate(lat['decode_tokens_per_s_per_device'])} estimate, "
-        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")])
+        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        + ([] if fits else ["Would fit with a smaller `--batch`, more devices (`--tp`, `--pp`), smaller formats, "
+                            "or run with `--search` over a device count"]))
+
+
+def _sweep_summary(rec):
+    from . import verdict as v
+
+    rows = rec["rows"]
+    if not rows:
+        return v.block("Does not fit: not one request per replica", [])
+    last = rows[-1]
+    return v.block(f"Fits up to batch {last['batch']} per replica: {_rate(last['decode_tokens_per_s_per_device'])} "
+                   "decode tokens/s per device (estimate)", [
+        f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch {rows[0]['batch']}: "
+        f"{u.seconds(rows[0]['tpot_mean_s'])}"])
 
 
 def _search_summary(rec):
@@ -111,8 +128,10 @@ def _search_summary(rec):
 
     i = rec["inputs"]
     if not rec["top"]:
-        return v.block(f"No layout of {u.count(i['devices'], 'device')} admits this model", [
-            "Why: the rejected layouts below; try more devices or smaller formats"])
+        return v.block(f"No layout of {u.count(i['devices'], 'device')} is admitted", [
+            "Why: " + ("; ".join(f"{u.count(r['layouts'], 'layout')}: {r['reason']}" for r in rec["rejected"])
+                       or "no layout considered"),
+            "Try more devices or smaller formats"])
     best = _search_row(rec["top"][0])
     limit = f" (TPOT limit {u.seconds(i['tpot_limit_s'])})" if i["tpot_limit_s"] is not None else ""
     lines = [f"Decode tokens/s per device: {_rate(best['decode_tokens_per_s_per_device'])} estimate, "
@@ -240,8 +259,17 @@ def markdown(rec):
                       f"cluster {_rate(s['requests_per_s_cluster'])} requests/s, "
                       f"{_rate(s['output_tokens_per_s_cluster'])} output tokens/s; per device "
                       f"{_rate(s['output_tokens_per_s_per_device'])} output tokens/s (communication not "
-                      "charged; why it is an upper bound: Conventions)"]
+                      "charged; why it is an upper bound: Conventions)"] + _predicted_lines(s.get("predicted"))
     return "\n".join(parts + _tail(rec))
+
+
+def _predicted_lines(p):
+    if not p:
+        return []
+    return [f"- Predicted (a well-tuned engine, not a bound): cluster {_rate(p['output_tokens_per_s_cluster'])} "
+            f"output tokens/s, per device {_rate(p['output_tokens_per_s_per_device'])}, at "
+            f"{p['concurrency']:,} requests in flight per replica; one iteration {u.seconds(p['iteration_s'])} "
+            f"(GPU and TP all-reduces {u.seconds(p['gpu_s'])}, host {u.seconds(p['host_s'])}; docs/prediction.md)"]
 
 
 def _distinct_stages(stages):
@@ -270,7 +298,8 @@ def sweep_markdown(rec):
              _rate(r["decode_tokens_per_s_replica"]), _rate(r["decode_tokens_per_s_cluster"]),
              _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
             for r in rec["rows"]]
-    parts = [*_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
+    parts = [*_with_summary(_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} "
+                                         f"({lay['label']})"), _sweep_summary(rec)),
              "", "## Sweep (estimates)", "",
              "B = requests per replica; exposed comm = the slowest stage's exposed "
              "communication over the decode cycle.", "",
@@ -324,7 +353,7 @@ def search_markdown(rec):
              f"- Layouts: {u.integer(rec['layouts_considered'])} considered, {u.integer(rec['layouts_admitted'])} "
              f"admitted, {u.integer(rec['layouts_considered'] - rec['layouts_admitted'])} rejected", "",
              *(_top_table(rec, rows) if rows else
-               [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]),
+               [no_layout_line(i["devices"], rec["rejected"])]),
              "", "## Rejected layouts, by reason", "",
              markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rej, "rllr")
              if rej else "None."]
