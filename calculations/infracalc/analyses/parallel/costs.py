@@ -16,6 +16,7 @@ from .. import decode_sum
 from ..decode import account
 
 WORK_ZERO = (0,) * len(decode_sum.FIELDS)
+_AT = {name: i for i, name in enumerate(decode_sum.FIELDS)}
 
 
 class Cost(namedtuple("Cost", "compute_s weights_s kv_s act_s work")):
@@ -38,7 +39,7 @@ class Cost(namedtuple("Cost", "compute_s weights_s kv_s act_s work")):
 
     def field(self, name):
         """One decode_sum.FIELDS total of the work."""
-        return self.work[decode_sum.FIELDS.index(name)]
+        return self.work[_AT[name]]
 
 
 ZERO = Cost(0.0, 0.0, 0.0, 0.0, WORK_ZERO)

@@ -122,5 +122,9 @@ def stage_record(plan, stage, fig, detail=True):
 
 
 def stage_records(plan, lay, phase, b, detail=True):
-    """stage_record of every stage in order."""
-    return [stage_record(plan, st, fig, detail) for st, fig in stage_figures(plan, lay, phase, b)]
+    """stage_record of every stage in order, made once per stage kind (a deep pipeline has
+    few kinds): stages of one kind get a copy of their kind's record with their index."""
+    ids, firsts = stage_kinds(plan, lay)
+    recs = {k: stage_record(plan, st, evaluate(plan, lay, st, phase, b), detail) for k, st in firsts}
+    return [recs[k] if recs[k]["stage"] == st.index else dict(recs[k], stage=st.index)
+            for st, k in zip(stages(plan, lay), ids)]
