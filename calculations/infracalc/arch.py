@@ -25,6 +25,10 @@ class Tensor(Record):
 
     @property
     def params(self):
+        """Values of the tensor; 0 for an integer lookup table (role table), which is
+        checkpoint bytes but no parameter (nothing trains it; the book's count excludes it)."""
+        if self.role == "table":
+            return 0
         n = 1
         for d in self.shape:
             n *= d

@@ -36,7 +36,8 @@ p = H .. H+T-1; a multiply-add is 2 FLOPs):
   P_c), r = 4 layers the k selected (pairs P_k); the kernel gathers the selected
   rows, so the rectangular count equals the causal one.
 - indexer scores: 2*H_I*d_I FLOPs per (query, visible entry) pair, P_c pairs at
-  r = 4, plus 3*H_I vector FLOPs per pair (relu, weight, head sum) and 1 per pair
+  r = 4 (rectangular: T x floor((H+T)/4), what the reference's einsum computes before
+  its causal mask), plus 3*H_I vector FLOPs per pair (relu, weight, head sum) and 1 per pair
   for the top-k selection; the Hadamard rotation d_I*log2(d_I) per head and token.
 - pooling: per new entry (E = floor((H+T)/r) - floor(H/r) per request)
   7*c*r*d vector FLOPs (softmax 5 and weighted sum 2 per pooled value), RMSNorm
@@ -360,7 +361,7 @@ class Indexer(Block):
         act = w.act_dtype
         out.append(Op("indexer.scores", "attention", f"{b}x{self.heads}x[{t},{self.dim}] . {visible} keys",
                       matrix_flops=2 * b * self.heads * self.dim * pairs,
-                      rect_flops=2 * b * self.heads * self.dim * pairs,
+                      rect_flops=2 * b * self.heads * self.dim * t * visible,
                       vector_flops=b * pairs * (INDEX_FLOPS * self.heads + TOPK_FLOPS),
                       act_read=act.nbytes_flat(w.positions * self.heads * (self.dim + 1)),
                       kv_read=b * visible * key, act_write=4 * w.positions * min(self.topk, max(visible, 1)),

@@ -17,18 +17,23 @@ and the model ends with a head mix (HCHead): mixes = (x.flatten() @ fn^T) * r wi
 fn [m, m*D], pre = sigmoid(mixes * scale + base) + eps, y = sum_j pre_j x_j, then
 the final RMSNorm. The embedding output is copied into the m streams.
 
-Counting rules, per token (D hidden, m streams, M = (2 + m) m, I Sinkhorn iterations):
-- HCPre: mixes GEMM 2*m*D*M matrix FLOPs (fp32 weights, run at the compute format);
-  vector: the rsqrt statistic 2*m*D (square, add), the scale by r M, the split
-  HC_SPLIT_FLOPS(m, I) = 6*2m (pre and post: scale, add, sigmoid 3, one more op)
-  + m^2 * (3 + 4*I) (comb: scale, add, exp; each Sinkhorn iteration a row and a
-  column normalization, a sum and a divide per element each), and the weighted
-  sum (2m - 1)*D. Reads x (m*D), fn, base, scale; writes y (D) and post and comb
-  (m + m^2 fp32 values).
-- HCPost: (2m + 1)*m*D vector FLOPs (per output value: post_j*f, m products,
-  m adds); reads f (D), x (m*D), post and comb; writes x' (m*D).
-- HCHead: mixes GEMM 2*m*D*m; vector 2*m*D + m + 6m + (2m - 1)*D; reads x (m*D)
-  and its weights, writes y (D). The final norm is the usual RMSNorm.
+Counting rules, per token (D hidden, m streams, M = (2 + m) m, I Sinkhorn iterations),
+following the source expressions as the book's calculator does
+(bojieli/ai-infra-book:calculations/src/infra_calc/topics/hyper_connections.py:
+reductions of n values n - 1 adds, a per-cell epsilon counted per cell) and adding
+one FLOP per special function (sigmoid, exp, max comparison, rsqrt: our convention
+that a transcendental counts 1; the book lists them apart):
+- HCPre: mixes GEMM 2*m*D*M matrix FLOPs (fp32 weights); vector: the RMS statistic
+  2*m*D + 1 (+ 1 rsqrt), the scale by it M, the split SINKHORN(m, I) = 6m + 2m^2
+  (affine maps) + 4m^2 - m (initial row softmax) + (2I - 1) (m(m-1) + 2m^2)
+  (one column, then I - 1 row/column normalization pairs) plus its specials
+  2m sigmoid + m^2 exp + m(m-1) max, and the weighted sum (2m - 1)*D. Reads x
+  (m*D), fn, base, scale; writes y (D) and post and comb (m + m^2 fp32 values).
+- HCPost: (2m^2 + m)*D vector FLOPs (m^2 D products, m(m-1) D adds, m D post
+  products, m D final adds); reads f (D), x (m*D), post and comb; writes x' (m*D).
+- HCHead: mixes GEMM 2*m*D*m; vector 2*m*D + 1 + 1 (rsqrt), 4m (statistic, scale,
+  base, epsilon) + m sigmoid, (2m - 1)*D; reads x (m*D) and its weights, writes
+  y (D). The final norm is the usual RMSNorm.
 - the embedding's copy into the streams reads D and writes m*D values per token.
 Every tensor here is FP32 in the checkpoint. None keeps a cache; all are
 replicated under tensor parallelism (the reference's are plain parameters).
@@ -39,14 +44,21 @@ from ..arch import Block, Tensor
 from ..ops import Op, gemm
 from .basic import Embedding
 
-SPLIT_PER_GATE = 6   # pre/post value: * scale, + base, sigmoid (3), + eps or * 2
+def sinkhorn_arithmetic(m, iters):
+    """Scalar FLOPs of hc_split_sinkhorn for one token, specials excluded: the affine
+    maps of pre/post (6m) and comb (2m^2), the initial row softmax (subtract max,
+    sum, divide, epsilon: 4m^2 - m), then 2I - 1 normalizations of m(m-1) + 2m^2."""
+    return 6 * m + 2 * m * m + (4 * m * m - m) + (2 * iters - 1) * (m * (m - 1) + 2 * m * m)
+
+
+def sinkhorn_specials(m):
+    """Special functions of the split: 2m sigmoid, m^2 exp, m(m-1) max comparisons."""
+    return 2 * m + m * m + m * (m - 1)
 
 
 def split_flops(m, iters):
-    """Vector FLOPs of hc_split_sinkhorn for one token: 2m gates and the m x m
-    Sinkhorn projection (scale, add, exp, then per iteration a row and a column
-    normalization of 2 FLOPs per element each)."""
-    return SPLIT_PER_GATE * 2 * m + m * m * (3 + 4 * iters)
+    """Vector FLOPs of hc_split_sinkhorn for one token (a special function counts 1)."""
+    return sinkhorn_arithmetic(m, iters) + sinkhorn_specials(m)
 
 
 def _fp32(name, shape):
@@ -75,7 +87,7 @@ class HCPre(Block):
         fn, base, scale = self.tensors()
         act, fp32 = w.act_dtype, 4
         mix = gemm(w, f"{self.name}.mix", n, fn, shape=f"[{n},{m}x{d}]x[{m * d},{mx}] fp32")
-        vector = n * (2 * m * d + mx + split_flops(m, self.iters) + (2 * m - 1) * d)
+        vector = n * (2 * m * d + 2 + mx + split_flops(m, self.iters) + (2 * m - 1) * d)
         combine = Op(f"{self.name}.pre", "vector", f"[{n},{m},{d}] -> [{n},{d}], Sinkhorn {self.iters}",
                      vector_flops=vector,
                      weight_read=w.weight_bytes(base) + w.weight_bytes(scale),
@@ -100,7 +112,7 @@ class HCPost(Block):
         n, m, d = w.positions, self.streams, self.hidden
         act = w.act_dtype
         return [Op(f"{self.name}.post", "vector", f"[{n},{d}] + [{n},{m},{d}] -> [{n},{m},{d}]",
-                   vector_flops=n * (2 * m + 1) * m * d,
+                   vector_flops=n * (2 * m * m + m) * d,
                    act_read=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4,
                    act_write=act.nbytes_flat(n * m * d), kind="residual",
                    saved_bytes=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4)]
@@ -125,7 +137,7 @@ class HCHeadNorm(Block):
         act = w.act_dtype
         mix = gemm(w, "hc_head.mix", n, fn, shape=f"[{n},{m}x{d}]x[{m * d},{m}] fp32")
         head = Op("hc_head", "vector", f"[{n},{m},{d}] -> [{n},{d}]",
-                  vector_flops=n * (2 * m * d + m + SPLIT_PER_GATE * m + (2 * m - 1) * d),
+                  vector_flops=n * (2 * m * d + 2 + 5 * m + (2 * m - 1) * d),
                   weight_read=w.weight_bytes(base) + w.weight_bytes(scale),
                   act_read=act.nbytes_flat(n * m * d) + n * m * 4, act_write=act.nbytes_flat(n * d),
                   kind="elementwise", saved_bytes=act.nbytes_flat(n * m * d) + n * m * 4)

@@ -123,7 +123,7 @@ def deepseek_v4(cfg, model_id):
         f"Attention per layer (compress_ratios): {mix}; sliding window {s.window}, one shared K=V row of "
         f"{s.head_dim} values, index_topk {s.topk}.",
         f"mHC: {s.streams} residual streams, Sinkhorn {s.iters} iterations; first {s.hash_layers} layers "
-        "hash-routed (tid2eid, int64), the others score + bias routed.",
+        "hash-routed (tid2eid, int64: checkpoint bytes, not parameters), the others score + bias routed.",
         "kv: a compressed block's 'bytes per token' is its bytes per cached entry (one entry per r tokens, "
         "floor(context/r) entries); the cache per request is exact.",
         "Checkpoint formats: attention, shared-expert and MTP projections FP8 E4M3 + one E8M0 scale per "

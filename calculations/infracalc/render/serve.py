@@ -2,7 +2,7 @@
 
 from . import units as u
 from .forward import device_line, formats_line, model_line, note_lines
-from .table import inline, markdown_table
+from .table import conventions, inline, markdown_table
 
 KINDS = (("estimate", "estimate"), ("lower_bound", "lower bound"))
 
@@ -41,12 +41,12 @@ def sizing_lines(rec):
     rows = []
     for c in s["counts"]:
         if c["meets"]:
-            rows.append([c["devices"], "yes", c["layout"], c["batch_per_replica"], _s(c["ttft_s"]),
-                         _s(c["tpot_s"]), f"{c['decode_tokens_per_s_per_device']:,.1f}", "-"])
+            rows.append([c["devices"], "yes", "-", c["layout"], c["batch_per_replica"], _s(c["ttft_s"]),
+                         _s(c["tpot_s"]), f"{c['decode_tokens_per_s_per_device']:,.1f}"])
         else:
-            rows.append([c["devices"], "no", "-", "-", "-", "-", "-", c["why"]])
-    lines.append(markdown_table(["devices", "meets", "layout", "batch", "TTFT", "TPOT",
-                                 "decode tok/s per device", "why not"], rows, "rlllrrrl"))
+            rows.append([c["devices"], "no", c["why"], "-", "-", "-", "-", "-"])
+    lines.append(markdown_table(["devices", "meets", "why not", "layout", "batch", "TTFT", "TPOT",
+                                 "decode tok/s per device"], rows, "rllllrrr"))
     return lines + [""]
 
 
@@ -178,5 +178,5 @@ def markdown(rec):
         lines += policy_lines(rec)
     lines += ["## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
               "## What it leaves out", "", *[f"- {t}" for t in rec["left_out"]], "",
-              "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+              *conventions(rec["conventions"])]
     return "\n".join(lines)
