@@ -118,9 +118,9 @@ class Composition(unittest.TestCase):
         p = plan(input_len=5, output_len=11)
         lay = Layout(tp=8, cp=3)
         st = placement.stages(p.arch, lay)[0]
-        total = costs.decode_cost(p, lay, st, 2)[0]
+        total = costs.decode_cost(p, lay, st, 2)
         w = p.wd.replace(batch=2, tokens=1)
-        steps = [costs.stage_cost(p, lay, st, w.replace(history=-(-h // 3)), ("pass",))[0] for h in range(5, 15)]
+        steps = [costs.stage_cost(p, lay, st, w.replace(history=-(-h // 3)), ("pass",)) for h in range(5, 15)]
         self.assertEqual(total.work, tuple(sum(s.work[i] for s in steps) for i in range(len(total.work))))
         for name in ("compute_s", "weights_s", "kv_s", "act_s"):
             expect = sum(getattr(s, name) for s in steps)

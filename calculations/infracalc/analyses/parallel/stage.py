@@ -42,11 +42,8 @@ def evaluate(plan, lay, stage, phase, b):
             cost, tokens = prefill_cost(plan, lay, stage, b)
             kind = "prefill"
         else:
-            total, first, last = decode_cost(plan, lay, stage, b)
-            if phase == "decode":
-                cost, runs = total, plan.steps
-            else:
-                cost = first if phase == "first" else last
+            cost = decode_cost(plan, lay, stage, b, "total" if phase == "decode" else phase)
+            runs = plan.steps if phase == "decode" else 1
         cs = comms.stage_collectives(plan, lay, stage, kind, b, tokens)
         times = tuple([comms.comm_time(plan, c, n) for c, n in cs])
         comm_s = sum(times) * runs
