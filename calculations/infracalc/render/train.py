@@ -252,8 +252,10 @@ def search_markdown(rec):
     rows = [[k + 1, r["layout"], r["micro_batches"], u.seconds(r["step_s"]), u.seconds(r["compute_s"]),
              u.seconds(r["exposed_comm_s"]), u.seconds(r["bubble_s"]), u.seconds(r["dp_sync_and_optimizer_s"]),
              "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f}%", f"{r['tokens_per_s_per_device']:,.1f}",
-             u.nbytes(r["peak_memory_bytes"])] for k, r in enumerate(rec["ranked"])]
-    rejected = [[x["reason"], x["layouts"]] for x in rec["rejected"]]
+             u.nbytes(r["peak_memory_bytes"])] for k, r in enumerate(rec["top"])]
+    rejected = [[x["layouts"], x["reason"], x["example"] or "-",
+                 "-" if x["least_shortfall_bytes"] is None else u.integer(x["least_shortfall_bytes"])]
+                for x in rec["rejected"]]
     parts = [
         f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "",
         f"- Step: {u.count(i['global_batch'], 'sequence')} x {u.integer(i['seq'])} tokens, micro-batch "
@@ -261,17 +263,18 @@ def search_markdown(rec):
         f"objective {i['objective']}",
         f"- Device memory {u.nbytes(d['memory_bytes'])} ({d['memory_convention']} capacity)",
         links_line(i),
-        f"- Layouts considered: {rec['layouts_considered']}; fit: {rec['layouts_fit']}", "",
+        f"- Layouts considered: {rec['layouts_considered']}; admitted: {rec['layouts_admitted']}", "",
         *(["## Best layouts", "",
            markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
                            "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")] if rows else
           [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]), "",
-        "## Rejected layouts", "",
-        markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
+        "## Rejected layouts, by reason", "",
+        markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rejected, "rllr")
+        if rejected else "None.", "",
         *conventions(rec["conventions"]),
     ]
     return "\n".join(parts)
 
 
 def search_csv(rec):
-    return records_to_csv(rec["ranked"], ("layout",))
+    return records_to_csv(rec["top"], ("layout",))

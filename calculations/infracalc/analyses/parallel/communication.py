@@ -7,9 +7,9 @@ from ...collectives import ceil_div
 
 
 def tier(plan, lay, dim):
-    """'up' when the `dim` group fits one scale-up domain, else 'out'."""
-    span = lay.group_stride("pp") + 1 if dim == "pp" else lay.group_span(dim)
-    return "up" if span <= plan.domain else "out"
+    """The tier of the `dim` group (`comm.tier`, the rule `train` applies): 'up' when the
+    devices it spans fit one scale-up domain, else 'out'."""
+    return comm.tier(lay.group_stride("pp") + 1 if dim == "pp" else lay.group_span(dim), plan.device)
 
 
 def local(plan, lay, dim):
