@@ -51,7 +51,7 @@ def add_arguments(p):
     common.add_link_options(p.add_argument_group("links (override the device data)"))
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
-    p.add_argument("--objective", choices=("step", "mfu"), default="step",
+    p.add_argument("--objective", choices=("step", "mfu", "predicted"), default="step",
                    help="search ranking: step time (default) or MFU (the same order)")
     p.add_argument("--top", type=common.positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--cp-values", default="1", metavar="1,2,4",
