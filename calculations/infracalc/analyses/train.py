@@ -74,6 +74,8 @@ class Setup(Record):
     compute_efficiency: float = 1.0
     memory_efficiency: float = 1.0
     overlap_dp: bool = False
+    dispatch_dtype: str = ""     # EP all-to-all formats on the wire (collectives.token_bytes); "" = activations
+    combine_dtype: str = ""
 
 
 def micro_batches(global_batch, micro_batch, dp):
@@ -135,7 +137,8 @@ def recipe_options(s, links, mem):
     return dict(recompute=s.recompute, flash=s.flash_recompute, zero=s.zero, schedule=s.schedule,
                 chunks=s.chunks, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
                 optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes), links=links,
-                overlap_dp=s.overlap_dp, stage_params=lambda st: params[st.index])
+                overlap_dp=s.overlap_dp, stage_params=lambda st: params[st.index],
+                wire=(s.dispatch_dtype, s.combine_dtype))
 
 
 def evaluate(arch, w, lay, device, s, links):
