@@ -206,7 +206,7 @@ def search_summary(rec):
     """The verdict block of a search: the best layout that fits, or why none does."""
     from . import verdict as v
 
-    i, ranked = rec["inputs"], rec["ranked"]
+    i, ranked = rec["inputs"], rec["top"]
     if not ranked:
         return v.block(f"No layout of {u.count(i['devices'], 'device')} fits", [
             "Why: the rejected layouts below; more devices, --zero or --recompute"])
@@ -216,7 +216,7 @@ def search_summary(rec):
                    f"{u.seconds(best['step_s'])} (estimate){mfu}", [
         f"{u.decimal(best['tokens_per_s_per_device'], 1)} tokens/s per device; peak memory "
         f"{u.nbytes(best['peak_memory_bytes'])} per device ({u.nbytes(best['headroom_bytes'])} left)",
-        f"{u.integer(rec['layouts_fit'])} of {u.integer(rec['layouts_considered'])} layouts fit and run"])
+        f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts fit and run"])
 
 
 def markdown(rec):
