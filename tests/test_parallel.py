@@ -136,6 +136,25 @@ class Composition(unittest.TestCase):
             self.assertAlmostEqual(-value, full["decode_tokens_per_s_per_device"], delta=1e-9)
 
 
+class SearchBatches(unittest.TestCase):
+    def test_search_batches_are_pp_times_powers_of_4(self):
+        # pp micro-batches of b = 1, 4, 16, ... requests while b x pp fits the capacity;
+        # 2^20 when memory does not bound it; a given batch alone.
+        self.assertEqual(P.search_batches(100, None, 2), [2, 8, 32])
+        self.assertEqual(P.search_batches(7, None, 8), [])
+        self.assertEqual(P.search_batches(None, None, 1), [4 ** k for k in range(11)])
+        self.assertEqual(P.search_batches(100, 12, 4), [12])
+
+    def test_throughput_ranks_at_the_largest_batch_that_fits(self):
+        # t(b)/b never grows with b, so the kept batch is the last of search_batches within the
+        # capacity (no --tpot-limit here).
+        p = plan(output_len=64)
+        ranked, _, _ = P.search(p, 8)
+        for value, _, lay, b, _ in ranked:
+            _, cap = P.search_memory(p, lay)
+            self.assertEqual(b, P.search_batches(cap, None, lay.pp)[-1], lay.label())
+
+
 class Sweep(unittest.TestCase):
     def test_sweep_up_to_capacity(self):
         p = plan("qwen3-8b", 1024, 128)

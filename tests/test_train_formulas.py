@@ -89,6 +89,38 @@ class ZeroThreeGathers(unittest.TestCase):
         self.assertEqual([(c.bytes, c.count) for c in gathers], [(LLAMA_8B_PARAMS * 2, 2 * 3)])
 
 
+class ZeroShareOverDpAndCp(unittest.TestCase):
+    """ZeRO shards the optimizer over the DP x CP group (the CP ranks hold the same weights):
+    with dp 4 and cp 2 each device updates ceil(P / 8) parameters."""
+
+    def test_cp_ranks_split_the_update_too(self):
+        lay = Layout(dp=4, cp=2, micro_batches=1)
+        t = train_time.step_time(load_model("llama-3.1-8b"), micro_batch(), lay, H100, zero=1)
+        self.assertAlmostEqual(t.stages[0].optimizer_s, -(-LLAMA_8B_PARAMS // 8) * 28 / BW, delta=1e-15)
+
+
+class BackwardVectorFlops(unittest.TestCase):
+    """The convention `train` states: a vector operator's backward is its forward vector FLOPs
+    times norm 2, activation 2, softmax 1, RoPE 1, residual 1, bias (gemm) 1, other 1."""
+
+    FACTORS = {"norm": 2, "activation": 2, "softmax": 1, "rope": 1, "residual": 1, "gemm": 1,
+               "elementwise": 1, "routing": 1}
+
+    def test_each_kind_of_a_dense_and_an_moe_model(self):
+        from infracalc import ledger
+        from infracalc.analyses import train_flops
+        seen = set()
+        for model in ("llama-3.1-8b", "qwen3-30b-a3b"):
+            arch = load_model(model)
+            w = train_flops_workload()
+            for op in ledger.build(arch, w).ops:
+                if op.kind in self.FACTORS and op.vector_flops:
+                    back = train_flops.backward(op, w, arch.vocab_size)
+                    self.assertEqual(back.vector_flops, self.FACTORS[op.kind] * op.vector_flops, op.name)
+                    seen.add(op.kind)
+        self.assertGreaterEqual(seen, {"norm", "activation", "softmax", "rope", "residual", "routing"})
+
+
 def train_flops_workload():
     from infracalc.analyses import train_flops
     return train_flops.training_workload(micro_batch())
