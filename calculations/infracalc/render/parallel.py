@@ -89,8 +89,10 @@ def _fit(mem):
     if mem.get("fits", True):
         return (f"Fits: at most {u.count(mem['max_requests_per_replica'], 'request')} per replica"
                 if mem.get("max_requests_per_replica") is not None else "Fits")
-    return f"Does not fit: stage {mem['binding_stage']} short by {u.nbytes(short)} per device" if short else \
-        f"Does not fit ({v.DOES_NOT_FIT})"
+    most = mem.get("max_requests_per_replica")
+    room = f" (at most {u.count(most, 'request')} per replica)" if most else ""
+    return (f"Does not fit: stage {mem['binding_stage']} short by {u.nbytes(short)} per device{room}" if short
+            else f"Does not fit{room}")
 
 
 def _summary(rec):
@@ -103,7 +105,9 @@ def _summary(rec):
         f"TTFT: {v.times(lat['ttft_s'], lb.get('ttft_s'), lat.get('predicted_ttft_s'), fits)}",
         f"TPOT (mean): {v.times(lat['tpot_mean_s'], lb.get('tpot_mean_s'), lat.get('predicted_tpot_mean_s'), fits)}",
         f"Decode tokens/s per device: {_rate(lat['decode_tokens_per_s_per_device'])} estimate, "
-        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")])
+        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        + ([] if fits else ["Would fit with a smaller `--batch`, more devices (`--tp`, `--pp`), smaller formats, "
+                            "or run with `--search` over a device count"]))
 
 
 def _sweep_summary(rec):
