@@ -128,8 +128,10 @@ def _search_summary(rec):
 
     i = rec["inputs"]
     if not rec["top"]:
-        return v.block(f"No layout of {u.count(i['devices'], 'device')} admits this model", [
-            "Why: the rejected layouts below; try more devices or smaller formats"])
+        return v.block(f"No layout of {u.count(i['devices'], 'device')} is admitted", [
+            "Why: " + ("; ".join(f"{u.count(r['layouts'], 'layout')}: {r['reason']}" for r in rec["rejected"])
+                       or "no layout considered"),
+            "Try more devices or smaller formats"])
     best = _search_row(rec["top"][0])
     limit = f" (TPOT limit {u.seconds(i['tpot_limit_s'])})" if i["tpot_limit_s"] is not None else ""
     lines = [f"Decode tokens/s per device: {_rate(best['decode_tokens_per_s_per_device'])} estimate, "
