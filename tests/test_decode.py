@@ -529,7 +529,7 @@ class Cli(unittest.TestCase):
             paths = [os.path.join(d, f"{k}.svg") for k in "ab"]
             for p in paths:
                 status, out, _ = run_cli("decode", "--model", "qwen3-0.6b", "--input-len", "512",
-                                         "--output-len", "512", "--batch-sweep", "--plot", p)
+                                         "--output-len", "512", "--batch-sweep", "--plot", p, "--full")
                 self.assertEqual(status, 0)
             a, b = (Path(p).read_text() for p in paths)
             self.assertEqual(a, b)

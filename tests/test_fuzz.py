@@ -19,7 +19,7 @@ class FixedSeedSample(unittest.TestCase):
         # A new command or option shifts the draw; rather than a new seed each time, a few more
         # fixed-seed samples of 50 are drawn while a computing command lacks a status below (every
         # vector of them must meet the contract too).
-        for seed in (2032, 2033, 2034, 2035):
+        for seed in (2032, 2033, 2034, 2035, 2036, 2037, 2038):   # 2036: once `collective` came
             if all(seen.get(name) == {0, 2} for name in ("forward", "decode", "kv", "models")):
                 break
             more, failures = fuzz.run(seed=seed, count=50, limit_s=3.0, seen=seen)

@@ -331,7 +331,7 @@ class RawInput(Case):
         from infracalc.render.table import cell, markdown_table
 
         self.assertEqual(cell("a|b\nc\x1b"), r"a\|b\nc\x1b")
-        self.assertEqual(markdown_table(["k", "v"], [["x|y", 1]]), "| k | v |\n| --- | ---: |\n| x\\|y | 1 |")
+        self.assertEqual(markdown_table(["k", "v"], [["x|y", 1]]), "| k    |   v |\n| ---- | --: |\n| x\\|y |   1 |")
         dev = bundled("hardware", "h100-sxm")
         plain = run("forward", "--model", "qwen3-0.6b", "--device", self.file(json.dumps(dev)))[1]
         dev.update(id="a|b\nc\x1b[2J", name="x|y\nz")

@@ -199,7 +199,10 @@ class HardwareDataTest(unittest.TestCase):
     def test_in_network_reduction_only_on_nvswitch_gen3_and_later(self):
         # NVLS exists on NVSwitch gen 3+ (Hopper on); NCCL's nvlsEfficiency: Hopper 0.85,
         # Blackwell 0.74 (NVIDIA/nccl:src/graph/tuning.cc v2.30.7).
-        expect = {"h100-sxm": 0.85, "h200": 0.85, "h20": 0.85, "b200": 0.74, "b300": 0.74, "gb200": 0.74}
+        # H800: the HGX H100's NVSwitch with fewer links; NCCL runs NVLS on it (NVIDIA/nccl-tests
+        # issue #153; 215 GB/s busbw on 8 GPUs, NVIDIA/nccl issue #1374, above a ring's 200).
+        expect = {"h100-sxm": 0.85, "h200": 0.85, "h20": 0.85, "h800": 0.85, "b200": 0.74, "b300": 0.74,
+                  "gb200": 0.74}
         for stem, (_, data) in self.records.items():
             with self.subTest(device=stem):
                 up = data["scale_up"]
@@ -216,14 +219,18 @@ class HardwareDataTest(unittest.TestCase):
                 if "fp4" in m and "fp8" in m:
                     self.assertGreaterEqual(m["fp4"], m["fp8"])
 
-    def test_consumer_cards_have_no_scale_out(self):
-        for stem in ("rtx-4090", "rtx-5090"):
+    def test_pcie_cards_default_scale_out_is_their_pcie_link(self):
+        # No NVLink and no NIC in the product: GPUs of a multi-GPU PCIe server talk over their own
+        # PCIe x16 link through the host, the stated default scale-out tier (never faster, so the
+        # bound stays a bound; issue 17).
+        for stem in ("rtx-3090", "rtx-4090", "rtx-5090", "rtx-pro-6000"):
             with self.subTest(device=stem):
                 data = self.rec(stem)
-                self.assertIsNone(data["scale_out"])
-                self.assertIn("scale_out", data["sources"])
-                self.assertEqual(data["scale_up"]["domain_size"], 1)
-                self.assertTrue(data["scale_up"]["name"].startswith("PCIe"))
+                up, out = data["scale_up"], data["scale_out"]
+                self.assertEqual(up["domain_size"], 1)
+                self.assertTrue(up["name"].startswith("PCIe") and out["name"].startswith("PCIe"))
+                self.assertEqual(out["bytes_per_s_per_direction"], up["bytes_per_s_per_direction"])
+                self.assertIn("default", data["sources"]["scale_out.bytes_per_s_per_direction"]["note"])
 
     def test_h20_is_third_party(self):
         data = self.rec("h20")

@@ -555,7 +555,7 @@ class Invariants(unittest.TestCase):
 class Cli(unittest.TestCase):
     def test_markdown_and_json(self):
         code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "32768", "--batch", "8",
-                               "--memory-convention", "label")
+                               "--memory-convention", "label", "--full")
         self.assertEqual(code, 0)
         self.assertIn("| Cache per token, all layers | 147,456 |", out)
         # the label: 80e9 - 16,381,470,720 weights - 8e9 reserve = 55,618,529,280; / (147,456 *
@@ -623,7 +623,7 @@ class Cli(unittest.TestCase):
 
     def test_not_fitting_exits_0_with_shortfall(self):
         code, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "4096",
-                               "--memory-bytes", "16GiB", "--reserve", "0")
+                               "--memory-bytes", "16GiB", "--reserve", "0", "--full")
         # weights 16,381,470,720 + 4,096 * 147,456 (603,979,776) = 16,985,450,496
         # - 17,179,869,184 (16 GiB) < 0: it fits; at 8 GiB it is short by
         # 16,985,450,496 - 8,589,934,592 = 8,395,515,904 B.

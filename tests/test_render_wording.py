@@ -19,7 +19,7 @@ class Plurals(unittest.TestCase):
 
     def test_parallel_one_replica_one_device(self):
         code, out, err = run_cli("parallel", "--model", "qwen3-8b", "--device", "h100-sxm", "--devices", "1",
-                                 "--input-len", "128", "--output-len", "2")
+                                 "--input-len", "128", "--output-len", "2", "--full")
         self.assertEqual(code, 0, err)
         self.assertIn("cluster (1 replica)", out)
         self.assertIn("per device (1 device)", out)

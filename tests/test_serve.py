@@ -206,6 +206,57 @@ class Pools(unittest.TestCase):
         self.assertLessEqual(pd["pools"]["lower_bound"]["devices"], pd["pools"]["estimate"]["devices"])
 
 
+class Speculation(unittest.TestCase):
+    @staticmethod
+    def brute_force(alphas, k):
+        """E(k) by enumerating every accept/reject outcome of the k drafted tokens: position i
+        accepted with probability a_i (independently); the step keeps the leading accepted run
+        plus the target's own token."""
+        import itertools
+
+        rates = [alphas[min(i, len(alphas) - 1)] for i in range(k)]
+        total = 0.0
+        for outcome in itertools.product((True, False), repeat=k):
+            p = 1.0
+            for a, ok in zip(rates, outcome):
+                p *= a if ok else 1 - a
+            run = next((i for i, ok in enumerate(outcome) if not ok), k)
+            total += p * (run + 1)
+        return total
+
+    def test_closed_form_against_enumeration(self):
+        from infracalc.analyses.serve import speculation
+        for alphas in ((0.8,), (0.9, 0.8, 0.7), (0.5, 1.0, 0.0, 0.3), (1.0,), (0.0,)):
+            for k in range(1, 9):
+                self.assertAlmostEqual(speculation.expected_tokens(alphas, k), self.brute_force(alphas, k),
+                                       places=12, msg=(alphas, k))
+
+    def test_iid_equals_the_geometric_sum(self):
+        # a = 0.8, k = 4: (1 - 0.8^5) / (1 - 0.8) = (1 - 0.32768) / 0.2 = 3.3616
+        from infracalc.analyses import speculative
+        from infracalc.analyses.serve import speculation
+        self.assertAlmostEqual(speculation.expected_tokens((0.8,), 4), 3.3616, places=12)
+        self.assertAlmostEqual(speculative.expected_tokens(0.8, 4), 3.3616, places=12)
+        # per position, by hand: 0.9, 0.8, 0.7 -> 1 + 0.9 + 0.72 + 0.504 = 3.124
+        self.assertAlmostEqual(speculation.expected_tokens((0.9, 0.8, 0.7), 3), 3.124, places=12)
+        table = speculation.position_table((0.9, 0.8, 0.7), 3)
+        self.assertAlmostEqual(sum(r["probability"] for r in table), 1.0, places=12)
+        self.assertAlmostEqual(table[1]["probability"], 0.9 * 0.2, places=12)
+        self.assertAlmostEqual(sum(r["probability"] * r["tokens"] for r in table), 3.124, places=12)
+
+    def test_best_draft_length_minimises_tpot(self):
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "256",
+                                   "--draft-model", "qwen3-0.6b", "--acceptance", "0.8", "--format", "json")
+        self.assertEqual(status, 0, err)
+        sp = json.loads(out)["speculative"]
+        self.assertEqual(sp["best"]["tpot_s"], min(r["tpot_s"] for r in sp["rows"]))
+        for row in sp["rows"]:
+            self.assertAlmostEqual(row["tpot_s"], (row["draft_s"] + row["verify_s"]) / row["expected_tokens_per_step"])
+        # the verify pass over k + 1 tokens grows with k, and a longer draft costs more draft steps
+        drafts = [r["draft_s"] for r in sp["rows"]]
+        self.assertEqual(drafts, sorted(drafts))
+
+
 class SloCommand(unittest.TestCase):
     def test_fewest_h100s_for_llama_70b(self):
         # Llama-3.1-70B in BF16 is 141,107,412,992 B of weights: one 80 GB H100 cannot hold

@@ -255,7 +255,7 @@ class UnknownPeaks(unittest.TestCase):
         self.assertEqual(rec["time"]["unknown_peaks"], ["matrix", "vector"])
         self.assertIsNone(rec["throughput"]["mfu"])
         self.assertTrue(any(c.startswith("Matrix and vector peak unknown") for c in rec["conventions"]))
-        _, md, _ = run_cli(*args, "--device", "apple-m3-ultra")
+        _, md, _ = run_cli(*args, "--device", "apple-m3-ultra", "--full")
         self.assertIn("peak unknown: memory time of those operators |", md)
         self.assertIn("**Step (understated: compute partly unknown)**", md)
         self.assertIn("(overstated: the step time leaves out the FLOPs with no published peak)", md)

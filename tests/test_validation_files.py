@@ -38,9 +38,12 @@ KINDS = {
     "training-step": (COMMON_SETUP | {"layout", "global_batch", "micro_batch", "seq_len"},
                       {"training"},
                       {"step_time_s", "tokens_per_s_per_device", "megatron_eq3_flops_per_s_per_device"}),
+    # published collective measurements (nccl-tests, DeepEP) against comm.lower_bound_s; no model
+    "collective": ({"device", "devices", "ranks_per_node", "operation", "bytes", "batch_or_load", "scenario"},
+                   {"nccl-tests", "deepep"}, {"time_us", "busbw_GB_per_s"}),
 }
 SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla",   # see SOURCES.md
-                  "optimizer", "master_bytes", "grad_bytes"}
+                  "optimizer", "master_bytes", "grad_bytes", "link_bw_out_bytes_per_s"}
 DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
 LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
 
@@ -89,7 +92,8 @@ class CaseSchema(unittest.TestCase):
                 self.assertTrue(required <= set(setup), required - set(setup))
                 self.assertTrue(set(setup) <= required | SETUP_OPTIONAL,
                                 set(setup) - required - SETUP_OPTIONAL)
-                for key in ("devices", "input_len", "output_len", "global_batch", "micro_batch", "seq_len"):
+                for key in ("devices", "input_len", "output_len", "global_batch", "micro_batch", "seq_len",
+                            "ranks_per_node", "bytes"):
                     if key in required:
                         self.assertTrue(positive_int(setup[key]), key)
                 self.assertIn(setup["scenario"], scenarios)
@@ -107,8 +111,10 @@ class CaseSchema(unittest.TestCase):
                     self.assertLessEqual(used, setup["devices"])
                     if "dp" in layout:
                         self.assertEqual(used, setup["devices"], "tp x pp x cp x dp = devices")
-                if setup["devices"] > 1:
+                if setup["devices"] > 1 and case["kind"] != "collective":
                     self.assertIsNotNone(layout, "a multi-device case gives its layout")
+                if case["kind"] == "collective":
+                    self.assertEqual(setup["devices"] % setup["ranks_per_node"], 0)
 
     def test_measured_assumptions_exemption(self):
         for name, case in self.cases.items():
@@ -131,6 +137,9 @@ class CaseSchema(unittest.TestCase):
         for name, case in self.cases.items():
             setup = case["setup"]
             with self.subTest(case=name):
+                self.assertIn(setup["device"], self.devices)
+                if case["kind"] == "collective":
+                    continue
                 model = setup["model"]
                 if model.endswith(CONFIG_SUFFIX):
                     path = os.path.join(VALIDATION_DIR, model)
@@ -144,6 +153,8 @@ class CaseSchema(unittest.TestCase):
         loaded = {}
         for name, case in self.cases.items():
             setup = case["setup"]
+            if case["kind"] == "collective":
+                continue
             with self.subTest(case=name):
                 device = loaded.get(setup["device"]) or load_device(setup["device"])
                 loaded[setup["device"]] = device
@@ -193,6 +204,16 @@ class CorpusShape(unittest.TestCase):
             with self.subTest(case=name):
                 first = ref.split(" ")[0]
                 self.assertTrue(first in listed, f"{first} is not in SOURCES.md")
+
+
+    def test_collective_cases_from_nccl_tests_and_deepep(self):
+        """Issue 17: the collectives family holds published nccl-tests runs (one node and across
+        nodes) and DeepEP's all-to-all table, from more than one publisher."""
+        cases = [c for c in map(load_case, case_files()) if c["kind"] == "collective"]
+        self.assertGreaterEqual(len(cases), 19)
+        self.assertEqual({c["setup"]["scenario"] for c in cases}, {"nccl-tests", "deepep"})
+        self.assertTrue(any(c["setup"]["devices"] > c["setup"]["ranks_per_node"] > 1 for c in cases))
+        self.assertGreaterEqual(len({c["source"]["publisher"] for c in cases}), 3)
 
 
 if __name__ == "__main__":

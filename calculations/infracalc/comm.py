@@ -243,7 +243,7 @@ def links(device, alpha_up=None, alpha_out=None, link_bw_up=None, link_bw_out=No
     """{"up": Link, "out": Link or None} for a device; the keyword overrides are the
     --alpha-up/--alpha-out (seconds), --link-bw-up/--link-bw-out (bytes/s per direction per
     device) and --comm-efficiency (a factor on every bandwidth) options; None keeps the data.
-    A device without a scale-out link (consumer cards, TPU v4) has "out" None unless
+    A device without a scale-out link (TPU v4; the PCIe cards state their PCIe link as the default) has "out" None unless
     --link-bw-out supplies one (likewise "up")."""
     from .load.hardware import Link as DataLink
 

@@ -52,6 +52,9 @@ SETUP_FIELDS = {
     "global_batch": _count(), "micro_batch": _count(), "seq_len": _count(),
     "reserve_bytes": _non_negative_int(), "routing": _text(), "mla": _text(),
     "optimizer": _text(), "master_bytes": _count(), "grad_bytes": _count(),
+    # collective cases: ranks per node, operation, S (nccl-tests' bytes), the cluster's NIC figure
+    "ranks_per_node": _count(), "operation": _text(), "bytes": (_positive_int, "a positive integer (bytes)"),
+    "link_bw_out_bytes_per_s": (_positive_number, "a positive number (bytes/s per direction per device)"),
 }
 
 
@@ -98,7 +101,7 @@ def check(data, name, directory, kinds, required):
             raise UserError(f"{name}: {unknown('setup.layout field', key, LAYOUT_FIELDS)}")
         if not _positive_int(value):
             raise _fail(name, f"setup.layout.{key}", "a positive integer", value)
-    model = setup["model"]
+    model = setup.get("model", "")
     if os.sep in model or "/" in model or model in (".", ".."):
         raise UserError(f"{name}: 'setup.model' {quote(model, 60)} must be a bundled id or the file "
                         "name of a config beside the case (no directory part)")

@@ -89,6 +89,14 @@ PER_LAYER = ("Operators are per layer: one instance of each distinct layer (the 
              "(x); the totals are the whole pass.")
 
 
+def memory_record(totals, device):
+    """Whether the pass fits one device: its weights and the KV cache resident after the pass
+    (activations and workspace not counted) against the device's memory."""
+    need = totals.weight_bytes + totals.kv_bytes_resident_after
+    return {"needs_bytes": need, "device_memory_bytes": device.memory_bytes,
+            "fits": need <= device.memory_bytes, "counted": "weights + KV cache after the pass"}
+
+
 def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_layer=False):
     """The full `forward` result record (`notes` only when there is a warning or a choice).
     per_layer: the operator rows are one instance of each distinct layer; the
@@ -113,6 +121,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         **({"per_layer": True} if per_layer else {}),
         "operators": [operator_record(op, b, rates) for op, b in zip(rows, row_bounds)],
         "totals": totals_record(L.totals, bounds, r, pass_time(L.ops, rates) if rates else None),
+        "memory": memory_record(L.totals, device),
         "prediction": rates_record(rates) if rates else None,
         **({"notes": notes} if notes else {}),
     }

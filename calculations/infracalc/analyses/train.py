@@ -341,10 +341,35 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
             "fits": all(m.total <= device.memory_bytes for m in mem),
             "shortfall_bytes": max(0, mem[bind].total - device.memory_bytes),
             "stages": memory_record(mem, device.memory_bytes, lay),
+            **({} if mem[bind].total <= device.memory_bytes
+               else {"would_fit": would_fit(arch, w, lay, s, device.memory_bytes)}),
         },
         "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
         "conventions": _conventions(peaks),
     }
+
+
+def would_fit(arch, w, lay, s, capacity, limit=3):
+    """The first `limit` recipe changes, least invasive first, under which every stage of the
+    layout fits: ZeRO stages past the current one (they shard over DP x CP, so only with more
+    than one replica), then recompute levels past the current one, then both. Each as
+    {"options": the flags, "needs_bytes": the binding stage's memory}. Empty when none fits:
+    more devices are needed (`--search` ranks the layouts of a device count)."""
+    levels = ("none", "selective", "full")
+    zeros = [z for z in (1, 2, 3) if z > s.zero] if lay.dp * lay.cp > 1 else []
+    recomputes = [r for r in levels if levels.index(r) > levels.index(s.recompute)]
+    changes = ([(f"--zero {z}", {"zero": z}) for z in zeros]
+               + [(f"--recompute {r}", {"recompute": r}) for r in recomputes]
+               + [(f"--zero {z} --recompute {r}", {"zero": z, "recompute": r})
+                  for r in recomputes for z in zeros])
+    found = []
+    for options, change in changes:
+        need = max(m.total for m in stage_memory(arch, w, lay, s.replace(**change)))
+        if need <= capacity:
+            found.append({"options": options, "needs_bytes": need})
+            if len(found) == limit:
+                break
+    return found
 
 
 OBJECTIVES = ("step", "mfu")

@@ -25,6 +25,12 @@ measured / bound, an efficiency that a bound keeps at or below 1:
   throughput (tokens/s per device) is compared as measured / bound; a step time
   as bound / measured, the same efficiency.
 
+- collective: one published collective measurement (nccl-tests, DeepEP) against
+  `comm.lower_bound_s` for the same operation, size, ranks and ranks per node on the
+  device's links (with the case's NIC figure where the cluster's differs from the device
+  file's): bound time / measured time, or measured busbw / the bound's busbw (the same
+  ratio), at most 1.
+
 Kinds and layouts the tool cannot evaluate yet are listed as not evaluated,
 with the reason; they never count as passing or failing.
 """
@@ -37,7 +43,8 @@ from .records import SCHEMA_VERSION
 
 VALIDATION_DIR = data_dir("validation")
 
-KINDS = ("serving-throughput", "serving-latency", "training-step")
+KINDS = ("serving-throughput", "serving-latency", "training-step", "collective")
+COLLECTIVE_UNITS = ("time_us", "busbw_GB_per_s")
 THROUGHPUT_UNITS = {"output_tokens_per_s": "output_tokens_per_s",
                     "total_tokens_per_s": "total_tokens_per_s",
                     "requests_per_s": "requests_per_s"}
@@ -48,6 +55,7 @@ SETUP_REQUIRED = {   # per kind (calculations/validation/SOURCES.md, schema v1 +
     "serving-throughput": _COMMON + ("kv_dtype", "input_len", "output_len"),
     "serving-latency": _COMMON + ("kv_dtype", "input_len", "output_len"),
     "training-step": _COMMON + ("layout", "global_batch", "micro_batch", "seq_len"),
+    "collective": ("device", "devices", "ranks_per_node", "operation", "bytes", "scenario"),
 }
 
 CONVENTIONS = (
@@ -70,6 +78,12 @@ CONVENTIONS = (
     "AdamW with fp32 master, momentum and variance and 2-byte gradients unless the case says "
     "otherwise (fewer bytes only lower the bound). Tokens/s per device and Megatron-LM's eq. 3 "
     "FLOP/s per device are compared as measured / bound, a step time as bound / measured.",
+    "Collective cases: comm.lower_bound_s (the fastest applicable algorithm, and for a group spanning "
+    "nodes no faster than a node's bytes through its NICs and a rank's through all its links; "
+    "docs/communication.md) for the published operation, message size S (nccl-tests' convention), ranks "
+    "and ranks per node on the device's links, the NIC figure of the published cluster where the case "
+    "gives one (setup.link_bw_out_bytes_per_s, per device per direction); a time is compared as bound / "
+    "measured, a bus bandwidth (nccl-tests' busbw) as measured / the bound's busbw.",
     "Spread: per kind (one-device and multi-device serving apart), device and format family (weights/activations/KV), the smallest, median and "
     "largest efficiency of its evaluated cases.",
 )
@@ -109,6 +123,9 @@ def _not_evaluated(case):
             return (f"unit {case['measured'].get('unit')!r} has no training bound "
                     f"({', '.join(TRAINING_UNITS)})")
         return None
+    if case["kind"] == "collective":
+        unit = case["measured"].get("unit")
+        return None if unit in COLLECTIVE_UNITS else f"unit {unit!r} is not one of {', '.join(COLLECTIVE_UNITS)}"
     if case["kind"] != "serving-throughput":
         return f"kind {case['kind']} is not evaluated yet (serving-throughput only)"
     if case["measured"].get("unit") not in THROUGHPUT_UNITS:
@@ -231,6 +248,24 @@ def training_bound(case):
     return bound, b.bound, value / bound
 
 
+def collective_bound(case):
+    """(bound in the case's unit, the algorithm the bound rests on, ratio) of a collective case."""
+    from .. import comm
+    from .collective import placed
+
+    s, m = case["setup"], case["measured"]
+    device = _device(s["device"])
+    c = placed(s["operation"], s["bytes"], s["devices"], s["ranks_per_node"], device)
+    links = comm.links(device, link_bw_out=s.get("link_bw_out_bytes_per_s"))
+    t = comm.lower_bound_s(c, links[c.tier], links["up"])
+    name, fastest = comm.choose(c, links[c.tier], up=links["up"])
+    kind = name if t == fastest else "floor"
+    if m["unit"] == "time_us":
+        return t * 1e6, kind, t * 1e6 / m["value"]
+    bus = comm.busbw(c, t) / 1e9
+    return bus, kind, m["value"] / bus
+
+
 def _device(device_id):
     from ..load.hardware import load_device
     return load_device(device_id)
@@ -247,10 +282,12 @@ def evaluate(case):
 def _bound_row(case):
     """The row's measured figure, bound and ratio (or why it is not evaluated)."""
     s, m = case["setup"], case["measured"]
+    collective = case["kind"] == "collective"
     row = {
-        "id": case["id"], "kind": case["kind"], "model": s["model"], "device": s["device"],
+        "id": case["id"], "kind": case["kind"], "model": "-" if collective else s["model"], "device": s["device"],
         "devices": s["devices"],
-        "formats": f"{s['weight_dtype']}/{s['act_dtype']}/{s.get('kv_dtype', '-')}",
+        "formats": (f"{s['operation']}, {s['ranks_per_node']} per node" if collective else
+                    f"{s['weight_dtype']}/{s['act_dtype']}/{s.get('kv_dtype', '-')}"),
         "input_len": s.get("input_len"), "output_len": s.get("output_len"),
         "global_batch": s.get("global_batch"), "seq_len": s.get("seq_len"),
         "measured": m["value"], "unit": m.get("unit"),
@@ -263,6 +300,10 @@ def _bound_row(case):
     if row["not_evaluated"]:
         row["status"] = "not evaluated"
         return row
+    if collective:
+        bound, kind, ratio = collective_bound(case)
+        row.update(bound=bound, ratio=ratio, bound_kind=kind)
+        return _status(row)
     if case["kind"] == "training-step":
         bound, kind, ratio = training_bound(case)
         row.update(bound=bound, ratio=ratio, bound_kind=kind)
@@ -315,7 +356,8 @@ def spread(rows):
     groups = {}
     for r in rows:
         if r["ratio"] is not None:
-            kind = r["kind"] + (" (multi-device)" if r["devices"] > 1 and r["kind"] != "training-step" else "")
+            kind = r["kind"] + (" (multi-device)" if r["devices"] > 1 and r["kind"] in ("serving-throughput",
+                                                                                      "serving-latency") else "")
             groups.setdefault((kind, r["device"], r["formats"]), []).append(r["ratio"])
     out = []
     for (kind, device, formats), ratios in sorted(groups.items()):

@@ -18,6 +18,8 @@ COMMANDS = {
     "parallel": "serve a model on N devices under a layout (TP, PP, DP, CP, EP): per-device time, communication, capacity; or --search",
     "serve": "a serving system: fixed / continuous / chunked batching side by side, load and "
              "queueing, and the fewest devices meeting --ttft-limit / --tpot-limit",
+    "collective": "one collective (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv) over N ranks "
+                  "on a device's links, nccl-tests style: time, algbw, busbw per algorithm and the bound",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 3 if one beats its bound",
@@ -113,6 +115,12 @@ def parse(argv):
 
     aliases.register(parser)
     scenario.add_argument(parser)
+    if "--format" in parser._option_string_actions:
+        parser.add_argument("--full", action="store_true",
+                            help="Markdown: every table whole and every cell in full (wide); the default "
+                                 f"view fits 100 columns")
+        parser.add_argument("--explain", action="store_true",
+                            help="Markdown: print every convention after the results (default: one line)")
     args = parser.parse_args(scenario.expand(name, argv[1:]))
     aliases.translate(args)
     if hasattr(args, "format"):
@@ -121,10 +129,18 @@ def parse(argv):
     return module, args
 
 
+def run(module, args):
+    """The command's output text, in the Markdown view its --full asks for."""
+    from ..render.table import view
+
+    with view(getattr(args, "full", False), getattr(args, "explain", False)):
+        return module.run(args)
+
+
 def render(argv):
     """Run one subcommand and return its output text (used by `reproduce`)."""
     module, args = parse(argv)
-    return module.run(args)
+    return run(module, args)
 
 
 def _say(message):
@@ -264,7 +280,7 @@ def _main(argv):
             return _flush(_top_help()) or 0
         if module == "version":
             return _flush(version()) or 0
-        text = module.run(args)
+        text = run(module, args)
         status = getattr(args, "exit_status", 0)
         outputs = list(getattr(args, "files", ()))
         out = getattr(args, "output", None)

@@ -9,9 +9,9 @@ def add_arguments(p):
     from ..dtypes import format_help
 
     p.epilog = format_help()
-    p.add_argument("--queries", type=common.positive_int, required=True,
+    p.add_argument("--queries", type=common.tokens, required=True,
                    help="new query tokens per request (T)")
-    p.add_argument("--keys", type=common.positive_int, required=True,
+    p.add_argument("--keys", type=common.tokens, required=True,
                    help="keys each request attends over, the queries' own included (context)")
     p.add_argument("--heads", type=common.positive_int, required=True, help="query heads")
     p.add_argument("--head-dim", type=common.positive_int, required=True, help="dimension per head")

@@ -61,6 +61,16 @@ def worker(text):
     return (parts[0], count) + rates
 
 
+def acceptance(text):
+    """Comma-separated probabilities in [0, 1]."""
+    out = []
+    for part in text.split(","):
+        out.append(common.unit_interval(part.strip()))
+    if not out or len(out) > 64:
+        raise argparse.ArgumentTypeError(f"must be 1 to 64 probabilities, got '{text}'")
+    return tuple(out)
+
+
 def add_arguments(p):
     common.add_model(p)
     common.add_lengths(p)
@@ -99,6 +109,16 @@ def add_arguments(p):
                          "into a prefill and a decode pool")
     pd.add_argument("--network-bw", type=common.bandwidth, default=None, metavar="BW",
                     help="with --worker: the shared one-way bandwidth carrying every KV handoff (e.g. 25GB/s)")
+    sp = p.add_argument_group("speculative decoding")
+    sp.add_argument("--draft-model", default=None, metavar="ID|CONFIG.json",
+                    help="a draft model (same tokenizer): price draft lengths 1..--max-draft-tokens")
+    sp.add_argument("--acceptance", type=acceptance, default=None, metavar="A[,A,...]",
+                    help="acceptance probability per draft position (the last repeated), e.g. 0.8 "
+                         "or 0.9,0.8,0.7")
+    sp.add_argument("--max-draft-tokens", type=common.positive_int, default=8, metavar="K",
+                    help="longest draft tried (default 8)")
+    sp.add_argument("--spec-batch", type=common.positive_int, default=1, metavar="B",
+                    help="requests per verify step (default 1)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -142,8 +162,19 @@ def run(args):
     sizing = args.ttft_limit is not None or args.tpot_limit is not None
     if sizing and args.tp != 1:
         raise UserError("the SLO sizing searches the layouts; drop --tp")
+    if (args.draft_model is None) != (args.acceptance is None):
+        raise UserError("--draft-model and --acceptance go together")
+    if args.max_draft_tokens > 64:
+        raise UserError(f"--max-draft-tokens {args.max_draft_tokens}: at most 64")
     rec = system.system_record(arch, w, device, args.input_len, args.output_len, opts, args.tp,
                                args.max_devices if sizing else None)
+    if args.draft_model:
+        draft = load_model(args.draft_model)
+        rec["speculative"] = system.speculative_record(
+            arch, draft, common.workload(args, arch, 1, 1, 0), common.workload(args, draft, 1, 1, 0),
+            device, args.input_len, args.output_len,
+            args.acceptance, args.max_draft_tokens, args.spec_batch, opts)
+        rec["conventions"].append(system.SPEC_CONVENTION)
     return common.emit(args, rec, render.markdown)
 
 

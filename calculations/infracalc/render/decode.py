@@ -3,7 +3,7 @@
 from ..analyses.decode import OPERATOR_COLUMNS, SWEEP_COLUMNS
 from . import units as u
 from .forward import architecture_options, device_line, formats_line, model_line, note_lines
-from .table import inline, markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv, conventions
 
 
 def _header(rec, batch_text):
@@ -20,7 +20,7 @@ def _header(rec, batch_text):
 
 def _tail(rec):
     return ["", "## What the bound leaves out", "", *[f"- {t}" for t in rec["left_out"]],
-            "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+            "", *conventions(rec["conventions"])]
 
 
 def _rate(x):
@@ -91,6 +91,30 @@ def _work_row(name, p):
             u.nbytes(p["kv_bytes_written"]), u.nbytes(p["act_bytes_read"] + p["act_bytes_written"])]
 
 
+def summary(rec):
+    """The verdict block: the batch fits or not, TTFT and TPOT (bound, predicted), the stream bound."""
+    from . import verdict as v
+
+    c, lat, i = rec["capacity"], rec["latency"], rec["inputs"]
+    fits = c.get("fits", True)
+    head = (f"Fits: batch {i['batch']} of at most {u.count(c['max_requests'], 'request')} of "
+            f"{u.integer(c['context_tokens'])} tokens" if fits else
+            f"Does not fit: batch {i['batch']} of {u.integer(c['context_tokens'])} tokens (at most "
+            f"{u.count(c['max_requests'], 'request')})")
+
+    def both(key):
+        return v.times(bound=lat[key], predicted=lat.get(f"predicted_{key}"), fits=fits)
+
+    lines = [f"TTFT: {both('ttft_s')}"]
+    if i["decode_steps"]:
+        lines.append(f"TPOT (mean): {both('tpot_mean_s')}")
+    s = (rec.get("serving") or {}).get("steady_state")
+    if s:
+        lines.append(f"Serving a stream (continuous batching): at most {_rate(s['output_tokens_per_s'])} "
+                     f"output tokens/s ({s['bound']}-bound, {s['concurrency']:,.1f} requests in flight)")
+    return v.block(head, lines)
+
+
 def markdown(rec):
     m, d, i, lat = rec["model"], rec["device"], rec["inputs"], rec["latency"]
     b, steps = i["batch"], i["decode_steps"]
@@ -117,7 +141,7 @@ def markdown(rec):
         [f"End-to-end tokens/s, batch of {b}", _rate(lat["tokens_per_s_batch"]),
          pred("predicted_tokens_per_s_batch", _rate)],
     ]
-    parts = [f"# decode: {inline(m['id'])} on {inline(d['id'])}", "", *_header(rec, f"batch {b}"), "",
+    parts = [f"# decode: {inline(m['id'])} on {inline(d['id'])}", "", *summary(rec), *_header(rec, f"batch {b}"), "",
              "## Latency and throughput (roofline lower bounds; predicted: a well-tuned stack)", "",
              markdown_table(["quantity", "bound", "predicted"], latency, "lrr"),
              "", "## What bounds each phase", "",

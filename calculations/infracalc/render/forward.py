@@ -1,7 +1,7 @@
 """Markdown and CSV for a `forward` record."""
 
 from . import units as u
-from .table import inline, markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv, conventions
 
 
 HEAD_ROWS = {"last": "the last position of each request", "all": "every position", "none": "no position"}
@@ -126,9 +126,24 @@ def _bound_words(bound):
     return f"{side}-bound" + (f"; {rest}" if rest else "")
 
 
+def summary(rec):
+    """The verdict block: the pass fits one device or not, its bound and its prediction."""
+    from . import verdict as v
+
+    t, mem = rec["totals"], rec.get("memory")
+    fits = mem["fits"] if mem else True
+    head = (v.memory_headline(fits, None, mem["needs_bytes"], mem["device_memory_bytes"])
+            + f" ({mem['counted']})") if mem else "Pass"
+    return v.block(head, [
+        f"Pass time: {v.times(t['roofline_time_s'], t['ideal_time_s'], t.get('predicted_time_s'), fits)}"
+        .replace(" estimate,", " operator sum,", 1).replace(" lower bound", " ideal bound", 1),
+        f"Work: {u.flops(t['matrix_flops'])} matrix, {u.flops(t['vector_flops'])} vector; "
+        f"{u.nbytes(t['unique_bytes'])} unique bytes ({_bound_words(t['ideal_bound'])})"])
+
+
 def markdown(rec):
     m, d = rec["model"], rec["device"]
-    parts = [f"# forward: {inline(m['id'])} on {inline(d['id'])}", "", *header_lines(rec), "",
+    parts = [f"# forward: {inline(m['id'])} on {inline(d['id'])}", "", *summary(rec), *header_lines(rec), "",
              "## Operators", "",
              ("Values are for ONE layer: one instance of each distinct layer, not multiplied by x "
               "(x = number of layers that share it)." if rec.get("per_layer") else
@@ -139,7 +154,7 @@ def markdown(rec):
              "", "## Totals", "",
              markdown_table(["quantity", "exact", "human"],
                             totals_rows(rec["totals"]) + predicted_rows(rec["totals"], rec), "lrr"),
-             "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+             "", *conventions(rec["conventions"])]
     return "\n".join(parts)
 
 

@@ -1,7 +1,7 @@
 """Markdown and CSV for `gemm` and `attention` records."""
 
 from . import units as u
-from .table import markdown_table, to_csv
+from .table import markdown_table, to_csv, conventions
 
 
 def _inputs_line(rec):
@@ -74,7 +74,7 @@ def markdown(rec):
         f"{w['arithmetic_intensity_flops_per_byte']:,.2f} FLOP/B)", "",
         markdown_table(["device", "matrix peak", "bandwidth", "ridge FLOP/B", "compute", "memory", "time bound",
                         "bound"], list(_device_rows(rec["devices"])), "lrrrrrrl"),
-        "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""])
+        "", *conventions(rec["conventions"])])
 
 
 def csv(rec):

@@ -1,7 +1,7 @@
 """Markdown and CSV for a `kv` record."""
 
 from . import units as u
-from .table import inline, markdown_table, records_to_csv
+from .table import inline, markdown_table, records_to_csv, conventions
 
 
 def _both(n):
@@ -118,15 +118,45 @@ def concurrency_section(rec):
                                  else "."), "", markdown_table(head, rows)]
 
 
+def summary(rec):
+    """The verdict block: how many requests fit, whether the batch fits, the longest context."""
+    from . import verdict as v
+
+    c, i = rec["capacity"], rec["inputs"]
+    stage = c["stages"][c["binding_stage"]]
+    context = u.integer(i["context"])
+    where = (f"stage {c['binding_stage']}, " if len(c["stages"]) > 1 else "") + "per device"
+    if not c["fits_one_request"]:
+        head = (f"Does not fit: not one request of {context} tokens; short by "
+                f"{u.nbytes(c['shortfall_bytes_at_batch_1'])} {where}")
+    else:
+        head = f"Fits: at most {u.count(c['max_requests'], 'request')} of {context} tokens at once"
+    lines = [f"Memory {where}: weights {u.nbytes(stage['weight_bytes'])} + reserve "
+             f"{u.nbytes(c['reserve_bytes'])} + KV cache {u.nbytes(stage['kv_bytes_per_request'])} per "
+             f"request, of {u.nbytes(c['memory_bytes_per_device'])}"]
+    batch = u.count(i["batch"], "request")
+    left = c["memory_left_bytes_at_batch"]
+    if c["fits_one_request"] and i["batch"] > 1:
+        lines.append(f"Batch of {batch}: " + (f"fits, {u.nbytes(left)} left" if c["max_requests"] >= i["batch"]
+                                              else f"{v.DOES_NOT_FIT} (at most {c['max_requests']})"))
+    if not c["fits_one_request"]:
+        lines.append("Would fit with more devices (`--tp`, `--pp`), smaller formats (`--weight-dtype`, "
+                     "`--kv-dtype`) or a smaller `--reserve`")
+    if c["max_context_at_batch"]:
+        lines.append(f"Longest context for {batch}: {u.integer(c['max_context_at_batch'])} tokens"
+                     + (" (the model's maximum)" if c["max_context_is_model_limit"] else ""))
+    return v.block(head, lines)
+
+
 def markdown(rec):
     m, i = rec["model"], rec["inputs"]
     where = inline(i["device"]) if i["device"] else "memory " + u.nbytes(i["memory_bytes"])
     parts = [f"# kv: {inline(m['id'])} at {u.integer(i['context'])} tokens on {where} "
-             f"(TP {i['tp']}, PP {i['pp']})", "", *header_lines(rec), "",
+             f"(TP {i['tp']}, PP {i['pp']})", "", *summary(rec), *header_lines(rec), "",
              *sizing_section(rec), "", *capacity_section(rec), "", *concurrency_section(rec), ""]
     if rec["notes"]:
         parts += ["## Notes", "", *[f"- {n}" for n in rec["notes"]], ""]
-    parts += ["## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+    parts += [*conventions(rec["conventions"])]
     return "\n".join(parts)
 
 

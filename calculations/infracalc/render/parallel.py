@@ -3,7 +3,7 @@
 from ..analyses.parallel import SWEEP_COLUMNS
 from . import units as u
 from .forward import architecture_options, device_line, formats_line, model_line, note_lines
-from .table import inline, markdown_table, records_to_csv, to_csv
+from .table import inline, markdown_table, records_to_csv, to_csv, conventions
 
 PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last", "last decode step"),
           ("decode", "all decode steps"))
@@ -70,8 +70,59 @@ def _header(rec, title):
 
 
 def _tail(rec):
+    definitions = [rec[k] for k in ("latency_definition",) if k in rec] + rec.get("definitions", [])
+    if "lower_bound" in rec and "definition" in rec["lower_bound"]:
+        definitions.append(rec["lower_bound"]["definition"])
     return ["", "## What neither the estimate nor the bound charges", "", *[f"- {t}" for t in rec["left_out"]],
-            "", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+            "", *conventions(definitions + rec["conventions"])]
+
+
+def _with_summary(header, block):
+    """The header lines with the verdict block right under the title."""
+    return header[:2] + block + header[2:]
+
+
+def _fit(mem):
+    from . import verdict as v
+
+    short = mem.get("shortfall_bytes") or 0
+    if mem.get("fits", True):
+        return (f"Fits: at most {u.count(mem['max_requests_per_replica'], 'request')} per replica"
+                if mem.get("max_requests_per_replica") is not None else "Fits")
+    return f"Does not fit: stage {mem['binding_stage']} short by {u.nbytes(short)} per device" if short else \
+        f"Does not fit ({v.DOES_NOT_FIT})"
+
+
+def _summary(rec):
+    """The verdict block of one layout: fits or not, TTFT, TPOT, tokens/s per device."""
+    from . import verdict as v
+
+    lat, lb, mem, i = rec["latency"], rec["lower_bound"], rec["memory"], rec["inputs"]
+    fits = mem.get("fits", True)
+    return v.block(_fit(mem) + f"; batch {i['batch']} per replica", [
+        f"TTFT: {v.times(lat['ttft_s'], lb.get('ttft_s'), lat.get('predicted_ttft_s'), fits)}",
+        f"TPOT (mean): {v.times(lat['tpot_mean_s'], lb.get('tpot_mean_s'), lat.get('predicted_tpot_mean_s'), fits)}",
+        f"Decode tokens/s per device: {_rate(lat['decode_tokens_per_s_per_device'])} estimate, "
+        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")])
+
+
+def _search_summary(rec):
+    from . import verdict as v
+
+    i = rec["inputs"]
+    if not rec["top"]:
+        return v.block(f"No layout of {u.count(i['devices'], 'device')} admits this model", [
+            "Why: the rejected layouts below; try more devices or smaller formats"])
+    best = _search_row(rec["top"][0])
+    limit = f" (TPOT limit {u.seconds(i['tpot_limit_s'])})" if i["tpot_limit_s"] is not None else ""
+    lines = [f"Decode tokens/s per device: {_rate(best['decode_tokens_per_s_per_device'])} estimate, "
+             f"{_rate(best['upper_bound_decode_tokens_per_s_per_device'])} upper bound",
+             f"TTFT {v.times(best['ttft_s'], best['lower_bound_ttft_s'])}",
+             f"TPOT (mean) {v.times(best['tpot_mean_s'], best['lower_bound_tpot_mean_s'])}",
+             f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts admitted; "
+             + (", ".join(f"{r['layouts']} rejected: {r['reason']}" for r in rec["rejected"][:2]) or "none rejected")]
+    return v.block(f"Best of {u.count(i['devices'], 'device')}{limit}: {best['layout']}, batch {best['batch']} per "
+                   f"replica, {i['objective']} objective", lines)
 
 
 def _stage_row(name, s):
@@ -150,9 +201,10 @@ def markdown(rec):
             for s in _distinct_stages(p["stages"]):
                 coll_rows += _collective_rows(name, s["stage"], s["collectives"])
             coll_rows += _collective_rows(name, "boundary", p["transfer"])
-    parts = [*_header(rec, f"parallel: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"), "",
+    parts = [*_with_summary(_header(rec, f"parallel: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
+                            _summary(rec)), "",
              "## Latency and throughput: estimate and lower bound", "",
-             f"- {rec['latency_definition']}", f"- {lb['definition']}", "",
+             "Definitions of the estimate and the bound: Conventions.", "",
              markdown_table(["quantity", "estimate (exposed communication)",
                              "bound (time: lower; tokens/s: upper)"], quantities, "lrr"),
              "", "## Pipeline", "",
@@ -219,7 +271,7 @@ def sweep_markdown(rec):
              _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
             for r in rec["rows"]]
     parts = [*_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
-             "", "## Sweep (estimates)", "", f"- {rec['latency_definition']}", "",
+             "", "## Sweep (estimates)", "",
              "B = requests per replica; exposed comm = the slowest stage's exposed "
              "communication over the decode cycle.", "",
              markdown_table(["batch", "micro-batches", "TTFT", "TPOT first", "TPOT mean", "TPOT last",
@@ -266,7 +318,8 @@ def search_markdown(rec):
             "-" if r["least_shortfall_bytes"] is None else u.integer(r["least_shortfall_bytes"])]
            for r in rec["rejected"]]
     limit = f", mean TPOT within {u.seconds(i['tpot_limit_s'])}" if i["tpot_limit_s"] is not None else ""
-    parts = [*_header(rec, f"parallel search: {m['id']} on {i['devices']} x {d['id']}"),
+    parts = [*_with_summary(_header(rec, f"parallel search: {m['id']} on {i['devices']} x {d['id']}"),
+                            _search_summary(rec)),
              f"- Objective: {i['objective']}{limit}; ranking: {rec['ranking']}",
              f"- Layouts: {u.integer(rec['layouts_considered'])} considered, {u.integer(rec['layouts_admitted'])} "
              f"admitted, {u.integer(rec['layouts_considered'] - rec['layouts_admitted'])} rejected", "",
@@ -281,9 +334,8 @@ def search_markdown(rec):
 def _top_table(rec, rows):
     return [f"## Top {u.count(len(rows), 'layout')}", "",
             "Estimates (ranked), and the upper bound on tokens/s per device (the lower bound on time; "
-            "definitions below); roofline, communication and exposed communication of the slowest "
+            "definitions: Conventions); roofline, communication and exposed communication of the slowest "
             "stage over all decode steps (the prefill for --objective ttft).", "",
-            *[f"- {t}" for t in rec["definitions"]], "",
             markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
                             "tokens/s per device", "tokens/s per device, upper bound", "roofline",
                             "comm by dimension", "exposed comm", "bubble", "requests fit"], rows,

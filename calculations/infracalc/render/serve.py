@@ -2,7 +2,7 @@
 
 from . import units as u
 from .forward import device_line, formats_line, model_line, note_lines
-from .table import inline, markdown_table
+from .table import conventions, inline, markdown_table
 
 KINDS = (("estimate", "estimate"), ("lower_bound", "lower bound"))
 
@@ -41,12 +41,12 @@ def sizing_lines(rec):
     rows = []
     for c in s["counts"]:
         if c["meets"]:
-            rows.append([c["devices"], "yes", c["layout"], c["batch_per_replica"], _s(c["ttft_s"]),
-                         _s(c["tpot_s"]), f"{c['decode_tokens_per_s_per_device']:,.1f}", "-"])
+            rows.append([c["devices"], "yes", "-", c["layout"], c["batch_per_replica"], _s(c["ttft_s"]),
+                         _s(c["tpot_s"]), f"{c['decode_tokens_per_s_per_device']:,.1f}"])
         else:
-            rows.append([c["devices"], "no", "-", "-", "-", "-", "-", c["why"]])
-    lines.append(markdown_table(["devices", "meets", "layout", "batch", "TTFT", "TPOT",
-                                 "decode tok/s per device", "why not"], rows, "rlllrrrl"))
+            rows.append([c["devices"], "no", c["why"], "-", "-", "-", "-", "-"])
+    lines.append(markdown_table(["devices", "meets", "why not", "layout", "batch", "TTFT", "TPOT",
+                                 "decode tok/s per device"], rows, "rllllrrr"))
     return lines + [""]
 
 
@@ -160,10 +160,76 @@ def pd_lines(rec):
     return lines + [""]
 
 
+def speculative_lines(rec):
+    sp = rec["speculative"]
+    b = sp["best"]
+    rates = ", ".join(f"{a:g}" for a in sp["acceptance"])
+    lines = [f"## Speculative decoding: draft `{inline(sp['draft_model'])}`, acceptance {rates}, "
+             f"batch {sp['batch']}, at history {sp['history']} (estimate)", "",
+             f"**Best draft length {b['draft_tokens']}**: {b['expected_tokens_per_step']:.4f} tokens per verify "
+             f"step, TPOT {_s(b['tpot_s'])} against {_s(sp['plain_step_s'])} plain "
+             f"({b['speedup_vs_plain']:.3f}x).", ""]
+    rows = [[x["draft_tokens"], f"{x['expected_tokens_per_step']:.4f}", _s(x["draft_s"]), _s(x["verify_s"]),
+             _s(x["tpot_s"]), f"{x['speedup_vs_plain']:.3f}", x["verify_bound"]] for x in sp["rows"]]
+    lines += [markdown_table(["k", "E(k) tokens/step", "draft", "verify", "TPOT", "speed-up", "verify bound"],
+                             rows), ""]
+    rows = [[p["accepted"], p["tokens"], f"{p['at_least_probability']:.6f}", f"{p['probability']:.6f}"]
+            for p in sp["positions"]]
+    lines += [f"Accepted drafts per verify step at k = {b['draft_tokens']}:", "",
+              markdown_table(["accepted", "tokens yielded", "P(at least)", "P(exactly)"], rows), ""]
+    return lines
+
+
+def verdict_lines(rec):
+    """The answer first: the fewest devices, the best pool split, the pools for the rate, the
+    best draft length, or the scheduler serving the most requests/s."""
+    from . import verdict
+
+    if "sizing" in rec:
+        a, i = rec["sizing"]["answer"], rec["inputs"]
+        if a is None:
+            return verdict.block(f"No count up to {i['max_devices']} devices meets {_limits(i)} (estimate)",
+                                 [c["why"] for c in rec["sizing"]["counts"][-1:]])
+        lb = a["lower_bound"]
+        fewer = [f"{c['devices']}: {c['why']}" for c in rec["sizing"]["counts"] if not c["meets"]]
+        return verdict.block(
+            f"{u.count(a['devices'], 'device')} ({a['layout']}, batch {a['batch_per_replica']} per replica) "
+            f"meet {_limits(i)}",
+            [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'])}",
+             f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'])}"]
+            + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "workers" in rec:
+        p = rec["workers"]
+        return verdict.block(f"Best split {_x(p, 'best_requests_per_s')} requests/s, co-located "
+                             f"{_x(p, 'colocated_requests_per_s')}",
+                             [f"prefill pool {_pool(p['best']['prefill_workers'])}",
+                              f"decode pool {_pool(p['best']['decode_workers'])}"])
+    if "pd" in rec:
+        pd = rec["pd"]
+        est, lb = pd["pools"]["estimate"], pd["pools"]["lower_bound"]
+        return verdict.block(f"{est.get('prefill_workers', '-')} prefill + {est.get('decode_workers', '-')} "
+                             f"decode workers for {pd['rate_per_s']:g} requests/s (estimate)",
+                             [f"lower bound: no fewer than {lb.get('prefill_workers', '-')} + "
+                              f"{lb.get('decode_workers', '-')}",
+                              f"KV handoff {u.nbytes(pd['handoff']['bytes'])} per request"])
+    if "speculative" in rec:
+        b = rec["speculative"]["best"]
+        return verdict.block(f"Best draft length {b['draft_tokens']}: TPOT {_s(b['tpot_s'])} "
+                             f"({b['speedup_vs_plain']:.3f}x plain, estimate)", [])
+    ok = [p for p in rec["policies"] if "refused" not in p]
+    if not ok:
+        return verdict.block("No scheduler can run: " + "; ".join(p["refused"] for p in rec["policies"]), [])
+    top = max(ok, key=lambda p: p["requests_per_s"]["estimate"])
+    return verdict.block(f"{top['policy']} serves the most: {_rate(top['requests_per_s']['estimate'])} "
+                         f"requests/s (estimate; {_rate(top['requests_per_s']['lower_bound'])} upper bound)",
+                         [f"TTFT {verdict.times(top['ttft_s']['estimate'], top['ttft_s']['lower_bound'])}",
+                          f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}"])
+
+
 def markdown(rec):
     i = rec["inputs"]
     title = f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}"
-    lines = [title, "", model_line(rec["model"], tied=False),
+    lines = [title, "", *verdict_lines(rec), model_line(rec["model"], tied=False),
              f"- Requests: {i['input_len']} input and {i['output_len']} output tokens; scheduler "
              f"--max-seqs {i['max_seqs']}, --max-batched-tokens {i['max_batched_tokens']}",
              *([formats_line(i)] if "weight_dtype" in i else []),
@@ -174,9 +240,11 @@ def markdown(rec):
         lines += worker_lines(rec)
     if "pd" in rec:
         lines += pd_lines(rec)
+    if "speculative" in rec:
+        lines += speculative_lines(rec)
     if rec["policies"]:
         lines += policy_lines(rec)
     lines += ["## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
               "## What it leaves out", "", *[f"- {t}" for t in rec["left_out"]], "",
-              "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+              *conventions(rec["conventions"])]
     return "\n".join(lines)

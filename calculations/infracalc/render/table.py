@@ -24,14 +24,124 @@ def cell(value):
     return inline(value).replace("|", "\\|")
 
 
+# The default Markdown view fits a terminal of WIDTH columns: a table wider than that is
+# shown as several tables of its columns, each repeating the first (the row's name), and a
+# cell longer than LONG_CELL is cut at a clause or word and given in full in a note under the
+# table. `--full` keeps every table whole and every cell in full (the wide view).
+WIDTH = 100
+LONG_CELL = 44
+
+
+class _View:
+    full = False
+    explain = False
+
+
+def view(full=False, explain=False):
+    """Context manager: render the Markdown of one command in the full (wide) view or not, with
+    the conventions in full (--explain) or as one line."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def scope():
+        before = _View.full, _View.explain
+        _View.full, _View.explain = bool(full), bool(explain)
+        try:
+            yield
+        finally:
+            _View.full, _View.explain = before
+
+    return scope()
+
+
+def conventions(items, title="Conventions"):
+    """The conventions section, after the results: each statement's first sentence, and every
+    statement in full with --explain (the manual, docs/, states them too)."""
+    if _View.explain:
+        return [f"## {title}", "", *[f"- {c}" for c in items], ""]
+    return [f"## {title}", "", *[f"- {_first_sentence(c)}" for c in items], "",
+            "(First sentences; `--explain` prints every convention in full.)", ""]
+
+
+def _first_sentence(text):
+    """text up to the end of its first sentence (a '. ' after at least 20 characters)."""
+    at = text.find(". ", 20)
+    return text if at < 0 else text[:at + 1]
+
+
+def _short(text, limit):
+    """text cut to at most `limit` characters at a clause, else a word, boundary, + '...';
+    bold (**...**) and code (`...`) marks are kept around the cut text."""
+    for mark in ("**", "`"):
+        if len(text) > 2 * len(mark) and text.startswith(mark) and text.endswith(mark):
+            return mark + _short(text[len(mark):-len(mark)], limit - 2 * len(mark)) + mark
+    for stop in (" (", ": ", "; ", ", ", " = "):
+        at = text.find(stop)
+        if 8 <= at <= limit - 3:
+            return text[:at] + "..."
+    cut = text.rfind(" ", 0, limit - 3)
+    return text[:cut if cut >= 8 else limit - 3] + "..."
+
+
+def _width(widths):
+    return sum(widths) + 3 * len(widths) + 1
+
+
+def _lines(header, rows, align, widths):
+    def line(cells):
+        return "| " + " | ".join(c.rjust(w) if a == "r" else c.ljust(w)
+                                 for c, a, w in zip(cells, align, widths)) + " |"
+
+    sep = "| " + " | ".join("-" * (w - 1) + ":" if a == "r" else "-" * w
+                            for a, w in zip(align, widths)) + " |"
+    return [line(header), sep] + [line(r) for r in rows]
+
+
+def _groups(widths):
+    """Column groups, each led by column 0, that fit WIDTH (a group holds at least one more)."""
+    groups, current = [], [0]
+    for i in range(1, len(widths)):
+        if len(current) > 1 and _width([widths[j] for j in current + [i]]) > WIDTH:
+            groups.append(current)
+            current = [0]
+        current.append(i)
+    return groups + [current]
+
+
 def markdown_table(header, rows, align=None):
-    """A GitHub-flavoured table; align is a string of 'l'/'r' per column; every
-    cell goes through `cell`."""
+    """A GitHub-flavoured table; align is a string of 'l'/'r' per column; every cell goes
+    through `cell`. The full view (--full) is one table of every cell in full. The default
+    view pads the columns so that the table reads as plain text and fits WIDTH columns: a
+    wider table has its cells longer than LONG_CELL cut (in full in a numbered note below)
+    and is shown as several tables of its columns, each led by the first."""
     align = align or "l" + "r" * (len(header) - 1)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(map(cell, header)) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
-    return "\n".join(lines)
+    header = [cell(c) for c in header]
+    rows = [[cell(c) for c in row] for row in rows]
+    if _View.full:
+        sep = ["---:" if a == "r" else "---" for a in align]
+        return "\n".join("| " + " | ".join(r) + " |" for r in [header, sep] + rows)
+
+    def widths():
+        return [max(3, *(len(r[i]) for r in [header] + rows)) for i in range(len(header))]
+
+    notes = []
+    if _width(widths()) > WIDTH:
+        def fit(text):
+            if len(text) <= LONG_CELL:
+                return text
+            notes.append(text)
+            return f"{_short(text, LONG_CELL - 5)} [{len(notes)}]"
+
+        header = [fit(c) for c in header]
+        rows = [[fit(c) for c in row] for row in rows]
+    w = widths()
+    out = []
+    for g in _groups(w):
+        out += ([""] if out else []) + _lines([header[i] for i in g], [[r[i] for i in g] for r in rows],
+                                              [align[i] for i in g], [w[i] for i in g])
+    if notes:
+        out += [""] + [f"[{n}] {text}" for n, text in enumerate(notes, 1)]
+    return "\n".join(out)
 
 
 def to_json(record):

@@ -1,7 +1,7 @@
 """Markdown and CSV for a `train` record."""
 
 from . import units as u
-from .table import inline, markdown_table, records_to_csv, shown
+from .table import inline, markdown_table, records_to_csv, shown, conventions
 
 
 def _row(label, n, human):
@@ -170,11 +170,37 @@ def memory_lines(mem):
             f"(layers {s['layers']}) needs {u.nbytes(s['total_bytes'])}: {verdict}."]
 
 
+def summary(rec):
+    """The verdict block: fits or not (and what would), the step time, MFU, time to the budget."""
+    from . import verdict as v
+
+    mem, t, th, i = rec["memory"], rec["time"], rec["throughput"], rec["inputs"]
+    bind = mem["stages"][mem["binding_stage"]]
+    fits = mem["fits"]
+    lines = [f"Step: {v.times(t['step_s'], rec['lower_bound']['step_s'], t.get('predicted_step_s'), fits)}",
+             f"Throughput: {u.decimal(th['tokens_per_s_per_device'], 1)} tokens/s per device "
+             f"(estimate{'' if fits else '; ' + v.DOES_NOT_FIT}), MFU {u.percent(th['mfu'])}" if th.get("mfu") is not None else
+             f"Throughput: {u.decimal(th['tokens_per_s_per_device'], 1)} tokens/s per device (estimate)"]
+    train = th.get("train")
+    if train:
+        lines.append(f"{u.tokens_short(train['tokens'])} tokens: {u.integer(train['steps'])} steps, "
+                     f"{train['days']:.2f} days, {u.integer(round(train['device_hours']))} device-hours on "
+                     f"{u.count(i['devices'], 'device')} (estimate" + ("" if fits else f"; {v.DOES_NOT_FIT}") + ")")
+    if not fits:
+        options = mem.get("would_fit", [])
+        lines.append("Would fit: " + "; ".join(f"`{o['options']}` ({u.nbytes(o['needs_bytes'])})" for o in options)
+                     if options else "No --zero or --recompute setting fits this layout: more devices, "
+                     "or `--search` over a device count")
+    head = v.memory_headline(fits, mem["binding_stage"], bind["total_bytes"], mem["device_memory_bytes"],
+                             mem["shortfall_bytes"])
+    return v.block(head, lines)
+
+
 def markdown(rec):
     m, d = shown(rec["model"]), shown(rec["device"])
     t = rec["time"]
     parts = [
-        f"# train: {m['id']} on {d['id']}", "", *header_lines(rec), links_line(rec["inputs"]), "",
+        f"# train: {m['id']} on {d['id']}", "", *summary(rec), *header_lines(rec), links_line(rec["inputs"]), "",
         "## Step time (estimate: exposed communication, ring collectives)", "",
         f"{u.count(t['micro_batches'], 'micro-batch', 'micro-batches')} per step; one micro-batch "
         f"on the slowest stage ({t['bottleneck_stage']}) takes {u.seconds(t['micro_batch_s'])}"
@@ -205,7 +231,7 @@ def markdown(rec):
         markdown_table(["operator", "layers", "x", "kind", "fwd matrix", "bwd matrix", "recomputed",
                         "fwd vector", "bwd vector", "saved"],
                        operator_rows(rec["operators_per_micro_batch"]), "llrlrrrrrr"), "",
-        "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], "",
+        *conventions(rec["conventions"]),
     ]
     return "\n".join(parts)
 
@@ -242,7 +268,7 @@ def search_markdown(rec):
           [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]), "",
         "## Rejected layouts", "",
         markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
-        "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], "",
+        *conventions(rec["conventions"]),
     ]
     return "\n".join(parts)
 

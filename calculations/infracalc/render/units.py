@@ -53,3 +53,22 @@ def seconds(s):
 
 def ratio(x, digits=1):
     return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def decimal(x, digits=1):
+    """12,345.6 (thousands separators, `digits` decimals); None is 'unknown'."""
+    return "unknown" if x is None else f"{x:,.{digits}f}"
+
+
+def percent(fraction):
+    """0.5393 -> '53.9%'; None is 'unknown'."""
+    return "unknown" if fraction is None else f"{100 * fraction:.1f}%"
+
+
+def tokens_short(n):
+    """A token total as budgets are quoted: 1T, 15T, 300B, 2.5T (exact, else the integer)."""
+    for factor, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if n >= factor and (n * 10) % factor == 0:
+            value = n / factor
+            return f"{value:g}{suffix}"
+    return f"{n:,}"

@@ -1,6 +1,6 @@
 """Markdown and CSV for `validate` records."""
 
-from .table import markdown_table, records_to_csv
+from .table import markdown_table, records_to_csv, conventions
 
 CSV_COLUMNS = ("id", "kind", "model", "device", "devices", "formats", "input_len", "output_len",
                "global_batch", "seq_len",
@@ -57,7 +57,7 @@ def markdown(rec):
              "", "## Assumptions per case", ""]
     for r in rec["cases"]:
         parts += [f"- `{r['id']}` ({r['source']}):", *[f"  - {a}" for a in r["assumptions"]]]
-    parts += ["", "## Conventions", "", *[f"- {c}" for c in rec["conventions"]], ""]
+    parts += ["", *conventions(rec["conventions"])]
     return "\n".join(parts)
 
 

@@ -120,9 +120,10 @@ def inputs_record(plan, batch):
     return rec
 
 
-def links_record(plan):
+def links_record(links):
+    """{tier: the Link's figures, or None} of a {"up": Link, "out": Link} mapping (comm.links)."""
     out = {}
-    for name, link in plan.links.items():
+    for name, link in links.items():
         out[name] = None if link is None else {
             "name": link.name, "bytes_per_s": link.bytes_per_s, "alpha_s": link.alpha_s,
             "efficiency": link.efficiency, "topology": link.topology, "domain_size": link.domain_size,
@@ -134,7 +135,7 @@ def header(plan, command="parallel"):
     ce, me = plan.efficiency
     return {"schema_version": SCHEMA_VERSION, "command": command, "model": model_record(plan.arch),
             "device": device_record(plan.device, plan.r, plan.w.compute_dtype, ce, me),
-            "links": links_record(plan)}
+            "links": links_record(plan.links)}
 
 
 def unknown_peak_notes(plan):

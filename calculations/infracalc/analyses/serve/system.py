@@ -318,3 +318,36 @@ PD_SIZING = (
     "c(P) bytes (the prompt's cache, `kv`'s bytes per request at P tokens) over the slower scale-out "
     "NIC, alpha + bytes / bandwidth; co-located beside it: the chunked scheduler's requests/s per "
     "replica on each device type.")
+
+
+SPEC_CONVENTION = (
+    "Speculative decoding: a_i = probability that draft token i is accepted given 1..i-1 were "
+    "(--acceptance, per position, the last repeated); a verify step yields E(k) = sum_{j=0}^{k} "
+    "a_1...a_j tokens (i.i.d.: (1 - a^(k+1)) / (1 - a), Leviathan et al. 2023) and costs k draft "
+    "decode steps plus one target pass over k + 1 tokens at the mid-generation history, both the "
+    "operator-sum estimate at --spec-batch requests; TPOT = step / E(k); the best k minimises it. "
+    "Draft and target share the device; sampling and rejection tests are not costed.")
+
+
+def speculative_record(target, draft, w, w_draft, device, input_len, output_len, alphas, max_k, batch, opts):
+    """The `serve --draft-model` section: every draft length 1..max_k, the best, its positions."""
+    from ... import ledger
+    from ..decode import phase_record
+    from .. import decode_sum
+    from . import speculation
+
+    r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
+    lo, hi = step_histories(input_len, output_len)
+    wt = decode_path(target, w.replace(batch=batch, tokens=1, history=0, logits="last"), lo, hi, r)[0]
+    wd = decode_path(draft, w_draft.replace(batch=batch, tokens=1, history=0, logits="last"), lo, hi, r)[0]
+    if target.vocab_size != draft.vocab_size:
+        from ...errors import UserError
+        raise UserError(f"draft model {draft.id} has vocabulary {draft.vocab_size:,}, the target "
+                        f"{target.vocab_size:,}: speculative decoding needs a shared tokenizer")
+    mid = input_len + (output_len - 1) // 2
+    plain = phase_record([decode_sum.single(ledger.operators(target, wt.replace(history=mid)))], r)["time_s"]
+    rows = speculation.draft_lengths(target, draft, wt, wd, input_len, output_len, alphas, max_k, r, plain)
+    top = speculation.best(rows)
+    return {"draft_model": draft.id, "draft_params": draft.params, "acceptance": list(alphas),
+            "batch": batch, "history": mid, "plain_step_s": plain, "rows": rows, "best": top,
+            "positions": speculation.position_table(alphas, top["draft_tokens"])}

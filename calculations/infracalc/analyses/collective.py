@@ -1,0 +1,112 @@
+"""`collective`: one collective over a device's links, nccl-tests style (the communication model
+`parallel` and `train` charge, exposed directly).
+
+For an operation, n ranks, g ranks per node (scale-up domain) and a device: per message size S
+(nccl-tests' S: the whole buffer for all-reduce, the gathered output for all-gather, the input
+for reduce-scatter, what a rank sends plus keeps for all-to-all, the message for send/recv) the
+time of every applicable algorithm (`comm.applicable`, costed by `comm.time_s`), its algbw = S/t
+and busbw = algbw x nccl-tests' bus factor (NVIDIA/nccl-tests:doc/PERFORMANCE.md; the factor
+does not depend on the algorithm, as nccl-tests reports it), which algorithm the estimate picks
+(`--algorithm best`: the fastest) and the lower bound (`comm.lower_bound_s`, what `parallel`'s
+bound charges). A group fits one domain ("up" tier) when n = g; else it spans n / g domains.
+"""
+
+from .. import comm
+from ..errors import UserError
+from .records import SCHEMA_VERSION
+
+OPERATIONS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+              "all_to_all": "all_to_all", "send_recv": "p2p", "broadcast": "broadcast"}
+
+
+def domain_of(device):
+    return device.scale_up.domain_size if device.scale_up else 1
+
+
+def placed(operation, size, ranks, ranks_per_node, device):
+    """The Collective of one run: its tier and ranks per domain from n and g (errors name the
+    impossible ones)."""
+    if operation not in OPERATIONS:
+        from ..errors import unknown
+        raise unknown("operation", operation, tuple(OPERATIONS))
+    kind = OPERATIONS[operation]
+    if ranks < 2:
+        raise UserError(f"a collective needs at least 2 ranks, got --ranks {ranks}")
+    domain = domain_of(device)
+    g = min(ranks, domain) if ranks_per_node is None else ranks_per_node
+    if g > ranks:
+        raise UserError(f"--ranks-per-node {g} exceeds --ranks {ranks}")
+    if g > domain:
+        raise UserError(f"--ranks-per-node {g} exceeds the {domain}-device scale-up domain of {device.id}")
+    if ranks % g:
+        raise UserError(f"--ranks {ranks} is not a multiple of --ranks-per-node {g}")
+    if kind == "p2p" and ranks != 2:
+        raise UserError("send_recv runs between 2 ranks (--ranks 2); --ranks-per-node 1 sends across nodes")
+    tier = "up" if g == ranks else "out"
+    return comm.Collective(operation, kind, size, ranks, tier, local=1 if tier == "up" else g)
+
+
+def rows(c, links):
+    """[{algorithm, time_s, algbw, busbw, estimate, bound}] of one collective: every applicable
+    algorithm, then the bound (`comm.lower_bound_s`)."""
+    link, up = links.get(c.tier), links.get("up")
+    if link is None:
+        raise UserError(f"{c.name} over {c.group} ranks crosses the scale-{c.tier} tier, but the device has no "
+                        f"such link; give --link-bw-{c.tier}")
+    pick = comm.choose(c, link, up=up)[0]
+    out = []
+    for name in comm.applicable(c, link, up):
+        t = comm.time_s(c, link, name, up=up)
+        out.append(_row(c, name, t, estimate=name == pick, bound=False))
+    out.append(_row(c, "bound", comm.lower_bound_s(c, link, up), estimate=False, bound=True))
+    return out
+
+
+def _row(c, name, t, estimate, bound):
+    return {"bytes": c.bytes, "algorithm": name, "time_s": t, "algbw_bytes_per_s": comm.algbw(c, t),
+            "busbw_bytes_per_s": comm.busbw(c, t), "estimate": estimate, "bound": bound}
+
+
+def sizes(min_bytes, max_bytes, factor):
+    """nccl-tests' -b/-e/-f sweep: min, min x f, ... up to max."""
+    if min_bytes > max_bytes:
+        raise UserError(f"--min-bytes {min_bytes} exceeds --max-bytes {max_bytes}")
+    if factor < 2:
+        raise UserError(f"--step-factor must be at least 2, got {factor}")
+    out, s = [], min_bytes
+    while s <= max_bytes:
+        out.append(s)
+        s *= factor
+    return out
+
+
+def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_record):
+    """The `collective` record: inputs, links, one row per (size, algorithm)."""
+    table = []
+    for size in byte_sizes:
+        c = placed(operation, size, ranks, ranks_per_node, device)
+        table += rows(c, links)
+    c = placed(operation, byte_sizes[0], ranks, ranks_per_node, device)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "command": "collective",
+        "device": {"id": device.id, "name": device.name},
+        "inputs": {"operation": operation, "ranks": ranks, "ranks_per_node": c.local if c.tier == "out" else ranks,
+                   "tier": c.tier, "nodes": 1 if c.tier == "up" else ranks // c.local},
+        "links": link_record,
+        "rows": table,
+        "conventions": list(CONVENTIONS),
+    }
+
+
+CONVENTIONS = (
+    "S as nccl-tests counts it: the whole buffer for all-reduce, the gathered output for all-gather, the input "
+    "for reduce-scatter, what a rank sends plus keeps for all-to-all, the message for send/recv.",
+    "algbw = S / time; busbw = algbw x 2(n-1)/n (all-reduce), x (n-1)/n (all-gather, reduce-scatter, "
+    "all-to-all), x 1 (broadcast, send/recv), whatever the algorithm (NVIDIA/nccl-tests:doc/PERFORMANCE.md).",
+    "Times: alpha-beta per algorithm (docs/communication.md), one run, NCCL's fixed per-call latency not "
+    "included; 'estimate' marks the fastest algorithm (what --algorithm best charges in parallel and train); "
+    "the bound row is comm.lower_bound_s, what parallel's lower bound charges: no run can be faster.",
+    "A group of n ranks with g per node fits one scale-up domain when n = g (tier up); otherwise it spans "
+    "n / g nodes, the g ranks of a node using their g NICs (rails) and the scale-up link among them.",
+)

@@ -1,0 +1,67 @@
+"""Speculative decoding in a serving system: expected tokens per verify step with an
+acceptance rate per draft position, the draft's and the verify step's cost from the
+ledger, and the best draft length.
+
+A draft proposes k tokens; the target verifies them in one pass over k + 1 tokens and
+keeps the accepted prefix plus one token of its own. With a_i the probability that draft
+token i is accepted given tokens 1..i-1 were (the i.i.d. case a_i = a is Leviathan,
+Kalman and Matias, ICML 2023), the step yields j + 1 tokens with j accepted, so
+
+    P(at least j accepted) = a_1 a_2 ... a_j,
+    E(k) = sum_{j=0}^{k} a_1 ... a_j = 1 + a_1 + a_1 a_2 + ... + a_1 ... a_k,
+
+which is (1 - a^(k+1)) / (1 - a) for a constant a (speculative.expected_tokens). A
+position beyond the given list keeps the last rate. A verify step at history h and batch
+B costs k draft decode steps (histories h .. h + k - 1) plus one target pass over k + 1
+tokens (analyses/speculative.verification_step, both from the ledger); TPOT = its time /
+E(k), charged at the mid-generation history. The best k minimises TPOT.
+"""
+
+from .. import speculative
+
+
+def rates_for(alphas, k):
+    """a_1 .. a_k: the given per-position rates, the last repeated beyond the list."""
+    return [alphas[min(i, len(alphas) - 1)] for i in range(k)]
+
+
+def at_least(alphas, k):
+    """[P(at least j accepted) for j = 0..k]: the running products of the rates."""
+    out, p = [1.0], 1.0
+    for a in rates_for(alphas, k):
+        p *= a
+        out.append(p)
+    return out
+
+
+def expected_tokens(alphas, k):
+    """E(k) = sum_{j=0}^{k} a_1 ... a_j: tokens one verify step yields."""
+    return sum(at_least(alphas, k))
+
+
+def position_table(alphas, k):
+    """Per position j = 0..k: P(exactly j accepted) = P(>= j) - P(>= j + 1) (all k: P(>= k))."""
+    ge = at_least(alphas, k) + [0.0]
+    return [{"accepted": j, "tokens": j + 1, "at_least_probability": ge[j],
+             "probability": ge[j] - ge[j + 1]} for j in range(k + 1)]
+
+
+def draft_lengths(target, draft, w, wd, input_len, output_len, alphas, max_k, r, plain_step_s):
+    """One row per k = 1 .. max_k: E(k), the draft's and the verify step's time (operator-sum
+    estimate, at the mid-generation history), TPOT and the speed-up over a plain decode step."""
+    mid = input_len + (output_len - 1) // 2
+    rows = []
+    for k in range(1, max_k + 1):
+        drafting, verify = speculative.verification_step(target, draft, w, wd, mid, k, r)
+        e = expected_tokens(alphas, k)
+        step = drafting["time_s"] + verify["time_s"]
+        rows.append({"draft_tokens": k, "expected_tokens_per_step": e, "draft_s": drafting["time_s"],
+                     "verify_s": verify["time_s"], "step_s": step, "tpot_s": step / e,
+                     "speedup_vs_plain": plain_step_s / (step / e) if step else None,
+                     "verify_bound": verify["bound"]})
+    return rows
+
+
+def best(rows):
+    """The row with the smallest TPOT (ties: the shorter draft)."""
+    return min(rows, key=lambda row: (row["tpot_s"], row["draft_tokens"]))

@@ -1,0 +1,41 @@
+"""`collective`: one collective over a device's links, nccl-tests style."""
+
+from . import common
+
+
+def add_arguments(p):
+    from ..analyses.collective import OPERATIONS
+
+    p.add_argument("operation", choices=tuple(OPERATIONS), metavar="OPERATION",
+                   help=f"one of {', '.join(OPERATIONS)}")
+    p.add_argument("--ranks", type=common.positive_int, required=True, metavar="N",
+                   help="ranks in the group (nccl-tests' number of GPUs)")
+    p.add_argument("--ranks-per-node", type=common.positive_int, default=None, metavar="G",
+                   help="ranks per node (scale-up domain); default: all in one domain when they fit, "
+                        "else the domain size")
+    p.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json",
+                   help="a bundled device id (see `hardware`) or a device JSON path (default h100-sxm)")
+    p.add_argument("--min-bytes", type=common.byte_size, default=1024, metavar="S",
+                   help="smallest message (nccl-tests -b; default 1KiB)")
+    p.add_argument("--max-bytes", type=common.byte_size, default=8 << 30, metavar="S",
+                   help="largest message (nccl-tests -e; default 8GiB)")
+    p.add_argument("--step-factor", type=common.positive_int, default=8, metavar="F",
+                   help="multiply the size by F each row (nccl-tests -f; default 8)")
+    common.add_link_options(p.add_argument_group("links (override the device data)"))
+    common.add_output(p)
+
+
+def run(args):
+    from .. import comm
+    from ..analyses.collective import record, sizes
+    from ..analyses.parallel.records import links_record
+    from ..render import collective as render
+
+    from ..load.hardware import load_device
+
+    device = load_device(args.device)
+    links = comm.links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
+                       link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
+    rec = record(device, args.operation, args.ranks, args.ranks_per_node,
+                 sizes(args.min_bytes, args.max_bytes, args.step_factor), links, links_record(links))
+    return common.emit(args, rec, render.markdown, render.csv)
