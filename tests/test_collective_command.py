@@ -120,5 +120,25 @@ class ValidateFamily(unittest.TestCase):
         self.assertEqual(ok["status"], "ok")
 
 
+class WireFormats(unittest.TestCase):
+    def test_train_fp8_dispatch_bf16_combine(self):
+        # Qwen3-30B-A3B (hidden 2048, top-8), EP 8, 4,096 tokens per micro-batch: an FP8 copy is
+        # 2048 + 4 x 16 = 2,112 B, so the dispatch is 4096 x 8 x 2112 = 69,206,016 B; the combine
+        # stays in the activation format: 4096 x 8 x 4096 = 134,217,728 B.
+        r = cli_json("train", "--model", "qwen3-30b-a3b", "--device", "h100-sxm", "--devices", "8", "--ep", "8",
+                     "--seq", "4096", "--global-batch", "8", "--dispatch-dtype", "fp8")
+        sizes = {(c["name"], c["phase"]): c["bytes"] for c in r["time"]["collectives"] if c["dim"] == "ep"}
+        self.assertEqual(sizes[("EP dispatch all-to-all", "forward")], 69_206_016)
+        self.assertEqual(sizes[("EP dispatch all-to-all", "backward")], 69_206_016)
+        self.assertEqual(sizes[("EP combine all-to-all", "forward")], 134_217_728)
+
+    def test_parallel_echoes_the_formats(self):
+        r = cli_json("parallel", "--model", "qwen3-30b-a3b", "--devices", "8", "--ep", "8", "--input-len", "128",
+                     "--output-len", "2", "--dispatch-dtype", "fp8", "--combine-dtype", "bf16")
+        self.assertEqual((r["inputs"]["dispatch_dtype"], r["inputs"]["combine_dtype"]), ("fp8", "bf16"))
+        c = next(c for c in r["phases"]["prefill"]["stages"][0]["collectives"] if c["name"] == "EP dispatch all-to-all")
+        self.assertEqual(c["bytes_per_run"], 128 * 8 * 2112)     # 128 tokens x 8 copies x 2,112 B
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -342,3 +342,77 @@ class BadStoredFiles(Case):
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("BAD hardware.md: not UTF-8", p.stdout)
         self.assertNotIn("Traceback", p.stderr)
+
+
+class Smaller(Case):
+    """Point 9: MemoryError, escapes in notes, attention's option name, the search's verdict,
+    deep pipelines."""
+
+    def deep_model(self, layers):
+        cfg = bundled("models", "qwen3-0.6b")
+        cfg["num_hidden_layers"] = layers
+        cfg.pop("layer_types", None)
+        path = os.path.join(self.folder(), "deep.json")
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        return path
+
+    def test_out_of_memory_is_one_line(self):
+        import resource
+        deep = self.deep_model(1024)
+        argv = ["parallel", "--model", deep, "--devices", "1024", "--pp", "1024", "--input-len", "16",
+                "--output-len", "4", "--format", "json"]
+
+        def under(mb, *args):
+            def cap():
+                resource.setrlimit(resource.RLIMIT_AS, (mb * 2**20, mb * 2**20))
+            return subprocess.run([sys.executable, CALC_PY, *args], capture_output=True, text=True,
+                                  preexec_fn=cap)
+        # The least address space in which the interpreter starts and lists the models, then a
+        # little more: far too little for a 1,024-stage pipeline's records.
+        mb = next(mb for mb in range(16, 400, 4) if under(mb, "models").returncode == 0)
+        p = under(mb + 4, *argv)
+        self.assertEqual(p.returncode, 2, p.stderr[-500:])
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr[-500:])
+        self.assertIn("out of memory", p.stderr)
+
+    def test_device_id_escapes_never_reach_the_terminal(self):
+        d = bundled("hardware", "h100-sxm")
+        d["id"], d["name"] = "evil\x1b[31mred", "N\x1b[2J"
+        path = os.path.join(self.folder(), "esc.json")
+        with open(path, "w") as f:
+            json.dump(d, f)
+        for argv in (["decode", "--model", "llama-3.1-405b", "--input-len", "100", "--output-len", "10"],
+                     ["forward", "--model", "llama-3.1-405b"],
+                     ["kv", "--model", "llama-3.1-405b", "--context", "1000"],
+                     ["parallel", "--model", "llama-3.1-405b", "--devices", "2", "--tp", "2",
+                      "--input-len", "100", "--output-len", "10"],
+                     ["train", "--model", "llama-3.1-405b", "--seq", "1024"]):
+            status, out, err = run(*argv, "--device", path)
+            self.assertEqual(status, 0, err)
+            self.assertNotIn("\x1b", out, argv)
+
+    def test_attention_names_its_own_compute_option(self):
+        status, out, err = run("attention", "--queries", "1", "--keys", "8", "--heads", "1",
+                               "--head-dim", "8", "--act-dtype", "int4")
+        self.assertEqual(status, 2)
+        self.assertIn("--act-dtype", err)
+        self.assertNotIn("--compute-dtype", err)
+
+    def test_a_search_names_why_no_layout_is_admitted(self):
+        status, out, err = run("train", "--model", "llama-3.1-70b", "--devices", "8", "--seq", "4096",
+                               "--global-batch", "7", "--search")
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("admits this model", out)
+        self.assertIn("global batch is not a multiple of dp x micro-batch", out.split("## Rejected")[0])
+
+    def test_pipelines_deeper_than_the_limit_are_refused(self):
+        from infracalc.layout import PP_MAX
+        deep = self.deep_model(PP_MAX * 2)
+        for argv in (["parallel", "--model", deep, "--devices", str(2 * PP_MAX), "--pp", str(2 * PP_MAX),
+                      "--input-len", "16", "--output-len", "4"],
+                     ["train", "--model", deep, "--devices", str(2 * PP_MAX), "--pp", str(2 * PP_MAX),
+                      "--seq", "16"]):
+            status, out, err = run(*argv)
+            self.assertEqual(status, 2, err)
+            self.assertIn(f"{PP_MAX:,} stages", err)

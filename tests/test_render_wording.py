@@ -37,8 +37,9 @@ class Plurals(unittest.TestCase):
 
 class EmptySearch(unittest.TestCase):
     # Llama-3.1-70B's bf16 weights (141 GB) exceed one 80 GB H100: the only layout of one
-    # device is rejected, and the report says so instead of a "Top 0 layouts" heading.
-    LINE = "No layout of 1 device admits this model; rejections below."
+    # device is rejected, and the report says so, with the reason, instead of a "Top 0 layouts"
+    # heading.
+    LINE = "No layout of 1 device is admitted: 1 layout: "
 
     def test_parallel_search_nothing_admitted(self):
         code, out, err = run_cli("parallel", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--devices", "1",

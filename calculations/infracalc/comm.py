@@ -75,6 +75,8 @@ All-to-all inside one domain: (n-1)/n S/B plus (n-1) alpha (ring: pairwise round
 (direct: concurrent sends).
 """
 
+import functools
+
 from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
                           dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
                           pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives, WIRE_FORMATS)
@@ -546,7 +548,14 @@ def run_s(c, links, algorithm="ring"):
     charge `parallel`, `train` and `collective` share. ring and binomial name the estimate's
     algorithm (binomial for all-reduces, ring for the rest); best is the fastest applicable
     (`choose`); bound is `lower_bound_s`. A group spanning domains also uses the scale-up link."""
-    link, up = links.get(c.tier), links.get("up")
+    return _run(c, links.get("up"), links.get("out"), algorithm)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _run(c, up, out, algorithm):
+    """`run_s` memoized by its (hashable) records: a search meets the same collective on the
+    same links under many layouts."""
+    link = up if c.tier == "up" else out
     if algorithm == "bound":
         return lower_bound_s(c, link, up)
     if algorithm == "best" and link is not None and c.group > 1 and c.bytes:

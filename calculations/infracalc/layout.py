@@ -186,6 +186,10 @@ def validate(arch, layout):
     n = len(arch.layers)
     if layout.pp > n:
         raise UserError(f"--pp {layout.pp} exceeds the {n} layers of {arch.id}")
+    if layout.pp > PP_MAX:
+        raise UserError(f"--pp {layout.pp:,} is deeper than the {PP_MAX:,} stages the tool reports "
+                        "(each stage is a record of its own; published pipelines use at most a few "
+                        "hundred)")
     if layout.pp_layers:
         sizes = layout.pp_layers
         if len(sizes) != layout.pp:
@@ -425,6 +429,10 @@ def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=No
 
 # -- enumeration ----------------------------------------------------------------
 
+# The deepest pipeline reported: every stage has its own record in the output (about 4 kB
+# of JSON), so 1,024 stages stay within a few MB and well under a second; published
+# pipelines are far shallower (Megatron-LM's 405B recipe: 16 stages of 8 layers).
+PP_MAX = 1024
 SEARCH_MAX_DEVICES = 2 ** 24        # divisors found in O(sqrt(devices)) = 4,096 steps at most
 SEARCH_MAX_CANDIDATES = 50_000      # a few seconds of own time; every power of two up to 2^24 passes
 

@@ -19,6 +19,7 @@ from ..errors import UserError
 from ..record import Record
 from . import decode_sum, mla_path
 from .efficiency import predict
+from .efficiency.serving import predicted_serving
 from .memory import RESERVE_RULE, cache_room, engine_defaults, request_bytes, requests_in, reserve_of
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN, compute_noted, roof
@@ -363,6 +364,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     rec["prediction"] = predict.rates_record(rates) if rates else None
     rec["operators"] = operators
     rec["serving"] = serving_record(arch, w, r, input_len, output_len, cap, wp)
+    rec["serving"]["predicted"] = predicted_serving(arch, w, device, input_len, output_len)
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = (conventions(w) + list(DECODE_CONVENTIONS) + list(SERVING_CONVENTIONS)
                           + [predict.PREDICTION_CONVENTION])

@@ -138,14 +138,15 @@ def device_row(kern, device, compute_efficiency=1.0, memory_efficiency=1.0):
 
 
 def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory_efficiency=1.0,
-                  conventions=()):
+                  conventions=(), *, compute_option="--compute-dtype"):
     """The full `gemm` / `attention` record: inputs, work, one row per device
-    (a device without a matrix unit for the compute format gets a row saying so)."""
+    (a device without a matrix unit for the compute format gets a row saying so).
+    `compute_option`: the command's option that sets the compute format (for messages)."""
     from ..errors import UserError
 
     if not kern.compute_dtype.peak:
         raise UserError(f"{kern.compute_dtype.name} is a storage-only format: no device has a matrix peak "
-                        "for it; set --compute-dtype (e.g. bf16, fp8)")
+                        f"for it; set {compute_option} (e.g. bf16, fp8)")
     return {
         "schema_version": SCHEMA_VERSION,
         "command": command,

@@ -74,6 +74,8 @@ class Setup(Record):
     compute_efficiency: float = 1.0
     memory_efficiency: float = 1.0
     overlap_dp: bool = False
+    dispatch_dtype: str = ""     # EP all-to-all formats on the wire (collectives.token_bytes); "" = activations
+    combine_dtype: str = ""
 
 
 def micro_batches(global_batch, micro_batch, dp):
@@ -129,17 +131,45 @@ def lower_bound_record(b, tokens):
     }
 
 
+def recipe_options(s, links, mem):
+    """step_time's recipe options of a Setup (everything but the efficiencies)."""
+    params = {m.stage: (m.dense_params, m.expert_params) for m in mem}
+    return dict(recompute=s.recompute, flash=s.flash_recompute, zero=s.zero, schedule=s.schedule,
+                chunks=s.chunks, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
+                optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes), links=links,
+                overlap_dp=s.overlap_dp, stage_params=lambda st: params[st.index],
+                wire=(s.dispatch_dtype, s.combine_dtype))
+
+
 def evaluate(arch, w, lay, device, s, links):
     """(memory per stage, binding stage, StepTime) of one layout."""
     mem = stage_memory(arch, w, lay, s)
-    params = {m.stage: (m.dense_params, m.expert_params) for m in mem}
-    t = train_time.step_time(
-        arch, w, lay, device, recompute=s.recompute, flash=s.flash_recompute, zero=s.zero,
-        schedule=s.schedule, chunks=s.chunks, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
-        optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes), links=links,
-        compute_efficiency=s.compute_efficiency, memory_efficiency=s.memory_efficiency,
-        overlap_dp=s.overlap_dp, stage_params=lambda st: params[st.index])
+    t = train_time.step_time(arch, w, lay, device, compute_efficiency=s.compute_efficiency,
+                             memory_efficiency=s.memory_efficiency, **recipe_options(s, links, mem))
     return mem, binding(mem, device.memory_bytes), t
+
+
+def predicted(arch, w, lay, device, s, links, mem):
+    """The predicted step seconds (efficiency.training), None without a prediction."""
+    from .efficiency.training import predicted_step
+
+    got = predicted_step(arch, w, lay, device, **recipe_options(s, links, mem))
+    return got[0] if got else None
+
+
+def predicted_record(step, global_batch, w, lay, train_tokens):
+    """The predicted step, tokens/s per device and (with a token budget) days."""
+    if step is None:
+        return None
+    from .efficiency.training import FITTED
+
+    tokens = global_batch * w.tokens
+    out = {"step_s": _s(step), "tokens_per_s_per_device": _ratio(tokens / step / lay.devices),
+           "fitted_factor": FITTED["all"]}
+    if train_tokens:
+        steps = -(-train_tokens // tokens)
+        out["train_days"] = _ratio(steps * step / 86400)
+    return out
 
 
 def _flops_record(st):
@@ -320,6 +350,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
     micro = train_flops.step(arch, w, s.recompute, s.flash_recompute)
     mem, bind, t = evaluate(arch, w, lay, device, s, links)
     peaks = unknown_peaks(device, w)
+    step_pred = predicted(arch, w, lay, device, s, links, mem)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "train",
@@ -331,7 +362,9 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
                           "compared_with": c.compared_with, "exact_flops": c.exact_flops,
                           "ratio_to_exact": _ratio(c.ratio), "reason": c.reason}
                          for c in train_flops.conventions(arch, st, global_batch, w.tokens)],
-        "time": {**time_record(t), "unknown_peaks": peaks},
+        "time": {**time_record(t), "predicted_step_s": _s(step_pred) if step_pred else None,
+                 "unknown_peaks": peaks},
+        "predicted": predicted_record(step_pred, global_batch, w, lay, train_tokens),
         "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem, st.model_flops),
                                           global_batch * w.tokens),
         "throughput": throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens),
@@ -372,7 +405,7 @@ def would_fit(arch, w, lay, s, capacity, limit=3):
     return found
 
 
-OBJECTIVES = ("step", "mfu")
+OBJECTIVES = ("step", "mfu", "predicted")
 
 
 def unknown_peaks(device, w):
@@ -443,10 +476,13 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         if need > device.memory_bytes:
             reject("memory shortfall (the binding stage needs more than the device holds)")
             continue
-        ranked.append((t.step_s, lay.tp * lay.cp, lay.pp, lay, need, t))
+        pred = predicted(arch, w, lay, device, s, links, mem) if objective == "predicted" else None
+        key = pred if objective == "predicted" and pred is not None else t.step_s
+        ranked.append((key, lay.tp * lay.cp, lay.pp, lay, need, t, pred))
     ranked.sort(key=lambda x: x[:3])
     rows = []
-    for step, _, _, lay, need, t in ranked[:top]:
+    for _, _, _, lay, need, t, pred in ranked[:top]:
+        step = t.step_s
         b = t.stages[t.bottleneck]
         rows.append({
             "layout": lay.label(), "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
@@ -457,6 +493,7 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
             "mfu": _ratio(st.model_flops / (step * lay.devices * peak)) if peak else None,
             "tokens_per_s_per_device": _ratio(global_batch * w.tokens / step / lay.devices),
             "peak_memory_bytes": need, "headroom_bytes": device.memory_bytes - need,
+            **({"predicted_step_s": _s(pred) if pred else None} if objective == "predicted" else {}),
         })
     return {
         "schema_version": SCHEMA_VERSION,
@@ -474,6 +511,7 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         "conventions": _conventions(peaks) + [
             "Search: every tp x pp x cp x dp = devices (cp from the given values), every EP degree "
             "dividing tp x dp and the experts, sequence parallelism whenever tp > 1; ranked by step "
-            "time (MFU ranks the same at a fixed model and batch), ties to fewer devices per TP/CP "
+            "time (MFU ranks the same at a fixed model and batch; --objective predicted ranks by the "
+            "predicted step, docs/prediction.md), ties to fewer devices per TP/CP "
             "group, then fewer stages; layouts that do not fit are counted, not ranked."],
     }

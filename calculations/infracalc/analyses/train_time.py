@@ -151,9 +151,11 @@ def _moe(arch):
     return None
 
 
-def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=(None, None)):
-    """[(Collective, phase)] one device of `stage` runs per micro-batch; `wire`: bytes per token
-    of the EP dispatch and combine (`collectives.token_bytes`; None: the activation format)."""
+def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", "")):
+    """[(Collective, phase)] one device of `stage` runs per micro-batch; `wire`: the formats of
+    the EP dispatch and combine ("" = the activation format; `collectives.token_bytes`). The
+    backward's dispatch carries gradients back the combine's way and its combine returns them the
+    dispatch's way (DeepEP: a dispatch's backward is a combine), so each direction keeps its format."""
     tp, cp, ep = lay.tp, lay.cp, lay.ep
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
@@ -183,7 +185,8 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=(None
     if ep > 1 and moe is not None:
         t = comm.tier(lay.group_span("ep"), device)
         cs = moe_collectives(tokens, moe.top_k, hidden, act, tp, ep, moe_layers, t, t_tp, experts=moe.experts,
-                             dispatch_token_bytes=wire[0], combine_token_bytes=wire[1],
+                             dispatch_token_bytes=comm.token_bytes(hidden, wire[0], act),
+                             combine_token_bytes=comm.token_bytes(hidden, wire[1], act),
                              local_ep=_local(lay, "ep", device), local_tp=l_tp)
         out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
         out += [(c, "recompute") for c in cs] if full else []
@@ -221,12 +224,12 @@ def cost(collectives, links):
     return [Timed(c, phase, comm.run_s(c, links, ALGORITHM) * c.count) for c, phase in collectives]
 
 
-def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links):
+def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links, wire=("", "")):
     """(compute Pass, [Timed] collectives) of one micro-batch on one device of stage `st`."""
     compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
     for layer, count, _ in placement.device_layers(arch, lay, st):
         compute += layer_pass(layer, w, r, lay.cp, recompute, flash, lay.tp if lay.sp else 1).times(count)
-    return compute, tuple(cost(stage_collectives(arch, lay, st, w, device, recompute, chunks), links))
+    return compute, tuple(cost(stage_collectives(arch, lay, st, w, device, recompute, chunks, wire), links))
 
 
 class StageTime(Record):
@@ -341,9 +344,11 @@ def check_schedule(arch, lay, schedule, chunks):
 
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
-              compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None):
+              compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
+              wire=("", "")):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
-    size, tokens = sequence length), `lay` the layout (micro_batches = m)."""
+    size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
+    dispatch and combine formats ("" = the activation format; `collectives.token_bytes`)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
@@ -353,9 +358,9 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     stages = []
     for st in placement.stages(arch, lay):
         key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, r, recompute, flash,
-               chunks, device, link_key)
+               chunks, device, link_key, wire)
         compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, r, recompute, flash,
-                                                                chunks, device, links))
+                                                                chunks, device, links, wire))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))
         if schedule == "dualpipe":

@@ -149,26 +149,17 @@ TRAINING_RECIPES = {
 }
 
 
-# The step-time factor (predicted step / train's estimate at achievable rates) that the
-# physical model leaves unexplained: FITTED, as the median over a publication set of
-# estimate rate / measured rate; "all" over every training case, each publisher's over the
-# others' (leave one publisher out). tests/test_prediction.py refits it.
-TRAINING_FITTED = {
-    "all": 1.5994042935275627,
-    "NVIDIA": 1.657927959923155,
-    "PyTorch (Meta)": 1.5310459155186085,
-}
-
-
 def training_factor(case):
     """(factor, basis) for a training case: the fit without its publisher, else all."""
+    from .efficiency.training import FITTED as TRAINING_FITTED
+
     key = case["source"].get("publisher", "") if isinstance(case["source"], dict) else ""
     return ((TRAINING_FITTED[key], "without its publisher") if key in TRAINING_FITTED
             else (TRAINING_FITTED["all"], "all cases (in-sample)"))
 
 
 def fit_training(cases):
-    """TRAINING_FITTED from training cases: median estimate rate / measured rate, over all and
+    """efficiency.training.FITTED from training cases: median estimate rate / measured rate, over all and
     over all but each publisher."""
     ratios = []
     for case in cases:
@@ -192,8 +183,7 @@ def training_prediction(case, factor=None):
     the unit or the publisher has none."""
     from ..dtypes import dtype
     from ..workload import Workload
-    from .efficiency.predict import achievable
-    from .train_time import step_time
+    from .efficiency.training import predicted_step
     from .validate import _device, _layout, _model
 
     s, m = case["setup"], case["measured"]
@@ -204,16 +194,15 @@ def training_prediction(case, factor=None):
     act = dtype(s["act_dtype"])
     w = Workload(batch=s["micro_batch"], tokens=s["seq_len"], logits="all",
                  weight_dtype=dtype(s["weight_dtype"]), act_dtype=act, kv_dtype=act)
-    rates = achievable(device, w.compute_dtype)
-    if rates is None:
-        return None, None
-    t = step_time(arch, w, _layout(case, arch, s["micro_batch"]), device, recompute=recipe["recompute"],
-                  zero=recipe["zero"], overlap_dp=recipe["overlap_dp"],
-                  compute_efficiency=rates.matrix_fraction, memory_efficiency=rates.memory_fraction)
     k = training_factor(case)[0] if factor is None else factor
+    got = predicted_step(arch, w, _layout(case, arch, s["micro_batch"]), device, factor=k,
+                         recompute=recipe["recompute"], zero=recipe["zero"], overlap_dp=recipe["overlap_dp"])
+    if got is None:
+        return None, None
+    step, t = got
     if m["unit"] == "step_time_s":
-        return t.step_s * k, t
-    return s["global_batch"] * s["seq_len"] / (t.step_s * k) / s["devices"], t
+        return step, t
+    return s["global_batch"] * s["seq_len"] / step / s["devices"], t
 
 
 def cause(rec):

@@ -22,6 +22,7 @@ COMMANDS = {
                   "on a device's links, nccl-tests style: time, algbw, busbw per algorithm and the bound",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
+    "report": "any command's result as one self-contained HTML page with SVG charts: report COMMAND [options]",
     "validate": "published measurements (calculations/validation/) against our bounds; exit 3 if one beats its bound",
 }
 
@@ -103,6 +104,12 @@ def parse(argv):
         return None, None
     if argv[0] in ("--version", "-V"):
         return "version", None
+    if argv[0] == "report":   # `report COMMAND ...` = `COMMAND ... --format html`
+        if len(argv) < 2 or argv[1] not in COMMANDS or argv[1] in ("report", "reproduce"):
+            from ..errors import UserError
+            raise UserError("report needs a command to report on: report COMMAND [options] "
+                            "(e.g. report train --model llama-3.1-8b --seq 4096 --output train.html)")
+        argv = argv[1:] + ["--format", "html"]
     name = argv[0]
     if name not in COMMANDS:
         from ..errors import unknown
@@ -295,6 +302,10 @@ def _main(argv):
         return 2
     except RecursionError:
         _say("input nested too deeply")
+        return 2
+    except MemoryError:   # under a memory limit (ulimit -v, a container's cgroup)
+        _say("out of memory: the inputs need more memory than this process may use "
+             "(smaller sizes, or a higher memory limit)")
         return 2
     except BrokenPipeError:
         _silence_stdout()

@@ -43,5 +43,5 @@ def run(args):
               "kv_heads": kv_heads, "head_dim": args.head_dim, "causal": args.causal,
               "act_dtype": act.name, "kv_dtype": kv.name}
     rec = kernel_result("attention", inputs, kern, common.devices(args), args.compute_efficiency,
-                        args.memory_efficiency, ATTENTION_CONVENTIONS)
+                        args.memory_efficiency, ATTENTION_CONVENTIONS, compute_option="--act-dtype")
     return common.emit(args, rec, render.markdown, render.csv)

@@ -284,6 +284,7 @@ def file_name(text):
 
 
 def add_output(p, formats=FORMATS):
+    formats = tuple(formats) + (("html",) if "md" in formats else ())   # html: the Markdown as a report
     p.add_argument("--format", choices=formats, default=None,
                    help="output format (default: from --output's extension, else md)")
     p.add_argument("--output", type=file_name, metavar="FILE",
@@ -312,7 +313,7 @@ def output_format(args):
     """--format, else the extension of --output (.json, .csv, .md), else md."""
     if args.format is None:
         ext = os.path.splitext(args.output or "")[1].lower().lstrip(".")
-        args.format = ext if ext in FORMATS else "md"
+        args.format = ext if ext in FORMATS + ("html",) else "md"
     return args.format
 
 
@@ -323,6 +324,12 @@ def emit(args, record, markdown, csv=None):
         return to_json(record)
     if args.format == "csv":
         return csv(record)
+    if args.format == "html":   # a self-contained report: the full Markdown view, then SVG charts
+        from ..render.html import page
+        from ..render.table import view
+        with view(full=True, explain=True):
+            text = markdown(record)
+        return page(record, text)
     return markdown(record)
 
 

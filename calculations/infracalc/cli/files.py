@@ -67,10 +67,27 @@ def _keep_owner(tmp, real):
         pass
 
 
+def _stage(staged, real, flag, path):
+    """Create the temporary file beside `real` and return its descriptor. Its name is
+    entered in `staged` before the file exists, so that a signal arriving at any moment
+    (SIGTERM between the creation and the bookkeeping) leaves no file that the caller's
+    clean-up does not know of."""
+    folder, base = os.path.dirname(real) or ".", os.path.basename(real)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{base}.{os.urandom(4).hex()}.tmp")
+        staged.append((tmp, real))
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:   # another file's name: never ours to remove
+            staged.pop()
+        except (OSError, ValueError) as e:
+            staged.pop()
+            raise _fail(flag, path, e) from None
+    raise _fail(flag, path, OSError("no free temporary file name"))
+
+
 def write_files(outputs):
     """Write [(flag, path, text)] all or nothing (see the module docstring)."""
-    import tempfile
-
     staged, special = [], []
     try:
         for flag, path, text in outputs:
@@ -78,12 +95,8 @@ def write_files(outputs):
                 special.append((flag, path, text))
                 continue
             real = os.path.realpath(path)    # replace a symlink's target, not the link
-            try:
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real) or ".",
-                                           prefix=f".{os.path.basename(real)}.", suffix=".tmp")
-            except (OSError, ValueError) as e:
-                raise _fail(flag, path, e) from None
-            staged.append((tmp, real))
+            fd = _stage(staged, real, flag, path)
+            tmp = staged[-1][0]
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(_utf8(text))

@@ -26,6 +26,10 @@ def add_arguments(p):
                         "full (every decoder layer keeps its input only)")
     p.add_argument("--flash-recompute", action="store_true",
                    help="count the QK^T a fused attention backward recomputes in hardware FLOPs")
+    for what in ("dispatch", "combine"):
+        p.add_argument(f"--{what}-dtype", choices=("fp8", "bf16", "fp16", "fp32"), default="", metavar="FORMAT",
+                       help=f"format of a token in the EP {what} all-to-all: fp8 (one fp32 scale per 128 values, "
+                            "as DeepEP), bf16, fp16, fp32 (default: the activation format)")
     p.add_argument("--attention", choices=("fused", "unfused"), default="fused",
                    help="attention kernel for activation memory: fused (no T x T scores, default) "
                         "or unfused (keeps softmax probabilities and dropout masks)")
@@ -51,7 +55,7 @@ def add_arguments(p):
     common.add_link_options(p.add_argument_group("links (override the device data)"))
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
-    p.add_argument("--objective", choices=("step", "mfu"), default="step",
+    p.add_argument("--objective", choices=("step", "mfu", "predicted"), default="step",
                    help="search ranking: step time (default) or MFU (the same order)")
     p.add_argument("--top", type=common.positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--cp-values", default="1", metavar="1,2,4",
@@ -122,7 +126,8 @@ def run(args):
                     zero=args.zero, optimizer=args.optimizer, weight_bytes=weight, grad_bytes=grad,
                     master_bytes=master, schedule=args.schedule, chunks=chunks,
                     compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
-                    overlap_dp=args.overlap_dp)
+                    overlap_dp=args.overlap_dp, dispatch_dtype=args.dispatch_dtype,
+                    combine_dtype=args.combine_dtype)
     lk = links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
                link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
     if args.search:

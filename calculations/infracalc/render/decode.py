@@ -77,7 +77,17 @@ def serving_lines(s):
             markdown_table(["concurrency", "requests in flight", "device time per request", "requests/s",
                             "output tokens/s", "total tokens/s", "bound"],
                            [row("steady state (the bound)", s["steady_state"]),
-                            row("guaranteed", s["guaranteed"])], "lrrrrrl")]
+                            row("guaranteed", s["guaranteed"])], "lrrrrrl")] + predicted_serving_lines(s.get("predicted"))
+
+
+def predicted_serving_lines(p):
+    """The predicted steady state of a tuned engine (efficiency.serving), beside the bound."""
+    if not p:
+        return []
+    return ["", f"- Predicted (a well-tuned engine, not a bound): {_rate(p['output_tokens_per_s'])} output "
+                f"tokens/s at {u.integer(p['concurrency'])} requests in flight (engine limit "
+                f"{u.integer(p['engine_batch_limit'])}); one iteration {u.seconds(p['iteration_s'])}: GPU "
+                f"{u.seconds(p['gpu_s'])}, host {u.seconds(p['host_s'])} (docs/prediction.md)"]
 
 
 def _phase_row(name, p):

@@ -45,7 +45,8 @@ def note_lines(rec):
     m = rec["model"]
     lines = [f"- Not counted in params: {p['name']} ({u.integer(p['params'])} params): {p['note']}"
              for p in m.get("parts_not_counted", [])]
-    return lines + [f"- Note: {note}" for note in m.get("notes", []) + rec.get("notes", [])]
+    # Notes are prose that may quote an input (a device id): shown through `inline`.
+    return lines + [f"- Note: {inline(note)}" for note in m.get("notes", []) + rec.get("notes", [])]
 
 
 def header_lines(rec):

@@ -155,7 +155,7 @@ def markdown(rec):
              f"(TP {i['tp']}, PP {i['pp']})", "", *summary(rec), *header_lines(rec), "",
              *sizing_section(rec), "", *capacity_section(rec), "", *concurrency_section(rec), ""]
     if rec["notes"]:
-        parts += ["## Notes", "", *[f"- {n}" for n in rec["notes"]], ""]
+        parts += ["## Notes", "", *[f"- {inline(n)}" for n in rec["notes"]], ""]
     parts += [*conventions(rec["conventions"])]
     return "\n".join(parts)
 

@@ -3,7 +3,7 @@
 from ..analyses.parallel import SWEEP_COLUMNS
 from . import units as u
 from .forward import architecture_options, device_line, formats_line, model_line, note_lines
-from .table import inline, markdown_table, records_to_csv, to_csv, conventions
+from .table import conventions, inline, markdown_table, no_layout_line, records_to_csv, to_csv
 
 PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last", "last decode step"),
           ("decode", "all decode steps"))
@@ -324,7 +324,7 @@ def search_markdown(rec):
              f"- Layouts: {u.integer(rec['layouts_considered'])} considered, {u.integer(rec['layouts_admitted'])} "
              f"admitted, {u.integer(rec['layouts_considered'] - rec['layouts_admitted'])} rejected", "",
              *(_top_table(rec, rows) if rows else
-               [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]),
+               [no_layout_line(i["devices"], rec["rejected"])]),
              "", "## Rejected layouts, by reason", "",
              markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rej, "rllr")
              if rej else "None."]

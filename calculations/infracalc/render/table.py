@@ -24,6 +24,16 @@ def cell(value):
     return inline(value).replace("|", "\\|")
 
 
+def no_layout_line(devices, rejected):
+    """The verdict of a search that admitted no layout, naming its reasons (largest first)
+    rather than blaming the model: [{"reason", "layouts"}, ...] from the search record."""
+    from .units import count
+
+    why = "; ".join(f"{count(r['layouts'], 'layout')}: {r['reason']}" for r in
+                    sorted(rejected, key=lambda r: -r["layouts"]))
+    return f"**No layout of {count(devices, 'device')} is admitted: {why or 'none considered'}.**"
+
+
 # The default Markdown view fits a terminal of WIDTH columns: a table wider than that is
 # shown as several tables of its columns, each repeating the first (the row's name), and a
 # cell longer than LONG_CELL is cut at a clause or word and given in full in a note under the

@@ -1,7 +1,7 @@
 """Markdown and CSV for a `train` record."""
 
 from . import units as u
-from .table import inline, markdown_table, records_to_csv, shown, conventions
+from .table import conventions, inline, markdown_table, no_layout_line, records_to_csv, shown
 
 
 def _row(label, n, human):
@@ -181,6 +181,12 @@ def summary(rec):
              f"Throughput: {u.decimal(th['tokens_per_s_per_device'], 1)} tokens/s per device "
              f"(estimate{'' if fits else '; ' + v.DOES_NOT_FIT}), MFU {u.percent(th['mfu'])}" if th.get("mfu") is not None else
              f"Throughput: {u.decimal(th['tokens_per_s_per_device'], 1)} tokens/s per device (estimate)"]
+    pred = rec.get("predicted")
+    if pred:
+        lines.append(f"Predicted (a well-tuned stack, not a bound): {u.decimal(pred['tokens_per_s_per_device'], 1)} "
+                     f"tokens/s per device" + (f", {pred['train_days']:.2f} days to the token budget"
+                                               if pred.get("train_days") is not None else "")
+                     + ("" if fits else f" ({v.DOES_NOT_FIT})"))
     train = th.get("train")
     if train:
         lines.append(f"{u.tokens_short(train['tokens'])} tokens: {u.integer(train['steps'])} steps, "
@@ -253,6 +259,10 @@ def search_markdown(rec):
              u.seconds(r["exposed_comm_s"]), u.seconds(r["bubble_s"]), u.seconds(r["dp_sync_and_optimizer_s"]),
              "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f}%", f"{r['tokens_per_s_per_device']:,.1f}",
              u.nbytes(r["peak_memory_bytes"])] for k, r in enumerate(rec["ranked"])]
+    predicted = i["objective"] == "predicted"
+    if predicted:
+        for row, r in zip(rows, rec["ranked"]):
+            row.append("-" if r["predicted_step_s"] is None else u.seconds(r["predicted_step_s"]))
     rejected = [[x["reason"], x["layouts"]] for x in rec["rejected"]]
     parts = [
         f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "",
@@ -264,8 +274,9 @@ def search_markdown(rec):
         f"- Layouts considered: {rec['layouts_considered']}; fit: {rec['layouts_fit']}", "",
         *(["## Best layouts", "",
            markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
-                           "MFU", "tokens/s/device", "peak memory"], rows, "rlrrrrrrrrr")] if rows else
-          [f"**No layout of {u.count(i['devices'], 'device')} admits this model; rejections below.**"]), "",
+                           "MFU", "tokens/s/device", "peak memory"] + (["predicted step"] if predicted else []),
+                          rows, "rlrrrrrrrrr" + ("r" if predicted else ""))] if rows else
+          [no_layout_line(i["devices"], rec["rejected"])]), "",
         "## Rejected layouts", "",
         markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
         *conventions(rec["conventions"]),

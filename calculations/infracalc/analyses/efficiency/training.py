@@ -1,0 +1,34 @@
+"""Predicted training step: train's step estimate at achievable rates, times a fitted factor.
+
+`train_time.step_time` charges every operator of the forward, backward and recompute,
+the exposed communication of the layout, the pipeline bubble, the data-parallel sync and
+the optimizer. The prediction runs it at the achievable matmul and HBM fractions
+(efficiency.matmul, efficiency.memory) with the user's recipe, then multiplies the step by
+FITTED["all"]: what that model leaves unexplained against the published runs of the
+validation corpus (NeMo, torchtitan), the median of estimate rate / measured rate. The
+factor stands in for physics the model lacks (attention at BF16 in FP8 runs, FP8 casts and
+scaling, GEMMs at training shapes below their best-shape MAMF) and is fitted leave one
+publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
+"""
+
+FITTED = {
+    "all": 1.5994042935275627,
+    "NVIDIA": 1.657927959923155,
+    "PyTorch (Meta)": 1.5310459155186085,
+}
+
+
+def predicted_step(arch, w, lay, device, *, factor=None, **options):
+    """(predicted step seconds, the StepTime at achievable rates) of one layout; `options` are
+    step_time's recipe options (recompute, zero, schedule, ...; no efficiencies). None when
+    the device has no prediction (no published peak)."""
+    from ..train_time import step_time
+    from .predict import achievable
+
+    rates = achievable(device, w.compute_dtype)
+    if rates is None:
+        return None
+    t = step_time(arch, w, lay, device, compute_efficiency=rates.matrix_fraction,
+                  memory_efficiency=rates.memory_fraction, **options)
+    return t.step_s * (FITTED["all"] if factor is None else factor), t
+
