@@ -450,6 +450,76 @@ class StorageGeneration(unittest.TestCase):
         self.assertEqual(f"{t['unique_bytes'] / 3.35e12 * 1e3:.6f}", "4.879082")
 
 
+class DeclaredDeviceFigures(unittest.TestCase):
+    def test_the_books_h100_peak(self):
+        # INDEX, table "真实 Q 投影": projection-qwen3-8b-h100-sxm-b1 compute 0.033914 us,
+        # -b256 8.681963 us, projection-qwen3-32b-h100-sxm-prefill-8192 694.557072 us: the H100 at
+        # 989.4 TFLOP/s. By hand: 2 x 8192 x 5120 x 8192 = 687194767360 FLOPs / 989.4e12 = 694.557072 us.
+        for m, k, n, us in (("1", "4096", "4096", "0.033914"), ("256", "4096", "4096", "8.681963"),
+                            ("8192", "5120", "8192", "694.557072")):
+            d = result("gemm", "--m", m, "--k", k, "--n", n, "--matrix-peak", "bf16=989.4T")["devices"][0]
+            self.assertEqual(d["matrix_flops_per_s"], 989_400_000_000_000)
+            self.assertEqual(f"{d['compute_time_s'] * 1e6:.6f}", us)
+            self.assertIn("(declared: bf16 peak 989.4 TFLOP/s)", d["name"])
+
+    def test_declared_bandwidth_and_refusals(self):
+        # qwen3-8b, one decode step at history 8191: 16344926208 B; at a declared 4.0 TB/s the
+        # memory term is 16344926208 / 4e12 = 4.086231552 ms.
+        r = result("forward", "--model", "qwen3-8b", "--history", "8191", "--tokens", "1",
+                   "--memory-bandwidth", "4.0TB/s")
+        self.assertEqual(r["device"]["memory_bandwidth_bytes_per_s"], 4_000_000_000_000)
+        status, _, err = run_cli("gemm", "--m", "1", "--k", "2", "--n", "3", "--device", "h100-sxm",
+                                 "--device", "h200", "--matrix-peak", "bf16=1T")
+        self.assertEqual(status, 2)
+        self.assertIn("give one --device", err)
+        status, _, err = run_cli("gemm", "--m", "1", "--k", "2", "--n", "3", "--matrix-peak", "bf17=1T")
+        self.assertEqual(status, 2)
+
+
+class ChapterOneBudgets(unittest.TestCase):
+    def test_decode_budget(self):
+        # INDEX, table "70B 初步解码预算": decode-budget-base compute 0.141500 ms, memory 20.895522 ms,
+        # fits, crossover 148; -b64-kv-capacity-fail 9.055994, 41.408799, False, None.
+        for extra, row in ((("--weight-bits", "8"), ("0.141500", "20.895522", True, 148)),
+                           (("--weight-bits", "8", "--batch", "64", "--kv-history-bytes", "1GiB"),
+                            ("9.055994", "41.408799", False, None))):
+            r = result("budget", "decode", "--params", "70B", *extra, "--matrix-peak", "bf16=989.4T")["result"]
+            self.assertEqual((f"{r['compute_s'] * 1e3:.6f}", f"{r['memory_s'] * 1e3:.6f}", r["fits"],
+                              r["crossover_batch"]), row)
+
+    def test_basics_and_window(self):
+        # INDEX, "第 1 章教学单位与容量": basics-70b-bf16-skewed 140 GB, 130.385160 GiB, total fits,
+        # per-card does not, 2800.003000 ms; "独立访存窗口": window-qwen3-8b-n128 3907 transactions,
+        # 32.768000 GB/s, 36.864000 ms; remote-window-serial 391, 2.560000, 471.859200.
+        r = result("budget", "transfer", "--params", "70B", "--cards", "2", "--shards", "70000000000,0",
+                   "--card-memory", "80GB", "--link-bw", "50GB/s", "--startup", "3us")["result"]
+        self.assertEqual((r["weight_gb"], f"{r['weight_gib']:.6f}", r["aggregate_fits"], r["every_card_fits"],
+                          f"{r['serial_transfer_s'] * 1e3:.6f}"), (140.0, "130.385160", True, False, "2800.003000"))
+        for extra, row in ((("--bandwidth", "1TB/s", "--latency", "500ns", "--transaction-bytes", "128",
+                             "--transactions", "128"), (3907, "32.768000", "36.864000")),
+                           (("--bandwidth", "50GB/s", "--latency", "2us", "--transaction-bytes", "256",
+                             "--transactions", "128", "--service-interval", "100ns"), (391, "2.560000", "471.859200"))):
+            r = result("budget", "window", "--model", "qwen3-8b", "--context", "8192", *extra)["result"]
+            self.assertEqual((r["required_transactions"], f"{r['effective_bandwidth_bytes_per_s'] / 1e9:.6f}",
+                              f"{r['service_lower_bound_s'] * 1e3:.6f}"), row)
+
+    def test_checkpoint_and_training_scale(self):
+        # INDEX, "保存周期": checkpoint-interval-book c 6399012/390625 s, MTBF 28440 s, first order
+        # 965.2865142296354 s, Poisson 954.3965630587674 s. bojieli/ai-infra-book:calculations/results/
+        # dense-training-scale-book.md, h100-sxm 1T 3/10: 285.597501 days on 16,384 cards, 51992 cards
+        # for 90 days, bound 315128807424 parameters.
+        from fractions import Fraction
+        r = result("budget", "checkpoint", "--model", "qwen3-8b", "--write-bandwidth", "8GB/s",
+                   "--job-mtbf", "28440s")["result"]
+        self.assertEqual(Fraction(r["save_cost_s"]).limit_denominator(10**7), Fraction(6399012, 390625))
+        self.assertEqual((r["young_interval_s"], r["poisson_interval_s"]), (965.2865142296354, 954.3965630587674))
+        r = result("budget", "training", "--params", "1T", "--train-tokens", "20T", "--efficiency", "3/10",
+                   "--days", "90", "--cards", "16384", "--matrix-peak", "bf16=989.4T")["result"]
+        row, bound = r["rows"][0], r["params_bounds"][0]
+        self.assertEqual((f"{row['training_days_on_cards']:.6f}", row["compute_cards"], bound["params_bound"]),
+                         ("285.597501", 51992, 315_128_807_424))
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =

@@ -11,9 +11,11 @@ import fnmatch
 import json
 import os
 import re
+import sys
 import unittest
 
-from support import ROOT
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from support import ROOT  # noqa: E402
 
 BOOK = os.path.join(ROOT, "calculations", "results", "book")
 STATUSES = ("exact", "exact, convention", "partial", "pending", "out of scope")

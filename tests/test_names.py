@@ -192,3 +192,15 @@ class Papercuts(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WeightBytesPerFormat(unittest.TestCase):
+    def test_models_lists_weight_bytes_per_format(self):
+        rec = json.loads(run_cli("models", "--format", "json")[1])
+        q = next(m for m in rec["models"] if m["id"] == "qwen3-8b")
+        # bf16: 8,190,735,360 params x 2 B; int8-g128: the book's 8-bit figure, 9,544,230,912 B
+        # (8.888758 GiB: embedding, head and norms bf16, 108,527,616 B of scales; docs/counting.md)
+        self.assertEqual(q["weight_bytes"]["bf16"], 16_381_470_720)
+        self.assertEqual(q["weight_bytes"]["int8-g128"], 9_544_230_912)
+        status, out, _ = run_cli("models")
+        self.assertIn("## Weight bytes per format", out)

@@ -420,6 +420,13 @@ def concurrency_table(arch, sts, budget, req):
     return table
 
 
+def bytes_per_request(arch, w, context):
+    """The whole model's cache of one request at `context` tokens (no parallelism, no paging):
+    `kv`'s bytes per request, for analyses that take a request's KV payload."""
+    whole = merge(terms([(layer, count) for layer, count, _ in arch.layer_groups()], w, context))
+    return sizing_record(whole)["bytes_per_request"]
+
+
 def sizing_record(whole):
     """Cache per token and per request of the whole model (no parallelism): the
     layer types' rows (_term_record) and their sums."""

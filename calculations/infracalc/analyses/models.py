@@ -7,6 +7,18 @@ from .records import SCHEMA_VERSION, model_record
 
 _BF16 = DTYPES["bf16"]
 
+# The weight formats `models` sizes every model in: bf16, plain fp8, and the book's 8-bit and
+# 4-bit weights (one BF16 scale per 128 values); the embedding, head and 1-D tensors stay bf16
+# under the quantized ones, as the `Formats` convention states (docs/counting.md).
+WEIGHT_FORMATS = ("bf16", "fp8", "int8-g128", "int4-g128")
+
+
+def weight_bytes(arch):
+    """{format: exact bytes of the model's weights stored in it} for WEIGHT_FORMATS."""
+    from ..workload import Workload
+
+    return {name: arch.weight_bytes(Workload(weight_dtype=DTYPES[name])) for name in WEIGHT_FORMATS}
+
 
 def _geometry(arch):
     for layer in arch.layers:
@@ -32,6 +44,7 @@ def summary(arch):
         "kv_bytes_per_token_bf16": arch.kv_bytes_per_token(_BF16),
         "state_bytes_per_request": arch.kv_bytes(_BF16, 0),   # recurrent layers' fixed state
         "max_context": arch.max_context,
+        "weight_bytes": weight_bytes(arch),
     }
 
 

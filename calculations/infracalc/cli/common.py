@@ -148,7 +148,7 @@ def device_for(args):
     (memory_convention 'declared') when that is given."""
     from ..load.hardware import load_device
 
-    device = load_device(args.device, args.memory_convention)
+    device = declared_figures(load_device(args.device, args.memory_convention), args)
     if getattr(args, "memory_bytes", None) is not None:
         device = device.replace(memory_bytes=args.memory_bytes, memory_convention="declared")
     return device
@@ -187,6 +187,48 @@ def add_efficiency(p):
                    help="fraction of the peak FLOP/s reached (default 1.0)")
     p.add_argument("--memory-efficiency", type=fraction, default=1.0,
                    help="fraction of the memory bandwidth reached (default 1.0)")
+    p.add_argument("--matrix-peak", type=format_rate, action="append", default=None, metavar="FMT=FLOP/S",
+                   help="a declared dense matrix peak for one format instead of the device file's, e.g. "
+                        "bf16=989.4T (the H100 whitepaper's figure, which the book takes); repeatable")
+    p.add_argument("--memory-bandwidth", type=bandwidth, default=None, metavar="BW",
+                   help="a declared memory bandwidth instead of the device file's (e.g. 4.0TB/s)")
+
+
+_FLOP_UNITS = (("P", 1e15), ("T", 1e12), ("G", 1e9))
+
+
+def format_rate(text):
+    """FMT=RATE for --matrix-peak: bf16=989.4T (FLOP/s; T = 10^12, P = 10^15, G = 10^9)."""
+    from ..dtypes import DTYPES
+
+    keys = sorted({d.peak for d in DTYPES.values() if d.peak})
+    name, sep, rate = text.partition("=")
+    if not sep or name not in keys:
+        raise argparse.ArgumentTypeError(f"must be FORMAT=FLOP/S such as bf16=989.4T (formats with a "
+                                         f"matrix peak: {', '.join(keys)}), got '{text}'")
+    value = _scaled(rate.removesuffix("FLOP/s"), _FLOP_UNITS, "a rate such as 989.4T (FLOP/s)", 1e30)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive FLOP/s, got '{text}'")
+    return name, round(value)
+
+
+def declared_figures(device, args):
+    """The device with the --matrix-peak and --memory-bandwidth figures the user declared in
+    place of its file's, named in the device's name so every output shows them."""
+    peaks = dict(getattr(args, "matrix_peak", None) or ())
+    bw = getattr(args, "memory_bandwidth", None)
+    if not peaks and bw is None:
+        return device
+    table = dict(device.matrix_flops_per_s)
+    said = []
+    for key, rate in peaks.items():
+        table[key] = rate
+        said.append(f"{key} peak {rate / 1e12:g} TFLOP/s")
+    changes = {"matrix_flops_per_s": tuple(table.items())}
+    if bw is not None:
+        changes["memory_bandwidth_bytes_per_s"] = round(bw)
+        said.append(f"memory bandwidth {bw / 1e9:g} GB/s")
+    return device.replace(name=f"{device.name} (declared: {', '.join(said)})", **changes)
 
 
 def add_devices(p):
@@ -206,7 +248,10 @@ def devices(args):
         for i in (device_ids() if spec == "all" else [spec]):
             if i not in ids:
                 ids.append(i)
-    return [load_device(i) for i in ids]
+    if len(ids) > 1 and (getattr(args, "matrix_peak", None) or getattr(args, "memory_bandwidth", None)):
+        from ..errors import UserError
+        raise UserError("--matrix-peak and --memory-bandwidth declare one device's figures; give one --device")
+    return [declared_figures(load_device(i), args) for i in ids]
 
 
 def add_dtypes(p):

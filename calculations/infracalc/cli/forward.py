@@ -28,7 +28,7 @@ def run(args):
     from ..render import forward as render
 
     arch = load_model(args.model)
-    device = load_device(args.device)
+    device = common.declared_figures(load_device(args.device), args)
     w = common.workload(args, arch, args.batch, args.tokens, args.history)
     rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency, args.per_layer)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -218,6 +218,23 @@ def csv(rec):
     return records_to_csv(rec["operators"], OPERATOR_COLUMNS)
 
 
+def sweep_summary(rec):
+    """The verdict block of a batch sweep: the largest batch that fits and its throughput."""
+    from . import verdict as v
+
+    rows = rec["rows"]
+    if not rows:
+        return v.block("Does not fit: not one request beside the weights and the reserve", [])
+    last = rows[-1]
+    cb = rec["compute_bound_batch"]
+    return v.block(f"Fits up to batch {last['batch']}: at most {_rate(last['decode_tokens_per_s_aggregate'])} "
+                   f"decode tokens/s there", [
+        f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch 1: "
+        f"{u.seconds(rows[0]['tpot_mean_s'])}",
+        ("Decode turns compute-bound from batch " + str(cb)) if cb is not None else
+        "Decode stays memory-bound up to the capacity limit"])
+
+
 def sweep_markdown(rec):
     m, d, i = rec["model"], rec["device"], rec["inputs"]
     rows = [[r["batch"], u.seconds(r["tpot_first_s"]), u.seconds(r["tpot_mean_s"]), u.seconds(r["tpot_last_s"]),
@@ -250,7 +267,7 @@ def sweep_markdown(rec):
         ]
     else:
         findings = ["- Not even one request fits on the device: nothing to sweep."]
-    parts = [f"# decode batch sweep: {inline(m['id'])} on {inline(d['id'])}", "",
+    parts = [f"# decode batch sweep: {inline(m['id'])} on {inline(d['id'])}", "", *sweep_summary(rec),
              *_header(rec, "B requests in lockstep"), "",
              "## Sweep", "",
              "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "

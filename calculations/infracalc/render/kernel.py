@@ -57,6 +57,9 @@ def markdown(rec):
     title = (f"gemm: [{i['m']},{i['k']}]x[{i['k']},{i['n']}]" if rec["command"] == "gemm"
              else f"attention: {i['queries']} queries x {i['keys']} keys x {i['heads']} heads")
     eff = f"- Efficiency: compute {i['compute_efficiency']}, memory {i['memory_efficiency']}"
+    declared = [d["name"] for d in rec["devices"] if "(declared:" in d["name"]]
+    if declared:
+        eff += "\n" + "\n".join(f"- Device figures declared on the command line: {n}" for n in declared)
     ops = []
     if len(w["operators"]) > 1:
         ops = ["## Operators of the kernel", "",

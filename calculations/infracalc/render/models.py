@@ -10,6 +10,9 @@ def _heads(m):
     return f"{m['heads']} / {m['kv_heads'] if m['kv_heads'] is not None else '-'} / {m['head_dim'] if m['head_dim'] is not None else '-'}"
 
 
+_FORMATS = ("bf16", "fp8", "int8-g128", "int4-g128")
+
+
 def listing_markdown(rec):
     rows = []
     for m in rec["models"]:
@@ -30,7 +33,13 @@ def listing_markdown(rec):
         "(windowed layers hold at most W tokens; see `kv`).", "",
         markdown_table(["id", "model_type", "layers", "hidden", "heads / KV heads / head dim",
                         "attention", "params", "active params", "KV B/token (bf16)", "max context"],
-                       rows, "llrrllrrrr"), ""])
+                       rows, "llrrllrrrr"), "",
+        "## Weight bytes per format", "",
+        "Every tensor in the format (linear layers' matrices; embedding, head and 1-D tensors stay "
+        "bf16 under the 8- and 4-bit formats, whose scales are included).", "",
+        markdown_table(["id", *_FORMATS],
+                       [[f"`{inline(m['id'])}`", *(u.nbytes(m["weight_bytes"][f]) for f in _FORMATS)]
+                        for m in rec["models"] if "weight_bytes" in m], "lrrrr"), ""])
 
 
 def detail_markdown(rec):

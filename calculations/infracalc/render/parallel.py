@@ -106,6 +106,19 @@ def _summary(rec):
         f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")])
 
 
+def _sweep_summary(rec):
+    from . import verdict as v
+
+    rows = rec["rows"]
+    if not rows:
+        return v.block("Does not fit: not one request per replica", [])
+    last = rows[-1]
+    return v.block(f"Fits up to batch {last['batch']} per replica: {_rate(last['decode_tokens_per_s_per_device'])} "
+                   "decode tokens/s per device (estimate)", [
+        f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch {rows[0]['batch']}: "
+        f"{u.seconds(rows[0]['tpot_mean_s'])}"])
+
+
 def _search_summary(rec):
     from . import verdict as v
 
@@ -270,7 +283,8 @@ def sweep_markdown(rec):
              _rate(r["decode_tokens_per_s_replica"]), _rate(r["decode_tokens_per_s_cluster"]),
              _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
             for r in rec["rows"]]
-    parts = [*_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
+    parts = [*_with_summary(_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} "
+                                         f"({lay['label']})"), _sweep_summary(rec)),
              "", "## Sweep (estimates)", "",
              "B = requests per replica; exposed comm = the slowest stage's exposed "
              "communication over the decode cycle.", "",

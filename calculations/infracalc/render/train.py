@@ -202,6 +202,23 @@ def summary(rec):
     return v.block(head, lines)
 
 
+def search_summary(rec):
+    """The verdict block of a search: the best layout that fits, or why none does."""
+    from . import verdict as v
+
+    i, ranked = rec["inputs"], rec["ranked"]
+    if not ranked:
+        return v.block(f"No layout of {u.count(i['devices'], 'device')} fits", [
+            "Why: the rejected layouts below; more devices, --zero or --recompute"])
+    best = ranked[0]
+    mfu = "" if best["mfu"] is None else f", MFU {u.percent(best['mfu'])}"
+    return v.block(f"Best of {u.count(i['devices'], 'device')}: {best['layout']}, step "
+                   f"{u.seconds(best['step_s'])} (estimate){mfu}", [
+        f"{u.decimal(best['tokens_per_s_per_device'], 1)} tokens/s per device; peak memory "
+        f"{u.nbytes(best['peak_memory_bytes'])} per device ({u.nbytes(best['headroom_bytes'])} left)",
+        f"{u.integer(rec['layouts_fit'])} of {u.integer(rec['layouts_considered'])} layouts fit and run"])
+
+
 def markdown(rec):
     m, d = shown(rec["model"]), shown(rec["device"])
     t = rec["time"]
@@ -265,7 +282,7 @@ def search_markdown(rec):
             row.append("-" if r["predicted_step_s"] is None else u.seconds(r["predicted_step_s"]))
     rejected = [[x["reason"], x["layouts"]] for x in rec["rejected"]]
     parts = [
-        f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "",
+        f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "", *search_summary(rec),
         f"- Step: {u.count(i['global_batch'], 'sequence')} x {u.integer(i['seq'])} tokens, micro-batch "
         f"{i['micro_batch']}; recompute `{i['recompute']}`; ZeRO {i['zero']}; schedule {i['schedule']}; "
         f"objective {i['objective']}",

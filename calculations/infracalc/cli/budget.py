@@ -1,0 +1,343 @@
+"""`budget`: first-order budgets with declared inputs (a nominal dense model of N parameters,
+memory concurrency by Little's law, checkpoint intervals): the book's chapter-1 and
+chapter-10 estimates, each one subcommand."""
+
+import argparse
+
+from . import common
+
+KINDS = {
+    "decode": "one decode step of a nominal dense model: 2NB FLOPs, weights + KV bytes, compute and "
+              "memory service, crossover batch, capacity",
+    "transfer": "a nominal model's weights against cards, and one serial transfer (startup + bytes / bandwidth)",
+    "training": "nominal dense training: 6ND, devices for a deadline, days on a fleet, the largest N",
+    "window": "memory concurrency: transactions in flight x latency bound the bandwidth (Little's law); "
+              "a request's KV payload from the ledger",
+    "checkpoint": "checkpoint save cost, failure rate, Young's interval and the Poisson retry optimum",
+}
+
+
+def byte_count(text):
+    """A non-negative byte count: 0, 1073741824, 1GiB."""
+    return common._bytes(text, 0)
+
+
+def long_duration(text):
+    """A mean time between failures or a recovery time: 28440s, 365d, 2min (unit required)."""
+    return common._time(text, "a time with a unit such as 30s, 8h or 365d, at most 1e12 s", 1e12)
+
+
+def fraction_text(text):
+    """An efficiency as a decimal or a ratio: 0.3, 3/10 (kept exact)."""
+    from fractions import Fraction
+
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or not 0 < value <= 1 or len(text) > 40:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] such as 0.3 or 3/10, got '{text}'")
+    return value
+
+
+def add_arguments(p):
+    sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    for name, text in KINDS.items():
+        q = sub.add_parser(name, help=text, description=text)
+        globals()[f"_{name}_arguments"](q)
+        common.add_output(q)
+        # the options this kind echoes as its inputs (argparse's own record of them)
+        q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+
+
+def _params(q, required=True):
+    q.add_argument("--params", type=common.token_budget, required=required, metavar="N",
+                   help="nominal parameters (70B = 7 x 10^10, 1T; decimal suffixes)")
+
+
+def _device(q):
+    q.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json",
+                   help="device whose bf16 dense matrix peak, memory bandwidth and labelled memory apply "
+                        "(default h100-sxm)")
+    q.add_argument("--matrix-peak", type=common.format_rate, action="append", default=None,
+                   metavar="FMT=FLOP/S", help="declare a matrix peak instead of the device's (e.g. bf16=989.4T)")
+    q.add_argument("--memory-bandwidth", type=common.bandwidth, default=None, metavar="BW",
+                   help="declare a memory bandwidth instead of the device's (e.g. 6.7TB/s)")
+    q.add_argument("--memory-bytes", type=common.byte_size, default=None, metavar="BYTES",
+                   help="capacity per device instead of its labelled memory (e.g. 80GB)")
+
+
+def _decode_arguments(q):
+    _params(q)
+    q.add_argument("--weight-bits", type=common.positive_int, default=16, help="storage bits per weight (default 16)")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests in the step (default 1)")
+    q.add_argument("--kv-history-bytes", type=byte_count, default=0, metavar="BYTES",
+                   help="KV history each request reads (declared; default 0)")
+    q.add_argument("--kv-append-bytes", type=byte_count, default=0, metavar="BYTES",
+                   help="KV each request writes (declared; default 0)")
+    q.add_argument("--metadata-bytes", type=byte_count, default=0, metavar="BYTES",
+                   help="scales and other shared bytes read with the weights (default 0)")
+    q.add_argument("--workspace", type=byte_count, default=0, metavar="BYTES",
+                   help="resident workspace (default 0)")
+    _device(q)
+
+
+def _transfer_arguments(q):
+    _params(q)
+    q.add_argument("--weight-bits", type=common.positive_int, default=16, help="storage bits per weight (default 16)")
+    q.add_argument("--cards", type=common.positive_int, default=1, help="cards holding the weights (default 1)")
+    q.add_argument("--card-memory", type=common.byte_size, required=True, metavar="BYTES",
+                   help="declared budget per card (e.g. 80GB = 8 x 10^10 B)")
+    q.add_argument("--shards", type=_shards, default=None, metavar="N,N,...",
+                   help="parameters per card, summing to --params (default: as even as possible, the first "
+                        "cards one more)")
+    q.add_argument("--payload-bytes", type=common.byte_size, default=None, metavar="BYTES",
+                   help="bytes of the serial transfer (default: the weights)")
+    q.add_argument("--link-bw", type=common.bandwidth, required=True, metavar="BW",
+                   help="link bandwidth in one direction (e.g. 50GB/s for 400 Gb/s)")
+    q.add_argument("--link-efficiency", type=common.fraction, default=1.0, help="fraction of it reached (default 1.0)")
+    q.add_argument("--startup", type=common.latency, default=0.0, metavar="T",
+                   help="startup per message (e.g. 3us; default 0)")
+    q.add_argument("--messages", type=common.positive_int, default=1, help="messages (default 1)")
+
+
+def _shards(text):
+    """Parameters per card, a comma-separated list of non-negative integers (a card may hold none)."""
+    values = tuple(common.digits(p.strip()) for p in text.split(",")) if len(text) <= 400 else (None,)
+    if None in values:
+        raise argparse.ArgumentTypeError(f"must be parameter counts per card such as 35000000000,35000000000, "
+                                         f"got '{text}'")
+    return values
+
+
+def _training_arguments(q):
+    q.add_argument("--params", type=_list(common.token_budget), required=True, metavar="N,N,...",
+                   help="nominal parameters, one or a comma-separated list (1T,5T,10T)")
+    tokens = q.add_mutually_exclusive_group(required=True)
+    tokens.add_argument("--train-tokens", type=common.token_budget, metavar="D", help="task tokens (e.g. 20T)")
+    tokens.add_argument("--tokens-per-param", type=common.positive_int, metavar="K",
+                        help="task tokens D = K x N (the work then grows as N^2)")
+    q.add_argument("--efficiency", type=_list(fraction_text), required=True, metavar="F,F,...",
+                   help="MFU of the 6ND numerator at the dense peak, one or a list (0.3 or 3/10,2/5,1/2)")
+    q.add_argument("--days", type=_list(common.positive_int), required=True, metavar="D,D,...",
+                   help="calendar deadlines in days, one or a list (90,180)")
+    q.add_argument("--unavailable-days", type=common.non_negative_int, default=0,
+                   help="days of each deadline not training (default 0)")
+    q.add_argument("--cards", type=common.positive_int, required=True, help="the fleet, for days and size bounds")
+    q.add_argument("--state-bytes-per-param", type=common.positive_int, default=16,
+                   help="persistent bytes per parameter (default 16: BF16 weights and gradients, FP32 master, "
+                        "Adam m and v)")
+    q.add_argument("--device", action="append", default=None, metavar="ID|DEVICE.json",
+                   help="device(s) whose bf16 dense peak and labelled memory apply; repeatable (default h100-sxm)")
+    q.add_argument("--matrix-peak", type=common.format_rate, action="append", default=None,
+                   metavar="FMT=FLOP/S", help="declare a matrix peak (with one --device; e.g. bf16=989.4T)")
+    q.add_argument("--memory-bytes", type=common.byte_size, default=None, metavar="BYTES",
+                   help="capacity per device instead of its labelled memory")
+
+
+def _list(parse):
+    """A comma-separated list of values each read by `parse`, as a tuple."""
+    def parse_list(text):
+        if len(text) > 400:
+            raise argparse.ArgumentTypeError("too long a list")
+        return tuple(parse(item.strip()) for item in text.split(","))
+    parse_list.__name__ = getattr(parse, "__name__", "list")
+    return parse_list
+
+
+def _window_arguments(q):
+    common.add_model(q, required=False)
+    q.add_argument("--context", type=common.tokens, default=None, help="tokens per request (with --model)")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests (default 1)")
+    q.add_argument("--payload-bytes", type=common.byte_size, default=None, metavar="BYTES",
+                   help="a declared payload instead of --model's KV cache")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16")
+    q.add_argument("--kv-dtype", default=None, metavar="FMT", help="KV cache format (default bf16)")
+    where = q.add_mutually_exclusive_group()
+    where.add_argument("--device", default=None, metavar="ID|DEVICE.json",
+                       help="the interface bandwidth is this device's memory bandwidth (default h100-sxm)")
+    where.add_argument("--bandwidth", type=common.bandwidth, default=None, metavar="BW",
+                       help="a declared interface bandwidth (e.g. 1TB/s)")
+    q.add_argument("--latency", type=common.latency, required=True, metavar="T",
+                   help="issue-to-completion latency of one transaction (e.g. 500ns)")
+    q.add_argument("--transaction-bytes", type=common.positive_int, required=True, metavar="S",
+                   help="bytes per transaction (e.g. 128)")
+    q.add_argument("--transactions", type=common.positive_int, required=True, metavar="N",
+                   help="transaction slots in flight")
+    q.add_argument("--active", type=common.positive_int, default=None, metavar="A",
+                   help="independent transactions actually in flight (default: all slots)")
+    q.add_argument("--service-interval", type=common.latency, default=None, metavar="T",
+                   help="a serialized issue interval per transaction (e.g. 100ns)")
+
+
+def _checkpoint_arguments(q):
+    common.add_model(q, required=False)
+    _params(q, required=False)
+    q.add_argument("--saved", choices=("weights+grads+optimizer", "weights+optimizer"),
+                   default="weights+grads+optimizer",
+                   help="what a checkpoint holds per parameter: BF16 weights 2 B, BF16 gradients 2 B, FP32 "
+                        "master, m and v 12 B (default all: 16 B)")
+    q.add_argument("--write-bandwidth", type=common.bandwidth, required=True, metavar="BW",
+                   help="sustained checkpoint write bandwidth (e.g. 8GB/s)")
+    q.add_argument("--devices", type=common.positive_int, default=1, help="devices whose failures stop the job")
+    q.add_argument("--device-mtbf", type=long_duration, default=None, metavar="T",
+                   help="mean time between failures of one device (e.g. 365d)")
+    q.add_argument("--job-mtbf", type=long_duration, default=None, metavar="T",
+                   help="mean time between job-level shocks, counted once (e.g. 1d)")
+    q.add_argument("--recovery", type=long_duration, default=0.0, metavar="T", help="restart time r (default 0s)")
+    q.add_argument("--intervals", type=common.positive_ints, default=(), metavar="S,S,...",
+                   help="candidate intervals tau in seconds to tabulate")
+
+
+def _device_figures(args, spec):
+    """(device with any declared figures, capacity, bf16 dense peak)."""
+    from ..dtypes import dtype
+    from ..errors import UserError
+    from ..load.hardware import load_device
+
+    device = common.declared_figures(load_device(spec), args)
+    peak = device.peak(dtype("bf16"))
+    if peak is None:
+        raise UserError(f"device {device.id} publishes no bf16 matrix peak; declare one with --matrix-peak")
+    return device, args.memory_bytes or device.memory_label_bytes, peak
+
+
+def _device_record(device, capacity, peak):
+    return {"id": device.id, "name": device.name, "bf16_matrix_flops_per_s": peak,
+            "memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s, "capacity_bytes": capacity}
+
+
+def _training(args, nominal):
+    """Every device x parameters x efficiency x deadline: days on the fleet, devices needed, and the
+    largest N (the same for every N: one row per device x efficiency x deadline)."""
+    from ..errors import UserError
+
+    specs = args.device or ["h100-sxm"]
+    if len(specs) > 1 and args.matrix_peak:
+        raise UserError("--matrix-peak declares one device's figure; give one --device")
+    devices, rows, bounds = [], [], []
+    for spec in specs:
+        device, capacity, peak = _device_figures(args, spec)
+        devices.append(_device_record(device, capacity, peak))
+        for eff in args.efficiency:
+            for days in args.days:
+                for n in args.params:
+                    r = nominal.training_scale(
+                        params=n, tokens=args.train_tokens, tokens_per_param=args.tokens_per_param, peak=peak,
+                        efficiency=eff, deadline_days=days, unavailable_days=args.unavailable_days,
+                        cards=args.cards, state_bytes_per_param=args.state_bytes_per_param, capacity=capacity)
+                    rows.append({"device": device.id, "params": n, "efficiency": str(eff), "deadline_days": days,
+                                 **{k: r[k] for k in ("tokens", "work_flops", "state_bytes", "training_days_on_cards",
+                                                      "fleet_capacity_fits", "compute_cards", "capacity_cards",
+                                                      "needed_cards")}})
+                bounds.append({"device": device.id, "efficiency": str(eff), "deadline_days": days,
+                               **{k: r[k] for k in ("compute_params_bound", "capacity_params_bound",
+                                                    "params_bound")}})
+    return devices, {"rows": rows, "params_bounds": bounds}
+
+
+def _inputs(args):
+    """The options as given, JSON-ready: exact fractions as text ('3/10'), lists as lists."""
+    from fractions import Fraction
+
+    def plain(v):
+        if isinstance(v, Fraction):
+            return str(v)
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return v
+
+    out = {}
+    for k in args.echoed:
+        v = getattr(args, k)
+        out[k] = {f: r for f, r in v} if k == "matrix_peak" and v else plain(v)
+    return out
+
+
+def run(args):
+    from ..analyses import nominal
+    from ..render import budget as render
+
+    rec = {"schema_version": 1, "command": "budget", "kind": args.kind, "inputs": _inputs(args)}
+    if args.kind == "decode":
+        device, capacity, peak = _device_figures(args, args.device)
+        rec["device"] = _device_record(device, capacity, peak)
+        rec["result"] = nominal.decode_budget(
+            params=args.params, weight_bits=args.weight_bits, batch=args.batch,
+            kv_history_bytes=args.kv_history_bytes, kv_append_bytes=args.kv_append_bytes,
+            metadata_bytes=args.metadata_bytes, workspace_bytes=args.workspace, peak=peak,
+            bandwidth=device.memory_bandwidth_bytes_per_s, capacity=capacity)
+    elif args.kind == "training":
+        rec["devices"], rec["result"] = _training(args, nominal)
+    elif args.kind == "transfer":
+        rec["result"] = nominal.transfer_budget(
+            params=args.params, weight_bits=args.weight_bits, shards=_card_shards(args),
+            card_capacity=args.card_memory,
+            payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
+            link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
+            messages=args.messages)
+    elif args.kind == "window":
+        rec["result"] = _window(args)
+    else:
+        rec["result"] = _checkpoint(args)
+    rec["conventions"] = render.CONVENTIONS[args.kind]
+    return common.emit(args, rec, render.markdown, render.csv)
+
+
+def _card_shards(args):
+    from ..errors import UserError
+
+    if args.shards is None:
+        q, r = divmod(args.params, args.cards)
+        return tuple(q + (i < r) for i in range(args.cards))
+    if len(args.shards) != args.cards or sum(args.shards) != args.params:
+        raise UserError(f"--shards must give {args.cards} counts summing to --params {args.params:,}")
+    return args.shards
+
+
+def _window(args):
+    from ..analyses.concurrency import memory_window
+    from ..errors import UserError
+
+    if (args.model is None) == (args.payload_bytes is None):
+        raise UserError("give --model (with --context) for a request's KV cache, or --payload-bytes")
+    if args.model is not None:
+        from ..analyses.kv import bytes_per_request
+        from ..load.models import load_model
+
+        if args.context is None:
+            raise UserError("--model needs --context (tokens per request)")
+        arch = load_model(args.model)
+        payload = args.batch * bytes_per_request(arch, common.workload(args, arch, 1, 1, 0), args.context)
+    else:
+        payload = args.payload_bytes
+    if args.bandwidth is not None:
+        bandwidth = round(args.bandwidth)
+    else:
+        from ..load.hardware import load_device
+        bandwidth = load_device(args.device or "h100-sxm").memory_bandwidth_bytes_per_s
+    if args.active is not None and args.active > args.transactions:
+        raise UserError(f"--active {args.active} exceeds --transactions {args.transactions}")
+    ns = lambda t: max(1, round(t * 1e9))  # noqa: E731  (declared times are whole nanoseconds)
+    return memory_window(payload_bytes=payload, bandwidth=bandwidth, latency_ns=ns(args.latency),
+                         transaction_bytes=args.transaction_bytes, transactions=args.transactions,
+                         active=args.active,
+                         service_interval_ns=None if args.service_interval is None else ns(args.service_interval))
+
+
+def _checkpoint(args):
+    from ..analyses import checkpoint
+    from ..errors import UserError
+
+    if (args.model is None) == (args.params is None):
+        raise UserError("give --model (its exact parameters) or --params")
+    params = args.params
+    if args.model is not None:
+        from ..load.models import load_model
+        params = load_model(args.model).params
+    grads = 2 if args.saved == "weights+grads+optimizer" else 0
+    payload = checkpoint.payload_bytes(params, 2, grads, 12)
+    rate = checkpoint.failure_rate(args.devices, args.device_mtbf, args.job_mtbf)
+    out = checkpoint.interval(payload=payload, write_bandwidth=round(args.write_bandwidth), rate=rate,
+                              recovery_s=args.recovery, candidates=args.intervals)
+    return dict({"parameters": params}, **out)

@@ -1,0 +1,111 @@
+"""`budget` records -> Markdown and CSV: the inputs, one quantity per row, the conventions."""
+
+from .table import inline, markdown_table
+
+CONVENTIONS = {
+    "decode": [
+        "Nominal dense model: N parameters and a storage width only (no layers, attention or head): "
+        "2 N B matrix FLOPs per step, ceil(N x bits / 8) weight bytes read once for the batch, each "
+        "request's declared KV history read and append written. Not a real model's count (`forward`).",
+        "Compute service = FLOPs / bf16 dense peak (weights dequantized to bf16); memory service = bytes / "
+        "bandwidth; the lower bound is their max (the units overlap). Capacity = the device's labelled "
+        "memory in 10^9 B (or --memory-bytes) against weights + metadata + KV + workspace.",
+        "Crossover batch: the smallest B with B x 2N / peak >= (weights + metadata + B x KV) / bandwidth; "
+        "none when each request's KV outweighs its compute (the step never becomes compute-bound).",
+    ],
+    "transfer": [
+        "Nominal weights: ceil(N x bits / 8) bytes; each card holds its shard's packed bytes (no scales, "
+        "padding or replication); a fit is against the declared budget per card.",
+        "Serial transfer = messages x startup + payload / (bandwidth x efficiency); the payload at which "
+        "both terms are equal is startup x bandwidth x efficiency. A link's Gb/s is read / 8 as bytes/s "
+        "in one direction.",
+    ],
+    "training": [
+        "Nominal dense training work 6ND (no attention correction, no head distinction); D = the task "
+        "tokens or K x N. Efficiency is the MFU of this numerator at the device's bf16 dense peak.",
+        "Devices for a deadline: ceil(6ND / (peak x efficiency x useful seconds)), useful seconds = "
+        "(deadline - unavailable days) x 86,400; for the state: ceil(state bytes x N / labelled memory); "
+        "lower bounds, not a deployment.",
+        "Largest N by the deadline on the fleet: floor(fleet x peak x efficiency x useful seconds / (6D)), "
+        "or the integer square root of that over 6K when D = K x N; largest N its memory holds: "
+        "floor(fleet x memory / state bytes per parameter).",
+    ],
+    "window": [
+        "Little's law: with n transactions of s bytes in flight, each taking latency L, the delivered "
+        "bandwidth is at most n s / L; with a serialized issue interval tau, at most s / tau; and at most "
+        "the interface bandwidth B. The window that lets the interface run at B is B L bytes, "
+        "ceil(B L / s) transactions.",
+        "Payload = the model's KV cache of the requests (`kv` bytes per request x batch, one logical "
+        "visit per stored K/V) or a declared one; its service takes at least payload / the bound and "
+        "never less than one latency. Declared interface figures, not measurements.",
+    ],
+    "checkpoint": [
+        "Payload per parameter: BF16 weights 2 B, BF16 gradients 2 B (unless --saved weights+optimizer), "
+        "FP32 master, Adam m and v 12 B; the save blocks training for c = payload / write bandwidth.",
+        "Failure rate lambda = devices / device MTBF + 1 / job MTBF (independent exponential failures; "
+        "the job-level shock counted once). Young's first-order interval sqrt(2 c / lambda) minimises "
+        "c / tau + lambda tau / 2 + lambda r.",
+        "Poisson retry model (work and saves fail, a failure loses the round, the restart r never "
+        "fails): a round takes E = (exp(lambda (tau + c)) - 1)(1 / lambda + r); its optimum y = lambda tau "
+        "solves y - 1 + exp(-y - lambda c) = 0 (bisection). With no failures neither has an optimum.",
+    ],
+}
+
+
+def _value(v):
+    if isinstance(v, bool) or v is None:
+        return "-" if v is None else ("yes" if v else "no")
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        return f"{v:.9g}"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v))
+    return str(v)
+
+
+def _rows(result):
+    rows, tables = [], []
+    for k, v in result.items():
+        if isinstance(v, dict):
+            rows.extend([f"{k}: {kk}", _value(vv)] for kk, vv in v.items())
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            tables.append((k, v))
+        else:
+            rows.append([k, _value(v)])
+    return rows, tables
+
+
+def markdown(rec):
+    lines = [f"# budget {rec['kind']}", ""]
+    given = ", ".join(f"{k} {inline(_value(v))}" for k, v in rec["inputs"].items() if v not in (None, (), []))
+    lines += [f"- Inputs: {given}"]
+    for d in rec.get("devices") or ([rec["device"]] if "device" in rec else []):
+        lines += [f"- Device: {inline(d['name'])} (`{inline(d['id'])}`): bf16 dense matrix peak "
+                  f"{d['bf16_matrix_flops_per_s'] / 1e12:g} TFLOP/s, memory bandwidth "
+                  f"{d['memory_bandwidth_bytes_per_s'] / 1e9:g} GB/s, capacity {d['capacity_bytes']:,} B"]
+    rows, tables = _rows(rec["result"])
+    lines += [""]
+    if rows:
+        lines += ["## Result", "", markdown_table(["quantity", "value"], rows, "lr"), ""]
+    for name, table in tables:
+        header = list(table[0])
+        lines += [f"## {name}", "", markdown_table(header, [[_value(r[h]) for h in header] for r in table]), ""]
+    lines += ["## Conventions", ""] + [f"- {c}" for c in rec["conventions"]]
+    return "\n".join(lines) + "\n"
+
+
+def csv(rec):
+    import csv as _csv
+    import io
+
+    out = io.StringIO()
+    w = _csv.writer(out, lineterminator="\n")
+    rows, tables = _rows(rec["result"])
+    if rows:
+        w.writerow(["quantity", "value"])
+        w.writerows(rows)
+    for name, table in tables:
+        w.writerow([name] + list(table[0]))
+        w.writerows([[name] + [_value(r[h]) for h in table[0]] for r in table])
+    return out.getvalue()
