@@ -1,5 +1,5 @@
 """Rewrite the model_type table of docs/models.md (between the model-types markers)
-from `calc.py models --types`; tests/test_model_types.py checks that they agree.
+from `calc.py models --types --full`; tests/test_model_types.py checks that they agree.
 
     python3 scripts/model_types_doc.py
 """
@@ -14,7 +14,7 @@ DOC = os.path.join(ROOT, "docs", "models.md")
 
 
 def main():
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "calculations", "calc.py"), "models", "--types"],
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "calculations", "calc.py"), "models", "--types", "--full"],
                          capture_output=True, text=True, check=True).stdout
     table = "\n".join(line for line in out.split("\n") if line.startswith("|"))
     with open(DOC, encoding="utf-8") as f:

@@ -54,7 +54,7 @@ class PublishedCounts(unittest.TestCase):
             "aya-23-8b": 8_028_033_024, "internlm2.5-7b": 7_737_708_544,
             "qwen1.5-moe-a2.7b": 14_315_784_192, "starcoder2-7b": 7_173_923_840,
             "falcon-7b": 6_921_720_704, "phi-4-mini": 3_836_021_760,
-            "mistral-nemo-12b": 12_247_782_400,
+            "mistral-nemo-12b": 12_247_782_400, "glm-4-9b-0414": 9_400_279_040,
         }
         for model, params in official.items():
             with self.subTest(model=model):
@@ -67,6 +67,21 @@ class PublishedCounts(unittest.TestCase):
         # -> 317,214,720 x 40 = 12,688,588,800; embed + head 2 x 100352 x 5120 =
         # 1,027,604,480; final norm 5120 -> 13,716,198,400.
         self.assertEqual(4 * load_model("olmo-2-13b").params, 54_864_793_600)
+
+
+    def test_glm_4_5_air_with_mtp(self):
+        """GLM-4.5-Air, by hand: layer 0 (dense): attention q 4096 x 12288 + 12288 bias, k, v
+        4096 x 1024 + 1024 each, o 12288 x 4096 = 109,066,240; MLP 3 x 4096 x 10944 =
+        134,479,872; norms 8,192 -> 243,554,304. MoE layers (45): attention 109,066,240,
+        router 128 x 4096 + 128 bias, experts 128 x 3 x 4096 x 1408, shared 3 x 4096 x 1408,
+        norms 8,192 -> 2,341,492,864 each. Embedding + head 2 x 151552 x 4096, final norm:
+        main 106,852,251,264. MTP: one MoE layer + eh_proj 2 x 4096^2 + 3 norms =
+        2,375,059,584; the checkpoint also stores embedding and head copies 1,241,513,984.
+        Sum: 110,468,824,832, the published total."""
+        arch = load_model("glm-4.5-air")
+        self.assertEqual(arch.params, 106_852_251_264)
+        self.assertEqual([p.params for p in arch.parts], [2_375_059_584])
+        self.assertEqual(arch.params + arch.parts[0].params + 2 * 151552 * 4096, 110_468_824_832)
 
 
 class HandWorked(unittest.TestCase):
@@ -171,6 +186,22 @@ class HandWorked(unittest.TestCase):
         arch = tiny(self, "qwen2_moe", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=4,
                     shared_expert_intermediate_size=8)
         self.assertEqual((arch.params, arch.active_params), (1848, 1464))
+
+    def test_glm4_four_norms(self):
+        """q, k, v biases 8 + 4 + 4, no o bias: attention 208; MLP 384; four norms 32 ->
+        624 per layer; x 2 + embed 80 + head 80 + norm 8 = 1416. Partial rotary 0.5:
+        RoPE on 2 of 4 dims."""
+        arch = tiny(self, "glm4", attention_bias=True, partial_rotary_factor=0.5)
+        self.assertEqual(arch.params, 1416)
+        self.assertEqual(arch.layers[0].blocks[1].rope_dim, 2)
+
+    def test_glm4_moe_layers(self):
+        """first_k_dense_replace 1: layer 0 dense (208 + 384 + 16 = 608), layer 1 MoE: router
+        4 x 8 + bias 4, 4 experts of I = 4 (384), shared 1 x 96 -> 516, + 208 + 16 = 740;
+        embed 80 + head 80 + norm 8: 1516."""
+        arch = tiny(self, "glm4_moe", attention_bias=True, n_routed_experts=4, num_experts_per_tok=2,
+                    moe_intermediate_size=4, n_shared_experts=1, first_k_dense_replace=1)
+        self.assertEqual(arch.params, 1516)
 
     def test_internlm2_bias(self):
         # bias true: wqkv biases 8 + 4 + 4 and wo bias 8 = 24 more per layer than llama

@@ -20,6 +20,7 @@ layer h (H + 2 KV) d + H d h.
 """
 
 from ..arch import Layer
+from ..errors import quote
 from ..blocks.basic import Residual, RMSNorm
 from ..blocks.lightning import BLOCK, LightningAttention
 from ..blocks.moe import MoE
@@ -33,17 +34,18 @@ def layer_kinds(cfg):
     if cfg.has("layer_types"):
         return cfg.layer_types(tuple(KINDS.values()))
     value = cfg.require("attn_type_list")
-    if not isinstance(value, list) or len(value) != n or any(v not in KINDS or isinstance(v, bool) for v in value):
+    if not isinstance(value, list) or len(value) != n or any(isinstance(v, bool) or not isinstance(v, int) or v not in KINDS for v in value):
         raise cfg.unsupported(f"attn_type_list (expected {n} entries of 0 or 1)")
     return tuple(KINDS[v] for v in value)
 
 
 def _shared_inter(cfg):
     value = cfg.get("shared_intermediate_size", 0)
-    values = set(value) if isinstance(value, list) else {value}
-    if len(values) != 1 or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values):
-        raise cfg.unsupported(f"shared_intermediate_size {value!r} (one width for every layer)")
-    return values.pop()
+    values = value if isinstance(value, list) else [value]
+    if (not values or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in values)
+            or len(set(values)) != 1):
+        raise cfg.unsupported(f"shared_intermediate_size {quote(value, 40)} (one width for every layer)")
+    return values[0]
 
 
 def minimax(cfg, model_id):

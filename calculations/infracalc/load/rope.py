@@ -44,7 +44,7 @@ def max_context(cfg):
     if rs is None:
         return declared, None
     kind = rs.get("rope_type", rs.get("type", "default"))
-    if kind not in TYPES:
+    if not isinstance(kind, str) or kind not in TYPES:
         raise cfg.unsupported(f"{key} type {quote(kind, 40)} (modelled: {', '.join(sorted(TYPES))})")
     rule = TYPES[kind]
     if rule in ("none", "as declared"):
