@@ -405,6 +405,11 @@ class Smaller(Case):
         self.assertEqual(status, 0, err)
         self.assertNotIn("admits this model", out)
         self.assertIn("global batch is not a multiple of dp x micro-batch", out.split("## Rejected")[0])
+        status, out, err = run("parallel", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--devices", "1",
+                               "--search", "--input-len", "128", "--output-len", "2")
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("admits this model", out)
+        self.assertIn("does not fit", out.split("## Rejected")[0].split("- Model:")[0])
 
     def test_pipelines_deeper_than_the_limit_are_refused(self):
         from infracalc.layout import PP_MAX
@@ -416,3 +421,20 @@ class Smaller(Case):
             status, out, err = run(*argv)
             self.assertEqual(status, 2, err)
             self.assertIn(f"{PP_MAX:,} stages", err)
+
+
+class NestedConfigFields(Case):
+    """Point 10's nested config mutations found: rope_scaling with a non-string type or an
+    overflowing factor was a TypeError / OverflowError."""
+
+    def test_rope_scaling_fields_are_type_checked(self):
+        cfg = bundled("models", "llama-3.1-8b")
+        for bad in ({"rope_type": {}}, {"type": ["x"]}, {"rope_type": "linear", "factor": 1e308},
+                    {"rope_type": "dynamic", "factor": float("1e30")}):
+            cfg["rope_scaling"] = bad
+            path = os.path.join(self.folder(), "rope.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f)
+            status, out, err = run("forward", "--model", path, "--format", "json")
+            self.assertEqual((status, out), (2, ""), err)
+            self.assertIn("rope_scaling", err)

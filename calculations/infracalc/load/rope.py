@@ -19,6 +19,8 @@ what it was trained for).
 
 from ..errors import quote
 
+FACTOR_MAX = 2**20   # far above any published scaling (YaRN and llama3 configs use 4 to 64)
+
 # rope_type -> how the factor sets the maximum context
 TYPES = {
     "default": "none", "linear": "times factor", "dynamic": "times factor", "yarn": "original times factor",
@@ -50,8 +52,8 @@ def max_context(cfg):
     if rule in ("none", "as declared"):
         return declared, None
     factor = rs.get("factor")
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not factor >= 1:
-        raise cfg.unsupported(f"{key} factor {quote(factor, 40)} (expected a number >= 1)")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 1 <= factor <= FACTOR_MAX:
+        raise cfg.unsupported(f"{key} factor {quote(factor, 40)} (expected a number from 1 to {FACTOR_MAX:,})")
     if rule == "original times factor" and rs.get("original_max_position_embeddings") is not None:
         base, base_name = rs["original_max_position_embeddings"], "original_max_position_embeddings"
         if isinstance(base, bool) or not isinstance(base, int) or base < 1:

@@ -89,8 +89,10 @@ def _fit(mem):
     if mem.get("fits", True):
         return (f"Fits: at most {u.count(mem['max_requests_per_replica'], 'request')} per replica"
                 if mem.get("max_requests_per_replica") is not None else "Fits")
-    return f"Does not fit: stage {mem['binding_stage']} short by {u.nbytes(short)} per device" if short else \
-        f"Does not fit ({v.DOES_NOT_FIT})"
+    most = mem.get("max_requests_per_replica")
+    room = f" (at most {u.count(most, 'request')} per replica)" if most else ""
+    return (f"Does not fit: stage {mem['binding_stage']} short by {u.nbytes(short)} per device{room}" if short
+            else f"Does not fit{room}")
 
 
 def _summary(rec):
@@ -103,7 +105,9 @@ def _summary(rec):
         f"TTFT: {v.times(lat['ttft_s'], lb.get('ttft_s'), lat.get('predicted_ttft_s'), fits)}",
         f"TPOT (mean): {v.times(lat['tpot_mean_s'], lb.get('tpot_mean_s'), lat.get('predicted_tpot_mean_s'), fits)}",
         f"Decode tokens/s per device: {_rate(lat['decode_tokens_per_s_per_device'])} estimate, "
-        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")])
+        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        + ([] if fits else ["Would fit with a smaller `--batch`, more devices (`--tp`, `--pp`), smaller formats, "
+                            "or run with `--search` over a device count"]))
 
 
 def _sweep_summary(rec):
@@ -124,8 +128,10 @@ def _search_summary(rec):
 
     i = rec["inputs"]
     if not rec["top"]:
-        return v.block(f"No layout of {u.count(i['devices'], 'device')} admits this model", [
-            "Why: the rejected layouts below; try more devices or smaller formats"])
+        return v.block(f"No layout of {u.count(i['devices'], 'device')} is admitted", [
+            "Why: " + ("; ".join(f"{u.count(r['layouts'], 'layout')}: {r['reason']}" for r in rec["rejected"])
+                       or "no layout considered"),
+            "Try more devices or smaller formats"])
     best = _search_row(rec["top"][0])
     limit = f" (TPOT limit {u.seconds(i['tpot_limit_s'])})" if i["tpot_limit_s"] is not None else ""
     lines = [f"Decode tokens/s per device: {_rate(best['decode_tokens_per_s_per_device'])} estimate, "

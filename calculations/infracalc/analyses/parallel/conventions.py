@@ -3,7 +3,7 @@
 PARALLEL_CONVENTIONS = (
     "Devices = tp x pp x dp x cp; expert parallelism is carved out of the tp x dp devices of a "
     "stage (EP ranks from the TP group first, then from data-parallel replicas); each device "
-    "runs its shard (the layout library's placement rules, README 'Placement on many devices').",
+    "runs its shard (the layout library's placement rules, docs/layout.md).",
     "Batch B = concurrent requests per model replica (one DP replica); the cluster carries "
     "dp x B. The replica's B requests run in m micro-batches of B/m (default m = gcd(B, pp)).",
     "Per device and phase (the estimate): the operator-sum roofline of its shard (the sum of "
