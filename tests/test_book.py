@@ -544,6 +544,19 @@ class ArchitectureVariants(unittest.TestCase):
                 self.assertEqual(c["weight_bytes"] + c["kv_bytes_per_request"] + 2 ** 31, budget)
 
 
+class TeacherCache(unittest.TestCase):
+    def test_fp32_and_v4_flash_rows(self):
+        # INDEX, table "教师最终hidden与全logits缓存": teacher-cache-fp32 hidden 134217728 B, logits
+        # 4978638848 B, head 10196252360704 FLOPs; teacher-cache-v4-flash 67108864, 2118123520,
+        # 8675833937920 (by hand: 8192 x 4096 x 2 B; 8192 x 129280 x 2 B; 2 x 8192 x 4096 x 129280).
+        for argv, row in ((("--model", "qwen3-8b", "--act-dtype", "fp32", "--matrix-peak", "fp32=67T"),
+                           (134_217_728, 4_978_638_848, 10_196_252_360_704)),
+                          (("--model", "deepseek-v4-flash"), (67_108_864, 2_118_123_520, 8_675_833_937_920))):
+            ops = {o["name"]: o for o in result("forward", *argv, "--tokens", "8192", "--logits", "all")["operators"]}
+            self.assertEqual((ops["norm"]["act_bytes_written"], ops["lm_head"]["act_bytes_written"],
+                              ops["lm_head"]["matrix_flops"]), row)
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =
