@@ -148,6 +148,15 @@ class HandWorked(unittest.TestCase):
         self.assertEqual(names.count("input_layernorm"), 1)
         self.assertIn("logits_scale", names)
 
+    def test_parallel_layer_keeps_the_normed_input_once(self):
+        """Cohere: q_proj and gate_proj read the same normed input; training keeps it once
+        (q_proj's copy): gate_proj keeps nothing, unlike a sequential llama layer, whose
+        gate keeps its own input of T x h = 4 x 8 values, 64 bytes in bf16 per layer (2 layers)."""
+        ops = build(tiny(self, "cohere"), Workload(tokens=4)).ops
+        self.assertEqual([o.saved_bytes for o in ops if o.name == "gate_proj"], [0])
+        ops = build(tiny(self, "llama"), Workload(tokens=4)).ops
+        self.assertEqual([o.saved_bytes for o in ops if o.name == "gate_proj"], [2 * 2 * 4 * 8])
+
     def test_cohere_qk_norm_refused(self):
         path = write_config(self, {**BASE, "model_type": "cohere", "use_qk_norm": True})
         status, _, err = run_cli("models", "--model", path)
@@ -278,6 +287,12 @@ class Lightning(unittest.TestCase):
     def test_recurrent_decode(self):
         op = self.core(tokens=1, history=9)
         self.assertEqual((op.matrix_flops, op.vector_flops, op.kv_read, op.kv_write), (128, 32, 128, 128))
+
+    def test_alpha_beta_residuals(self):
+        # alpha * x + beta * f(x): 3 FLOPs per element; T = 3, h = 8, 2 per layer, 2 layers
+        ops = build(self.arch, Workload(tokens=3)).ops
+        self.assertEqual(sum(o.vector_flops for o in ops if o.name == "alpha_beta_residual_add"),
+                         3 * 3 * 8 * 2 * 2)
 
     def test_state_not_cache(self):
         self.assertEqual(self.arch.kv_bytes(DTYPES["bf16"], 0), 128)
