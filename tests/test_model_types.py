@@ -251,6 +251,20 @@ class VisionWrappers(unittest.TestCase):
         self.assertEqual((arch.params, arch.parts[0].params), (3_429_006_336, 403_305_472 + 16_778_240))
         self.assertEqual(arch.max_context, 262144)   # yarn 16 x 16384 = 262,144 = P
 
+    def test_mllama_text_only(self):
+        """text_config: 3 layers, cross_attention_layers [1]. Self-attention layers 0 and 2:
+        2 x (192 + 384 + 16) = 1184; embedding (10 + 8) x 8 = 144; head 80; norm 8: 1416.
+        Cross-attention layer (apart): 192 + q_norm, k_norm 2 x 4 + 2 gates + 384 + 16 = 602.
+        The vision tower is unknown (None)."""
+        path = write_config(self, {"model_type": "mllama", "text_config": {
+            **BASE, "model_type": "mllama", "num_hidden_layers": 3, "cross_attention_layers": [1]},
+            "vision_config": {"hidden_size": 16}})
+        arch = load_model(path)
+        self.assertEqual((arch.params, len(arch.layers)), (1416, 2))
+        self.assertEqual([p.params for p in arch.parts], [602, None])
+        status, out, err = run_cli("forward", "--model", path, "--tokens", "4", "--format", "json")
+        self.assertEqual((status, err), (0, ""))
+
     def test_vision_part_not_in_weights(self):
         arch = load_model("llava-1.5-7b")
         self.assertEqual(totals("llava-1.5-7b").weight_bytes, 2 * arch.params)
