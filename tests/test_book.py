@@ -520,6 +520,43 @@ class ChapterOneBudgets(unittest.TestCase):
                          ("285.597501", 51992, 315_128_807_424))
 
 
+class ArchitectureVariants(unittest.TestCase):
+    def test_edited_configs(self):
+        # bojieli/ai-infra-book:calculations/results/architecture-decode.md (one request, history 8192, one
+        # token; TP 2 on 24e9 B cards with 2 GiB workspace): L/H/FFN/KV heads, parameters, matrix FLOPs,
+        # KV bytes per token, per-rank budget (weights + KV + workspace).
+        rows = (("baseline", 8_190_735_360, 19_968_622_592, 147_456, 10_942_580_736),
+                ("shallower-same-width", 8_178_051_072, 18_332_647_424, 98_304, 10_728_443_904),
+                ("deeper-same-width", 8_165_670_912, 21_529_100_288, 196_608, 11_118_968_832),
+                ("narrower-same-depth", 8_195_641_344, 19_081_641_984, 110_592, 10_796_398_592),
+                ("shallower-wider", 8_209_296_384, 18_889_277_440, 98_304, 10_759_739_392),
+                ("less-kv-more-ffn", 8_190_735_360, 19_968_622_592, 36_864, 10_489_540_608))
+        configs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculations", "results",
+                               "book", "configs")
+        for name, params, flops, per_token, budget in rows:
+            model = "qwen3-8b" if name == "baseline" else os.path.join(configs, f"qwen3-8b-{name}.json")
+            r = result("forward", "--model", model, "--history", "8192", "--tokens", "1")
+            c = result("kv", "--model", model, "--context", "8193", "--tp", "2", "--memory-bytes", "24GB",
+                       "--reserve", "2GiB")["capacity"]["stages"][0]
+            with self.subTest(variant=name):
+                self.assertEqual((r["model"]["params"], r["totals"]["matrix_flops"], r["totals"]["kv_bytes_per_token"]),
+                                 (params, flops, per_token))
+                self.assertEqual(c["weight_bytes"] + c["kv_bytes_per_request"] + 2 ** 31, budget)
+
+
+class TeacherCache(unittest.TestCase):
+    def test_fp32_and_v4_flash_rows(self):
+        # INDEX, table "教师最终hidden与全logits缓存": teacher-cache-fp32 hidden 134217728 B, logits
+        # 4978638848 B, head 10196252360704 FLOPs; teacher-cache-v4-flash 67108864, 2118123520,
+        # 8675833937920 (by hand: 8192 x 4096 x 2 B; 8192 x 129280 x 2 B; 2 x 8192 x 4096 x 129280).
+        for argv, row in ((("--model", "qwen3-8b", "--act-dtype", "fp32", "--matrix-peak", "fp32=67T"),
+                           (134_217_728, 4_978_638_848, 10_196_252_360_704)),
+                          (("--model", "deepseek-v4-flash"), (67_108_864, 2_118_123_520, 8_675_833_937_920))):
+            ops = {o["name"]: o for o in result("forward", *argv, "--tokens", "8192", "--logits", "all")["operators"]}
+            self.assertEqual((ops["norm"]["act_bytes_written"], ops["lm_head"]["act_bytes_written"],
+                              ops["lm_head"]["matrix_flops"]), row)
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =

@@ -32,7 +32,8 @@ class SameFiguresAsParallelAndTrain(unittest.TestCase):
             self.assertTrue(stage["collectives"])
             bound = 0.0
             for c in stage["collectives"]:
-                rows = collective_rows(c["kind"], c["bytes_per_run"], c["group"], 8, "h800")
+                ep = ("--experts", "128", "--top-k", "8") if c["kind"] == "all_to_all" else ()
+                rows = collective_rows(c["kind"], c["bytes_per_run"], c["group"], 8, "h800", *ep)
                 pick = column or next(name for name, row in rows.items() if row["estimate"])
                 with self.subTest(algorithm=algorithm, collective=c["name"]):
                     self.assertEqual(rows[pick]["time_s"] * c["runs"], c["time_s"])
@@ -44,7 +45,8 @@ class SameFiguresAsParallelAndTrain(unittest.TestCase):
                      "--seq", "4096", "--global-batch", "64")
         seen = set()
         for c in r["time"]["collectives"]:
-            rows = collective_rows(c["kind"], c["bytes"], c["group"], 8, "h800")
+            ep = ("--experts", "128", "--top-k", "8") if c["kind"] == "all_to_all" else ()
+            rows = collective_rows(c["kind"], c["bytes"], c["group"], 8, "h800", *ep)
             with self.subTest(collective=c["name"], phase=c["phase"]):
                 self.assertEqual(rows["ring"]["time_s"] * c["count"], c["time_s"])
             seen.add(c["kind"])

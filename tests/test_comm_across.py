@@ -163,3 +163,30 @@ class RanksPerDomain(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NodeDedup(unittest.TestCase):
+    def test_node_share_by_hand(self):
+        from fractions import Fraction
+        from math import comb
+
+        from infracalc.collectives import node_share
+        # DeepSeek-V3 EP 64, 8 per node: 8 nodes of 32 experts; a token misses a node with
+        # P = C(224, 8) / C(256, 8); remote nodes 7 (1 - P) over 8 x 56/64 = 7 off-node copies.
+        p = Fraction(comb(224, 8), comb(256, 8))
+        self.assertAlmostEqual(node_share(256, 8, 64, 8), float(7 * (1 - p) / 7), places=15)
+        self.assertAlmostEqual(node_share(256, 8, 64, 8), 0.662, places=3)
+        # One node: nothing crosses a NIC to deduplicate.
+        self.assertEqual(node_share(256, 8, 8, 8), 1.0)
+
+    def test_bound_uses_the_share(self):
+        # EP 64 on H800, 8 per node, S = 2^30: bound = 0.662 x 56/64 S / 50e9 + 2.7 us, below the
+        # per-copy direct time; the estimate (ring, direct) is unchanged.
+        cs = comm.ep_collectives(128, 8, 7168, 1, 64, 1, "out", experts=256, local=8)
+        c = cs[0]
+        self.assertAlmostEqual(c.nic_share, 0.6618, places=4)
+        out, up = H800["out"], H800["up"]
+        t = comm.lower_bound_s(c, out, up)
+        self.assertAlmostEqual(t, c.nic_share * c.bytes * 56 / 64 / 50e9 + 2.7 * US, places=15)
+        self.assertEqual(comm.time_s(c, out, "direct", up=up),
+                         comm.time_s(c.replace(nic_share=1.0), out, "direct", up=up))

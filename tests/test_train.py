@@ -210,7 +210,9 @@ class Command(unittest.TestCase):
                 (("--devices", "16", "--tp", "8", "--dp", "4"), "differs"),
                 (("--devices", "64", "--search", "--tp", "8", "--global-batch", "64"), "chooses"),
                 (("--devices", "64", "--search"), "--global-batch"),
-                (("--pp", "5", "--schedule", "interleaved", "--global-batch", "5"), "equal chunks"),
+                (("--pp", "2", "--pp-layers", "1,95", "--schedule", "interleaved", "--global-batch", "2"),
+                 "fewer than the v = 2 chunks"),
+                (("--pp", "2", "--pp-layers", "48,47"), "sums to 95"),
                 (("--pp", "3", "--schedule", "dualpipe"), "even"),
                 (("--pp", "4", "--schedule", "interleaved", "--global-batch", "6"), "multiple of pp"),
                 (("--train-tokens", "1.5"), "whole number"),
@@ -273,3 +275,24 @@ class UnknownPeaks(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UnevenStages(unittest.TestCase):
+    def test_pp_layers_every_schedule(self):
+        # Llama 3.1 405B (126 layers) in 16 stages, the first and last one layer short (Megatron's
+        # uneven first/last stages): 7 + 14 x 8 + 7 = 126; interleaved with v = 4 runs (every
+        # stage holds at least 4 layers), and the stages hold the layers given.
+        import json
+        from support import run_cli
+        sizes = "7," + "8," * 14 + "7"
+        for schedule in ("1f1b", "interleaved", "zero-bubble", "dualpipe"):
+            extra = ("--virtual-stages", "4") if schedule == "interleaved" else ()
+            status, out, err = run_cli("train", "--model", "llama-3.1-405b", "--device", "h100-sxm", "--devices",
+                                       "2048", "--tp", "8", "--pp", "16", "--seq", "8192", "--global-batch", "2048",
+                                       "--schedule", schedule, *extra, "--pp-layers", sizes, "--zero", "1",
+                                       "--recompute", "full", "--format", "json")
+            with self.subTest(schedule=schedule):
+                self.assertEqual(status, 0, err)
+                stages = json.loads(out)["memory"]["stages"]
+                self.assertEqual([s["layers"] for s in stages][:3], ["0-6", "7-14", "15-22"])
+                self.assertEqual(stages[-1]["layers"], "119-125")

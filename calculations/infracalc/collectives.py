@@ -30,6 +30,8 @@ class Collective(Record):
     dim: str = ""    # tp | pp | ep | dp | cp
     skew: float = 1.0  # busiest rank's traffic / the mean (hot experts); scales the bandwidth term
     local: int = 1   # ranks of the group inside one scale-up domain (tier "out"; `comm.group_local`)
+    nic_share: float = 1.0  # all-to-all across domains: the least share of its NIC bytes a node-deduplicating
+    #                         implementation sends (`node_share`; DeepEP's normal mode); only the bound reads it
 
     def _check(self):
         if self.kind not in KINDS:
@@ -43,6 +45,8 @@ class Collective(Record):
                                 f"{'positive' if field == 'group' else 'non-negative'} integer, got {value!r}")
         if not self.skew >= 1.0:
             raise UserError(f"collective '{self.name}': skew must be >= 1, got {self.skew!r}")
+        if not 0 < self.nic_share <= 1:
+            raise UserError(f"collective '{self.name}': nic_share must be in (0, 1], got {self.nic_share!r}")
         if isinstance(self.local, bool) or not isinstance(self.local, int) or not 1 <= self.local <= self.group:
             raise UserError(f"collective '{self.name}': local must be an integer from 1 to the group "
                             f"({self.group}), got {self.local!r}")
@@ -116,6 +120,28 @@ def distinct_devices(experts, top_k, ep):
 
     m = experts // ep
     return ep * (1 - Fraction(math.comb(experts - m, top_k), math.comb(experts, top_k)))
+
+
+def node_share(experts, top_k, ep, local, dedup=False):
+    """Least share of an EP all-to-all's NIC bytes a node-deduplicating dispatch sends (DeepEP's
+    normal kernels: one RDMA copy per destination node, forwarded inside it over NVLink), under
+    uniform routing, experts placed E/ep per rank and `local` EP ranks per node (m = ep / local
+    nodes of E local / ep experts each):
+
+        remote nodes a token reaches   (m - 1) (1 - C(E - E g/ep, k) / C(E, k))
+        copies a rank sends off-node   k (ep - g) / ep   (dedup: (ep - g)(1 - C(E - E/ep, k) / C(E, k)))
+
+    and the share is their ratio (<= 1; 1 when the group fits one node). DeepSeek-V3 at EP 64, 8
+    per node (E 256, k 8): 7 x (1 - C(224, 8)/C(256, 8)) / 7 = 0.662."""
+    from fractions import Fraction
+
+    if local >= ep or not experts:
+        return 1.0
+    nodes, per_node = ep // local, experts * local // ep
+    miss = lambda held: Fraction(math.comb(experts - held, top_k), math.comb(experts, top_k))
+    remote_nodes = (nodes - 1) * (1 - miss(per_node))
+    copies = (ep - local) * (1 - miss(experts // ep)) if dedup else Fraction(top_k * (ep - local), ep)
+    return float(min(1, remote_nodes / copies))
 
 
 def _routing_skew(routing, experts, top_k, ep, loads):
@@ -196,10 +222,12 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
         dispatch = copies * out_bytes
         combine = copies * back_bytes
     how = " (one copy per destination rank)" if dedup else ""
+    share = node_share(experts, top_k, ep, local, dedup) if tier == "out" and routing in ("uniform", "balanced") \
+        else 1.0
     return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, moe_layers, "ep", skew,
-                       local),
+                       local, share),
             Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, moe_layers, "ep", skew,
-                       local)]
+                       local, share)]
 
 
 def expert_tp(tp, ep):

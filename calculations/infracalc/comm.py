@@ -79,7 +79,8 @@ import functools
 
 from .collectives import (Collective, cp_attention_pairs, cp_collectives, distinct_devices,  # noqa: F401
                           dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
-                          pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives, WIRE_FORMATS)
+                          node_share, pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives,
+                          WIRE_FORMATS)
 from .errors import UserError
 from .record import Record
 
@@ -495,6 +496,12 @@ def lower_bound_s(c, link, up=None):
     torus = link.topology == "torus" and c.tier == "up"
     if c.kind == "all_reduce" and not torus:
         best = min(best, time_s(c, link, "binomial", up=up))
+    if c.tier == "out" and c.kind == "all_to_all" and c.nic_share < 1:
+        # a node-deduplicating dispatch (DeepEP's normal mode) sends only c.nic_share of the
+        # per-copy NIC bytes; its forwarding inside the node is not charged (a lower bound)
+        g, _ = _domains(c, up)
+        b_o = link.bytes_per_s * link.efficiency
+        return min(best, c.nic_share * c.bytes * c.skew * (c.group - g) / (c.group * b_o) + link.alpha_s)
     if c.tier == "up" or c.kind not in ("all_reduce", "all_gather", "reduce_scatter"):
         return best
     n, s = c.group, c.bytes * c.skew

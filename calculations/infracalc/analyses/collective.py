@@ -23,9 +23,11 @@ def domain_of(device):
     return device.scale_up.domain_size if device.scale_up else 1
 
 
-def placed(operation, size, ranks, ranks_per_node, device):
+def placed(operation, size, ranks, ranks_per_node, device, experts=0, top_k=0):
     """The Collective of one run: its tier and ranks per domain from n and g (errors name the
-    impossible ones)."""
+    impossible ones). `experts` and `top_k` make an all-to-all an EP dispatch or combine under
+    uniform routing, whose bound lets a node-deduplicating dispatch send less through the NICs
+    (`collectives.node_share`, as `parallel` and `train` charge it)."""
     if operation not in OPERATIONS:
         from ..errors import unknown
         raise unknown("operation", operation, tuple(OPERATIONS))
@@ -43,7 +45,15 @@ def placed(operation, size, ranks, ranks_per_node, device):
     if kind == "p2p" and ranks != 2:
         raise UserError("send_recv runs between 2 ranks (--ranks 2); --ranks-per-node 1 sends across nodes")
     tier = "up" if g == ranks else "out"
-    return comm.Collective(operation, kind, size, ranks, tier, local=1 if tier == "up" else g)
+    share = 1.0
+    if experts or top_k:
+        if kind != "all_to_all" or not (experts and top_k):
+            raise UserError("--experts and --top-k (both) describe an EP all-to-all; they apply to all_to_all only")
+        if experts % ranks or top_k > experts:
+            raise UserError(f"--experts {experts} must be a multiple of --ranks {ranks} and at least --top-k {top_k}")
+        if tier == "out":
+            share = comm.node_share(experts, top_k, ranks, g)
+    return comm.Collective(operation, kind, size, ranks, tier, local=1 if tier == "up" else g, nic_share=share)
 
 
 def rows(c, links):
@@ -80,19 +90,20 @@ def sizes(min_bytes, max_bytes, factor):
     return out
 
 
-def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_record):
+def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_record, experts=0, top_k=0):
     """The `collective` record: inputs, links, one row per (size, algorithm)."""
     table = []
     for size in byte_sizes:
-        c = placed(operation, size, ranks, ranks_per_node, device)
+        c = placed(operation, size, ranks, ranks_per_node, device, experts, top_k)
         table += rows(c, links)
-    c = placed(operation, byte_sizes[0], ranks, ranks_per_node, device)
+    c = placed(operation, byte_sizes[0], ranks, ranks_per_node, device, experts, top_k)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "collective",
         "device": {"id": device.id, "name": device.name},
         "inputs": {"operation": operation, "ranks": ranks, "ranks_per_node": c.local if c.tier == "out" else ranks,
-                   "tier": c.tier, "nodes": 1 if c.tier == "up" else ranks // c.local},
+                   "tier": c.tier, "nodes": 1 if c.tier == "up" else ranks // c.local,
+                   "experts": experts or None, "top_k": top_k or None, "nic_share": c.nic_share},
         "links": link_record,
         "rows": table,
         "conventions": list(CONVENTIONS),

@@ -332,9 +332,14 @@ def check_schedule(arch, lay, schedule, chunks):
     if schedule == "interleaved":
         if lay.pp == 1 or chunks < 2:
             raise UserError("the interleaved schedule needs --pp > 1 and --virtual-stages >= 2")
-        if len(arch.layers) % (lay.pp * chunks):
-            raise UserError(f"interleaved: {len(arch.layers)} layers do not split into pp x v = "
-                            f"{lay.pp * chunks} equal chunks")
+        # Each stage's layers split into v chunks of whole layers (Megatron-LM's uneven first and
+        # last stages, --decoder-first/last-pipeline-num-layers, run interleaved too): a stage of
+        # fewer than v layers cannot; chunks of one stage may differ by a layer.
+        sizes = placement.stage_sizes(len(arch.layers), lay.pp, lay.pp_layers)
+        short = [i for i, n in enumerate(sizes) if n < chunks]
+        if short:
+            raise UserError(f"interleaved: stage {short[0]} holds {sizes[short[0]]} layers, fewer than the "
+                            f"v = {chunks} chunks every stage runs")
         if lay.micro_batches % lay.pp:
             raise UserError(f"interleaved: {lay.micro_batches} micro-batches is not a multiple of "
                             f"pp = {lay.pp} (Megatron-LM's requirement)")

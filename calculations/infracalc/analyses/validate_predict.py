@@ -11,7 +11,6 @@ its prediction. The accuracy table gives, per family, the median and 90th percen
 
 import statistics
 
-TP_REDUCE_BYTES = 2   # the residual stream is all-reduced in 16 bits, whatever the GEMM format
 FAMILIES = ("serving, one device", "serving, several devices", "training, dense", "training, MoE",
             "collectives")
 
@@ -40,27 +39,10 @@ def constants_for(case):
     return (FITTED[key], "without its publication") if key in FITTED else (FITTED["all"], "all cases (in-sample)")
 
 
-def tp_comm(device, tp, arch, act_bytes):
-    """tokens -> exposed seconds of the TP all-reduces of one iteration (after attention and
-    after the MLP in every layer, plus the vocab-parallel embedding's), NCCL-style best
-    algorithm on the scale-up tier, none overlapped."""
-    from .. import comm
-    from ..collectives import tp_collectives
-
-    link = comm.links(device)[comm.tier(tp, device)]
-    tier = comm.tier(tp, device)
-
-    def seconds(tokens):
-        cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, act_bytes, tp, False, len(arch.layers), tier)
-        return sum(c.count * comm.time_s(c, link, "best") for c in cs)
-    return seconds
-
-
 def serving_prediction(case, constants=None):
     """(predicted figure in the case's unit, the steady-state record) of a serving case;
     (None, None) when the tool has no prediction for it."""
-    from .. import layout as placement
-    from .efficiency.serving import predicted_serving
+    from .efficiency.serving import predicted_layout, predicted_serving
     from .validate import _device, _layout, _model, _serving_workload
 
     s, m = case["setup"], case["measured"]
@@ -68,18 +50,14 @@ def serving_prediction(case, constants=None):
     device = _device(s["device"])
     w = _serving_workload(s, arch)
     constants = constants or constants_for(case)[0]
-    comm_s, replicas, shard = None, 1, arch
     if s["devices"] > 1:
-        lay = _layout(case, arch)
-        if lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
-            return None, None
-        shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
-        comm_s = tp_comm(device, lay.tp, arch, TP_REDUCE_BYTES)
-        replicas = lay.dp
-    rec = predicted_serving(shard, w, device, s["input_len"], s["output_len"], constants, comm_s)
+        rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants)
+        out = rec and rec["output_tokens_per_s_cluster"]
+    else:
+        rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants)
+        out = rec and rec["output_tokens_per_s"]
     if rec is None:
         return None, None
-    out = rec["output_tokens_per_s"] * replicas
     G, P = s["output_len"], s["input_len"]
     value = {"output_tokens_per_s": out, "requests_per_s": out / G,
              "total_tokens_per_s": out / G * (P + G)}.get(m.get("unit"))

@@ -21,6 +21,11 @@ def add_arguments(p):
                    help="largest message (nccl-tests -e; default 8GiB)")
     p.add_argument("--step-factor", type=common.positive_int, default=8, metavar="F",
                    help="multiply the size by F each row (nccl-tests -f; default 8)")
+    p.add_argument("--experts", type=common.positive_int, default=0, metavar="E",
+                   help="all_to_all as an EP dispatch/combine of E routed experts (E/N per rank, uniform routing)")
+    p.add_argument("--top-k", type=common.positive_int, default=0, metavar="K",
+                   help="experts per token of that dispatch (with --experts): the bound lets a node-deduplicating "
+                        "dispatch (DeepEP's normal mode) send one copy per destination node")
     common.add_link_options(p.add_argument_group("links (override the device data)"))
     common.add_output(p)
 
@@ -37,5 +42,6 @@ def run(args):
     links = comm.links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
                        link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
     rec = record(device, args.operation, args.ranks, args.ranks_per_node,
-                 sizes(args.min_bytes, args.max_bytes, args.step_factor), links, links_record(links))
+                 sizes(args.min_bytes, args.max_bytes, args.step_factor), links, links_record(links),
+                 args.experts, args.top_k)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -55,7 +55,7 @@ def load_scenarios(subdir=""):
                 or not isinstance(s.get("args"), list) or not all(isinstance(a, str) for a in s["args"])):
             raise UserError(f"{path}: every scenario needs a 'name' string and an 'args' list of strings")
     prefix = f"{subdir}/" if subdir else ""
-    return [dict(s, name=prefix + s["name"]) for s in data["scenarios"]]
+    return [dict(s, name=prefix + s["name"], dir=os.path.join(RESULTS_DIR, subdir)) for s in data["scenarios"]]
 
 
 MISSING = "not stored (run `reproduce` to create it)"
@@ -115,9 +115,16 @@ def outputs(scenario):
     from . import render
 
     result = []
-    for fmt in scenario.get("formats", ["md", "json"]):
-        text = render(list(scenario["args"]) + ["--format", fmt])
-        result.append((f"{scenario['name']}.{fmt}", text))
+    here = os.getcwd()
+    # A path in a scenario's arguments (an edited config) is relative to its scenario list's directory
+    # (results/book/configs/...), wherever `reproduce` runs, so the stored results never name a machine path.
+    os.chdir(scenario.get("dir", RESULTS_DIR))
+    try:
+        for fmt in scenario.get("formats", ["md", "json"]):
+            text = render(list(scenario["args"]) + ["--format", fmt])
+            result.append((f"{scenario['name']}.{fmt}", text))
+    finally:
+        os.chdir(here)
     return result
 
 

@@ -17,6 +17,9 @@ def add_arguments(p):
                       ("cp", "context-parallel"), ("ep", "expert-parallel, carved out of tp x dp")):
         p.add_argument(f"--{dim}", type=common.positive_int, default=None, help=f"{what} degree")
     p.add_argument("--sp", action="store_true", help="sequence parallelism (with --tp > 1)")
+    p.add_argument("--pp-layers", type=_layers_list, default=(), metavar="N,N,...",
+                   help="layers per pipeline stage, for every schedule (default: even, the first stages one "
+                        "more; Megatron-LM's uneven first/last stages, e.g. 15,16,...,16,15 for 126 layers)")
     p.add_argument("--schedule", choices=("1f1b", "interleaved", "zero-bubble", "dualpipe"), default="1f1b",
                    help="pipeline schedule (default 1f1b)")
     p.add_argument("--virtual-stages", type=common.positive_int, default=None, metavar="V",
@@ -76,6 +79,11 @@ def _whole_bytes(d, flag):
     return d.bits // 8
 
 
+def _layers_list(text):
+    from .parallel import layers_list
+    return layers_list(text)
+
+
 def layout(args):
     """The Layout the degrees and --devices describe (dp fills the rest)."""
     from ..errors import UserError
@@ -92,7 +100,7 @@ def layout(args):
         dp = args.dp
         if args.devices is not None and args.devices != fixed * dp:
             raise UserError(f"--devices {args.devices} differs from tp x pp x dp x cp = {fixed * dp}")
-    return Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=args.ep or 1, sp=args.sp)
+    return Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=args.ep or 1, sp=args.sp, pp_layers=args.pp_layers)
 
 
 def _cps(text):
@@ -133,8 +141,8 @@ def run(args):
     if args.search:
         if not args.devices:
             raise UserError("--search needs --devices")
-        if any(getattr(args, d) is not None for d in ("tp", "pp", "dp", "cp", "ep")) or args.sp:
-            raise UserError("--search chooses tp, pp, dp, cp, ep and sp itself; drop them")
+        if any(getattr(args, d) is not None for d in ("tp", "pp", "dp", "cp", "ep")) or args.sp or args.pp_layers:
+            raise UserError("--search chooses tp, pp, dp, cp, ep, sp and even stages itself; drop them")
         gb = args.global_batch
         if gb is None:
             raise UserError("--search needs --global-batch")

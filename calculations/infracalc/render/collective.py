@@ -19,7 +19,10 @@ def markdown(rec):
              f"{r['algbw_bytes_per_s'] / 1e9:,.2f}", f"{r['busbw_bytes_per_s'] / 1e9:,.2f}", _mark(r)]
             for r in rec["rows"]]
     lines = [f"# collective: {i['operation']} over {i['ranks']} ranks on {rec['device']['id']} ({where})", "",
-             *links_lines(rec["links"]), "",
+             *links_lines(rec["links"]),
+             *([f"- EP all-to-all of {i['experts']} experts, top-{i['top_k']}: the bound lets a node-deduplicating "
+                f"dispatch send {i['nic_share']:.4f} of the per-copy NIC bytes (collectives.node_share)"]
+               if i["experts"] else []), "",
              markdown_table(["size (B)", "algorithm", "time", "algbw (GB/s)", "busbw (GB/s)", "picked by"], rows,
                             "rlrrrl"),
              "", "## Conventions", ""] + [f"- {c}" for c in rec["conventions"]]

@@ -259,8 +259,17 @@ def markdown(rec):
                       f"cluster {_rate(s['requests_per_s_cluster'])} requests/s, "
                       f"{_rate(s['output_tokens_per_s_cluster'])} output tokens/s; per device "
                       f"{_rate(s['output_tokens_per_s_per_device'])} output tokens/s (communication not "
-                      "charged; why it is an upper bound: Conventions)"]
+                      "charged; why it is an upper bound: Conventions)"] + _predicted_lines(s.get("predicted"))
     return "\n".join(parts + _tail(rec))
+
+
+def _predicted_lines(p):
+    if not p:
+        return []
+    return [f"- Predicted (a well-tuned engine, not a bound): cluster {_rate(p['output_tokens_per_s_cluster'])} "
+            f"output tokens/s, per device {_rate(p['output_tokens_per_s_per_device'])}, at "
+            f"{p['concurrency']:,} requests in flight per replica; one iteration {u.seconds(p['iteration_s'])} "
+            f"(GPU and TP all-reduces {u.seconds(p['gpu_s'])}, host {u.seconds(p['host_s'])}; docs/prediction.md)"]
 
 
 def _distinct_stages(stages):

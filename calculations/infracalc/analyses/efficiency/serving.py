@@ -147,3 +147,43 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         "host_s": host,
         "output_tokens_per_s": n * output_len / steps / it,
     }
+
+
+TP_REDUCE_BYTES = 2   # the residual stream is all-reduced in 16 bits, whatever the GEMM format
+
+
+def tp_comm(device, tp, arch):
+    """tokens -> exposed seconds of one iteration's TP all-reduces (after attention and after
+    the MLP in every layer, and the vocab-parallel embedding's), NCCL's best algorithm on the
+    tier the group spans (comm.time_s), none overlapped with the GEMMs."""
+    from ... import comm
+    from ...collectives import tp_collectives
+
+    tier = comm.tier(tp, device)
+    link = comm.links(device)[tier]
+
+    def seconds(tokens):
+        cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, TP_REDUCE_BYTES, tp, False,
+                            len(arch.layers), tier)
+        return sum(c.count * comm.time_s(c, link, "best") for c in cs)
+    return seconds
+
+
+def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None):
+    """The predicted steady state of a layout: one tensor-parallel replica (each device
+    holds the TP shard, the all-reduces exposed), dp replicas adding up; the replica's
+    record plus `output_tokens_per_s_cluster`. None under pipeline, context or expert
+    parallelism (not modelled yet), or without a prediction on the device."""
+    from ... import layout as placement
+
+    if lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
+        return None
+    shard, comm_s = arch, None
+    if lay.tp > 1:
+        shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
+        comm_s = tp_comm(device, lay.tp, arch)
+    rec = predicted_serving(shard, w, device, input_len, output_len, constants, comm_s)
+    if rec is None:
+        return None
+    return {**rec, "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
+            "output_tokens_per_s_per_device": rec["output_tokens_per_s"] * lay.dp / lay.devices}

@@ -181,6 +181,9 @@ def parallel(plan, lay, batch):
     rec["lower_bound"] = latency_bound(plan, lay, batch, ph)
     rec["phases"] = {k: ph[k] for k in ("prefill", "first", "last", "decode") if k in ph}
     rec["serving"] = serving_record(plan, lay, mem["stages"])
+    if rec["serving"]:
+        from ..efficiency.serving import predicted_layout
+        rec["serving"]["predicted"] = predicted_layout(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G)
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = (list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
                           + ([SERVING_LAYOUT] + list(SERVING_CONVENTIONS) if rec["serving"] else []))
