@@ -8,9 +8,22 @@ from . import units as u
 DOES_NOT_FIT = "does not fit"
 
 
+WIDTH = 100
+
+
+def _wrap(text, first, rest):
+    """text in lines of at most WIDTH columns (Markdown joins them again: soft line breaks)."""
+    import textwrap
+
+    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+
+
 def block(headline, lines):
-    """The block's lines: a bold headline, then one bullet per line, then a blank line."""
-    return [f"**{headline}**", *[f"- {line}" for line in lines], ""]
+    """The block's lines, each within WIDTH columns: a bold headline, then one bullet per line,
+    then a blank line."""
+    head = _wrap(f"**{headline}**", "", "")
+    return [*head, *[x for line in lines for x in _wrap(line, "- ", "  ")], ""]
 
 
 def times(estimate=None, bound=None, predicted=None, fits=True, unit=u.seconds):
