@@ -1,16 +1,20 @@
-"""Start-up benchmark: each subcommand in a fresh process, the fastest of N runs.
+"""Start-up benchmark: each subcommand in a fresh process, paired with a bare start.
 
-Prints the bare interpreter start (`python3 -c pass`), each command's wall
-time, and the command's own share (imports plus work) over the bare start, in
-wall time and in CPU time. The budget is ~30 ms of own share per command
-(the layout searches: ~1 s each). Uses the running interpreter directly, so a
-version-manager shim does not distort the figures.
+Every run of a command is paired with a bare interpreter start (`python3 -c pass`)
+just before it, and both are measured in CPU time (user + system of that one child
+process, from os.wait4): the command's own share (imports plus work) is the
+difference within the pair, and its figure is the median over the pairs. CPU time
+does not count the time a process waits for a core, and the pairing cancels what a
+busy machine adds to both starts (cache and frequency effects), so the verdict
+holds on a loaded machine; wall times are printed beside it for information. The
+budget is ~30 ms of own CPU per command (the layout searches: ~1 s each). Uses the
+running interpreter directly, so a version-manager shim does not distort the figures.
 
-Figures are minima over the runs (other processes only ever add time), and the
-verdict names the worst command. On a loaded machine (load average above the
-CPU count, or a bare start that varies a lot) every figure is inflated and the
-verdict is informational: the exit status is 1 only when a command fails, or,
-with --strict, when a budget is exceeded.
+--quick (what CI runs) times each command once and leaves out the bulk checks
+(reproduce --check, validate), which CI has just run itself. --instructions counts
+instructions instead (valgrind --tool=callgrind, one run each: exact and repeatable on
+any load, about 50x slower; use it with --match). The exit status is 1 when a command
+fails, or, with --strict, when a budget is exceeded.
 """
 
 import argparse
@@ -19,11 +23,6 @@ import statistics
 import subprocess
 import sys
 import time
-
-try:
-    import resource
-except ImportError:   # Windows: CPU times are then not reported
-    resource = None
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALC = os.path.join(ROOT, "calculations", "calc.py")
@@ -40,6 +39,10 @@ PARALLEL_SEARCH_MOE = ["parallel", "--model", "qwen3-30b-a3b", "--devices", "102
                        "2048", "--output-len", "1024"]
 PARALLEL_SEARCH_MLA = ["parallel", "--model", "deepseek-v3", "--device", "h200", "--devices", "1024", "--search",
                        "--input-len", "2048", "--output-len", "1024"]
+PARALLEL_SEARCH_MLA_16K = ["parallel", "--model", "deepseek-v3", "--device", "h200", "--devices", "16384", "--search",
+                           "--input-len", "2048", "--output-len", "1024"]
+TRAIN_SEARCH_MOE_16K = ["train", "--model", "deepseek-v3", "--device", "h200", "--devices", "16384", "--seq", "4096",
+                        "--global-batch", "16384", "--recompute", "full", "--zero", "1", "--search"]
 COMMANDS = [
     ["models"],
     ["models", "--model", "qwen3-30b-a3b"],
@@ -70,6 +73,12 @@ COMMANDS = [
     PARALLEL_SEARCH_DENSE,
     PARALLEL_SEARCH_MOE,
     PARALLEL_SEARCH_MLA,
+    PARALLEL_SEARCH_MLA_16K,
+    TRAIN_SEARCH_MOE_16K,
+    # deep pipelines: a stage per layer
+    ["parallel", "--model", "llama-3.1-405b", "--pp", "126", "--input-len", "2048", "--output-len", "256"],
+    ["parallel", "--model", "deepseek-v3", "--device", "h200", "--pp", "61", "--input-len", "2048",
+     "--output-len", "1024"],
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
@@ -81,15 +90,8 @@ SEARCH_BUDGET_S = 1.0
 # Bulk checks: many results or cases in one run (a few ms each), and layout searches (hundreds of
 # layouts, ~1 s for 1,024 devices); timed, not held to the per-command budget.
 SEARCHES = (TRAIN_SEARCH_DENSE, TRAIN_SEARCH_MOE, PARALLEL_SEARCH_SMALL, PARALLEL_SEARCH_DENSE, PARALLEL_SEARCH_MOE,
-            PARALLEL_SEARCH_MLA)
+            PARALLEL_SEARCH_MLA, PARALLEL_SEARCH_MLA_16K, TRAIN_SEARCH_MOE_16K)
 BULK = (["reproduce", "--check"], ["validate"]) + SEARCHES
-
-
-def _children_cpu():
-    if resource is None:
-        return 0.0
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 # Commands run as a user's do: Python caches bytecode (calc.py honours -B and
@@ -98,35 +100,71 @@ def _children_cpu():
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def timed(argv, runs, stat=min):
-    """(wall time, CPU time, all wall times) of `runs` runs, each the fastest (or
-    `stat` of the runs), or (None, last stderr line) when the command fails."""
-    walls, cpus = [], []
+def run_once(argv):
+    """(wall s, CPU s of the child alone, returncode, stderr text) of one run."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    err = p.stderr.read()
+    if hasattr(os, "wait4"):
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        cpu = usage.ru_utime + usage.ru_stime
+    else:   # Windows: no per-process CPU time; wall time stands in
+        p.wait()
+        cpu = None
+    wall = time.perf_counter() - t0
+    p.stderr.close()
+    return wall, (cpu if cpu is not None else wall), p.returncode, err.decode(errors="replace")
+
+
+BARE = [sys.executable, "-c", "pass"]
+
+
+def instructions(argv):
+    """Instructions one run executes (valgrind callgrind's 'Collected'), or None."""
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV, text=True)
+    for line in p.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.rsplit(":", 1)[1])
+    return None
+
+
+def count_instructions(match):
+    """--instructions: own instructions (command - bare start) of the matching commands."""
+    import shutil
+
+    if not shutil.which("valgrind"):
+        print("--instructions needs valgrind on PATH")
+        return 1
+    bare = instructions(BARE)
+    print(f"bare interpreter start: {bare:,} instructions")
+    for cmd in COMMANDS:
+        if match in " ".join(cmd):
+            subprocess.run([sys.executable, CALC, *cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           env=ENV)   # bytecode cached first, as a user's second run
+            n = instructions([sys.executable, CALC, *cmd])
+            print(f"infra-calc {' '.join(cmd):<100} {'failed' if n is None else f'{n - bare:,} own'}")
+    return 0
+
+
+def paired(argv, runs):
+    """Per run (bare wall, bare CPU, command wall, command CPU), the bare start run just before
+    the command; or (None, last stderr line) when the command fails."""
+    pairs = []
     for _ in range(runs):
-        c0 = _children_cpu()
-        t0 = time.perf_counter()
-        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
-        walls.append(time.perf_counter() - t0)
-        cpus.append(_children_cpu() - c0)
-        if p.returncode != 0:
-            return None, p.stderr.decode().strip().splitlines()[-1:]
-    return (stat(walls), stat(cpus) if resource else None, walls), None
+        bare_wall, bare_cpu, _, _ = run_once(BARE)
+        wall, cpu, code, err = run_once(argv)
+        if code != 0:
+            return None, err.strip().splitlines()[-1:]
+        pairs.append((bare_wall, bare_cpu, wall, cpu))
+    return pairs, None
 
 
-def load_note(bare_walls):
-    """A sentence saying why the figures may be inflated, or ''."""
-    reasons = []
-    if hasattr(os, "getloadavg"):
-        load, cpus = os.getloadavg()[0], os.cpu_count() or 1
-        if load > cpus:
-            reasons.append(f"load average {load:.1f} on {cpus} CPUs")
-    spread = max(bare_walls) / min(bare_walls)
-    if spread > 1.5:
-        reasons.append(f"the bare start varied {spread:.1f}x between runs")
-    if not reasons:
-        return ""
-    return ("machine loaded (" + "; ".join(reasons) + "): every figure is inflated, the verdicts "
-            "are informational")
+def own_figures(pairs):
+    """(median wall, median own wall, median own CPU) of paired runs."""
+    med = statistics.median
+    return (med(p[2] for p in pairs), med(p[2] - p[0] for p in pairs), med(p[3] - p[1] for p in pairs))
 
 
 def verdict(label, worst, budget_s):
@@ -140,46 +178,45 @@ def verdict(label, worst, budget_s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--runs", type=int, default=5, help="paired runs per command (default 5)")
+    ap.add_argument("--quick", action="store_true",
+                    help="one paired run per command, the bulk checks left out (what CI runs)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a budget is exceeded")
-    ap.add_argument("--min", action="store_true", help="the fastest of the runs (the default)")
-    ap.add_argument("--median", action="store_true", help="the median of the runs instead of the fastest")
     ap.add_argument("--match", default="", metavar="TEXT", help="only the commands whose line contains TEXT")
+    ap.add_argument("--instructions", action="store_true",
+                    help="own instruction counts under valgrind callgrind instead of times")
     args = ap.parse_args()
-    stat, stat_name = (statistics.median, "median") if args.median else (min, "fastest")
-    (base, base_cpu, bare_walls), _ = timed([sys.executable, "-c", "pass"], max(args.runs, 5), stat)
-    cpu_text = f", {base_cpu * 1e3:.1f} ms CPU" if base_cpu is not None else ""
-    print(f"bare interpreter start: {base * 1e3:.1f} ms{cpu_text} ({stat_name} of {max(args.runs, 5)}, "
-          f"{sys.executable})")
-    print(f"{'command':<100} {'wall ms':>8} {'own ms':>7} {'own CPU':>7} {'ratio':>6}")
+    if args.instructions:
+        return count_instructions(args.match)
+    runs = 1 if args.quick else max(1, args.runs)
+    bare, _ = paired(BARE, 3)
+    print(f"bare interpreter start: {statistics.median(p[2] for p in bare) * 1e3:.1f} ms wall, "
+          f"{statistics.median(p[3] for p in bare) * 1e3:.1f} ms CPU (median of 3, {sys.executable}); "
+          f"own = command - the bare start run just before it, median of {runs} pair(s)")
+    print(f"{'command':<100} {'wall ms':>8} {'own ms':>7} {'own CPU':>7}")
     worst = worst_search = None
     failures = 0
     for cmd in COMMANDS:
-        if args.match not in " ".join(cmd):
+        if args.match not in " ".join(cmd) or (args.quick and cmd in BULK and cmd not in SEARCHES):
             continue
-        t, err = timed([sys.executable, CALC, *cmd], args.runs, stat)
+        pairs, err = paired([sys.executable, CALC, *cmd], runs)
         label = "infra-calc " + " ".join(cmd)
-        if t is None:
+        if pairs is None:
             if err and "unknown command" in err[0]:
                 print(f"{label:<100} {'(not available yet)':>23}")
                 continue
             print(f"{label:<100} failed: {err}")
             failures += 1
             continue
-        wall, cpu, _ = t
-        own = wall - base
-        own_cpu = f"{(cpu - base_cpu) * 1e3:7.1f}" if cpu is not None else f"{'-':>7}"
+        wall, own_wall, own_cpu = own_figures(pairs)
         if cmd in SEARCHES:
-            worst_search = max(worst_search or (own, cmd), (own, cmd))
+            worst_search = max(worst_search or (own_cpu, cmd), (own_cpu, cmd))
         elif cmd not in BULK:
-            worst = max(worst or (own, cmd), (own, cmd))
-        print(f"{label:<100} {wall * 1e3:8.1f} {own * 1e3:7.1f} {own_cpu} {wall / base:6.2f}")
-    note = load_note(bare_walls)
-    if note:
-        print(note)
-    print(verdict("worst own time of a single command (bulk checks reproduce --check and validate "
+            worst = max(worst or (own_cpu, cmd), (own_cpu, cmd))
+        print(f"{label:<100} {wall * 1e3:8.1f} {own_wall * 1e3:7.1f} {own_cpu * 1e3:7.1f}")
+    print(verdict("worst own CPU time of a single command (bulk checks reproduce --check and validate "
                   "over the whole corpus, and the layout searches, excluded)", worst, BUDGET_S))
-    print(verdict("worst own time of a layout search", worst_search, SEARCH_BUDGET_S))
+    print(verdict("worst own CPU time of a layout search", worst_search, SEARCH_BUDGET_S))
     over = any(w is not None and w[0] > b for w, b in ((worst, BUDGET_S), (worst_search, SEARCH_BUDGET_S)))
     if failures:
         return 1

@@ -118,9 +118,9 @@ class Composition(unittest.TestCase):
         p = plan(input_len=5, output_len=11)
         lay = Layout(tp=8, cp=3)
         st = placement.stages(p.arch, lay)[0]
-        total = costs.decode_cost(p, lay, st, 2)[0]
+        total = costs.decode_cost(p, lay, st, 2)
         w = p.wd.replace(batch=2, tokens=1)
-        steps = [costs.stage_cost(p, lay, st, w.replace(history=-(-h // 3)), ("pass",))[0] for h in range(5, 15)]
+        steps = [costs.stage_cost(p, lay, st, w.replace(history=-(-h // 3)), ("pass",)) for h in range(5, 15)]
         self.assertEqual(total.work, tuple(sum(s.work[i] for s in steps) for i in range(len(total.work))))
         for name in ("compute_s", "weights_s", "kv_s", "act_s"):
             expect = sum(getattr(s, name) for s in steps)
@@ -134,6 +134,25 @@ class Composition(unittest.TestCase):
             full = P.parallel(p, lay, 8)["latency"]
             self.assertAlmostEqual(lat["tpot_mean_s"], full["tpot_mean_s"], delta=1e-15)
             self.assertAlmostEqual(-value, full["decode_tokens_per_s_per_device"], delta=1e-9)
+
+
+class SearchBatches(unittest.TestCase):
+    def test_search_batches_are_pp_times_powers_of_4(self):
+        # pp micro-batches of b = 1, 4, 16, ... requests while b x pp fits the capacity;
+        # 2^20 when memory does not bound it; a given batch alone.
+        self.assertEqual(P.search_batches(100, None, 2), [2, 8, 32])
+        self.assertEqual(P.search_batches(7, None, 8), [])
+        self.assertEqual(P.search_batches(None, None, 1), [4 ** k for k in range(11)])
+        self.assertEqual(P.search_batches(100, 12, 4), [12])
+
+    def test_throughput_ranks_at_the_largest_batch_that_fits(self):
+        # t(b)/b never grows with b, so the kept batch is the last of search_batches within the
+        # capacity (no --tpot-limit here).
+        p = plan(output_len=64)
+        ranked, _, _ = P.search(p, 8)
+        for value, _, lay, b, _ in ranked:
+            _, cap = P.search_memory(p, lay)
+            self.assertEqual(b, P.search_batches(cap, None, lay.pp)[-1], lay.label())
 
 
 class Sweep(unittest.TestCase):

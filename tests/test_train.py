@@ -190,10 +190,10 @@ class Command(unittest.TestCase):
         rec = json.loads(out)
         # 64 = 2^6 split as tp x pp x dp (cp = 1): C(8, 2) = 28 ordered triples; llama has no experts.
         self.assertEqual(rec["layouts_considered"], 28)
-        self.assertEqual(rec["layouts_fit"] + sum(r["layouts"] for r in rec["rejected"]), 28)
-        steps = [r["step_s"] for r in rec["ranked"]]
+        self.assertEqual(rec["layouts_admitted"] + sum(r["layouts"] for r in rec["rejected"]), 28)
+        steps = [r["step_s"] for r in rec["top"]]
         self.assertEqual(steps, sorted(steps))
-        self.assertTrue(all(r["headroom_bytes"] >= 0 for r in rec["ranked"]))
+        self.assertTrue(all(r["headroom_bytes"] >= 0 for r in rec["top"]))
 
     def test_a_layout_that_does_not_fit_is_a_result(self):
         status, out, err = run_cli("train", "--model", "llama-3.1-70b", "--devices", "8", "--seq", "4096",

@@ -81,7 +81,7 @@ from .collectives import (Collective, cp_attention_pairs, cp_collectives, distin
                           dp_gradient_collectives, ep_collectives, moe_collectives, moe_keeps_tp_reduction,
                           node_share, pp_boundary_collectives, pp_collectives, token_bytes, tp_collectives,
                           WIRE_FORMATS)
-from .errors import UserError
+from .errors import MissingLink, UserError
 from .record import Record
 
 DEFAULT_ALPHA_S = 1e-6   # stated default when a device publishes no latency (order of NCCL PCI/LL, ICI hop)
@@ -331,8 +331,7 @@ def time_s(c, link, algorithm="ring", axes=1, wrap=None, up=None):
     if algorithm not in ALGORITHM_CHOICES:
         raise UserError(f"unknown collective algorithm '{algorithm}'; choose from {', '.join(ALGORITHM_CHOICES)}")
     if link is None:
-        raise UserError(f"'{c.name}' crosses the scale-{c.tier} tier, but the device has no such link; "
-                        f"give --link-bw-{c.tier}")
+        raise MissingLink(c.tier, c.name)
     if c.group == 1 or c.bytes == 0:
         return 0.0
     if algorithm == "best":

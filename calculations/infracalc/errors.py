@@ -9,6 +9,22 @@ class UserError(Exception):
     """Bad input: an unknown id, an impossible size, a malformed config."""
 
 
+class MissingLink(UserError):
+    """A collective's group spans a link tier the device does not have: a search reads the
+    tier (and the canonical `reason`) from the error instead of parsing its text."""
+
+    def __init__(self, tier, collective):
+        self.tier, self.collective = tier, collective
+        super().__init__(f"'{collective}' crosses the scale-{tier} tier, but the device has no such link; "
+                         f"give --link-bw-{tier}")
+
+    @property
+    def reason(self):
+        """The message without the collective's name: the same for every layout it refuses."""
+        return f"a collective crosses the scale-{self.tier} tier, but the device has no such link; " \
+               f"give --link-bw-{self.tier}"
+
+
 def quote(value, limit=80):
     """User input for a one-line message: repr-style (quotes; newlines, escape
     sequences and other unprintable characters escaped), cut to `limit` characters."""

@@ -495,7 +495,7 @@ def refusal(arch, lay):
     return ""
 
 
-def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
+def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None, examples=None):
     """`candidate_layouts` sorted into (valid [Layout], {reason: count}).
 
     Only cp degrees in `cps` are considered; sequence parallelism is turned on
@@ -503,7 +503,8 @@ def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
     activation memory); `micro_batches(dp)` gives a layout's micro-batches, or a
     reason string when dp cannot take the batch. Each refused layout is counted
     under its first failed check (cheap structured checks, in `validate`'s
-    order), the reasons in the order they are met."""
+    order), the reasons in the order they are met; `examples` (a dict) gets the label of the
+    first layout refused for each reason."""
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise UserError(f"devices must be a positive integer, got {devices!r}")
     valid, rejected = [], {}
@@ -515,6 +516,8 @@ def enumerate_layouts(arch, devices, *, cps=(1,), sp=True, micro_batches=None):
         why = why or (m if isinstance(m, str) else "")
         if why:
             rejected[why] = rejected.get(why, 0) + 1
+            if examples is not None:
+                examples.setdefault(why, lay.label())
             continue
         valid.append(lay.replace(sp=sp and lay.tp > 1, micro_batches=m))
     return valid, rejected

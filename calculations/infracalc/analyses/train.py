@@ -11,7 +11,7 @@ step (`train_time`).
 
 from ..errors import UserError
 from ..record import Record
-from . import train_flops, train_memory, train_time
+from . import ranking, train_flops, train_memory, train_time
 from .memory import binding_stage
 from .records import SCHEMA_VERSION, model_record
 
@@ -450,38 +450,31 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         m = micro_batches(global_batch, w.batch, dp)
         return "global batch is not a multiple of dp x micro-batch" if isinstance(m, str) else m
 
-    layouts, rejected = placement.enumerate_layouts(arch, devices, cps=cps, micro_batches=m_of)
-    considered = len(layouts) + sum(rejected.values())
-    ranked = []
+    examples = {}
+    layouts, counted = placement.enumerate_layouts(arch, devices, cps=cps, micro_batches=m_of, examples=examples)
+    rejections = ranking.Rejections()
+    for reason, n in counted.items():
+        rejections.add(reason, examples[reason], count=n)
 
-    def reject(reason):
-        rejected[reason] = rejected.get(reason, 0) + 1
-
-    for lay in layouts:
+    def scored(lay):
         if cp_reason(w.tokens, lay.cp):
-            reject("the sequence does not split into 2 x cp zig-zag chunks")
-            continue
+            raise ranking.Rejected("the sequence does not split into 2 x cp zig-zag chunks")
         try:
             train_time.check_schedule(arch, lay, s.schedule, s.chunks)
         except UserError:
-            reject(f"the {s.schedule} schedule cannot run this layout")
-            continue
-        try:
-            mem, bind, t = evaluate(arch, w, lay, device, s, links)
-        except UserError as e:   # e.g. a group crosses a tier the device has no link for
-            text = str(e)
-            reject("a collective" + text[text.index("' ") + 1:] if text.startswith("'") else text)
-            continue
+            raise ranking.Rejected(f"the {s.schedule} schedule cannot run this layout") from None
+        mem, bind, t = evaluate(arch, w, lay, device, s, links)   # a missing link: ranking.rank counts it
         need = mem[bind].total
         if need > device.memory_bytes:
-            reject("memory shortfall (the binding stage needs more than the device holds)")
-            continue
+            raise ranking.Rejected("memory shortfall (the binding stage needs more than the device holds)",
+                                   need - device.memory_bytes)
         pred = predicted(arch, w, lay, device, s, links, mem) if objective == "predicted" else None
-        key = pred if objective == "predicted" and pred is not None else t.step_s
-        ranked.append((key, lay.tp * lay.cp, lay.pp, lay, need, t, pred))
-    ranked.sort(key=lambda x: x[:3])
+        return (pred if objective == "predicted" and pred is not None else t.step_s), need, t, pred
+
+    ranked = ranking.rank(layouts, scored, lambda lay: (lay.tp * lay.cp, lay.pp), rejections)
+    considered = len(layouts) + sum(counted.values())
     rows = []
-    for _, _, _, lay, need, t, pred in ranked[:top]:
+    for _, _, lay, need, t, pred in ranked[:top]:
         step = t.step_s
         b = t.stages[t.bottleneck]
         rows.append({
@@ -504,9 +497,9 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
                    "objective": objective, "top": top, "cp_values": list(cps)},
         "model_flops_per_step": st.model_flops,
         "layouts_considered": considered,
-        "layouts_fit": len(ranked),
-        "rejected": [{"reason": k, "layouts": v} for k, v in rejected.items()],
-        "ranked": rows,
+        "layouts_admitted": len(ranked),
+        "rejected": rejections.records(),
+        "top": rows,
         "unknown_peaks": peaks,
         "conventions": _conventions(peaks) + [
             "Search: every tp x pp x cp x dp = devices (cp from the given values), every EP degree "

@@ -168,11 +168,12 @@ def add_model(p, required=True):
                         "or a directory holding one")
 
 
-def add_lengths(p):
-    """--input-len P and --output-len G, the request shape of decode and parallel."""
-    p.add_argument("--input-len", type=tokens, required=True, metavar="P",
+def add_lengths(p, required=True):
+    """--input-len P and --output-len G, the request shape of decode and parallel (serve: optional,
+    a replay gives each request its own)."""
+    p.add_argument("--input-len", type=tokens, required=required, metavar="P",
                    help="prompt tokens per request (as vLLM's benchmark --input-len; 2048, 2k, 2K)")
-    p.add_argument("--output-len", type=tokens, required=True, metavar="G",
+    p.add_argument("--output-len", type=tokens, required=required, metavar="G",
                    help="generated tokens per request, the first one from the prefill pass")
 
 

@@ -2,14 +2,14 @@
 
 import json
 
+from ..errors import one_line
+
 
 def inline(value):
     """Text from an input file (a device's id or name, a model id) for one
     Markdown line: newlines, terminal escapes and other control characters
     shown escaped as repr would, so the text cannot end the line or reach the
     terminal raw."""
-    from ..errors import one_line
-
     return one_line(str(value))
 
 
@@ -20,8 +20,11 @@ def shown(record):
 
 
 def cell(value):
-    """One Markdown table cell: `inline`, and '|' escaped so it cannot end the cell."""
-    return inline(value).replace("|", "\\|")
+    """One Markdown table cell: `inline`, and '|' escaped so it cannot end the cell (a table
+    of a deep pipeline has thousands of cells: the common case, printable text without '|',
+    is returned as it is)."""
+    text = one_line(value if type(value) is str else str(value))
+    return text.replace("|", "\\|") if "|" in text else text
 
 
 def no_layout_line(devices, rejected):

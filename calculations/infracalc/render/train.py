@@ -206,7 +206,7 @@ def search_summary(rec):
     """The verdict block of a search: the best layout that fits, or why none does."""
     from . import verdict as v
 
-    i, ranked = rec["inputs"], rec["ranked"]
+    i, ranked = rec["inputs"], rec["top"]
     if not ranked:
         return v.block(f"No layout of {u.count(i['devices'], 'device')} fits", [
             "Why: the rejected layouts below; more devices, --zero or --recompute"])
@@ -216,7 +216,7 @@ def search_summary(rec):
                    f"{u.seconds(best['step_s'])} (estimate){mfu}", [
         f"{u.decimal(best['tokens_per_s_per_device'], 1)} tokens/s per device; peak memory "
         f"{u.nbytes(best['peak_memory_bytes'])} per device ({u.nbytes(best['headroom_bytes'])} left)",
-        f"{u.integer(rec['layouts_fit'])} of {u.integer(rec['layouts_considered'])} layouts fit and run"])
+        f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts fit and run"])
 
 
 def markdown(rec):
@@ -275,12 +275,14 @@ def search_markdown(rec):
     rows = [[k + 1, r["layout"], r["micro_batches"], u.seconds(r["step_s"]), u.seconds(r["compute_s"]),
              u.seconds(r["exposed_comm_s"]), u.seconds(r["bubble_s"]), u.seconds(r["dp_sync_and_optimizer_s"]),
              "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f}%", f"{r['tokens_per_s_per_device']:,.1f}",
-             u.nbytes(r["peak_memory_bytes"])] for k, r in enumerate(rec["ranked"])]
+             u.nbytes(r["peak_memory_bytes"])] for k, r in enumerate(rec["top"])]
     predicted = i["objective"] == "predicted"
     if predicted:
-        for row, r in zip(rows, rec["ranked"]):
+        for row, r in zip(rows, rec["top"]):
             row.append("-" if r["predicted_step_s"] is None else u.seconds(r["predicted_step_s"]))
-    rejected = [[x["reason"], x["layouts"]] for x in rec["rejected"]]
+    rejected = [[x["layouts"], x["reason"], x["example"] or "-",
+                 "-" if x["least_shortfall_bytes"] is None else u.integer(x["least_shortfall_bytes"])]
+                for x in rec["rejected"]]
     parts = [
         f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "", *search_summary(rec),
         f"- Step: {u.count(i['global_batch'], 'sequence')} x {u.integer(i['seq'])} tokens, micro-batch "
@@ -288,18 +290,19 @@ def search_markdown(rec):
         f"objective {i['objective']}",
         f"- Device memory {u.nbytes(d['memory_bytes'])} ({d['memory_convention']} capacity)",
         links_line(i),
-        f"- Layouts considered: {rec['layouts_considered']}; fit: {rec['layouts_fit']}", "",
+        f"- Layouts considered: {rec['layouts_considered']}; admitted: {rec['layouts_admitted']}", "",
         *(["## Best layouts", "",
            markdown_table(["#", "layout", "m", "step", "compute", "exposed comm", "bubble", "DP sync + optimizer",
                            "MFU", "tokens/s/device", "peak memory"] + (["predicted step"] if predicted else []),
                           rows, "rlrrrrrrrrr" + ("r" if predicted else ""))] if rows else
           [no_layout_line(i["devices"], rec["rejected"])]), "",
-        "## Rejected layouts", "",
-        markdown_table(["reason", "layouts"], rejected, "lr") if rejected else "None.", "",
+        "## Rejected layouts, by reason", "",
+        markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rejected, "rllr")
+        if rejected else "None.", "",
         *conventions(rec["conventions"]),
     ]
     return "\n".join(parts)
 
 
 def search_csv(rec):
-    return records_to_csv(rec["ranked"], ("layout",))
+    return records_to_csv(rec["top"], ("layout",))

@@ -7,9 +7,9 @@ from ...collectives import ceil_div
 
 
 def tier(plan, lay, dim):
-    """'up' when the `dim` group fits one scale-up domain, else 'out'."""
-    span = lay.group_stride("pp") + 1 if dim == "pp" else lay.group_span(dim)
-    return "up" if span <= plan.domain else "out"
+    """The tier of the `dim` group (`comm.tier`, the rule `train` applies): 'up' when the
+    devices it spans fit one scale-up domain, else 'out'."""
+    return comm.tier(lay.group_stride("pp") + 1 if dim == "pp" else lay.group_span(dim), plan.device)
 
 
 def local(plan, lay, dim):
@@ -38,24 +38,33 @@ def stage_collectives(plan, lay, stage, phase, b, tokens_per_rank):
     of `phase` ("prefill" or "decode"), b requests of tokens_per_rank new tokens each: its top
     blocks' and, per distinct layer, one layer's collectives x the layer count, runs of the
     same collective merged (in order of first appearance)."""
+    t = tiers(plan, lay)
     merged = {}
-    parts = [(units(plan, ("top", lay.tp, lay.sp, tiers(plan, lay)[0], tiers(plan, lay)[4], stage.has_embedding,
-                           stage.has_head, b, tokens_per_rank),
-                    lambda: top_collectives(plan, lay, stage, b, tokens_per_rank)), 1)]
-    parts += [(units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, comm_tiers(plan, lay), layer, phase,
-                            b * tokens_per_rank),
+    parts = [(units(plan, ("top", lay.tp, lay.sp, t[0], t[4], stage.has_embedding, stage.has_head, b,
+                           tokens_per_rank), lambda: top_collectives(plan, lay, stage, b, tokens_per_rank)), 1)]
+    parts += [(units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, t[:3] + t[4:], layer, phase, b * tokens_per_rank),
                      lambda: layer_collectives(plan, lay, layer, phase, b * tokens_per_rank)), count)
               for layer, count, _ in placement.device_layers(plan.arch, lay, stage)]
     for cs, count in parts:
-        for c, n in cs:
-            merged[c] = merged.get(c, 0) + n * count
-    return tuple(merged.items())
+        for key, c, n in cs:
+            run = merged.get(key)
+            if run is None:
+                merged[key] = [c, n * count]
+            else:
+                run[1] += n * count
+    return tuple((c, n) for c, n in merged.values())
 
 
 def units(plan, key, build):
-    """((collective with count 1, its count), ...) of the collectives build() returns,
-    memoized by `key`."""
-    return plan.memo(("units",) + key, lambda: tuple((c.replace(count=1), c.count) for c in build()))
+    """((values, collective with count 1, its count), ...) of the collectives build()
+    returns, memoized by `key` (the values tuple merges equal collectives cheaply)."""
+    def make():
+        out = []
+        for c in build():
+            one = c.replace(count=1)
+            out.append((one._values(), one, c.count))
+        return tuple(out)
+    return plan.memo(("units",) + key, make)
 
 
 def merged_collectives(runs):
@@ -105,7 +114,8 @@ def layer_collectives(plan, lay, layer, phase, tokens):
 def comm_time(plan, c, runs=None):
     """Seconds of all c.count runs (or `runs` runs) of a collective on its tier (`comm.run_s`,
     as the `collective` command and `train` charge it)."""
-    return comm.run_s(c, plan.links, plan.algorithm) * (c.count if runs is None else runs)
+    one = plan.memo(("run s", c._values()), lambda: comm.run_s(c, plan.links, plan.algorithm))
+    return one * (c.count if runs is None else runs)
 
 
 def comm_time_fastest(plan, c, runs=None):

@@ -16,6 +16,7 @@ from .. import decode_sum
 from ..decode import account
 
 WORK_ZERO = (0,) * len(decode_sum.FIELDS)
+_AT = {name: i for i, name in enumerate(decode_sum.FIELDS)}
 
 
 class Cost(namedtuple("Cost", "compute_s weights_s kv_s act_s work")):
@@ -38,7 +39,7 @@ class Cost(namedtuple("Cost", "compute_s weights_s kv_s act_s work")):
 
     def field(self, name):
         """One decode_sum.FIELDS total of the work."""
-        return self.work[decode_sum.FIELDS.index(name)]
+        return self.work[_AT[name]]
 
 
 ZERO = Cost(0.0, 0.0, 0.0, 0.0, WORK_ZERO)
@@ -133,18 +134,17 @@ def pieces(plan, a, w, lo, hi):
     return [base.replace(first=lo, steps=hi - lo + 1, starts=starts, end_ops=())]
 
 
-def stage_cost(plan, lay, stage, w, spec):
-    """Costs (as unit_cost) of one device of `stage`: its top blocks' + count x each
-    distinct layer's."""
+def stage_cost(plan, lay, stage, w, spec, i=0):
+    """unit_cost(...)[i] of one device of `stage`: its top blocks' + count x each distinct
+    layer's (i: 0 the pass or the summed steps, 1 the first step, 2 the last)."""
     from ... import layout as placement
 
     def make():
-        total = unit_cost(plan, top_unit(plan, lay, stage), w, spec)
+        total = unit_cost(plan, top_unit(plan, lay, stage), w, spec)[i]
         for layer, count, _ in placement.device_layers(plan.arch, lay, stage):
-            one = unit_cost(plan, unit(plan, layer), w, spec)
-            total = tuple(t.plus(u.times(count)) for t, u in zip(total, one))
+            total = total.plus(unit_cost(plan, unit(plan, layer), w, spec)[i].times(count))
         return total
-    return plan.memo(("stage cost", lay.tp, plan.kind_id(lay, stage), w, spec), make)
+    return plan.memo(("stage cost", lay.tp, plan.kind_id(lay, stage), w, spec, i), make)
 
 
 def prefill_ranks(plan, cp):
@@ -168,22 +168,26 @@ def prefill_cost(plan, lay, stage, b):
     """(Cost, tokens per rank) of the prefill of b prompts on the slowest CP rank
     (`prefill_ranks`), whichever of its candidates takes longer."""
     options = [(stage_cost(plan, lay, stage, plan.workload(plan.wp, batch=b, logits="last", tokens=tokens,
-                                                           history=history), ("pass",))[0], tokens)
+                                                           history=history), ("pass",)), tokens)
                for tokens, history in prefill_ranks(plan, lay.cp)]
     return max(options, key=lambda o: o[0].time_s)
 
 
-def decode_cost(plan, lay, stage, b):
-    """(all G - 1 decode steps summed, the first step, the last step). Under CP a step at
-    history h costs the step at h' = ceil(h/cp) (each rank holds at most that many); each
-    h' in lo'..hi' stands for cp histories except at the ends:
+def decode_cost(plan, lay, stage, b, which="total"):
+    """The Cost of all G - 1 decode steps summed ("total"), of the first step or of the last.
+    Under CP a step at history h costs the step at h' = ceil(h/cp) (each rank holds at most
+    that many); each h' in lo'..hi' stands for cp histories except at the ends:
     sum = cp x S(lo'..hi') - x step(lo') - y step(hi'), x = lo - cp (lo' - 1) - 1,
     y = cp hi' - hi (exact)."""
     cp, lo, hi = lay.cp, plan.P, plan.P + plan.steps - 1
     lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
     w = plan.workload(plan.wd, batch=b, tokens=1, history=0)
-    total, first, last = stage_cost(plan, lay, stage, w, ("steps", lo2, hi2))
+    spec = ("steps", lo2, hi2)
+    if which != "total":
+        return stage_cost(plan, lay, stage, w, spec, 1 if which == "first" else 2)
+    total = stage_cost(plan, lay, stage, w, spec, 0)
     if cp > 1:
         x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
+        first, last = stage_cost(plan, lay, stage, w, spec, 1), stage_cost(plan, lay, stage, w, spec, 2)
         total = total.times(cp).plus(first.times(-x).plus(last.times(-y)))
-    return total, first, last
+    return total

@@ -4,6 +4,8 @@ from ... import layout as placement
 from ...collectives import ceil_div
 from ...errors import UserError
 from .. import mla_path
+from .. import ranking
+from ..ranking import Rejected, Rejections
 from ..records import CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_CONVENTIONS, comm_conventions
 from .pipeline import latency, latency_bound, phases, ranked_phase
@@ -83,50 +85,31 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
         raise UserError(f"--objective {objective} needs --output-len of at least 2 (one decode step)")
     if objective != "throughput" and batch is None:
         batch = 1
-    rejected, ranked, total = {}, [], 0
+    layouts = list(placement.candidate_layouts(plan.arch, devices))
 
-    def reject(reason, lay, detail=None):
-        entry = rejected.setdefault(reason, {"reason": reason, "layouts": 0, "example": lay.label(),
-                                             "least_shortfall_bytes": None})
-        entry["layouts"] += 1
-        if detail is not None and (entry["least_shortfall_bytes"] is None or detail < entry["least_shortfall_bytes"]):
-            entry["least_shortfall_bytes"] = detail
-            entry["example"] = lay.label()
-
-    for lay in placement.candidate_layouts(plan.arch, devices):
-        total += 1
+    def scored(lay):
         why = placement.refusal(plan.arch, lay)
         if why:
-            reject(why, lay)
-            continue
-        try:
-            placement.validate(plan.arch, lay)
-            if plan.P < lay.cp or plan.P - (lay.cp - 1) * ceil_div(plan.P, lay.cp) < 1:
-                raise UserError(f"CP leaves a rank without prompt tokens (P = {plan.P})")
-        except UserError as e:
-            reject(str(e), lay)
-            continue
+            raise Rejected(why)
+        placement.validate(plan.arch, lay)
+        if plan.P < lay.cp or plan.P - (lay.cp - 1) * ceil_div(plan.P, lay.cp) < 1:
+            raise UserError(f"CP leaves a rank without prompt tokens (P = {plan.P})")
         bind, cap = search_memory(plan, lay)
         if cap == 0:
-            reject("does not fit: weights and reserve exceed a device's memory", lay,
-                   bind.shortfall_bytes(0) or bind.need(1) - bind.memory_bytes)
-            continue
+            raise Rejected("does not fit: weights and reserve exceed a device's memory",
+                           bind.shortfall_bytes(0) or bind.need(1) - bind.memory_bytes)
         batches = search_batches(cap, batch, lay.pp)
         if cap is not None and (not batches or batches[-1] > cap):
             b = batches[-1] if batches else lay.pp   # the given batch, or one request per micro-batch
-            reject(f"does not fit: batch {b} per replica", lay, bind.shortfall_bytes(b))
-            continue
-        try:
-            best = best_batch(plan, lay, batches, objective, tpot_limit)
-            if best is None:
-                reject("mean TPOT over --tpot-limit at every batch that fits", lay)
-        except UserError as e:
-            reject(str(e), lay)
-            continue
-        if best is not None:
-            ranked.append((best[0], _collective_span(lay), lay, best[1], best[2]))
-    ranked.sort(key=lambda x: (x[0], x[1]))
-    return ranked, sorted(rejected.values(), key=lambda r: (-r["layouts"], r["reason"])), total
+            raise Rejected(f"does not fit: batch {b} per replica", bind.shortfall_bytes(b))
+        best = best_batch(plan, lay, batches, objective, tpot_limit)
+        if best is None:
+            raise Rejected("mean TPOT over --tpot-limit at every batch that fits")
+        return best
+
+    rejections = Rejections()
+    ranked = ranking.rank(layouts, scored, _collective_span, rejections)
+    return ranked, rejections.records(), len(layouts)
 
 
 def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):

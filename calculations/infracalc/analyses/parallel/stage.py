@@ -42,11 +42,8 @@ def evaluate(plan, lay, stage, phase, b):
             cost, tokens = prefill_cost(plan, lay, stage, b)
             kind = "prefill"
         else:
-            total, first, last = decode_cost(plan, lay, stage, b)
-            if phase == "decode":
-                cost, runs = total, plan.steps
-            else:
-                cost = first if phase == "first" else last
+            cost = decode_cost(plan, lay, stage, b, "total" if phase == "decode" else phase)
+            runs = plan.steps if phase == "decode" else 1
         cs = comms.stage_collectives(plan, lay, stage, kind, b, tokens)
         times = tuple([comms.comm_time(plan, c, n) for c, n in cs])
         comm_s = sum(times) * runs
@@ -122,5 +119,9 @@ def stage_record(plan, stage, fig, detail=True):
 
 
 def stage_records(plan, lay, phase, b, detail=True):
-    """stage_record of every stage in order."""
-    return [stage_record(plan, st, fig, detail) for st, fig in stage_figures(plan, lay, phase, b)]
+    """stage_record of every stage in order, made once per stage kind (a deep pipeline has
+    few kinds): stages of one kind get a copy of their kind's record with their index."""
+    ids, firsts = stage_kinds(plan, lay)
+    recs = {k: stage_record(plan, st, evaluate(plan, lay, st, phase, b), detail) for k, st in firsts}
+    return [recs[k] if recs[k]["stage"] == st.index else dict(recs[k], stage=st.index)
+            for st, k in zip(stages(plan, lay), ids)]

@@ -1,0 +1,63 @@
+"""The layout-search skeleton `parallel --search` and `train --search` share: every candidate
+layout scored by the command's own function, the refused ones counted by reason in one record
+shape, the rest ranked by (value, the command's tie-break).
+
+A scoring function returns (value, payload...) for a layout it ranks and raises `Rejected`
+(a reason, and a memory shortfall where there is one) or a UserError for one it refuses; a
+`MissingLink` is counted under its canonical reason (the tier, not the collective's name)."""
+
+from ..errors import MissingLink, UserError
+
+
+class Rejected(Exception):
+    """A layout the search does not rank, and why (`shortfall_bytes`: how much memory it
+    lacks, when that is the reason)."""
+
+    def __init__(self, reason, shortfall_bytes=None):
+        super().__init__(reason)
+        self.reason, self.shortfall_bytes = reason, shortfall_bytes
+
+
+class Rejections:
+    """Refused layouts by reason. Each record: reason, layouts (how many), example (a layout's
+    label: the one with the least shortfall when there is one, else the first met),
+    least_shortfall_bytes (None when the reason is not memory)."""
+
+    def __init__(self):
+        self._by = {}
+
+    def add(self, reason, label=None, shortfall_bytes=None, count=1):
+        entry = self._by.setdefault(reason, {"reason": reason, "layouts": 0, "example": label,
+                                             "least_shortfall_bytes": None})
+        entry["layouts"] += count
+        least = entry["least_shortfall_bytes"]
+        if shortfall_bytes is not None and (least is None or shortfall_bytes < least):
+            entry["least_shortfall_bytes"] = shortfall_bytes
+            entry["example"] = label
+
+    @property
+    def layouts(self):
+        return sum(e["layouts"] for e in self._by.values())
+
+    def records(self):
+        """The records, most layouts first (ties by reason)."""
+        return sorted(self._by.values(), key=lambda r: (-r["layouts"], r["reason"]))
+
+
+def rank(layouts, score, tie_break, rejections):
+    """[(value, tie_break(lay), lay, *payload)] of the layouts `score` ranks, best (smallest)
+    first; the refused ones go to `rejections`."""
+    ranked = []
+    for lay in layouts:
+        try:
+            value, *payload = score(lay)
+        except Rejected as e:
+            rejections.add(e.reason, lay.label(), e.shortfall_bytes)
+        except MissingLink as e:
+            rejections.add(e.reason, lay.label())
+        except UserError as e:
+            rejections.add(str(e), lay.label())
+        else:
+            ranked.append((value, tie_break(lay), lay, *payload))
+    ranked.sort(key=lambda x: (x[0], x[1]))
+    return ranked
