@@ -71,7 +71,12 @@ class FlagAliases(unittest.TestCase):
         # --comp must not silently mean --compute-efficiency
         status, out, err = run_cli("forward", "--model", "qwen3-8b", "--comp", "0.5")
         self.assertEqual((status, out), (2, ""))
-        self.assertIn("unrecognized arguments: --comp", err)
+        self.assertIn("unrecognized arguments: --comp 0.5; did you mean --compute-efficiency?", err)
+        # an engine's flag the command has no equivalent for names what it maps to
+        status, out, err = run_cli("decode", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "8",
+                                   "--max-model-len", "32K")
+        self.assertEqual((status, out), (2, ""))
+        self.assertIn("(--max-model-len is --context here, which `decode` does not take)", err)
 
     def test_help_lists_the_aliases(self):
         status, out, _ = run_cli("kv", "--help")

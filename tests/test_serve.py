@@ -257,6 +257,56 @@ class Speculation(unittest.TestCase):
         self.assertEqual(drafts, sorted(drafts))
 
 
+class Replay(unittest.TestCase):
+    """The book's iteration-batching group (bojieli/ai-infra-book:calculations/results/README.md,
+    'fixed / continuous / chunked scheduling'; inputs from iteration-batching-*.md): Qwen3-8B,
+    requests (arrival ns, P, G) = (0, 16, 8), (0, 16, 2), (20000, 128, 2), (30000, 16, 4); at most 2
+    running, budget 32, chunks of 16; step = 10,000 + 1,000 x new tokens + 1 x causal pairs ns."""
+
+    ARGS = ("serve", "--model", "qwen3-8b", "--request", "0:16:8", "--request", "0:16:2",
+            "--request", "20000:128:2", "--request", "30000:16:4", "--max-seqs", "2",
+            "--max-batched-tokens", "32", "--chunk-tokens", "16", "--step-base-ns", "10000",
+            "--per-token-ns", "1000", "--per-pair-ns", "1", "--format", "json")
+
+    def run_replay(self, *extra):
+        status, out, err = run_cli(*self.ARGS, *extra)
+        self.assertEqual(status, 0, err)
+        return json.loads(out)["replay"]
+
+    def test_book_table(self):
+        # (iterations, finish ns, max ITL ns, peak KV bytes) as the index prints them
+        book = {"fixed": (12, 317_004, 12_146, 21_528_576), "continuous": (8, 277_004, 147_274, 21_823_488),
+                "chunked": (12, 317_004, 28_945, 21_676_032)}
+        for policy, want in book.items():
+            r = self.run_replay("--policy", policy)
+            self.assertEqual((r["iterations"], r["finish_ns"], r["max_itl_ns"], r["peak_live_kv_bytes"]), want,
+                             policy)
+            self.assertEqual(r["total_matrix_flops"], 2_636_833_882_112)
+        r = self.run_replay("--policy", "chunked", "--kv-capacity", "20971520")
+        self.assertEqual((r["iterations"], r["finish_ns"], r["max_itl_ns"], r["peak_live_kv_bytes"]),
+                         (21, 407_004, 12_034, 19_021_824))
+
+    def test_first_steps_by_hand(self):
+        r = self.run_replay("--policy", "continuous")
+        # step 1: both 16-token prompts, 2 x 16 x 17 / 2 = 272 pairs: 10,000 + 32,000 + 272 ns;
+        # the KV of 32 rows x 147,456 B
+        s = r["steps"][0]
+        self.assertEqual((s["end_ns"], s["causal_pairs"], s["kv_bytes"]), (42_272, 272, 32 * 147_456))
+        # step 3: r1 has left; r2 (arrived at 20,000) is prefilled whole beside r0's decode at
+        # history 17: 128 x 129 / 2 + 18 = 8,274 pairs, 129 tokens: 147,274 ns; r3 waits (2 running)
+        s = r["steps"][2]
+        self.assertEqual((s["end_ns"] - s["start_ns"], s["causal_pairs"]), (147_274, 8_274))
+        self.assertEqual(s["parts"], ["r0:decode:1", "r2:prefill:128"])
+        self.assertEqual(r["max_waiting_ns"], 213_728 - 30_000)
+
+    def test_chunks_conserve_pairs_and_flops(self):
+        # splitting r2's prompt into 8 chunks of 16 keeps its 8,256 causal pairs
+        chunked, whole = self.run_replay("--policy", "chunked"), self.run_replay("--policy", "continuous")
+        self.assertEqual(sum(s["causal_pairs"] for s in chunked["steps"]),
+                         sum(s["causal_pairs"] for s in whole["steps"]))
+        self.assertEqual(chunked["total_matrix_flops"], whole["total_matrix_flops"])
+
+
 class SloCommand(unittest.TestCase):
     def test_fewest_h100s_for_llama_70b(self):
         # Llama-3.1-70B in BF16 is 141,107,412,992 B of weights: one 80 GB H100 cannot hold

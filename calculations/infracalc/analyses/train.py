@@ -311,8 +311,9 @@ def check_formats(w):
     if wd.bits % 8 or wd.is_quantized or w.formats:
         raise UserError(f"train keeps every weight in one whole-byte format (bf16, fp16, fp32); "
                         f"got {wd.name}{' with native formats' if w.formats else ''}")
-    if w.act_dtype.bits % 8 or w.act_dtype.is_quantized:
-        raise UserError(f"train computes in a whole-byte activation format, got {w.act_dtype.name}")
+    if w.act_dtype.bits % 8:
+        raise UserError(f"train computes in a whole-byte activation format (bf16, fp16, fp8, mxfp8), "
+                        f"got {w.act_dtype.name}")
 
 
 def _device_record(device):

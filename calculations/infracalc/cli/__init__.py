@@ -74,7 +74,28 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message):
+        if message.startswith("unrecognized arguments: "):
+            message += self._hint(message[len("unrecognized arguments: "):].split())
         raise UserError(message)
+
+    def _hint(self, words):
+        """For the first unknown option: the option of another tool it stands for (and that this
+        command lacks it), else the closest options of this command."""
+        from ..errors import suggest
+        from .aliases import RENAMES, TRANSLATIONS
+
+        flags = [w.split("=", 1)[0] for w in words if w.startswith("-")]
+        if not flags:
+            return ""
+        flag = flags[0]
+        ours = RENAMES.get(flag) or TRANSLATIONS.get(flag, (None,))[0]
+        if ours:
+            return f" ({flag} is {ours} here, which `{self.prog.split()[-1]}` does not take)"
+        options = [o for o in self._option_string_actions if o.startswith("--")]
+        starting = sorted(o for o in options if o.startswith(flag))   # what prefix matching took
+        if starting:
+            return f"; did you mean {', '.join(starting[:3])}? (options are never abbreviated)"
+        return suggest(flag, options)
 
     def _print_message(self, message, file=None):
         """--help text goes out under main's stream policy (argparse's own print

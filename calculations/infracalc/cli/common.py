@@ -168,11 +168,12 @@ def add_model(p, required=True):
                         "or a directory holding one")
 
 
-def add_lengths(p):
-    """--input-len P and --output-len G, the request shape of decode and parallel."""
-    p.add_argument("--input-len", type=tokens, required=True, metavar="P",
+def add_lengths(p, required=True):
+    """--input-len P and --output-len G, the request shape of decode and parallel (serve: optional,
+    a replay gives each request its own)."""
+    p.add_argument("--input-len", type=tokens, required=required, metavar="P",
                    help="prompt tokens per request (as vLLM's benchmark --input-len; 2048, 2k, 2K)")
-    p.add_argument("--output-len", type=tokens, required=True, metavar="G",
+    p.add_argument("--output-len", type=tokens, required=required, metavar="G",
                    help="generated tokens per request, the first one from the prefill pass")
 
 
@@ -436,19 +437,19 @@ TOKEN_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G
 
 
 def _token_count(text, low):
-    from fractions import Fraction
-
-    from ..errors import quote
-
     raw = text.strip()
     scale = TOKEN_SUFFIXES.get(raw[-1:], 1) if raw else 1
     number = raw[:-1] if scale != 1 else raw
     whole, point, part = number.partition(".")
     value = None
-    if (len(number) <= 24 and digits(whole) is not None and (not point or digits(part) is not None)
-            and not (point and raw[-1:] not in "kmg")):
+    if len(number) <= 24 and digits(whole) is not None and not point:
+        value = digits(whole) * scale   # the common case: no fraction module needed
+    elif (len(number) <= 24 and digits(whole) is not None and digits(part) is not None
+            and raw[-1:] in "kmg"):
+        from fractions import Fraction
         value = Fraction(number) * scale
-    if value is None or value.denominator != 1 or not low <= value <= MAX_COUNT:
+    if value is None or getattr(value, "denominator", 1) != 1 or not low <= value <= MAX_COUNT:
+        from ..errors import quote
         kind = "a positive" if low else "a non-negative"
         raise argparse.ArgumentTypeError(
             f"must be {kind} whole number of tokens up to 10^15 (8192, 32k = 32,000 or "

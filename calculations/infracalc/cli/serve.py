@@ -71,9 +71,19 @@ def acceptance(text):
     return tuple(out)
 
 
+def request(text):
+    """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
+    parts = text.split(":")
+    values = [common.digits(x) for x in parts] if len(parts) == 3 else [None]
+    if None in values or values[1] < 1 or values[2] < 1 or max(values) > 10**15:
+        raise argparse.ArgumentTypeError(f"must be ARRIVAL_NS:PROMPT_TOKENS:OUTPUT_TOKENS in ASCII digits "
+                                         f"(prompt and output at least 1), got '{text}'")
+    return tuple(values)
+
+
 def add_arguments(p):
     common.add_model(p)
-    common.add_lengths(p)
+    common.add_lengths(p, required=False)
     s = p.add_argument_group("scheduler")
     s.add_argument("--max-seqs", type=common.positive_int, default=256, metavar="N",
                    help="requests running at once (as vLLM's --max-num-seqs; default 256)")
@@ -109,6 +119,19 @@ def add_arguments(p):
                          "into a prefill and a decode pool")
     pd.add_argument("--network-bw", type=common.bandwidth, default=None, metavar="BW",
                     help="with --worker: the shared one-way bandwidth carrying every KV handoff (e.g. 25GB/s)")
+    rp = p.add_argument_group("replay (a few requests, iteration by iteration, declared step costs)")
+    rp.add_argument("--request", type=request, action="append", default=None, metavar="ARRIVAL_NS:P:G",
+                    help="a request arriving at ARRIVAL_NS with P prompt and G output tokens; repeatable")
+    rp.add_argument("--policy", choices=("fixed", "continuous", "chunked"), default="chunked",
+                    help="the replay's scheduler (default chunked)")
+    rp.add_argument("--chunk-tokens", type=common.positive_int, default=512, metavar="N",
+                    help="chunked: the most prompt tokens of one request per iteration (default 512)")
+    rp.add_argument("--kv-capacity", type=common.byte_size, default=None, metavar="BYTES",
+                    help="KV pool size for admission (each request reserves its final length)")
+    for name, text in (("step-base-ns", "fixed cost per iteration"), ("per-token-ns", "cost per new token"),
+                       ("per-pair-ns", "cost per causal query-key pair")):
+        rp.add_argument(f"--{name}", type=common.non_negative_int, default=None, metavar="NS",
+                        help=f"declared {text}, integer ns (all three needed with --request)")
     sp = p.add_argument_group("speculative decoding")
     sp.add_argument("--draft-model", default=None, metavar="ID|CONFIG.json",
                     help="a draft model (same tokenizer): price draft lengths 1..--max-draft-tokens")
@@ -136,16 +159,28 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if not args.request and (args.input_len is None or args.output_len is None):
+        raise UserError("give --input-len and --output-len (or --request for a replay)")
+    if args.request:
+        if args.input_len is not None or args.output_len is not None:
+            raise UserError("--request gives each request its lengths; drop --input-len/--output-len")
+        costs = (args.step_base_ns, args.per_token_ns, args.per_pair_ns)
+        if None in costs:
+            raise UserError("--request replays with declared costs: give --step-base-ns, --per-token-ns "
+                            "and --per-pair-ns")
+        rec = system.replay_record(arch, w, device, args.request, args.policy, args.max_seqs,
+                                   args.max_batched_tokens, args.chunk_tokens, args.kv_capacity, *costs)
+        return common.emit(args, rec, render.markdown)
     if args.cached_prefix >= args.input_len:
         raise UserError(f"--cached-prefix {args.cached_prefix} must be below --input-len {args.input_len}")
+    if args.output_len < 2:
+        raise UserError("serve needs --output-len of at least 2 (one decode step)")
     opts = system.Options(cached=args.cached_prefix,
                           max_seqs=args.max_seqs, token_budget=args.max_batched_tokens, rate=args.rate,
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
                           memory_efficiency=args.memory_efficiency)
-    if args.output_len < 2:
-        raise UserError("serve needs --output-len of at least 2 (one decode step)")
     if args.worker:
         rec = system.workers_record(arch, w, device, args.input_len, args.output_len, opts,
                                     [_worker(spec, args) for spec in args.worker], args.network_bw)

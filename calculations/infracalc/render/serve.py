@@ -180,11 +180,37 @@ def speculative_lines(rec):
     return lines
 
 
+def replay_lines(rec):
+    rp = rec["replay"]
+    keys = ("iterations", "finish_ns", "total_output_tokens", "total_scheduled_tokens", "total_matrix_flops",
+            "peak_live_kv_bytes", "peak_reserved_kv_bytes", "live_kv_byte_ns", "max_waiting_ns",
+            "max_ttft_ns", "max_itl_ns")
+    lines = [f"## Replay: {rp['policy']}, {u.count(rp['requests'], 'request')}", "",
+             markdown_table(["figure", "value"], [[k, u.integer(rp[k])] for k in keys], "lr"), ""]
+    rows = [[r["id"], u.integer(r["arrival_ns"]), r["prompt_tokens"], r["output_tokens"],
+             u.integer(r["admitted_ns"]), u.integer(r["ttft_ns"]), u.integer(r["finish_ns"]),
+             u.integer(r["max_itl_ns"]) if r["max_itl_ns"] is not None else "-", u.integer(r["matrix_flops"])]
+            for r in rp["per_request"]]
+    lines += [markdown_table(["request", "arrival ns", "P", "G", "admitted ns", "TTFT ns", "finish ns",
+                              "max ITL ns", "matrix FLOPs"], rows), ""]
+    rows = [[u.integer(s["start_ns"]), u.integer(s["end_ns"]), s["new_tokens"], u.integer(s["causal_pairs"]),
+             u.integer(s["kv_bytes"]), ", ".join(s["parts"])] for s in rp["steps"]]
+    lines += [markdown_table(["start ns", "end ns", "new tokens", "pairs", "KV bytes", "request:phase:tokens"],
+                             rows, "rrrrrl"), ""]
+    return lines
+
+
 def verdict_lines(rec):
     """The answer first: the fewest devices, the best pool split, the pools for the rate, the
     best draft length, or the scheduler serving the most requests/s."""
     from . import verdict
 
+    if "replay" in rec:
+        rp = rec["replay"]
+        return verdict.block(f"{rp['policy']}: {u.count(rp['requests'], 'request')} done at "
+                             f"{u.integer(rp['finish_ns'])} ns in {rp['iterations']} iterations (declared costs)",
+                             [f"max TTFT {u.integer(rp['max_ttft_ns'])} ns, max ITL "
+                              f"{u.integer(rp['max_itl_ns'])} ns, peak KV {u.integer(rp['peak_live_kv_bytes'])} B"])
     if "sizing" in rec:
         a, i = rec["sizing"]["answer"], rec["inputs"]
         if a is None:
@@ -229,13 +255,16 @@ def verdict_lines(rec):
 def markdown(rec):
     i = rec["inputs"]
     title = f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}"
+    shape = (f"- Requests: {i['input_len']} input and {i['output_len']} output tokens; scheduler "
+             if "input_len" in i else f"- Requests: {len(i['requests'])} replayed; scheduler ")
     lines = [title, "", *verdict_lines(rec), model_line(rec["model"], tied=False),
-             f"- Requests: {i['input_len']} input and {i['output_len']} output tokens; scheduler "
-             f"--max-seqs {i['max_seqs']}, --max-batched-tokens {i['max_batched_tokens']}",
+             shape + f"--max-seqs {i['max_seqs']}, --max-batched-tokens {i['max_batched_tokens']}",
              *([formats_line(i)] if "weight_dtype" in i else []),
              device_line(rec["device"], memory=True), *note_lines(rec), ""]
     if "sizing" in rec:
         lines += sizing_lines(rec)
+    if "replay" in rec:
+        lines += replay_lines(rec)
     if "workers" in rec:
         lines += worker_lines(rec)
     if "pd" in rec:

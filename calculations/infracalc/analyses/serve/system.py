@@ -351,3 +351,27 @@ def speculative_record(target, draft, w, w_draft, device, input_len, output_len,
     return {"draft_model": draft.id, "draft_params": draft.params, "acceptance": list(alphas),
             "batch": batch, "history": mid, "plain_step_s": plain, "rows": rows, "best": top,
             "positions": speculation.position_table(alphas, top["draft_tokens"])}
+
+
+def replay_record(arch, w, device, requests, policy, max_seqs, budget, chunk, capacity, base, token, pair):
+    """The `serve --request ...` record: the replay with declared costs (replay.replay)."""
+    from . import replay
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    rec = _header(arch, kv_w, device, max(r[1] for r in requests), max(r[2] for r in requests),
+                  Options(max_seqs=max_seqs, token_budget=budget))
+    for k in ("input_len", "output_len", "rate_per_s", "service_cv2", "ttft_limit_s", "tpot_limit_s",
+              "cached_prefix_tokens"):
+        del rec["inputs"][k]
+    rec["inputs"].update(policy=policy, chunk_tokens=chunk, kv_capacity_bytes=capacity, step_base_ns=base,
+                         per_new_token_ns=token, per_causal_pair_ns=pair,
+                         requests=[{"arrival_ns": a, "prompt_tokens": p, "output_tokens": g}
+                                   for a, p, g in requests])
+    rec["notes"] = []
+    rec["replay"] = replay.replay(arch, kv_w, requests, policy, max_seqs, budget, chunk, capacity, base, token, pair)
+    rec.update(definitions=["Declared step costs (teaching inputs, not a device): every time is exact "
+                            "in integers of ns under them; not a bound and not a prediction."],
+               left_out=["Preemption, shared prefixes, early stops, paging and fragmentation; "
+                         "weights and workspace are outside the KV pool."],
+               conventions=conventions(kv_w) + [replay.REPLAY_CONVENTION])
+    return rec
