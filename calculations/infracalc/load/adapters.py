@@ -10,7 +10,7 @@ FAMILIES = {
     "llama": "dense", "mistral": "dense", "qwen2": "dense", "qwen3": "dense", "phi3": "dense",
     "qwen3_moe": "moe", "mixtral": "moe",
     "deepseek_v2": "deepseek", "deepseek_v3": "deepseek", "kimi_k2": "deepseek",
-    "deepseek_v4": "deepseek_v4",
+    "deepseek_v4": "deepseek_v4", "kimi_k3": "kimi_k3", "kimi_linear": "kimi_k3",
     "qwen3_next": "qwen3_next",
     "gemma3": "gemma", "gemma3_text": "gemma", "gpt_oss": "gpt_oss",
     "gemma": "gemma", "gemma2": "gemma",
@@ -19,7 +19,7 @@ FAMILIES = {
     "falcon": "falcon", "RefinedWeb": "falcon", "RefinedWebModel": "falcon",
     "minimax": "minimax", "minimax_m1": "minimax", "minimax_text_01": "minimax",
     "ministral3": "dense", "llava": "vision", "mistral3": "vision", "qwen2_5_vl": "vision",
-    "glm4": "glm", "glm4_moe": "glm",
+    "glm4": "glm", "glm4_moe": "glm", "mllama": "vision",
     "llama4": "llama4", "llama4_text": "llama4",
     "gpt2": "gpt2", "opt": "gpt2", "gpt_neox": "gpt2",
 }
