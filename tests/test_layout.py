@@ -90,10 +90,15 @@ REPLICATED = ("norm.weight", "o_proj.bias", ".gate.bias", "e_score_correction_bi
               # DeepSeek-V4 (inference/model.py): mHC weights, the plain-Linear wq_a and wkv,
               # the compressors (not parallel); the sinks, wq_b, wo_a/wo_b and indexer split
               *HC, "gate.tid2eid", "attn.wq_a.weight", "attn.wkv.weight", "compressor.ape",
-              "compressor.wkv.weight", "compressor.wgate.weight")
+              "compressor.wkv.weight", "compressor.wgate.weight",
+              # Kimi K3 (blocks.kimi): KDA's f_a_proj, the latent MoE's down/up projections and
+              # the AttnRes projections (norms end in norm.weight)
+              "f_a_proj.weight", "routed_expert_down_proj.weight", "routed_expert_up_proj.weight",
+              "res_proj.weight")
 REPLICATED_GEMMS = ("shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight",
                     "hc_attn_fn", "hc_ffn_fn", "hc_head_fn", "attn.wq_a.weight", "attn.wkv.weight",
-                    "compressor.wkv.weight", "compressor.wgate.weight")
+                    "compressor.wkv.weight", "compressor.wgate.weight",
+                    "f_a_proj.weight", "routed_expert_down_proj.weight", "routed_expert_up_proj.weight")
 
 
 def config(model):
@@ -124,6 +129,20 @@ def copies(t, lay, kv_heads):
     if name.split(".")[-2] in ("k_proj", "v_proj") and tp > kv_heads:
         return Fraction(tp, kv_heads) * dp
     return dp
+
+
+def attn_res_candidates(cfg):
+    """Kimi K3 AttnRes: candidates summed over its mixes (blocks.kimi), from the config:
+    before layer i, ceil(i/S) saved blocks; the attention mix (none at layer 0) sees
+    saved + 1, the FFN mix saved + 1 (+ 1 at a block start), the head all + 1."""
+    s, n = cfg.get("attn_res_block_size"), cfg.get("num_hidden_layers", 0)
+    if not s:
+        return 0
+    total = 0
+    for i in range(n):
+        saved = -(-i // s)
+        total += (saved + 1 if saved else 0) + saved + (i % s == 0) + 1
+    return total + -(-n // s) + 1
 
 
 class Conservation(unittest.TestCase):
@@ -179,6 +198,7 @@ class Conservation(unittest.TestCase):
         if arch.tied_embeddings and lay.pp > 1:   # the last stage's copy for the head
             bytes_ += dp * BF16.weight_bytes(arch.embedding.tensors()[0].replace(shape=(pad_rows, h)))
         flops += dp * 2 * rows * h * (pad_rows - v)   # head rows of the last vocab shard
+        flops += (tp - 1) * dp * 2 * n * h * attn_res_candidates(cfg)   # AttnRes sums, on every TP rank
         return bytes_, flops
 
     def test_every_bundled_model(self):

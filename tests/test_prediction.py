@@ -1,6 +1,7 @@
 """The predicted serving figure (analyses/efficiency/serving), its fit (efficiency/fit) and
 validate's accuracy table (analyses/validate_predict)."""
 
+import math
 import unittest
 
 import support  # noqa: F401  (import path)
@@ -25,6 +26,26 @@ class EngineBatch(unittest.TestCase):
         self.assertEqual(serving.engine_batch(1500 * per, per), 1536)
         self.assertEqual(serving.engine_batch(10_000 * per, per), 4096)
         self.assertEqual(serving.engine_batch(5, 0), 4096)               # no cache: the cap
+
+
+class Concurrency(unittest.TestCase):
+    def test_llama_8b_fp8_on_h100(self):
+        # Llama 3.1 8B, FP8 KV: 32 layers x 8 KV heads x 128 x (K and V) x 1 B = 65,536 B per token.
+        # Room = 0.9 x (85,520,809,984 B - weights); a request reserves its final 1000 + 1000 - 1
+        # tokens; the engine limit counts 1000 + 1000 (tuning.py's target ISL + OSL).
+        from support import DTYPES, Workload, load_model
+        from infracalc.load.hardware import load_device
+
+        arch, d = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        fp8 = DTYPES["fp8"]
+        w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
+        room = 0.9 * (85_520_809_984 - arch.weight_bytes(w))
+        n, got_room, limit = serving.concurrency(arch, w, d.memory_bytes, 1000, 1000)
+        self.assertAlmostEqual(got_room, room, places=3)
+        raw = room / (65_536 * 2000)
+        self.assertTrue(256 <= raw < 1024, raw)                     # the 128-multiple band
+        self.assertEqual(limit, 128 * math.ceil(raw / 128))
+        self.assertEqual(n, min(int(room // (65_536 * 1999)), limit))
 
 
 class MixedIteration(unittest.TestCase):

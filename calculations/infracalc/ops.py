@@ -31,6 +31,9 @@ VECTOR_FLOPS = {
     # DeepSeek-V4 (swiglu_limit): u = clamp(u, -limit, limit) (2), g = min(g, limit) (1),
     # silu(g) (4), * u (1): 8.
     "swiglu_limit": 8,
+    # Kimi K3 SiTU: beta tanh(g/beta) sigmoid(g) (div, tanh, mul, sigmoid 3, mul: 7) times
+    # beta' tanh(u/beta') (div, tanh, mul: 3), the product 1: 11.
+    "situ": 11,
     "l2norm": 3,     # x^2, sum, * rsqrt(mean): RMSNorm without a weight (Llama 4 qk norm)
     "sink": 4,       # per softmax row: the sink logit joins the max, subtract, exp, sum (never scaled)
     "moe_combine": 2,  # per routed expert output value: * routing weight, + into the token's sum

@@ -5,7 +5,7 @@ from ..arch import Block, Tensor
 from ..errors import UserError
 from ..ops import VECTOR_FLOPS, elementwise, gemm, saved_inputs
 
-ACTIVATIONS = {"silu": "swiglu", "gelu_pytorch_tanh": "geglu_tanh", "gelu_tanh": "geglu_tanh"}
+ACTIVATIONS = {"situ": "situ", "silu": "swiglu", "gelu_pytorch_tanh": "geglu_tanh", "gelu_tanh": "geglu_tanh"}
 
 
 class GatedMLP(Block):

@@ -1,0 +1,174 @@
+"""Kimi K3: the bundled config's exact text parameters, the book's figures, and each new
+block's counting rule on a tiny configuration worked by hand (blocks.kimi)."""
+
+import sys
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "calculations"))
+
+from infracalc import ledger  # noqa: E402
+from infracalc.blocks.kimi import KDA, AttnRes, GatedMLA, LatentMoE  # noqa: E402
+from infracalc.dtypes import dtype  # noqa: E402
+from infracalc.load.models import load_model  # noqa: E402
+from infracalc.workload import Workload  # noqa: E402
+
+
+def rows(block, w):
+    return {op.name: op for op in block.ops(w)}
+
+
+def flops(ops, names, field="matrix_flops"):
+    return sum(getattr(op, field) for op in ops if op.name in names)
+
+
+class Checkpoint(unittest.TestCase):
+    """moonshotai/Kimi-K3 config.json (sha256 9710e121..., the book's lock file): the text
+    model's 2,779,484,476,000 parameters are the book's logical text parameters
+    (bojieli/ai-infra-book:calculations/results/README.md, forward-kimi-k3-*)."""
+
+    def test_parameters(self):
+        arch = load_model("kimi-k3")
+        self.assertEqual(arch.params, 2_779_484_476_000)
+        self.assertEqual([(p.name, p.params) for p in arch.parts], [("vision", None)])
+
+    def test_every_command_runs(self):
+        from support import run_cli
+        for cmd in (["forward", "--tokens", "512"], ["decode", "--input-len", "600", "--output-len", "700"],
+                    ["kv", "--context", "100000"],
+                    ["parallel", "--devices", "8", "--tp", "8", "--input-len", "300", "--output-len", "20"],
+                    ["train", "--seq", "2048", "--tp", "8", "--ep", "8", "--dp", "8", "--pp", "3"]):
+            code, out, err = run_cli(cmd[0], "--model", "kimi-k3", "--device", "h200", *cmd[1:], "--format", "json")
+            self.assertEqual(code, 0, (cmd, err))
+
+
+class BookFigures(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/README.md, the Kimi K3 tables (TFLOPs,
+    MiB): KDA projections 501.465886 (b1 T 8192) / 0.061214 (T 1), MLA projections
+    91.302415 and effective attention 49.484063 expanded / 168.245814 compact (b1 T
+    8192), FFN b64 8.552957608 = routed 6.223407612 + shared 1.555851903 + latent
+    0.605053518 + dense 0.093012886 (+ router), AttnRes weighted sums 117.675393 GFLOPs,
+    decode totals 0.220444 expanded / 0.249438 compact (the book counts the KDA
+    recurrence as scalar arithmetic: our matrix FLOPs minus the delta rule), persistent
+    state 649.406250 compact / 11953.406250 expanded MiB at 8192 tokens."""
+
+    arch = load_model("kimi-k3")
+
+    def block(self, kind):
+        return next(b for layer, _, _ in self.arch.layer_groups() for b in layer.blocks if isinstance(b, kind))
+
+    def test_kda_projections(self):
+        kda = self.block(KDA)
+        names = {"q_proj", "k_proj", "v_proj", "g_proj", "f_a_proj", "f_b_proj", "b_proj", "o_proj"}
+        # per token and layer 2 x 7168 x (4 x 12288 + 128) + 2 x 128 x 12288 + 2 x 7168 x 96
+        # + 2 x 12288 x 7168 = 887,160,832; x 69 layers x 8192 tokens
+        self.assertEqual(69 * flops(kda.ops(Workload(tokens=8192)), names), 887_160_832 * 69 * 8192)
+        self.assertEqual(887_160_832 * 69 * 8192, 501_465_885_966_336)
+        self.assertEqual(69 * flops(kda.ops(Workload(tokens=1, history=8192)), names), 61_214_097_408)
+
+    def test_mla(self):
+        mla = self.block(GatedMLA)
+        w = Workload(tokens=8192, mla="naive")
+        proj = {"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "g_proj", "o_proj"}
+        # per token and layer: q_a 2x1536x7168 + q_b 2x18432x1536 + kv_a 2x576x7168 + kv_b
+        # 2x24576x512 + g and o 2 x 2x12288x7168 = 464,388,096; x 24 layers x 8192
+        self.assertEqual(24 * flops(mla.ops(w), proj), 464_388_096 * 24 * 8192)
+        pairs = 8192 * 8193 // 2   # causal pairs of one 8192-token prefill
+        # expanded: 2 x 96 x (128 + 64) + 2 x 96 x 128 = 61,440 per pair; compact (latent):
+        # 2 x 96 x (512 + 64) + 2 x 96 x 512 = 208,896 per pair
+        self.assertEqual(24 * flops(mla.ops(w), {"attn_qk", "attn_pv"}), 61_440 * pairs * 24)
+        absorbed = mla.ops(w.replace(mla="absorbed"))
+        self.assertEqual(24 * flops(absorbed, {"attn_qk", "attn_pv"}), 208_896 * pairs * 24)
+        self.assertEqual((61_440 * pairs * 24, 208_896 * pairs * 24), (49_484_063_047_680, 168_245_814_362_112))
+
+    def test_experts_b64(self):
+        ops = ledger.build(self.arch, Workload(batch=64, tokens=1, history=8192)).ops
+        routed = flops(ops, {"experts.gate_proj", "experts.up_proj", "experts.down_proj"})
+        shared = flops(ops, {"shared.gate_proj", "shared.up_proj", "shared.down_proj"})
+        latent = flops(ops, {"latent_down", "latent_up"})
+        dense = flops(ops, {"gate_proj", "up_proj", "down_proj"})
+        router = flops(ops, {"router"})
+        self.assertEqual((routed, shared, latent, dense), (6_223_407_611_904, 1_555_851_902_976,
+                                                           605_053_517_824, 93_012_885_504))
+        self.assertEqual(routed + shared + latent + dense + router, 8_552_957_607_936)
+
+    def test_attn_res_and_decode(self):
+        ops = ledger.build(self.arch, Workload(tokens=8192)).ops
+        self.assertEqual(sum(op.matrix_flops for op in ops if op.name.endswith("res.sum")), 117_675_393_024)
+        for mla, want in (("naive", 220_443_619_328), ("absorbed", 249_438_187_520)):
+            ops = ledger.build(self.arch, Workload(tokens=1, history=8192, mla=mla)).ops
+            total = sum(op.matrix_flops for op in ops)
+            self.assertEqual(total - flops(ops, {"delta_rule"}), want, mla)
+
+    def test_state(self):
+        bf16 = dtype("bf16")
+        self.assertEqual(self.arch.kv_bytes(bf16, 8192, "absorbed"), int(649.40625 * 2**20))
+        self.assertEqual(self.arch.kv_bytes(bf16, 8192, "naive"), int(11953.40625 * 2**20))
+
+
+class KDAByHand(unittest.TestCase):
+    """D = 8, H = 2 heads of d = 4 (j = 8), K = 4 taps. Tensors q, k, v, g 4 x 8x8 = 256,
+    f_a 4x8 = 32, f_b 8x4 = 32, b 2x8 = 16, o 8x8 = 64, A_log 2, dt_bias 8, o_norm 4,
+    convs 3 x 8x4 = 96: 510. State 2x4x4 fp32 = 128 B + conv slots 4 x 3 x 8 bf16 = 192 B.
+    One token: 6 x 4 x 4 = 96 matrix FLOPs per head (192), 16 + 8 + 4 + 1 = 29 vector per
+    head (58). Three tokens: q_proj 2x3x8x8 = 384, f_a 2x3x8x4 = 192, b 2x3x8x2 = 96;
+    gates 3 x (8 x 6 + 2 x 3) = 162; convs 3 x 24 x (2x4 + 4) = 864."""
+
+    B = KDA(hidden=8, heads=2, head_dim=4, conv_kernel=4)
+
+    def test_tensors_and_state(self):
+        self.assertEqual(self.B.params, 510)
+        self.assertEqual((self.B.recurrent_state_bytes(), self.B.conv_state_bytes()), (128, 192))
+
+    def test_ops(self):
+        one = rows(self.B, Workload(tokens=1, history=5))["delta_rule"]
+        self.assertEqual((one.matrix_flops, one.vector_flops, one.kv_read), (192, 58, 320))
+        r = rows(self.B, Workload(tokens=3))
+        self.assertEqual((r["q_proj"].matrix_flops, r["f_a_proj"].matrix_flops, r["b_proj"].matrix_flops),
+                         (384, 192, 96))
+        self.assertEqual((r["gates"].vector_flops, r["qkv_conv_silu"].vector_flops), (162, 864))
+
+
+class AttnResByHand(unittest.TestCase):
+    """D = 8, c = 3 candidates, 2 tokens (6 candidate rows): scalar 6 x (3x8 + 1) + 8 +
+    6 x (2x8 - 1) + 2 x (3x3 - 1) = 150 + 8 + 90 + 16 = 264, specials 2 x 6 + 2 x 2 = 16:
+    280 vector FLOPs; the weighted sum 2 x 2 x 3 x 8 = 96 matrix FLOPs."""
+
+    def test_mix(self):
+        r = rows(AttnRes("mlp_res", 8, 3), Workload(tokens=2))
+        self.assertEqual((r["mlp_res.mix"].vector_flops, r["mlp_res.sum"].matrix_flops), (280, 96))
+        self.assertEqual(AttnRes("mlp_res", 8, 0).ops(Workload(tokens=2)), [])
+
+
+class LatentMoEByHand(unittest.TestCase):
+    """D = 8, 4 experts of I = 4 at latent r = 6, top 2, one shared of 4: gate 4x8 + bias 4
+    + experts 4 x (2 x 4x6 + 6x4) + shared 3 x 4x8 + down 6x8 + up 8x6 + norm 6 = 32 + 4 +
+    288 + 96 + 48 + 48 + 6 = 522. Three tokens (6 routed copies): experts.gate_proj
+    2 x 6 x 6 x 4 = 288, latent_down 2 x 3 x 8 x 6 = 288, router 2 x 3 x 8 x 4 = 192."""
+
+    B = LatentMoE(8, 4, 2, 4, shared_inter=4, score_bias=True, latent=6)
+
+    def test_counts(self):
+        self.assertEqual(self.B.params, 522)
+        r = rows(self.B, Workload(tokens=3))
+        self.assertEqual((r["experts.gate_proj"].matrix_flops, r["latent_down"].matrix_flops,
+                          r["latent_up"].matrix_flops, r["router"].matrix_flops), (288, 288, 288, 192))
+
+
+class GatedMLAByHand(unittest.TestCase):
+    """MLA D = 8, 2 heads, q_lora 4, kv_lora 4, qk 2+2, v 2: q_a 32 + 4 + q_b 8x4 + kv_a 6x8 +
+    4 + kv_b 8x4 + o 8x4 = 184, plus g_proj 4x8 = 32: 216. No RoPE row (NoPE); three
+    tokens: g_proj 2x3x8x4 = 192, the gate 4 x 3 x 4 = 48."""
+
+    B = GatedMLA(hidden=8, heads=2, q_lora_rank=4, kv_lora_rank=4, qk_nope=2, qk_rope=2, v_head_dim=2)
+
+    def test_counts(self):
+        self.assertEqual(self.B.params, 216)
+        r = rows(self.B, Workload(tokens=3, mla="naive"))
+        self.assertNotIn("rope", r)
+        self.assertEqual((r["g_proj"].matrix_flops, r["output_gate"].vector_flops), (192, 48))
+
+
+if __name__ == "__main__":
+    unittest.main()
