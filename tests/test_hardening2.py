@@ -6,25 +6,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import unittest
 
-from support import CALC, ROOT, run_cli as run
-
-CALC_PY = os.path.join(CALC, "calc.py")
-
-
-def bundled(kind, name):
-    with open(f"{ROOT}/calculations/{kind}/{name}.json", encoding="utf-8") as f:
-        return json.load(f)
+from support import CALC, run_cli as run
+from test_hardening import CALC_PY, Case as Round1, bundled
 
 
-class Case(unittest.TestCase):
-    def folder(self):
-        d = tempfile.mkdtemp(prefix="harden2-")
-        self.addCleanup(shutil.rmtree, d, True)
-        return d
-
+class Case(Round1):
     def calc_at(self, calc_py, *args):
         """A private copy's calc.py, run from an empty directory."""
         return subprocess.run([sys.executable, calc_py, *args], capture_output=True, text=True,

@@ -437,19 +437,19 @@ TOKEN_SUFFIXES = {"k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G
 
 
 def _token_count(text, low):
-    from fractions import Fraction
-
-    from ..errors import quote
-
     raw = text.strip()
     scale = TOKEN_SUFFIXES.get(raw[-1:], 1) if raw else 1
     number = raw[:-1] if scale != 1 else raw
     whole, point, part = number.partition(".")
     value = None
-    if (len(number) <= 24 and digits(whole) is not None and (not point or digits(part) is not None)
-            and not (point and raw[-1:] not in "kmg")):
+    if len(number) <= 24 and digits(whole) is not None and not point:
+        value = digits(whole) * scale   # the common case: no fraction module needed
+    elif (len(number) <= 24 and digits(whole) is not None and digits(part) is not None
+            and raw[-1:] in "kmg"):
+        from fractions import Fraction
         value = Fraction(number) * scale
-    if value is None or value.denominator != 1 or not low <= value <= MAX_COUNT:
+    if value is None or getattr(value, "denominator", 1) != 1 or not low <= value <= MAX_COUNT:
+        from ..errors import quote
         kind = "a positive" if low else "a non-negative"
         raise argparse.ArgumentTypeError(
             f"must be {kind} whole number of tokens up to 10^15 (8192, 32k = 32,000 or "

@@ -35,7 +35,7 @@ def resolve(spec):
     alias = hf_names().get(spec.lower()) if not spec.endswith(".json") else None
     if alias:   # a Hugging Face id or casing of a bundled model: the bundled (verbatim) config
         return alias, os.path.join(MODELS_DIR, alias + ".json")
-    if HF_REPO.fullmatch(spec) and not os.path.lexists(spec):
+    if is_hf_repo(spec) and not os.path.lexists(spec):
         snapshot = hf_cache_snapshot(spec)
         if snapshot is None:
             from ..errors import suggest
@@ -76,10 +76,23 @@ def bundled_types():
     return out
 
 
-# owner/name, as the Hugging Face Hub spells a repository id
-import re  # noqa: E402
+_REPO_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
-HF_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+def is_hf_repo(text):
+    """owner/name as the Hugging Face Hub spells a repository id (letters, digits, '_', '.', '-';
+    each part starting with a letter or digit). No `re`: its import would cost every command."""
+    parts = text.split("/")
+    return len(parts) == 2 and all(p and p[0].isalnum() and p.isascii() and set(p) <= _REPO_CHARS
+                                   for p in parts)
+
+
+def _repo_in(text):
+    """The first owner/name in a table cell of models/SOURCES.md, or None."""
+    for word in text.replace("*", "").replace("(", " ").replace(")", " ").split():
+        if is_hf_repo(word.rstrip(",;")):
+            return word.rstrip(",;")
+    return None
 
 # Repositories whose config has the bundled model's architecture besides the one named in
 # models/SOURCES.md: the Hub's renamed Llama 3.1 repositories and the Instruct variants,
@@ -110,9 +123,9 @@ def hf_names():
             for line in f:
                 cells = [c.strip() for c in line.split("|")]
                 if len(cells) > 3 and cells[1] in repos:
-                    found = HF_REPO.search(cells[2].replace("*", ""))
+                    found = _repo_in(cells[2])
                     if found:
-                        repos[cells[1]].append(found.group(0))
+                        repos[cells[1]].append(found)
     except OSError:
         pass
     for model_id, ids in repos.items():

@@ -12,11 +12,16 @@ WIDTH = 100
 
 
 def _wrap(text, first, rest):
-    """text in lines of at most WIDTH columns (Markdown joins them again: soft line breaks)."""
-    import textwrap
-
-    return textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
-                         break_long_words=False, break_on_hyphens=False) or [first.rstrip()]
+    """text in lines of at most WIDTH columns, broken at spaces (Markdown joins them again:
+    soft line breaks); a word longer than a line stays whole. Not textwrap: it imports `re`,
+    which would cost every command its import."""
+    lines, line, fresh = [], first, True
+    for word in text.split(" "):
+        if not fresh and len(line) + 1 + len(word) > WIDTH:
+            lines.append(line)
+            line, fresh = rest, True
+        line, fresh = (line + word if fresh else f"{line} {word}"), False
+    return lines + [line]
 
 
 def block(headline, lines):
