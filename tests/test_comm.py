@@ -250,18 +250,18 @@ class DeviceDataTest(unittest.TestCase):
 class BuilderTest(unittest.TestCase):
     def test_tp_two_all_reduces_per_layer(self):
         # Llama-3.1-70B-like: 80 layers, hidden 8192, bf16, 2048 tokens: S = 2048*8192*2 = 33,554,432.
-        cs = comm.tp_collectives(2048, 8192, 2, 8, False, 80, "up", head_tokens=1, vocab=128256)
+        cs = comm.tp_collectives(2048, 8192, 2, tp=8, sp=False, layers=80, tier="up", head_tokens=1, vocab=128256)
         self.assertEqual([(c.kind, c.bytes, c.count) for c in cs], [
             ("all_reduce", 33_554_432, 1), ("all_reduce", 33_554_432, 80), ("all_reduce", 33_554_432, 80),
             ("all_gather", 128256 * 2, 1)])
-        self.assertEqual(comm.tp_collectives(2048, 8192, 2, 1, False, 80, "up"), [])
+        self.assertEqual(comm.tp_collectives(2048, 8192, 2, tp=1, sp=False, layers=80, tier="up"), [])
 
     def test_sequence_parallelism_conserves_bytes_and_time(self):
         # RS + AG move (n-1)/n S each: together the 2(n-1)/n S of the all-reduce they replace,
         # in the same 2(n-1) steps, so the per-layer wire bytes and times are equal.
         link = comm.links(H100)["up"]
-        ar = comm.tp_collectives(4096, 5120, 2, 4, False, 64, "up", embedding=False)
-        sp = comm.tp_collectives(4096, 5120, 2, 4, True, 64, "up", embedding=False)
+        ar = comm.tp_collectives(4096, 5120, 2, tp=4, sp=False, layers=64, tier="up", embedding=False)
+        sp = comm.tp_collectives(4096, 5120, 2, tp=4, sp=True, layers=64, tier="up", embedding=False)
         wire = lambda cs: sum(comm.wire_bytes(c) * c.count for c in cs)
         time = lambda cs: sum(comm.time_s(c, link) * c.count for c in cs)
         self.assertEqual(wire(ar), 2 * 64 * 2 * 3 / 4 * 4096 * 5120 * 2)

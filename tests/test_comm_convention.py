@@ -29,14 +29,14 @@ class Formulas(unittest.TestCase):
     def test_ep_sends_the_tp_slice(self):
         # 4,096 tokens at tp 2, ep 8 (expert TP 1): each TP rank dispatches its 2,048 tokens' 8
         # copies of 2,048 bf16 values: S = 2048 x 8 x 2048 x 2 = 67,108,864 B, dispatch and combine.
-        cs = comm.moe_collectives(4096, 8, 2048, 2, 2, 8, 1, "up", "up", experts=128)
+        cs = comm.moe_collectives(4096, 8, 2048, 2, tp=2, ep=8, moe_layers=1, tier_ep="up", tier_tp="up", experts=128)
         self.assertEqual([(c.kind, c.bytes, c.group) for c in cs], [("all_to_all", 67_108_864, 8)] * 2)
 
     def test_expert_tp_gathers_the_received_copies(self):
         # tp 4, ep 2: expert TP 2. Each rank dispatches its 1,024 tokens: S = 1024 x 8 x 2048 x 2
         # = 33,554,432 B; the 2 ranks sharing an expert all-gather what they received (and
         # reduce-scatter the outputs): S = 2 x 33,554,432 = 67,108,864 B over 2 ranks.
-        cs = comm.moe_collectives(4096, 8, 2048, 2, 4, 2, 48, "up", "up", experts=128)
+        cs = comm.moe_collectives(4096, 8, 2048, 2, tp=4, ep=2, moe_layers=48, tier_ep="up", tier_tp="up", experts=128)
         self.assertEqual([(c.kind, c.bytes, c.group, c.count) for c in cs],
                          [("all_to_all", 33_554_432, 2, 48), ("all_to_all", 33_554_432, 2, 48),
                           ("all_gather", 67_108_864, 2, 48), ("reduce_scatter", 67_108_864, 2, 48)])
@@ -52,13 +52,13 @@ class Formulas(unittest.TestCase):
         # Llama-3.1-70B boundary, 2,048 tokens x 8,192 x 2 B = 33,554,432 B: at tp 8 each rank
         # sends 256 x 8192 x 2 = 4,194,304 B; without SP the receiver all-gathers the 33,554,432 B
         # over its 8 TP ranks; with SP (or tp 1) the send alone.
-        cs = comm.pp_boundary_collectives(2048, 8192, 2, 8, False, "out", "up")
+        cs = comm.pp_boundary_collectives(2048, 8192, 2, tp=8, sp=False, tier_pp="out", tier_tp="up")
         self.assertEqual([(c.kind, c.bytes, c.group, c.tier) for c in cs],
                          [("p2p", 4_194_304, 2, "out"), ("all_gather", 33_554_432, 8, "up")])
-        self.assertEqual([c.bytes for c in comm.pp_boundary_collectives(2048, 8192, 2, 8, True, "out", "up")],
-                         [4_194_304])
-        self.assertEqual([c.bytes for c in comm.pp_boundary_collectives(2048, 8192, 2, 1, False, "out", "up")],
-                         [33_554_432])
+        boundary = lambda tp, sp: comm.pp_boundary_collectives(2048, 8192, 2, tp=tp, sp=sp, tier_pp="out",
+                                                               tier_tp="up")
+        self.assertEqual([c.bytes for c in boundary(8, True)], [4_194_304])
+        self.assertEqual([c.bytes for c in boundary(1, False)], [33_554_432])
 
 
 class SameInBothCommands(unittest.TestCase):
@@ -84,7 +84,8 @@ class SameInBothCommands(unittest.TestCase):
             self.assertEqual(mlp(ours) == [], tp == 1 or sp, (tp, ep, sp))   # no shared expert
             if pp > 1:
                 sent = {(c.kind, c.bytes) for c in theirs if c.dim == "pp"}
-                self.assertEqual(sent, {(c.kind, c.bytes) for c in communication.transfer(plan, lay, 2048)[0] if c.kind == "p2p"})
+                ours_pp = communication.transfer(plan, lay, 2048)[0]
+                self.assertEqual(sent, {(c.kind, c.bytes) for c in ours_pp if c.kind == "p2p"})
                 self.assertEqual(sent, {("p2p", 512 * 2048 * 2)})   # 2,048 / tp 4 tokens x 2,048 x 2 B
 
     def test_received_copies_equal_the_routed_work(self):
@@ -93,7 +94,8 @@ class SameInBothCommands(unittest.TestCase):
         arch = load_model(QWEN)
         moe = next(b for b in arch.layers[0].blocks if hasattr(b, "experts"))
         for tp, ep in ((1, 8), (2, 8), (4, 2), (8, 8), (8, 4)):
-            cs = comm.moe_collectives(4096, moe.top_k, moe.hidden, 2, tp, ep, 1, "up", "up", experts=moe.experts)
+            cs = comm.moe_collectives(4096, moe.top_k, moe.hidden, 2, tp=tp, ep=ep, moe_layers=1, tier_ep="up",
+                                      tier_tp="up", experts=moe.experts)
             gathered = [c for c in cs if c.kind == "all_gather"]
             received = (gathered[0].bytes if gathered else cs[0].bytes) // (moe.hidden * 2)
             self.assertEqual(received, 4096 * moe.top_k // min(tp, ep), (tp, ep))

@@ -193,6 +193,7 @@ class Command(unittest.TestCase):
         self.assertEqual(rec["layouts_admitted"] + sum(r["layouts"] for r in rec["rejected"]), 28)
         steps = [r["step_s"] for r in rec["top"]]
         self.assertEqual(steps, sorted(steps))
+        self.assertTrue(rec["top"])   # not vacuous
         self.assertTrue(all(r["headroom_bytes"] >= 0 for r in rec["top"]))
 
     def test_a_layout_that_does_not_fit_is_a_result(self):

@@ -166,8 +166,10 @@ class OpTimes(unittest.TestCase):
                 act_read=5, kv_read=6, act_write=7, kv_write=8, compute="bf16", layers="-",
                 repeats=1, kind="gemm", weight="w", saved_bytes=9, saved_replicated=10)
         got = op.times(3, "0-2")
-        scaled = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read", "kv_read",
-                  "act_write", "kv_write", "saved_bytes", "saved_replicated")
+        # the rule, not a list: every integer count of the row scales with the repeat (the repeat
+        # itself is multiplied); text fields are copied. A new count field is covered unlisted.
+        scaled = {f for f in Op._fields if type(getattr(op, f)) is int and f != "repeats"}
+        self.assertGreaterEqual(len(scaled), 10)
         for f in Op._fields:
             want = {"layers": "0-2", "repeats": 3}.get(f, getattr(op, f) * 3 if f in scaled else getattr(op, f))
             self.assertEqual(getattr(got, f), want, f)

@@ -63,7 +63,7 @@ def _positive(**values):
             raise UserError(f"{name} must be a positive integer, got {value!r}")
 
 
-def tp_collectives(tokens, hidden, act_bytes, tp, sp, layers, tier, *, mlp_layers=None,
+def tp_collectives(tokens, hidden, act_bytes, *, tp, sp, layers, tier, mlp_layers=None,
                    embedding=True, head_tokens=0, vocab=0, logits_bytes=None, local=1):
     """Tensor parallelism, forward pass (Megatron-LM; Shoeybi et al. 2019, arXiv:1909.08053;
     sequence parallelism: Korthikanti et al. 2022, arXiv:2205.05198).
@@ -249,8 +249,8 @@ def moe_keeps_tp_reduction(tp, ep, sp, shared):
     return bool(shared) or not sp
 
 
-def moe_collectives(tokens, top_k, hidden, act_bytes, tp, ep, moe_layers, tier_ep, tier_tp,
-                    dedup=False, routing="uniform", *, experts=0, loads=(), dispatch_token_bytes=None,
+def moe_collectives(tokens, top_k, hidden, act_bytes, *, tp, ep, moe_layers, tier_ep, tier_tp,
+                    dedup=False, routing="uniform", experts=0, loads=(), dispatch_token_bytes=None,
                     combine_token_bytes=None, local_ep=1, local_tp=1):
     """The expert-parallel traffic of `moe_layers` MoE layers in one forward pass: THE convention
     `parallel` and `train` share (Megatron-LM's all-to-all token dispatcher,
@@ -289,7 +289,7 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-def pp_boundary_collectives(tokens, hidden, act_bytes, tp, sp, tier_pp, tier_tp, *, direction="activations",
+def pp_boundary_collectives(tokens, hidden, act_bytes, *, tp, sp, tier_pp, tier_tp, direction="activations",
                             local_tp=1):
     """One pipeline boundary crossing of [tokens, hidden]: THE convention `parallel` and `train`
     share (Megatron-LM's scatter/gather optimization, Narayanan et al. 2021, arXiv:2104.04473,

@@ -173,18 +173,21 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
         # MoE layers under EP keep their MLP's TP collectives only as collectives.moe_keeps_tp_reduction says
         keep = moe is None or moe_keeps_tp_reduction(tp, ep, lay.sp, moe.shared_inter)
         mlp = n if keep else n - moe_layers
-        fwd = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=stage.has_embedding,
+        fwd = tp_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, layers=n, tier=t, mlp_layers=mlp,
+                             embedding=stage.has_embedding,
                              local=l_tp)
         if stage.has_head:
             fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
                                   "all_reduce", tokens * 4, tp, t, CE_ALLREDUCES, "tp", local=l_tp))
-        layer_only = tp_collectives(tokens, hidden, act, tp, lay.sp, n, t, mlp_layers=mlp, embedding=False,
+        layer_only = tp_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, layers=n, tier=t, mlp_layers=mlp,
+                                    embedding=False,
                                     local=l_tp)
         out += [(c, "forward") for c in fwd] + [(c, "backward") for c in layer_only]
         out += [(c, "recompute") for c in layer_only] if full else []
     if ep > 1 and moe is not None:
         t = comm.tier(lay.group_span("ep"), device)
-        cs = moe_collectives(tokens, moe.top_k, hidden, act, tp, ep, moe_layers, t, t_tp, experts=moe.experts,
+        cs = moe_collectives(tokens, moe.top_k, hidden, act, tp=tp, ep=ep, moe_layers=moe_layers, tier_ep=t,
+                             tier_tp=t_tp, experts=moe.experts,
                              dispatch_token_bytes=comm.token_bytes(hidden, wire[0], act),
                              combine_token_bytes=comm.token_bytes(hidden, wire[1], act),
                              local_ep=_local(lay, "ep", device), local_tp=l_tp)
@@ -207,7 +210,8 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
                                                    not stage.has_embedding),
                                                   ("gradients", "backward", not stage.has_embedding,
                                                    not stage.has_head)):
-            for c in pp_boundary_collectives(tokens, hidden, act, tp, lay.sp, t, t_tp, direction=direction,
+            for c in pp_boundary_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, tier_pp=t, tier_tp=t_tp,
+                                             direction=direction,
                                              local_tp=l_tp):
                 if (sends if c.kind == "p2p" else receives):
                     out.append((c.replace(count=chunks), phase))

@@ -163,8 +163,8 @@ def tp_comm(device, tp, arch):
     link = comm.links(device)[tier]
 
     def seconds(tokens):
-        cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, TP_REDUCE_BYTES, tp, False,
-                            len(arch.layers), tier)
+        cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, TP_REDUCE_BYTES, tp=tp, sp=False,
+                            layers=len(arch.layers), tier=tier)
         return sum(c.count * comm.time_s(c, link, "best") for c in cs)
     return seconds
 

@@ -77,8 +77,8 @@ def top_collectives(plan, lay, stage, b, tokens_per_rank):
     if lay.tp == 1 or not (stage.has_embedding or stage.has_head):
         return []
     arch = plan.arch
-    return comm.tp_collectives(b * tokens_per_rank, arch.hidden_size, plan.act_bytes, lay.tp, lay.sp, 0,
-                               tier(plan, lay, "tp"), embedding=stage.has_embedding,
+    return comm.tp_collectives(b * tokens_per_rank, arch.hidden_size, plan.act_bytes, tp=lay.tp, sp=lay.sp, layers=0,
+                               tier=tier(plan, lay, "tp"), embedding=stage.has_embedding,
                                head_tokens=b if stage.has_head else 0,
                                vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp), local=tiers(plan, lay)[4])
 
@@ -93,11 +93,13 @@ def layer_collectives(plan, lay, layer, phase, tokens):
     moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
     if tp > 1:
         mlp = 1 if not moe or comm.moe_keeps_tp_reduction(tp, ep, sp, moe[0].shared_inter) else 0
-        out += comm.tp_collectives(tokens, hidden, act, tp, sp, 1, tp_tier, embedding=False, mlp_layers=mlp,
+        out += comm.tp_collectives(tokens, hidden, act, tp=tp, sp=sp, layers=1, tier=tp_tier, embedding=False,
+                                   mlp_layers=mlp,
                                    local=tp_local)
     if ep > 1 and moe:
-        out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, tp, ep, 1, ep_tier, tp_tier, plan.ep_dedup,
-                                    w.routing, experts=moe[0].experts, loads=w.routing_loads,
+        out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, tp=tp, ep=ep, moe_layers=1, tier_ep=ep_tier,
+                                    tier_tp=tp_tier, dedup=plan.ep_dedup, routing=w.routing, experts=moe[0].experts,
+                                    loads=w.routing_loads,
                                     dispatch_token_bytes=comm.token_bytes(hidden, plan.dispatch_dtype, act),
                                     combine_token_bytes=comm.token_bytes(hidden, plan.combine_dtype, act),
                                     local_ep=ep_local, local_tp=tp_local)
@@ -138,8 +140,8 @@ def transfer(plan, lay, tokens):
         return [], 0.0
 
     def make():
-        cs = comm.pp_boundary_collectives(tokens, plan.arch.hidden_size, plan.act_bytes, lay.tp, lay.sp,
-                                          tier(plan, lay, "pp"), tier(plan, lay, "tp"), local_tp=ts[4])
+        cs = comm.pp_boundary_collectives(tokens, plan.arch.hidden_size, plan.act_bytes, tp=lay.tp, sp=lay.sp,
+                                          tier_pp=tier(plan, lay, "pp"), tier_tp=tier(plan, lay, "tp"), local_tp=ts[4])
         return cs, sum(comm_time(plan, c) for c in cs)
     ts = tiers(plan, lay)
     return plan.memo(("transfer", lay.tp, lay.sp, ts[3], ts[0], ts[4], tokens), make)
