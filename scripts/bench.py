@@ -43,6 +43,8 @@ PARALLEL_SEARCH_MLA_16K = ["parallel", "--model", "deepseek-v3", "--device", "h2
                            "--input-len", "2048", "--output-len", "1024"]
 TRAIN_SEARCH_MOE_16K = ["train", "--model", "deepseek-v3", "--device", "h200", "--devices", "16384", "--seq", "4096",
                         "--global-batch", "16384", "--recompute", "full", "--zero", "1", "--search"]
+SERVE_SLO_SEARCH = ["serve", "--model", "llama-3.1-70b", "--input-len", "2048", "--output-len", "256",
+                    "--tpot-limit", "5ms", "--ttft-limit", "10ms"]   # no count meets: every count up to 1,024
 COMMANDS = [
     ["models"],
     ["models", "--model", "qwen3-30b-a3b"],
@@ -86,6 +88,10 @@ COMMANDS = [
     ["parallel", "--model", "llama-3.1-405b", "--pp", "126", "--input-len", "2048", "--output-len", "256"],
     ["parallel", "--model", "deepseek-v3", "--device", "h200", "--pp", "61", "--input-len", "2048",
      "--output-len", "1024"],
+    ["serve", "--model", "qwen3-8b", "--input-len", "2048", "--output-len", "256", "--rate", "5"],
+    ["serve", "--model", "llama-3.1-70b", "--input-len", "2048", "--output-len", "256", "--tpot-limit", "50ms",
+     "--ttft-limit", "2s"],
+    SERVE_SLO_SEARCH,
     ["budget", "decode", "--params", "70B", "--weight-bits", "8", "--matrix-peak", "bf16=989.4T"],
     ["budget", "training", "--params", "1T,5T,10T", "--train-tokens", "20T", "--efficiency", "3/10,2/5,1/2",
      "--days", "90,180", "--cards", "16384", "--device", "a100-sxm-80gb", "--device", "b200"],
@@ -104,7 +110,7 @@ SEARCH_BUDGET_S = 1.0
 # Bulk checks: many results or cases in one run (a few ms each), and layout searches (hundreds of
 # layouts, ~1 s for 1,024 devices); timed, not held to the per-command budget.
 SEARCHES = (TRAIN_SEARCH_DENSE, TRAIN_SEARCH_MOE, PARALLEL_SEARCH_SMALL, PARALLEL_SEARCH_DENSE, PARALLEL_SEARCH_MOE,
-            PARALLEL_SEARCH_MLA, PARALLEL_SEARCH_MLA_16K, TRAIN_SEARCH_MOE_16K)
+            PARALLEL_SEARCH_MLA, PARALLEL_SEARCH_MLA_16K, TRAIN_SEARCH_MOE_16K, SERVE_SLO_SEARCH)
 BULK = (["reproduce", "--check"], ["validate"]) + SEARCHES
 
 

@@ -148,6 +148,15 @@ class HandWorked(unittest.TestCase):
         self.assertEqual(names.count("input_layernorm"), 1)
         self.assertIn("logits_scale", names)
 
+    def test_parallel_layer_keeps_the_normed_input_once(self):
+        """Cohere: q_proj and gate_proj read the same normed input; training keeps it once
+        (q_proj's copy): gate_proj keeps nothing, unlike a sequential llama layer, whose
+        gate keeps its own input of T x h = 4 x 8 values, 64 bytes in bf16 per layer (2 layers)."""
+        ops = build(tiny(self, "cohere"), Workload(tokens=4)).ops
+        self.assertEqual([o.saved_bytes for o in ops if o.name == "gate_proj"], [0])
+        ops = build(tiny(self, "llama"), Workload(tokens=4)).ops
+        self.assertEqual([o.saved_bytes for o in ops if o.name == "gate_proj"], [2 * 2 * 4 * 8])
+
     def test_cohere_qk_norm_refused(self):
         path = write_config(self, {**BASE, "model_type": "cohere", "use_qk_norm": True})
         status, _, err = run_cli("models", "--model", path)
@@ -242,6 +251,20 @@ class VisionWrappers(unittest.TestCase):
         self.assertEqual((arch.params, arch.parts[0].params), (3_429_006_336, 403_305_472 + 16_778_240))
         self.assertEqual(arch.max_context, 262144)   # yarn 16 x 16384 = 262,144 = P
 
+    def test_mllama_text_only(self):
+        """text_config: 3 layers, cross_attention_layers [1]. Self-attention layers 0 and 2:
+        2 x (192 + 384 + 16) = 1184; embedding (10 + 8) x 8 = 144; head 80; norm 8: 1416.
+        Cross-attention layer (apart): 192 + q_norm, k_norm 2 x 4 + 2 gates + 384 + 16 = 602.
+        The vision tower is unknown (None)."""
+        path = write_config(self, {"model_type": "mllama", "text_config": {
+            **BASE, "model_type": "mllama", "num_hidden_layers": 3, "cross_attention_layers": [1]},
+            "vision_config": {"hidden_size": 16}})
+        arch = load_model(path)
+        self.assertEqual((arch.params, len(arch.layers)), (1416, 2))
+        self.assertEqual([p.params for p in arch.parts], [602, None])
+        status, out, err = run_cli("forward", "--model", path, "--tokens", "4", "--format", "json")
+        self.assertEqual((status, err), (0, ""))
+
     def test_vision_part_not_in_weights(self):
         arch = load_model("llava-1.5-7b")
         self.assertEqual(totals("llava-1.5-7b").weight_bytes, 2 * arch.params)
@@ -278,6 +301,12 @@ class Lightning(unittest.TestCase):
     def test_recurrent_decode(self):
         op = self.core(tokens=1, history=9)
         self.assertEqual((op.matrix_flops, op.vector_flops, op.kv_read, op.kv_write), (128, 32, 128, 128))
+
+    def test_alpha_beta_residuals(self):
+        # alpha * x + beta * f(x): 3 FLOPs per element; T = 3, h = 8, 2 per layer, 2 layers
+        ops = build(self.arch, Workload(tokens=3)).ops
+        self.assertEqual(sum(o.vector_flops for o in ops if o.name == "alpha_beta_residual_add"),
+                         3 * 3 * 8 * 2 * 2)
 
     def test_state_not_cache(self):
         self.assertEqual(self.arch.kv_bytes(DTYPES["bf16"], 0), 128)

@@ -58,6 +58,14 @@ class MixedIteration(unittest.TestCase):
         self.assertEqual((q.matrix_flops, q.weight_read, q.act_read, q.act_write), (512, 32, 128, 128))
         self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (250, 1000, 250, 20))
 
+    def test_different_operators_are_not_merged(self):
+        # a recurrent decode against a chunked prefill: both lists, the prefill scaled, weights twice
+        dec = [Op("delta_recurrent", "vector", "x", vector_flops=10, weight_read=8)]
+        pre = [Op("delta_chunked", "linear", "x", matrix_flops=400, weight_read=8, act_read=40)]
+        rows = serving.mixed_ops(dec, pre, 0.25)
+        self.assertEqual([r.name for r in rows], ["delta_recurrent", "delta_chunked"])
+        self.assertEqual((rows[1].matrix_flops, rows[1].act_read, rows[1].weight_read), (100, 10, 8))
+
 
 class CorpusPrediction(unittest.TestCase):
     @classmethod

@@ -63,6 +63,14 @@ class ToyIterations(unittest.TestCase):
         # 80 x 2 B + 6 embedding rows of 8 x 2 B = 2,368 + 16 + 160 + 96
         self.assertEqual(one, 2 * (576 * 2 + 32) + 16 + 160 + 6 * 16)
 
+    def test_dense_weight_rows_affine_in_tokens(self):
+        # a dense pass reads its weights once and one embedding row per token: the rows at n
+        # tokens (taken from those at 1 and 2) equal the ledger's own at n
+        from infracalc import ledger
+        for n in (3, 7, 10):   # up to the toy's vocabulary of 10
+            ops = ledger.operators(self.parts.arch, self.parts.one.replace(batch=n, history=P))
+            self.assertEqual(self.parts.weights(n), {iteration._key(o): o.weight_read for o in ops})
+
     def test_chunked_by_hand(self):
         # T = 6, N = 4, memory unbounded: d = min(4, T (G - 1) / (P + G - 1) = 6 x 2 / 6 = 2) = 2
         # decoding, rho = d / (G - 1) = 1 prompt per iteration; the mean iteration is one

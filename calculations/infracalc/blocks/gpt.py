@@ -93,6 +93,7 @@ class GPTMLP(Block):
     dropout: bool = False
     prefix: str = "mlp"
     bias: bool = True        # False: no biases (Falcon)
+    shares_input: bool = False   # a parallel layer's attention keeps the same normed input (Falcon)
 
     @property
     def label(self):
@@ -116,7 +117,7 @@ class GPTMLP(Block):
         fc, fc_b, proj, proj_b = self.tensors() if self.bias else (self.tensors()[0], None, self.tensors()[1], None)
         n = w.positions
         return [
-            gemm(w, "c_fc", n, fc, fc_b, replicated=True),
+            gemm(w, "c_fc", n, fc, fc_b, replicated=True, saves_input=not self.shares_input),
             elementwise(w, self.act, n * self.inter, VECTOR_FLOPS[self.act],
                         shape=f"[{n},{self.inter}]", kind="activation",
                         saved=saved_inputs(w, n * self.inter)),

@@ -12,13 +12,15 @@ class GatedMLP(Block):
     """gate/up [inter, hidden], down [hidden, inter]; per token 2*3*hidden*inter
     matrix FLOPs; the gated activation costs VECTOR_FLOPS[act] per element.
     Training keeps gate's input (shared by up), the activation's two inputs and
-    down's input."""
+    down's input; `shares_input`: the attention of a parallel layer (Cohere) reads
+    the same normed input and keeps it already, so gate keeps none."""
     history_independent = True   # no cache, no position (see Block)
     hidden: int
     inter: int
     act: str = "swiglu"
     bias: bool = False
     prefix: str = "mlp"
+    shares_input: bool = False
 
     @property
     def label(self):
@@ -48,7 +50,7 @@ class GatedMLP(Block):
         gb, ub, db = t[3:] if self.bias else (None, None, None)
         n = w.positions
         return [
-            gemm(w, "gate_proj", n, gate, gb, replicated=True),
+            gemm(w, "gate_proj", n, gate, gb, replicated=True, saves_input=not self.shares_input),
             gemm(w, "up_proj", n, up, ub, saves_input=False),
             elementwise(w, self.act, n * self.inter, VECTOR_FLOPS[self.act], inputs=2,
                         shape=f"[{n},{self.inter}]", kind="activation",

@@ -22,7 +22,7 @@ def cohere(cfg, model_id):
     hidden, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
     bias = cfg.flag("attention_bias", False)
     attn = attention(cfg, qkv_bias=bias, o_bias=bias)
-    mlp = GatedMLP(hidden, cfg.int("intermediate_size"), activation(cfg))
+    mlp = GatedMLP(hidden, cfg.int("intermediate_size"), activation(cfg), shares_input=True)
     layer = Layer((LayerNorm("input_layernorm", hidden, bias=False), attn, mlp,
                    Residual(hidden), Residual(hidden)))
     tied = cfg.flag("tie_word_embeddings", True)

@@ -53,8 +53,8 @@ def falcon(cfg, model_id):
     if new_arch and cfg.int("num_ln_in_parallel_attn", 2) == 2:
         blocks, form = ((LayerNorm("ln_attn", h), attn, LayerNorm("ln_mlp", h, shares_input=True), mlp,
                          Residual(h), Residual(h)), "x + attn(ln_attn(x)) + mlp(ln_mlp(x))")
-    elif new_arch or cfg.flag("parallel_attn", True):
-        blocks, form = ((LayerNorm("input_layernorm", h), attn, mlp, Residual(h), Residual(h)),
+    elif new_arch or cfg.flag("parallel_attn", True):   # one norm: the MLP reads the input attention keeps
+        blocks, form = ((LayerNorm("input_layernorm", h), attn, mlp.replace(shares_input=True), Residual(h), Residual(h)),
                         "x + attn(ln(x)) + mlp(ln(x))")
     else:
         blocks, form = ((LayerNorm("input_layernorm", h), attn, Residual(h),

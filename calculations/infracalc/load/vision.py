@@ -1,5 +1,5 @@
 """Vision-language wrappers, loaded through their text model: llava, mistral3,
-qwen2_5_vl (and qwen2_vl), mllama.
+qwen2_5_vl, mllama (text model only; see `mllama`).
 
 The text model (`text_config`, or the top-level keys where the wrapper keeps
 them there, as Qwen2.5-VL does) is built by the adapter of its own model_type;
@@ -139,4 +139,45 @@ def qwen2_5_vl(cfg, model_id):
                  f"Qwen2.5-VL vision transformer and patch merger {tower:,} (vision_config)")
 
 
-ADAPTERS = {"llava": llava, "mistral3": mistral3, "qwen2_5_vl": qwen2_5_vl}
+MLLAMA_EXTRA_ROWS = 8   # MllamaTextModel: Embedding(vocab_size + 8, hidden)
+
+
+def mllama(cfg, model_id):
+    """Llama 3.2 Vision (MllamaForConditionalGeneration). Text model (MllamaTextModel):
+    num_hidden_layers layers of which `cross_attention_layers` are cross-attention
+    layers to the image features; a text-only pass skips them (the reference runs
+    them only with cross_attention_states or a filled cross-attention cache), so
+    the architecture holds the self-attention (Llama) layers and the
+    cross-attention layers are a Part: each a Llama layer's tensors plus q_norm,
+    k_norm (head_dim each) and two scalar gates (cross_attn_attn_gate,
+    cross_attn_mlp_gate). The embedding has vocab_size + 8 rows, the head
+    vocab_size. The vision tower (MllamaVisionModel: tiled positional embeddings,
+    local and gated global encoders) and its projector are not modelled: their
+    parameters are reported as unknown."""
+    from .dense import llama
+
+    tc = cfg.sub("text_config")
+    n, hidden = tc.int("num_hidden_layers"), tc.int("hidden_size")
+    cross = tc.layer_indices("cross_attention_layers", n)
+    text = Config({**tc.data, "num_hidden_layers": n - len(cross)}, tc.source, "llama")
+    arch = llama(text, model_id)
+    layer = arch.layers[0]
+    hd = next(b.head_dim for b in layer.blocks if hasattr(b, "head_dim"))
+    cross_params = len(cross) * (layer.params + 2 * hd + 2)
+    vocab = tc.int("vocab_size")
+    notes = (f"{n - len(cross)} self-attention (Llama) layers run on text; the {len(cross)} cross-attention "
+             f"layers ({', '.join(map(str, sorted(cross)))}) attend to image features only and are skipped "
+             "by a text-only pass, so they are listed apart.",
+             f"The embedding has vocab_size + {MLLAMA_EXTRA_ROWS} rows (MllamaTextModel).",
+             "Vision tower and projector not modelled: their parameters are unknown here.")
+    return arch.replace(
+        model_type=cfg.model_type,
+        embedding=arch.embedding.replace(vocab=vocab + MLLAMA_EXTRA_ROWS),
+        parts=(Part(f"{len(cross)} cross-attention layers", cross_params,
+                    "Llama layer tensors + q_norm, k_norm [head_dim] + 2 scalar gates each; run only "
+                    "with an image"),
+               Part("vision tower + multimodal projector", None, "MllamaVisionModel is not modelled")),
+        notes=arch.notes + notes)
+
+
+ADAPTERS = {"llava": llava, "mistral3": mistral3, "qwen2_5_vl": qwen2_5_vl, "mllama": mllama}

@@ -16,7 +16,7 @@ def _wrap(text, first, rest):
     soft line breaks); a word longer than a line stays whole. Not textwrap: it imports `re`,
     which would cost every command its import."""
     lines, line, fresh = [], first, True
-    for word in text.split(" "):
+    for word in text.split():
         if not fresh and len(line) + 1 + len(word) > WIDTH:
             lines.append(line)
             line, fresh = rest, True

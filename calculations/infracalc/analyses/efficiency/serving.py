@@ -47,7 +47,7 @@ ENGINE_MAX_BATCH = 4096
 # Fitted constants: (kernel_s, host_fixed_s, host_per_request_s). "all" is fitted on every
 # serving case and is the product default; each other key is the fit without that
 # publication (leave one publication out), which `validate` uses for that publication's
-# cases. tests/test_prediction_fit.py refits them and fails when a number drifts.
+# cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
         (4e-06, 0.008, 4e-05),
@@ -84,7 +84,12 @@ def engine_batch(room_bytes, full_request_bytes):
 
 def mixed_ops(decode_ops, prefill_ops, prefills):
     """One iteration's rows: the decode step's and `prefills` x the prefill's FLOPs, activation
-    and KV bytes per operator, the weights read once (the larger read)."""
+    and KV bytes per operator, the weights read once (the larger read). When the two passes
+    run different operators (a linear-attention layer's chunked prefill against its recurrent
+    decode, an MLA path chosen per pass) they are not merged: the decode rows, then the
+    prefill rows scaled, each reading its own weights (a slower, stated iteration)."""
+    if [op.name for op in decode_ops] != [op.name for op in prefill_ops]:
+        return list(decode_ops) + [_scaled(b, prefills) for b in prefill_ops]
     out = []
     for a, b in zip(decode_ops, prefill_ops):
         out.append(a.replace(
@@ -96,6 +101,13 @@ def mixed_ops(decode_ops, prefill_ops, prefills):
             kv_read=a.kv_read + round(b.kv_read * prefills),
             kv_write=a.kv_write + round(b.kv_write * prefills)))
     return out
+
+
+def _scaled(op, k):
+    """A row's FLOPs, activation and KV bytes times k (its weights read once)."""
+    return op.replace(matrix_flops=round(op.matrix_flops * k), vector_flops=round(op.vector_flops * k),
+                      act_read=round(op.act_read * k), act_write=round(op.act_write * k),
+                      kv_read=round(op.kv_read * k), kv_write=round(op.kv_write * k))
 
 
 def concurrency(arch, w, memory_bytes, input_len, output_len):

@@ -79,14 +79,23 @@ class Parts:
         """Prompt tokens a request prefills: P - C (C in the prefix cache)."""
         return self.P - self.cached
 
-    def weights(self, tokens):
-        """Weight rows of a pass carrying `tokens` tokens (at least 1)."""
-        n = max(math.ceil(tokens), 1)
+    def _weight_ledger(self, n):
         hit = self._weights.get(n)
         if hit is None:
             ops = ledger.operators(self.arch, self.one.replace(batch=n, history=self.P))
             hit = self._weights[n] = {_key(op): op.weight_read for op in ops}
         return hit
+
+    def weights(self, tokens):
+        """Weight rows of a pass carrying `tokens` tokens (at least 1). Without experts a pass
+        reads every weight once plus one embedding row per token (while the tokens do not
+        exceed the vocabulary): affine in n, so the rows at n follow exactly from those at 1
+        and 2; an MoE pass's experts touched are the ledger's own at n."""
+        n = max(math.ceil(tokens), 1)
+        if n > 2 and self.arch.active_params == self.arch.params and n <= self.arch.vocab_size:
+            one, two = self._weight_ledger(1), self._weight_ledger(2)
+            return {k: one[k] + (n - 1) * (two[k] - one[k]) for k in one}
+        return self._weight_ledger(n)
 
     def mix(self, prefills, decodes, weight_tokens):
         """{key: FIELDS} of an iteration carrying `prefills` whole prompts' worth of

@@ -1,7 +1,8 @@
 """SLO sizing: the fewest devices whose best layout meets a TTFT and a TPOT limit.
 
-Device counts are tried in increasing order (every count up to 16, then the
-multiples of 8: whole 8-device servers) up to --max-devices; at each count,
+Device counts are tried in increasing order (every count up to 16, whole 8-device
+servers up to 64, then 96, 128, 192, 256, ...: 2^k and 1.5 x 2^k of them) up to
+--max-devices; at each count,
 `parallel`'s layout search (every layout the model admits, the best batch per
 replica whose mean TPOT is within the limit, ranked by decode tokens/s per
 device) gives the candidates, and a candidate meets the TTFT limit when one
@@ -17,7 +18,9 @@ fails under the estimate.
 from .. import parallel
 
 SLO_CONVENTION = (
-    "SLO sizing: device counts 1, 2, ..., 16, then multiples of 8, up to --max-devices; at each "
+    "SLO sizing: device counts 1, 2, ..., 16, 24, 32, ..., 64, then 96, 128, 192, 256, ... (2^k and "
+    "1.5 x 2^k), up to --max-devices; at each count a first pass at batch 1 drops the layouts "
+    "over --tpot-limit there (the mean TPOT grows with the batch); then, where one is left, "
     "count `parallel --search` (every admitted layout; per layout the best batch per replica, "
     "pp micro-batches of 1, 4, 16, ... requests, whose mean TPOT is within --tpot-limit) and the "
     "TTFT of one prompt's prefill on the layout (batch 1) against --ttft-limit; the answer is the "
@@ -26,10 +29,15 @@ SLO_CONVENTION = (
 
 
 def device_counts(max_devices):
-    """1 .. 16, then 24, 32, ... (multiples of 8) up to max_devices."""
-    counts = list(range(1, min(max_devices, 16) + 1))
-    counts += range(24, max_devices + 1, 8)
-    return counts
+    """Every count 1 .. 16, whole servers of 8 up to 64 (24, 32, ..., 64), then 2^k and
+    1.5 x 2^k servers' worth (96, 128, 192, 256, ...), up to max_devices (and max_devices)."""
+    counts = list(range(1, 17)) + list(range(24, 65, 8))
+    k = 64
+    while k < max_devices:
+        counts += [k * 3 // 2, k * 2]
+        k *= 2
+    out = sorted({n for n in counts if n <= max_devices} | {max_devices})
+    return out
 
 
 def _ttft(plan, lay):
@@ -52,7 +60,22 @@ def _failure(rejected, best_ttft, ttft_limit):
 
 
 def count_row(plan, n, ttft_limit, tpot_limit):
-    """One device count: the best layout meeting both limits, or why none does."""
+    """One device count: the best layout meeting both limits, or why none does. A first pass at
+    batch 1 (one score per layout: the mean TPOT grows with the batch, so a layout over the
+    limit at batch 1 is over it at every batch) keeps the layouts that can meet the TPOT and
+    TTFT limits; only when one can does the throughput search run over the batches."""
+    ranked, rejected, total = parallel.search(plan, n, "tpot", tpot_limit, batch=1)
+    fastest, feasible = None, False
+    for value, _, lay, batch, lat in ranked:
+        ttft = _ttft(plan, lay)
+        if ttft_limit is None or ttft <= ttft_limit:
+            feasible = True
+            break
+        if fastest is None or ttft < fastest[1]:
+            fastest = (lay, ttft)
+    if not feasible:
+        return {"devices": n, "meets": False, "layouts_considered": total,
+                "layouts_meeting_tpot": len(ranked), "why": _failure(rejected, fastest, ttft_limit)}
     ranked, rejected, total = parallel.search(plan, n, "throughput", tpot_limit)
     fastest = None
     for value, _, lay, batch, lat in ranked:
