@@ -136,6 +136,23 @@ class Composition(unittest.TestCase):
             self.assertAlmostEqual(-value, full["decode_tokens_per_s_per_device"], delta=1e-9)
 
 
+class PlanIsImmutable(unittest.TestCase):
+    def test_a_record_at_another_batch_leaves_the_plan_as_it_was(self):
+        # DeepSeek-V3's --mla auto picks its paths at the plan's batch; a record at batch 64
+        # uses a plan of its own (Plan.at_batch), so a search on the first plan afterwards gives
+        # what a fresh plan gives (it once reported paths re-picked at 64 under "at batch 1").
+        h200 = load_device("h200")
+        make = lambda: P.Plan(load_model("deepseek-v3"), Workload(mla="auto"), h200, 1024, 16)
+        used = make()
+        P.parallel(used, Layout(tp=8), 64)
+        self.assertEqual(used.batch, 1)
+        after = P.search_record(used, 8, top=3)
+        fresh = P.search_record(make(), 8, top=3)
+        self.assertEqual(json.dumps(after), json.dumps(fresh))
+        self.assertIsNot(used.at_batch(64), used)
+        self.assertIs(used.at_batch(1), used)
+
+
 class SearchBatches(unittest.TestCase):
     def test_search_batches_are_pp_times_powers_of_4(self):
         # pp micro-batches of b = 1, 4, 16, ... requests while b x pp fits the capacity;

@@ -33,10 +33,11 @@ def sizing_lines(rec):
                      "why each count fails is below.")
     else:
         lb = a["lower_bound"]
-        lines.append(f"**{u.count(a['devices'], 'device')}**: layout {a['layout']}, batch "
-                     f"{a['batch_per_replica']} per replica: TTFT {_s(a['ttft_s'])}, TPOT {_s(a['tpot_s'])}, "
-                     f"{a['decode_tokens_per_s_per_device']:,.1f} decode tokens/s per device (estimate); "
-                     f"lower bound TTFT {_s(lb['ttft_s'])}, TPOT {_s(lb['tpot_s'])}.")
+        from .verdict import _wrap   # the answer within 100 columns
+        lines += _wrap(f"**{u.count(a['devices'], 'device')}**: layout {a['layout']}, batch "
+                       f"{a['batch_per_replica']} per replica: TTFT {_s(a['ttft_s'])}, TPOT {_s(a['tpot_s'])}, "
+                       f"{a['decode_tokens_per_s_per_device']:,.1f} decode tokens/s per device (estimate); "
+                       f"lower bound TTFT {_s(lb['ttft_s'])}, TPOT {_s(lb['tpot_s'])}.", "", "")
     lines.append("")
     rows = []
     for c in s["counts"]:
