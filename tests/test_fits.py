@@ -28,6 +28,7 @@ COMMANDS = [
     ("attention", "--queries", "1", "--keys", "8K", "--heads", "32", "--kv-heads", "8", "--head-dim", "128",
      "--device", "all"),
     ("budget", "decode", "--params", "70B", "--weight-bits", "8"),
+    ("budget", "energy", "--model", "qwen3-8b", "--history", "8K", "--price-per-device-hour", "2.5"),
     ("budget", "training", "--params", "1T,5T,10T", "--train-tokens", "20T", "--efficiency", "3/10,1/2",
      "--days", "90", "--cards", "16384", "--device", "a100-sxm-80gb", "--device", "b200"),
     ("serve", "--model", "llama-3.1-70b", "--device", "h100", "--input-len", "2K", "--output-len", "256",

@@ -14,6 +14,8 @@ KINDS = {
     "window": "memory concurrency: transactions in flight x latency bound the bandwidth (Little's law); "
               "a request's KV payload from the ledger",
     "checkpoint": "checkpoint save cost, failure rate, Young's interval and the Poisson retry optimum",
+    "energy": "energy of one forward pass or decode step from the ledger (pJ per byte and per FLOP, "
+              "sourced), board power x time, and cost at a declared price per device-hour",
 }
 
 
@@ -189,6 +191,57 @@ def _checkpoint_arguments(q):
                    help="candidate intervals tau in seconds to tabulate")
 
 
+def _energy_arguments(q):
+    common.add_model(q)
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests in the pass (default 1)")
+    q.add_argument("--tokens", type=common.tokens, default=1,
+                   help="new tokens per request (default 1: a decode step)")
+    q.add_argument("--history", type=common.tokens_or_zero, default=0,
+                   help="tokens of KV history per request (default 0)")
+    q.add_argument("--logits", choices=("last", "all", "none"), default="last",
+                   help="output head positions (default last)")
+    common.add_dtypes(q)
+    common.add_architecture_options(q)
+    common.add_device(q)
+    q.add_argument("--price-per-device-hour", type=_price, default=None, metavar="USD",
+                   help="a declared price of one device-hour in dollars (e.g. 2.5); no default price")
+    q.add_argument("--devices", type=common.positive_int, default=1,
+                   help="devices billed for the pass's time (default 1)")
+
+
+def _price(text):
+    """A declared positive price in dollars: 2.5, 3."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"must be a positive price in dollars such as 2.5, got '{text}'")
+    return value
+
+
+def _energy(args):
+    """The pass's energy ledger, TDP x its times and, with a declared price, its cost."""
+    from ..analyses import energy
+    from ..analyses.forward import forward
+    from ..load.hardware import load_device
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    device = common.declared_figures(load_device(args.device), args)
+    w = common.workload(args, arch, args.batch, args.tokens, args.history)
+    t = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency)["totals"]
+    tokens = args.batch * args.tokens
+    times = [("ideal lower bound", t["ideal_time_s"]), ("operator-sum estimate", t["roofline_time_s"]),
+             ("predicted", t.get("predicted_time_s"))]
+    out = {"model": arch.id, "device": device.id,
+           "tokens": tokens, "requests": args.batch, **energy.ledger(t, tokens, args.batch),
+           "tdp_watts": device.tdp_watts or None, "board": energy.board(device.tdp_watts, times, tokens)}
+    if args.price_per_device_hour is not None:
+        out["cost"] = energy.cost(args.price_per_device_hour, args.devices, times, tokens)
+    return out
+
+
 def _device_figures(args, spec):
     """(device with any declared figures, capacity, bf16 dense peak)."""
     from ..dtypes import dtype
@@ -278,6 +331,8 @@ def run(args):
             messages=args.messages)
     elif args.kind == "window":
         rec["result"] = _window(args)
+    elif args.kind == "energy":
+        rec["result"] = _energy(args)
     else:
         rec["result"] = _checkpoint(args)
     rec["conventions"] = render.CONVENTIONS[args.kind]

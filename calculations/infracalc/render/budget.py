@@ -49,6 +49,21 @@ CONVENTIONS = {
         "fails): a round takes E = (exp(lambda (tau + c)) - 1)(1 / lambda + r); its optimum y = lambda tau "
         "solves y - 1 + exp(-y - lambda c) = 0 (bisection). With no failures neither has an optimum.",
     ],
+    "energy": [
+        "Energy ledger: each of `forward`'s byte and FLOP totals x a sourced energy: every ledger byte "
+        "(weights, KV, activations read; all writes) is off-chip traffic at the HBM figure, matrix FLOPs "
+        "at the FP16 FMA figure; vector FLOPs have no sourced figure and are left out (unknown). The "
+        "figures are of older processes (45 nm SRAM and FMA, HBM2), not of the device: a first-order "
+        "ledger, the book's chapter-4 method.",
+        "Sources: L1 5 pJ/32-bit word and L2 50 pJ/word, HFMA 1.5 pJ (2 FLOPs): W. Dally, Hot Chips 2023 "
+        "keynote (after Horowitz, ISSCC 2014); HBM2 3.97 pJ/bit: O'Connor et al., Fine-Grained DRAM, "
+        "MICRO 2017; NVLink-C2C 1.3 pJ/bit: NVIDIA Grace Hopper architecture blog; register file and NIC: "
+        "unknown. The levels table prices every weight and KV byte at one level (a ladder, not a path).",
+        "Board power: TDP (device file) x a stated time of the pass; the energy the rated power draws "
+        "over that time, not a measurement. Per token: / (batch x new tokens); per request: / batch.",
+        "Cost (with --price-per-device-hour, a declared price): devices x time / 3600 x price; per million "
+        "tokens x 10^6 / tokens. No price is bundled.",
+    ],
 }
 
 
@@ -76,8 +91,26 @@ def _rows(result):
     return rows, tables
 
 
+def _verdict(rec):
+    """The answer first: energy per token (ledger and TDP x bound) and, when priced, $ per Mtok."""
+    from . import verdict as v
+
+    r = rec["result"]
+    bound = r["board"][0]
+    lines = [f"ledger: {r['known_joules']:.6g} J per pass, {r['known_joules_per_request']:.6g} J per request "
+             f"(known terms; unknown: {', '.join(r['unknown_terms']) or 'none'})"]
+    if bound["joules"] is not None:
+        lines.append(f"board power: {r['tdp_watts']} W TDP x {bound['seconds'] * 1e3:.6g} ms lower bound = "
+                     f"{bound['joules_per_token']:.6g} J per token")
+    for c in r.get("cost", []):
+        lines.append(f"cost at the {c['time']} time: ${c['dollars_per_million_tokens']:.6g} per million tokens")
+    return v.block(f"Energy: {r['known_joules_per_token']:.6g} J per token (energy ledger)", lines)
+
+
 def markdown(rec):
     lines = [f"# budget {rec['kind']}", ""]
+    if rec["kind"] == "energy":
+        lines += _verdict(rec)
     given = ", ".join(f"{k} {inline(_value(v))}" for k, v in rec["inputs"].items() if v not in (None, (), []))
     lines += [f"- Inputs: {given}"]
     for d in rec.get("devices") or ([rec["device"]] if "device" in rec else []):

@@ -1,0 +1,104 @@
+"""Energy and cost of one pass, composed from the ledger's totals (no formula of its own for FLOPs or
+bytes: `forward` counts them).
+
+Energy ledger: E = sum over byte classes of bytes x e(level) + matrix FLOPs x e(FLOP), with the
+per-byte and per-FLOP energies of FIGURES (each one a quoted figure of a public source, converted
+exactly). The ledger's bytes are off-chip traffic, so they are priced at the HBM figure; the other
+levels are a ladder ("if every weight and KV byte came from that level"), not a data path. A level
+with no sourced figure is unknown (None), never a guess; so are vector FLOPs (no sourced per-op
+energy for the vector unit), which the total leaves out and says so.
+
+Alternative: board power x time, E = TDP x t for a stated time (the ideal lower bound, the
+operator-sum estimate, the prediction): the energy the device's rated power draws over the pass.
+
+Cost: C = devices x t / 3600 x price per device-hour; per million tokens C x 10^6 / tokens.
+"""
+
+from fractions import Fraction
+
+PJ = Fraction(1, 10**12)
+
+# (level, energy per byte in pJ, quoted figure, source). pJ/word figures are 32-bit words (/ 4),
+# pJ/bit figures x 8; the conversions are the book's (bojieli/ai-infra-book:
+# calculations/src/infra_calc/topics/energy_ledger.py), the quotes the sources'.
+FIGURES = (
+    ("register", None, None, "no public per-byte figure found"),
+    ("shared_l1", Fraction(5, 4), "5 pJ/word (32-bit), local SRAM (KB level), 45 nm",
+     "W. Dally, Hardware for Deep Learning, Hot Chips 2023 keynote (energy table after Horowitz, "
+     "ISSCC 2014)"),
+    ("l2", Fraction(50, 4), "50 pJ/word (32-bit), on-chip SRAM (MB level), 45 nm",
+     "W. Dally, Hardware for Deep Learning, Hot Chips 2023 keynote (after Horowitz, ISSCC 2014)"),
+    ("hbm", Fraction("3.97") * 8, "3.97 pJ/bit, HBM2 access",
+     "M. O'Connor et al., Fine-Grained DRAM, MICRO-50 (2017): \"The energy to access a bit in HBM2 is "
+     "approximately 3.97 pJ/bit\""),
+    ("nvlink", Fraction("1.3") * 8, "1.3 pJ/bit, NVLink-C2C",
+     "NVIDIA, Grace Hopper Superchip architecture blog: \"NVLink-C2C also only uses 1.3 picojoules "
+     "per bit\""),
+    ("nic", None, None, "no public per-byte figure found (the ConnectX-7 datasheet gives none)"),
+)
+# one FP16 fused multiply-add (2 FLOPs) 1.5 pJ at 45 nm
+PJ_PER_MATRIX_FLOP = Fraction(3, 4)
+FLOP_SOURCE = ("1.5 pJ per HFMA (FP16 fused multiply-add = 2 FLOPs), 45 nm; W. Dally, Hot Chips 2023 "
+               "keynote (after Horowitz, ISSCC 2014)")
+
+
+def joules(count, pj):
+    """count x pJ in joules (exact), or None when the energy is unknown."""
+    return None if pj is None else count * pj * PJ
+
+
+def ledger(totals, passes_tokens, requests):
+    """The energy ledger of one pass from `forward`'s totals: each term's bytes or FLOPs and
+    joules, the total of the known terms, per token and per request."""
+    hbm = dict((lv, pj) for lv, pj, _, _ in FIGURES)["hbm"]
+    terms = [("weight reads", "hbm", totals["weight_bytes_read"], hbm),
+             ("KV reads", "hbm", totals["kv_bytes_read"], hbm),
+             ("activation reads", "hbm", totals["act_bytes_read"], hbm),
+             ("writes", "hbm", totals["bytes_written"], hbm),
+             ("matrix FLOPs", "compute", totals["matrix_flops"], PJ_PER_MATRIX_FLOP),
+             ("vector FLOPs", "compute", totals["vector_flops"], None)]
+    rows = [{"term": t, "level": lv, "count": n, "pj_per_unit": _text(pj), "joules": _float(joules(n, pj))}
+            for t, lv, n, pj in terms]
+    total = sum(joules(n, pj) for _, _, n, pj in terms if pj is not None)
+    book = sum(joules(n, pj) for t, _, n, pj in terms if t in ("weight reads", "KV reads", "matrix FLOPs"))
+    payload = totals["weight_bytes_read"] + totals["kv_bytes_read"]
+    ladder = [{"level": lv, "pj_per_byte": _text(pj), "quoted": q, "source": s,
+               "weight_plus_kv_joules": _float(joules(payload, pj))} for lv, pj, q, s in FIGURES]
+    return {
+        "terms": rows,
+        "known_joules": float(total),
+        "weights_kv_matrix_joules": float(book),
+        "known_joules_per_token": float(total / passes_tokens),
+        "known_joules_per_request": float(total / requests),
+        "weights_kv_matrix_joules_per_token": float(book / passes_tokens),
+        "unknown_terms": [t for t, _, _, pj in terms if pj is None],
+        "levels": ladder,
+    }
+
+
+def board(tdp_watts, times, tokens):
+    """TDP x each stated time: joules per pass and per token (None with no TDP in the device file)."""
+    return [{"time": what, "seconds": t, "joules": tdp_watts * t if tdp_watts else None,
+             "joules_per_token": tdp_watts * t / tokens if tdp_watts else None}
+            for what, t in times if t is not None]
+
+
+def cost(price_per_device_hour, devices, times, tokens):
+    """Each stated time's device-hours, dollars per pass and per million tokens."""
+    rows = []
+    for what, t in times:
+        if t is None:
+            continue
+        hours = devices * t / 3600
+        dollars = hours * price_per_device_hour
+        rows.append({"time": what, "device_hours": hours, "dollars": dollars,
+                     "dollars_per_million_tokens": dollars * 10**6 / tokens})
+    return rows
+
+
+def _text(pj):
+    return None if pj is None else str(pj)
+
+
+def _float(x):
+    return None if x is None else float(x)
