@@ -73,11 +73,14 @@ class CorpusPrediction(unittest.TestCase):
         cls.rec = V.validate()
 
     def test_never_above_the_bound(self):
-        # the predicted throughput is below the bound on every case (rates <= peaks, no overlap)
+        # a predicted rate is below the bound, a predicted time above it, on every case
         rows = [r for r in self.rec["cases"] if r["predicted"] is not None]
         self.assertGreaterEqual(len(rows), 200)
         for r in rows:
-            self.assertLess(r["predicted"], r["bound"], r["id"])
+            if str(r["unit"]).startswith("time") or r["unit"] == "step_time_s":
+                self.assertGreater(r["predicted"], r["bound"], r["id"])
+            else:
+                self.assertLess(r["predicted"], r["bound"], r["id"])
 
     def test_accuracy_rows_match_cases(self):
         acc = {a["family"]: a for a in self.rec["accuracy"]}
@@ -121,6 +124,14 @@ class Fit(unittest.TestCase):
         self.assertEqual(set(got), set(training.FITTED))
         for key, value in got.items():
             self.assertAlmostEqual(value, training.FITTED[key], places=12, msg=key)
+
+    def test_collective_efficiency_is_the_fit(self):
+        pairs = [(c, V._bound_row(c)) for c in (V.load_case(p) for p in V.case_paths())
+                 if c["kind"] == "collective"]
+        got = VP.fit_collectives(pairs)
+        self.assertEqual(set(got), set(VP.COLLECTIVE_FITTED))
+        for key, value in got.items():
+            self.assertAlmostEqual(value, VP.COLLECTIVE_FITTED[key], places=12, msg=key)
 
     def test_errors_are_linear_in_the_constants(self):
         # one sample: N = 100, GPU 10 ms, 1000 kernels, measured iteration 20 ms

@@ -81,6 +81,18 @@ def policy_lines(rec):
         lines += [f"## Load at {rec['inputs']['rate_per_s']:g} requests/s (estimate)", "",
                   markdown_table(["policy", "utilisation", "queue wait", "TTFT under load",
                                   "requests in system", "TTFT limit breaks at (req/s)"], rows), ""]
+    pc = rec.get("prefix_cache")
+    if pc:
+        lines += [f"## Prefix cache: the first {u.integer(pc['cached_prefix_tokens'])} prompt tokens of every request", "",
+                  f"- Saved per request: {u.flops(pc['prefill_matrix_flops_saved_per_request'])} of prefill matrix "
+                  f"work, {u.nbytes(pc['kv_bytes_written_saved_per_request'])} of KV written; the prefix holds "
+                  f"{u.nbytes(pc['prefix_cache_bytes'])} once"]
+        if "chunked_requests_per_s" in pc:
+            a, b = pc["chunked_requests_per_s"], pc["chunked_requests_per_s_without_prefix"]
+            lines.append(f"- Chunked: {_rate(a['estimate'])} requests/s with it, {_rate(b['estimate'])} without "
+                         f"(estimate; lower bound {_rate(a['lower_bound'])} and {_rate(b['lower_bound'])}); TTFT "
+                         f"{_s(pc['chunked_ttft_s']['estimate'])} against {_s(pc['chunked_ttft_s_without_prefix']['estimate'])}")
+        lines.append("")
     slos = [p for p in rec["policies"] if "slo" in p]
     if slos:
         lines += ["## SLO per policy", ""]
