@@ -80,7 +80,7 @@ class Command(unittest.TestCase):
 
     def test_training_cost(self):
         # 6 x 7e10 x 1.5e13 = 6.3e24 FLOPs at 989.4e12 x 2/5 = 3.9576e14 FLOP/s: 6.3e24 / 3.9576e14 s
-        # = 1.5918738e10 s = 4,421,938.4 device-hours (6.3e24 / 3.9576e14 / 3600 = 6.3e10 / 14247.36);
+        # = 1.5918738e10 s = 4,421,871.8 device-hours (6.3e24 / 3.9576e14 / 3600 = 6.3e10 / 14247.36);
         # at $2: x 2, per million tokens x 10^6 / 1.5e13.
         r = json.loads(run_cli("budget", "training", "--params", "70B", "--train-tokens", "15T", "--efficiency",
                                "2/5", "--days", "90", "--cards", "16384", "--matrix-peak", "bf16=989.4T",
