@@ -99,6 +99,8 @@ COMMANDS = [
      "--transaction-bytes", "128", "--transactions", "128"],
     ["budget", "checkpoint", "--model", "qwen3-8b", "--write-bandwidth", "8GB/s", "--job-mtbf", "28440s",
      "--intervals", "60,900,3600"],
+    ["budget", "energy", "--model", "qwen3-8b", "--history", "8192", "--new-kv", "on-chip",
+     "--price-per-device-hour", "2.5"],
     ["reproduce", "--check"],
     ["validate"],
     ["validate", "--case", "trtllm-llama31-8b-fp8-h100-sxm-128-2048", "--format", "json"],
