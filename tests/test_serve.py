@@ -215,6 +215,17 @@ class Pools(unittest.TestCase):
         # 36 layers x 2 x 8 KV heads x 128 x 2 B = 147,456 B per token, x 8,192
         self.assertEqual(kv, 147_456 * 8192)
 
+    def test_af_messages_by_hand(self):
+        # Qwen3-8B: 36 layers, hidden 4,096 in BF16: each layer sends 8,192 B to the FFN side and
+        # back, 72 one-way messages, 589,824 B per decode token (the book's pd-af-handoff-qwen8
+        # AF bytes and direction count); over A100's 25 GB/s NIC with H20's 2.7 us per message
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129",
+                                   "--prefill-device", "a100-sxm-80gb", "--decode-device", "h20", "--rate", "3.5",
+                                   "--format", "json")
+        af = json.loads(out)["pd"]["af"]
+        self.assertEqual((af["message_bytes"], af["directions_per_token"], af["bytes_per_token"]), (8192, 72, 589_824))
+        self.assertAlmostEqual(af["time_per_token_s"], 72 * 2.7e-6 + 589_824 / 25e9, places=12)
+
     def test_pools_for_a_rate(self):
         # A100 prefill and H20 decode at 3.5 requests/s (the book's chapter-9 pairing): two
         # A100 prefill workers (each below 3.5 / 2 requests/s short of the rate alone) and one H20

@@ -164,6 +164,12 @@ def pd_lines(rec):
     lines += ["", f"- KV handoff per request: {u.integer(move['bytes'])} B ({u.nbytes(move['bytes'])})"
               + (f" over {inline(move['link'])}: {_s(move['time_s'])} at {u.rate_bytes(move['bytes_per_s'])} (lower bound)"
                  if move["time_s"] else " (no scale-out link in the device data)")]
+    af = pd.get("af")
+    if af:
+        lines.append(f"- Attention/FFN split instead (per decode token): {af['directions_per_token']} one-way messages "
+                     f"of {u.integer(af['message_bytes'])} B ({af['round_trips_per_token']} round trips), "
+                     f"{u.integer(af['bytes_per_token'])} B"
+                     + (f", {_s(af['time_per_token_s'])} over the same link (lower bound)" if af.get("time_per_token_s") else ""))
     for dev, c in pd["colocated"].items():
         lines.append(f"- Co-located (chunked scheduler) on {inline(dev)} (TP {c['tp']}): "
                      f"{_rate(c['estimate']['requests_per_s_per_replica'])} requests/s per replica, "

@@ -236,7 +236,7 @@ def pd_sizing(arch, w, prefill_device, decode_device, input_len, output_len, opt
                    decode_device, input_len, tp_p, tp_d)
     new, calls = input_len - opts.cached, output_len - 1
     out = {"rate_per_s": opts.rate, "prefill_worker": pre, "decode_worker": dec, "handoff": move,
-           "pools": {}, "colocated": {}}
+           "af": af_messages(arch, w, move), "pools": {}, "colocated": {}}
     for kind in ("lower_bound", "estimate"):
         p_rate = pre[kind]["prefill_tokens_per_s"] / new
         if move["time_s"]:   # each prefill worker's NIC carries its requests' handoffs
@@ -399,4 +399,21 @@ def prefix_record(arch, w, device, input_len, output_len, opts, r, parts, rows):
         out["chunked_requests_per_s_without_prefix"] = base["requests_per_s"]
         out["chunked_ttft_s"] = chunk["ttft_s"]
         out["chunked_ttft_s_without_prefix"] = base["ttft_s"]
+    return out
+
+
+def af_messages(arch, w, link):
+    """Attention/FFN disaggregation of one decode token: each layer sends the token's hidden
+    state [hidden] in the activation format from the attention to the FFN side and its output
+    back, 2 x layers one-way messages of hidden x act bytes; over the handoff's link each costs
+    alpha + bytes / bandwidth (one round trip per layer on the critical path)."""
+    from ...collectives import ceil_div
+
+    message = arch.hidden_size * ceil_div(w.act_dtype.bits, 8)
+    directions = 2 * len(arch.layers)
+    out = {"message_bytes": message, "directions_per_token": directions,
+           "bytes_per_token": message * directions, "round_trips_per_token": len(arch.layers)}
+    if link.get("time_s"):
+        alpha = link["time_s"] - link["bytes"] / link["bytes_per_s"]
+        out["time_per_token_s"] = directions * alpha + message * directions / link["bytes_per_s"]
     return out
