@@ -46,12 +46,13 @@ class Ledger(unittest.TestCase):
         self.assertIsNone(ladder["nic"])
 
     def test_board_and_cost(self):
-        # 700 W x 0.01 s = 7 J, / 1000 tokens = 7 mJ; 8 devices x 450 s = 1 device-hour at $2 = $2,
+        # 700 W x 0.01 s = 7 J, / 1000 tokens = 7 mJ; a 0.5 J ledger over 0.01 s averages 50 W; 8 devices x 450 s = 1 device-hour at $2 = $2,
         # x 10^6 / 4 x 10^6 tokens = $0.50 per million tokens. A device with no TDP: unknown.
-        (b,) = energy.board(700, [("bound", 0.01)], 1000)
+        (b,) = energy.board(700, [("bound", 0.01)], 1000, 0.5)
         self.assertAlmostEqual(b["joules"], 7.0)
+        self.assertAlmostEqual(b["ledger_watts"], 50.0)
         self.assertAlmostEqual(b["joules_per_token"], 0.007)
-        self.assertIsNone(energy.board(0, [("bound", 0.01)], 1000)[0]["joules"])
+        self.assertIsNone(energy.board(0, [("bound", 0.01)], 1000, 0.5)[0]["joules"])
         (c,) = energy.cost(2.0, 8, [("bound", 450.0), ("none", None)], 4 * 10**6)
         self.assertAlmostEqual(c["device_hours"], 1.0)
         self.assertAlmostEqual(c["dollars"], 2.0)

@@ -9,7 +9,8 @@ with no sourced figure is unknown (None), never a guess; so are vector FLOPs (no
 energy for the vector unit), which the total leaves out and says so.
 
 Alternative: board power x time, E = TDP x t for a stated time (the ideal lower bound, the
-operator-sum estimate, the prediction): the energy the device's rated power draws over the pass.
+operator-sum estimate, the prediction): the energy the device's rated power draws over the pass;
+beside it the ledger's average power E_ledger / t.
 
 Cost: C = devices x t / 3600 x price per device-hour; per million tokens C x 10^6 / tokens.
 """
@@ -76,10 +77,13 @@ def ledger(totals, passes_tokens, requests):
     }
 
 
-def board(tdp_watts, times, tokens):
-    """TDP x each stated time: joules per pass and per token (None with no TDP in the device file)."""
+def board(tdp_watts, times, tokens, ledger_joules):
+    """TDP x each stated time: joules per pass and per token (None with no TDP in the device file),
+    and the energy ledger's average power over that time, ledger joules / t (the book's comparison of
+    the ledger with the board's rated power)."""
     return [{"time": what, "seconds": t, "joules": tdp_watts * t if tdp_watts else None,
-             "joules_per_token": tdp_watts * t / tokens if tdp_watts else None}
+             "joules_per_token": tdp_watts * t / tokens if tdp_watts else None,
+             "ledger_watts": ledger_joules / t}
             for what, t in times if t is not None]
 
 

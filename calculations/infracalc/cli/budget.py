@@ -237,9 +237,10 @@ def _energy(args):
     tokens = args.batch * args.tokens
     times = [("ideal lower bound", t["ideal_time_s"]), ("operator-sum estimate", t["roofline_time_s"]),
              ("predicted", t.get("predicted_time_s"))]
-    out = {"model": arch.id, "device": device.id,
-           "tokens": tokens, "requests": args.batch, **energy.ledger(t, tokens, args.batch),
-           "tdp_watts": device.tdp_watts or None, "board": energy.board(device.tdp_watts, times, tokens)}
+    led = energy.ledger(t, tokens, args.batch)
+    out = {"model": arch.id, "device": device.id, "tokens": tokens, "requests": args.batch, **led,
+           "tdp_watts": device.tdp_watts or None,
+           "board": energy.board(device.tdp_watts, times, tokens, led["known_joules"])}
     if args.price_per_device_hour is not None:
         out["cost"] = energy.cost(args.price_per_device_hour, args.devices, times, tokens)
     return out

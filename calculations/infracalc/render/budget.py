@@ -65,7 +65,8 @@ CONVENTIONS = {
         "MICRO 2017; NVLink-C2C 1.3 pJ/bit: NVIDIA Grace Hopper architecture blog; register file and NIC: "
         "unknown. The levels table prices every weight and KV byte at one level (a ladder, not a path).",
         "Board power: TDP (device file) x a stated time of the pass; the energy the rated power draws "
-        "over that time, not a measurement. Per token: / (batch x new tokens); per request: / batch.",
+        "over that time, not a measurement; beside it the ledger's average power, ledger joules / time. "
+        "Per token: / (batch x new tokens); per request: / batch.",
         "Cost (with --price-per-device-hour, a declared price): devices x time / 3600 x price; per million "
         "tokens x 10^6 / tokens. No price is bundled.",
     ],
@@ -106,7 +107,8 @@ def _verdict(rec):
              f"(known terms; unknown: {', '.join(r['unknown_terms']) or 'none'})"]
     if bound["joules"] is not None:
         lines.append(f"board power: {r['tdp_watts']} W TDP x {bound['seconds'] * 1e3:.6g} ms lower bound = "
-                     f"{bound['joules_per_token']:.6g} J per token")
+                     f"{bound['joules_per_token']:.6g} J per token (the ledger averages "
+                     f"{bound['ledger_watts']:.6g} W over that time)")
     for c in r.get("cost", []):
         lines.append(f"cost at the {c['time']} time: ${c['dollars_per_million_tokens']:.6g} per million tokens")
     return v.block(f"Energy: {r['known_joules_per_token']:.6g} J per token (energy ledger)", lines)
