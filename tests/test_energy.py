@@ -78,6 +78,20 @@ class Command(unittest.TestCase):
         self.assertAlmostEqual(r["cost"][0]["dollars"], bound["seconds"], delta=1e-15)
         self.assertAlmostEqual(bound["joules"], 700 * bound["seconds"], delta=1e-12)
 
+    def test_training_cost(self):
+        # 6 x 7e10 x 1.5e13 = 6.3e24 FLOPs at 989.4e12 x 2/5 = 3.9576e14 FLOP/s: 6.3e24 / 3.9576e14 s
+        # = 1.5918738e10 s = 4,421,871.8 device-hours (6.3e24 / 3.9576e14 / 3600 = 6.3e10 / 14247.36);
+        # at $2: x 2, per million tokens x 10^6 / 1.5e13.
+        r = json.loads(run_cli("budget", "training", "--params", "70B", "--train-tokens", "15T", "--efficiency",
+                               "2/5", "--days", "90", "--cards", "16384", "--matrix-peak", "bf16=989.4T",
+                               "--price-per-device-hour", "2", "--format", "json")[1])
+        (c,) = r["result"]["cost"]
+        hours = 6.3e10 / 14247.36
+        self.assertAlmostEqual(c["device_hours"], hours, delta=1e-6)
+        self.assertAlmostEqual(c["dollars"], 2 * hours, delta=1e-6)
+        self.assertAlmostEqual(c["dollars_per_million_tokens"], 2 * hours / 1.5e7, delta=1e-12)
+        self.assertIn("No price is bundled", r["conventions"][-1])
+
     def test_bad_price(self):
         status, _, err = run_cli("budget", "energy", "--model", "qwen3-8b", "--price-per-device-hour", "-1")
         self.assertEqual(status, 2)

@@ -125,6 +125,23 @@ class ToyIterations(unittest.TestCase):
         self.assertGreater(row["iteration_s"]["estimate"], row["iteration_s"]["lower_bound"])
 
 
+class PrefixCache(unittest.TestCase):
+    def test_saved_work_is_the_books_ledger_difference(self):
+        # Qwen3-8B, 8,192-token prompts of which 6,144 are cached: the prefill of 8,192 tokens is
+        # 133,594,323,353,600 matrix FLOPs and 2,048 after 6,144 cached 37,110,366,076,928 (the
+        # book's qwen3-8b-prefill-8192 and qwen3-8b-prefix-6144-plus-2048); the KV not rewritten
+        # is 6,144 x 147,456 B, which the prefix holds once
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "256",
+                                   "--cached-prefix", "6144", "--format", "json")
+        self.assertEqual(status, 0, err)
+        pc = json.loads(out)["prefix_cache"]
+        self.assertEqual(pc["prefill_matrix_flops_saved_per_request"], 133_594_323_353_600 - 37_110_366_076_928)
+        self.assertEqual(pc["kv_bytes_written_saved_per_request"], 6144 * 147_456)
+        self.assertEqual(pc["prefix_cache_bytes"], 6144 * 147_456)
+        for kind in ("lower_bound", "estimate"):
+            self.assertGreater(pc["chunked_requests_per_s"][kind], pc["chunked_requests_per_s_without_prefix"][kind])
+
+
 class Queueing(unittest.TestCase):
     def test_md1_by_hand(self):
         # mu = 10/s, rate 5/s: rho = 1/2, Wq = rho / (2 mu (1 - rho)) = 0.5 / 10 = 0.05 s
@@ -197,6 +214,17 @@ class Pools(unittest.TestCase):
         self.assertEqual(pd["handoff"]["bytes"], kv)
         # 36 layers x 2 x 8 KV heads x 128 x 2 B = 147,456 B per token, x 8,192
         self.assertEqual(kv, 147_456 * 8192)
+
+    def test_af_messages_by_hand(self):
+        # Qwen3-8B: 36 layers, hidden 4,096 in BF16: each layer sends 8,192 B to the FFN side and
+        # back, 72 one-way messages, 589,824 B per decode token (the book's pd-af-handoff-qwen8
+        # AF bytes and direction count); over A100's 25 GB/s NIC with H20's 2.7 us per message
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129",
+                                   "--prefill-device", "a100-sxm-80gb", "--decode-device", "h20", "--rate", "3.5",
+                                   "--format", "json")
+        af = json.loads(out)["pd"]["af"]
+        self.assertEqual((af["message_bytes"], af["directions_per_token"], af["bytes_per_token"]), (8192, 72, 589_824))
+        self.assertAlmostEqual(af["time_per_token_s"], 72 * 2.7e-6 + 589_824 / 25e9, places=12)
 
     def test_pools_for_a_rate(self):
         # A100 prefill and H20 decode at 3.5 requests/s (the book's chapter-9 pairing): two

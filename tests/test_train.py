@@ -317,3 +317,23 @@ class Mxfp8Recipe(unittest.TestCase):
         a, b = (r["memory"]["stages"][0]["activations_bytes"] for r in (fp8, mx))
         self.assertGreater(b, a)
         self.assertLess(b, a * (1 + 1 / 32))
+
+
+class DualPipeInFlight(unittest.TestCase):
+    def test_head_and_logits_once_layers_p_plus_one(self):
+        # DualPipe (DeepSeek-V3 report, Table 2): p + 1 micro-batches of layer activations on every
+        # rank (rank i keeps p - i of its forward stage and i + 1 of its reverse one), but the head,
+        # loss and fp32 logits sit on the last stage of a direction, which runs a micro-batch's
+        # backward right after its forward: one in flight, as 1F1B's last stage.
+        import json
+        from support import run_cli
+        status, out, err = run_cli("train", "--model", "qwen3-8b", "--device", "h100-sxm", "--devices", "4",
+                                   "--pp", "4", "--seq", "4096", "--global-batch", "16", "--schedule", "dualpipe",
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        stages = json.loads(out)["memory"]["stages"]
+        last = stages[-1]
+        self.assertEqual(last["micro_batches_in_flight"], 5)
+        self.assertGreater(last["embedding_head_loss_activations_bytes"], 0)
+        self.assertEqual(last["activations_bytes"],
+                         5 * last["layer_activations_bytes"] + last["embedding_head_loss_activations_bytes"])

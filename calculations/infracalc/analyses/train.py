@@ -95,13 +95,17 @@ def cp_reason(seq, cp):
 
 def stage_memory(arch, w, lay, s):
     """[StageMemory] of the layout; DualPipe holds two stages' parameters and
-    p + 1 micro-batches on every device (its published peak, an upper bound)."""
+    p + 1 micro-batches of layer activations on every device (its published peak, an upper
+    bound: rank i keeps p - i of its forward-direction stage and i + 1 of its reverse one), but
+    the embedding, head and loss only as 1F1B keeps them on their own stage: the head and the
+    fp32 logits of the last stage of either direction for one micro-batch (its backward follows
+    its forward there), the embedding's for p - i."""
     mem = train_memory.memory(arch, w, lay, zero=s.zero, recompute=s.recompute, optimizer=s.optimizer,
                               weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes, chunks=s.chunks,
                               attention=s.attention, master_bytes=s.master_bytes)
     if s.schedule == "dualpipe":
-        mem = [m.replace(states=m.states + m.states, in_flight=(min(lay.pp + 1, lay.micro_batches), 1))
-               for m in mem]
+        mem = [m.replace(states=m.states + m.states, in_flight=(min(lay.pp + 1, lay.micro_batches), 1),
+                         extra_in_flight=m.in_flight) for m in mem]
     return mem
 
 

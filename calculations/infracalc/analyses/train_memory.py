@@ -196,12 +196,17 @@ class StageMemory(Record):
     logits_bytes: int               # part of extra: the loss's fp32 logits
     in_flight: tuple                # (numerator, denominator) micro-batches held
     recompute_working_bytes: int    # full recompute: one layer's set while it is back-propagated
+    extra_in_flight: tuple = ()     # micro-batches of the extra (embedding/head/loss) held; () = in_flight
 
     @property
     def activation_bytes(self):
         num, den = self.in_flight
-        return ceil_div((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
-            + self.recompute_working_bytes
+        if not self.extra_in_flight:
+            return ceil_div((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
+                + self.recompute_working_bytes
+        e_num, e_den = self.extra_in_flight
+        return ceil_div(self.layer_activation_bytes * num, den) + \
+            ceil_div(self.extra_activation_bytes * e_num, e_den) + self.recompute_working_bytes
 
     @property
     def total(self):

@@ -135,6 +135,9 @@ def _training_arguments(q):
                    metavar="FMT=FLOP/S", help="declare a matrix peak (with one --device; e.g. bf16=989.4T)")
     q.add_argument("--memory-bytes", type=common.byte_size, default=None, metavar="BYTES",
                    help="capacity per device instead of its labelled memory")
+    q.add_argument("--price-per-device-hour", type=_price, default=None, metavar="USD",
+                   help="a declared price of one device-hour in dollars: adds the cost of each run and "
+                        "$ per million tokens trained (no default price)")
 
 
 def _list(parse):
@@ -268,7 +271,7 @@ def _training(args, nominal):
     specs = args.device or ["h100-sxm"]
     if len(specs) > 1 and args.matrix_peak:
         raise UserError("--matrix-peak declares one device's figure; give one --device")
-    devices, rows, bounds = [], [], []
+    devices, rows, bounds, costs = [], [], [], []
     for spec in specs:
         device, capacity, peak = _device_figures(args, spec)
         devices.append(_device_record(device, capacity, peak))
@@ -283,10 +286,27 @@ def _training(args, nominal):
                                  **{k: r[k] for k in ("tokens", "work_flops", "state_bytes", "training_days_on_cards",
                                                       "fleet_capacity_fits", "compute_cards", "capacity_cards",
                                                       "needed_cards")}})
+                    if args.price_per_device_hour is not None:
+                        costs.append(_training_cost(args.price_per_device_hour, device.id, n, eff, peak, r))
                 bounds.append({"device": device.id, "efficiency": str(eff), "deadline_days": days,
                                **{k: r[k] for k in ("compute_params_bound", "capacity_params_bound",
                                                     "params_bound")}})
-    return devices, {"rows": rows, "params_bounds": bounds}
+    out = {"rows": rows, "params_bounds": bounds}
+    if costs:
+        out["cost"] = costs
+    return devices, out
+
+
+def _training_cost(price, device_id, params, eff, peak, r):
+    """The run's device-hours (6ND / (peak x efficiency), whatever the fleet) at the declared price."""
+    from fractions import Fraction
+
+    from ..analyses.energy import cost
+
+    seconds = Fraction(r["work_flops"]) / (peak * Fraction(eff))
+    (c,) = cost(price, 1, [("6ND", float(seconds))], r["tokens"])
+    return {"device": device_id, "params": params, "efficiency": str(eff),
+            **{k: c[k] for k in ("device_hours", "dollars", "dollars_per_million_tokens")}}
 
 
 def _inputs(args):
@@ -336,6 +356,8 @@ def run(args):
     else:
         rec["result"] = _checkpoint(args)
     rec["conventions"] = render.CONVENTIONS[args.kind]
+    if args.kind == "training" and args.price_per_device_hour is not None:
+        rec["conventions"] = rec["conventions"] + render.CONVENTIONS["training-cost"]
     return common.emit(args, rec, render.markdown, render.csv)
 
 

@@ -113,3 +113,26 @@ def qwen3_next(cfg, model_id):
 
 
 ADAPTERS = {"qwen3_next": qwen3_next}
+
+
+def qwen3_5(cfg, model_id):
+    """Qwen3.5 / Qwen3.6 (model_type qwen3_5_moe, qwen3_5; their text models
+    qwen3_5_moe_text, qwen3_5_text): the Qwen3-Next layer mix (Gated DeltaNet and gated
+    full attention per layer_types, shared-expert MoE or a dense MLP, one MTP layer),
+    with the text model nested in `text_config` of the vision-language wrapper. The
+    Hugging Face Qwen3.5 modules split in_proj_qkvz and in_proj_ba into in_proj_qkv,
+    in_proj_z, in_proj_b and in_proj_a: the same tensors' values, so the counts are
+    Qwen3-Next's. The vision tower (vision_config) is reported apart, not modelled."""
+    tc = cfg.sub("text_config") if cfg.has("text_config") else cfg
+    if not tc.flag("attn_output_gate", True):
+        raise tc.unsupported("attn_output_gate false")
+    arch = qwen3_next(tc, model_id)
+    vision = cfg.data.get("vision_config") if tc is not cfg else None
+    if isinstance(vision, dict):
+        part = Part("vision", None, f"vision tower ({vision.get('depth')} blocks, hidden {vision.get('hidden_size')}) "
+                    "and merger: not modelled (parameters unknown); every command runs the text model")
+        arch = arch.replace(parts=arch.parts + (part,), model_type=cfg.model_type)
+    return arch
+
+
+ADAPTERS.update({"qwen3_5_moe": qwen3_5, "qwen3_5_moe_text": qwen3_5, "qwen3_5": qwen3_5, "qwen3_5_text": qwen3_5})

@@ -30,6 +30,11 @@ CONVENTIONS = {
         "or the integer square root of that over 6K when D = K x N; largest N its memory holds: "
         "floor(fleet x memory / state bytes per parameter).",
     ],
+    "training-cost": [
+        "Cost (with --price-per-device-hour, a declared price): device-hours = 6ND / (peak x efficiency) "
+        "/ 3600 (the same on any fleet size), dollars = device-hours x price, per million tokens trained "
+        "x 10^6 / D. No price is bundled.",
+    ],
     "window": [
         "Little's law: with n transactions of s bytes in flight, each taking latency L, the delivered "
         "bandwidth is at most n s / L; with a serialized issue interval tau, at most s / tau; and at most "

@@ -81,6 +81,18 @@ def policy_lines(rec):
         lines += [f"## Load at {rec['inputs']['rate_per_s']:g} requests/s (estimate)", "",
                   markdown_table(["policy", "utilisation", "queue wait", "TTFT under load",
                                   "requests in system", "TTFT limit breaks at (req/s)"], rows), ""]
+    pc = rec.get("prefix_cache")
+    if pc:
+        lines += [f"## Prefix cache: the first {u.integer(pc['cached_prefix_tokens'])} prompt tokens of every request", "",
+                  f"- Saved per request: {u.flops(pc['prefill_matrix_flops_saved_per_request'])} of prefill matrix "
+                  f"work, {u.nbytes(pc['kv_bytes_written_saved_per_request'])} of KV written; the prefix holds "
+                  f"{u.nbytes(pc['prefix_cache_bytes'])} once"]
+        if "chunked_requests_per_s" in pc:
+            a, b = pc["chunked_requests_per_s"], pc["chunked_requests_per_s_without_prefix"]
+            lines.append(f"- Chunked: {_rate(a['estimate'])} requests/s with it, {_rate(b['estimate'])} without "
+                         f"(estimate; lower bound {_rate(a['lower_bound'])} and {_rate(b['lower_bound'])}); TTFT "
+                         f"{_s(pc['chunked_ttft_s']['estimate'])} against {_s(pc['chunked_ttft_s_without_prefix']['estimate'])}")
+        lines.append("")
     slos = [p for p in rec["policies"] if "slo" in p]
     if slos:
         lines += ["## SLO per policy", ""]
@@ -152,6 +164,12 @@ def pd_lines(rec):
     lines += ["", f"- KV handoff per request: {u.integer(move['bytes'])} B ({u.nbytes(move['bytes'])})"
               + (f" over {inline(move['link'])}: {_s(move['time_s'])} at {u.rate_bytes(move['bytes_per_s'])} (lower bound)"
                  if move["time_s"] else " (no scale-out link in the device data)")]
+    af = pd.get("af")
+    if af:
+        lines.append(f"- Attention/FFN split instead (per decode token): {af['directions_per_token']} one-way messages "
+                     f"of {u.integer(af['message_bytes'])} B ({af['round_trips_per_token']} round trips), "
+                     f"{u.integer(af['bytes_per_token'])} B"
+                     + (f", {_s(af['time_per_token_s'])} over the same link (lower bound)" if af.get("time_per_token_s") else ""))
     for dev, c in pd["colocated"].items():
         lines.append(f"- Co-located (chunked scheduler) on {inline(dev)} (TP {c['tp']}): "
                      f"{_rate(c['estimate']['requests_per_s_per_replica'])} requests/s per replica, "

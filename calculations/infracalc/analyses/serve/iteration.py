@@ -62,6 +62,7 @@ class Parts:
 
     def __init__(self, arch, w, input_len, output_len, prefill_w=None, cached=0):
         self.arch, self.P, self.G, self.cached = arch, input_len, output_len, cached
+        self.prefill_w = prefill_w
         self.one = w.replace(batch=1, tokens=1, history=0, logits="last")
         # a prompt whose first `cached` tokens are in a prefix cache prefills the rest after them
         pw = (prefill_w or self.one).replace(batch=1, tokens=input_len - cached, history=cached,

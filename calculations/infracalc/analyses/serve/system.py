@@ -86,6 +86,7 @@ def serve(arch, w, device, input_len, output_len, opts):
                                         opts.ttft_limit)
         if opts.ttft_limit is not None or opts.tpot_limit is not None:
             row["slo"] = meets(row, opts.ttft_limit, opts.tpot_limit)
+    prefix = prefix_record(arch, w, device, input_len, output_len, opts, r, parts, rows) if opts.cached else None
     rec = {
         "schema_version": SCHEMA_VERSION,
         "command": "serve",
@@ -98,6 +99,7 @@ def serve(arch, w, device, input_len, output_len, opts):
         "concurrency_ceilings": {"guaranteed": conc[0], "steady_state": conc[1],
                                  "held_cache_summed_bytes": conc[2], "held_cache_steps": conc[3]},
         "policies": rows,
+        **({"prefix_cache": prefix} if prefix else {}),
         "definitions": list(DEFINITIONS),
         "left_out": list(LEFT_OUT[:1]),
         "conventions": conventions(w) + list(batching.SCHEDULER_CONVENTIONS)
@@ -234,7 +236,7 @@ def pd_sizing(arch, w, prefill_device, decode_device, input_len, output_len, opt
                    decode_device, input_len, tp_p, tp_d)
     new, calls = input_len - opts.cached, output_len - 1
     out = {"rate_per_s": opts.rate, "prefill_worker": pre, "decode_worker": dec, "handoff": move,
-           "pools": {}, "colocated": {}}
+           "af": af_messages(arch, w, move), "pools": {}, "colocated": {}}
     for kind in ("lower_bound", "estimate"):
         p_rate = pre[kind]["prefill_tokens_per_s"] / new
         if move["time_s"]:   # each prefill worker's NIC carries its requests' handoffs
@@ -375,3 +377,43 @@ def replay_record(arch, w, device, requests, policy, max_seqs, budget, chunk, ca
                          "weights and workspace are outside the KV pool."],
                conventions=conventions(kv_w) + [replay.REPLAY_CONVENTION])
     return rec
+
+
+def prefix_record(arch, w, device, input_len, output_len, opts, r, parts, rows):
+    """What a prefix cache holding the first C prompt tokens of every request buys: the
+    prefill FLOPs and KV bytes written that each request no longer spends, the cache the
+    prefix holds (once, c(C) bytes, shared: not charged to the room above), and the chunked
+    scheduler's requests/s with the prefix against without it (every request a hit)."""
+    cold = iteration.Parts(parts.arch, parts.one, input_len, output_len, parts.prefill_w, 0)
+    warm_t, cold_t = iteration.totals(parts.prefill), iteration.totals(cold.prefill)
+    nocache = serve(arch, w, device, input_len, output_len,
+                    Options(**dict(vars(opts), cached=0)))["policies"]
+    chunk = {row["policy"]: row for row in rows}.get("chunked", {})
+    base = {row["policy"]: row for row in nocache}.get("chunked", {})
+    out = {"cached_prefix_tokens": opts.cached,
+           "prefill_matrix_flops_saved_per_request": cold_t[iteration._MF] - warm_t[iteration._MF],
+           "kv_bytes_written_saved_per_request": cold_t[iteration._KW] - warm_t[iteration._KW],
+           "prefix_cache_bytes": arch.kv_bytes(parts.one.kv_dtype, opts.cached, parts.one.mla)}
+    if "requests_per_s" in chunk and "requests_per_s" in base:
+        out["chunked_requests_per_s"] = chunk["requests_per_s"]
+        out["chunked_requests_per_s_without_prefix"] = base["requests_per_s"]
+        out["chunked_ttft_s"] = chunk["ttft_s"]
+        out["chunked_ttft_s_without_prefix"] = base["ttft_s"]
+    return out
+
+
+def af_messages(arch, w, link):
+    """Attention/FFN disaggregation of one decode token: each layer sends the token's hidden
+    state [hidden] in the activation format from the attention to the FFN side and its output
+    back, 2 x layers one-way messages of hidden x act bytes; over the handoff's link each costs
+    alpha + bytes / bandwidth (one round trip per layer on the critical path)."""
+    from ...collectives import ceil_div
+
+    message = arch.hidden_size * ceil_div(w.act_dtype.bits, 8)
+    directions = 2 * len(arch.layers)
+    out = {"message_bytes": message, "directions_per_token": directions,
+           "bytes_per_token": message * directions, "round_trips_per_token": len(arch.layers)}
+    if link.get("time_s"):
+        alpha = link["time_s"] - link["bytes"] / link["bytes_per_s"]
+        out["time_per_token_s"] = directions * alpha + message * directions / link["bytes_per_s"]
+    return out
