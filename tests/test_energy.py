@@ -93,6 +93,11 @@ class Command(unittest.TestCase):
         self.assertAlmostEqual(c["dollars_per_million_tokens"], 2 * hours / 1.5e7, delta=1e-12)
         self.assertIn("No price is bundled", r["conventions"][-1])
 
+    def test_does_not_fit_is_said(self):
+        status, out, err = run_cli("budget", "energy", "--model", "deepseek-v3", "--device", "h100-sxm")
+        self.assertEqual(status, 0, err)
+        self.assertIn("does not fit on one h100-sxm", out.split("\n\n")[1])
+
     def test_bad_price(self):
         status, _, err = run_cli("budget", "energy", "--model", "qwen3-8b", "--price-per-device-hour", "-1")
         self.assertEqual(status, 2)

@@ -233,13 +233,14 @@ def _energy(args):
     arch = load_model(args.model)
     device = common.declared_figures(load_device(args.device), args)
     w = common.workload(args, arch, args.batch, args.tokens, args.history)
-    t = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency)["totals"]
+    rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency)
+    t = rec["totals"]
     tokens = args.batch * args.tokens
     times = [("ideal lower bound", t["ideal_time_s"]), ("operator-sum estimate", t["roofline_time_s"]),
              ("predicted", t.get("predicted_time_s"))]
     led = energy.ledger(t, tokens, args.batch)
     out = {"model": arch.id, "device": device.id, "tokens": tokens, "requests": args.batch, **led,
-           "tdp_watts": device.tdp_watts or None,
+           "fits_one_device": rec["memory"]["fits"], "tdp_watts": device.tdp_watts or None,
            "board": energy.board(device.tdp_watts, times, tokens, led["known_joules"])}
     if args.price_per_device_hour is not None:
         out["cost"] = energy.cost(args.price_per_device_hour, args.devices, times, tokens)

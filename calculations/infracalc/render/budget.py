@@ -109,6 +109,9 @@ def _verdict(rec):
         lines.append(f"board power: {r['tdp_watts']} W TDP x {bound['seconds'] * 1e3:.6g} ms lower bound = "
                      f"{bound['joules_per_token']:.6g} J per token (the ledger averages "
                      f"{bound['ledger_watts']:.6g} W over that time)")
+    if not r["fits_one_device"]:
+        lines.append(f"the pass {v.DOES_NOT_FIT} on one {r['device']} (weights + KV): a ledger of the work, "
+                     "not of a deployment")
     for c in r.get("cost", []):
         lines.append(f"cost at the {c['time']} time: ${c['dollars_per_million_tokens']:.6g} per million tokens")
     return v.block(f"Energy: {r['known_joules_per_token']:.6g} J per token (energy ledger)", lines)
