@@ -616,9 +616,14 @@ def signal_writes(seed, count, report=None):
             signum = rnd.choice((signal.SIGTERM, signal.SIGHUP))
             p = subprocess.Popen([sys.executable, calc, *argv], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE)
-            time.sleep(rnd.uniform(0.0, 0.25))
-            p.send_signal(signum)
-            _, err = p.communicate(timeout=60)
+            try:
+                time.sleep(rnd.uniform(0.0, 0.25))
+                p.send_signal(signum)
+                _, err = p.communicate(timeout=120)
+            finally:   # never leave a child behind (it would hold the runner's pipes)
+                if p.poll() is None:
+                    p.kill()
+                    p.communicate()
             reason = None
             left = sorted(f for f in os.listdir(folder) if f.endswith(".tmp"))
             if left:

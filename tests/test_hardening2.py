@@ -231,6 +231,13 @@ def copy_tree(case):
     return os.path.join(dst, "calc.py")
 
 
+def _reap(p):
+    """Kill a child process if it still runs, and wait for it."""
+    if p.poll() is None:
+        p.kill()
+    p.communicate()
+
+
 class Signals(Case):
     """Point 5: SIGTERM and SIGHUP during a write leave no temporary file, and
     `reproduce --check` reports one that an older run left."""
@@ -245,13 +252,16 @@ class Signals(Case):
             p = subprocess.Popen([sys.executable, CALC_PY, "decode", "--model", "qwen3-0.6b",
                                   "--input-len", "16", "--output-len", "4", "--batch-sweep",
                                   "--plot", os.path.join(d, "plot.svg"), "--output", fifo],
-                                 stderr=subprocess.PIPE)
-            deadline = time.time() + 20
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            # Whatever happens below, the child (blocked on the FIFO for ever otherwise) dies
+            # with the test, and it holds no pipe of the test runner's.
+            self.addCleanup(_reap, p)
+            deadline = time.time() + 120   # generous: a loaded 2-core machine
             while time.time() < deadline and not any(f.endswith(".tmp") for f in os.listdir(d)):
                 time.sleep(0.02)
             self.assertTrue(any(f.endswith(".tmp") for f in os.listdir(d)), "the plot was never staged")
             p.send_signal(signum)
-            _, err = p.communicate(timeout=20)
+            _, err = p.communicate(timeout=120)
             self.assertEqual(p.returncode, 128 + signum, err)
             self.assertNotIn(b"Traceback", err)
             self.assertEqual(sorted(os.listdir(d)), ["out.md"])
@@ -320,7 +330,7 @@ class BadStoredFiles(Case):
         os.remove(target)
         os.mkfifo(target)
         p = subprocess.run([sys.executable, calc_py, "reproduce", "--check", "--only", "hardware"],
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn("BAD hardware.md: not a regular file", p.stdout)
         os.remove(target)

@@ -376,7 +376,7 @@ class SloCommand(unittest.TestCase):
         status, out, _ = run_cli("serve", "--model", "llama-3.1-70b", "--input-len", "2048",
                                  "--output-len", "256", "--tpot-limit", "50ms", "--ttft-limit", "2s")
         self.assertEqual(status, 0)
-        head = "\n".join(out.split("\n")[:16])
+        head = "\n".join(out.split("\n")[:17])   # the verdict block's 5 lines include the prediction
         self.assertIn("**2 devices**: layout tp2", head)
         self.assertIn("does not fit", head)
 

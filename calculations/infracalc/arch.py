@@ -254,12 +254,33 @@ class Architecture(Record):
         (computed once, when the architecture is built)."""
         return self._groups
 
+    def _weight_tally(self):
+        """[(tensor, copies)], one per distinct (shape, role, stored) — all a tensor's
+        stored bytes depend on (Workload.weight_bytes) — built once per architecture:
+        `models` sizes every model in four formats and each ledger sizes it again."""
+        d = self.__dict__
+        tally = d.get("_tally")
+        if tally is None:
+            seen = {}
+
+            def add(tensors, count):
+                for t in tensors:
+                    key = (t.shape, t.role, t.stored)
+                    entry = seen.get(key)
+                    if entry is None:
+                        seen[key] = [t, count]
+                    else:
+                        entry[1] += count
+            for b in self.top_blocks():
+                add(b.tensors(), 1)
+            for layer, count, _ in self.layer_groups():
+                add(layer.tensors(), count)
+            tally = d["_tally"] = [(t, n) for t, n in seen.values()]
+        return tally
+
     def weight_bytes(self, w):
         """Resident weight bytes of the whole model in the workload's formats."""
-        total = sum(w.weight_bytes(t) for b in self.top_blocks() for t in b.tensors())
-        for layer, count, _ in self.layer_groups():
-            total += count * sum(w.weight_bytes(t) for t in layer.tensors())
-        return total
+        return sum(n * w.weight_bytes(t) for t, n in self._weight_tally())
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """One token's cache over all layers; `mla` picks the MLA path (naive | absorbed)."""

@@ -37,18 +37,35 @@ def sizing_lines(rec):
         lines += _wrap(f"**{u.count(a['devices'], 'device')}**: layout {a['layout']}, batch "
                        f"{a['batch_per_replica']} per replica: TTFT {_s(a['ttft_s'])}, TPOT {_s(a['tpot_s'])}, "
                        f"{a['decode_tokens_per_s_per_device']:,.1f} decode tokens/s per device (estimate); "
-                       f"lower bound TTFT {_s(lb['ttft_s'])}, TPOT {_s(lb['tpot_s'])}.", "", "")
+                       f"lower bound TTFT {_s(lb['ttft_s'])}, TPOT {_s(lb['tpot_s'])}; "
+                       + (f"predicted TTFT {_s(a['predicted_ttft_s'])}, TPOT {_s(a['predicted_tpot_s'])}, "
+                          f"{a['predicted_output_tokens_per_s_per_device']:,.1f} output tokens/s per device."
+                          if a.get("predicted_tpot_s") is not None else
+                          f"predicted: {a.get('predicted_status', 'not modelled for this layout')}."), "", "")
     lines.append("")
     rows = []
     for c in s["counts"]:
         if c["meets"]:
+            p = c.get("predicted_tpot_s") is not None
             rows.append([c["devices"], "yes", "-", c["layout"], c["batch_per_replica"], _s(c["ttft_s"]),
-                         _s(c["tpot_s"]), f"{c['decode_tokens_per_s_per_device']:,.1f}"])
+                         _s(c["tpot_s"]), f"{c['decode_tokens_per_s_per_device']:,.1f}",
+                         _s(c["predicted_ttft_s"]) if p else "not modelled",
+                         _s(c["predicted_tpot_s"]) if p else "not modelled",
+                         f"{c['predicted_output_tokens_per_s_per_device']:,.1f}" if p else "not modelled"])
         else:
-            rows.append([c["devices"], "no", c["why"], "-", "-", "-", "-", "-"])
+            rows.append([c["devices"], "no", c["why"], "-", "-", "-", "-", "-", "-", "-", "-"])
     lines.append(markdown_table(["devices", "meets", "why not", "layout", "batch", "TTFT", "TPOT",
-                                 "decode tok/s per device"], rows, "rllllrrr"))
+                                 "decode tok/s per device", "predicted TTFT", "predicted TPOT",
+                                 "predicted output tok/s per device"], rows, "rllllrrrrrr"))
     return lines + [""]
+
+
+def _predicted_rate(a):
+    """The answer's predicted throughput, or why there is none (docs/prediction.md)."""
+    if a.get("predicted_tpot_s") is None:
+        return f"predicted: {a.get('predicted_status', 'not modelled for this layout')}"
+    return (f"{a['decode_tokens_per_s_per_device']:,.1f} decode tokens/s per device estimate, "
+            f"{a['predicted_output_tokens_per_s_per_device']:,.1f} output tokens/s per device predicted")
 
 
 def policy_lines(rec):
@@ -240,8 +257,9 @@ def verdict_lines(rec):
         return verdict.block(
             f"{u.count(a['devices'], 'device')} ({a['layout']}, batch {a['batch_per_replica']} per replica) "
             f"meet {_limits(i)}",
-            [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'])}",
-             f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'])}"]
+            [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'], a.get('predicted_ttft_s'))}",
+             f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
+             _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
     if "workers" in rec:
         p = rec["workers"]

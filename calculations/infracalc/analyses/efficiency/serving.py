@@ -186,16 +186,45 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
     holds the TP shard, the all-reduces exposed), dp replicas adding up; the replica's
     record plus `output_tokens_per_s_cluster`. None under pipeline, context or expert
     parallelism (not modelled yet), or without a prediction on the device."""
-    from ... import layout as placement
-
-    if lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
+    replica = _replica(arch, device, lay)
+    if replica is None:
         return None
-    shard, comm_s = arch, None
-    if lay.tp > 1:
-        shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
-        comm_s = tp_comm(device, lay.tp, arch)
-    rec = predicted_serving(shard, w, device, input_len, output_len, constants, comm_s)
+    rec = predicted_serving(replica[0], w, device, input_len, output_len, constants, replica[1])
     if rec is None:
         return None
     return {**rec, "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
             "output_tokens_per_s_per_device": rec["output_tokens_per_s"] * lay.dp / lay.devices}
+
+
+def _replica(arch, device, lay):
+    """(the shard each device of a TP replica holds, its all-reduces' seconds per token count or
+    None); None under pipeline, context or expert parallelism (not modelled)."""
+    from ... import layout as placement
+
+    if lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
+        return None
+    if lay.tp == 1:
+        return arch, None
+    return placement.shard(arch, lay, placement.stages(arch, lay)[0]), tp_comm(device, lay.tp, arch)
+
+
+def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, constants=None):
+    """The prediction at a given concurrency per replica (the SLO answer's batch), not the
+    engine's own: TPOT = one steady-state iteration at `batch` requests (iteration(), plus the
+    host time at `batch`); TTFT = one prompt's prefill alone (batch 1, the SLO sizing's TTFT
+    case) at the achievable rates, plus its all-reduces and one iteration's host time at one
+    request; output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
+    predicted_layout has none (PP, CP, EP; no achievable rates on the device)."""
+    kernel_s, host_fixed, host_per_request = constants or FITTED["all"]
+    replica = _replica(arch, device, lay)
+    rates = predict.achievable(device, w.compute_dtype, kernel_s)
+    if replica is None or rates is None:
+        return None
+    shard, comm_s = replica
+    gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s)
+    tpot = gpu + host_fixed + host_per_request * batch
+    pre = ledger.operators(shard, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
+    ttft = predict.pass_time(pre, rates) + (comm_s(input_len) if comm_s else 0.0) + host_fixed + host_per_request
+    steps = max(output_len - 1, 1)
+    return {"ttft_s": ttft, "tpot_s": tpot,
+            "output_tokens_per_s_per_device": batch * output_len / steps / tpot * lay.dp / lay.devices}

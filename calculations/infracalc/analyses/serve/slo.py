@@ -109,3 +109,27 @@ def chosen_bounds(plan, row):
     at_1 = parallel.latency_bound(plan, lay, 1, parallel.phases(plan, lay, 1))
     return {"ttft_s": at_1["ttft_s"], "tpot_s": at_b["tpot_mean_s"],
             "decode_tokens_per_s_per_device": at_b["decode_tokens_per_s_per_device"]}
+
+
+NOT_MODELLED = "not modelled for this layout"
+PREDICTED_CONVENTION = (
+    "SLO predicted (a third figure, neither estimate nor bound: what a well-tuned engine "
+    "achieves, efficiency.serving): at the answer's layout and batch per replica, TPOT = one "
+    "steady-state iteration (the batch's decodes plus their share of chunked prefills, one read "
+    "of the weights, operators at achievable rates, TP all-reduces exposed, host time per "
+    "iteration and per request), TTFT = one prompt's prefill alone plus one iteration's host "
+    "time, output tokens/s per device from that TPOT; the answer itself is chosen by the "
+    "estimate; under pipeline, context or expert parallelism: 'not modelled for this layout'.")
+
+
+def chosen_predicted(plan, row):
+    """The predicted TTFT, TPOT and output tokens/s per device of the chosen layout at its batch
+    (efficiency.serving.predicted_at_batch), all None with `predicted_status` where the
+    prediction does not cover the layout."""
+    from ..efficiency.serving import predicted_at_batch
+
+    p = predicted_at_batch(plan.arch, plan.wd, plan.device, row["layout_record"], plan.P, plan.G,
+                           row["batch_per_replica"])
+    return {"predicted_ttft_s": p and p["ttft_s"], "predicted_tpot_s": p and p["tpot_s"],
+            "predicted_output_tokens_per_s_per_device": p and p["output_tokens_per_s_per_device"],
+            "predicted_status": "predicted" if p else NOT_MODELLED}

@@ -135,6 +135,7 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
                   "convention": slo.SLO_CONVENTION}
         if answer is not None:
             lay = answer["layout_record"]
+            sizing["counts"][-1].update(slo.chosen_predicted(plan, answer))
             sizing["answer"] = dict(sizing["counts"][-1], lower_bound=slo.chosen_bounds(plan, answer))
             tp = lay.tp if lay.pp == 1 and lay.cp == 1 and lay.ep == 1 else None
         else:
@@ -165,6 +166,9 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
         rec["inputs"]["max_devices"] = max_devices
         rec["sizing"] = sizing
         rec["conventions"].append(sizing["convention"])
+        if sizing["answer"]:
+            from ..efficiency.predict import PREDICTION_CONVENTION
+            rec["conventions"] += [slo.PREDICTED_CONVENTION, PREDICTION_CONVENTION]
         from .. import parallel
         rec["definitions"] += [parallel.ESTIMATE, parallel.LOWER_BOUND]
     return rec

@@ -1,0 +1,87 @@
+"""`serve`'s SLO answer carries the prediction (efficiency.serving) beside estimate and bound."""
+
+import json
+import unittest
+
+from support import load_model, run_cli
+from infracalc.analyses.efficiency import serving
+from infracalc.analyses.parallel import Plan
+from infracalc.analyses.serve import slo
+from infracalc.layout import Layout
+from infracalc.load.hardware import load_device
+
+SLO = ("serve", "--model", "meta-llama/Llama-3.1-70B", "--device", "h100", "--input-len", "2K",
+       "--output-len", "256", "--tpot-limit", "50ms", "--ttft-limit", "2s")
+
+
+class ServePredicted(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        status, out, err = run_cli(*SLO, "--format", "json")
+        assert status == 0, err
+        cls.rec = json.loads(out)
+        status, cls.md, _ = run_cli(*SLO)
+        assert status == 0
+
+    def test_equals_efficiency_serving(self):
+        """The answer's predicted figures are efficiency.serving's for the same layout and batch."""
+        a = self.rec["sizing"]["answer"]
+        self.assertEqual((a["layout"], a["batch_per_replica"]), ("tp2", 16))
+        arch = load_model("meta-llama/Llama-3.1-70B")
+        plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
+        p = serving.predicted_at_batch(arch, plan.wd, plan.device, Layout(tp=2), 2048, 256, 16)
+        self.assertEqual(a["predicted_ttft_s"], p["ttft_s"])
+        self.assertEqual(a["predicted_tpot_s"], p["tpot_s"])
+        self.assertEqual(a["predicted_output_tokens_per_s_per_device"], p["output_tokens_per_s_per_device"])
+        self.assertEqual(a["predicted_status"], "predicted")
+
+    def test_tpot_is_the_steady_state_iteration(self):
+        """At the engine's own concurrency, predicted_at_batch's TPOT is predicted_layout's iteration
+        and its throughput predicted_layout's per device: one model, not a copy."""
+        arch = load_model("meta-llama/Llama-3.1-70B")
+        plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
+        lay = Layout(tp=2)
+        whole = serving.predicted_layout(arch, plan.wd, plan.device, lay, 2048, 256)
+        at = serving.predicted_at_batch(arch, plan.wd, plan.device, lay, 2048, 256, whole["concurrency"])
+        self.assertEqual(at["tpot_s"], whole["iteration_s"])
+        self.assertAlmostEqual(at["output_tokens_per_s_per_device"], whole["output_tokens_per_s_per_device"],
+                               delta=1e-9 * whole["output_tokens_per_s_per_device"])
+
+    def test_bound_below_predicted(self):
+        a = self.rec["sizing"]["answer"]
+        self.assertLessEqual(a["lower_bound"]["ttft_s"], a["predicted_ttft_s"])
+        self.assertLessEqual(a["lower_bound"]["tpot_s"], a["predicted_tpot_s"])
+        self.assertGreaterEqual(a["lower_bound"]["decode_tokens_per_s_per_device"],
+                                a["predicted_output_tokens_per_s_per_device"] * 255 / 256)
+
+    def test_first_screen(self):
+        """The verdict block (before the model line) names the predicted figures."""
+        head = self.md.split("- Model:")[0]
+        self.assertIn(f"{self.rec['sizing']['answer']['predicted_tpot_s'] * 1e3:.3f} ms predicted", head)
+        self.assertIn("output tokens/s per device predicted", head)
+        self.assertIn("predicted TTFT", self.md)
+        self.assertIn(slo.PREDICTED_CONVENTION.split(":")[0], self.md)
+
+    def test_not_modelled_layouts(self):
+        """PP, CP and EP layouts have no prediction: stated, not guessed."""
+        arch = load_model("meta-llama/Llama-3.1-70B")
+        plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
+        for lay in (Layout(pp=2), Layout(tp=2, cp=2)):
+            got = slo.chosen_predicted(plan, {"layout_record": lay, "batch_per_replica": 4})
+            self.assertIsNone(got["predicted_tpot_s"])
+            self.assertIsNone(got["predicted_ttft_s"])
+            self.assertEqual(got["predicted_status"], "not modelled for this layout")
+
+    def test_not_modelled_renders(self):
+        from infracalc.render.serve import _predicted_rate
+        self.assertEqual(_predicted_rate({"predicted_tpot_s": None, "predicted_status": slo.NOT_MODELLED}),
+                         "predicted: not modelled for this layout")
+
+
+def _workload(arch):
+    from infracalc.workload import Workload
+    return Workload(batch=1, tokens=1, history=0)
+
+
+if __name__ == "__main__":
+    unittest.main()
