@@ -593,6 +593,14 @@ SIGNAL_COMMANDS = (
 )
 
 
+def default_signals():
+    """In a child process (preexec_fn): SIGTERM and SIGHUP at their default, as a user's
+    shell leaves them. Under `nohup` or a runner that ignores SIGHUP the child would inherit
+    SIG_IGN, and the tool rightly leaves an ignored signal ignored."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def signal_writes(seed, count, report=None):
     """Commands writing --output (and --plot) killed by SIGTERM or SIGHUP after a random
     delay, in a fresh process each: no temporary file may remain, the exit status is 0
@@ -615,7 +623,7 @@ def signal_writes(seed, count, report=None):
                     f.write("OLD\n")
             signum = rnd.choice((signal.SIGTERM, signal.SIGHUP))
             p = subprocess.Popen([sys.executable, calc, *argv], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE)
+                                 stderr=subprocess.PIPE, preexec_fn=default_signals)
             try:
                 time.sleep(rnd.uniform(0.0, 0.25))
                 p.send_signal(signum)

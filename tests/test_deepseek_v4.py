@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "calculations"))
 
 from infracalc import ledger  # noqa: E402
+from infracalc.analyses import decode as D  # noqa: E402
+from infracalc.analyses import decode_sum as S  # noqa: E402
+from infracalc.analyses.roofline import roof  # noqa: E402
 from infracalc.arch import Tensor  # noqa: E402
 from infracalc.blocks import compressed_attention as CA  # noqa: E402
 from infracalc.blocks.hyper_connections import HCHeadNorm, HCPost, HCPre, split_flops  # noqa: E402
@@ -20,9 +23,10 @@ from infracalc.blocks.moe import MoE  # noqa: E402
 from infracalc.dtypes import dtype  # noqa: E402
 from infracalc.load.config import Config  # noqa: E402
 from infracalc.load.deepseek_v4 import V4Shapes  # noqa: E402
+from infracalc.load.hardware import load_device  # noqa: E402
 from infracalc.load.models import load_model  # noqa: E402
 from infracalc.workload import Workload  # noqa: E402
-from test_decode import closed, loop_sum  # noqa: E402
+from test_decode import closed, loop_sum, loop_time  # noqa: E402
 
 CONFIG = ROOT / "calculations" / "models" / "deepseek-v4-flash.json"
 
@@ -270,6 +274,39 @@ class DecodeSums(unittest.TestCase):
         arch, w = self.arch(), Workload(batch=2)
         for lo, hi in ((0, 90), (5, 140), (11, 60)):
             self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi), (lo, hi))
+
+    def test_long_outputs_and_huge_histories_equal_loop(self):
+        """Whole periods summed as repeats (the plan's K > 1 entries): a long output
+        from history 0 (crossing the window, both periods and the saturation), and
+        outputs at histories 10^10 and 10^15 (far past every breakpoint without a
+        period). FLOPs and bytes exactly; summed roofline time to 12 places."""
+        arch, w = self.arch(), Workload(batch=2)
+        r = roof(load_device("h100-sxm"), w.compute_dtype)
+        for lo, hi in ((0, 700), (10**10, 10**10 + 300), (10**15 + 3, 10**15 + 260)):
+            self.assertTrue(any(k > 1 for _, k, _ in S.plan(arch, lo, hi)), (lo, hi))
+            self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi), (lo, hi))
+            self.assertAlmostEqual(D.account(S.decode_pieces(arch, w, lo, hi), r).time_s
+                                   / loop_time(arch, w, lo, hi, r), 1.0, places=12)
+
+    def test_ledgers_built_do_not_grow_with_steps_or_history(self):
+        """The number of per-step ledgers a decode sum builds is the same for 10^3 and
+        10^9 steps, and at history 10^4 and 10^12: a closed form per period."""
+        arch, w = self.arch(), Workload(batch=2)
+        built = []
+        step_ops = S._step_ops
+
+        def counting(*args):
+            built[-1] += 1
+            return step_ops(*args)
+
+        S._step_ops = counting
+        try:
+            for lo, n in ((10**4, 10**3), (10**4, 10**9), (10**12, 10**3), (10**12, 10**9)):
+                built.append(0)
+                S.decode_pieces(arch, w.replace(batch=3 + len(built)), lo, lo + n - 1)
+        finally:
+            S._step_ops = step_ops
+        self.assertEqual(len(set(built)), 1, built)
 
     def test_prefill_split_conserves_attention(self):
         arch = self.arch()

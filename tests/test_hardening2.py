@@ -9,6 +9,7 @@ import sys
 import unittest
 
 from support import CALC, run_cli as run
+from fuzz import default_signals
 from test_hardening import CALC_PY, Case as Round1, bundled
 
 
@@ -252,7 +253,8 @@ class Signals(Case):
             p = subprocess.Popen([sys.executable, CALC_PY, "decode", "--model", "qwen3-0.6b",
                                   "--input-len", "16", "--output-len", "4", "--batch-sweep",
                                   "--plot", os.path.join(d, "plot.svg"), "--output", fifo],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 preexec_fn=default_signals)
             # Whatever happens below, the child (blocked on the FIFO for ever otherwise) dies
             # with the test, and it holds no pipe of the test runner's.
             self.addCleanup(_reap, p)

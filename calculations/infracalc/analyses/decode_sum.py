@@ -259,10 +259,15 @@ def decode_pieces(arch, w, lo, hi, check=True):
     hit = _PIECES.get(key)
     if hit is not None and (hit[0] or not check):
         return list(hit[1])
-    out = []
+    out, reps = [], ()
     for spans, k, p in plan(arch, lo, hi):
-        out += (_linear_pieces(arch, w, spans, check) if k == 1
-                else _repeated_pieces(arch, w, spans, p, k, check))
+        if k > 1:
+            reps = _repeated_pieces(arch, w, spans, p, k, check)
+            out += reps
+            continue
+        tail = _tail_pieces(reps, spans)
+        out += tail + _linear_pieces(arch, w, spans[len(tail):], check)
+        reps = ()
     remember(_PIECES, _PIECES_KEPT, key, (check, tuple(out)))
     return out
 
@@ -294,6 +299,25 @@ def _repeated_pieces(arch, w, spans, p, k, check):
                 raise AssertionError(f"costs at history {last.first} are not those at {rep.first} plus "
                                      f"{k - 1} periods of drift: a block's history_period is wrong")
     return reps
+
+
+def _tail_pieces(reps, spans):
+    """The leading pieces of `spans` that are pieces of the repeated run `reps`
+    continued one more period (the histories after its K whole periods, where the
+    segment ends within a period), taken from their linear form: starts plus K
+    drifts, the same increments (the periodic contract). The last span is left
+    to be built (its end labels the summed rows; with check, it is verified)."""
+    if not reps:
+        return []
+    shift = reps[0].repeats * reps[0].period
+    out = []
+    for rep, (a, b) in zip(reps, spans[:-1]):
+        if (a, b) != (rep.first + shift, rep.first + shift + rep.steps - 1):
+            break
+        k = rep.repeats
+        out.append(Piece(a, rep.steps, rep.ops, tuple(rep.values(i, 0, k) for i in range(len(rep.ops))),
+                         rep.deltas))
+    return out
 
 
 def _linear_pieces(arch, w, spans, check):
