@@ -138,7 +138,7 @@ class Cost(Case):
 def _cli(args, shell_suffix="", **kwargs):
     """calc.py in a fresh process through sh (for redirections a Popen cannot express)."""
     cmd = " ".join([sys.executable, CALC_PY, *args]) + shell_suffix
-    return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=20, **kwargs)
+    return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=120, **kwargs)
 
 
 class Streams(Case):
@@ -150,7 +150,7 @@ class Streams(Case):
         p.stdout.close()     # the reader is gone before the first write
         err = p.stderr.read()
         p.stderr.close()
-        self.assertEqual((p.wait(timeout=20), err), (0, b""))
+        self.assertEqual((p.wait(timeout=120), err), (0, b""))
 
     def test_full_disk_on_stdout_is_one_line_status_2(self):
         if not os.path.exists("/dev/full"):
@@ -188,7 +188,7 @@ class Streams(Case):
         env = dict(os.environ, PYTHONPYCACHEPREFIX=self.folder())
         with open(path, "wb") as out:
             p = subprocess.run([sys.executable, CALC_PY, "forward", "--model", "qwen3-8b"], stdout=out,
-                               stderr=subprocess.PIPE, text=True, timeout=20, env=env,
+                               stderr=subprocess.PIPE, text=True, timeout=120, env=env,
                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048)))
         self.assertEqual((p.returncode, p.stderr),
                          (2, "infra-calc: error: cannot write to standard output: File too large\n"))
@@ -198,7 +198,7 @@ class Streams(Case):
         dev["name"] = "H100 \u00d7"
         path = self.file(json.dumps(dev))
         p = subprocess.run([sys.executable, CALC_PY, "forward", "--model", "qwen3-0.6b", "--device", path],
-                           capture_output=True, timeout=20, env=dict(os.environ, PYTHONIOENCODING="ascii"))
+                           capture_output=True, timeout=120, env=dict(os.environ, PYTHONIOENCODING="ascii"))
         self.assertEqual((p.returncode, p.stderr), (0, b""))
         self.assertIn("- Device: H100 \u00d7 (`h100-sxm`)".encode(), p.stdout)
 
@@ -209,7 +209,7 @@ class Streams(Case):
         name = os.path.join(folder, "\udcff.json")   # the byte 0xff, not UTF-8
         shutil.copy(os.path.join(CALC, "models", "qwen3-0.6b.json"), name)
         p = subprocess.run([sys.executable, CALC_PY, "models", "--model", name, "--format", "json"],
-                           capture_output=True, timeout=20)
+                           capture_output=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(json.loads(p.stdout.decode("utf-8"))["model"]["id"], "\udcff")
 
@@ -224,7 +224,7 @@ class NotRegularFiles(Case):
         os.mkfifo(fifo)
         # In a fresh process with a time limit: a regression would block on open().
         p = subprocess.run([sys.executable, CALC_PY, "forward", "--model", "qwen3-8b", "--routing", fifo],
-                           capture_output=True, text=True, timeout=20)
+                           capture_output=True, text=True, timeout=120)
         self.assertEqual((p.returncode, p.stderr),
                          (2, f"infra-calc: error: routing file '{fifo}' is a FIFO (named pipe), not a "
                              "regular file\n"))

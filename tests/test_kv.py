@@ -351,9 +351,9 @@ class Capacity(unittest.TestCase):
         attn = Attention(hidden=64, heads=big, kv_heads=big, head_dim=1, rope_dim=0)
         arch = Architecture("big", "llama", 64, 10, 100, Embedding(10, 64), (Layer((attn,)),),
                             RMSNorm("norm", 64), LMHead(10, 64))
-        start = time.perf_counter()
+        start = time.process_time()
         self.assertEqual(L.valid_tps(arch), [1, big])
-        self.assertLess(time.perf_counter() - start, 1.0)
+        self.assertLess(time.process_time() - start, 1.0)
 
     def test_pp_stages(self):
         # PP 2: stage 0 = layer 0 + embedding = (36,992 + 64,000) * 2 = 201,984 B;

@@ -352,9 +352,9 @@ class Speed(unittest.TestCase):
                                    "num_hidden_layers": 65536, "vocab_size": 1000,
                                    "max_position_embeddings": 4096, "hidden_act": "silu"})
         arch = load_model(path)
-        start = time.perf_counter()
+        start = time.process_time()
         rec = K.kv(arch, BF16, K.Request(1024), 80 * 10**9, L.Layout(pp=L.PP_MAX))
-        self.assertLess(time.perf_counter() - start, 1.0)
+        self.assertLess(time.process_time() - start, 1.0)
         self.assertEqual(len(rec["capacity"]["stages"]), 1024)
         # 65,536 / 1,024 = 64 layers per stage; stage 1,023 also holds norm and head
         self.assertEqual(rec["capacity"]["binding_stage"], 1023)
