@@ -412,6 +412,17 @@ def breach(argv, status, out, err, seconds, error, limit_s, fresh=()):
     return None
 
 
+def _tally(failures, argv, reason, report, label):
+    """One vector's outcome: 1 when clean (no reason), else 0 with (argv, reason) kept in
+    `failures` and reported as [label]."""
+    if not reason:
+        return 1
+    failures.append((argv, reason))
+    if report:
+        report(f"[{label}] {reason}: {argv!r}")
+    return 0
+
+
 def run(seed, count, limit_s=5.0, report=None, seen=None):
     """Draw and check `count` vectors from `seed`: (clean count, [(argv, reason)]).
     `seen`, a dict, collects {command: set of exit statuses}."""
@@ -435,12 +446,7 @@ def run(seed, count, limit_s=5.0, report=None, seen=None):
             reason = breach(argv, *result, limit_s, fresh)
             if seen is not None and argv and argv[0] in cli.COMMANDS:
                 seen.setdefault(argv[0], set()).add(result[0])
-            if reason:
-                failures.append((argv, reason))
-                if report:
-                    report(f"[{i}] {reason}: {argv!r}")
-            else:
-                clean += 1
+            clean += _tally(failures, argv, reason, report, i)
     finally:
         os.chdir(cwd)
         files.close()
@@ -646,12 +652,7 @@ def signal_writes(seed, count, report=None):
                         text = f.read()
                     if text != "OLD\n" and not (text.endswith("\n") and len(text) > 100):
                         reason = f"{os.path.basename(t)} half written ({len(text)} characters)"
-            if reason:
-                failures.append((argv, reason))
-                if report:
-                    report(f"[signal {i}] {reason}: {argv!r}")
-            else:
-                clean += 1
+            clean += _tally(failures, argv, reason, report, f"signal {i}")
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     return clean, failures

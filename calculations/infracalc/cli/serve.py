@@ -19,23 +19,12 @@ def time_limit(text):
 
 
 def rate(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1e12:   # NaN fails too
-        raise argparse.ArgumentTypeError(f"must be a positive number of requests per second, got '{text}'")
-    return value
+    """An arrival rate in requests per second (common._float_in: NaN and words refused)."""
+    return common._float_in(text, lambda v: 0 < v < 1e12, "(0, 1e12) requests per second")
 
 
 def non_negative(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 1e6:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1e6], got '{text}'")
-    return value
+    return common._float_in(text, lambda v: 0 <= v <= 1e6, "[0, 1e6]")
 
 
 def worker(text):

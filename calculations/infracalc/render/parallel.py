@@ -3,7 +3,7 @@
 from ..analyses.parallel import SWEEP_COLUMNS
 from . import units as u
 from .forward import architecture_options, device_line, formats_line, model_line, note_lines
-from .table import conventions, inline, markdown_table, no_layout_line, records_to_csv, to_csv
+from .table import conventions, inline, markdown_table, no_layout_line, records_to_csv, rejection_reasons, to_csv
 
 PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last", "last decode step"),
           ("decode", "all decode steps"))
@@ -129,8 +129,7 @@ def _search_summary(rec):
     i = rec["inputs"]
     if not rec["top"]:
         return v.block(f"No layout of {u.count(i['devices'], 'device')} is admitted", [
-            "Why: " + ("; ".join(f"{u.count(r['layouts'], 'layout')}: {r['reason']}" for r in rec["rejected"])
-                       or "no layout considered"),
+            "Why: " + (rejection_reasons(rec["rejected"]) or "no layout considered"),
             "Try more devices or smaller formats"])
     best = _search_row(rec["top"][0])
     limit = f" (TPOT limit {u.seconds(i['tpot_limit_s'])})" if i["tpot_limit_s"] is not None else ""

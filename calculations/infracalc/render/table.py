@@ -27,14 +27,22 @@ def cell(value):
     return text.replace("|", "\\|") if "|" in text else text
 
 
-def no_layout_line(devices, rejected):
-    """The verdict of a search that admitted no layout, naming its reasons (largest first)
-    rather than blaming the model: [{"reason", "layouts"}, ...] from the search record."""
+def rejection_reasons(rejected):
+    """Why a search admitted no layout, its reasons largest first ('' when none was
+    considered): [{"reason", "layouts"}, ...] from the search record."""
     from .units import count
 
-    why = "; ".join(f"{count(r['layouts'], 'layout')}: {r['reason']}" for r in
-                    sorted(rejected, key=lambda r: -r["layouts"]))
-    return f"**No layout of {count(devices, 'device')} is admitted: {why or 'none considered'}.**"
+    return "; ".join(f"{count(r['layouts'], 'layout')}: {r['reason']}" for r in
+                     sorted(rejected, key=lambda r: -r["layouts"]))
+
+
+def no_layout_line(devices, rejected):
+    """The verdict of a search that admitted no layout, naming its reasons rather than
+    blaming the model."""
+    from .units import count
+
+    why = rejection_reasons(rejected) or "none considered"
+    return f"**No layout of {count(devices, 'device')} is admitted: {why}.**"
 
 
 # The default Markdown view fits a terminal of WIDTH columns: a table wider than that is
