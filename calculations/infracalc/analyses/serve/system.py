@@ -406,7 +406,7 @@ def speculative_record(target, draft, w, w_draft, device, input_len, output_len,
         raise UserError(f"draft model {draft.id} has vocabulary {draft.vocab_size:,}, the target "
                         f"{target.vocab_size:,}: speculative decoding needs a shared tokenizer")
     mid = input_len + (output_len - 1) // 2
-    plain = phase_record([decode_sum.single(ledger.operators(target, wt.replace(history=mid)))], r)["time_s"]
+    plain = phase_record(decode_sum.single(ledger.operators(target, wt.replace(history=mid))), r)["time_s"]
     rows = speculation.draft_lengths(target, draft, wt, wd, input_len, output_len, alphas, max_k, r, plain)
     top = speculation.best(rows)
     return {"draft_model": draft.id, "draft_params": draft.params, "acceptance": list(alphas),
