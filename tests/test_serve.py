@@ -2,6 +2,7 @@
 sizing, and the command's contract."""
 
 import json
+from fractions import Fraction
 import unittest
 
 from support import load_model, run_cli, write_config
@@ -498,3 +499,64 @@ class DeclaredRounds(unittest.TestCase):
                                          "--baseline-token-ns", "10", "--draft-ns", "1", "--verify-ns", "1", *extra)
                 self.assertEqual(status, 2)
                 self.assertNotIn("Traceback", err)
+
+
+class GroupedExperts(unittest.TestCase):
+    """One Qwen3-235B-A22B MoE layer (128 experts, top-8, hidden 4,096, expert width 1,536) as
+    grouped GEMMs on 8 EP ranks (analyses/serve/experts), derived by hand."""
+
+    H, F = 4096, 1536
+
+    def traffic(self, m):
+        """Output-stationary tile traffic of one expert copy of m <= 64 rows, tile 64x32x128, BF16:
+        gate and up read A once per column of tiles (1,536/128 = 12), B once, write C; down: 32."""
+        h, f = self.H, self.F
+        return 2 * (m * h * 2 * 12 + h * f * 2 + m * f * 2) + (m * f * 2 * 32 + f * h * 2 + m * h * 2)
+
+    def test_gemm_by_hand(self):
+        from infracalc.analyses.serve import experts
+
+        v, p, t = experts.gemm(33, 4096, 1536, (64, 32, 128), 2)
+        self.assertEqual((v, p), (2 * 33 * 4096 * 1536, 2 * 64 * 4096 * 1536))
+        self.assertEqual(t, 33 * 4096 * 2 * 12 + 4096 * 1536 * 2 + 33 * 1536 * 2)
+
+    def test_padding_and_busiest_rank(self):
+        from infracalc.analyses.serve import experts
+
+        per_row = 3 * 2 * self.H * self.F   # gate, up, down: 2 x 3 x h x f FLOPs per token row
+        # balanced: 128 x 8 = 1,024 assignments, 8 per expert, each padded to a 64-row tile (8x);
+        # contiguous: 16 experts per rank, so the busiest rank runs 16 x 64 padded rows
+        s = experts.grouped(experts.histogram("balanced", 128, 8, 128), self.H, self.F, 8, "contiguous",
+                            (64, 32, 128), 2)
+        self.assertEqual((s["valid_flops"], s["padded_flops"]), (1024 * per_row, 8 * 1024 * per_row))
+        self.assertEqual(s["busiest_rank_padded_flops"], 16 * 64 * per_row)
+        # concentrated, 33 tokens: experts 0..7 take 33 each, all on rank 0; a copy of expert 0 on
+        # rank 1 takes 33 // 2 = 16 (the original keeps 17): rank 0 still pads 8 x 64 rows,
+        # the whole layer 9 x 64 (24/11 of the 264 valid rows)
+        s = experts.grouped(experts.histogram("concentrated", 128, 8, 33), self.H, self.F, 8, "contiguous",
+                            (64, 32, 128), 2, [(0, 1)])
+        self.assertEqual([r["rows"] for r in s["ranks"][:2]], [7 * 33 + 17, 16])
+        self.assertEqual((s["padding_ratio"], s["busiest_rank_padded_flops"]), (Fraction(24, 11), 512 * per_row))
+        self.assertEqual(s["replica_bytes_per_rank"][1], 3 * self.H * self.F * 2)
+
+    def test_payback_by_hand(self):
+        from infracalc.analyses.serve import experts
+
+        hist = experts.histogram("concentrated", 128, 8, 128)
+        base = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2)
+        repl = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2, [(i, i + 1) for i in range(7)])
+        p = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 64 * 2**20)
+        # rank 0 holds experts 0..7 at 128 rows: two row tiles, so B is read twice and A and C
+        # are twice those of 64 rows: T(128) = 2 T(64). Replicated it keeps expert 7 whole and
+        # 64 rows of each of 0..6. Interface-bound at 1 TB/s (8 x 64 x 6 h f x 2 FLOPs at
+        # 100 TFLOP/s is 386,547 ns; 8 T(128) / 1,000 is 920,650 ns)
+        t128 = 2 * self.traffic(64)
+        old, new = Fraction(8 * t128, 1000), Fraction(t128 + 7 * self.traffic(64), 1000)
+        self.assertEqual((p["baseline_batch_ns"], p["replicated_batch_ns"]), (old, new))
+        setup = Fraction(7 * 3 * self.H * self.F * 2, 25) + 7 * 5000
+        self.assertEqual(p["setup_ns"], setup)
+        self.assertEqual(p["strict_payback_batches"], int(setup // (old - new)) + 1)
+        self.assertEqual(p["strict_payback_batches"], 27)
+        self.assertEqual(p["selected"], "replicated")
+        tight = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 32 * 2**20)
+        self.assertEqual((tight["feasible_payback_batches"], tight["selected"]), (None, "baseline"))

@@ -79,6 +79,35 @@ def spec_option(text):
     return parts[0], ns[0] + ns[1], counts(parts[3])
 
 
+def tile(text):
+    """MxKxN GEMM tile sizes (positive integers)."""
+    parts = [common.digits(x) for x in text.lower().split("x")]
+    if len(parts) != 3 or None in parts or min(parts) < 1 or max(parts) > 65536:
+        raise argparse.ArgumentTypeError(f"must be MxKxN tile sizes such as 64x32x128, got '{text}'")
+    return tuple(parts)
+
+
+def replica(text):
+    """EXPERT:RANK (a copy of an expert on another rank)."""
+    parts = [common.digits(x) for x in text.split(":")]
+    if len(parts) != 2 or None in parts:
+        raise argparse.ArgumentTypeError(f"must be EXPERT:RANK in ASCII digits, e.g. 0:1, got '{text}'")
+    return tuple(parts)
+
+
+def flop_rate(text):
+    """A compute rate such as 100T (FLOP/s; T = 10^12, P = 10^15, G = 10^9), an integer."""
+    value = common._scaled(text.removesuffix("FLOP/s"), common._FLOP_UNITS, "a rate such as 100T (FLOP/s)", 1e30)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive FLOP/s, got '{text}'")
+    return round(value)
+
+
+def int_bandwidth(text):
+    """A bandwidth (25GB/s) as whole bytes/s, so the times stay exact rationals."""
+    return round(common.bandwidth(text))
+
+
 def request(text):
     """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
     parts = text.split(":")
@@ -170,6 +199,31 @@ def add_arguments(p):
                     help="--accepted-counts: tokens still allowed; a round delivers at most M")
     sp.add_argument("--spec-batch", type=common.positive_int, default=1, metavar="B",
                     help="requests per verify step (default 1)")
+    ex = p.add_argument_group("MoE experts (one layer's routed experts as grouped GEMMs on EP ranks)")
+    ex.add_argument("--expert-tokens", type=common.positive_int, default=None, metavar="N",
+                    help="tokens through one MoE layer: tile padding and the busiest rank (--routing "
+                         "balanced or concentrated)")
+    ex.add_argument("--expert-ranks", type=common.positive_int, default=8, metavar="R",
+                    help="EP ranks holding the experts (default 8)")
+    ex.add_argument("--placement", choices=("contiguous", "striped"), default="contiguous",
+                    help="expert e on rank e // (E/R) (contiguous, default) or e mod R (striped)")
+    ex.add_argument("--tile", type=tile, default=(64, 32, 128), metavar="MxKxN",
+                    help="grouped-GEMM tile (default 64x32x128)")
+    ex.add_argument("--replica", type=replica, action="append", default=None, metavar="EXPERT:RANK",
+                    help="one more copy of an expert on a rank; repeatable")
+    ex.add_argument("--payback-batches", type=common.positive_int, default=None, metavar="B",
+                    help="with --replica: whether copying the replicas pays back over B identical batches "
+                         "(needs --expert-compute, --expert-interface-bw, --copy-bw)")
+    ex.add_argument("--expert-compute", type=flop_rate, default=None, metavar="FLOP/S",
+                    help="declared compute rate of a rank for the payback (e.g. 100T)")
+    ex.add_argument("--expert-interface-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared bandwidth carrying a rank's tile traffic (e.g. 1TB/s)")
+    ex.add_argument("--copy-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="the serial link copying replica weights (e.g. 25GB/s)")
+    ex.add_argument("--copy-startup-ns", type=common.non_negative_int, default=0, metavar="NS",
+                    help="startup per replica copied (integer ns; default 0)")
+    ex.add_argument("--replica-budget", type=common.byte_size, default=None, metavar="BYTES",
+                    help="extra bytes each rank can hold for replicas (default: no limit)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -187,6 +241,8 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.expert_tokens is not None:
+        return common.emit(args, _experts(args, arch, w, device), render.markdown)
     if args.accepted_counts or args.spec_option:
         return common.emit(args, _declared_rounds(args, arch, w, device), render.markdown)
     if not args.request and (args.input_len is None or args.output_len is None):
@@ -277,3 +333,20 @@ def _declared_rounds(args, arch, w, device):
         raise UserError("--spec-option solves a budget over --output-len tokens (1..4096)")
     return system.budget_record(arch, w, device, args.output_len, args.baseline_token_ns,
                                 args.setup_ns or 0, args.spec_option)
+
+
+def _experts(args, arch, w, device):
+    """The `--expert-tokens` record: grouped experts, and with --payback-batches the payback."""
+    from ..analyses.serve import system
+    from ..errors import UserError
+
+    pay = None
+    if args.payback_batches is not None:
+        if not args.replica:
+            raise UserError("--payback-batches prices copying --replica experts; give --replica")
+        if None in (args.expert_compute, args.expert_interface_bw, args.copy_bw):
+            raise UserError("--payback-batches needs --expert-compute, --expert-interface-bw and --copy-bw")
+        pay = (args.payback_batches, args.expert_compute, args.expert_interface_bw, args.copy_bw,
+               args.copy_startup_ns, args.replica_budget)
+    return system.experts_record(arch, w, device, args.expert_tokens, args.expert_ranks, args.placement,
+                                 args.tile, tuple(args.replica or ()), pay)

@@ -271,6 +271,14 @@ def verdict_lines(rec):
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "experts" in rec:
+        e = rec["experts"]
+        extra = ([f"replicas {e['payback']['selected']}: pay back after "
+                  f"{e['payback']['strict_payback_batches']} batches"] if "payback" in e else [])
+        return verdict.block(f"Busiest rank {u.integer(e['busiest_rank_padded_flops'])} padded FLOPs; padding "
+                             f"{_x(e, 'padding_ratio')}x the valid work",
+                             [f"valid {u.integer(e['valid_flops'])} FLOPs over {e['active_experts']} experts"]
+                             + extra)
     if "spec_round" in rec:
         r = rec["spec_round"]
         return verdict.block(f"{_x(r, 'ns_per_delivered_token')} ns per delivered token, "
@@ -330,8 +338,38 @@ def budget_lines(rec):
             markdown_table(["fixed policy", "expected ns", "expected rounds"], rows), ""]
 
 
+def expert_lines(rec):
+    e, i = rec["experts"], rec["inputs"]
+    keys = ("active_experts", "assignments", "valid_flops", "padded_flops", "padding_ratio",
+            "busiest_rank_valid_flops", "busiest_rank_padded_flops", "replicas", "rerouted_assignments",
+            "replica_bytes")
+    lines = [f"## Grouped experts: {i['expert_tokens']} tokens, routing {i['routing']}, {i['expert_ranks']} ranks "
+             f"({i['placement']}), tile {'x'.join(map(str, i['tile']))}", "",
+             markdown_table(["figure", "value"], [[k, _x(e, k) if f"{k}_exact" in e else u.integer(e[k])]
+                                                  for k in keys], "lr"), "",
+             markdown_table(["rank", "copies", "rows", "valid FLOPs", "padded FLOPs", "tile traffic B", "replica B"],
+                            [[r["rank"], r["active_copies"], r["rows"], u.integer(r["valid_flops"]),
+                              u.integer(r["padded_flops"]), u.integer(r["tile_traffic_bytes"]),
+                              u.integer(extra)] for r, extra in zip(e["ranks"], e["replica_bytes_per_rank"])]), ""]
+    if "payback" in e:
+        pb = e["payback"]
+        keys = ("baseline_batch_ns", "replicated_batch_ns", "setup_ns", "saving_per_batch_ns",
+                "strict_payback_batches", "capacity_feasible", "baseline_window_ns", "replicated_window_ns",
+                "selected")
+        lines += [f"## Replica payback over {pb['batches']} batches (declared rates)", "",
+                  markdown_table(["figure", "value"],
+                                 [[k, _x(pb, k) if f"{k}_exact" in pb else str(pb[k])] for k in keys], "lr"), ""]
+    return lines
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "experts" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, one MoE layer's experts", "", *verdict_lines(rec),
+                 *expert_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 "## What it leaves out", "", *[f"- {t}" for t in rec["left_out"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "spec_round" in rec or "spec_budget" in rec:
         head = (f"# serve: `{inline(rec['model']['id'])}`, speculative rounds with declared costs"
                 if "spec_round" in rec else "# serve: speculative budget with declared costs")

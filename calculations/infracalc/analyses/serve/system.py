@@ -520,3 +520,39 @@ def budget_record(arch, w, device, output_tokens, baseline_ns, setup_ns, options
 
 DECLARED = ("Declared costs (teaching inputs, not a device): every time is exact in rationals of ns "
             "under them; not a bound and not a prediction.")
+
+
+def experts_record(arch, w, device, tokens, ranks, placement, tile, replicas, pay=None):
+    """The `serve --expert-tokens` record (experts.grouped, and experts.payback with `pay` =
+    (batches, compute FLOP/s, interface B/s, copy B/s, startup ns, budget bytes or None))."""
+    from ...collectives import ceil_div
+    from . import experts, pools
+
+    block = experts.moe_block(arch)
+    b = ceil_div(w.act_dtype.bits, 8)
+    hist = experts.histogram(w.routing, block.experts, block.top_k, tokens)
+    args = (hist, block.hidden, block.expert_inter, ranks, placement, tile, b)
+    out = experts.grouped(*args, replicas)
+    rec = _header(arch, w, device, tokens, 1, Options())
+    rec["inputs"] = {"expert_tokens": tokens, "routing": w.routing, "expert_ranks": ranks, "placement": placement,
+                     "tile": list(tile), "replicas": [list(r) for r in replicas], "operand_bytes": b}
+    rec["notes"] = []
+    conv = [experts.EXPERTS_CONVENTION]
+    if pay:
+        batches, compute, interface, copy_bw, startup, budget = pay
+        base = experts.grouped(*args) if replicas else out
+        out["payback"] = experts.payback(base, out, batches, compute, interface, copy_bw, startup,
+                                         budget if budget is not None else float("inf"))
+        out["baseline_busiest_rank_padded_flops"] = base["busiest_rank_padded_flops"]
+        rec["inputs"].update(payback_batches=batches, expert_compute_flops_per_s=compute,
+                             expert_interface_bytes_per_s=interface, copy_bytes_per_s=copy_bw,
+                             copy_startup_ns=startup, replica_budget_bytes=budget)
+        conv.append(experts.PAYBACK_CONVENTION)
+    rec["experts"] = pools.jsonable(out)
+    rec.update(definitions=["Padded FLOPs bound the matrix work from above (every tile run in full); the "
+                            "payback's rates are declared (teaching inputs): exact, not a bound and not a "
+                            "prediction."], left_out=["Dispatch and combine, routing, activation and the "
+                                                      "other layers; the tile traffic is between the working "
+                                                      "buffer and the next level, not necessarily HBM."],
+               conventions=conv)
+    return rec
