@@ -560,3 +560,39 @@ class GroupedExperts(unittest.TestCase):
         self.assertEqual(p["selected"], "replicated")
         tight = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 32 * 2**20)
         self.assertEqual((tight["feasible_payback_batches"], tight["selected"]), (None, "baseline"))
+
+
+class WeightOffload(unittest.TestCase):
+    """FFN weights streamed from the host (analyses/serve/offload), derived by hand."""
+
+    def test_schedule_by_hand(self):
+        from infracalc.analyses.serve import offload
+
+        # 4 layers of 10 ns, layers 1 and 3 offloaded, copies of 25 ns, one slot:
+        # copy 0 [0, 25]; layer 0 [0, 10]; layer 1 waits for it: [25, 35]; copy 1 waits for
+        # layer 1 to free the slot: [35, 60]; layer 2 [35, 45]; layer 3 [60, 70]
+        finish, rows = offload.schedule(4, {1, 3}, 1, 1, 10, 25)
+        self.assertEqual(finish, 70)
+        self.assertEqual([r[3:] for r in rows], [(0, 25, 25, 35), (35, 60, 60, 70)])
+        # two slots: copy 1 follows copy 0 on the link, [25, 50]; layer 3 [50, 60]
+        self.assertEqual(offload.schedule(4, {1, 3}, 2, 1, 10, 25)[0], 60)
+
+    def test_book_figures(self):
+        """Qwen3-8B: every fourth layer's FFN (3, 7, ..., 35: 9 layers of 3 x 4,096 x 12,288 x 2 B)
+        at 24 GiB/s, 1 ms per layer: each copy 301,989,888 / (24 x 2^30) s = 11,718,750 ns; one
+        slot serialises copy k after layer 4k + 3 ends: the last layer ends at 9 x 11,718,750 +
+        8 x 1e6 + 1e6 = 114,468,750 ns, 78,468,750 ns exposed."""
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--offload-ffn-layers", "3:36:4",
+                                   "--layer-ns", "1000000", "--host-link-bw", str(24 * 2**30), "--format", "json")
+        self.assertEqual(status, 0, err)
+        o = json.loads(out)["offload"]
+        group = 3 * 4096 * 12288 * 2
+        self.assertEqual((o["ffn_bytes_per_layer"], o["device_bytes_saved"]), (group, 8 * group))
+        self.assertEqual(o["copy_ns_exact"], "11718750")
+        self.assertEqual((o["finish_ns_exact"], o["exposed_wait_ns_exact"]), ("114468750", "78468750"))
+        self.assertIsNone(o["slots_that_hide"])   # 9 copies take 105.5 ms > 36 ms of layers
+
+    def test_needs_a_link(self):
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--offload-ffn-layers", "3", "--layer-ns", "5")
+        self.assertEqual(status, 2)
+        self.assertIn("--host-link-bw", err)

@@ -108,6 +108,29 @@ def int_bandwidth(text):
     return round(common.bandwidth(text))
 
 
+def layer_list(text):
+    """L1,L2,... or START:STOP:STEP (Python's range) of layer indices."""
+    parts = text.split(":")
+    if len(parts) == 3:
+        nums = [common.digits(x) for x in parts]
+        if None not in nums and nums[2] > 0 and nums[0] < nums[1] <= 10**6:
+            return tuple(range(*nums))
+    else:
+        nums = [common.digits(x.strip()) for x in text.split(",")]
+        if None not in nums and len(nums) <= 10**4:
+            return tuple(nums)
+    raise argparse.ArgumentTypeError(f"must be layer indices L1,L2,... or START:STOP:STEP, got '{text}'")
+
+
+# Host links by name: PCIe x16 per direction (PCI-SIG: Gen4 ~32, Gen5 ~64, Gen6 ~128 GB/s).
+HOST_LINKS = {"pcie4": 32 * 10**9, "pcie5": 64 * 10**9, "pcie6": 128 * 10**9}
+
+
+def host_link(text):
+    """A host-to-device bandwidth: pcie4, pcie5, pcie6 (x16, per direction) or a bandwidth."""
+    return HOST_LINKS.get(text.strip().lower()) or round(common.bandwidth(text))
+
+
 def request(text):
     """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
     parts = text.split(":")
@@ -224,6 +247,18 @@ def add_arguments(p):
                     help="startup per replica copied (integer ns; default 0)")
     ex.add_argument("--replica-budget", type=common.byte_size, default=None, metavar="BYTES",
                     help="extra bytes each rank can hold for replicas (default: no limit)")
+    of = p.add_argument_group("weight offload (FFN weights in host memory, streamed before use)")
+    of.add_argument("--offload-ffn-layers", type=layer_list, default=None, metavar="L1,L2,...|START:STOP:STEP",
+                    help="layers whose FFN weights live on the host (e.g. 3:36:4)")
+    of.add_argument("--offload-slots", type=common.positive_int, default=1, metavar="S",
+                    help="device slots holding one layer's FFN each (the prefetch depth; default 1)")
+    of.add_argument("--offload-passes", type=common.positive_int, default=1, metavar="N",
+                    help="passes scheduled one after the other (default 1)")
+    of.add_argument("--host-link-bw", type=host_link, default=None, metavar="BW|pcie4|pcie5|pcie6",
+                    help="host-to-device bandwidth per direction (pcie4/5/6: 32/64/128 GB/s, x16, PCI-SIG)")
+    of.add_argument("--layer-ns", type=common.positive_int, default=None, metavar="NS",
+                    help="declared time of one layer (integer ns); default: the estimate of one decode "
+                         "step at history --input-len over the layers")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -241,6 +276,8 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.offload_ffn_layers is not None:
+        return common.emit(args, _offload(args, arch, w, device), render.markdown)
     if args.expert_tokens is not None:
         return common.emit(args, _experts(args, arch, w, device), render.markdown)
     if args.accepted_counts or args.spec_option:
@@ -350,3 +387,19 @@ def _experts(args, arch, w, device):
                args.copy_startup_ns, args.replica_budget)
     return system.experts_record(arch, w, device, args.expert_tokens, args.expert_ranks, args.placement,
                                  args.tile, tuple(args.replica or ()), pay)
+
+
+def _offload(args, arch, w, device):
+    """The `--offload-ffn-layers` record."""
+    from ..analyses.serve import system
+    from ..errors import UserError
+
+    if args.host_link_bw is None:
+        raise UserError("--offload-ffn-layers streams over the host link: give --host-link-bw (e.g. pcie5)")
+    if args.offload_passes > 16:
+        raise UserError(f"--offload-passes {args.offload_passes}: at most 16")
+    if args.layer_ns is None and args.input_len is None:
+        raise UserError("give --layer-ns (declared) or --input-len (the history of the decode step priced)")
+    return system.offload_record(arch, w, device, args.offload_ffn_layers, args.offload_slots,
+                                 args.offload_passes, args.host_link_bw, args.layer_ns, args.input_len,
+                                 args.compute_efficiency, args.memory_efficiency)

@@ -127,6 +127,8 @@ def _x(rec, key):
     v, e = rec.get(key), rec.get(f"{key}_exact")
     if v is None:
         return "-"
+    if e and "/" not in e:   # a whole number: printed whole
+        return f"{int(e):,}"
     return f"{v:,.3f}" + (f" ({e})" if e and e != f"{v:g}" else "")
 
 
@@ -271,6 +273,13 @@ def verdict_lines(rec):
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "offload" in rec:
+        o = rec["offload"]
+        hide = o["slots_that_hide"]
+        return verdict.block(f"Offload saves {u.nbytes(o['device_bytes_saved'])}; exposed wait "
+                             f"{_x(o, 'exposed_wait_ns')} ns over {_x(o, 'compute_ns')} ns of layers",
+                             [f"{u.integer(o['link_bytes_per_pass'])} B over the host link per pass",
+                              f"slots that hide the copies: {hide if hide else 'none (the link binds)'}"])
     if "experts" in rec:
         e = rec["experts"]
         extra = ([f"replicas {e['payback']['selected']}: pay back after "
@@ -362,8 +371,30 @@ def expert_lines(rec):
     return lines
 
 
+def offload_lines(rec):
+    o = rec["offload"]
+    keys = ("ffn_bytes_per_layer", "host_bytes", "slot_bytes", "device_bytes_saved", "link_bytes_per_pass",
+            "copy_ns", "link_ns_per_pass", "layer_ns", "compute_ns", "finish_ns", "exposed_wait_ns",
+            "slots_that_hide")
+    val = (lambda k: _x(o, k) if f"{k}_exact" in o else ("none" if o[k] is None else u.integer(o[k])))
+    lines = [f"## FFN weight offload: {len(o['offloaded_layers'])} layers, {rec['inputs']['offload_slots']} "
+             f"slot(s), {rec['inputs']['offload_passes']} pass(es)", "",
+             markdown_table(["figure", "value"], [[k, val(k)] for k in keys], "lr"), ""]
+    rows = [[c["pass"], c["layer"], c["slot"], _x(c, "copy_start_ns"), _x(c, "copy_end_ns"),
+             _x(c, "use_start_ns"), _x(c, "use_end_ns")] for c in o["copies"][:32]]
+    lines += [markdown_table(["pass", "layer", "slot", "copy start ns", "copy end ns", "use start ns",
+                              "use end ns"], rows), ""]
+    return lines
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "offload" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, FFN weights offloaded to the host", "",
+                 *verdict_lines(rec), *offload_lines(rec), "## Definitions", "",
+                 *[f"- {t}" for t in rec["definitions"]], "", "## What it leaves out", "",
+                 *[f"- {t}" for t in rec["left_out"]], "", *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "experts" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, one MoE layer's experts", "", *verdict_lines(rec),
                  *expert_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",

@@ -556,3 +556,41 @@ def experts_record(arch, w, device, tokens, ranks, placement, tile, replicas, pa
                                                       "buffer and the next level, not necessarily HBM."],
                conventions=conv)
     return rec
+
+
+def offload_record(arch, w, device, layers, slots, passes, bandwidth, layer_ns, history, ce, me):
+    """The `serve --offload-ffn-layers` record (offload.plan). Without a declared --layer-ns the
+    layer time is the operator-sum estimate of one batch-1 decode step at `history` over the
+    layers, rounded up to whole ns (the FFN weights included, as if resident)."""
+    from math import ceil
+
+    from ... import ledger
+    from . import offload, pools
+
+    declared = layer_ns is not None
+    step = None
+    if not declared:
+        from ..decode import phase_record
+        from .. import decode_sum
+
+        r = roof(device, w.compute_dtype, ce, me)
+        ops = ledger.operators(arch, w.replace(batch=1, tokens=1, history=history, logits="last"))
+        step = phase_record([decode_sum.single(ops)], r)["time_s"]
+        layer_ns = ceil(step * 1e9 / len(arch.layers))
+    out = offload.plan(arch, w, list(layers), slots, passes, layer_ns, bandwidth)
+    rec = _header(arch, w, device, history or 1, 2, Options(compute_efficiency=ce, memory_efficiency=me))
+    rec["inputs"] = {"offload_ffn_layers": list(layers), "offload_slots": slots, "offload_passes": passes,
+                     "host_link_bytes_per_s": bandwidth, "layer_ns": layer_ns,
+                     "layer_ns_declared": declared, "history": history,
+                     "weight_dtype": rec["inputs"]["weight_dtype"]}
+    if step is not None:
+        out["decode_step_estimate_s"] = step
+    rec["notes"] = []
+    rec["offload"] = pools.jsonable(out)
+    rec.update(definitions=[DECLARED if declared else
+                            "The layer time is the operator-sum estimate of one decode step over the layers; "
+                            "the schedule is exact under it: an estimate, not a bound."],
+               left_out=["Contention between the copies and the layers for memory; pinned host buffers; "
+                         "the last read of a weight within its layer (a slot is held to the layer's end)."],
+               conventions=[offload.OFFLOAD_CONVENTION])
+    return rec
