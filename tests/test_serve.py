@@ -596,3 +596,25 @@ class WeightOffload(unittest.TestCase):
         status, _, err = run_cli("serve", "--model", "qwen3-8b", "--offload-ffn-layers", "3", "--layer-ns", "5")
         self.assertEqual(status, 2)
         self.assertIn("--host-link-bw", err)
+
+
+class Handoff(unittest.TestCase):
+    def test_serial_ledger_by_hand(self):
+        """Llama-3.1-8B geometry (32 layers, hidden 4,096, 8 KV heads of 128), 8,192 tokens, BF16:
+        PD = 2 x 32 x 8 x 128 x 2 x 8,192 = 1,073,741,824 B in one message; AF = 2 x 32 one-way
+        messages of 4,096 x 2 B. At 25 GB/s with 5,000 ns per message: PD = bytes / 25 + 5,000 ns,
+        AF = 524,288 / 25 + 64 x 5,000 ns; staged through the host, every hop again (x 3)."""
+        from fractions import Fraction
+
+        def run(*extra):
+            status, out, err = run_cli("serve", "--model", "llama-3.1-8b", "--input-len", "8192", "--handoff-bw",
+                                       "25GB/s", "--handoff-startup-ns", "5000", "--format", "json", *extra)
+            self.assertEqual(status, 0, err)
+            return json.loads(out)["handoff"]
+
+        h = run()
+        self.assertEqual((h["pd_bytes"], h["af_messages"], h["af_bytes"]), (1_073_741_824, 64, 524_288))
+        pd, af = Fraction(1_073_741_824, 25) + 5000, Fraction(524_288, 25) + 64 * 5000
+        self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (pd, af))
+        h = run("--staging-bw", "25GB/s")
+        self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (3 * pd, 3 * af))

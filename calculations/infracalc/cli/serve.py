@@ -259,6 +259,19 @@ def add_arguments(p):
     of.add_argument("--layer-ns", type=common.positive_int, default=None, metavar="NS",
                     help="declared time of one layer (integer ns); default: the estimate of one decode "
                          "step at history --input-len over the layers")
+    ho = p.add_argument_group("PD and AF handoff ledger (declared link, serial messages)")
+    ho.add_argument("--handoff-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="price one request's PD snapshot (the cache of --input-len tokens) against the AF "
+                         "activations of --af-steps decode steps over this one-way bandwidth")
+    ho.add_argument("--handoff-startup-ns", type=common.non_negative_int, default=0, metavar="NS",
+                    help="startup of every message on every hop (integer ns; default 0)")
+    ho.add_argument("--handoff-batch", type=common.positive_int, default=1, metavar="B",
+                    help="requests handed off together (default 1)")
+    ho.add_argument("--af-steps", type=common.positive_int, default=1, metavar="N",
+                    help="decode steps whose AF messages are counted (default 1)")
+    ho.add_argument("--staging-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="stage every message through host memory: device-to-host and host-to-device "
+                         "hops at this bandwidth around the network hop")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -276,6 +289,12 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.handoff_bw is not None:
+        if args.input_len is None:
+            raise UserError("--handoff-bw hands off the cache of --input-len tokens; give --input-len")
+        return common.emit(args, system.handoff_record(
+            arch, w, device, args.input_len, args.handoff_batch, args.af_steps, args.handoff_bw,
+            args.staging_bw, args.handoff_startup_ns), render.markdown)
     if args.offload_ffn_layers is not None:
         return common.emit(args, _offload(args, arch, w, device), render.markdown)
     if args.expert_tokens is not None:

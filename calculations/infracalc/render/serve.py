@@ -273,6 +273,12 @@ def verdict_lines(rec):
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "handoff" in rec:
+        h = rec["handoff"]
+        return verdict.block(f"PD {_x(h, 'pd_ns')} ns against AF {_x(h, 'af_ns')} ns "
+                             f"({'AF' if h['af_faster'] else 'PD'} faster)",
+                             [f"PD {u.integer(h['pd_bytes'])} B in one message; AF {u.integer(h['af_bytes'])} B "
+                              f"in {u.integer(h['af_messages'])}"])
     if "offload" in rec:
         o = rec["offload"]
         hide = o["slots_that_hide"]
@@ -387,8 +393,21 @@ def offload_lines(rec):
     return lines
 
 
+def handoff_lines(rec):
+    h = rec["handoff"]
+    rows = [["PD snapshot", 1, u.integer(h["pd_bytes"]), _x(h, "pd_ns")],
+            ["AF activations", u.integer(h["af_messages"]), u.integer(h["af_bytes"]), _x(h, "af_ns")]]
+    return [f"## Handoff over {' -> '.join(h['hops'])} (declared link, serial messages)", "",
+            markdown_table(["handoff", "messages", "bytes", "serial ns"], rows), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "handoff" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, PD and AF handoff", "", *verdict_lines(rec),
+                 *handoff_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "offload" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, FFN weights offloaded to the host", "",
                  *verdict_lines(rec), *offload_lines(rec), "## Definitions", "",

@@ -594,3 +594,45 @@ def offload_record(arch, w, device, layers, slots, passes, bandwidth, layer_ns, 
                          "the last read of a weight within its layer (a slot is held to the layer's end)."],
                conventions=[offload.OFFLOAD_CONVENTION])
     return rec
+
+
+HANDOFF_CONVENTION = (
+    "Handoff ledger (declared link): PD moves B requests' cache of P tokens in one message; AF moves "
+    "2 x layers x N one-way messages of B x hidden x activation bytes (N decode steps); every message "
+    "crosses every hop (network, or device-to-host, network, host-to-device when staged) one after "
+    "the other: time = sum over hops of (bytes / hop bandwidth + messages x startup); no compute, "
+    "queueing or overlap (the book's pd-af-handoff convention).")
+
+
+def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging_bw, startup_ns):
+    """The `serve --handoff-bw` record: the PD snapshot against the AF activations, serial over
+    declared hops, exact rationals of ns."""
+    from fractions import Fraction
+
+    from ...collectives import ceil_div
+    from . import pools
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    hops = [("network", network_bw)]
+    if staging_bw:
+        hops = [("device-to-host", staging_bw)] + hops + [("host-to-device", staging_bw)]
+
+    def serial(nbytes, messages):
+        return sum((Fraction(nbytes * 10**9, bw) + messages * startup_ns for _, bw in hops), Fraction(0))
+
+    pd_bytes = batch * arch.kv_bytes(kv_w.kv_dtype, input_len, kv_w.mla)
+    message = batch * arch.hidden_size * ceil_div(w.act_dtype.bits, 8)
+    count = 2 * len(arch.layers) * steps
+    out = {"pd_bytes": pd_bytes, "af_message_bytes": message, "af_messages": count, "af_bytes": message * count,
+           "hops": [name for name, _ in hops], "pd_ns": serial(pd_bytes, 1), "af_ns": serial(message * count, count)}
+    out["af_faster"] = out["af_ns"] < out["pd_ns"]
+    rec = _header(arch, kv_w, device, input_len, steps + 1, Options())
+    rec["inputs"] = {"input_len": input_len, "handoff_batch": batch, "af_steps": steps,
+                     "network_bytes_per_s": network_bw, "staging_bytes_per_s": staging_bw,
+                     "startup_ns": startup_ns, "kv_dtype": rec["inputs"]["kv_dtype"],
+                     "act_dtype": rec["inputs"]["act_dtype"]}
+    rec["notes"] = []
+    rec["handoff"] = pools.jsonable(out)
+    rec.update(definitions=[DECLARED], left_out=["Compute, queueing and overlap of the messages."],
+               conventions=[HANDOFF_CONVENTION])
+    return rec
