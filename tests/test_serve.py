@@ -618,3 +618,23 @@ class Handoff(unittest.TestCase):
         self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (pd, af))
         h = run("--staging-bw", "25GB/s")
         self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (3 * pd, 3 * af))
+
+
+class ExpertLocality(unittest.TestCase):
+    def test_by_hand(self):
+        """Qwen3-235B-A22B, 128 tokens balanced (8 rows per expert), experts 0..31 resident: 96 remote
+        experts, 768 tasks, 96 x 3 x 4,096 x 1,536 x 2 B. CPU: 2 x 768 x 4,096 x 2 B over 25 GB/s +
+        2 x 96 x 5,000 ns + max(768 x 6 x 4,096 x 1,536 FLOPs at 1.8 TFLOP/s, weights at 220 GB/s);
+        copy: weights over 25 GB/s + 96 x 5,000 ns + max(FLOPs at 156 T, weights at 777.5 GB/s)."""
+        from infracalc.analyses.serve import experts
+
+        hist = experts.histogram("balanced", 128, 8, 128)
+        lo = experts.locality(hist, 32, 4096, 1536, 2, 1_800 * 10**9, 220 * 10**9, 156 * 10**12,
+                              7_775 * 10**8, 25 * 10**9, 5000)
+        w, f, act = 96 * 3 * 4096 * 1536 * 2, 768 * 6 * 4096 * 1536, 2 * 768 * 4096 * 2
+        ns = (lambda x, rate: Fraction(x * 10**9, rate))
+        self.assertEqual((lo["remote_experts"], lo["remote_tasks"], lo["remote_weight_bytes"]), (96, 768, w))
+        self.assertEqual(lo["cpu_ns"], ns(act, 25 * 10**9) + 960_000 + max(ns(f, 1_800 * 10**9), ns(w, 220 * 10**9)))
+        self.assertEqual(lo["copy_to_device_ns"], ns(w, 25 * 10**9) + 480_000 + max(ns(f, 156 * 10**12),
+                                                                                    ns(w, 7_775 * 10**8)))
+        self.assertEqual(lo["cpu_ns"], Fraction(4932260352, 275))   # the book's index

@@ -244,7 +244,17 @@ def add_arguments(p):
     ex.add_argument("--copy-bw", type=int_bandwidth, default=None, metavar="BW",
                     help="the serial link copying replica weights (e.g. 25GB/s)")
     ex.add_argument("--copy-startup-ns", type=common.non_negative_int, default=0, metavar="NS",
-                    help="startup per replica copied (integer ns; default 0)")
+                    help="startup per replica copied or per expert message (integer ns; default 0)")
+    ex.add_argument("--resident-experts", type=common.non_negative_int, default=None, metavar="K",
+                    help="experts 0..K-1 on the device, the rest on the host: run the remote ones on the CPU "
+                         "or copy them over --host-link-bw (needs --cpu-compute, --host-memory-bw, "
+                         "--expert-compute, --expert-memory-bw)")
+    ex.add_argument("--cpu-compute", type=flop_rate, default=None, metavar="FLOP/S",
+                    help="declared CPU matrix rate for host-resident experts (e.g. 1.8T)")
+    ex.add_argument("--host-memory-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared host memory bandwidth (e.g. 220GB/s)")
+    ex.add_argument("--expert-memory-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared device memory bandwidth for the experts (e.g. 777.5GB/s)")
     ex.add_argument("--replica-budget", type=common.byte_size, default=None, metavar="BYTES",
                     help="extra bytes each rank can hold for replicas (default: no limit)")
     of = p.add_argument_group("weight offload (FFN weights in host memory, streamed before use)")
@@ -404,8 +414,16 @@ def _experts(args, arch, w, device):
             raise UserError("--payback-batches needs --expert-compute, --expert-interface-bw and --copy-bw")
         pay = (args.payback_batches, args.expert_compute, args.expert_interface_bw, args.copy_bw,
                args.copy_startup_ns, args.replica_budget)
+    local = None
+    if args.resident_experts is not None:
+        rates = (args.cpu_compute, args.host_memory_bw, args.expert_compute, args.expert_memory_bw,
+                 args.host_link_bw)
+        if None in rates:
+            raise UserError("--resident-experts needs --cpu-compute, --host-memory-bw, --expert-compute, "
+                            "--expert-memory-bw and --host-link-bw")
+        local = (args.resident_experts,) + rates + (args.copy_startup_ns,)
     return system.experts_record(arch, w, device, args.expert_tokens, args.expert_ranks, args.placement,
-                                 args.tile, tuple(args.replica or ()), pay)
+                                 args.tile, tuple(args.replica or ()), pay, local)
 
 
 def _offload(args, arch, w, device):

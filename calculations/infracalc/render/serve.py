@@ -366,6 +366,14 @@ def expert_lines(rec):
                             [[r["rank"], r["active_copies"], r["rows"], u.integer(r["valid_flops"]),
                               u.integer(r["padded_flops"]), u.integer(r["tile_traffic_bytes"]),
                               u.integer(extra)] for r, extra in zip(e["ranks"], e["replica_bytes_per_rank"])]), ""]
+    if "locality" in e:
+        lo = e["locality"]
+        keys = ("resident_experts", "remote_experts", "remote_tasks", "remote_weight_bytes", "remote_matrix_flops",
+                "activation_roundtrip_bytes", "cpu_ns", "copy_to_device_ns", "resident_ns", "faster")
+        lines += ["## Host-resident experts: on the CPU or copied to the device (declared rates)", "",
+                  markdown_table(["figure", "value"],
+                                 [[k, _x(lo, k) if f"{k}_exact" in lo else
+                                   (lo[k] if isinstance(lo[k], str) else u.integer(lo[k]))] for k in keys], "lr"), ""]
     if "payback" in e:
         pb = e["payback"]
         keys = ("baseline_batch_ns", "replicated_batch_ns", "setup_ns", "saving_per_batch_ns",

@@ -140,3 +140,29 @@ def payback(base, repl, batches, compute, interface, copy_bw, startup_ns, budget
             "feasible_payback_batches": strict if feasible else None, "capacity_feasible": feasible,
             "baseline_window_ns": old, "replicated_window_ns": new,
             "selected": "replicated" if feasible and new < old else "baseline"}
+
+
+LOCALITY_CONVENTION = (
+    "Expert locality (declared rates): experts 0..K-1 are resident on the device, the rest in host "
+    "memory; for the n remote experts hit, with T token-expert tasks, W = n x 3 h f b weight bytes and "
+    "F = T x 6 h f FLOPs: run them on the CPU = 2 T h b activation bytes (there and back) / link + 2 n "
+    "x startup + max(F / CPU rate, W / host memory bandwidth); copy them to the device = W / link + n x "
+    "startup + max(F / device rate, W / device memory bandwidth); exact rationals of ns.")
+
+
+def locality(hist, resident, hidden, inter, b, cpu_flops, host_bw, dev_flops, dev_bw, link_bw, startup_ns):
+    """The non-resident experts of one layer: run on the CPU against copied to the device."""
+    remote = [m for e, m in enumerate(hist) if e >= resident and m]
+    n, tasks = len(remote), sum(remote)
+    weights, flops = n * 3 * hidden * inter * b, tasks * 6 * hidden * inter
+    activations = 2 * tasks * hidden * b
+
+    def ns(amount, rate):
+        return Fraction(amount * 10**9, rate)
+
+    cpu = ns(activations, link_bw) + 2 * n * startup_ns + max(ns(flops, cpu_flops), ns(weights, host_bw))
+    copy = ns(weights, link_bw) + n * startup_ns + max(ns(flops, dev_flops), ns(weights, dev_bw))
+    return {"resident_experts": resident, "remote_experts": n, "remote_tasks": tasks, "remote_weight_bytes": weights,
+            "remote_matrix_flops": flops, "activation_roundtrip_bytes": activations, "cpu_ns": cpu,
+            "copy_to_device_ns": copy, "resident_ns": max(ns(flops, dev_flops), ns(weights, dev_bw)),
+            "faster": "cpu" if cpu < copy else "copy-to-device" if copy < cpu else "equal"}

@@ -522,7 +522,7 @@ DECLARED = ("Declared costs (teaching inputs, not a device): every time is exact
             "under them; not a bound and not a prediction.")
 
 
-def experts_record(arch, w, device, tokens, ranks, placement, tile, replicas, pay=None):
+def experts_record(arch, w, device, tokens, ranks, placement, tile, replicas, pay=None, local=None):
     """The `serve --expert-tokens` record (experts.grouped, and experts.payback with `pay` =
     (batches, compute FLOP/s, interface B/s, copy B/s, startup ns, budget bytes or None))."""
     from ...collectives import ceil_div
@@ -548,6 +548,16 @@ def experts_record(arch, w, device, tokens, ranks, placement, tile, replicas, pa
                              expert_interface_bytes_per_s=interface, copy_bytes_per_s=copy_bw,
                              copy_startup_ns=startup, replica_budget_bytes=budget)
         conv.append(experts.PAYBACK_CONVENTION)
+    if local:
+        resident = local[0]
+        if resident > block.experts:
+            from ...errors import UserError
+            raise UserError(f"--resident-experts {resident} exceeds the {block.experts} experts")
+        out["locality"] = experts.locality(hist, resident, block.hidden, block.expert_inter, b, *local[1:])
+        rec["inputs"].update(resident_experts=resident, cpu_flops_per_s=local[1], host_memory_bytes_per_s=local[2],
+                             expert_compute_flops_per_s=local[3], expert_memory_bytes_per_s=local[4],
+                             host_link_bytes_per_s=local[5], startup_ns=local[6])
+        conv.append(experts.LOCALITY_CONVENTION)
     rec["experts"] = pools.jsonable(out)
     rec.update(definitions=["Padded FLOPs bound the matrix work from above (every tile run in full); the "
                             "payback's rates are declared (teaching inputs): exact, not a bound and not a "
