@@ -638,3 +638,28 @@ class ExpertLocality(unittest.TestCase):
         self.assertEqual(lo["copy_to_device_ns"], ns(w, 25 * 10**9) + 480_000 + max(ns(f, 156 * 10**12),
                                                                                     ns(w, 7_775 * 10**8)))
         self.assertEqual(lo["cpu_ns"], Fraction(4932260352, 275))   # the book's index
+
+
+class CacheRoute(unittest.TestCase):
+    def test_by_hand(self):
+        """A holds the prefix (queue 250 ms), B does not (20 ms); full 180 ms, warm 10 ms, lookup
+        10 ms; the prefix's cache S = 1,207,959,552 B over 5 GB/s then 25 GB/s. A hit 260, miss 430;
+        mean 9/10 x 260 + 1/10 x 430 = 277 ms; p99 430 (p < 99/100); B cold 200; B remote
+        max(20, 10 + S/5e9 + S/25e9 s) + 10; the fastest is B recompute."""
+        from infracalc.analyses.serve import route
+
+        s = 1_207_959_552
+        ms = 10**6
+        r = route.route(s, 250 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9, Fraction(9, 10),
+                        220 * ms)
+        self.assertEqual((r["a_expected_ns"], r["a_p99_ns"], r["a_slo_probability"]), (277 * ms, 430 * ms, 0))
+        remote = 10 * ms + Fraction(s, 5) + Fraction(s, 25) + 10 * ms
+        self.assertEqual(r["paths"][2]["finish_ns"], remote)
+        self.assertEqual(r["fastest_valid_path"], "B recompute")
+        # after the queue, B's fetch starts at 20 ms: 20 ms more than overlapping it
+        late = route.route(s, 250 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9,
+                           Fraction(9, 10), 220 * ms, after_queue=True)
+        self.assertEqual(late["paths"][2]["finish_ns"], remote + 20 * ms)
+        # at p = 99/100 the p99 is the hit
+        self.assertEqual(route.route(s, 80 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9,
+                                     Fraction(99, 100), 220 * ms)["a_p99_ns"], 90 * ms)

@@ -131,6 +131,28 @@ def host_link(text):
     return HOST_LINKS.get(text.strip().lower()) or round(common.bandwidth(text))
 
 
+def route_times(text):
+    """QA:QB:FULL:WARM:LOOKUP in integer ns."""
+    parts = [common.digits(x) for x in text.split(":")]
+    if len(parts) != 5 or None in parts or parts[3] >= parts[2]:
+        raise argparse.ArgumentTypeError(f"must be QUEUE_A:QUEUE_B:FULL:WARM:LOOKUP integer ns with WARM below "
+                                         f"FULL, got '{text}'")
+    return tuple(parts)
+
+
+def probability(text):
+    """An exact probability: 9/10, 0.9 or 1."""
+    from fractions import Fraction
+
+    try:
+        v = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        v = -1
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability such as 9/10 or 0.9, got '{text}'")
+    return v
+
+
 def request(text):
     """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
     parts = text.split(":")
@@ -282,6 +304,19 @@ def add_arguments(p):
     ho.add_argument("--staging-bw", type=int_bandwidth, default=None, metavar="BW",
                     help="stage every message through host memory: device-to-host and host-to-device "
                          "hops at this bandwidth around the network hop")
+    cr = p.add_argument_group("cache route (one request, declared times)")
+    cr.add_argument("--cache-route", type=route_times, default=None, metavar="QA:QB:FULL:WARM:LOOKUP",
+                    help="worker A holds the --cached-prefix cache (queue QA), worker B does not (queue QB); "
+                         "full and warm compute and the remote lookup, integer ns (needs --remote-bw, "
+                         "--host-link-bw, --hit-probability, --route-slo-ns)")
+    cr.add_argument("--remote-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="the remote store's bandwidth to the host (e.g. 5GB/s)")
+    cr.add_argument("--hit-probability", type=probability, default=None, metavar="P",
+                    help="probability that A's cached prefix is still valid (e.g. 9/10)")
+    cr.add_argument("--route-slo-ns", type=common.positive_int, default=None, metavar="NS",
+                    help="the first-token limit A is judged against (integer ns)")
+    cr.add_argument("--retrieval-after-queue", action="store_true",
+                    help="B starts fetching the prefix only when its queue wait ends")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -299,6 +334,12 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.cache_route is not None:
+        if None in (args.remote_bw, args.host_link_bw, args.hit_probability, args.route_slo_ns):
+            raise UserError("--cache-route needs --remote-bw, --host-link-bw, --hit-probability and --route-slo-ns")
+        if not args.cached_prefix:
+            raise UserError("--cache-route routes a cached prefix: give --cached-prefix")
+        return common.emit(args, system.route_record(arch, w, device, args), render.markdown)
     if args.handoff_bw is not None:
         if args.input_len is None:
             raise UserError("--handoff-bw hands off the cache of --input-len tokens; give --input-len")

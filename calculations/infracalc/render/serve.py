@@ -273,6 +273,11 @@ def verdict_lines(rec):
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "route" in rec:
+        r = rec["route"]
+        return verdict.block(f"Fastest valid path: {r['fastest_valid_path']}",
+                             [f"A: mean {_x(r, 'a_expected_ns')} ns, p99 {_x(r, 'a_p99_ns')} ns, meets the SLO "
+                              f"with probability {_x(r, 'a_slo_probability')}"])
     if "handoff" in rec:
         h = rec["handoff"]
         return verdict.block(f"PD {_x(h, 'pd_ns')} ns against AF {_x(h, 'af_ns')} ns "
@@ -409,8 +414,23 @@ def handoff_lines(rec):
             markdown_table(["handoff", "messages", "bytes", "serial ns"], rows), ""]
 
 
+def route_lines(rec):
+    r = rec["route"]
+    keys = ("prefix_bytes", "a_expected_ns", "a_p99_ns", "a_slo_probability", "hit_probability_where_a_mean_equals_b",
+            "cold_matrix_flops", "warm_matrix_flops", "saved_matrix_flops")
+    return ["## Cache route (declared times)", "",
+            markdown_table(["path", "first token ns"], [[x["path"], _x(x, "finish_ns")] for x in r["paths"]]), "",
+            markdown_table(["figure", "value"], [[k, _x(r, k) if f"{k}_exact" in r else u.integer(r[k])]
+                                                 for k in keys], "lr"), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "route" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, cache route", "", *verdict_lines(rec),
+                 *route_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "handoff" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, PD and AF handoff", "", *verdict_lines(rec),
                  *handoff_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",

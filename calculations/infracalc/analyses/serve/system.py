@@ -646,3 +646,33 @@ def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging
     rec.update(definitions=[DECLARED], left_out=["Compute, queueing and overlap of the messages."],
                conventions=[HANDOFF_CONVENTION])
     return rec
+
+
+def route_record(arch, w, device, args):
+    """The `serve --cache-route` record (route.route), with the ledger's cold and warm prefill
+    matrix FLOPs of the request beside the declared times."""
+    from ... import ledger
+    from . import pools, route
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    p, c = args.input_len, args.cached_prefix
+    size = arch.kv_bytes(kv_w.kv_dtype, c, kv_w.mla)
+    qa, qb, full, warm, lookup = args.cache_route
+    out = route.route(size, qa, qb, full, warm, lookup, args.remote_bw, args.host_link_bw, args.hit_probability,
+                      args.route_slo_ns, args.retrieval_after_queue)
+    flops = [sum(op.matrix_flops for op in ledger.operators(arch, kv_w.replace(batch=1, tokens=t, history=h,
+                                                                                logits="last")))
+             for t, h in ((p, 0), (p - c, c))]
+    out.update(cold_matrix_flops=flops[0], warm_matrix_flops=flops[1], saved_matrix_flops=flops[0] - flops[1])
+    rec = _header(arch, kv_w, device, p, 2, Options(cached=c))
+    rec["inputs"] = {"input_len": p, "cached_prefix_tokens": c, "queue_a_ns": qa, "queue_b_ns": qb,
+                     "full_compute_ns": full, "warm_compute_ns": warm, "lookup_ns": lookup,
+                     "remote_bytes_per_s": args.remote_bw, "host_link_bytes_per_s": args.host_link_bw,
+                     "hit_probability": str(args.hit_probability), "route_slo_ns": args.route_slo_ns,
+                     "retrieval_after_queue": args.retrieval_after_queue, "kv_dtype": rec["inputs"]["kv_dtype"]}
+    rec["notes"] = []
+    rec["route"] = pools.jsonable(out)
+    rec.update(definitions=[DECLARED], left_out=["Partial prefix hits, eviction correlated with the queue, "
+                                                 "the rest of the generation."],
+               conventions=[route.ROUTE_CONVENTION])
+    return rec
