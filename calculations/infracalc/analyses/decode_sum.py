@@ -184,8 +184,24 @@ def linear_sum(arch, lo, hi, f):
     block's per-step cost, the cache a request holds): an arithmetic series per
     piece, a double one over repeats, from a few values of f. Fails loudly if f
     is not linear or periodic where the blocks say it is (a bug in a block)."""
+    return _linear_sum(_blocks(arch), lo, hi, f)
+
+
+def block_sum(arch, lo, hi, f):
+    """sum_{h=lo}^{hi} of sum over the layers' blocks of f(block, h), each distinct
+    block's f summed over its own plan (linear_sum with that block's breakpoints and
+    period alone) times the number of layers holding it: exact, and a ratio-4
+    block's sum costs its own few pieces, not those of every block together."""
+    counts = {}
+    for layer, count, _ in arch.layer_groups():
+        for block in layer.blocks:
+            counts[block] = counts.get(block, 0) + count
+    return sum(count * _linear_sum([block], lo, hi, lambda h: f(block, h)) for block, count in counts.items())
+
+
+def _linear_sum(blocks, lo, hi, f):
     total = 0
-    for spans, k, p in plan(arch, lo, hi):
+    for spans, k, p in _plan(blocks, lo, hi):
         for a, b in spans:
             n = b - a + 1
             f0 = f(a)
@@ -363,14 +379,45 @@ def _values(block, w, history):
     return tuple([_vector(op) for op in block.ops(w.replace(history=history))])
 
 
+def steps_totals(arch, w, lo, hi):
+    """FIELDS summed over every operator and every decode step at histories lo..hi
+    (summed_totals of decode_pieces), from each distinct block's runs times the
+    layers holding it, without the ledger rows."""
+    w = w.replace(tokens=1)
+    counts = {}
+    for block, count, _, _ in ledger.parts(arch):
+        counts[block] = counts.get(block, 0) + count
+    total = _ZEROS
+    for block, count in counts.items():
+        for runs in _block_runs(block, w, lo, hi, False):
+            for run in runs:
+                total = tuple(t + count * v for t, v in zip(total, run.summed()))
+    return total
+
+
 def _block_runs(block, w, lo, hi, check):
     """Per op of `block` (one instance): its Runs over the steps lo..hi, from the
-    block's own plan (its breakpoints and period alone). Builds the block's rows at
-    the first two histories of each piece (and of its second period); with `check`
+    block's own plan (its breakpoints and period alone), memoized by (block, w, lo,
+    hi) (a block recurs over many layer groups). Builds the block's rows at the
+    first two histories of each piece (and of its second period); with `check`
     also at its last history and at its last period, and fails loudly if the block
     is not linear or periodic where its history_breakpoints / history_period say."""
+    key = (block, w, lo, hi)
+    hit = _RUNS.get(key)
+    if hit is not None and (hit[0] or not check):
+        return hit[1]
+    return remember(_RUNS, _RUNS_KEPT, key, (check, _build_runs(block, w, lo, hi, check)))[1]
+
+
+# _block_runs by (block, workload, lo, hi) -> (checked, runs); a checked result also
+# answers an unchecked request.
+_RUNS = {}
+_RUNS_KEPT = 512
+
+
+def _build_runs(block, w, lo, hi, check):
     if block.history_independent:
-        return [(Run(lo, hi - lo + 1, v),) for v in _values(block, w, lo)]
+        return tuple((Run(lo, hi - lo + 1, v),) for v in _values(block, w, lo))
     memo = {}
 
     def at(h):
@@ -412,7 +459,7 @@ def _block_runs(block, w, lo, hi, check):
                 raise AssertionError(f"the ledger's operator rows change at history {a}")
             for mine, run in zip(ops, runs):
                 mine.append(run)
-    return [tuple(r) for r in ops]
+    return tuple(tuple(r) for r in ops or ())
 
 
 def decode_pieces(arch, w, lo, hi, check=True):
@@ -427,12 +474,9 @@ def decode_pieces(arch, w, lo, hi, check=True):
     ops = tuple(ledger.operators(arch, w.replace(history=lo)))
     end = tuple(ledger.operators(arch, w.replace(history=hi))) if hi > lo else ops
     _same_rows(ops, end, hi)
-    runs, done = [], {}
+    runs = []
     for block, count, _, _ in ledger.parts(arch):
-        mine = done.get(block)
-        if mine is None:
-            mine = done[block] = _block_runs(block, w, lo, hi, check)
-        runs.extend(tuple(r.times(count) for r in op) for op in mine)
+        runs.extend(tuple(r.times(count) for r in op) for op in _block_runs(block, w, lo, hi, check))
     if len(runs) != len(ops) or check and any(_vector(op) != r[0].start for op, r in zip(ops, runs)):
         raise AssertionError("the blocks' rows are not the ledger's rows")
     out = Steps(lo, hi - lo + 1, ops, end, tuple(runs), tuple(plan(arch, lo, hi)))
