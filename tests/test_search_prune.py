@@ -1,0 +1,189 @@
+"""The pruned layout search (`search_top`) against the unpruned one, and its bound against
+the exact figures.
+
+`search_top` scores a layout exactly only while its bound (`score_bound`, from
+`bound.stage_time_bounds`) could still beat the top-th exact value; a layout's bound must
+never be better than its exact value, or the pruned top list would differ. Both are checked
+here over dense, MoE and MLA models, every objective, --overlap and CP layouts: the top list
+(values, layouts, batches, figures), the rejection records and the counts equal the
+unpruned search's, which is written out below as the plain loop (every admitted layout
+scored at every batch `best_batch` tries)."""
+
+import importlib
+import unittest
+
+from support import Workload, load_model  # noqa: F401  (sets the path)
+
+from infracalc import layout as placement
+from infracalc.analyses import parallel as P
+from infracalc.analyses import ranking
+from infracalc.analyses.parallel import bound
+from infracalc.load.hardware import load_device
+
+S = importlib.import_module("infracalc.analyses.parallel.search")
+
+H100, H200 = load_device("h100-sxm"), load_device("h200")
+
+
+def reference(plan, devices, objective, tpot_limit, batch):
+    """The unpruned search: every layout admitted, scored by best_batch, ranked."""
+    if objective != "throughput" and batch is None:
+        batch = 1
+
+    def scored(lay):
+        best = S.best_batch(plan, lay, S.admitted_batches(plan, lay, batch), objective, tpot_limit)
+        if best is None:
+            raise ranking.Rejected(S.TPOT_REJECTED)
+        return best
+
+    rejections = ranking.Rejections()
+    layouts = placement.candidate_layouts(plan.arch, devices)
+    ranked = ranking.rank(layouts, scored, S._collective_span, rejections)
+    return ranked, rejections.records(), len(layouts)
+
+
+CASES = [   # (model, device, devices, P, G, objective, tpot_limit, batch, options)
+    ("deepseek-v3", H200, 64, 2048, 1024, "throughput", None, None, {}),
+    ("deepseek-v3", H200, 64, 2048, 1024, "ttft", None, None, {}),
+    ("qwen3-30b-a3b", H100, 32, 2048, 1024, "throughput", None, None, {}),
+    ("qwen3-30b-a3b", H100, 32, 2048, 1024, "throughput", None, None, {"overlap": True}),
+    ("qwen3-30b-a3b", H100, 32, 1000, 77, "tpot", None, 4, {}),
+    ("qwen3-30b-a3b", H100, 16, 4096, 64, "ttft", None, 8, {"cp_split": "zigzag"}),
+    ("llama-3.1-70b", H100, 64, 2048, 256, "throughput", None, None, {}),
+    ("llama-3.1-70b", H100, 64, 2047, 255, "ttft", None, 3, {"overlap": True}),
+    ("llama-3.1-70b", H100, 32, 2048, 256, "throughput", 0.03, None, {}),
+    ("qwen3-8b", H100, 16, 512, 128, "tpot", 0.004, 2, {}),
+]
+
+
+def plan_of(model, device, P_, G, options):
+    return P.Plan(load_model(model), Workload(), device, P_, G, **options)
+
+
+class PrunedSearchEqualsUnpruned(unittest.TestCase):
+    def test_top_list_rejections_and_counts_equal(self):
+        for model, device, n, P_, G, objective, limit, batch, options in CASES:
+            ranked, rejected, total = reference(plan_of(model, device, P_, G, options), n, objective, limit, batch)
+            with self.subTest(model=model, n=n, objective=objective, limit=limit, options=options):
+                full = S.search(plan_of(model, device, P_, G, options), n, objective, limit, None, batch)
+                self.assertEqual(full, (ranked, rejected, total))
+            for top in (1, 3, 10):
+                with self.subTest(model=model, n=n, objective=objective, limit=limit, options=options, top=top):
+                    self.assertGreater(len(ranked), top)   # the top list is a real cut
+                    got = S.search_top(plan_of(model, device, P_, G, options), n, objective, limit, top, batch)
+                    self.assertEqual(got, (ranked[:top], rejected, total, len(ranked)))
+
+    def test_the_pruned_search_scores_few_layouts_exactly(self):
+        # Without a TPOT limit the exact score is asked only while a bound can beat the
+        # top-th value: on DeepSeek-V3 over 64 devices far fewer than the admitted layouts.
+        calls = []
+        exact = S.score
+
+        def counting(*args, **kwargs):
+            if kwargs.get("times", P.stage_times) is P.stage_times and len(args) < 5:
+                calls.append(args[1])
+            return exact(*args, **kwargs)
+
+        S.score = counting
+        try:
+            _, _, _, admitted = S.search_top(plan_of("deepseek-v3", H200, 2048, 1024, {}), 64, "throughput",
+                                             None, 3, None)
+        finally:
+            S.score = exact
+        self.assertGreater(admitted, 30)
+        self.assertLess(len(calls), admitted // 3)
+        self.assertGreaterEqual(len(calls), 3)
+
+
+class BoundNeverAboveExact(unittest.TestCase):
+    def test_stage_bounds_and_values(self):
+        for model, device, n, P_, G, objective, _, batch, options in CASES:
+            plan = plan_of(model, device, P_, G, options)
+            checked = 0
+            for lay in placement.candidate_layouts(plan.arch, n)[::2]:
+                try:
+                    batches = S.admitted_batches(plan, lay, batch if objective == "throughput" or batch else 1)
+                except Exception:   # refused: not scored by either path
+                    continue
+                for b in {batches[0], batches[-1]}:
+                    m = P.micro_batches(lay, b)
+                    for phase in ("prefill", "decode"):
+                        lo = bound.stage_time_bounds(plan, lay, phase, b // m)
+                        hi = P.stage_times(plan, lay, phase, b // m)
+                        for x, y in zip(lo, hi):
+                            self.assertLessEqual(x, y * (1 + 1e-12), (model, lay, phase, b))
+                        self.assertTrue(all(x > 0 for x in lo), (model, lay, phase, b))   # not vacuous
+                    for obj in ("throughput", "ttft", "tpot"):
+                        self.assertLessEqual(S.score_bound(plan, lay, b, obj),
+                                             S.score(plan, lay, b, obj)[0] + 1e-12 * abs(S.score(plan, lay, b, obj)[0]))
+                    checked += 1
+            self.assertGreater(checked, 5, model)
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
+    """train --search's top list with the step-time floor (`ranking.rank_top`) against every
+    layout's step time (`comm.prunable` forced false), and the floor against the step time."""
+
+    CASES = [   # (model, device, devices, seq, global batch, Setup fields)
+        ("deepseek-v3", "h200", 256, 4096, 512, {"recompute": "full", "zero": 1}),
+        ("qwen3-30b-a3b", "h100-sxm", 64, 4096, 256, {"recompute": "selective"}),
+        ("qwen3-30b-a3b", "h100-sxm", 64, 4096, 256, {"schedule": "zero-bubble", "overlap_dp": True}),
+        ("qwen3-30b-a3b", "h100-sxm", 32, 4096, 128, {"schedule": "dualpipe", "zero": 1}),
+        ("llama-3.1-70b", "h100-sxm", 64, 8192, 256, {"schedule": "interleaved", "chunks": 2,
+                                                      "recompute": "full"}),
+        ("llama-3.1-8b", "h100-sxm", 64, 4096, 256, {"zero": 3}),
+    ]
+
+    def search(self, model, device, n, seq, gb, setup, top, prune=True):
+        from infracalc import comm
+        from infracalc.analyses import train
+
+        dev = load_device(device)
+        prunable = comm.prunable
+        if not prune:
+            comm.prunable = lambda links: False
+        try:
+            return train.search(load_model(model), Workload(batch=1, tokens=seq, logits="all"), dev,
+                                train.Setup(**setup), devices=n, global_batch=gb, links=comm.links(dev), top=top)
+        finally:
+            comm.prunable = prunable
+
+    def test_records_equal(self):
+        for model, device, n, seq, gb, setup in self.CASES:
+            full = self.search(model, device, n, seq, gb, setup, 10 ** 6, prune=False)
+            self.assertGreater(full["layouts_admitted"], 10, model)
+            for top in (1, 10):
+                with self.subTest(model=model, setup=setup, top=top):
+                    want = dict(full, top=full["top"][:top], inputs=dict(full["inputs"], top=top))
+                    self.assertEqual(self.search(model, device, n, seq, gb, setup, top), want)
+
+    def test_floor_never_above_the_step_time(self):
+        from infracalc import comm
+        from infracalc.analyses import train, train_time
+
+        for model, device, n, seq, gb, setup in self.CASES:
+            arch, dev, s = load_model(model), load_device(device), train.Setup(**setup)
+            w, links = Workload(batch=1, tokens=seq, logits="all"), comm.links(load_device(device))
+            checked = 0
+            for lay in placement.candidate_layouts(arch, n)[::3]:
+                m = train.micro_batches(gb, 1, lay.dp)
+                if isinstance(m, str) or lay.cp > 1:
+                    continue
+                lay = lay.replace(micro_batches=m, sp=lay.tp > 1)
+                try:
+                    placement.validate(arch, lay)
+                    train_time.check_schedule(arch, lay, s.schedule, s.chunks)
+                except Exception:
+                    continue
+                mem = train.stage_memory(arch, w, lay, s)
+                opts = train.recipe_options(s, links, mem)
+                floor = train_time.step_floor(arch, w, lay, dev, **opts)
+                exact = train.step_of(arch, w, lay, dev, s, links, mem).step_s
+                self.assertLessEqual(floor, exact * (1 + 1e-12), (model, lay, setup))
+                self.assertGreater(floor, 0, (model, lay, setup))   # not vacuous
+                checked += 1
+            self.assertGreater(checked, 3, (model, setup))
