@@ -114,6 +114,35 @@ class BookReferencePath(unittest.TestCase):
         self.assertEqual(sum(op.matrix_flops for op in led.ops if op.name == "delta_rule"), 283_115_520)
 
 
+class Qwen36BookFigures(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/qwen36-prefill-8192.md (matrix FLOPs
+    60,426,170,793,984), qwen36-decode-b1.md (7,331,184,832, history 8192) and
+    qwen36-capacity-b1-n32768.md (H100 80 GB: 7,795,325,696 B left, so a necessary budget of
+    72,204,674,304 B = base text weights 69,321,221,376 + 20,480 x 32,768 KV + 62,914,560
+    recurrent + 1,966,080 conv + 2 GiB reserve). The forward terms are those of
+    BookReferencePath with this model's 30 linear layers, 32 value heads and 8,192 conv
+    channels; the conv state differs by convention: the book's reference path keeps all 4
+    kernel slots, we keep 3 (vLLM's layout), 30 x 8,192 x 2 B = 491,520 B less per request."""
+
+    def test_forward_totals(self):
+        arch = load_model("qwen3.6-35b-a3b")
+        for t, h, taps, book in ((8192, 0, (8192 + 3) * 4, 60_426_170_793_984), (1, 8192, 2 * 4, 7_331_184_832)):
+            led = build(arch, Workload(tokens=t, history=h, logits="all"))
+            delta = sum(op.matrix_flops for op in led.ops if op.name == "delta_rule")
+            core = delta if h else 30 * 32 * -(-t // 64) * 9_437_184
+            rect = sum(op.rect_flops - op.matrix_flops for op in led.ops if op.name in ("attn_qk", "attn_pv"))
+            self.assertEqual(led.totals.matrix_flops - delta + 30 * 2 * 8192 * taps + core + rect + 192 * t, book)
+
+    def test_capacity_budget(self):
+        from support import run_cli
+        import json
+        status, out, _ = run_cli("kv", "--model", "qwen3.6-35b-a3b", "--context", "32768", "--memory-bytes", "80GB",
+                                 "--reserve", "2GiB", "--format", "json")
+        left = json.loads(out)["capacity"]["memory_left_bytes_at_batch"]
+        self.assertEqual(status, 0)
+        self.assertEqual(left - 491_520, 7_795_325_696)
+
+
 class Qwen35(unittest.TestCase):
     def test_wrapper_is_its_text_model(self):
         wrapped = load_model(write_config(self, {"model_type": "qwen3_5_moe", "vision_config": VISION,
