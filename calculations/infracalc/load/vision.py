@@ -27,9 +27,15 @@ intermediate size, L = layers, p = patch size, C = channels):
   Conv3d C t p^2 d (t = temporal_patch_size, no bias); per block norm1, norm2
   2d, qkv 3d^2 + 3d, proj d^2 + d, gated MLP with biases 3 d I + 2 I + d; merger
   ln_q d, mlp [m, m] + m and [o, m] + o with m = d s^2, o = out_hidden_size.
+- Qwen3-VL vision (Qwen3VLVisionModel, transformers modeling_qwen3_vl.py): patch_embed
+  Conv3d with bias C t p^2 d + d; pos_embed [num_position_embeddings, d]; per block
+  LayerNorms norm1, norm2 4d, qkv 3d^2 + 3d, proj d^2 + d, MLP linear_fc1 d I + I and
+  linear_fc2 I d + d (not gated); merger LayerNorm over d 2d, linear_fc1 [m, m] + m,
+  linear_fc2 [o, m] + o; one DeepStack merger per deepstack_visual_indexes entry, the same
+  but with its LayerNorm over m (2m). Its FLOPs per image: `analyses/vision_encoder.py`.
 """
 
-from ..arch import Part
+from ..arch import Part, VisionTower
 from .adapters import adapter
 from .config import Config
 
@@ -67,6 +73,17 @@ def qwen_vl_params(vc):
     return channels * t * patch * patch * d + blocks * block + d + (m * m + m) + (o * m + o)
 
 
+def qwen3_vl_params(vc):
+    d, inter, blocks = vc.int("hidden_size"), vc.int("intermediate_size"), vc.int("depth")
+    patch, t, channels = vc.int("patch_size"), vc.int("temporal_patch_size", 2), vc.int("in_channels", 3)
+    m, o = d * vc.int("spatial_merge_size", 2) ** 2, vc.int("out_hidden_size")
+    block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (2 * d * inter + inter + d)
+    merger_mlp = (m * m + m) + (o * m + o)
+    deepstack = len(vc.get("deepstack_visual_indexes") or ())
+    return (channels * t * patch * patch * d + d + vc.int("num_position_embeddings") * d + blocks * block
+            + 2 * d + merger_mlp + deepstack * (2 * m + merger_mlp))
+
+
 def _text_config(cfg):
     """The text model's Config (class defaults filled in for a sparse text_config) and the keys defaulted."""
     if not cfg.has("text_config"):
@@ -81,7 +98,7 @@ def _without_mrope(tc):
     """(config, note): M-RoPE (rope_scaling type mrope) splits the rotary dims over
     time, height and width; for text positions it is ordinary RoPE (no length factor)."""
     rs = tc.get("rope_scaling")
-    if isinstance(rs, dict) and rs.get("type", rs.get("rope_type")) == "mrope":
+    if isinstance(rs, dict) and (rs.get("type", rs.get("rope_type")) == "mrope" or "mrope_section" in rs):
         data = {k: v for k, v in tc.data.items() if k != "rope_scaling"}
         return Config(data, tc.source, tc.model_type), ("M-RoPE (mrope_section) rotates the same dims "
                                                         "as RoPE: text positions cost as RoPE.")
@@ -139,6 +156,26 @@ def qwen2_5_vl(cfg, model_id):
                  f"Qwen2.5-VL vision transformer and patch merger {tower:,} (vision_config)")
 
 
+def qwen3_vl(cfg, model_id):
+    """Qwen3-VL (Qwen3VLForConditionalGeneration): a Qwen3 text model (text_config,
+    model_type qwen3_vl_text) and the Qwen3-VL vision tower with its merger and DeepStack
+    mergers (module docstring)."""
+    vc = cfg.sub("vision_config")
+    tower = qwen3_vl_params(vc)
+    layers = tuple(sorted(vc.layer_indices("deepstack_visual_indexes", vc.int("depth"))))
+    arch = _wrap(cfg, model_id, "qwen3", "vision tower (patch embed, blocks, merger, DeepStack mergers)", tower, 0,
+                 f"Qwen3-VL vision transformer, merger and {len(layers)} DeepStack mergers {tower:,} "
+                 f"(vision_config; by formula from transformers' Qwen3VLVisionModel, not checked against "
+                 f"the checkpoint index)")
+    geometry = VisionTower(hidden=vc.int("hidden_size"), intermediate=vc.int("intermediate_size"),
+                           depth=vc.int("depth"), heads=vc.int("num_heads"), patch=vc.int("patch_size"),
+                           temporal_patch=vc.int("temporal_patch_size", 2), channels=vc.int("in_channels", 3),
+                           merge=vc.int("spatial_merge_size", 2), out_hidden=vc.int("out_hidden_size"),
+                           deepstack=layers, params=tower)
+    parts = arch.parts[:-1] + (arch.parts[-1].replace(tower=geometry),)
+    return arch.replace(parts=parts)
+
+
 MLLAMA_EXTRA_ROWS = 8   # MllamaTextModel: Embedding(vocab_size + 8, hidden)
 
 
@@ -180,4 +217,4 @@ def mllama(cfg, model_id):
         notes=arch.notes + notes)
 
 
-ADAPTERS = {"llava": llava, "mistral3": mistral3, "qwen2_5_vl": qwen2_5_vl, "mllama": mllama}
+ADAPTERS = {"llava": llava, "mistral3": mistral3, "qwen2_5_vl": qwen2_5_vl, "mllama": mllama, "qwen3_vl": qwen3_vl}
