@@ -104,11 +104,15 @@ def in_sequence_region(op):
     return op.kind == "residual" or (op.kind == "norm" and op.saved_replicated > 0)
 
 
-def ops_pass(ops, w, vocab, r, cp, recompute, flash, sp_tp=1):
-    """Pass of a list of forward ledger rows (one micro-batch); `sp_tp` = tp under
-    sequence parallelism: the sequence-region operators do 1/sp_tp of their work."""
+def ops_pass(ops, w, vocab, roofs, cp, recompute, flash, sp_tp=1):
+    """Pass of a list of forward ledger rows (one micro-batch); `roofs` = (the compute format's
+    roof, BF16's): linear rows at the first, every other row at the second (the format
+    convention, train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the
+    sequence-region operators do 1/sp_tp of their work."""
     total = Pass()
+    r_linear, r_other = roofs
     for op in ops:
+        r = r_linear if train_flops.linear_row(op) else r_other
         b = train_flops.backward(op, w, vocab, flash)
         wb = op.weight_read
         split = cp * sp_tp if in_sequence_region(op) else cp
@@ -123,11 +127,14 @@ def layer_pass(layer, w, r, cp, recompute, flash, sp_tp=1):
     """Pass of one decoder layer as one device holds it (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
     return placement.memo(key, lambda: ops_pass(
-        [op for b in layer.blocks for op in placement.block_ops(b, w)], w, 0, r, cp, recompute, flash, sp_tp))
+        [op for b in layer.blocks for op in train_flops.recipe_block_ops(b, w)], w, 0, r, cp, recompute, flash,
+        sp_tp))
 
 
 def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
-    """Embedding on the first stage; final norm, head and loss on the last."""
+    """Embedding on the first stage; final norm, head and loss on the last (in BF16 under an
+    8-bit compute format: train_flops.stored_workload)."""
+    w, r = train_flops.stored_workload(w), (r[1], r[1])
     emb, norm, head = placement.top_shards(arch, lay, stage)
     ops = [op.times(1, "-") for b in (emb, norm, head) for op in placement.block_ops(b, w)]
     vocab = 0
@@ -157,12 +164,14 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
     backward's dispatch carries gradients back the combine's way and its combine returns them the
     dispatch's way (DeepEP: a dispatch's backward is a combine), so each direction keeps its format."""
     tp, cp, ep = lay.tp, lay.cp, lay.ep
+    w = train_flops.stored_workload(w)    # activations travel in BF16 under an 8-bit compute format
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
     tokens = ceil_div(w.positions, cp)
     groups = placement.device_layers(arch, lay, stage)
     n = stage.layers
-    full = recompute == "full"
+    level, modules = train_flops.parse_recompute(recompute)
+    full = level == "full"
     out = []
     moe = _moe(arch)
     moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
@@ -201,7 +210,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
                 continue
             (c,) = cp_collectives(tokens, kv, cp, count, t, local=_local(lay, "cp", device))
             out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
-            out += [(c, "recompute")] if recompute != "none" else []
+            out += [(c, "recompute")] if level != "none" or "core_attn" in modules else []
     if lay.pp > 1:
         t = comm.tier(lay.group_stride("pp") + 1, device)
         # collectives.pp_boundary_collectives: the 1/tp slice per TP rank (scatter/gather); without
@@ -361,14 +370,16 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    store = train_flops.stored_workload(w)
+    roofs = (r, r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency))
     links = links or comm.links(device)
     m = lay.micro_batches
     link_key = (links.get("up"), links.get("out"))
     stages = []
     for st in placement.stages(arch, lay):
-        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, r, recompute, flash,
+        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, roofs, recompute, flash,
                chunks, device, link_key, wire)
-        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, r, recompute, flash,
+        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, roofs, recompute, flash,
                                                                 chunks, device, links, wire))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))
