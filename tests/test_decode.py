@@ -97,7 +97,7 @@ class ClosedFormEqualsLoop(unittest.TestCase):
         arch, w = load_model("qwen3-8b"), Workload()
         r = Roof(3.3e12, 1e12, 1e12)
         pcs = S.decode_pieces(arch, w, 2, 30)
-        self.assertEqual(len(pcs), 1)
+        self.assertEqual({len(runs) for runs in pcs.runs}, {1})
         steps = {row["name"]: row["bound"] for row in D.operator_rows(pcs, r)}
         self.assertEqual(steps["attn_qk"], "compute on 13 of 29 steps")
         looped = [h for h in range(2, 31) for op in ledger.build(arch, w.replace(history=h)).ops
@@ -159,8 +159,8 @@ class RepeatedChunks(unittest.TestCase):
             with self.subTest(batch=batch):
                 w = Workload(batch=batch)
                 pcs = S.decode_pieces(self.arch, w, lo, hi)
-                self.assertTrue(any(p.repeats >= 6 for p in pcs), [(p.first, p.steps, p.repeats) for p in pcs])
-                self.assertEqual(sum(p.total_steps for p in pcs), hi - lo + 1)
+                self.assertTrue(any(run.repeats >= 6 for runs in pcs.runs for run in runs))
+                self.assertEqual({sum(run.total_steps for run in runs) for runs in pcs.runs}, {hi - lo + 1})
                 self.assertEqual(closed(self.arch, w, lo, hi), loop_sum(self.arch, w, lo, hi))
                 self.assertAlmostEqual(D.account(pcs, r).time_s / loop_time(self.arch, w, lo, hi, r), 1.0,
                                        places=12)
@@ -179,8 +179,8 @@ class RepeatedChunks(unittest.TestCase):
                 if batch == 1:
                     self.assertGreater(flips, 0)
                 last = ledger.build(self.arch, w.replace(tokens=1, history=hi)).ops
-                self.assertEqual(pcs[-1].last_step().starts, tuple(tuple(getattr(op, f) for f in S.FIELDS)
-                                                                    for op in last))
+                self.assertEqual(pcs.last_step().starts(), tuple(tuple(getattr(op, f) for f in S.FIELDS)
+                                                                  for op in last))
 
     def test_ledgers_built_do_not_grow_with_output_length(self):
         calls = []
@@ -224,8 +224,8 @@ class RepeatedChunks(unittest.TestCase):
         finally:
             Attention.history_breakpoints = real
         self.assertLessEqual(max(spans), 2 * 8192)
-        self.assertEqual(sum(p.total_steps for p in pcs), 10**15 - 1)
-        self.assertLessEqual(len(pcs), 8)
+        self.assertEqual({sum(run.total_steps for run in runs) for runs in pcs.runs}, {10**15 - 1})
+        self.assertLessEqual(max(len(runs) for runs in pcs.runs), 8)
 
     def test_linear_sum_of_held_cache_equals_loop(self):
         # The serving bound's sum of the cache a request holds, c(H + 1) over H = lo..hi, in
@@ -434,12 +434,12 @@ class Behaviour(unittest.TestCase):
         # layer reads 8 experts: 48 x 8 x 3 x 2048 x 768 x 2 B = 3,623,878,656 B.
         arch, dev = load_model("qwen3-30b-a3b"), load_device("h100-sxm")
         pcs = S.decode_pieces(arch, Workload(), 100, 100)
-        experts = sum(op.weight_read for op in pcs[0].ops if op.name.startswith("experts."))
+        experts = sum(op.weight_read for op in pcs.ops if op.name.startswith("experts."))
         self.assertEqual(experts, 48 * 8 * 3 * 2048 * 768 * 2)
         # B = 16 under uniform routing: 128 x (1 - (1 - 8/128)^16) = 128 x (1 - 0.356074)
         # = 82.42 experts expected, rounded up to 83 per layer
         pcs = S.decode_pieces(arch, Workload(batch=16), 100, 100)
-        experts = sum(op.weight_read for op in pcs[0].ops if op.name.startswith("experts."))
+        experts = sum(op.weight_read for op in pcs.ops if op.name.startswith("experts."))
         self.assertEqual(experts, 48 * 83 * 3 * 2048 * 768 * 2)
         # so the cost per token falls with the batch
         per_token = [D.decode(arch, Workload(batch=b), dev, 256, 64)["latency"]["tpot_mean_s"] / b

@@ -289,23 +289,23 @@ class DecodeSums(unittest.TestCase):
                                    / loop_time(arch, w, lo, hi, r), 1.0, places=12)
 
     def test_ledgers_built_do_not_grow_with_steps_or_history(self):
-        """The number of per-step ledgers a decode sum builds is the same for 10^3 and
+        """The number of per-step block evaluations a decode sum makes is the same for 10^3 and
         10^9 steps, and at history 10^4 and 10^12: a closed form per period."""
         arch, w = self.arch(), Workload(batch=2)
         built = []
-        step_ops = S._step_ops
+        step_ops = S._values
 
         def counting(*args):
             built[-1] += 1
             return step_ops(*args)
 
-        S._step_ops = counting
+        S._values = counting
         try:
             for lo, n in ((10**4, 10**3), (10**4, 10**9), (10**12, 10**3), (10**12, 10**9)):
                 built.append(0)
                 S.decode_pieces(arch, w.replace(batch=3 + len(built)), lo, lo + n - 1)
         finally:
-            S._step_ops = step_ops
+            S._values = step_ops
         self.assertEqual(len(set(built)), 1, built)
 
     def test_prefill_split_conserves_attention(self):

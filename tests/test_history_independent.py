@@ -80,7 +80,7 @@ class HistoryIndependence(unittest.TestCase):
                     self.assertEqual(warm, cold, f"{model}: {type(block).__name__}")
 
     def test_split_of_a_constant_operator_is_the_search(self):
-        # Piece.split answers an operator with no increment or drift directly; it must give
+        # Run.split answers an operator with no increment or drift directly; it must give
         # split_repeated's parts (Llama 4 Scout: repeated chunked pieces; MoE and norms constant)
         from infracalc.analyses import decode_sum
         from infracalc.analyses.roofline import Roof
@@ -95,12 +95,11 @@ class HistoryIndependence(unittest.TestCase):
             def memory_s(v):
                 return sum(v[3:]) / roof.bytes_per_s
 
-            for p in pcs:
-                for i in range(len(p.ops)):
-                    d = p.drifts[i] if p.drifts else None
-                    constant += not any(p.deltas[i]) and not any(d or ())
-                    self.assertEqual(p.split(i, compute_s, memory_s), decode_sum.split_repeated(
-                        p.starts[i], p.deltas[i], d, p.steps, p.repeats, compute_s, memory_s))
+            for runs in pcs.runs:
+                for run in runs:
+                    constant += not any(run.delta) and not any(run.drift)
+                    self.assertEqual(run.split(compute_s, memory_s), decode_sum.split_repeated(
+                        run.start, run.delta, run.drift, run.steps, run.repeats, compute_s, memory_s))
         self.assertGreater(constant, 100)
 
     def test_who_declares_it(self):

@@ -1,12 +1,18 @@
 """Qwen3.5 / Qwen3.6 (model_type qwen3_5_moe and its text model qwen3_5_moe_text): the
 vision-language wrapper is loaded through its text model, whose layer mix is Qwen3-Next's
 (Gated DeltaNet, gated full attention, shared-expert MoE, one MTP layer); the vision
-tower is reported apart with unknown parameters. No Qwen3.5/3.6 config is bundled (the
-official files were not found verbatim; see the closing note of issue 15)."""
+tower (the Qwen3-VL tower) is counted by formula and reported apart. Bundled: the
+official config.json of Qwen/Qwen3.5-397B-A17B and of Qwen/Qwen3.6-35B-A3B, each
+byte-identical to the file the book pins (sha256 in models/SOURCES.md)."""
+
+import hashlib
+import os
 
 import unittest
 
 from support import Workload, build, load_model, write_config
+
+from infracalc.load.models import MODELS_DIR
 
 TEXT = {"hidden_size": 8, "num_hidden_layers": 4, "layer_types": ["linear_attention"] * 3 + ["full_attention"],
         "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "partial_rotary_factor": 0.5,
@@ -15,15 +21,58 @@ TEXT = {"hidden_size": 8, "num_hidden_layers": 4, "layer_types": ["linear_attent
         "moe_intermediate_size": 4, "shared_expert_intermediate_size": 4, "vocab_size": 10,
         "max_position_embeddings": 64, "attn_output_gate": True, "mtp_num_hidden_layers": 1}
 
+# A tiny Qwen3-VL vision tower: d 8, I 16, 2 blocks, patch 2, t 2, C 3, 4 positions,
+# merge 2 (m = 32), out 8, one deepstack merger. By hand:
+#   patch_embed 3*2*2*2*8 + 8 = 200; pos_embed 4*8 = 32;
+#   block 4*8 + (3*64 + 24) + (64 + 8) + (2*8*16 + 16 + 8) = 32 + 216 + 72 + 280 = 600, x2 = 1200;
+#   merger LayerNorm 16 + fc1 32*32 + 32 = 1056 + fc2 8*32 + 8 = 264 -> 1336;
+#   deepstack merger LayerNorm over m 64 + 1056 + 264 = 1384;
+#   total 200 + 32 + 1200 + 1336 + 1384 = 4152.
+VISION = {"depth": 2, "hidden_size": 8, "intermediate_size": 16, "patch_size": 2, "temporal_patch_size": 2,
+          "in_channels": 3, "num_position_embeddings": 4, "spatial_merge_size": 2, "out_hidden_size": 8,
+          "deepstack_visual_indexes": [1]}
+
+
+class Bundled(unittest.TestCase):
+    """The book's figures (bojieli/ai-infra-book): Qwen3.5-397B-A17B base text 396,346,350,336
+    parameters (1,038 tensors matched against the shard headers), vision 456,010,480, MTP
+    6,595,568,128, whole checkpoint 403,397,928,944 elements
+    (calculations/research/f02-qwen35-inputs/REVIEW.md, results/qwen35-prefill-8192.md);
+    Qwen3.6-35B-A3B base text weights 69,321,221,376 bytes, whole checkpoint 71,903,645,408
+    bytes, the difference = vision 893,142,496 + MTP bytes, every tensor BF16
+    (results/qwen36-capacity-*.md, sources/qwen3.6-35b-a3b/headers/)."""
+
+    def test_configs_are_the_pinned_official_files(self):
+        # sha256 of config.json as pinned by the book: calculations/configs/sources.lock.json
+        # (Qwen3.5, 4,177 bytes) and the provenance list of results/qwen36-*.md (Qwen3.6).
+        for model, digest in (("qwen3.5-397b-a17b", "3ae7fa89c2f7d1354096418ddaf1331e9e0898a8ca11e804fb6dbaa087efb7da"),
+                              ("qwen3.6-35b-a3b", "93a4693fa9d8392fbfccd4b3c9873f4bfdcb14fdede978b123d07d19675efe99")):
+            with open(os.path.join(MODELS_DIR, model + ".json"), "rb") as f:
+                self.assertEqual(hashlib.sha256(f.read()).hexdigest(), digest, model)
+
+    def test_qwen3_5_397b(self):
+        arch = load_model("qwen3.5-397b-a17b")
+        parts = {p.name: p.params for p in arch.parts}
+        self.assertEqual(arch.params, 396_346_350_336)
+        self.assertEqual(parts, {"mtp": 6_595_568_128, "vision": 456_010_480})
+        self.assertEqual(arch.params + sum(parts.values()), 403_397_928_944)
+
+    def test_qwen3_6_35b(self):
+        arch = load_model("qwen3.6-35b-a3b")
+        parts = {p.name: p.params for p in arch.parts}
+        self.assertEqual(2 * arch.params, 69_321_221_376)
+        self.assertEqual(2 * parts["vision"], 893_142_496)
+        self.assertEqual(2 * (arch.params + parts["mtp"] + parts["vision"]), 71_903_645_408)
+
 
 class Qwen35(unittest.TestCase):
     def test_wrapper_is_its_text_model(self):
-        wrapped = load_model(write_config(self, {"model_type": "qwen3_5_moe", "vision_config": {"depth": 2, "hidden_size": 8},
+        wrapped = load_model(write_config(self, {"model_type": "qwen3_5_moe", "vision_config": VISION,
                                                  "text_config": {**TEXT, "model_type": "qwen3_5_moe_text"}}))
         next_ = load_model(write_config(self, {**TEXT, "model_type": "qwen3_next"}))
         self.assertEqual(wrapped.params, next_.params)
         self.assertEqual([p.name for p in wrapped.parts], ["mtp", "vision"])
-        self.assertIsNone(wrapped.parts[1].params)
+        self.assertEqual(wrapped.parts[1].params, 4152)   # VISION, worked by hand above
         w = Workload(tokens=5)
         self.assertEqual(build(wrapped, w).totals.matrix_flops, build(next_, w).totals.matrix_flops)
         # the text model alone loads too

@@ -202,6 +202,61 @@ class Pools(unittest.TestCase):
         # the handoff still carries the whole prompt's cache
         self.assertEqual(p["handoff_bytes_per_request"], 1_207_959_552)
 
+    def test_stage_bound_rates_by_hand(self):
+        """--decode-batch rates a device by the lower bound of one pass of each stage. Qwen3-8B,
+        P = 8,192, G = 1,025, B = 32, on the A100 (312 TFLOP/s, 2,039 GB/s) at efficiency 1/2:
+        - decode step at history 8,192 + 1,024 // 2 = 8,704 (new K/V kept on chip): weights read
+          = every weight but the embedding table, 2 x (8,190,735,360 - 151,936 x 4,096) B, plus
+          32 embedding rows of 4,096 x 2 B; KV = 32 x 8,705 keys x 147,456 B; memory-bound, so
+          decode calls/s = 32 / (bytes / (2,039e9 / 2));
+        - prefill: the 8,192-token pass is compute-bound at the book's 133,594,323,353,600
+          matrix FLOPs (bojieli/ai-infra-book chapter-9 verification): tokens/s = 8,192 / (that /
+          156e12)."""
+        from fractions import Fraction
+
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "1025",
+                                   "--worker", "A100:1:a100-sxm-80gb", "--decode-batch", "32",
+                                   "--new-kv", "on-chip", "--compute-efficiency", "0.5",
+                                   "--memory-efficiency", "0.5", "--format", "json")
+        self.assertEqual(status, 0, err)
+        p = json.loads(out)["workers"]
+        weights = 2 * (8_190_735_360 - 151_936 * 4096) + 32 * 4096 * 2
+        kv = 32 * 8705 * 147_456
+        step = p["stage_bounds"][0]["decode_step"]
+        self.assertEqual((step["history"], step["unique_bytes"]), (8704, weights + kv))
+        w = p["workers"][0]
+        self.assertEqual(Fraction(w["decode_tokens_per_s_exact"]), 32 / (Fraction(weights + kv) / (2039 * 10**9 // 2)))
+        self.assertEqual(Fraction(w["prefill_tokens_per_s_exact"]), 8192 / Fraction(133_594_323_353_600, 156 * 10**12))
+
+    def test_book_pd_pool_derived_rates(self):
+        """The index's pd-pool rows (bojieli/ai-infra-book:calculations/results/README.md): four
+        A100 and four H20 (148 TFLOP/s, the book's 4,096 GB/s) rated at half their peaks, decode
+        steps of 32 requests, 25 GB/s shared: best and co-located requests/s, exact."""
+        import os
+
+        h20 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculations", "results", "book",
+                           "devices", "h20-4096gbs.json")
+        cases = [  # (output tokens, extra, best, co-located, best prefill split)
+            (1025, (), "125000000/27447469", "23814473165145361328125/7894003424232391199952",
+             {"A100": 4, "H20": 0}),
+            (1025, ("--cached-prefix", "6144"), "19982421875/3513276032",
+             "256487948263131103515625/52380045623862003966864", {"A100": 2, "H20": 0}),
+            (129, (), "4130859375/652316032", "107017375648195361328125/18336603070164270072616",
+             {"A100": 4, "H20": 3}),
+            (1, (), "1123046875/163079008", "1123046875/163079008", {"A100": 4, "H20": 4}),
+        ]
+        for g, extra, best, co, split in cases:
+            with self.subTest(output=g, extra=extra):
+                status, out, err = run_cli(
+                    "serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", str(g),
+                    "--worker", "A100:4:a100-sxm-80gb", "--worker", f"H20:4:{h20}", "--decode-batch", "32",
+                    "--new-kv", "on-chip", "--compute-efficiency", "0.5", "--memory-efficiency", "0.5",
+                    "--network-bw", "25GB/s", "--rate", "3.5", "--format", "json", *extra)
+                self.assertEqual(status, 0, err)
+                p = json.loads(out)["workers"]
+                self.assertEqual((p["best_requests_per_s_exact"], p["colocated_requests_per_s_exact"]), (best, co))
+                self.assertEqual(p["best"]["prefill_workers"], split)
+
     def test_handoff_bytes_equal_kv_per_request(self):
         status, out, _ = run_cli("kv", "--model", "qwen3-8b", "--context", "8192", "--format", "json")
         kv = json.loads(out)["sizing"]["bytes_per_request"]

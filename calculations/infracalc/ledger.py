@@ -83,15 +83,24 @@ def operators(arch, w, per_layer=False):
     return list(rows)
 
 
-def _operators(arch, w, per_layer):
-    free = w.without_history()   # the key of history-independent rows
-    ops = _block_rows(arch.embedding, w, free, 1, "-", False)
+def parts(arch):
+    """[(block, count, layers label, per-layer rows allowed)] in the ledger's row order:
+    the embedding, each distinct layer group's blocks, the final norm, the head. A
+    block's rows are its ops, each times `count` (every FIELDS value scales by it)."""
+    out = [(arch.embedding, 1, "-", False)]
     for layer, count, indices in arch.layer_groups():
         label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
-        for block in layer.blocks:
-            ops.extend(_block_rows(block, w, free, count, label, per_layer))
-    ops.extend(_block_rows(arch.final_norm, w, free, 1, "-", False))
-    ops.extend(_block_rows(arch.head, w, free, 1, "-", False))
+        out.extend((block, count, label, True) for block in layer.blocks)
+    out.append((arch.final_norm, 1, "-", False))
+    out.append((arch.head, 1, "-", False))
+    return out
+
+
+def _operators(arch, w, per_layer):
+    free = w.without_history()   # the key of history-independent rows
+    ops = []
+    for block, count, label, layered in parts(arch):
+        ops.extend(_block_rows(block, w, free, count, label, per_layer and layered))
     return ops
 
 

@@ -126,51 +126,43 @@ def _bounds(r):
     return compute_s, memory_s
 
 
-def operator_accounts(pcs, r):
+def operator_accounts(steps, r):
     """Per operator: ((compute, weights, KV, activations) seconds summed over every
-    step, steps on which it is compute-bound). A compute-bound part is charged
-    its compute time; a memory-bound part its bytes by class over the bandwidth."""
+    step, steps on which it is compute-bound). Its compute-bound steps are charged
+    the compute time of their summed FLOPs; its memory-bound steps their summed
+    bytes by class over the bandwidth (decode_sum.bound_sums: exact integer sums,
+    each turned into seconds once)."""
     compute_s, memory_s = _bounds(r)
     bw = r.bytes_per_s
     out = []
-    for i in range(len(pcs[0].ops)):
-        c = weights = kv = act = 0.0
-        compute_steps = 0
-        for p in pcs:
-            for is_compute, count, v in p.split(i, compute_s, memory_s):
-                if is_compute:
-                    c += compute_s(v)
-                    compute_steps += count
-                else:
-                    weights += v[_WR] / bw
-                    kv += (v[_KR] + v[_KW]) / bw
-                    act += (v[_AR] + v[_AW]) / bw
-        out.append(((c, weights, kv, act), compute_steps))
+    for runs in steps.runs:
+        on_compute, m, compute_steps = decode_sum.bound_sums(runs, compute_s, memory_s)
+        c = compute_s(on_compute) if compute_steps else 0.0
+        out.append(((c, m[_WR] / bw, (m[_KR] + m[_KW]) / bw, (m[_AR] + m[_AW]) / bw), compute_steps))
     return out
 
 
-def account(pcs, r, accounts=None):
-    """The Account of all steps of the pieces (from their `operator_accounts`
-    when the caller has them)."""
-    accounts = operator_accounts(pcs, r) if accounts is None else accounts
+def account(steps, r, accounts=None):
+    """The Account of all the steps (from their `operator_accounts` when the
+    caller has them)."""
+    accounts = operator_accounts(steps, r) if accounts is None else accounts
     return Account(*(sum(col) for col in zip(*(a for a, _ in accounts))))
 
 
-def ideal_time(pcs, r):
-    """Sum over steps of the ideal bound max(all FLOPs at peak, unique bytes / bandwidth)."""
+def ideal_time(steps, r):
+    """Sum over steps of the ideal bound max(all FLOPs at peak, unique bytes / bandwidth):
+    each step's totals over the operators (linear on the steps' common pieces), summed
+    in exact integers over the compute-side and over the memory-side steps, each sum
+    turned into seconds once."""
     def compute_s(v):
         return r.compute_s(v[_MF], v[_VF])
 
     def unique_s(v):
         return (v[_WR] + v[_KR] + v[_KW]) / r.bytes_per_s
 
-    total = 0.0
-    for p in pcs:
-        v0, d, drift = p.totals()
-        for is_compute, _, v in decode_sum.split_repeated(v0, d, drift, p.steps, p.repeats,
-                                                          compute_s, unique_s):
-            total += compute_s(v) if is_compute else unique_s(v)
-    return total
+    on_compute, on_memory, compute_steps = decode_sum.bound_sums(steps.total_runs(), compute_s, unique_s)
+    c = compute_s(on_compute) if compute_steps else 0.0
+    return c + unique_s(on_memory) if compute_steps < steps.count else c
 
 
 def _unknown_noted(bound, r, matrix_flops, vector_flops):
@@ -181,15 +173,15 @@ def _unknown_noted(bound, r, matrix_flops, vector_flops):
     return bound
 
 
-def phase_record(pcs, r, rows=None, accounts=None):
-    """Exact work and bounded time of a phase (one pass, or decode steps summed);
-    `rows` and `accounts`: the pieces' summed_ops and operator_accounts when the
-    caller has them (decode shows them per operator too)."""
-    rows = decode_sum.summed_ops(pcs) if rows is None else rows
-    acc = account(pcs, r, accounts)
+def phase_record(steps, r, rows=None, accounts=None):
+    """Exact work and bounded time of a phase (one pass, or decode steps summed:
+    decode_sum.Steps); `rows` and `accounts`: the steps' summed_ops and
+    operator_accounts when the caller has them (decode shows them per operator too)."""
+    rows = decode_sum.summed_ops(steps) if rows is None else rows
+    acc = account(steps, r, accounts)
     totals = ledger.op_totals(rows)
     return {
-        "steps": sum(p.total_steps for p in pcs),
+        "steps": steps.count,
         **totals,
         "time_s": acc.time_s,
         "compute_bound_s": acc.compute_s,
@@ -197,14 +189,14 @@ def phase_record(pcs, r, rows=None, accounts=None):
         "kv_s": acc.kv_s,
         "activations_s": acc.act_s,
         "bound": _unknown_noted(acc.bound, r, ledger.sum_field(rows, "matrix_flops"), totals["vector_flops"]),
-        "ideal_time_s": ideal_time(pcs, r),
+        "ideal_time_s": ideal_time(steps, r),
     }
 
 
 def operator_rows(pcs, r, rows=None, accounts=None):
     """The decode ledger summed over all steps, with each operator's summed bound
     (`rows`, `accounts`: as phase_record's)."""
-    steps = sum(p.total_steps for p in pcs)
+    steps = pcs.count
     rows = decode_sum.summed_ops(pcs) if rows is None else rows
     accounts = operator_accounts(pcs, r) if accounts is None else accounts
     out = []
@@ -325,7 +317,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
     lo, hi = step_histories(input_len, output_len)
     wp, choice = mla_path.for_pass(arch, w.replace(tokens=input_len), r)
     prefill_ops = ledger.operators(arch, wp)
-    prefill = phase_record([decode_sum.single(prefill_ops)], r)
+    prefill = phase_record(decode_sum.single(prefill_ops), r)
     rates = predict.achievable(device, w.compute_dtype)
     prefill["predicted_time_s"] = predict.pass_time(prefill_ops, rates) if rates else None
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
@@ -348,8 +340,8 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
         pcs = decode_sum.decode_pieces(arch, w, lo, hi)
         rows, accounts = decode_sum.summed_ops(pcs), operator_accounts(pcs, r)
         summed = phase_record(pcs, r, rows, accounts)
-        first = phase_record([pcs[0].step(0)], r)
-        last = phase_record([pcs[-1].last_step()], r)
+        first = phase_record(pcs.first_step(), r)
+        last = phase_record(pcs.last_step(), r)
         operators = operator_rows(pcs, r, rows, accounts)
         per_op = predict.piece_times(pcs, rates) if rates else [None] * len(operators)
         for row, t in zip(operators, per_op):
@@ -439,16 +431,17 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
         pieces.append(pcs)
         acc = account(pcs, r)
         dec = acc.time_s
-        stream = throughput(work, sum(v[_WR] for v in pcs[0].starts), input_len, output_len, b, r)
+        starts = pcs.starts()
+        stream = throughput(work, sum(v[_WR] for v in starts), input_len, output_len, b, r)
         rows.append({
-            "batch": b, "tpot_first_s": account([pcs[0].step(0)], r).time_s,
-            "tpot_mean_s": dec / steps, "tpot_last_s": account([pcs[-1].last_step()], r).time_s,
+            "batch": b, "tpot_first_s": account(pcs.first_step(), r).time_s,
+            "tpot_mean_s": dec / steps, "tpot_last_s": account(pcs.last_step(), r).time_s,
             "decode_tokens_per_s_per_request": steps / dec,
             "decode_tokens_per_s_aggregate": b * steps / dec,
             "compute_share": acc.compute_s / dec,
             "compute_bound_s": acc.compute_s, "weights_s": acc.weights_s, "kv_s": acc.kv_s,
             "activations_s": acc.act_s,
-            "bound": _unknown_noted(acc.bound, r, *(sum(v[i] for v in pcs[0].starts) for i in (_MF, _VF))),
+            "bound": _unknown_noted(acc.bound, r, *(sum(v[i] for v in starts) for i in (_MF, _VF))),
             "cache_bytes": b * cap["cache_bytes_per_request"],
             "stream_output_tokens_per_s": stream["output_tokens_per_s"],
             "stream_bound": stream["bound"],

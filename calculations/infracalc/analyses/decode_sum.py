@@ -9,30 +9,40 @@ integers, as the arithmetic series
 
     sum_{j=0}^{n-1} f(a + j) = n * f(a) + (f(a+1) - f(a)) * n * (n-1) / 2,
 
-so only the ledgers at a and a + 1 are built, whatever the number of steps
+so only the values at a and a + 1 are built, whatever the number of steps
 (one more at the piece's end checks the linearity the block promises).
+
+The ledger's rows are its blocks' rows (times their layer count), so each block
+is summed over its own pieces: an MLP over one piece, a window over two, a
+ratio-4 compressor over the two pieces of its period of 4, whatever the other
+blocks do. Each operator therefore carries its own `Run`s, and the steps'
+common pieces (where the per-step totals are linear, the union of every
+block's breakpoints) are kept only as spans, for the ideal bound.
 
 Roofline times are not linear: an operator's per-step bound is
 max(c(H), m(H)). Its compute time c and memory time m are both linear in H on
 a piece, so c - m changes sign at most once there; the piece is split at that
-step and each part is summed with its own bound, which makes the summed time
-equal to the sum of the per-step bounds (up to floating-point rounding).
+step. Each operator's FIELDS are summed, in exact integers, over its
+compute-bound steps and over its memory-bound steps, and each sum is turned
+into seconds once: a summed time is the time of two exact sums, whatever the
+pieces (so it equals a step-by-step loop that sums the same integers).
 
 Chunked attention (chunk C) starts new pieces every C steps, so a long decode
 has about 2G/C of them, too many to list (G goes up to 10^15). Those pieces
 repeat: the pieces of period k are the pieces of period 0 shifted by kC, and
 every quantity at H + kC is its value at H plus k times a fixed drift
-(`Block.history_period`). So the range is first cut into segments at the few
-breakpoints of the blocks without a period; in a segment, the breakpoints of
-one period are listed and its K whole periods become one Piece per piece of a
-period, with `repeats` K and `drifts`; they sum as a double arithmetic series,
-K * S(0) + n * drift * K(K-1)/2, and the bound split runs over the
-(repeat, step) lattice, where compute minus memory time is linear in both.
-Nothing lists breakpoints over more than a few periods, so the cost is a
-handful of ledgers whatever G is.
+(`Block.history_period`). So a block's range is first cut into segments at its
+breakpoints without a period and where its drift changes; in a segment, the
+breakpoints of one period are listed and its K whole periods become one Run
+per piece of a period, with `repeats` K and a `drift`; they sum as a double
+arithmetic series, K * S(0) + n * drift * K(K-1)/2, and the bound split runs
+over the (repeat, step) lattice, where compute minus memory time is linear in
+both. Nothing lists breakpoints over more than a few periods, so the cost is a
+handful of block evaluations whatever G is.
 """
 
 import math
+from collections import namedtuple
 from operator import add, attrgetter, sub
 
 from .. import ledger
@@ -64,10 +74,14 @@ def _blocks(arch):
     return blocks
 
 
+def _period(blocks):
+    periods = [p for p in (b.history_period() for b in blocks) if p]
+    return math.lcm(*periods) if periods else None
+
+
 def period(arch):
     """The least common multiple of the blocks' history periods, or None."""
-    periods = [p for p in (b.history_period() for b in _blocks(arch)) if p]
-    return math.lcm(*periods) if periods else None
+    return _period(_blocks(arch))
 
 
 def breakpoints(arch, lo, hi, blocks=None):
@@ -81,99 +95,45 @@ def breakpoints(arch, lo, hi, blocks=None):
     return sorted(points)
 
 
-def pieces(arch, lo, hi):
-    """[(first, last)] histories of each linear piece covering lo..hi (a short range)."""
-    starts = [lo] + breakpoints(arch, lo, hi)
+def _pieces(blocks, lo, hi):
+    starts = [lo] + breakpoints(None, lo, hi, blocks)
     ends = [s - 1 for s in starts[1:]] + [hi]
     return list(zip(starts, ends))
 
 
-class Piece(Record):
-    """Decode steps with histories first..first+steps-1 on which every operator is
-    linear, repeated `repeats` times every `period` histories (step j of repeat k
-    has history first + k*period + j)."""
-    first: int
-    steps: int      # steps per repeat
-    ops: tuple      # ledger rows of the step at `first` (names, layers, shapes)
-    starts: tuple   # per operator: its FIELDS values at the first step
-    deltas: tuple   # per operator: the per-step increment of each FIELDS value
-    end_ops: tuple = ()   # ledger rows of the last step, when they were built
-    repeats: int = 1
-    period: int = 0
-    drifts: tuple = ()    # per operator: the per-repeat increment of each FIELDS value
-
-    @property
-    def total_steps(self):
-        return self.steps * self.repeats
-
-    def values(self, i, j=0, k=0):
-        """FIELDS of operator i at step j of repeat k."""
-        v = shifted(self.starts[i], self.deltas[i], j) if j else self.starts[i]
-        return shifted(v, self.drifts[i], k) if k else v
-
-    def step(self, j, k=0):
-        """Step j of repeat k alone, as a one-step piece (exact, from the linear form)."""
-        zeros = (0,) * len(FIELDS)
-        if j == 0 and k == 0:
-            ops = end = self.ops
-        elif j == self.steps - 1 and k == self.repeats - 1 and self.end_ops:
-            ops = end = self.end_ops
-        else:
-            ops, end = self.ops, ()   # shape labels of step j were not built
-        return Piece(self.first + k * self.period + j, 1, ops,
-                     tuple(self.values(i, j, k) for i in range(len(ops))), tuple(zeros for _ in ops), end)
-
-    def last_step(self):
-        return self.step(self.steps - 1, self.repeats - 1)
-
-    def summed(self, i):
-        """FIELDS of operator i summed over every step of every repeat."""
-        return repeated_series(self.starts[i], self.deltas[i], self.drifts[i] if self.drifts else None,
-                               self.steps, self.repeats)
-
-    def split(self, i, compute_s, memory_s):
-        """Operator i's steps split by bound: [(compute_bound, count, summed values)].
-        An operator without increment or drift (the same every step: a projection,
-        an MLP) has one bound on every step (split_repeated's answer, without its search)."""
-        v0 = self.starts[i]
-        if self.deltas[i] == _ZEROS and (not self.drifts or self.drifts[i] == _ZEROS):
-            n = self.steps * self.repeats
-            return [(compute_s(v0) - memory_s(v0) > 0, n, tuple(n * x for x in v0) if n > 1 else v0)]
-        return split_repeated(self.starts[i], self.deltas[i], self.drifts[i] if self.drifts else None,
-                              self.steps, self.repeats, compute_s, memory_s)
-
-    def totals(self):
-        """(starts, deltas, drifts) summed over the operators."""
-        def add(rows):
-            return tuple(map(sum, zip(*rows))) if rows else ()
-        return add(self.starts), add(self.deltas), add(self.drifts)
+def pieces(arch, lo, hi):
+    """[(first, last)] histories of each linear piece covering lo..hi (a short range)."""
+    return _pieces(_blocks(arch), lo, hi)
 
 
-def single(ops, first=0):
-    """One pass (a ledger's rows) as a one-step piece."""
-    zeros = (0,) * len(FIELDS)
-    return Piece(first, 1, tuple(ops), tuple(_vector(op) for op in ops), tuple(zeros for _ in ops), tuple(ops))
-
-
-def _step_ops(arch, w, history):
-    return tuple(ledger.operators(arch, w.replace(tokens=1, history=history)))
+def _segments(blocks, lo, hi):
+    once = [b for b in blocks if not b.history_period()]
+    cuts = set(breakpoints(None, lo, hi, once))
+    cuts.update(h for b in blocks if b.history_period() for h in b.history_segments(lo, hi) if lo < h <= hi)
+    starts = [lo] + sorted(cuts)
+    return list(zip(starts, [s - 1 for s in starts[1:]] + [hi]))
 
 
 def segments(arch, lo, hi):
     """lo..hi cut at the breakpoints of the blocks without a period (a window's
     end, the first history of a recurrent state) and where a periodic block's drift
     changes (Block.history_segments): a few points, whatever hi."""
-    blocks = _blocks(arch)
-    once = [b for b in blocks if not b.history_period()]
-    cuts = set(breakpoints(arch, lo, hi, once))
-    cuts.update(h for b in blocks if b.history_period() for h in b.history_segments(lo, hi) if lo < h <= hi)
-    starts = [lo] + sorted(cuts)
-    return list(zip(starts, [s - 1 for s in starts[1:]] + [hi]))
+    return _segments(_blocks(arch), lo, hi)
 
 
 # A segment is summed as repeats when it holds at least this many periods
 # (fewer: its pieces are listed, about 2 per period).
 MIN_REPEATS = 3
+
+
+def _periodic_layout(blocks, lo, hi, p):
+    a0 = max(lo, p)
+    if a0 > hi:
+        return None
+    near = breakpoints(None, a0 - 1, min(a0 + p - 1, hi), blocks)
+    a = near[0] if near else a0
+    k = (hi - a + 1) // p
+    return (a, k) if k >= MIN_REPEATS else None
 
 
 def periodic_layout(arch, lo, hi, p):
@@ -184,13 +144,28 @@ def periodic_layout(arch, lo, hi, p):
     so a is the first piece start at or after max(lo, P): a breakpoint when one
     lies within a period of it (the pieces then tile each period exactly), else
     max(lo, P) itself."""
-    a0 = max(lo, p)
-    if a0 > hi:
-        return None
-    near = breakpoints(arch, a0 - 1, min(a0 + p - 1, hi))
-    a = near[0] if near else a0
-    k = (hi - a + 1) // p
-    return (a, k) if k >= MIN_REPEATS else None
+    return _periodic_layout(_blocks(arch), lo, hi, p)
+
+
+def _plan(blocks, lo, hi):
+    p = _period(blocks)
+    out = []
+    for s, e in _segments(blocks, lo, hi):
+        run = _periodic_layout(blocks, s, e, p) if p else None
+        if run is None:
+            out.append((_pieces(blocks, s, e), 1, 0))
+            continue
+        a, k = run
+        if a > s:
+            out.append((_pieces(blocks, s, a - 1), 1, 0))
+        spans = _pieces(blocks, a, a + p - 1)
+        if _pieces(blocks, a + p, a + 2 * p - 1) != [(x + p, y + p) for x, y in spans]:
+            raise AssertionError(f"breakpoints after history {a + p} are not those after {a} shifted by "
+                                 f"{p}: a block's history_period is wrong")
+        out.append((spans, k, p))
+        if a + k * p <= e:
+            out.append((_pieces(blocks, a + k * p, e), 1, 0))
+    return out
 
 
 def plan(arch, lo, hi):
@@ -200,24 +175,7 @@ def plan(arch, lo, hi):
     `segments`) the whole periods of `period(arch)` are one such entry, so no
     breakpoint is listed over more than a few periods: the plan is short
     whatever hi - lo."""
-    p = period(arch)
-    out = []
-    for s, e in segments(arch, lo, hi):
-        run = periodic_layout(arch, s, e, p) if p else None
-        if run is None:
-            out.append((pieces(arch, s, e), 1, 0))
-            continue
-        a, k = run
-        if a > s:
-            out.append((pieces(arch, s, a - 1), 1, 0))
-        spans = pieces(arch, a, a + p - 1)
-        if pieces(arch, a + p, a + 2 * p - 1) != [(x + p, y + p) for x, y in spans]:
-            raise AssertionError(f"breakpoints after history {a + p} are not those after {a} shifted by "
-                                 f"{p}: a block's history_period is wrong")
-        out.append((spans, k, p))
-        if a + k * p <= e:
-            out.append((pieces(arch, a + k * p, e), 1, 0))
-    return out
+    return _plan(_blocks(arch), lo, hi)
 
 
 def linear_sum(arch, lo, hi, f):
@@ -245,104 +203,248 @@ def linear_sum(arch, lo, hi, f):
     return total
 
 
-def decode_pieces(arch, w, lo, hi, check=True):
-    """The steps with histories lo..hi (one new token per request each) as linear pieces.
+class Run(namedtuple("Run", "first steps start delta repeats period drift",
+                     defaults=(_ZEROS, 1, 0, _ZEROS))):
+    """One operator on the steps with histories first + k*period + j (j < steps,
+    k < repeats): its FIELDS there are start + j*delta + k*drift, exactly."""
+    __slots__ = ()
 
-    Builds the ledgers at the first two histories of each piece; with `check`,
-    also the last one, and fails loudly if a block is not linear where its
-    `history_breakpoints` says it is (a bug in that block, not a user error).
-    The repeated entries of `plan` become one repeated Piece per piece of a
-    period (from the ledgers of the first two periods; with `check`, also the
-    last), so the cost is flat in hi - lo.
-    """
+    @property
+    def total_steps(self):
+        return self.steps * self.repeats
+
+    @property
+    def last(self):
+        """The history of the run's last step."""
+        return self.first + (self.repeats - 1) * self.period + self.steps - 1
+
+    def at(self, h):
+        """FIELDS at history h, or None when no step of the run has it."""
+        j = h - self.first
+        k = 0
+        if self.repeats > 1:
+            k, j = divmod(j, self.period)
+            if not 0 <= k < self.repeats:
+                return None
+        if not 0 <= j < self.steps:
+            return None
+        v = shifted(self.start, self.delta, j) if j else self.start
+        return shifted(v, self.drift, k) if k else v
+
+    def summed(self):
+        """FIELDS summed over every step of every repeat."""
+        return repeated_series(self.start, self.delta, self.drift, self.steps, self.repeats)
+
+    def split(self, compute_s, memory_s):
+        """The steps split by bound: [(compute_bound, count, summed values)]. A run
+        without increment or drift (the same every step: a projection, an MLP) has
+        one bound on every step (split_repeated's answer, without its search)."""
+        v0 = self.start
+        if self.delta == _ZEROS and self.drift == _ZEROS:
+            n = self.steps * self.repeats
+            return [(compute_s(v0) - memory_s(v0) > 0, n, tuple([n * x for x in v0]) if n > 1 else v0)]
+        return split_repeated(v0, self.delta, self.drift, self.steps, self.repeats, compute_s, memory_s)
+
+    def times(self, k):
+        """This run of k identical layers (every FIELDS value times k)."""
+        if k == 1:
+            return self
+        return self._replace(start=tuple([k * x for x in self.start]), delta=tuple([k * x for x in self.delta]),
+                             drift=tuple([k * x for x in self.drift]))
+
+
+def bound_sums(runs, compute_s, memory_s):
+    """(FIELDS summed over the compute-bound steps, over the memory-bound steps, the
+    number of compute-bound steps) of one operator's runs, in exact integers: what its
+    summed time is computed from, whatever the pieces."""
+    on_compute, on_memory, steps = _ZEROS, _ZEROS, 0
+    for run in runs:
+        for is_compute, count, v in run.split(compute_s, memory_s):
+            if is_compute:
+                on_compute = tuple(map(add, on_compute, v))
+                steps += count
+            else:
+                on_memory = tuple(map(add, on_memory, v))
+    return on_compute, on_memory, steps
+
+
+class Steps(Record):
+    """Decode steps at histories first .. first + count - 1 (or one pass: count 1),
+    summed per operator: `runs[i]` are operator i's Runs, in history order, cut at
+    its own block's breakpoints and periods; `spans` (plan's entries) are where
+    the per-step totals are linear (every block's breakpoints together)."""
+    first: int
+    count: int
+    ops: tuple       # ledger rows at the first step (names, layers, shapes)
+    end_ops: tuple   # ledger rows at the last step; () when not built
+    runs: tuple
+    spans: tuple
+
+    def starts(self):
+        """Per operator: its FIELDS at the first step."""
+        return tuple(runs[0].start for runs in self.runs)
+
+    def first_step(self):
+        """The first step alone."""
+        if self.count == 1:
+            return self
+        return Steps(self.first, 1, self.ops, self.ops, tuple((Run(self.first, 1, v),) for v in self.starts()),
+                     (([(self.first, self.first)], 1, 0),))
+
+    def last_step(self):
+        """The last step alone: its ledger rows when they were built, else the ops'
+        values there from their runs' linear forms."""
+        h = self.first + self.count - 1
+        if self.count == 1:
+            return self
+        if self.end_ops:
+            return single(self.end_ops, h)
+        return Steps(h, 1, self.ops, (), tuple((Run(h, 1, runs[-1].at(h)),) for runs in self.runs),
+                     (([(h, h)], 1, 0),))
+
+    def extended(self, lo, hi):
+        """Histories lo..hi of steps whose every operator is one linear run over all
+        histories (no breakpoint, no period), from these steps' runs; the end rows
+        are not built."""
+        runs = []
+        for (run,) in self.runs:
+            assert run.repeats == 1
+            runs.append((Run(lo, hi - lo + 1, shifted(run.start, run.delta, lo - run.first), run.delta),))
+        return Steps(lo, hi - lo + 1, self.ops, (), tuple(runs), (([(lo, hi)], 1, 0),))
+
+    def total_runs(self):
+        """The per-step totals over the operators as one Run per common piece of
+        `spans` (the union of every operator's pieces, where the totals are linear)."""
+        if self.count == 1:
+            return [Run(self.first, 1, tuple(map(sum, zip(*self.starts()))) if self.runs else _ZEROS)]
+        constant = _ZEROS   # operators with one run and neither increment nor drift
+        groups = {}   # the others by their pieces, their runs summed
+        for runs in self.runs:
+            if len(runs) == 1 and runs[0].delta == _ZEROS and runs[0].drift == _ZEROS:
+                constant = tuple(map(add, constant, runs[0].start))
+                continue
+            key = tuple((r.first, r.steps, r.repeats, r.period) for r in runs)
+            hit = groups.get(key)
+            groups[key] = runs if hit is None else tuple(
+                r._replace(start=tuple(map(add, r.start, q.start)), delta=tuple(map(add, r.delta, q.delta)),
+                           drift=tuple(map(add, r.drift, q.drift)))
+                for r, q in zip(hit, runs))
+        summed = list(groups.values())
+
+        def total(h):
+            t = constant
+            for runs in summed:
+                v = None
+                for run in runs:
+                    v = run.at(h)
+                    if v is not None:
+                        break
+                t = tuple(map(add, t, v))
+            return t
+
+        out = []
+        for spans, k, p in self.spans:
+            for a, b in spans:
+                v0 = total(a)
+                d = tuple(map(sub, total(a + 1), v0)) if b > a and summed else _ZEROS
+                drift = tuple(map(sub, total(a + p), v0)) if k > 1 and summed else _ZEROS
+                out.append(Run(a, b - a + 1, v0, d, k, p if k > 1 else 0, drift))
+        return out
+
+
+def single(ops, first=0):
+    """One pass (a ledger's rows) as one step."""
+    ops = tuple(ops)
+    return Steps(first, 1, ops, ops, tuple((Run(first, 1, _vector(op)),) for op in ops), (([(first, first)], 1, 0),))
+
+
+def _values(block, w, history):
+    """FIELDS of each of `block`'s ops (one instance) in the decode step at `history`."""
+    return tuple([_vector(op) for op in block.ops(w.replace(history=history))])
+
+
+def _block_runs(block, w, lo, hi, check):
+    """Per op of `block` (one instance): its Runs over the steps lo..hi, from the
+    block's own plan (its breakpoints and period alone). Builds the block's rows at
+    the first two histories of each piece (and of its second period); with `check`
+    also at its last history and at its last period, and fails loudly if the block
+    is not linear or periodic where its history_breakpoints / history_period say."""
+    if block.history_independent:
+        return [(Run(lo, hi - lo + 1, v),) for v in _values(block, w, lo)]
+    memo = {}
+
+    def at(h):
+        v = memo.get(h)
+        if v is None:
+            v = memo[h] = _values(block, w, h)
+        return v
+
+    def linear(a, b):
+        """(starts, deltas) per op on a .. b, checked at b."""
+        s = at(a)
+        if b == a:
+            return s, tuple(_ZEROS for _ in s)
+        d = tuple(tuple(map(sub, q, v)) for v, q in zip(s, at(a + 1)))
+        if check and b > a + 1 and at(b) != tuple(shifted(v, x, b - a) for v, x in zip(s, d)):
+            raise AssertionError(f"{block.label or type(block).__name__} is not linear in the history on "
+                                 f"{a}..{b}: a block misses a history breakpoint")
+        return s, d
+
+    ops = None
+    for spans, k, p in _plan([block], lo, hi):
+        for a, b in spans:
+            s, d = linear(a, b)
+            if k > 1:
+                s2, d2 = linear(a + p, b + p)
+                if d2 != d:
+                    raise AssertionError(f"per-step increments change between histories {a} and {a + p}: "
+                                         "a block's history_period is wrong")
+                drift = tuple(tuple(map(sub, t, v)) for v, t in zip(s, s2))
+                if check and at(a + (k - 1) * p) != tuple(shifted(v, x, k - 1) for v, x in zip(s, drift)):
+                    raise AssertionError(f"costs at history {a + (k - 1) * p} are not those at {a} plus "
+                                         f"{k - 1} periods of drift: a block's history_period is wrong")
+                runs = [Run(a, b - a + 1, v, x, k, p, y) for v, x, y in zip(s, d, drift)]
+            else:
+                runs = [Run(a, b - a + 1, v, x) for v, x in zip(s, d)]
+            if ops is None:
+                ops = [[] for _ in runs]
+            if len(runs) != len(ops):
+                raise AssertionError(f"the ledger's operator rows change at history {a}")
+            for mine, run in zip(ops, runs):
+                mine.append(run)
+    return [tuple(r) for r in ops]
+
+
+def decode_pieces(arch, w, lo, hi, check=True):
+    """The steps with histories lo..hi (one new token per request each) as Steps:
+    each operator summed over its own block's pieces (_block_runs), the ledger
+    rows at lo and hi for the labels. The cost is flat in hi - lo."""
     key = (arch, w, lo, hi)
     hit = _PIECES.get(key)
     if hit is not None and (hit[0] or not check):
-        return list(hit[1])
-    out, reps = [], ()
-    for spans, k, p in plan(arch, lo, hi):
-        if k > 1:
-            reps = _repeated_pieces(arch, w, spans, p, k, check)
-            out += reps
-            continue
-        tail = _tail_pieces(reps, spans)
-        out += tail + _linear_pieces(arch, w, spans[len(tail):], check)
-        reps = ()
-    remember(_PIECES, _PIECES_KEPT, key, (check, tuple(out)))
+        return hit[1]
+    w = w.replace(tokens=1)
+    ops = tuple(ledger.operators(arch, w.replace(history=lo)))
+    end = tuple(ledger.operators(arch, w.replace(history=hi))) if hi > lo else ops
+    _same_rows(ops, end, hi)
+    runs, done = [], {}
+    for block, count, _, _ in ledger.parts(arch):
+        mine = done.get(block)
+        if mine is None:
+            mine = done[block] = _block_runs(block, w, lo, hi, check)
+        runs.extend(tuple(r.times(count) for r in op) for op in mine)
+    if len(runs) != len(ops) or check and any(_vector(op) != r[0].start for op, r in zip(ops, runs)):
+        raise AssertionError("the blocks' rows are not the ledger's rows")
+    out = Steps(lo, hi - lo + 1, ops, end, tuple(runs), tuple(plan(arch, lo, hi)))
+    remember(_PIECES, _PIECES_KEPT, key, (check, out))
     return out
 
 
-# decode_pieces by (arch, workload, lo, hi) -> (checked, pieces): a decode asks again
-# for its batch-1 steps (the serving bound's request work). Pieces are immutable; a
+# decode_pieces by (arch, workload, lo, hi) -> (checked, steps): a decode asks again
+# for its batch-1 steps (the serving bound's request work). Steps are immutable; a
 # checked result also answers an unchecked request.
 _PIECES = {}
 _PIECES_KEPT = 64
-
-
-def _repeated_pieces(arch, w, spans, p, k, check):
-    """The pieces of `spans` (one period) and their k - 1 shifted copies, as repeated Pieces."""
-    once = _linear_pieces(arch, w, spans, check)
-    again = _linear_pieces(arch, w, [(x + p, y + p) for x, y in spans], False)
-    reps = []
-    for x, y in zip(once, again):
-        _same_rows(x.ops, y.ops, y.first)
-        if x.deltas != y.deltas:
-            raise AssertionError(f"per-step increments change between histories {x.first} and {y.first}: "
-                                 "a block's history_period is wrong")
-        drifts = tuple(tuple(map(sub, t, s)) for s, t in zip(x.starts, y.starts))
-        reps.append(x.replace(repeats=k, period=p, drifts=drifts, end_ops=()))
-    if check:
-        shift = (k - 1) * p
-        for rep, last in zip(reps, _linear_pieces(arch, w, [(x + shift, y + shift) for x, y in spans], False)):
-            if last.deltas != rep.deltas or any(last.starts[j] != rep.values(j, 0, k - 1)
-                                                for j in range(len(rep.ops))):
-                raise AssertionError(f"costs at history {last.first} are not those at {rep.first} plus "
-                                     f"{k - 1} periods of drift: a block's history_period is wrong")
-    return reps
-
-
-def _tail_pieces(reps, spans):
-    """The leading pieces of `spans` that are pieces of the repeated run `reps`
-    continued one more period (the histories after its K whole periods, where the
-    segment ends within a period), taken from their linear form: starts plus K
-    drifts, the same increments (the periodic contract). The last span is left
-    to be built (its end labels the summed rows; with check, it is verified)."""
-    if not reps:
-        return []
-    shift = reps[0].repeats * reps[0].period
-    out = []
-    for rep, (a, b) in zip(reps, spans[:-1]):
-        if (a, b) != (rep.first + shift, rep.first + shift + rep.steps - 1):
-            break
-        k = rep.repeats
-        out.append(Piece(a, rep.steps, rep.ops, tuple(rep.values(i, 0, k) for i in range(len(rep.ops))),
-                         rep.deltas))
-    return out
-
-
-def _linear_pieces(arch, w, spans, check):
-    out = []
-    for a, b in spans:
-        n = b - a + 1
-        ops = _step_ops(arch, w, a)
-        starts = tuple(_vector(op) for op in ops)
-        if n == 1:
-            deltas = tuple((0,) * len(FIELDS) for _ in ops)
-        else:
-            nxt = _step_ops(arch, w, a + 1)
-            _same_rows(ops, nxt, a + 1)
-            deltas = tuple(tuple(map(sub, _vector(q), s)) for s, q in zip(starts, nxt))
-        piece = Piece(a, n, ops, starts, deltas, ops if n == 1 else (nxt if n == 2 else ()))
-        if check and n > 2:
-            last = _step_ops(arch, w, b)
-            _same_rows(ops, last, b)
-            for i, op in enumerate(last):
-                if _vector(op) != piece.values(i, n - 1):
-                    raise AssertionError(f"{op.name} (layers {op.layers}) is not linear in the history "
-                                         f"on {a}..{b}: a block misses a history breakpoint")
-            piece = piece.replace(end_ops=last)
-        out.append(piece)
-    return out
 
 
 def _same_rows(ops, other, history):
@@ -350,37 +452,28 @@ def _same_rows(ops, other, history):
         raise AssertionError(f"the ledger's operator rows change at history {history}")
 
 
-def summed_ops(pcs):
-    """The ledger summed over every step of the pieces: one Op row per operator.
-
-    A piece adds repeated_series(start, delta, drift, n, K) = K n start + K n(n-1)/2
-    delta + n K(K-1)/2 drift per operator: three coefficients per piece, shared by
-    its operators."""
-    first, last = pcs[0], pcs[-1]
-    coefs = [(p.repeats * p.steps, p.repeats * (p.steps * (p.steps - 1) // 2),
-              p.steps * (p.repeats * (p.repeats - 1) // 2) if p.drifts else 0) for p in pcs]
+def summed_ops(steps):
+    """The ledger summed over every step: one Op row per operator, its FIELDS the
+    sums of its runs (repeated_series: K n start + K n(n-1)/2 delta + n K(K-1)/2 drift)."""
+    if steps.count == 1 and steps.end_ops is steps.ops:   # one pass: its own rows
+        return list(steps.ops)
     rows = []
-    for i, op in enumerate(first.ops):
-        total = (0,) * len(FIELDS)
-        for p, (a, b, c) in zip(pcs, coefs):
-            if c:
-                total = tuple(t + a * x + b * y + c * z
-                              for t, x, y, z in zip(total, p.starts[i], p.deltas[i], p.drifts[i]))
-            else:
-                total = tuple(t + a * x + b * y for t, x, y in zip(total, p.starts[i], p.deltas[i]))
-        end = last.end_ops[i].shape if last.end_ops else "..."
+    for i, (op, runs) in enumerate(zip(steps.ops, steps.runs)):
+        total = runs[0].summed()
+        for run in runs[1:]:
+            total = tuple(map(add, total, run.summed()))
+        end = steps.end_ops[i].shape if steps.end_ops else "..."
         shape = op.shape if end == op.shape else f"{op.shape} ... {end}"
         rows.append(op.replace(shape=shape, **dict(zip(FIELDS, total))))
     return rows
 
 
-def summed_totals(pcs):
-    """FIELDS summed over every operator and every step of the pieces: the sums of
-    summed_ops' columns, from each piece's operator totals (linearity)."""
-    total = (0,) * len(FIELDS)
-    for p in pcs:
-        v0, d, drift = p.totals()
-        total = tuple(map(add, total, repeated_series(v0, d, drift or None, p.steps, p.repeats)))
+def summed_totals(steps):
+    """FIELDS summed over every operator and every step."""
+    total = _ZEROS
+    for runs in steps.runs:
+        for run in runs:
+            total = tuple(map(add, total, run.summed()))
     return total
 
 

@@ -138,16 +138,17 @@ def device_row(kern, device, compute_efficiency=1.0, memory_efficiency=1.0):
 
 
 def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory_efficiency=1.0,
-                  conventions=(), *, compute_option="--compute-dtype"):
+                  conventions=(), *, compute_option="--compute-dtype", tiles=None):
     """The full `gemm` / `attention` record: inputs, work, one row per device
     (a device without a matrix unit for the compute format gets a row saying so).
-    `compute_option`: the command's option that sets the compute format (for messages)."""
+    `compute_option`: the command's option that sets the compute format (for messages);
+    `tiles`: the tile view (analyses/tiles.py), when asked for."""
     from ..errors import UserError
 
     if not kern.compute_dtype.peak:
         raise UserError(f"{kern.compute_dtype.name} is a storage-only format: no device has a matrix peak "
                         f"for it; set {compute_option} (e.g. bf16, fp8)")
-    return {
+    rec = {
         "schema_version": SCHEMA_VERSION,
         "command": command,
         "inputs": dict(inputs, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency),
@@ -155,3 +156,8 @@ def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory
         "devices": [device_row(kern, d, compute_efficiency, memory_efficiency) for d in devices],
         "conventions": list(KERNEL_CONVENTIONS) + list(conventions),
     }
+    if tiles is not None:
+        from .tiles import TILE_CONVENTIONS
+        rec["tiles"] = tiles
+        rec["conventions"] += TILE_CONVENTIONS
+    return rec

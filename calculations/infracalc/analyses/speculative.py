@@ -31,8 +31,8 @@ def expected_tokens(alpha, k):
 def verification_step(target, draft, w, wd, history, k, r):
     """(draft record, verify record) of one verification step at `history`."""
     drafting = phase_record(decode_sum.decode_pieces(draft, wd, history, history + k - 1), r)
-    verify = phase_record([decode_sum.single(ledger.operators(
-        target, w.replace(tokens=k + 1, history=history)))], r)
+    verify = phase_record(decode_sum.single(ledger.operators(
+        target, w.replace(tokens=k + 1, history=history))), r)
     return drafting, verify
 
 
@@ -62,7 +62,7 @@ def speculative(target, draft, w, wd, device, input_len, output_len, alpha, k, r
     mid = input_len + steps // 2
     first = _step_record(input_len, *verification_step(target, draft, w, wd, input_len, k, r), e)
     middle = _step_record(mid, *verification_step(target, draft, w, wd, mid, k, r), e)
-    draft_prefill = phase_record([decode_sum.single(ledger.operators(draft, wd.replace(tokens=input_len)))], r)
+    draft_prefill = phase_record(decode_sum.single(ledger.operators(draft, wd.replace(tokens=input_len))), r)
     context = cached_tokens(input_len, output_len) + k   # drafted tokens are cached until rejected
     weights = target.weight_bytes(w) + draft.weight_bytes(wd)
     per_request = request_bytes(target, w, context) + request_bytes(draft, wd, context)

@@ -25,8 +25,31 @@ def add_arguments(p):
                    help="format of Q and the output, and of the compute (default bf16)")
     p.add_argument("--kv-dtype", default=None, metavar="FMT",
                    help="format of the cached K and V (default: the activation format)")
+    g = p.add_argument_group("tile view (docs/attention.md)")
+    g.add_argument("--kv-block", type=common.positive_int, action="append", metavar="B",
+                   help="a KV-block candidate of B key rows (repeatable); the query block is the largest "
+                        "that fits --tile-capacity")
+    g.add_argument("--tile-capacity", type=common.byte_size, metavar="BYTES",
+                   help="on-chip working capacity a candidate must fit (required with --kv-block)")
+    g.add_argument("--kv-slots", type=int, choices=(1, 2), default=1,
+                   help="K/V tiles held at once: 1 (K and V take turns in one slot, default) or 2")
     common.add_devices(p)
     common.add_output(p)
+
+
+def tile_view(args, act, kv):
+    from ..analyses.tiles import attention_tiles, element_bytes
+    from ..errors import UserError
+
+    if not args.kv_block:
+        if args.tile_capacity is not None:
+            raise UserError("--tile-capacity needs at least one --kv-block B")
+        return None
+    if args.tile_capacity is None:
+        raise UserError("--kv-block needs --tile-capacity BYTES (the on-chip working capacity)")
+    return attention_tiles(args.queries, args.keys, args.head_dim, args.kv_block, args.tile_capacity,
+                           causal=args.causal, q_bytes=element_bytes(act, "the activation"),
+                           kv_bytes=element_bytes(kv, "the KV"), slots=args.kv_slots)
 
 
 def run(args):
@@ -42,6 +65,8 @@ def run(args):
     inputs = {"batch": args.batch, "queries": args.queries, "keys": args.keys, "heads": args.heads,
               "kv_heads": kv_heads, "head_dim": args.head_dim, "causal": args.causal,
               "act_dtype": act.name, "kv_dtype": kv.name}
+    tiles = tile_view(args, act, kv)
     rec = kernel_result("attention", inputs, kern, common.devices(args), args.compute_efficiency,
-                        args.memory_efficiency, ATTENTION_CONVENTIONS, compute_option="--act-dtype")
+                        args.memory_efficiency, ATTENTION_CONVENTIONS, compute_option="--act-dtype",
+                        tiles=tiles)
     return common.emit(args, rec, render.markdown, render.csv)

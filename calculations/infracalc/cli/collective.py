@@ -26,11 +26,27 @@ def add_arguments(p):
     p.add_argument("--top-k", type=common.positive_int, default=0, metavar="K",
                    help="experts per token of that dispatch (with --experts): the bound lets a node-deduplicating "
                         "dispatch (DeepEP's normal mode) send one copy per destination node")
+    p.add_argument("--bytes", type=common.byte_size, default=None, metavar="S",
+                   help="one message size (sets --min-bytes and --max-bytes to S)")
     common.add_link_options(p.add_argument_group("links (override the device data)"))
+    ring = p.add_argument_group("physical paths on a declared ring (docs/collective.md)")
+    ring.add_argument("--topology", choices=("ring",), default=None,
+                      help="enumerate each round's messages on a bidirectional ring of --ranks nodes: the directed "
+                           "links each crosses, bytes per link and the per-round bound (reduce_scatter only)")
+    ring.add_argument("--rounds", type=common.positive_int, default=None, metavar="R",
+                      help="halving rounds to enumerate (default log2 of --ranks)")
+    ring.add_argument("--patterns", default="recursive,swing", metavar="P[,P]",
+                      help="recursive (peer r XOR 2^s), swing (De Sensi et al. 2024, eq. 2) or both (the default)")
+    ring.add_argument("--link-bw-ring", type=common.bandwidth, default=None, metavar="BW",
+                      help="bandwidth of each directed ring link (required with --topology ring)")
     common.add_output(p)
 
 
 def run(args):
+    if args.bytes is not None:
+        args.min_bytes = args.max_bytes = args.bytes
+    if args.topology or args.rounds or args.link_bw_ring:
+        return _ring(args)
     from .. import comm
     from ..analyses.collective import record, sizes
     from ..analyses.parallel.records import links_record
@@ -45,3 +61,23 @@ def run(args):
                  sizes(args.min_bytes, args.max_bytes, args.step_factor), links, links_record(links),
                  args.experts, args.top_k)
     return common.emit(args, rec, render.markdown, render.csv)
+
+
+def _ring(args):
+    from ..analyses.collective import sizes
+    from ..analyses.ring_paths import PATTERNS, record
+    from ..errors import UserError, unknown
+    from ..render import collective as render
+
+    if not args.topology:
+        raise UserError("--rounds and --link-bw-ring describe a declared topology; give --topology ring")
+    if args.link_bw_ring is None:
+        raise UserError("--topology ring needs --link-bw-ring BW (each directed ring link's bandwidth)")
+    patterns = tuple(p.strip() for p in args.patterns.split(","))
+    for p in patterns:
+        if p not in PATTERNS:
+            raise unknown("pattern", p, PATTERNS)
+    rounds = args.rounds or args.ranks.bit_length() - 1
+    rec = record(args.operation, args.ranks, sizes(args.min_bytes, args.max_bytes, args.step_factor), rounds,
+                 patterns, args.link_bw_ring)
+    return common.emit(args, rec, render.ring_markdown, render.ring_csv)

@@ -106,6 +106,10 @@ def add_arguments(p):
                     help="a worker type NAME:COUNT:PREFILL_TOK/S:DECODE_TOK/S (declared rates) or "
                          "NAME:COUNT:DEVICE (rates from the ledger); repeatable: enumerate every split "
                          "into a prefill and a decode pool")
+    pd.add_argument("--decode-batch", type=common.positive_int, default=None, metavar="B",
+                    help="with --worker NAME:COUNT:DEVICE: rate each device by the lower bound of one "
+                         "P-token prefill and of one decode step of B requests at the middle history "
+                         "(exact rationals; the book's derived stage rates) instead of the chunked estimate")
     pd.add_argument("--network-bw", type=common.bandwidth, default=None, metavar="BW",
                     help="with --worker: the shared one-way bandwidth carrying every KV handoff (e.g. 25GB/s)")
     rp = p.add_argument_group("replay (a few requests, iteration by iteration, declared step costs)")
@@ -162,17 +166,22 @@ def run(args):
         return common.emit(args, rec, render.markdown)
     if args.cached_prefix >= args.input_len:
         raise UserError(f"--cached-prefix {args.cached_prefix} must be below --input-len {args.input_len}")
-    if args.output_len < 2:
-        raise UserError("serve needs --output-len of at least 2 (one decode step)")
+    rated = args.worker and (args.decode_batch or all(len(spec) == 4 for spec in args.worker))
+    if args.output_len < 2 and not rated:
+        raise UserError("serve needs --output-len of at least 2 (one decode step); pools of declared "
+                        "or --decode-batch rated workers take 1 (no decode, no handoff)")
     opts = system.Options(cached=args.cached_prefix,
                           max_seqs=args.max_seqs, token_budget=args.max_batched_tokens, rate=args.rate,
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
                           memory_efficiency=args.memory_efficiency)
+    if args.decode_batch is not None and not args.worker:
+        raise UserError("--decode-batch rates --worker NAME:COUNT:DEVICE types; give --worker")
     if args.worker:
         rec = system.workers_record(arch, w, device, args.input_len, args.output_len, opts,
-                                    [_worker(spec, args) for spec in args.worker], args.network_bw)
+                                    [_worker(spec, args) for spec in args.worker], args.network_bw,
+                                    args.decode_batch)
         return common.emit(args, rec, render.markdown)
     if (args.prefill_device is None) != (args.decode_device is None):
         raise UserError("give both --prefill-device and --decode-device")

@@ -122,15 +122,18 @@ def qwen3_5(cfg, model_id):
     with the text model nested in `text_config` of the vision-language wrapper. The
     Hugging Face Qwen3.5 modules split in_proj_qkvz and in_proj_ba into in_proj_qkv,
     in_proj_z, in_proj_b and in_proj_a: the same tensors' values, so the counts are
-    Qwen3-Next's. The vision tower (vision_config) is reported apart, not modelled."""
+    Qwen3-Next's. The vision tower (vision_config, the Qwen3-VL tower) is counted by
+    `vision.qwen3_vl_params` and reported apart."""
+    from .vision import qwen3_vl_params
     tc = cfg.sub("text_config") if cfg.has("text_config") else cfg
     if not tc.flag("attn_output_gate", True):
         raise tc.unsupported("attn_output_gate false")
     arch = qwen3_next(tc, model_id)
-    vision = cfg.data.get("vision_config") if tc is not cfg else None
-    if isinstance(vision, dict):
-        part = Part("vision", None, f"vision tower ({vision.get('depth')} blocks, hidden {vision.get('hidden_size')}) "
-                    "and merger: not modelled (parameters unknown); every command runs the text model")
+    if tc is not cfg and cfg.has("vision_config"):
+        vc = cfg.sub("vision_config")
+        part = Part("vision", qwen3_vl_params(vc),
+                    f"vision tower ({vc.int('depth')} blocks, hidden {vc.int('hidden_size')}) and patch merger "
+                    "(vision_config); images are not part of the text workload, every command runs the text model")
         arch = arch.replace(parts=arch.parts + (part,), model_type=cfg.model_type)
     return arch
 

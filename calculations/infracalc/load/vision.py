@@ -27,6 +27,13 @@ intermediate size, L = layers, p = patch size, C = channels):
   Conv3d C t p^2 d (t = temporal_patch_size, no bias); per block norm1, norm2
   2d, qkv 3d^2 + 3d, proj d^2 + d, gated MLP with biases 3 d I + 2 I + d; merger
   ln_q d, mlp [m, m] + m and [o, m] + o with m = d s^2, o = out_hidden_size.
+- Qwen3.5 / Qwen3.6 vision (the Qwen3-VL tower, Qwen3_5VisionModel): patch_embed
+  Conv3d with bias C t p^2 d + d; learned pos_embed n d (n =
+  num_position_embeddings); per block norm1, norm2 LayerNorms 4d, qkv 3d^2 + 3d,
+  proj d^2 + d, MLP linear_fc1 [I, d] + I and linear_fc2 [d, I] + d (not gated);
+  merger LayerNorm 2d, linear_fc1 [m, m] + m, linear_fc2 [o, m] + o; each
+  deepstack merger (one per deepstack_visual_indexes entry) the same with its
+  LayerNorm over m (2m).
 """
 
 from ..arch import Part
@@ -65,6 +72,19 @@ def qwen_vl_params(vc):
     m, o = d * vc.int("spatial_merge_size", 2) ** 2, vc.int("out_hidden_size")
     block = 2 * d + (3 * d * d + 3 * d) + (d * d + d) + (3 * d * inter + 2 * inter + d)
     return channels * t * patch * patch * d + blocks * block + d + (m * m + m) + (o * m + o)
+
+
+def qwen3_vl_params(vc):
+    d, inter, blocks = vc.int("hidden_size"), vc.int("intermediate_size"), vc.int("depth")
+    patch, t, channels = vc.int("patch_size"), vc.int("temporal_patch_size", 2), vc.int("in_channels", 3)
+    m, o = d * vc.int("spatial_merge_size", 2) ** 2, vc.int("out_hidden_size")
+    deepstack = vc.get("deepstack_visual_indexes", [])
+    if not isinstance(deepstack, list):
+        raise vc.unsupported(f"deepstack_visual_indexes {deepstack!r} (a list of block indices)")
+    block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (2 * d * inter + inter + d)
+    projection = (m * m + m) + (o * m + o)
+    return (channels * t * patch * patch * d + d + vc.int("num_position_embeddings") * d + blocks * block
+            + 2 * d + projection + len(deepstack) * (2 * m + projection))
 
 
 def _text_config(cfg):

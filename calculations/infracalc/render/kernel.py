@@ -40,6 +40,41 @@ def _work_rows(w, command):
     return rows
 
 
+def _yes(flag):
+    return "yes" if flag else "no"
+
+
+def _tile_section(t):
+    """The tile view (analyses/tiles.py): one row per candidate, then the choice."""
+    i = u.integer
+    if t["kind"] == "gemm":
+        head = ["tile MxKxN", "working B", "fits", "A read", "B read", "C write", "partials st+ld",
+                "next-level B", "FLOP/B", "padded FLOPs"]
+        rows = [["x".join(map(str, r["tile"])), i(r["working_bytes"]), _yes(r["fits"]), i(r["a_read_bytes"]),
+                 i(r["b_read_bytes"]), i(r["c_write_bytes"]), i(r["partial_store_bytes"] + r["partial_load_bytes"]),
+                 i(r["next_level_bytes"]), f"{r['arithmetic_intensity_flops_per_byte']:,.2f}",
+                 i(r["padded_matrix_flops"])] for r in t["candidates"]]
+        setup = f"schedule {t['schedule']}, {t['input_buffers']} input buffer(s)"
+        best = ("none fits" if t["best_tile"] is None else
+                f"{'x'.join(map(str, t['best_tile']))}, {i(t['best_next_level_bytes'])} B to the next level")
+        align = "lrlrrrrrrr"
+    else:
+        head = ["KV block", "query block", "working B", "fits", "query blocks", "KV read", "interface B",
+                "visited-tile FLOPs", "padded FLOPs", "row updates"]
+        rows = [[i(r["kv_block"]), "-", "-", "no", "-", "-", "-", "-", "-", "-"] if r["query_block"] is None else
+                [i(r["kv_block"]), i(r["query_block"]), i(r["working_bytes"]), _yes(r["fits"]), i(r["query_blocks"]),
+                 i(r["kv_read_bytes"]), i(r["interface_bytes"]), i(r["visited_tile_matrix_flops"]),
+                 i(r["padded_matrix_flops"]), i(r["row_state_updates"])] for r in t["candidates"]]
+        setup = f"{t['kv_slots']} K/V slot(s), one query head of one request"
+        best = ("none fits" if t["best_kv_block"] is None else
+                f"KV block {i(t['best_kv_block'])}, {i(t['best_interface_bytes'])} B to the next level")
+        align = "rrrlrrrrrr"
+    return [f"## Tile candidates (capacity {i(t['capacity_bytes'])} B; {setup})", "",
+            markdown_table(head, rows, align), "",
+            f"- {t['fitting_candidates']} of {len(t['candidates'])} candidates fit; fewest next-level bytes: {best}",
+            f"- Every operand read or written once: {i(t['one_read_write_bytes'])} B", ""]
+
+
 def _device_rows(devices):
     for d in devices:
         ridge = d["ridge_point_flops_per_byte"]
@@ -73,6 +108,7 @@ def markdown(rec):
     return "\n".join([
         f"# {title}", "", _inputs_line(rec), eff, "", "## Work", "",
         markdown_table(["quantity", "exact", "human"], _work_rows(w, rec["command"]), "lrr"), "", *ops,
+        *(_tile_section(rec["tiles"]) if "tiles" in rec else ()),
         f"## Roofline per device (compute at {w['compute_dtype']}; intensity "
         f"{w['arithmetic_intensity_flops_per_byte']:,.2f} FLOP/B)", "",
         markdown_table(["device", "matrix peak", "bandwidth", "ridge FLOP/B", "compute", "memory", "time bound",

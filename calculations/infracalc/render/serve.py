@@ -154,6 +154,16 @@ def worker_lines(rec):
             for w in p["workers"]]
     lines += ["", markdown_table(["worker", "count", "prefill tok/s", "decode calls/s", "P s per request",
                                   "D s per request", "co-located req/s each"], rows), ""]
+    if "stage_bounds" in p:
+        rows = [[b["worker"], inline(b["device"]), u.integer(b["prefill_pass"]["matrix_flops"]),
+                 u.integer(b["prefill_pass"]["unique_bytes"]), _x(b["prefill_pass"], "lower_bound_s"),
+                 u.integer(b["decode_step"]["unique_bytes"]), _x(b["decode_step"], "lower_bound_s")]
+                for b in p["stage_bounds"]]
+        lines += ["Stage bounds (one prefill of the new tokens; one decode step of "
+                  f"{p['stage_bounds'][0]['decode_step']['batch']} requests at history "
+                  f"{p['stage_bounds'][0]['decode_step']['history']:,}):", "",
+                  markdown_table(["worker", "device", "prefill matrix FLOPs", "prefill unique B",
+                                  "prefill LB s", "step unique B", "step LB s"], rows), ""]
     rows = [[_pool(s["prefill_workers"]), _pool(s["decode_workers"]), _x(s, "prefill_requests_per_s"),
              _x(s, "decode_requests_per_s"), _x(s, "bound_requests_per_s"), ", ".join(s["limited_by"])]
             for s in p["splits"]]
@@ -291,6 +301,19 @@ def verdict_lines(rec):
 
 def markdown(rec):
     i = rec["inputs"]
+    if "workers" in rec:   # the workers carry their own rates: no scheduler, no --device
+        d = rec["device"]
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, PD pools of the given workers", "",
+                 *verdict_lines(rec), model_line(rec["model"], tied=False),
+                 f"- Requests: {i['input_len']} input and {i['output_len']} output tokens",
+                 *([formats_line(i)] if "weight_dtype" in i else []),
+                 *([f"- Device-rated workers: the stage bound at --decode-batch {i['decode_batch']}, "
+                    f"efficiency compute {d['compute_efficiency']:g}, memory {d['memory_efficiency']:g}"]
+                   if "decode_batch" in i else []), *note_lines(rec), ""]
+        lines += worker_lines(rec)
+        lines += ["## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                  *conventions(rec["conventions"])]
+        return "\n".join(lines)
     title = f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}"
     shape = (f"- Requests: {i['input_len']} input and {i['output_len']} output tokens; scheduler "
              if "input_len" in i else f"- Requests: {len(i['requests'])} replayed; scheduler ")
@@ -302,8 +325,6 @@ def markdown(rec):
         lines += sizing_lines(rec)
     if "replay" in rec:
         lines += replay_lines(rec)
-    if "workers" in rec:
-        lines += worker_lines(rec)
     if "pd" in rec:
         lines += pd_lines(rec)
     if "speculative" in rec:

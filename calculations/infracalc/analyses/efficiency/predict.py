@@ -22,6 +22,8 @@ peak of the format attention runs in: the compute format, except FP4 (no FP4
 attention kernel is published: attention runs in FP8, else BF16).
 """
 
+from operator import add
+
 from ...record import Record
 from . import matmul, memory
 
@@ -132,29 +134,43 @@ def _matrix_rate(op, p):
     return p.matrix_flops_per_s * wave(op, p.sms)
 
 
-def piece_times(pcs, p):
-    """Per operator of decode pieces (analyses/decode_sum): predicted seconds summed
+def piece_times(steps, p):
+    """Per operator of decode steps (analyses/decode_sum.Steps): predicted seconds summed
     over every step, each step's max(compute, memory) at the achievable rates (the
-    pieces' exact split where an operator turns compute-bound) plus its kernels."""
+    runs' exact split where an operator turns compute-bound) plus its kernels: the
+    compute time of its compute-side steps' summed FLOPs, the memory time of its
+    memory-side steps' summed bytes (exact integer sums, each turned into seconds
+    once), and repeats x kernel_s per step that moves bytes."""
     from ..decode_sum import FIELDS
 
     mf, vf = FIELDS.index("matrix_flops"), FIELDS.index("vector_flops")
     moved = [FIELDS.index(f) for f in ("weight_read", "act_read", "kv_read", "act_write", "kv_write")]
+
+    def moved_bytes(v):
+        return sum([v[j] for j in moved])
+
     out = []
-    for i, op in enumerate(pcs[0].ops):
+    for op, runs in zip(steps.ops, steps.runs):
         rate = _matrix_rate(op, p)
 
         def compute_s(v):
             return v[mf] / rate + v[vf] / p.vector_flops_per_s
 
         def memory_s(v):
-            return sum(v[j] for j in moved) / p.bytes_per_s
+            return moved_bytes(v) / p.bytes_per_s
 
-        total = 0.0
-        for piece in pcs:
-            for is_compute, count, v in piece.split(i, compute_s, memory_s):
-                total += compute_s(v) if is_compute else memory_s(v)
-                if memory_s(v):
-                    total += count * op.repeats * p.kernel_s
-        out.append(total)
+        on_compute = on_memory = None
+        kernels = 0
+        for run in runs:
+            for is_compute, count, v in run.split(compute_s, memory_s):
+                if is_compute:
+                    on_compute = v if on_compute is None else tuple(map(add, on_compute, v))
+                else:
+                    on_memory = v if on_memory is None else tuple(map(add, on_memory, v))
+                if moved_bytes(v):
+                    kernels += count
+        total = compute_s(on_compute) if on_compute else 0.0
+        if on_memory:
+            total += memory_s(on_memory)
+        out.append(total + kernels * op.repeats * p.kernel_s if kernels else total)
     return out

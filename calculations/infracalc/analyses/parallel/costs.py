@@ -45,14 +45,10 @@ class Cost(namedtuple("Cost", "compute_s weights_s kv_s act_s work")):
 ZERO = Cost(0.0, 0.0, 0.0, 0.0, WORK_ZERO)
 
 
-def pieces_cost(pcs, r):
-    """The Cost of linear pieces: their Account and their summed work."""
-    acc = account(pcs, r)
-    work = list(WORK_ZERO)
-    for p in pcs:
-        for i in range(len(p.ops)):
-            work = [a + b for a, b in zip(work, p.summed(i))]
-    return Cost(acc.compute_s, acc.weights_s, acc.kv_s, acc.act_s, tuple(work))
+def pieces_cost(steps, r):
+    """The Cost of decode steps (decode_sum.Steps): their Account and their summed work."""
+    acc = account(steps, r)
+    return Cost(acc.compute_s, acc.weights_s, acc.kv_s, acc.act_s, decode_sum.summed_totals(steps))
 
 
 def top_unit(plan, lay, stage):
@@ -112,13 +108,13 @@ def unit_cost(plan, a, w, spec):
             one = unit_cost(plan, a, w if not w.history else w.replace(history=0), ("pass",))[0]
             return (one.times(spec[2] - spec[1] + 1), one, one)
         if spec[0] == "pass":
-            return (pieces_cost([decode_sum.single(ledger.operators(a, w))], plan.r),)
+            return (pieces_cost(decode_sum.single(ledger.operators(a, w)), plan.r),)
         if not a.layers:   # embedding, final norm and head: the same work at every history
             one = unit_cost(plan, a, w.replace(history=0), ("pass",))[0]
             return (one.times(spec[2] - spec[1] + 1), one, one)
         pcs = pieces(plan, a, w, spec[1], spec[2])
-        return (pieces_cost(pcs, plan.r), pieces_cost([pcs[0].step(0)], plan.r),
-                pieces_cost([pcs[-1].last_step()], plan.r))
+        return (pieces_cost(pcs, plan.r), pieces_cost(pcs.first_step(), plan.r),
+                pieces_cost(pcs.last_step(), plan.r))
     return plan.memo(("cost", a, w, spec), make)
 
 
@@ -129,9 +125,8 @@ def pieces(plan, a, w, lo, hi):
     per (unit, workload), whatever the range (each CP degree has its own)."""
     if decode_sum.period(a) or decode_sum.breakpoints(a, 0, hi):
         return decode_sum.decode_pieces(a, w, lo, hi, check=False)
-    base = plan.memo(("piece at 0", a, w), lambda: decode_sum.decode_pieces(a, w, 0, 1, check=False)[0])
-    starts = tuple(base.values(i, lo) for i in range(len(base.ops)))
-    return [base.replace(first=lo, steps=hi - lo + 1, starts=starts, end_ops=())]
+    base = plan.memo(("piece at 0", a, w), lambda: decode_sum.decode_pieces(a, w, 0, 1, check=False))
+    return base.extended(lo, hi)
 
 
 def stage_cost(plan, lay, stage, w, spec, i=0):

@@ -276,17 +276,69 @@ def _header(arch, w, device, input_len, output_len, opts, r=None):
             "inputs": inputs, "notes": check_lengths(arch, input_len, output_len), "policies": []}
 
 
-def workers_record(arch, w, device, input_len, output_len, opts, workers, network_bytes_per_s=None):
+def stage_bound_rates(arch, w, device, input_len, output_len, batch, opts):
+    """A worker's two rates by the lower bound of one pass of each stage, exact rationals
+    (the book's derived stage rates, chapter 9): prefill tokens/s = (P - C) / LB(one prefill
+    of the P - C new tokens after C cached); decode calls/s = B / LB(one decode step of B requests at the history
+    P + floor((G - 1) / 2)); LB = max(matrix FLOPs / (matrix peak x e_c), vector FLOPs /
+    (vector peak x e_c), unique bytes / (bandwidth x e_m)) with every quantity an exact
+    integer and the efficiencies taken as the exact values of their floats."""
+    from fractions import Fraction
+
+    from ... import ledger
+    from ...errors import UserError
+
+    ec, em = Fraction(opts.compute_efficiency), Fraction(opts.memory_efficiency)
+    peak, vec = device.peak(w.compute_dtype), device.vector_flops_per_s
+    if not peak:
+        raise UserError(f"{device.id} has no {w.compute_dtype.name} matrix peak: its stage bound is unknown")
+
+    def bound(work):
+        ops = ledger.operators(arch, work)
+        mf = sum(op.matrix_flops for op in ops)
+        vf = sum(op.vector_flops for op in ops)
+        nbytes = sum(op.weight_read + op.kv_read + op.kv_write for op in ops)
+        terms = [Fraction(mf) / (peak * ec), Fraction(nbytes) / (device.memory_bandwidth_bytes_per_s * em)]
+        if vec:
+            terms.append(Fraction(vf) / (vec * ec))
+        return max(terms), {"matrix_flops": mf, "vector_flops": vf, "unique_bytes": nbytes}
+
+    new = input_len - opts.cached
+    pre, pre_work = bound(w.replace(batch=1, tokens=new, history=opts.cached, logits="last"))
+    history = input_len + (output_len - 1) // 2
+    dec, dec_work = bound(w.replace(batch=batch, tokens=1, history=history, logits="last"))
+    return {"prefill_tokens_per_s": new / pre, "decode_tokens_per_s": batch / dec,
+            "prefill_pass": dict(pre_work, tokens=new, history=opts.cached, lower_bound_s=pre),
+            "decode_step": dict(dec_work, batch=batch, history=history, lower_bound_s=dec)}
+
+
+STAGE_BOUND = (
+    "Worker rates from a device (--decode-batch B): prefill tokens/s = (P - C) / LB(one prefill of "
+    "the P - C new tokens after C cached), "
+    "decode calls/s = B / LB(one decode step of B requests at history P + floor((G - 1) / 2)), "
+    "LB = max(matrix FLOPs / matrix peak, vector FLOPs / vector peak, (weights + KV read + KV "
+    "written) / bandwidth) at --compute-efficiency / --memory-efficiency, exact rationals (the "
+    "book's derived stage rates, chapter 9).")
+
+
+def workers_record(arch, w, device, input_len, output_len, opts, workers, network_bytes_per_s=None,
+                   decode_batch=None):
     """Every split of the given worker types into a prefill and a decode pool (pools.pd_record);
-    a type named by a device is rated by the ledger (worker_rates' estimate)."""
+    a type named by a device is rated by the ledger: worker_rates' estimate, or with
+    `decode_batch` the stage bound (stage_bound_rates)."""
     from ...load.hardware import load_device
     from . import pools
 
-    rated = []
+    rated, stages = [], []
     for wk in workers:
         if wk.decode_tokens_per_s is None:
             dev = load_device(wk.prefill_tokens_per_s)
-            rates = worker_rates(arch, w, dev, input_len, output_len, opts)["estimate"]
+            if decode_batch:
+                rates = stage_bound_rates(arch, w, dev, input_len, output_len, decode_batch, opts)
+                stages.append(dict(worker=wk.name, device=dev.id, prefill_pass=rates["prefill_pass"],
+                                   decode_step=rates["decode_step"]))
+            else:
+                rates = worker_rates(arch, w, dev, input_len, output_len, opts)["estimate"]
             wk = wk.replace(prefill_tokens_per_s=rates["prefill_tokens_per_s"],
                             decode_tokens_per_s=rates["decode_tokens_per_s"])
         rated.append(wk)
@@ -300,8 +352,11 @@ def workers_record(arch, w, device, input_len, output_len, opts, workers, networ
                          exact(network_bytes_per_s), exact(opts.rate))
     rec["inputs"]["network_bytes_per_s"] = network_bytes_per_s
     rec["workers"] = pools.jsonable(pd)
+    if stages:
+        rec["inputs"]["decode_batch"] = decode_batch
+        rec["workers"]["stage_bounds"] = pools.jsonable(stages)
     rec.update(definitions=list(DEFINITIONS), left_out=list(LEFT_OUT[:1]),
-               conventions=conventions(w) + [pools.PD_CONVENTION])
+               conventions=conventions(w) + [pools.PD_CONVENTION] + ([STAGE_BOUND] if stages else []))
     return rec
 
 
@@ -351,7 +406,7 @@ def speculative_record(target, draft, w, w_draft, device, input_len, output_len,
         raise UserError(f"draft model {draft.id} has vocabulary {draft.vocab_size:,}, the target "
                         f"{target.vocab_size:,}: speculative decoding needs a shared tokenizer")
     mid = input_len + (output_len - 1) // 2
-    plain = phase_record([decode_sum.single(ledger.operators(target, wt.replace(history=mid)))], r)["time_s"]
+    plain = phase_record(decode_sum.single(ledger.operators(target, wt.replace(history=mid))), r)["time_s"]
     rows = speculation.draft_lengths(target, draft, wt, wd, input_len, output_len, alphas, max_k, r, plain)
     top = speculation.best(rows)
     return {"draft_model": draft.id, "draft_params": draft.params, "acceptance": list(alphas),
