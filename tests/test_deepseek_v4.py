@@ -115,6 +115,70 @@ class BookFigures(unittest.TestCase):
         self.assertEqual(by(lambda n: n == "indexer.scores"), 45_097_156_608)
 
 
+class ProBookFigures(unittest.TestCase):
+    """deepseek-ai/DeepSeek-V4-Pro (revision b5968e91; config.json 1,828 bytes, sha256
+    5fe4568d... as pinned in bojieli/ai-infra-book:calculations/configs/sources.lock.json).
+    The book's V4-Pro rows (bojieli/ai-infra-book:calculations/results/README.md): base
+    logical parameters 1,572,997,201,763; base forward 861.614907 (b1, T 8192) and 6.996793
+    TFLOPs (b64, T 1, H 8192); attention projections 318.877699 / 2.491232, QK/PV 68.205087 /
+    0.679679, index 8.246337 / 0.064425; FFN 3.632082715, routed 3.094792372, shared
+    0.515798729 (b64); mHC mixing 1377.342325 / 10.760487 GFLOPs, plain arithmetic 368.094306 /
+    2.875737 GFLOPs, FP32 mHC parameters 320.700085 MiB; results/v4-prefix-pro-boundary.md:
+    5 steps after a 125-token prefix, 500,022,149,120 matrix FLOPs."""
+
+    PROJ = staticmethod(lambda n: n in ("wq_a", "wq_b", "wkv", "wo_a", "wo_b", "indexer.wq_b",
+                                        "indexer.weights_proj") or n.endswith((".wkv", ".wgate")))
+
+    def test_config_is_the_pinned_file(self):
+        import hashlib
+        digest = hashlib.sha256((ROOT / "calculations" / "models" / "deepseek-v4-pro.json").read_bytes()).hexdigest()
+        self.assertEqual(digest, "5fe4568daee51c208cb8a79538eaeda090ae011ade1dee2c386aa95f569c810e")
+
+    def test_parameters(self):
+        arch = load_model("deepseek-v4-pro")
+        self.assertEqual(arch.params, 1_572_997_201_763)
+        hc = sum(t.params for t in arch.tensors() if ".hc_" in t.name or t.name.startswith("hc_"))
+        self.assertEqual(4 * hc, 336_278_412)   # 320.700085 MiB of FP32
+
+    def test_prefill(self):
+        arch, w = load_model("deepseek-v4-pro"), Workload(tokens=8192)
+        ops = ledger.build(arch, w).ops
+        by = lambda pred, f="matrix_flops": sum(getattr(op, f) for op in ops if pred(op.name))
+        t = ledger.totals(arch, w, ops)
+        self.assertEqual(t.linear_flops + t.attention_flops_rectangular, 861_614_907_064_320)
+        self.assertEqual(by(self.PROJ), 318_877_699_407_872)
+        self.assertEqual(by(lambda n: n.startswith(("attn_qk", "attn_pv"))), 68_205_087_293_440)
+        # 30 ratio-4 layers x 2 x 64 heads x 128 x 8192 queries x 2048 entries
+        self.assertEqual(by(lambda n: n == "indexer.scores", "rect_flops"), 30 * 2 * 64 * 128 * 8192 * 2048)
+        self.assertEqual(30 * 2 * 64 * 128 * 8192 * 2048, 8_246_337_208_320)
+        hc = [op for op in ops if op.name.startswith("hc_")]
+        self.assertEqual(sum(op.matrix_flops for op in hc), 1_377_342_324_736)
+        # plain arithmetic 368.094306 GFLOPs + 37 specials per sublayer x 122 + 5 in hc_head
+        self.assertEqual(sum(op.vector_flops for op in hc) - 8192 * (37 * 122 + 5), 368_094_306_304)
+
+    def test_decode_batch_64(self):
+        arch = load_model("deepseek-v4-pro")
+        ops = ledger.build(arch, Workload(batch=64, tokens=1, history=8192)).ops
+        by = lambda pred: sum(op.matrix_flops for op in ops if pred(op.name))
+        self.assertEqual(sum(op.matrix_flops for op in ops), 6_996_793_229_312)
+        routed, shared = by(lambda n: n.startswith("experts.")), by(lambda n: n.startswith("shared."))
+        self.assertEqual((routed, shared), (3_094_792_372_224, 515_798_728_704))
+        self.assertEqual(routed + shared + by(lambda n: n == "router"), 3_632_082_714_624)
+        self.assertEqual(by(self.PROJ), 2_491_232_026_624)
+        self.assertEqual(by(lambda n: n.startswith(("attn_qk", "attn_pv"))), 679_678_574_592)
+        self.assertEqual(by(lambda n: n == "indexer.scores"), 64_424_509_440)
+
+    def test_state_at_one_million(self):
+        """state-deepseek-v4-pro-n1048576: per request, 30 CSA layers read the window (128 x
+        1024 B), the top 1024 compressed entries (x 1024 B) and every index entry
+        (262,144 x 256 B); 31 HCA layers the window and 8,192 entries (x 1024 B):
+        30 x 68,288,512 + 31 x 8,519,680 = 2,312,765,440 B = the book's selected payload
+        (141160 MiB for 64 requests) once the compressor state (18,710,528 B) is set apart."""
+        t = ledger.build(load_model("deepseek-v4-pro"), Workload(tokens=1, history=1_048_575)).totals
+        self.assertEqual(t.kv_bytes_read - 18_710_528, 30 * 68_288_512 + 31 * 8_519_680)
+        self.assertEqual(64 * t.kv_bytes_resident_after, 631_902 * 2**20)
+
+
 class Formulas(unittest.TestCase):
     def test_floor_sums_equal_brute_force(self):
         for r in (1, 4, 8, 128):

@@ -126,12 +126,14 @@ class Fit(unittest.TestCase):
             self.assertAlmostEqual(value, training.FITTED[key], places=12, msg=key)
 
     def test_collective_efficiency_is_the_fit(self):
-        pairs = [(c, V._bound_row(c)) for c in (V.load_case(p) for p in V.case_paths())
-                 if c["kind"] == "collective"]
-        got = VP.fit_collectives(pairs)
+        cases = [c for c in (V.load_case(p) for p in V.case_paths()) if c["kind"] == "collective"]
+        got = VP.fit_collectives(cases)
         self.assertEqual(set(got), set(VP.COLLECTIVE_FITTED))
         for key, value in got.items():
             self.assertAlmostEqual(value, VP.COLLECTIVE_FITTED[key], places=12, msg=key)
+        # the product default (serving's TP all-reduces, `collective`) is the fit on all cases
+        from infracalc.analyses.efficiency import collective
+        self.assertEqual(collective.FITTED["all"], VP.COLLECTIVE_FITTED["all"])
 
     def test_errors_are_linear_in_the_constants(self):
         # one sample: N = 100, GPU 10 ms, 1000 kernels, measured iteration 20 ms

@@ -33,6 +33,8 @@ class Workload(Record):
     mla: str = "absorbed"         # MLA execution path: auto | absorbed | expanded | naive (blocks.mla)
     delta_form: str = "auto"      # linear-attention form: auto | chunked | recurrent (blocks.linear_attention, blocks.lightning)
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
+    head_positions: int = 0       # positions per request the head runs on (0: as `logits` says); training's
+                                  # compacted supervised tokens (train --supervised-tokens)
 
     def _check(self):
         for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):
@@ -48,6 +50,9 @@ class Workload(Record):
             raise UserError(f"new_kv must be one of {', '.join(NEW_KV)}, got {self.new_kv!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
+        if not 0 <= self.head_positions <= self.tokens:
+            raise UserError(f"head positions must be in 0..{self.tokens} (the new tokens per request), "
+                            f"got {self.head_positions}")
 
     def without_history(self):
         """This workload at history 0 (built once per instance): the key under which
@@ -77,7 +82,9 @@ class Workload(Record):
 
     @property
     def head_rows(self):
-        """Positions the output head runs on."""
+        """Positions the output head runs on: `head_positions` per request when set, else by `logits`."""
+        if self.head_positions:
+            return self.batch * self.head_positions
         return {"last": self.batch, "all": self.positions, "none": 0}[self.logits]
 
     @property

@@ -63,13 +63,14 @@ LOSS_BYTES = 4           # the loss works on fp32 logits
 
 
 class CrossEntropy(Block):
-    """Softmax cross-entropy over the vocabulary on every position (fp32): reads
-    the logits, writes one loss per token; keeps the fp32 logits and the
-    log-sum-exp per row for the backward."""
+    """Softmax cross-entropy over the vocabulary on every position the head runs
+    on (fp32; all of them, or the compacted supervised tokens): reads the logits,
+    writes one loss per token; keeps the fp32 logits and the log-sum-exp per row
+    for the backward."""
     vocab: int
 
     def ops(self, w):
-        rows, v = w.positions, self.vocab
+        rows, v = w.head_rows, self.vocab
         return [Op("cross_entropy", "vector", f"[{rows},{v}] fp32",
                    vector_flops=rows * v * LOSS_FWD_PER_LOGIT + rows * LOSS_FWD_PER_ROW,
                    act_read=w.act_dtype.nbytes_flat(rows * v), act_write=rows * LOSS_BYTES,
@@ -96,7 +97,8 @@ def backward(op, w, vocab, flash_recompute=False):
         hidden = op.act_write // w.act_dtype.nbytes_flat(w.positions)
         return Backward(0, w.positions * hidden, op.act_write + 2 * op.weight_read)
     if kind == "loss":
-        rows, logits = w.positions, w.positions * vocab
+        rows = w.head_rows
+        logits = rows * vocab
         return Backward(0, logits * LOSS_BWD_PER_LOGIT + rows * LOSS_BWD_PER_ROW,
                         op.saved_bytes + op.act_read)
     if kind == "softmax":     # inside the fused kernel: reads its row statistics only

@@ -73,7 +73,9 @@ PREDICTION_CONVENTIONS = (
     "every other publication (column fit). Training cases: train's step estimate at the "
     "achievable matmul and HBM fractions with each publication's recipe (TRAINING_RECIPES), "
     "times one fitted factor (what that model leaves unexplained), fitted leave one publisher out. "
-    "Collective cases: the bound at one fitted efficiency (leave one publication out).",
+    "Collective cases: NCCL's own cost model (per algorithm and protocol latency, link bandwidth at "
+    "NCCL's figures; efficiency.collective) with one fitted residual on the bandwidth (leave one "
+    "publication out).",
     "Accuracy per family: cases with a prediction, median and 90th percentile (linear "
     "interpolation) of |error|, the median signed error, and the worst case with the term "
     "that dominated its predicted iteration.",
@@ -101,11 +103,11 @@ def with_prediction(case, row):
         return row
     if case["kind"] == "collective" and row.get("ratio"):
         eff, basis = collective_factor(case)
+        value, name, proto = collective_prediction(case, eff)
         time = str(case["measured"].get("unit", "")).startswith("time")
-        value = row["bound"] / eff if time else row["bound"] * eff
         error = case["measured"]["value"] / value - 1 if time else value / case["measured"]["value"] - 1
-        row.update(predicted=value, predicted_error=error, predicted_fit=f"efficiency {eff:.3f}, {basis}",
-                   predicted_cause=f"bound by {row['bound_kind']}")
+        row.update(predicted=value, predicted_error=error, predicted_fit=f"residual {eff:.3f}, {basis}",
+                   predicted_cause=f"NCCL model: {name}/{proto}")
         return row
     if case["kind"] != "serving-throughput":
         return row
@@ -136,29 +138,62 @@ TRAINING_RECIPES = {
 }
 
 
-# Collectives: the share of the bound's bandwidth-and-latency model a tuned library reaches
-# (NCCL's protocol and channel losses, DeepEP's kernels), one fitted figure: the median
-# measured / bound efficiency over the other publications (leave one publication out);
-# "all" over every case. tests/test_prediction.py refits it. A stand-in, not a model of
-# message size beyond the bound's own alpha-beta form.
+# Collectives: efficiency.collective's NCCL model (latency per algorithm and protocol, bandwidth
+# at NCCL's link figures) with its one fitted residual, chosen leave one publication out: the
+# median over the other publications' cases of the bandwidth seconds of the pair NCCL's model picks
+# over the measured time less that pair's latency; "all" over every case (efficiency.collective.
+# FITTED). tests/test_prediction.py refits it.
 COLLECTIVE_FITTED = {
-    'all': 0.7499427096774193,
-    "CoreWeave: coreweave/nccl-tests pull request #43, 'feat(slurm): Add a GB200 NVL72 example'": 0.7515989971151323,
-    "DeepSeek (deepseek-ai): deepseek-ai/DeepEP README, 'Low-latency kernels with pure RDMA'": 0.6366224783333015,
-    "ProHuper (GitHub user): NVIDIA/nccl-tests issue #232, 'NCCL Tree allreduce test cannot reach the theoretical bus bandwidth on 2 nodes with 4 nics'": 0.7515989971151323,
-    "ishanbshah (GitHub user; an H100 cluster operator): nccl-tests issue #347, 'Multi-node NCCL performance drop due to cross numa issues' (output 'Within one node')": 0.7515989971151323,
-    "qdbkppkbdq (GitHub user): NVIDIA/nccl issue #1221, 'NVLS don not work in systems with more than four nodes'": 0.7532552845528454,
-    "yupatrick22 (GitHub user): NVIDIA/nccl issue #1374, 'Why NVLS allreduce performance is so weird?'": 0.7515989971151323,
-    "zhangmenghao (GitHub user): NVIDIA/nccl-tests issue #153, '`busbw` does not reflect the speed of hardware bottleneck in H800'": 0.7364946733266413,
+    'all': 0.842494786729858,
+    "CoreWeave: coreweave/nccl-tests pull request #43, 'feat(slurm): Add a GB200 NVL72 example'": 0.8465099657867134,
+    "DeepSeek (deepseek-ai): deepseek-ai/DeepEP README, 'Low-latency kernels with pure RDMA'": 0.8043737677125992,
+    "ProHuper (GitHub user): NVIDIA/nccl-tests issue #232, 'NCCL Tree allreduce test cannot reach the theoretical bus bandwidth on 2 nodes with 4 nics'": 0.8465099657867134,
+    "ishanbshah (GitHub user; an H100 cluster operator): nccl-tests issue #347, 'Multi-node NCCL performance drop due to cross numa issues' (output 'Within one node')": 0.8396624877045517,
+    "qdbkppkbdq (GitHub user): NVIDIA/nccl issue #1221, 'NVLS don not work in systems with more than four nodes'": 0.8505251448435689,
+    "yupatrick22 (GitHub user): NVIDIA/nccl issue #1374, 'Why NVLS allreduce performance is so weird?'": 0.8396624877045517,
+    "zhangmenghao (GitHub user): NVIDIA/nccl-tests issue #153, '`busbw` does not reflect the speed of hardware bottleneck in H800'": 0.8396624877045517,
 }
 
 
-def fit_collectives(rows_by_case):
-    """COLLECTIVE_FITTED from (case, bound row) pairs of collective cases."""
-    effs = [(publication(c), r["ratio"]) for c, r in rows_by_case if r.get("ratio")]
-    out = {"all": statistics.median(e for _, e in effs)}
-    for pub in sorted({p for p, _ in effs}):
-        rest = [e for p, e in effs if p != pub]
+def _collective_setup(case):
+    from .. import comm
+    from .collective import placed
+    from .validate import _device
+
+    s = case["setup"]
+    device = _device(s["device"])
+    c = placed(s["operation"], s["bytes"], s["devices"], s["ranks_per_node"], device)
+    return c, comm.links(device, link_bw_out=s.get("link_bw_out_bytes_per_s")), device
+
+
+def measured_seconds(case, c):
+    """A collective case's measured time of one run (a busbw figure converted by nccl-tests' rule)."""
+    from .. import comm
+
+    m = case["measured"]
+    if str(m.get("unit", "")).startswith("time"):
+        return m["value"] * 1e-6
+    return comm.bus_factor(c.kind, c.group) * c.bytes / (m["value"] * 1e9)
+
+
+def collective_sample(case):
+    """(publication, residual): the bandwidth seconds of the pair NCCL's model picks at residual 1
+    over (measured seconds - that pair's latency); None when the latency alone exceeds the run."""
+    from .efficiency import collective
+
+    c, links, device = _collective_setup(case)
+    _, _, lat, bw = min(collective.choices(c, links, device.id), key=lambda r: r[2] + r[3])
+    rest = measured_seconds(case, c) - lat
+    return (publication(case), bw / rest) if rest > 0 else None
+
+
+def fit_collectives(cases):
+    """COLLECTIVE_FITTED from collective cases: the median residual over all and over all but
+    each publication."""
+    samples = [x for x in (collective_sample(c) for c in cases) if x]
+    out = {"all": statistics.median(r for _, r in samples)}
+    for pub in sorted({p for p, _ in samples}):
+        rest = [r for p, r in samples if p != pub]
         if rest:
             out[pub] = statistics.median(rest)
     return out
@@ -168,6 +203,18 @@ def collective_factor(case):
     key = publication(case)
     return ((COLLECTIVE_FITTED[key], "without its publication") if key in COLLECTIVE_FITTED
             else (COLLECTIVE_FITTED["all"], "all cases (in-sample)"))
+
+
+def collective_prediction(case, residual):
+    """(predicted figure in the case's unit, algorithm, protocol) of a collective case."""
+    from .. import comm
+    from .efficiency import collective
+
+    c, links, device = _collective_setup(case)
+    t, name, proto = collective.predicted_s(c, links, device.id, residual)
+    if str(case["measured"].get("unit", "")).startswith("time"):
+        return t * 1e6, name, proto
+    return comm.busbw(c, t) / 1e9, name, proto
 
 
 def training_factor(case):

@@ -16,6 +16,8 @@ KINDS = {
     "checkpoint": "checkpoint save cost, failure rate, Young's interval and the Poisson retry optimum",
     "energy": "energy of one forward pass or decode step from the ledger (pJ per byte and per FLOP, "
               "sourced), board power x time, and cost at a declared price per device-hour",
+    "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
+              "(activation, multiply, optional layout permute, cast), every contiguous grouping",
 }
 
 
@@ -212,6 +214,32 @@ def _energy_arguments(q):
                    help="devices billed for the pass's time (default 1)")
 
 
+def _fusion_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, help="rows M of the chain's tensors (tokens)")
+    q.add_argument("--act-dtype", default="bf16", metavar="FMT",
+                   help="format of gate, up and the chain's intermediates (default bf16)")
+    q.add_argument("--stored-dtype", default="int8", metavar="FMT",
+                   help="format the chain casts its output to for the down GEMM (default int8: one byte per "
+                        "value, a fixed scale not counted)")
+    q.add_argument("--layout-copy", action="store_true",
+                   help="add a standalone layout permute (read and write one intermediate) before the cast")
+
+
+def _fusion(args):
+    from ..analyses.fusion import first_gated_mlp, pointwise_fusion
+    from ..analyses.tiles import element_bytes
+    from ..dtypes import dtype
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    mlp = first_gated_mlp(arch)
+    stored = dtype(args.stored_dtype).nbytes((args.tokens, mlp.inter))
+    out = pointwise_fusion(args.tokens, mlp.inter, act_bytes=element_bytes(dtype(args.act_dtype), "the activation"),
+                           stored_bytes=stored, act=mlp.act, layout_copy=args.layout_copy)
+    return dict({"model": arch.id}, **out)
+
+
 def _price(text):
     """A declared positive price in dollars: 2.5, 3."""
     try:
@@ -355,6 +383,8 @@ def run(args):
         rec["result"] = _window(args)
     elif args.kind == "energy":
         rec["result"] = _energy(args)
+    elif args.kind == "fusion":
+        rec["result"] = _fusion(args)
     else:
         rec["result"] = _checkpoint(args)
     rec["conventions"] = render.CONVENTIONS[args.kind]

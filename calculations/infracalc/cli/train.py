@@ -7,6 +7,9 @@ from . import common
 def add_arguments(p):
     common.add_model(p)
     p.add_argument("--seq", type=common.tokens, required=True, help="tokens per sequence")
+    p.add_argument("--supervised-tokens", type=common.tokens, default=None, metavar="N",
+                   help="tokens per sequence the loss supervises, compacted so the output head and loss run "
+                        "on them only (default: every position; a dense loss mask keeps the head on all)")
     p.add_argument("--micro-batch", type=common.positive_int, default=1,
                    help="sequences per micro-batch (default 1)")
     p.add_argument("--global-batch", type=common.positive_int, default=None,
@@ -146,8 +149,11 @@ def run(args):
     grad = _whole_bytes(dtype(args.grad_dtype), "--grad-dtype")
     master = 0 if args.master_dtype == "none" else _whole_bytes(dtype(args.master_dtype), "--master-dtype")
     act = dtype(args.act_dtype)
+    if args.supervised_tokens is not None and args.supervised_tokens > args.seq:
+        raise UserError(f"--supervised-tokens {args.supervised_tokens} exceeds --seq {args.seq}")
     w = Workload(batch=args.micro_batch, tokens=args.seq, logits="all",
-                 weight_dtype=dtype(args.weight_dtype), act_dtype=act, kv_dtype=act)
+                 weight_dtype=dtype(args.weight_dtype), act_dtype=act, kv_dtype=act,
+                 head_positions=args.supervised_tokens or 0)
     weight = _whole_bytes(w.weight_dtype, "--weight-dtype")
     chunks = args.virtual_stages or (2 if args.schedule == "interleaved" else 1)
     s = train.Setup(recompute=args.recompute, recompute_modules=args.recompute_modules,

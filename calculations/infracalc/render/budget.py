@@ -2,7 +2,10 @@
 
 from .table import inline, markdown_table
 
+from ..analyses.fusion import FUSION_CONVENTIONS
+
 CONVENTIONS = {
+    "fusion": FUSION_CONVENTIONS,
     "decode": [
         "Nominal dense model: N parameters and a storage width only (no layers, attention or head): "
         "2 N B matrix FLOPs per step, ceil(N x bits / 8) weight bytes read once for the batch, each "

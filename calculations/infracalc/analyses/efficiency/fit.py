@@ -6,9 +6,11 @@ The predicted iteration is linear in the constants:
                 + host_per_request_s x N
 
 so each serving case is reduced once to (publication, N, GPU seconds, kernels, measured
-iteration = the iteration time that reproduces the measured throughput at N), and a fit
-is a search over GRID minimising median |error| + 0.3 x p90 |error| (error = predicted /
-measured throughput - 1). `leave_one_out` fits once per publication on all the others.
+iteration = the iteration time that reproduces the measured throughput at N, family), and a
+fit is a search over GRID minimising, averaged over the serving families (one device, several
+devices: the accuracy target holds per family, so neither family's cases outvote the other's),
+median |error| + 0.3 x p90 |error| (error = predicted / measured throughput - 1).
+`leave_one_out` fits once per publication on all the others.
 """
 
 import statistics
@@ -21,9 +23,9 @@ GRID = tuple((k * 1e-6, f * 1e-3, r * 2.5e-6) for k in range(5)
 
 
 def sample(case):
-    """(publication, N, GPU seconds at zero kernel cost, kernels, measured iteration) of a
+    """(publication, N, GPU seconds at zero kernel cost, kernels, measured iteration, family) of a
     serving case, or None when it has no prediction."""
-    from ..validate_predict import publication, serving_prediction
+    from ..validate_predict import family, publication, serving_prediction
 
     zero = (0.0, 0.0, 0.0)
     value, rec = serving_prediction(case, zero)
@@ -31,12 +33,13 @@ def sample(case):
         return None
     # the prediction at zero constants is all GPU work: scale the iteration to the measurement
     measured_iteration = rec["iteration_s"] * value / case["measured"]["value"]
-    return publication(case), rec["concurrency"], rec["gpu_s"], rec["kernels"], measured_iteration
+    return (publication(case), rec["concurrency"], rec["gpu_s"], rec["kernels"], measured_iteration,
+            family(case))
 
 
 def errors(samples, constants):
     k, f, r = constants
-    return [meas / (gpu + k * kern + f + r * n) - 1 for _, n, gpu, kern, meas in samples]
+    return [meas / (gpu + k * kern + f + r * n) - 1 for _, n, gpu, kern, meas, *_ in samples]
 
 
 def score(errs):
@@ -44,9 +47,15 @@ def score(errs):
     return statistics.median(a) + 0.3 * a[int(0.9 * (len(a) - 1))]
 
 
+def family_score(samples, constants):
+    """The mean over the samples' families of each family's score."""
+    fams = sorted({s[5] for s in samples})
+    return sum(score(errors([s for s in samples if s[5] == f], constants)) for f in fams) / len(fams)
+
+
 def fit(samples):
-    """The GRID point with the best score on `samples` (the first on a tie)."""
-    return min(GRID, key=lambda c: score(errors(samples, c)))
+    """The GRID point with the best family_score on `samples` (the first on a tie)."""
+    return min(GRID, key=lambda c: family_score(samples, c))
 
 
 def leave_one_out(samples):

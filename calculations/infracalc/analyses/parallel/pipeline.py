@@ -111,19 +111,20 @@ def phases(plan, lay, batch, detail=True, want=("prefill", "first", "last", "dec
     return out
 
 
-def ranked_phase(plan, lay, batch, phase):
+def ranked_phase(plan, lay, batch, phase, times=stage_times):
     """The pipeline figures `latency` reads of the one phase a search ranks by ("prefill"
-    or "decode"), by `phases`' formulas from the same stage evaluation, without records."""
+    or "decode"), by `phases`' formulas from the same stage evaluation, without records
+    (`times`: bound.stage_time_bounds gives a lower bound on each figure instead)."""
     m = micro_batches(lay, batch)
     b = batch // m
     out = {"micro_batches": m, "micro_batch": b}
     c = check_cp(plan, lay)
     if phase == "prefill":
         xs = transfer(plan, lay, b * c)[1]
-        out["prefill"] = prefill_pipeline(stage_times(plan, lay, "prefill", b), xs, m, lay.pp)
+        out["prefill"] = prefill_pipeline(times(plan, lay, "prefill", b), xs, m, lay.pp)
     elif plan.steps:
         xs = transfer(plan, lay, b)[1]
-        out["decode"] = step_pipeline(stage_times(plan, lay, "decode", b), xs * plan.steps, m, lay.pp)
+        out["decode"] = step_pipeline(times(plan, lay, "decode", b), xs * plan.steps, m, lay.pp)
     return out
 
 

@@ -1,5 +1,7 @@
 """`parallel --search`: every layout of N devices, scored and ranked."""
 
+import bisect
+
 from ... import layout as placement
 from ...collectives import ceil_div
 from ...errors import UserError
@@ -8,19 +10,47 @@ from .. import ranking
 from ..ranking import Rejected, Rejections
 from ..records import CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_CONVENTIONS, comm_conventions
+from .bound import PRUNE_MARGIN, stage_time_bounds
 from .pipeline import latency, latency_bound, phases, ranked_phase
+from .stage import stage_times
+
+TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
-def score(plan, lay, batch, objective):
-    """(value to rank, figures) of one layout at one batch: lower is better."""
-    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode")
+def score(plan, lay, batch, objective, times=stage_times):
+    """(value to rank, figures) of one layout at one batch: lower is better (`times`:
+    bound.stage_time_bounds gives a value never above the exact one)."""
+    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode", times)
     lat = latency(plan, lay, batch, ph)
     if objective == "ttft":
         return lat["ttft_s"], lat, ph
     if objective == "tpot":
         return lat["tpot_mean_s"], lat, ph
     return -lat["decode_tokens_per_s_per_device"], lat, ph
+
+
+def score_bound(plan, lay, batch, objective):
+    """A value never above `score`'s for this layout and batch (-inf when the bound says
+    nothing: a decode time bound of 0)."""
+    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode", stage_time_bounds)
+    lat = latency(plan, lay, batch, ph)
+    value = {"ttft": lat["ttft_s"], "tpot": lat["tpot_mean_s"]}.get(objective)
+    if objective == "throughput":
+        rate = lat["decode_tokens_per_s_per_device"]
+        value = -rate if rate else None
+    return float("-inf") if value is None else value
+
+
+def over_limit(plan, lay, batches, tpot_limit):
+    """True when a lower bound on the mean TPOT exceeds `tpot_limit` at every batch: then
+    `best_batch` finds none within it (whichever it tries), so the layout is rejected
+    without its exact figures."""
+    for b in batches:
+        tpot = latency(plan, lay, b, ranked_phase(plan, lay, b, "decode", stage_time_bounds))["tpot_mean_s"]
+        if tpot is None or tpot <= tpot_limit * (1 + PRUNE_MARGIN):
+            return False
+    return True
 
 
 def search_batches(cap, batch, pp):
@@ -72,39 +102,57 @@ def _collective_span(lay):
     return (max(lay.tp, lay.cp, lay.ep, 2 if lay.pp > 1 else 1), lay.tp, lay.cp, lay.ep, lay.pp, lay.dp)
 
 
-def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
+def _checked(plan, objective, batch):
+    """The batch a search runs at (--batch; 1 for the ttft and tpot objectives), after
+    refusing an objective it cannot rank by."""
+    if objective not in OBJECTIVES:
+        raise UserError(f"unknown objective '{objective}'; choose from {', '.join(OBJECTIVES)}")
+    if objective != "ttft" and plan.G < 2:
+        raise UserError(f"--objective {objective} needs --output-len of at least 2 (one decode step)")
+    return 1 if objective != "throughput" and batch is None else batch
+
+
+def admitted_batches(plan, lay, batch):
+    """The batches a layout is tried at (`search_batches`); Rejected (or UserError) when the
+    search refuses it before scoring: a refused kind, CP without prompt tokens, memory."""
+    why = placement.refusal(plan.arch, lay)
+    if why:
+        raise Rejected(why)
+    placement.validate(plan.arch, lay)
+    if plan.P < lay.cp or plan.P - (lay.cp - 1) * ceil_div(plan.P, lay.cp) < 1:
+        raise UserError(f"CP leaves a rank without prompt tokens (P = {plan.P})")
+    bind, cap = search_memory(plan, lay)
+    if cap == 0:
+        raise Rejected("does not fit: weights and reserve exceed a device's memory",
+                       bind.shortfall_bytes(0) or bind.need(1) - bind.memory_bytes)
+    batches = search_batches(cap, batch, lay.pp)
+    if cap is not None and (not batches or batches[-1] > cap):
+        b = batches[-1] if batches else lay.pp   # the given batch, or one request per micro-batch
+        raise Rejected(f"does not fit: batch {b} per replica", bind.shortfall_bytes(b))
+    return batches
+
+
+def search(plan, devices, objective="throughput", tpot_limit=None, top=None, batch=None):
     """Every layout of `devices` the model admits, ranked by the objective (best first).
 
     throughput: decode tokens/s per device (cluster decode tokens/s / devices) at the best
     batch per replica (`search_batches`, or --batch) with mean TPOT within
     --tpot-limit; ttft: the smallest TTFT; tpot: the smallest mean TPOT (both at --batch,
-    default 1). Rejections are counted by reason."""
-    if objective not in OBJECTIVES:
-        raise UserError(f"unknown objective '{objective}'; choose from {', '.join(OBJECTIVES)}")
-    if objective != "ttft" and plan.G < 2:
-        raise UserError(f"--objective {objective} needs --output-len of at least 2 (one decode step)")
-    if objective != "throughput" and batch is None:
-        batch = 1
+    default 1). Rejections are counted by reason. Returns (ranked, rejection records,
+    layouts considered): every admitted layout, or with `top` only the best `top` of them
+    (`search_top`, which also returns how many were admitted)."""
+    if top is not None:
+        return search_top(plan, devices, objective, tpot_limit, top, batch)[:3]
+    batch = _checked(plan, objective, batch)
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
-        why = placement.refusal(plan.arch, lay)
-        if why:
-            raise Rejected(why)
-        placement.validate(plan.arch, lay)
-        if plan.P < lay.cp or plan.P - (lay.cp - 1) * ceil_div(plan.P, lay.cp) < 1:
-            raise UserError(f"CP leaves a rank without prompt tokens (P = {plan.P})")
-        bind, cap = search_memory(plan, lay)
-        if cap == 0:
-            raise Rejected("does not fit: weights and reserve exceed a device's memory",
-                           bind.shortfall_bytes(0) or bind.need(1) - bind.memory_bytes)
-        batches = search_batches(cap, batch, lay.pp)
-        if cap is not None and (not batches or batches[-1] > cap):
-            b = batches[-1] if batches else lay.pp   # the given batch, or one request per micro-batch
-            raise Rejected(f"does not fit: batch {b} per replica", bind.shortfall_bytes(b))
+        batches = admitted_batches(plan, lay, batch)
+        if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):
+            raise Rejected(TPOT_REJECTED)
         best = best_batch(plan, lay, batches, objective, tpot_limit)
         if best is None:
-            raise Rejected("mean TPOT over --tpot-limit at every batch that fits")
+            raise Rejected(TPOT_REJECTED)
         return best
 
     rejections = Rejections()
@@ -112,9 +160,43 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=10, batch
     return ranked, rejections.records(), len(layouts)
 
 
+def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
+    """(the best `top` entries of `search`'s ranking, its rejection records, layouts
+    considered, layouts admitted), equal to search(...)[0][:top] and the rest, pruned:
+    without --tpot-limit every admitted layout is ranked at its last batch, so each gets a
+    bound on its value first (`score_bound`), the layouts are scored exactly in the order of
+    their bounds, and the scoring stops once the next bound is worse than the top-th exact
+    value (a layout's value is never better than its bound, so none left could enter the
+    top). With --tpot-limit whether a layout is admitted needs its exact figures (unless
+    `over_limit` rejects it), so every layout is scored as `search` scores it."""
+    if tpot_limit is not None:
+        ranked, rejected, total = search(plan, devices, objective, tpot_limit, None, batch)
+        return ranked[:top], rejected, total, len(ranked)
+    batch = _checked(plan, objective, batch)
+    layouts = list(placement.candidate_layouts(plan.arch, devices))
+    order = {id(lay): i for i, lay in enumerate(layouts)}
+
+    def bounded(lay):
+        b = admitted_batches(plan, lay, batch)[-1]
+        return score_bound(plan, lay, b, objective), b
+
+    rejections = Rejections()
+    candidates = ranking.rank(layouts, bounded, _collective_span, rejections)
+    best = []   # (value, tie-break, enumeration index, lay, batch, figures), best first
+    for bound, tie, lay, b in candidates:
+        if len(best) >= top:
+            kth = best[top - 1][0]
+            if bound > kth + PRUNE_MARGIN * abs(kth):
+                break
+        value, lat, _ = score(plan, lay, b, objective)
+        bisect.insort(best, (value, tie, order[id(lay)], lay, b, lat), key=lambda x: x[:3])
+    ranked = [(value, tie, lay, b, lat) for value, tie, _, lay, b, lat in best[:top]]
+    return ranked, rejections.records(), len(layouts), len(candidates)
+
+
 def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
     """The `parallel --search` record: the top K layouts with their breakdown, rejections by reason."""
-    ranked, rejected, total = search(plan, devices, objective, tpot_limit, top, batch)
+    ranked, rejected, total, admitted = search_top(plan, devices, objective, tpot_limit, top, batch)
     rec = header(plan, "parallel --search")
     rec["inputs"] = inputs_record(plan, batch)
     rec["inputs"].update({"devices": devices, "objective": objective, "tpot_limit_s": tpot_limit, "top": top})
@@ -140,8 +222,8 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
                      "memory": {"binding_stage": mem["binding_stage"],
                                 "max_requests_per_replica": mem["max_requests_per_replica"],
                                 "weight_bytes": mem["stages"][mem["binding_stage"]]["weight_bytes"]}})
-    rec["notes"] = [f"{len(ranked)} of {total} layouts of {devices} devices admitted; "
-                    f"{total - len(ranked)} rejected"] + unknown_peak_notes(plan)
+    rec["notes"] = [f"{admitted} of {total} layouts of {devices} devices admitted; "
+                    f"{total - admitted} rejected"] + unknown_peak_notes(plan)
     for phase, choice in plan.mla_choices.items():
         if choice:
             rec["notes"].append(mla_path.note(choice, phase) + f" (at batch {plan.batch}, for every layout)")
@@ -154,7 +236,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
     rec["definitions"] = [ESTIMATE, LOWER_BOUND]
     rec["layouts_considered"] = total
-    rec["layouts_admitted"] = len(ranked)
+    rec["layouts_admitted"] = admitted
     rec["top"] = best
     rec["rejected"] = rejected
     rec["left_out"] = list(LEFT_OUT) + [

@@ -1,0 +1,193 @@
+"""Predicted time of a collective: NCCL's own cost model, per algorithm and protocol.
+
+The bound (comm.lower_bound_s) charges the link's full bandwidth and one LL step latency per
+step. What NCCL achieves is what its tuner predicts for the (algorithm, protocol) it picks, the
+minimum-time pair (NVIDIA/nccl v2.28.3, src/graph/tuning.cc: ncclTunerConstantsDefaults and
+ncclTopoTuneModel; src/graph/topo.h for the link bandwidths). For one run of S bytes:
+
+    t(a, p) = latency(a, p) + bandwidth_time(a) / (eta_link x protocol(a, p))
+    predicted = min over the algorithms that apply (comm.applicable) and their protocols
+
+1. bandwidth_time(a): comm's formula for algorithm a (ring, tree, NVLS, the cross-domain ones)
+   with no latency, on links whose bandwidth is scaled by eta_link: the bandwidth NCCL's topology
+   assigns a link over its nominal figure. NVLink: topo.h's per-link figure over the nominal 25
+   (NVLink 2-4) or 50 GB/s (NVLink 5) per direction: SM70 and SM80 20.0, SM90 20.6, SM100 40.1
+   GB/s (0.80, 0.824, 0.802). The network (NICs) and every other fabric: 1.0, NCCL takes the
+   port's speed as it is (a stated convention, not a measurement).
+2. protocol(a, p), ncclTopoTuneModel's refinements: ring LL 0.5 (8-byte stores carrying 4 data
+   bytes), LL128 0.92 (120 of 128 bytes), Simple 1; tree all-reduce 0.92 (all protocols), times
+   1/3.8 for LL and 7/9 (one node) or 120/128 (across nodes) for LL128. NVLS, NVLS tree, CollNet
+   and direct sends run Simple only. The per-channel caps (llMaxBw and the per-channel maxima)
+   are not modelled: they need the channel count of NCCL's topology search.
+3. latency(a, p) in us, base + hardware latency per step (tuning.cc's tables, `BASE_US` and
+   `HW_US` below), hardware NVLink on a scale-up domain of NVLink (PCI on PCIe), NET across:
+   ring inside a domain: base + steps x hw (steps: all-reduce 2(n-1), all-gather and
+   reduce-scatter n-1, broadcast n-1, all-to-all n-1 rounds, p2p 1);
+   ring across m domains: base + (steps - inter) x intra + inter x net, inter = 2(m-1) for an
+   all-reduce and m-1 otherwise, intra at least NCCL's network post overhead (1 us, x3 for Simple;
+   x86 Intel default); with one rank per domain the net figure is the tree's (ppn = 1);
+   tree: base + 2 ((g-1) intra + floor(log2 m) net) (inside one domain, a chain: 2 (n-1) intra);
+   NVLS: 25 us (NVLink); NVLS tree: 25 + 2 floor(log2 m) x 14 us; CollNet direct:
+   2 (min(1, g-1) x 3.7 + 0.4 (g-1)) + 31 us;
+   direct all-to-all (every send posted at once; tuning.cc has no all-to-all entry): one Simple
+   ring step, base + hw (8.4 + 3.4 us on NVLink, 8.4 + 14 across);
+   two_level (ours, three NCCL calls): a ring reduce-scatter and all-gather inside and a ring
+   all-reduce across, each with its base.
+   A torus (TPU ICI) has no published library model: the prediction is comm's own best time.
+
+The prediction is never below the bound (`bound_s` is the floor), and on this model's own terms
+it is not: every latency above is at least the bound's per-step LL figure times its steps and
+every efficiency is at most 1.
+"""
+
+from ... import comm
+
+SOURCE = "NVIDIA/nccl v2.28.3: src/graph/tuning.cc (ncclTunerConstantsDefaults, ncclTopoTuneModel)"
+TOPO_SOURCE = "NVIDIA/nccl: src/graph/topo.h (SM70/SM80_NVLINK_BW 20.0, SM90 20.6, SM100 40.1 GB/s)"
+PROTOCOLS = ("LL", "LL128", "Simple")
+
+# tuning.cc: baseLatencies (us), {LL, LL128, Simple}
+BASE_US = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4)}
+# tuning.cc: hwLatencies (us) per hardware, algorithm, {LL, LL128, Simple}
+HW_US = {
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "collnet_direct": (0, 0, 3.7),
+               "nvls": (0, 0, 25.0), "nvls_tree": (0, 0, 25.0)},
+    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "collnet_direct": (0, 0, 3.7),
+            "nvls": (0, 0, 0.0), "nvls_tree": (0, 0, 0.0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "collnet_direct": (0, 0, 31.0),
+            "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 14.0)},
+}
+NET_OVERHEAD_US = 1.0      # getNetOverhead: x86 Intel (and default); x3 for Simple
+COLLNET_ARITY_US = 0.4     # CollNet direct's arity serialisation per local rank
+
+# topo.h: the bandwidth NCCL assigns one NVLink (GB/s per direction), by GPU generation, and the
+# nominal per-link figure it is a share of.
+NVLINK_NCCL_GBPS = {"sm70": 20.0, "sm80": 20.0, "sm90": 20.6, "sm100": 40.1}
+NVLINK_NOMINAL_GBPS = {"sm70": 25.0, "sm80": 25.0, "sm90": 25.0, "sm100": 50.0}
+GENERATION = {"v100-sxm2": "sm70", "a100-sxm-80gb": "sm80", "h100-sxm": "sm90", "h100-nvl": "sm90",
+              "h200": "sm90", "h800": "sm90", "h20": "sm90", "b200": "sm100", "b300": "sm100",
+              "gb200": "sm100"}
+
+
+def protocol_factor(algorithm, protocol, across):
+    """Share of the algorithm's bandwidth a protocol delivers (ncclTopoTuneModel's refinements)."""
+    i = PROTOCOLS.index(protocol)
+    if algorithm == "ring":
+        return (0.5, 0.92, 1.0)[i]
+    if algorithm == "tree":
+        return 0.92 * (1 / 3.8, 120 / 128 if across else 7 / 9, 1.0)[i]
+    return 1.0
+
+
+def protocols(algorithm):
+    """The protocols NCCL runs an algorithm with (NVLS, CollNet and direct sends: Simple only)."""
+    return PROTOCOLS if algorithm in ("ring", "tree") else ("Simple",)
+
+
+def link_efficiency(device_id, link):
+    """(eta, basis): the share of a link's nominal bandwidth NCCL's topology assigns it."""
+    gen = GENERATION.get(device_id)
+    if link is not None and link.tier == "up" and gen and "NVLink" in link.name:
+        per_link = link.bytes_per_s_per_link or NVLINK_NOMINAL_GBPS[gen] * 1e9
+        return min(1.0, NVLINK_NCCL_GBPS[gen] * 1e9 / per_link), f"NCCL's {gen} NVLink figure ({TOPO_SOURCE})"
+    return 1.0, "the link's own figure (NCCL takes the port speed)"
+
+
+def _hardware(up):
+    return "pci" if up is not None and "PCIe" in up.name else "nvlink"
+
+
+def _log2i(n):
+    return n.bit_length() - 1
+
+
+def _steps(kind, n):
+    if kind == "all_reduce":
+        return 2 * (n - 1)
+    if kind == "p2p":
+        return 1
+    return n - 1
+
+
+def latency_s(c, algorithm, protocol, up):
+    """NCCL's latency of one run (module docstring, item 3), in seconds."""
+    i = PROTOCOLS.index(protocol)
+    intra_hw = _hardware(up)
+    n = c.group
+    if c.tier == "up":
+        g, m = n, 1
+    else:
+        g, m = (c.local if up is not None else 1), -(-n // (c.local if up is not None else 1))
+    if algorithm == "direct":
+        return (BASE_US["ring"][2] + HW_US[intra_hw if c.tier == "up" else "net"]["ring"][2]) * 1e-6
+    if algorithm == "in_network":
+        return HW_US[intra_hw]["nvls"][2] * 1e-6
+    if algorithm == "nvls_tree":
+        return (HW_US[intra_hw]["nvls_tree"][2] + 2 * _log2i(m) * HW_US["net"]["nvls_tree"][2]) * 1e-6
+    if algorithm == "collnet":
+        return (2 * (min(1, g - 1) * HW_US[intra_hw]["collnet_direct"][2] + COLLNET_ARITY_US * (g - 1))
+                + HW_US["net"]["collnet_direct"][2]) * 1e-6
+    if algorithm == "tree":
+        intra = HW_US[intra_hw]["tree"][i]
+        return (BASE_US["tree"][i] + 2 * ((g - 1) * intra + _log2i(m) * HW_US["net"]["tree"][i])) * 1e-6
+    if algorithm == "two_level":   # a ring inside (twice for an all-reduce), a ring across its domains
+        inside = _ring_us("all_gather", g, 1, i, intra_hw)
+        return ((2 if c.kind == "all_reduce" else 1) * inside + _ring_us(c.kind, m, m, i, intra_hw, ppn=1)) * 1e-6
+    return _ring_us(c.kind, n, m, i, intra_hw, ppn=g) * 1e-6
+
+
+def _ring_us(kind, n, m, i, intra_hw, ppn=None):
+    """A ring's latency (us) over n ranks in m domains."""
+    steps = _steps(kind, n)
+    if m <= 1:
+        return BASE_US["ring"][i] + steps * HW_US[intra_hw]["ring"][i]
+    inter = (2 * (m - 1) if kind == "all_reduce" else m - 1)
+    net = HW_US["net"]["tree" if ppn == 1 else "ring"][i]
+    intra = max(HW_US[intra_hw]["ring"][i], NET_OVERHEAD_US * (3 if PROTOCOLS[i] == "Simple" else 1))
+    return BASE_US["ring"][i] + (steps - inter) * intra + inter * net
+
+
+def _achievable(link, eta):
+    if link is None:
+        return None
+    return link.replace(efficiency=link.efficiency * eta, alpha_s=0.0, in_network_alpha_s=0.0)
+
+
+def choices(c, links, device_id, residual=1.0):
+    """[(algorithm, protocol, latency s, bandwidth s)] of every pair NCCL's tuner weighs for one
+    run of `c`; the bandwidth seconds at the protocol's share and `residual` (FITTED)."""
+    up, out = links.get("up"), links.get("out")
+    link = up if c.tier == "up" else out
+    a_up = _achievable(up, link_efficiency(device_id, up)[0])
+    a_link = a_up if c.tier == "up" else _achievable(out, link_efficiency(device_id, out)[0])
+    across = c.tier == "out"
+    rows = []
+    for name in comm.applicable(c, link, up):
+        bw = comm.time_s(c, a_link, name, up=a_up)
+        for p in protocols(name):
+            rows.append((name, p, latency_s(c, name, p, up), bw / (protocol_factor(name, p, across) * residual)))
+    return rows
+
+
+def predicted_s(c, links, device_id, residual=None):
+    """(seconds, algorithm, protocol) of one run of `c` as NCCL runs it: the fastest pair of
+    `choices` at the residual efficiency (default FITTED["all"]), never below the bound. A torus
+    scale-up tier (no library model): comm's best time over the residual."""
+    if c.group == 1 or c.bytes == 0:
+        return 0.0, "-", "-"
+    residual = FITTED["all"] if residual is None else residual
+    up = links.get("up")
+    link = up if c.tier == "up" else links.get("out")
+    bound = comm.lower_bound_s(c, link, up)
+    if link.topology == "torus" and c.tier == "up":
+        name, t = comm.choose(c, link, up=up)
+        return max(t / residual, bound), name, "-"
+    name, p, lat, bw = min(choices(c, links, device_id, residual), key=lambda r: r[2] + r[3])
+    return max(lat + bw, bound), name, p
+
+
+# The residual: the share of NCCL's own bandwidth model that published runs reach (NCCL's tuner
+# is optimistic: its per-channel caps, chunking and the measured clusters' own losses are not in
+# it). One fitted figure on the collective corpus, leave one publication out (analyses/
+# validate_predict.fit_collectives; tests/test_prediction.py refits it): "all" on every case.
+FITTED = {"all": 0.842494786729858}   # = analyses/validate_predict.COLLECTIVE_FITTED["all"]

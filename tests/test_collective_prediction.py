@@ -1,0 +1,149 @@
+"""The predicted collective (analyses/efficiency/collective): NCCL's tuner model, every value
+below derived by hand from NVIDIA/nccl v2.28.3 src/graph/tuning.cc and src/graph/topo.h."""
+
+import unittest
+
+import support  # noqa: F401  (import path)
+
+from infracalc import comm
+from infracalc.collectives import Collective
+from infracalc.analyses.efficiency import collective as EC
+from infracalc.load.hardware import load_device
+
+US = 1e-6
+
+
+def ar(nbytes, n, tier="up", local=1):
+    return Collective("t", "all_reduce", nbytes, n, tier, local=local)
+
+
+class Latency(unittest.TestCase):
+    def setUp(self):
+        self.h100 = load_device("h100-sxm")
+        self.up = comm.links(self.h100)["up"]
+
+    def test_ring_inside_one_nvlink_node(self):
+        c = ar(1 << 20, 8)
+        # base + 2(n-1) steps x NVLink hw latency: LL 6.6 + 14 x 0.6, LL128 14 + 14 x 1.9,
+        # Simple 8.4 + 14 x 3.4
+        self.assertAlmostEqual(EC.latency_s(c, "ring", "LL", self.up), 15.0 * US, places=12)
+        self.assertAlmostEqual(EC.latency_s(c, "ring", "LL128", self.up), 40.6 * US, places=12)
+        self.assertAlmostEqual(EC.latency_s(c, "ring", "Simple", self.up), 56.0 * US, places=12)
+
+    def test_tree_chain_and_nvls_inside(self):
+        c = ar(1 << 20, 8)
+        # one node: the tree is a chain, base 8.4 + 2 x 7 x 4.0 (Simple)
+        self.assertAlmostEqual(EC.latency_s(c, "tree", "Simple", self.up), 64.4 * US, places=12)
+        # NVLS: its NVLink hardware latency alone, 25 us
+        self.assertAlmostEqual(EC.latency_s(c, "in_network", "Simple", self.up), 25.0 * US, places=12)
+
+    def test_ring_across_two_nodes(self):
+        c = ar(1 << 20, 16, tier="out", local=8)
+        # 30 steps, 2 of them across: 8.4 + 28 x max(3.4, 1.0 x 3) + 2 x 14 (NET ring Simple)
+        self.assertAlmostEqual(EC.latency_s(c, "ring", "Simple", self.up), 131.6 * US, places=12)
+        # LL: intra max(0.6, 1.0) = 1.0: 6.6 + 28 x 1.0 + 2 x 2.7
+        self.assertAlmostEqual(EC.latency_s(c, "ring", "LL", self.up), 40.0 * US, places=12)
+        # one rank per node (ppn 1): the tree's NET figure, 6.6 + 0 + 2 x 5.0 for two nodes of one
+        one = ar(1 << 20, 2, tier="out", local=1)
+        self.assertAlmostEqual(EC.latency_s(one, "ring", "LL", None), 16.6 * US, places=12)
+
+    def test_tree_across(self):
+        c = ar(1 << 20, 32, tier="out", local=8)
+        # m = 4 nodes: 8.4 + 2 (7 x 4.0 + floor(log2 4) x 14)
+        self.assertAlmostEqual(EC.latency_s(c, "tree", "Simple", self.up), 8.4 * US + 2 * (28 + 28) * US,
+                               places=12)
+
+
+class Bandwidth(unittest.TestCase):
+    def test_protocol_shares(self):
+        self.assertEqual(EC.protocol_factor("ring", "LL", False), 0.5)
+        self.assertEqual(EC.protocol_factor("ring", "LL128", False), 0.92)
+        self.assertEqual(EC.protocol_factor("ring", "Simple", True), 1.0)
+        self.assertAlmostEqual(EC.protocol_factor("tree", "LL128", False), 0.92 * 7 / 9, places=15)
+        self.assertAlmostEqual(EC.protocol_factor("tree", "LL128", True), 0.92 * 120 / 128, places=15)
+        self.assertAlmostEqual(EC.protocol_factor("tree", "LL", True), 0.92 / 3.8, places=15)
+        self.assertEqual(EC.protocols("in_network"), ("Simple",))
+
+    def test_nccl_link_figures(self):
+        # topo.h: SM90 20.6 of NVLink 4's 25 GB/s, SM100 40.1 of NVLink 5's 50, SM80 20.0 of 25
+        for dev, want in (("h100-sxm", 20.6 / 25), ("b200", 40.1 / 50), ("a100-sxm-80gb", 0.8)):
+            d = load_device(dev)
+            self.assertAlmostEqual(EC.link_efficiency(dev, comm.links(d)["up"])[0], want, places=12)
+            self.assertEqual(EC.link_efficiency(dev, comm.links(d)["out"])[0], 1.0)
+        mi = load_device("mi300x")
+        self.assertEqual(EC.link_efficiency("mi300x", comm.links(mi)["up"])[0], 1.0)
+
+
+class Predicted(unittest.TestCase):
+    def setUp(self):
+        self.h100 = load_device("h100-sxm")
+        self.links = comm.links(self.h100)
+
+    def test_large_all_reduce_is_nvls_at_nccls_figures(self):
+        s = 8 << 30
+        t, name, proto = EC.predicted_s(ar(s, 8), self.links, "h100-sxm", residual=1.0)
+        # NVLS: 25 us + S / (450 GB/s x nvlsEfficiency 0.85 x 20.6/25)
+        self.assertEqual((name, proto), ("in_network", "Simple"))
+        self.assertAlmostEqual(t, 25e-6 + s / (450e9 * 0.85 * 0.824), delta=1e-9)
+        # the residual divides the bandwidth term only
+        t2, _, _ = EC.predicted_s(ar(s, 8), self.links, "h100-sxm", residual=0.5)
+        self.assertAlmostEqual(t2, 25e-6 + 2 * s / (450e9 * 0.85 * 0.824), delta=1e-9)
+
+    def test_small_all_reduce_is_ring_ll(self):
+        s = 1024
+        t, name, proto = EC.predicted_s(ar(s, 8), self.links, "h100-sxm", residual=1.0)
+        # ring LL: 15.0 us + 2 x 7/8 x S / (450 GB/s x 0.824 x 0.5); tree LL 15.2 us, NVLS 25 us
+        self.assertEqual((name, proto), ("ring", "LL"))
+        self.assertAlmostEqual(t, 15e-6 + 2 * 7 / 8 * s / (450e9 * 0.824 * 0.5), delta=1e-12)
+
+    def test_bus_bandwidth_rises_with_size_and_protocols_change(self):
+        seen, last = [], 0.0
+        for k in range(10, 34):
+            c = ar(1 << k, 8)
+            t, name, proto = EC.predicted_s(c, self.links, "h100-sxm")
+            bus = comm.busbw(c, t)
+            self.assertGreaterEqual(bus, last * (1 - 1e-12), msg=k)
+            last = bus
+            seen.append(proto)
+        self.assertEqual(seen[0], "LL")
+        self.assertEqual(seen[-1], "Simple")
+
+    def test_never_below_the_bound(self):
+        for dev in ("h100-sxm", "b200", "gb200", "a100-sxm-80gb", "mi300x", "h800", "l40s", "tpu-v5p"):
+            d = load_device(dev)
+            links = comm.links(d)
+            domain = d.scale_up.domain_size if d.scale_up else 1
+            for kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"):
+                for k in (10, 16, 22, 28, 33):
+                    groups = [("up", min(domain, 8), 1)] if domain > 1 else []
+                    if links["out"] is not None and domain > 1:
+                        groups.append(("out", 2 * min(domain, 8), min(domain, 8)))
+                    for tier, n, local in groups:
+                        if d.scale_up and d.scale_up.topology == "torus" and tier == "up":
+                            n = 4
+                        c = Collective("t", kind, 1 << k, n, tier, local=local if tier == "out" else 1)
+                        up = links["up"]
+                        link = up if tier == "up" else links["out"]
+                        bound = comm.lower_bound_s(c, link, up)
+                        t = EC.predicted_s(c, links, dev)[0]
+                        self.assertGreaterEqual(t, bound, msg=(dev, kind, k, tier))
+
+
+class ServingUsesIt(unittest.TestCase):
+    def test_tp_comm_is_the_predicted_collective(self):
+        from support import load_model
+        from infracalc.analyses.efficiency import serving
+        from infracalc.collectives import tp_collectives
+
+        arch, d = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        got = serving.tp_comm(d, 8, arch)(1000)
+        cs = tp_collectives(1000, arch.hidden_size, serving.TP_REDUCE_BYTES, tp=8, sp=False,
+                            layers=len(arch.layers), tier="up")
+        want = sum(c.count * EC.predicted_s(c, comm.links(d), "h100-sxm")[0] for c in cs)
+        self.assertEqual(got, want)
+        best = sum(c.count * comm.time_s(c, comm.links(d)["up"], "best") for c in cs)
+        self.assertGreater(got, best)
+
+
+if __name__ == "__main__":
+    unittest.main()
