@@ -438,3 +438,63 @@ class SloCommand(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DeclaredRounds(unittest.TestCase):
+    """Speculative rounds with declared costs (analyses/serve/rounds), derived by hand."""
+
+    def test_round_ledger_by_hand(self):
+        from fractions import Fraction
+        from infracalc.analyses.serve import rounds
+
+        # k = 4, rounds accepting 0..4 drafts: 2, 1, 1, 2, 4 -> R = 10, accepted 1 + 2 + 6 + 16 = 25
+        # of 40 drafted = 5/8; delivered 2x1 + 2 + 3 + 2x4 + 4x5 = 35 -> 7/2 per round; round
+        # 40,000 + 100,000 + 10,000 = 150,000 ns -> 1,500,000 / 35 = 300000/7 ns per token;
+        # plain at 50,000 ns: 35 x 50,000 / 1,500,000 = 7/6
+        r = rounds.round_ledger([2, 1, 1, 2, 4], 40_000, 100_000, 10_000, 50_000)
+        self.assertEqual((r["acceptance"], r["mean_delivered"], r["ns_per_delivered_token"], r["speedup"]),
+                         (Fraction(5, 8), Fraction(7, 2), Fraction(300_000, 7), Fraction(7, 6)))
+        # at most one token still allowed: every round delivers 1 -> 150,000 ns per token, 1/3
+        r = rounds.round_ledger([2, 1, 1, 2, 4], 40_000, 100_000, 10_000, 50_000, remaining=1)
+        self.assertEqual((r["mean_delivered"], r["speedup"]), (1, Fraction(1, 3)))
+
+    def test_budget_by_hand(self):
+        from fractions import Fraction
+        from infracalc.analyses.serve import rounds
+
+        # one option of k = 1 costing 1,400 ns that accepts its draft half the time; plain 1,000 ns.
+        # V(1) = 1,000 (the option delivers 1 token too, at 1,400); V(2, prepared) = min(plain
+        # 1,000 + V(1) = 2,000, option 1,400 + 1/2 V(1) + 1/2 V(0) = 1,900) = 1,900
+        b = rounds.budget(2, 1000, 0, [("d1", 1400, (1, 1))])
+        self.assertEqual((b["expected_ns"], b["first_action"]), (1900, "d1"))
+        self.assertEqual(b["prepared_actions"], [{"tokens_left": 1, "action": "baseline"},
+                                                 {"tokens_left": 2, "action": "d1"}])
+        # a 200 ns setup on the first draft: 2,100 > 2,000, plain decoding wins
+        b = rounds.budget(2, 1000, 200, [("d1", 1400, (1, 1))])
+        self.assertEqual((b["expected_ns"], b["first_action"]), (2000, "baseline"))
+        # at 1,500 the two tie at 2,000: the earlier action (baseline) is kept
+        self.assertEqual(rounds.budget(2, 1000, 0, [("d1", 1500, (1, 1))])["first_action"], "baseline")
+        # the fixed policy 'always d1' at r = 3: 1,400 + 1/2 V(2) + 1/2 V(1), V(1) = 1,400,
+        # V(2) = 1,400 + 1/2 1,400 = 2,100 -> 1,400 + 1,050 + 700 = 3,150
+        fixed = {f["policy"]: f["expected_ns"] for f in rounds.budget(3, 1000, 0, [("d1", 1400, (1, 1))])["fixed"]}
+        self.assertEqual((fixed["baseline"], fixed["d1"]), (3000, Fraction(3150)))
+
+    def test_book_budget_rows(self):
+        """The index's speculative-budget-book row: 16 outputs, plain 1 ms per token, setup 2 ms."""
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--output-len", "16", "--baseline-token-ns",
+                                   "1000000", "--setup-ns", "2000000", "--spec-option", "draft-1:100000:1000000:1,3",
+                                   "--spec-option", "draft-2:100000:1150000:4,3,9",
+                                   "--spec-option", "draft-4:100000:1400000:64,48,36,27,81", "--format", "json")
+        self.assertEqual(status, 0, err)
+        b = json.loads(out)["spec_budget"]
+        self.assertEqual((b["first_action"], b["expected_ns_exact"], b["speedup_exact"]),
+                         ("draft-4", "171167129471875/16777216", "85899345920/54773481431"))
+
+    def test_errors(self):
+        for extra in (("--accepted-counts", "0,0"), ("--accepted-counts", "1"),
+                      ("--spec-option", "baseline:1:1:1,1"), ("--spec-option", "x:1:0:1,1")):
+            with self.subTest(extra=extra):
+                status, _, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8", "--output-len", "4",
+                                         "--baseline-token-ns", "10", "--draft-ns", "1", "--verify-ns", "1", *extra)
+                self.assertEqual(status, 2)
+                self.assertNotIn("Traceback", err)

@@ -121,6 +121,30 @@ def version():
     return f"{PROG} {__version__}\n"
 
 
+_PARSERS = {}   # one parser per subcommand per process (`reproduce` parses hundreds of scenarios)
+
+
+def _parser(name, module):
+    """The subcommand's argument parser, built once (parse_args leaves it unchanged)."""
+    parser = _PARSERS.get(name)
+    if parser is None:
+        from . import aliases, scenario
+
+        # allow_abbrev off: --comp must not silently mean --compute-efficiency
+        parser = Parser(prog=f"{PROG} {name}", description=COMMANDS[name], allow_abbrev=False)
+        module.add_arguments(parser)
+        aliases.register(parser)
+        scenario.add_argument(parser)
+        if "--format" in parser._option_string_actions:
+            parser.add_argument("--full", action="store_true",
+                                help="Markdown: every table whole and every cell in full (wide); the default "
+                                     f"view fits 100 columns")
+            parser.add_argument("--explain", action="store_true",
+                                help="Markdown: print every convention after the results (default: one line)")
+        _PARSERS[name] = parser
+    return parser
+
+
 def parse(argv):
     """argv -> (module, args) for one subcommand."""
     if not argv or argv[0] in ("-h", "--help"):
@@ -138,19 +162,9 @@ def parse(argv):
         from ..errors import unknown
         raise unknown("command", name, COMMANDS)
     module = importlib.import_module(f"{__name__}.{name}")
-    # allow_abbrev off: --comp must not silently mean --compute-efficiency
-    parser = Parser(prog=f"{PROG} {name}", description=COMMANDS[name], allow_abbrev=False)
-    module.add_arguments(parser)
+    parser = _parser(name, module)
     from . import aliases, scenario
 
-    aliases.register(parser)
-    scenario.add_argument(parser)
-    if "--format" in parser._option_string_actions:
-        parser.add_argument("--full", action="store_true",
-                            help="Markdown: every table whole and every cell in full (wide); the default "
-                                 f"view fits 100 columns")
-        parser.add_argument("--explain", action="store_true",
-                            help="Markdown: print every convention after the results (default: one line)")
     args = parser.parse_args(scenario.expand(name, argv[1:]))
     aliases.translate(args)
     if hasattr(args, "format"):
@@ -171,6 +185,17 @@ def render(argv):
     """Run one subcommand and return its output text (used by `reproduce`)."""
     module, args = parse(argv)
     return run(module, args)
+
+
+def render_formats(argv, formats):
+    """{format: text} of one subcommand in each of `formats`, computed once and rendered from
+    the one record (common.emit); a command that does not emit a record runs once per format."""
+    module, args = parse(list(argv) + ["--format", formats[0]])
+    args.formats = tuple(formats)
+    out = run(module, args)
+    if isinstance(out, dict):
+        return out
+    return {fmt: render(list(argv) + ["--format", fmt]) for fmt in formats}
 
 
 def _say(message):

@@ -364,7 +364,16 @@ def output_format(args):
 
 
 def emit(args, record, markdown, csv=None):
-    """Render a record in the chosen format."""
+    """Render a record in the chosen format; `args.formats` (set by `reproduce`, never an option):
+    a {format: text} dict of every format listed, all rendered from this one record."""
+    formats = getattr(args, "formats", None)
+    if formats:
+        args.formats = None
+        out = {}
+        for fmt in formats:
+            args.format = fmt
+            out[fmt] = emit(args, record, markdown, csv)
+        return out
     if args.format == "json":
         from ..render.table import to_json
         return to_json(record)

@@ -112,7 +112,7 @@ def stray_files(dirs):
 
 def outputs(scenario):
     """[(file name, text)] for one scenario, rendered in-process."""
-    from . import render
+    from . import render_formats
 
     result = []
     here = os.getcwd()
@@ -120,9 +120,9 @@ def outputs(scenario):
     # (results/book/configs/...), wherever `reproduce` runs, so the stored results never name a machine path.
     os.chdir(scenario.get("dir", RESULTS_DIR))
     try:
-        for fmt in scenario.get("formats", ["md", "json"]):
-            text = render(list(scenario["args"]) + ["--format", fmt])
-            result.append((f"{scenario['name']}.{fmt}", text))
+        formats = scenario.get("formats", ["md", "json"])
+        texts = render_formats(scenario["args"], formats)
+        result.extend((f"{scenario['name']}.{fmt}", texts[fmt]) for fmt in formats)
     finally:
         os.chdir(here)
     return result

@@ -60,6 +60,25 @@ def acceptance(text):
     return tuple(out)
 
 
+def counts(text):
+    """N0,N1,...,Nk: rounds in which exactly a of k drafts were accepted (k = 1..64)."""
+    parts = [common.digits(x.strip()) for x in text.split(",")]
+    if None in parts or not 2 <= len(parts) <= 65 or not sum(parts) or max(parts) > 10**12:
+        raise argparse.ArgumentTypeError(f"must be 2 to 65 non-negative integers N0,N1,...,Nk (rounds "
+                                         f"accepting exactly 0..k drafts), not all 0, got '{text}'")
+    return tuple(parts)
+
+
+def spec_option(text):
+    """ID:DRAFT_NS:VERIFY_NS:N0,N1,...,Nk (a declared draft option)."""
+    parts = text.split(":")
+    ns = [common.digits(x) for x in parts[1:3]] if len(parts) == 4 and parts[0] else [None]
+    if None in ns or ns[1] < 1 or ns[0] > 10**15 or ns[1] > 10**15 or parts[0] == "baseline":
+        raise argparse.ArgumentTypeError(f"must be ID:DRAFT_NS:VERIFY_NS:N0,N1,...,Nk (ID not 'baseline', "
+                                         f"verify at least 1 ns), got '{text}'")
+    return parts[0], ns[0] + ns[1], counts(parts[3])
+
+
 def request(text):
     """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
     parts = text.split(":")
@@ -133,6 +152,22 @@ def add_arguments(p):
                          "or 0.9,0.8,0.7")
     sp.add_argument("--max-draft-tokens", type=common.positive_int, default=8, metavar="K",
                     help="longest draft tried (default 8)")
+    sp.add_argument("--accepted-counts", type=counts, default=None, metavar="N0,N1,...,Nk",
+                    help="a round ledger with declared costs: rounds accepting exactly 0..k drafts "
+                         "(with --draft-ns, --verify-ns, --commit-ns, --baseline-token-ns; --input-len "
+                         "is the history the ledger prices the verify pass at)")
+    sp.add_argument("--spec-option", type=spec_option, action="append", default=None,
+                    metavar="ID:DRAFT_NS:VERIFY_NS:N0,...,Nk",
+                    help="a declared draft option for the finite-output budget over --output-len tokens "
+                         "(with --baseline-token-ns and --setup-ns); repeatable")
+    for name, text in (("draft-ns", "draft cost of a round"), ("verify-ns", "verify cost of a round"),
+                       ("commit-ns", "commit cost of a round (default 0)"),
+                       ("baseline-token-ns", "plain decoding cost per token"),
+                       ("setup-ns", "one-time drafter preparation (default 0)")):
+        sp.add_argument(f"--{name}", type=common.non_negative_int, default=None, metavar="NS",
+                        help=f"declared {text}, integer ns")
+    sp.add_argument("--remaining-output", type=common.positive_int, default=None, metavar="M",
+                    help="--accepted-counts: tokens still allowed; a round delivers at most M")
     sp.add_argument("--spec-batch", type=common.positive_int, default=1, metavar="B",
                     help="requests per verify step (default 1)")
     common.add_dtypes(p)
@@ -152,6 +187,8 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.accepted_counts or args.spec_option:
+        return common.emit(args, _declared_rounds(args, arch, w, device), render.markdown)
     if not args.request and (args.input_len is None or args.output_len is None):
         raise UserError("give --input-len and --output-len (or --request for a replay)")
     if args.request:
@@ -218,3 +255,25 @@ def _worker(spec, args):
     if len(spec) == 4:
         return Worker(*spec)
     return Worker(spec[0], spec[1], spec[2], None)   # device id: rated in system.workers_record
+
+
+def _declared_rounds(args, arch, w, device):
+    """The `--accepted-counts` round ledger or the `--spec-option` budget (declared costs)."""
+    from ..analyses.serve import system
+    from ..errors import UserError
+
+    if args.accepted_counts and args.spec_option:
+        raise UserError("--accepted-counts (a round ledger) and --spec-option (a budget) are two questions: "
+                        "give one")
+    if args.baseline_token_ns is None or args.baseline_token_ns < 1:
+        raise UserError("give --baseline-token-ns (plain decoding's cost per token, at least 1 ns)")
+    if args.accepted_counts:
+        if args.input_len is None or args.draft_ns is None or args.verify_ns is None:
+            raise UserError("--accepted-counts needs --input-len (the history), --draft-ns and --verify-ns")
+        return system.round_record(arch, w, device, args.input_len, args.accepted_counts, args.draft_ns,
+                                   args.verify_ns, args.commit_ns or 0, args.baseline_token_ns,
+                                   args.remaining_output)
+    if args.output_len is None or args.output_len > 4096:
+        raise UserError("--spec-option solves a budget over --output-len tokens (1..4096)")
+    return system.budget_record(arch, w, device, args.output_len, args.baseline_token_ns,
+                                args.setup_ns or 0, args.spec_option)

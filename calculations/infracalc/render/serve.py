@@ -271,6 +271,15 @@ def verdict_lines(rec):
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "spec_round" in rec:
+        r = rec["spec_round"]
+        return verdict.block(f"{_x(r, 'ns_per_delivered_token')} ns per delivered token, "
+                             f"{_x(r, 'speedup')}x plain decoding",
+                             [f"acceptance {_x(r, 'acceptance')}, {_x(r, 'mean_delivered')} tokens per round"])
+    if "spec_budget" in rec:
+        b = rec["spec_budget"]
+        return verdict.block(f"First action {b['first_action']}: {_x(b, 'expected_ns')} ns expected",
+                             [f"speed-up {_x(b, 'speedup')} over plain decoding"])
     if "workers" in rec:
         p = rec["workers"]
         return verdict.block(f"Best split {_x(p, 'best_requests_per_s')} requests/s, co-located "
@@ -299,8 +308,38 @@ def verdict_lines(rec):
                           f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}"])
 
 
+def round_lines(rec):
+    r = rec["spec_round"]
+    rows = [[x["accepted"], x["rounds"], x["delivered"]] for x in r["rows"]]
+    keys = ("rounds", "accepted_drafts", "acceptance", "mean_delivered", "round_ns", "ns_per_delivered_token",
+            "speedup", "verify_matrix_flops", "kv_bytes_discarded")
+    return [f"## Speculative round ledger: k = {r['draft_tokens']} drafts, declared costs", "",
+            markdown_table(["accepted drafts", "rounds", "tokens delivered"], rows), "",
+            markdown_table(["figure", "value"], [[k, _x(r, k) if f"{k}_exact" in r else u.integer(r[k])]
+                                                 for k in keys], "lr"), ""]
+
+
+def budget_lines(rec):
+    b = rec["spec_budget"]
+    rows = [[f["policy"], _x(f, "expected_ns"), _x(f, "expected_rounds")] for f in b["fixed"]]
+    prepared = ", ".join(f"{x['tokens_left']}: {x['action']}" for x in b["prepared_actions"])
+    return [f"## Speculative budget over {b['output_tokens']} output tokens, declared costs", "",
+            f"- Adaptive policy: {_x(b, 'expected_ns')} ns expected (plain {u.integer(b['plain_ns'])} ns, "
+            f"speed-up {_x(b, 'speedup')}); first action {b['first_action']}; best fixed policy {b['fixed_best']}",
+            f"- Prepared, by tokens left: {prepared}", "",
+            markdown_table(["fixed policy", "expected ns", "expected rounds"], rows), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "spec_round" in rec or "spec_budget" in rec:
+        head = (f"# serve: `{inline(rec['model']['id'])}`, speculative rounds with declared costs"
+                if "spec_round" in rec else "# serve: speculative budget with declared costs")
+        lines = [head, "", *verdict_lines(rec),
+                 *(round_lines(rec) if "spec_round" in rec else budget_lines(rec)),
+                 "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "workers" in rec:   # the workers carry their own rates: no scheduler, no --device
         d = rec["device"]
         lines = [f"# serve: `{inline(rec['model']['id'])}`, PD pools of the given workers", "",

@@ -476,3 +476,47 @@ def af_messages(arch, w, link):
         alpha = link["time_s"] - link["bytes"] / link["bytes_per_s"]
         out["time_per_token_s"] = directions * alpha + message * directions / link["bytes_per_s"]
     return out
+
+
+def round_record(arch, w, device, history, counts, draft_ns, verify_ns, commit_ns, baseline_ns, remaining):
+    """The `serve --accepted-counts` record: the declared round ledger (rounds.round_ledger) and
+    the target's verify pass from the ledger: k + 1 tokens at `history`, logits on every row, and
+    the new K/V each round keeps (min(a + 1, M)) and discards."""
+    from ... import ledger
+    from . import pools, rounds
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    k = len(counts) - 1
+    out = rounds.round_ledger(counts, draft_ns, verify_ns, commit_ns, baseline_ns, remaining)
+    ops = ledger.operators(arch, kv_w.replace(batch=1, tokens=k + 1, history=history, logits="all"))
+    per_token = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
+    kept = [min(a + 1, remaining or a + 1) for a in range(k + 1)]
+    out.update(verify_tokens=k + 1, verify_matrix_flops=sum(op.matrix_flops for op in ops),
+               kv_bytes_per_token=per_token,
+               kv_bytes_discarded=sum(n * (k + 1 - kept[a]) * per_token for a, n in enumerate(counts)),
+               rows=[{"accepted": a, "rounds": n, "delivered": kept[a]} for a, n in enumerate(counts)])
+    rec = _header(arch, kv_w, device, history, (remaining or 0) + 1, Options())
+    rec["inputs"] = {"history": history, "accepted_counts": list(counts), "draft_ns": draft_ns,
+                     "verify_ns": verify_ns, "commit_ns": commit_ns, "baseline_token_ns": baseline_ns,
+                     "remaining_output": remaining}
+    rec["notes"] = []
+    rec["spec_round"] = pools.jsonable(out)
+    rec.update(definitions=[DECLARED], left_out=[], conventions=conventions(kv_w) + [rounds.ROUND_CONVENTION])
+    return rec
+
+
+def budget_record(arch, w, device, output_tokens, baseline_ns, setup_ns, options):
+    """The `serve --spec-option ...` record: the finite-output budget (rounds.budget)."""
+    from . import pools, rounds
+
+    rec = _header(arch, w, device, 1, output_tokens, Options())
+    rec["inputs"] = {"output_tokens": output_tokens, "baseline_token_ns": baseline_ns, "setup_ns": setup_ns,
+                     "options": [{"id": n, "round_ns": c, "accepted_counts": list(h)} for n, c, h in options]}
+    rec["notes"] = []
+    rec["spec_budget"] = pools.jsonable(rounds.budget(output_tokens, baseline_ns, setup_ns, options))
+    rec.update(definitions=[DECLARED], left_out=[], conventions=[rounds.BUDGET_CONVENTION])
+    return rec
+
+
+DECLARED = ("Declared costs (teaching inputs, not a device): every time is exact in rationals of ns "
+            "under them; not a bound and not a prediction.")
