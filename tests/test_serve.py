@@ -2,6 +2,7 @@
 sizing, and the command's contract."""
 
 import json
+from fractions import Fraction
 import unittest
 
 from support import load_model, run_cli, write_config
@@ -498,3 +499,167 @@ class DeclaredRounds(unittest.TestCase):
                                          "--baseline-token-ns", "10", "--draft-ns", "1", "--verify-ns", "1", *extra)
                 self.assertEqual(status, 2)
                 self.assertNotIn("Traceback", err)
+
+
+class GroupedExperts(unittest.TestCase):
+    """One Qwen3-235B-A22B MoE layer (128 experts, top-8, hidden 4,096, expert width 1,536) as
+    grouped GEMMs on 8 EP ranks (analyses/serve/experts), derived by hand."""
+
+    H, F = 4096, 1536
+
+    def traffic(self, m):
+        """Output-stationary tile traffic of one expert copy of m <= 64 rows, tile 64x32x128, BF16:
+        gate and up read A once per column of tiles (1,536/128 = 12), B once, write C; down: 32."""
+        h, f = self.H, self.F
+        return 2 * (m * h * 2 * 12 + h * f * 2 + m * f * 2) + (m * f * 2 * 32 + f * h * 2 + m * h * 2)
+
+    def test_gemm_by_hand(self):
+        from infracalc.analyses.serve import experts
+
+        v, p, t = experts.gemm(33, 4096, 1536, (64, 32, 128), 2)
+        self.assertEqual((v, p), (2 * 33 * 4096 * 1536, 2 * 64 * 4096 * 1536))
+        self.assertEqual(t, 33 * 4096 * 2 * 12 + 4096 * 1536 * 2 + 33 * 1536 * 2)
+
+    def test_padding_and_busiest_rank(self):
+        from infracalc.analyses.serve import experts
+
+        per_row = 3 * 2 * self.H * self.F   # gate, up, down: 2 x 3 x h x f FLOPs per token row
+        # balanced: 128 x 8 = 1,024 assignments, 8 per expert, each padded to a 64-row tile (8x);
+        # contiguous: 16 experts per rank, so the busiest rank runs 16 x 64 padded rows
+        s = experts.grouped(experts.histogram("balanced", 128, 8, 128), self.H, self.F, 8, "contiguous",
+                            (64, 32, 128), 2)
+        self.assertEqual((s["valid_flops"], s["padded_flops"]), (1024 * per_row, 8 * 1024 * per_row))
+        self.assertEqual(s["busiest_rank_padded_flops"], 16 * 64 * per_row)
+        # concentrated, 33 tokens: experts 0..7 take 33 each, all on rank 0; a copy of expert 0 on
+        # rank 1 takes 33 // 2 = 16 (the original keeps 17): rank 0 still pads 8 x 64 rows,
+        # the whole layer 9 x 64 (24/11 of the 264 valid rows)
+        s = experts.grouped(experts.histogram("concentrated", 128, 8, 33), self.H, self.F, 8, "contiguous",
+                            (64, 32, 128), 2, [(0, 1)])
+        self.assertEqual([r["rows"] for r in s["ranks"][:2]], [7 * 33 + 17, 16])
+        self.assertEqual((s["padding_ratio"], s["busiest_rank_padded_flops"]), (Fraction(24, 11), 512 * per_row))
+        self.assertEqual(s["replica_bytes_per_rank"][1], 3 * self.H * self.F * 2)
+
+    def test_payback_by_hand(self):
+        from infracalc.analyses.serve import experts
+
+        hist = experts.histogram("concentrated", 128, 8, 128)
+        base = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2)
+        repl = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2, [(i, i + 1) for i in range(7)])
+        p = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 64 * 2**20)
+        # rank 0 holds experts 0..7 at 128 rows: two row tiles, so B is read twice and A and C
+        # are twice those of 64 rows: T(128) = 2 T(64). Replicated it keeps expert 7 whole and
+        # 64 rows of each of 0..6. Interface-bound at 1 TB/s (8 x 64 x 6 h f x 2 FLOPs at
+        # 100 TFLOP/s is 386,547 ns; 8 T(128) / 1,000 is 920,650 ns)
+        t128 = 2 * self.traffic(64)
+        old, new = Fraction(8 * t128, 1000), Fraction(t128 + 7 * self.traffic(64), 1000)
+        self.assertEqual((p["baseline_batch_ns"], p["replicated_batch_ns"]), (old, new))
+        setup = Fraction(7 * 3 * self.H * self.F * 2, 25) + 7 * 5000
+        self.assertEqual(p["setup_ns"], setup)
+        self.assertEqual(p["strict_payback_batches"], int(setup // (old - new)) + 1)
+        self.assertEqual(p["strict_payback_batches"], 27)
+        self.assertEqual(p["selected"], "replicated")
+        tight = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 32 * 2**20)
+        self.assertEqual((tight["feasible_payback_batches"], tight["selected"]), (None, "baseline"))
+
+
+class WeightOffload(unittest.TestCase):
+    """FFN weights streamed from the host (analyses/serve/offload), derived by hand."""
+
+    def test_schedule_by_hand(self):
+        from infracalc.analyses.serve import offload
+
+        # 4 layers of 10 ns, layers 1 and 3 offloaded, copies of 25 ns, one slot:
+        # copy 0 [0, 25]; layer 0 [0, 10]; layer 1 waits for it: [25, 35]; copy 1 waits for
+        # layer 1 to free the slot: [35, 60]; layer 2 [35, 45]; layer 3 [60, 70]
+        finish, rows = offload.schedule(4, {1, 3}, 1, 1, 10, 25)
+        self.assertEqual(finish, 70)
+        self.assertEqual([r[3:] for r in rows], [(0, 25, 25, 35), (35, 60, 60, 70)])
+        # two slots: copy 1 follows copy 0 on the link, [25, 50]; layer 3 [50, 60]
+        self.assertEqual(offload.schedule(4, {1, 3}, 2, 1, 10, 25)[0], 60)
+
+    def test_book_figures(self):
+        """Qwen3-8B: every fourth layer's FFN (3, 7, ..., 35: 9 layers of 3 x 4,096 x 12,288 x 2 B)
+        at 24 GiB/s, 1 ms per layer: each copy 301,989,888 / (24 x 2^30) s = 11,718,750 ns; one
+        slot serialises copy k after layer 4k + 3 ends: the last layer ends at 9 x 11,718,750 +
+        8 x 1e6 + 1e6 = 114,468,750 ns, 78,468,750 ns exposed."""
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--offload-ffn-layers", "3:36:4",
+                                   "--layer-ns", "1000000", "--host-link-bw", str(24 * 2**30), "--format", "json")
+        self.assertEqual(status, 0, err)
+        o = json.loads(out)["offload"]
+        group = 3 * 4096 * 12288 * 2
+        self.assertEqual((o["ffn_bytes_per_layer"], o["device_bytes_saved"]), (group, 8 * group))
+        self.assertEqual(o["copy_ns_exact"], "11718750")
+        self.assertEqual((o["finish_ns_exact"], o["exposed_wait_ns_exact"]), ("114468750", "78468750"))
+        self.assertIsNone(o["slots_that_hide"])   # 9 copies take 105.5 ms > 36 ms of layers
+
+    def test_needs_a_link(self):
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--offload-ffn-layers", "3", "--layer-ns", "5")
+        self.assertEqual(status, 2)
+        self.assertIn("--host-link-bw", err)
+
+
+class Handoff(unittest.TestCase):
+    def test_serial_ledger_by_hand(self):
+        """Llama-3.1-8B geometry (32 layers, hidden 4,096, 8 KV heads of 128), 8,192 tokens, BF16:
+        PD = 2 x 32 x 8 x 128 x 2 x 8,192 = 1,073,741,824 B in one message; AF = 2 x 32 one-way
+        messages of 4,096 x 2 B. At 25 GB/s with 5,000 ns per message: PD = bytes / 25 + 5,000 ns,
+        AF = 524,288 / 25 + 64 x 5,000 ns; staged through the host, every hop again (x 3)."""
+        from fractions import Fraction
+
+        def run(*extra):
+            status, out, err = run_cli("serve", "--model", "llama-3.1-8b", "--input-len", "8192", "--handoff-bw",
+                                       "25GB/s", "--handoff-startup-ns", "5000", "--format", "json", *extra)
+            self.assertEqual(status, 0, err)
+            return json.loads(out)["handoff"]
+
+        h = run()
+        self.assertEqual((h["pd_bytes"], h["af_messages"], h["af_bytes"]), (1_073_741_824, 64, 524_288))
+        pd, af = Fraction(1_073_741_824, 25) + 5000, Fraction(524_288, 25) + 64 * 5000
+        self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (pd, af))
+        h = run("--staging-bw", "25GB/s")
+        self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (3 * pd, 3 * af))
+
+
+class ExpertLocality(unittest.TestCase):
+    def test_by_hand(self):
+        """Qwen3-235B-A22B, 128 tokens balanced (8 rows per expert), experts 0..31 resident: 96 remote
+        experts, 768 tasks, 96 x 3 x 4,096 x 1,536 x 2 B. CPU: 2 x 768 x 4,096 x 2 B over 25 GB/s +
+        2 x 96 x 5,000 ns + max(768 x 6 x 4,096 x 1,536 FLOPs at 1.8 TFLOP/s, weights at 220 GB/s);
+        copy: weights over 25 GB/s + 96 x 5,000 ns + max(FLOPs at 156 T, weights at 777.5 GB/s)."""
+        from infracalc.analyses.serve import experts
+
+        hist = experts.histogram("balanced", 128, 8, 128)
+        lo = experts.locality(hist, 32, 4096, 1536, 2, 1_800 * 10**9, 220 * 10**9, 156 * 10**12,
+                              7_775 * 10**8, 25 * 10**9, 5000)
+        w, f, act = 96 * 3 * 4096 * 1536 * 2, 768 * 6 * 4096 * 1536, 2 * 768 * 4096 * 2
+        ns = (lambda x, rate: Fraction(x * 10**9, rate))
+        self.assertEqual((lo["remote_experts"], lo["remote_tasks"], lo["remote_weight_bytes"]), (96, 768, w))
+        self.assertEqual(lo["cpu_ns"], ns(act, 25 * 10**9) + 960_000 + max(ns(f, 1_800 * 10**9), ns(w, 220 * 10**9)))
+        self.assertEqual(lo["copy_to_device_ns"], ns(w, 25 * 10**9) + 480_000 + max(ns(f, 156 * 10**12),
+                                                                                    ns(w, 7_775 * 10**8)))
+        self.assertEqual(lo["cpu_ns"], Fraction(4932260352, 275))   # the book's index
+
+
+class CacheRoute(unittest.TestCase):
+    def test_by_hand(self):
+        """A holds the prefix (queue 250 ms), B does not (20 ms); full 180 ms, warm 10 ms, lookup
+        10 ms; the prefix's cache S = 1,207,959,552 B over 5 GB/s then 25 GB/s. A hit 260, miss 430;
+        mean 9/10 x 260 + 1/10 x 430 = 277 ms; p99 430 (p < 99/100); B cold 200; B remote
+        max(20, 10 + S/5e9 + S/25e9 s) + 10; the fastest is B recompute."""
+        from infracalc.analyses.serve import route
+
+        s = 1_207_959_552
+        ms = 10**6
+        r = route.route(s, 250 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9, Fraction(9, 10),
+                        220 * ms)
+        self.assertEqual((r["a_expected_ns"], r["a_p99_ns"], r["a_slo_probability"]), (277 * ms, 430 * ms, 0))
+        remote = 10 * ms + Fraction(s, 5) + Fraction(s, 25) + 10 * ms
+        self.assertEqual(r["paths"][2]["finish_ns"], remote)
+        self.assertEqual(r["fastest_valid_path"], "B recompute")
+        # after the queue, B's fetch starts at 20 ms: 20 ms more than overlapping it
+        late = route.route(s, 250 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9,
+                           Fraction(9, 10), 220 * ms, after_queue=True)
+        self.assertEqual(late["paths"][2]["finish_ns"], remote + 20 * ms)
+        # at p = 99/100 the p99 is the hit
+        self.assertEqual(route.route(s, 80 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9,
+                                     Fraction(99, 100), 220 * ms)["a_p99_ns"], 90 * ms)

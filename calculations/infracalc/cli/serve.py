@@ -79,6 +79,80 @@ def spec_option(text):
     return parts[0], ns[0] + ns[1], counts(parts[3])
 
 
+def tile(text):
+    """MxKxN GEMM tile sizes (positive integers)."""
+    parts = [common.digits(x) for x in text.lower().split("x")]
+    if len(parts) != 3 or None in parts or min(parts) < 1 or max(parts) > 65536:
+        raise argparse.ArgumentTypeError(f"must be MxKxN tile sizes such as 64x32x128, got '{text}'")
+    return tuple(parts)
+
+
+def replica(text):
+    """EXPERT:RANK (a copy of an expert on another rank)."""
+    parts = [common.digits(x) for x in text.split(":")]
+    if len(parts) != 2 or None in parts:
+        raise argparse.ArgumentTypeError(f"must be EXPERT:RANK in ASCII digits, e.g. 0:1, got '{text}'")
+    return tuple(parts)
+
+
+def flop_rate(text):
+    """A compute rate such as 100T (FLOP/s; T = 10^12, P = 10^15, G = 10^9), an integer."""
+    value = common._scaled(text.removesuffix("FLOP/s"), common._FLOP_UNITS, "a rate such as 100T (FLOP/s)", 1e30)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive FLOP/s, got '{text}'")
+    return round(value)
+
+
+def int_bandwidth(text):
+    """A bandwidth (25GB/s) as whole bytes/s, so the times stay exact rationals."""
+    return round(common.bandwidth(text))
+
+
+def layer_list(text):
+    """L1,L2,... or START:STOP:STEP (Python's range) of layer indices."""
+    parts = text.split(":")
+    if len(parts) == 3:
+        nums = [common.digits(x) for x in parts]
+        if None not in nums and nums[2] > 0 and nums[0] < nums[1] <= 10**6:
+            return tuple(range(*nums))
+    else:
+        nums = [common.digits(x.strip()) for x in text.split(",")]
+        if None not in nums and len(nums) <= 10**4:
+            return tuple(nums)
+    raise argparse.ArgumentTypeError(f"must be layer indices L1,L2,... or START:STOP:STEP, got '{text}'")
+
+
+# Host links by name: PCIe x16 per direction (PCI-SIG: Gen4 ~32, Gen5 ~64, Gen6 ~128 GB/s).
+HOST_LINKS = {"pcie4": 32 * 10**9, "pcie5": 64 * 10**9, "pcie6": 128 * 10**9}
+
+
+def host_link(text):
+    """A host-to-device bandwidth: pcie4, pcie5, pcie6 (x16, per direction) or a bandwidth."""
+    return HOST_LINKS.get(text.strip().lower()) or round(common.bandwidth(text))
+
+
+def route_times(text):
+    """QA:QB:FULL:WARM:LOOKUP in integer ns."""
+    parts = [common.digits(x) for x in text.split(":")]
+    if len(parts) != 5 or None in parts or parts[3] >= parts[2]:
+        raise argparse.ArgumentTypeError(f"must be QUEUE_A:QUEUE_B:FULL:WARM:LOOKUP integer ns with WARM below "
+                                         f"FULL, got '{text}'")
+    return tuple(parts)
+
+
+def probability(text):
+    """An exact probability: 9/10, 0.9 or 1."""
+    from fractions import Fraction
+
+    try:
+        v = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        v = -1
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be a probability such as 9/10 or 0.9, got '{text}'")
+    return v
+
+
 def request(text):
     """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
     parts = text.split(":")
@@ -170,6 +244,79 @@ def add_arguments(p):
                     help="--accepted-counts: tokens still allowed; a round delivers at most M")
     sp.add_argument("--spec-batch", type=common.positive_int, default=1, metavar="B",
                     help="requests per verify step (default 1)")
+    ex = p.add_argument_group("MoE experts (one layer's routed experts as grouped GEMMs on EP ranks)")
+    ex.add_argument("--expert-tokens", type=common.positive_int, default=None, metavar="N",
+                    help="tokens through one MoE layer: tile padding and the busiest rank (--routing "
+                         "balanced or concentrated)")
+    ex.add_argument("--expert-ranks", type=common.positive_int, default=8, metavar="R",
+                    help="EP ranks holding the experts (default 8)")
+    ex.add_argument("--placement", choices=("contiguous", "striped"), default="contiguous",
+                    help="expert e on rank e // (E/R) (contiguous, default) or e mod R (striped)")
+    ex.add_argument("--tile", type=tile, default=(64, 32, 128), metavar="MxKxN",
+                    help="grouped-GEMM tile (default 64x32x128)")
+    ex.add_argument("--replica", type=replica, action="append", default=None, metavar="EXPERT:RANK",
+                    help="one more copy of an expert on a rank; repeatable")
+    ex.add_argument("--payback-batches", type=common.positive_int, default=None, metavar="B",
+                    help="with --replica: whether copying the replicas pays back over B identical batches "
+                         "(needs --expert-compute, --expert-interface-bw, --copy-bw)")
+    ex.add_argument("--expert-compute", type=flop_rate, default=None, metavar="FLOP/S",
+                    help="declared compute rate of a rank for the payback (e.g. 100T)")
+    ex.add_argument("--expert-interface-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared bandwidth carrying a rank's tile traffic (e.g. 1TB/s)")
+    ex.add_argument("--copy-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="the serial link copying replica weights (e.g. 25GB/s)")
+    ex.add_argument("--copy-startup-ns", type=common.non_negative_int, default=0, metavar="NS",
+                    help="startup per replica copied or per expert message (integer ns; default 0)")
+    ex.add_argument("--resident-experts", type=common.non_negative_int, default=None, metavar="K",
+                    help="experts 0..K-1 on the device, the rest on the host: run the remote ones on the CPU "
+                         "or copy them over --host-link-bw (needs --cpu-compute, --host-memory-bw, "
+                         "--expert-compute, --expert-memory-bw)")
+    ex.add_argument("--cpu-compute", type=flop_rate, default=None, metavar="FLOP/S",
+                    help="declared CPU matrix rate for host-resident experts (e.g. 1.8T)")
+    ex.add_argument("--host-memory-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared host memory bandwidth (e.g. 220GB/s)")
+    ex.add_argument("--expert-memory-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared device memory bandwidth for the experts (e.g. 777.5GB/s)")
+    ex.add_argument("--replica-budget", type=common.byte_size, default=None, metavar="BYTES",
+                    help="extra bytes each rank can hold for replicas (default: no limit)")
+    of = p.add_argument_group("weight offload (FFN weights in host memory, streamed before use)")
+    of.add_argument("--offload-ffn-layers", type=layer_list, default=None, metavar="L1,L2,...|START:STOP:STEP",
+                    help="layers whose FFN weights live on the host (e.g. 3:36:4)")
+    of.add_argument("--offload-slots", type=common.positive_int, default=1, metavar="S",
+                    help="device slots holding one layer's FFN each (the prefetch depth; default 1)")
+    of.add_argument("--offload-passes", type=common.positive_int, default=1, metavar="N",
+                    help="passes scheduled one after the other (default 1)")
+    of.add_argument("--host-link-bw", type=host_link, default=None, metavar="BW|pcie4|pcie5|pcie6",
+                    help="host-to-device bandwidth per direction (pcie4/5/6: 32/64/128 GB/s, x16, PCI-SIG)")
+    of.add_argument("--layer-ns", type=common.positive_int, default=None, metavar="NS",
+                    help="declared time of one layer (integer ns); default: the estimate of one decode "
+                         "step at history --input-len over the layers")
+    ho = p.add_argument_group("PD and AF handoff ledger (declared link, serial messages)")
+    ho.add_argument("--handoff-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="price one request's PD snapshot (the cache of --input-len tokens) against the AF "
+                         "activations of --af-steps decode steps over this one-way bandwidth")
+    ho.add_argument("--handoff-startup-ns", type=common.non_negative_int, default=0, metavar="NS",
+                    help="startup of every message on every hop (integer ns; default 0)")
+    ho.add_argument("--handoff-batch", type=common.positive_int, default=1, metavar="B",
+                    help="requests handed off together (default 1)")
+    ho.add_argument("--af-steps", type=common.positive_int, default=1, metavar="N",
+                    help="decode steps whose AF messages are counted (default 1)")
+    ho.add_argument("--staging-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="stage every message through host memory: device-to-host and host-to-device "
+                         "hops at this bandwidth around the network hop")
+    cr = p.add_argument_group("cache route (one request, declared times)")
+    cr.add_argument("--cache-route", type=route_times, default=None, metavar="QA:QB:FULL:WARM:LOOKUP",
+                    help="worker A holds the --cached-prefix cache (queue QA), worker B does not (queue QB); "
+                         "full and warm compute and the remote lookup, integer ns (needs --remote-bw, "
+                         "--host-link-bw, --hit-probability, --route-slo-ns)")
+    cr.add_argument("--remote-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="the remote store's bandwidth to the host (e.g. 5GB/s)")
+    cr.add_argument("--hit-probability", type=probability, default=None, metavar="P",
+                    help="probability that A's cached prefix is still valid (e.g. 9/10)")
+    cr.add_argument("--route-slo-ns", type=common.positive_int, default=None, metavar="NS",
+                    help="the first-token limit A is judged against (integer ns)")
+    cr.add_argument("--retrieval-after-queue", action="store_true",
+                    help="B starts fetching the prefix only when its queue wait ends")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -187,6 +334,22 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.cache_route is not None:
+        if None in (args.remote_bw, args.host_link_bw, args.hit_probability, args.route_slo_ns):
+            raise UserError("--cache-route needs --remote-bw, --host-link-bw, --hit-probability and --route-slo-ns")
+        if not args.cached_prefix:
+            raise UserError("--cache-route routes a cached prefix: give --cached-prefix")
+        return common.emit(args, system.route_record(arch, w, device, args), render.markdown)
+    if args.handoff_bw is not None:
+        if args.input_len is None:
+            raise UserError("--handoff-bw hands off the cache of --input-len tokens; give --input-len")
+        return common.emit(args, system.handoff_record(
+            arch, w, device, args.input_len, args.handoff_batch, args.af_steps, args.handoff_bw,
+            args.staging_bw, args.handoff_startup_ns), render.markdown)
+    if args.offload_ffn_layers is not None:
+        return common.emit(args, _offload(args, arch, w, device), render.markdown)
+    if args.expert_tokens is not None:
+        return common.emit(args, _experts(args, arch, w, device), render.markdown)
     if args.accepted_counts or args.spec_option:
         return common.emit(args, _declared_rounds(args, arch, w, device), render.markdown)
     if not args.request and (args.input_len is None or args.output_len is None):
@@ -277,3 +440,44 @@ def _declared_rounds(args, arch, w, device):
         raise UserError("--spec-option solves a budget over --output-len tokens (1..4096)")
     return system.budget_record(arch, w, device, args.output_len, args.baseline_token_ns,
                                 args.setup_ns or 0, args.spec_option)
+
+
+def _experts(args, arch, w, device):
+    """The `--expert-tokens` record: grouped experts, and with --payback-batches the payback."""
+    from ..analyses.serve import system
+    from ..errors import UserError
+
+    pay = None
+    if args.payback_batches is not None:
+        if not args.replica:
+            raise UserError("--payback-batches prices copying --replica experts; give --replica")
+        if None in (args.expert_compute, args.expert_interface_bw, args.copy_bw):
+            raise UserError("--payback-batches needs --expert-compute, --expert-interface-bw and --copy-bw")
+        pay = (args.payback_batches, args.expert_compute, args.expert_interface_bw, args.copy_bw,
+               args.copy_startup_ns, args.replica_budget)
+    local = None
+    if args.resident_experts is not None:
+        rates = (args.cpu_compute, args.host_memory_bw, args.expert_compute, args.expert_memory_bw,
+                 args.host_link_bw)
+        if None in rates:
+            raise UserError("--resident-experts needs --cpu-compute, --host-memory-bw, --expert-compute, "
+                            "--expert-memory-bw and --host-link-bw")
+        local = (args.resident_experts,) + rates + (args.copy_startup_ns,)
+    return system.experts_record(arch, w, device, args.expert_tokens, args.expert_ranks, args.placement,
+                                 args.tile, tuple(args.replica or ()), pay, local)
+
+
+def _offload(args, arch, w, device):
+    """The `--offload-ffn-layers` record."""
+    from ..analyses.serve import system
+    from ..errors import UserError
+
+    if args.host_link_bw is None:
+        raise UserError("--offload-ffn-layers streams over the host link: give --host-link-bw (e.g. pcie5)")
+    if args.offload_passes > 16:
+        raise UserError(f"--offload-passes {args.offload_passes}: at most 16")
+    if args.layer_ns is None and args.input_len is None:
+        raise UserError("give --layer-ns (declared) or --input-len (the history of the decode step priced)")
+    return system.offload_record(arch, w, device, args.offload_ffn_layers, args.offload_slots,
+                                 args.offload_passes, args.host_link_bw, args.layer_ns, args.input_len,
+                                 args.compute_efficiency, args.memory_efficiency)

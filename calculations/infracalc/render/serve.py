@@ -127,6 +127,8 @@ def _x(rec, key):
     v, e = rec.get(key), rec.get(f"{key}_exact")
     if v is None:
         return "-"
+    if e and "/" not in e:   # a whole number: printed whole
+        return f"{int(e):,}"
     return f"{v:,.3f}" + (f" ({e})" if e and e != f"{v:g}" else "")
 
 
@@ -271,6 +273,32 @@ def verdict_lines(rec):
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "route" in rec:
+        r = rec["route"]
+        return verdict.block(f"Fastest valid path: {r['fastest_valid_path']}",
+                             [f"A: mean {_x(r, 'a_expected_ns')} ns, p99 {_x(r, 'a_p99_ns')} ns, meets the SLO "
+                              f"with probability {_x(r, 'a_slo_probability')}"])
+    if "handoff" in rec:
+        h = rec["handoff"]
+        return verdict.block(f"PD {_x(h, 'pd_ns')} ns against AF {_x(h, 'af_ns')} ns "
+                             f"({'AF' if h['af_faster'] else 'PD'} faster)",
+                             [f"PD {u.integer(h['pd_bytes'])} B in one message; AF {u.integer(h['af_bytes'])} B "
+                              f"in {u.integer(h['af_messages'])}"])
+    if "offload" in rec:
+        o = rec["offload"]
+        hide = o["slots_that_hide"]
+        return verdict.block(f"Offload saves {u.nbytes(o['device_bytes_saved'])}; exposed wait "
+                             f"{_x(o, 'exposed_wait_ns')} ns over {_x(o, 'compute_ns')} ns of layers",
+                             [f"{u.integer(o['link_bytes_per_pass'])} B over the host link per pass",
+                              f"slots that hide the copies: {hide if hide else 'none (the link binds)'}"])
+    if "experts" in rec:
+        e = rec["experts"]
+        extra = ([f"replicas {e['payback']['selected']}: pay back after "
+                  f"{e['payback']['strict_payback_batches']} batches"] if "payback" in e else [])
+        return verdict.block(f"Busiest rank {u.integer(e['busiest_rank_padded_flops'])} padded FLOPs; padding "
+                             f"{_x(e, 'padding_ratio')}x the valid work",
+                             [f"valid {u.integer(e['valid_flops'])} FLOPs over {e['active_experts']} experts"]
+                             + extra)
     if "spec_round" in rec:
         r = rec["spec_round"]
         return verdict.block(f"{_x(r, 'ns_per_delivered_token')} ns per delivered token, "
@@ -330,8 +358,96 @@ def budget_lines(rec):
             markdown_table(["fixed policy", "expected ns", "expected rounds"], rows), ""]
 
 
+def expert_lines(rec):
+    e, i = rec["experts"], rec["inputs"]
+    keys = ("active_experts", "assignments", "valid_flops", "padded_flops", "padding_ratio",
+            "busiest_rank_valid_flops", "busiest_rank_padded_flops", "replicas", "rerouted_assignments",
+            "replica_bytes")
+    lines = [f"## Grouped experts: {i['expert_tokens']} tokens, routing {i['routing']}, {i['expert_ranks']} ranks "
+             f"({i['placement']}), tile {'x'.join(map(str, i['tile']))}", "",
+             markdown_table(["figure", "value"], [[k, _x(e, k) if f"{k}_exact" in e else u.integer(e[k])]
+                                                  for k in keys], "lr"), "",
+             markdown_table(["rank", "copies", "rows", "valid FLOPs", "padded FLOPs", "tile traffic B", "replica B"],
+                            [[r["rank"], r["active_copies"], r["rows"], u.integer(r["valid_flops"]),
+                              u.integer(r["padded_flops"]), u.integer(r["tile_traffic_bytes"]),
+                              u.integer(extra)] for r, extra in zip(e["ranks"], e["replica_bytes_per_rank"])]), ""]
+    if "locality" in e:
+        lo = e["locality"]
+        keys = ("resident_experts", "remote_experts", "remote_tasks", "remote_weight_bytes", "remote_matrix_flops",
+                "activation_roundtrip_bytes", "cpu_ns", "copy_to_device_ns", "resident_ns", "faster")
+        lines += ["## Host-resident experts: on the CPU or copied to the device (declared rates)", "",
+                  markdown_table(["figure", "value"],
+                                 [[k, _x(lo, k) if f"{k}_exact" in lo else
+                                   (lo[k] if isinstance(lo[k], str) else u.integer(lo[k]))] for k in keys], "lr"), ""]
+    if "payback" in e:
+        pb = e["payback"]
+        keys = ("baseline_batch_ns", "replicated_batch_ns", "setup_ns", "saving_per_batch_ns",
+                "strict_payback_batches", "capacity_feasible", "baseline_window_ns", "replicated_window_ns",
+                "selected")
+        lines += [f"## Replica payback over {pb['batches']} batches (declared rates)", "",
+                  markdown_table(["figure", "value"],
+                                 [[k, _x(pb, k) if f"{k}_exact" in pb else str(pb[k])] for k in keys], "lr"), ""]
+    return lines
+
+
+def offload_lines(rec):
+    o = rec["offload"]
+    keys = ("ffn_bytes_per_layer", "host_bytes", "slot_bytes", "device_bytes_saved", "link_bytes_per_pass",
+            "copy_ns", "link_ns_per_pass", "layer_ns", "compute_ns", "finish_ns", "exposed_wait_ns",
+            "slots_that_hide")
+    val = (lambda k: _x(o, k) if f"{k}_exact" in o else ("none" if o[k] is None else u.integer(o[k])))
+    lines = [f"## FFN weight offload: {len(o['offloaded_layers'])} layers, {rec['inputs']['offload_slots']} "
+             f"slot(s), {rec['inputs']['offload_passes']} pass(es)", "",
+             markdown_table(["figure", "value"], [[k, val(k)] for k in keys], "lr"), ""]
+    rows = [[c["pass"], c["layer"], c["slot"], _x(c, "copy_start_ns"), _x(c, "copy_end_ns"),
+             _x(c, "use_start_ns"), _x(c, "use_end_ns")] for c in o["copies"][:32]]
+    lines += [markdown_table(["pass", "layer", "slot", "copy start ns", "copy end ns", "use start ns",
+                              "use end ns"], rows), ""]
+    return lines
+
+
+def handoff_lines(rec):
+    h = rec["handoff"]
+    rows = [["PD snapshot", 1, u.integer(h["pd_bytes"]), _x(h, "pd_ns")],
+            ["AF activations", u.integer(h["af_messages"]), u.integer(h["af_bytes"]), _x(h, "af_ns")]]
+    return [f"## Handoff over {' -> '.join(h['hops'])} (declared link, serial messages)", "",
+            markdown_table(["handoff", "messages", "bytes", "serial ns"], rows), ""]
+
+
+def route_lines(rec):
+    r = rec["route"]
+    keys = ("prefix_bytes", "a_expected_ns", "a_p99_ns", "a_slo_probability", "hit_probability_where_a_mean_equals_b",
+            "cold_matrix_flops", "warm_matrix_flops", "saved_matrix_flops")
+    return ["## Cache route (declared times)", "",
+            markdown_table(["path", "first token ns"], [[x["path"], _x(x, "finish_ns")] for x in r["paths"]]), "",
+            markdown_table(["figure", "value"], [[k, _x(r, k) if f"{k}_exact" in r else u.integer(r[k])]
+                                                 for k in keys], "lr"), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "route" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, cache route", "", *verdict_lines(rec),
+                 *route_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
+    if "handoff" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, PD and AF handoff", "", *verdict_lines(rec),
+                 *handoff_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
+    if "offload" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, FFN weights offloaded to the host", "",
+                 *verdict_lines(rec), *offload_lines(rec), "## Definitions", "",
+                 *[f"- {t}" for t in rec["definitions"]], "", "## What it leaves out", "",
+                 *[f"- {t}" for t in rec["left_out"]], "", *conventions(rec["conventions"])]
+        return "\n".join(lines)
+    if "experts" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, one MoE layer's experts", "", *verdict_lines(rec),
+                 *expert_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 "## What it leaves out", "", *[f"- {t}" for t in rec["left_out"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "spec_round" in rec or "spec_budget" in rec:
         head = (f"# serve: `{inline(rec['model']['id'])}`, speculative rounds with declared costs"
                 if "spec_round" in rec else "# serve: speculative budget with declared costs")

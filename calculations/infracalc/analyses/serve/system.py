@@ -520,3 +520,159 @@ def budget_record(arch, w, device, output_tokens, baseline_ns, setup_ns, options
 
 DECLARED = ("Declared costs (teaching inputs, not a device): every time is exact in rationals of ns "
             "under them; not a bound and not a prediction.")
+
+
+def experts_record(arch, w, device, tokens, ranks, placement, tile, replicas, pay=None, local=None):
+    """The `serve --expert-tokens` record (experts.grouped, and experts.payback with `pay` =
+    (batches, compute FLOP/s, interface B/s, copy B/s, startup ns, budget bytes or None))."""
+    from ...collectives import ceil_div
+    from . import experts, pools
+
+    block = experts.moe_block(arch)
+    b = ceil_div(w.act_dtype.bits, 8)
+    hist = experts.histogram(w.routing, block.experts, block.top_k, tokens)
+    args = (hist, block.hidden, block.expert_inter, ranks, placement, tile, b)
+    out = experts.grouped(*args, replicas)
+    rec = _header(arch, w, device, tokens, 1, Options())
+    rec["inputs"] = {"expert_tokens": tokens, "routing": w.routing, "expert_ranks": ranks, "placement": placement,
+                     "tile": list(tile), "replicas": [list(r) for r in replicas], "operand_bytes": b}
+    rec["notes"] = []
+    conv = [experts.EXPERTS_CONVENTION]
+    if pay:
+        batches, compute, interface, copy_bw, startup, budget = pay
+        base = experts.grouped(*args) if replicas else out
+        out["payback"] = experts.payback(base, out, batches, compute, interface, copy_bw, startup,
+                                         budget if budget is not None else float("inf"))
+        out["baseline_busiest_rank_padded_flops"] = base["busiest_rank_padded_flops"]
+        rec["inputs"].update(payback_batches=batches, expert_compute_flops_per_s=compute,
+                             expert_interface_bytes_per_s=interface, copy_bytes_per_s=copy_bw,
+                             copy_startup_ns=startup, replica_budget_bytes=budget)
+        conv.append(experts.PAYBACK_CONVENTION)
+    if local:
+        resident = local[0]
+        if resident > block.experts:
+            from ...errors import UserError
+            raise UserError(f"--resident-experts {resident} exceeds the {block.experts} experts")
+        out["locality"] = experts.locality(hist, resident, block.hidden, block.expert_inter, b, *local[1:])
+        rec["inputs"].update(resident_experts=resident, cpu_flops_per_s=local[1], host_memory_bytes_per_s=local[2],
+                             expert_compute_flops_per_s=local[3], expert_memory_bytes_per_s=local[4],
+                             host_link_bytes_per_s=local[5], startup_ns=local[6])
+        conv.append(experts.LOCALITY_CONVENTION)
+    rec["experts"] = pools.jsonable(out)
+    rec.update(definitions=["Padded FLOPs bound the matrix work from above (every tile run in full); the "
+                            "payback's rates are declared (teaching inputs): exact, not a bound and not a "
+                            "prediction."], left_out=["Dispatch and combine, routing, activation and the "
+                                                      "other layers; the tile traffic is between the working "
+                                                      "buffer and the next level, not necessarily HBM."],
+               conventions=conv)
+    return rec
+
+
+def offload_record(arch, w, device, layers, slots, passes, bandwidth, layer_ns, history, ce, me):
+    """The `serve --offload-ffn-layers` record (offload.plan). Without a declared --layer-ns the
+    layer time is the operator-sum estimate of one batch-1 decode step at `history` over the
+    layers, rounded up to whole ns (the FFN weights included, as if resident)."""
+    from math import ceil
+
+    from ... import ledger
+    from . import offload, pools
+
+    declared = layer_ns is not None
+    step = None
+    if not declared:
+        from ..decode import phase_record
+        from .. import decode_sum
+
+        r = roof(device, w.compute_dtype, ce, me)
+        ops = ledger.operators(arch, w.replace(batch=1, tokens=1, history=history, logits="last"))
+        step = phase_record([decode_sum.single(ops)], r)["time_s"]
+        layer_ns = ceil(step * 1e9 / len(arch.layers))
+    out = offload.plan(arch, w, list(layers), slots, passes, layer_ns, bandwidth)
+    rec = _header(arch, w, device, history or 1, 2, Options(compute_efficiency=ce, memory_efficiency=me))
+    rec["inputs"] = {"offload_ffn_layers": list(layers), "offload_slots": slots, "offload_passes": passes,
+                     "host_link_bytes_per_s": bandwidth, "layer_ns": layer_ns,
+                     "layer_ns_declared": declared, "history": history,
+                     "weight_dtype": rec["inputs"]["weight_dtype"]}
+    if step is not None:
+        out["decode_step_estimate_s"] = step
+    rec["notes"] = []
+    rec["offload"] = pools.jsonable(out)
+    rec.update(definitions=[DECLARED if declared else
+                            "The layer time is the operator-sum estimate of one decode step over the layers; "
+                            "the schedule is exact under it: an estimate, not a bound."],
+               left_out=["Contention between the copies and the layers for memory; pinned host buffers; "
+                         "the last read of a weight within its layer (a slot is held to the layer's end)."],
+               conventions=[offload.OFFLOAD_CONVENTION])
+    return rec
+
+
+HANDOFF_CONVENTION = (
+    "Handoff ledger (declared link): PD moves B requests' cache of P tokens in one message; AF moves "
+    "2 x layers x N one-way messages of B x hidden x activation bytes (N decode steps); every message "
+    "crosses every hop (network, or device-to-host, network, host-to-device when staged) one after "
+    "the other: time = sum over hops of (bytes / hop bandwidth + messages x startup); no compute, "
+    "queueing or overlap (the book's pd-af-handoff convention).")
+
+
+def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging_bw, startup_ns):
+    """The `serve --handoff-bw` record: the PD snapshot against the AF activations, serial over
+    declared hops, exact rationals of ns."""
+    from fractions import Fraction
+
+    from ...collectives import ceil_div
+    from . import pools
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    hops = [("network", network_bw)]
+    if staging_bw:
+        hops = [("device-to-host", staging_bw)] + hops + [("host-to-device", staging_bw)]
+
+    def serial(nbytes, messages):
+        return sum((Fraction(nbytes * 10**9, bw) + messages * startup_ns for _, bw in hops), Fraction(0))
+
+    pd_bytes = batch * arch.kv_bytes(kv_w.kv_dtype, input_len, kv_w.mla)
+    message = batch * arch.hidden_size * ceil_div(w.act_dtype.bits, 8)
+    count = 2 * len(arch.layers) * steps
+    out = {"pd_bytes": pd_bytes, "af_message_bytes": message, "af_messages": count, "af_bytes": message * count,
+           "hops": [name for name, _ in hops], "pd_ns": serial(pd_bytes, 1), "af_ns": serial(message * count, count)}
+    out["af_faster"] = out["af_ns"] < out["pd_ns"]
+    rec = _header(arch, kv_w, device, input_len, steps + 1, Options())
+    rec["inputs"] = {"input_len": input_len, "handoff_batch": batch, "af_steps": steps,
+                     "network_bytes_per_s": network_bw, "staging_bytes_per_s": staging_bw,
+                     "startup_ns": startup_ns, "kv_dtype": rec["inputs"]["kv_dtype"],
+                     "act_dtype": rec["inputs"]["act_dtype"]}
+    rec["notes"] = []
+    rec["handoff"] = pools.jsonable(out)
+    rec.update(definitions=[DECLARED], left_out=["Compute, queueing and overlap of the messages."],
+               conventions=[HANDOFF_CONVENTION])
+    return rec
+
+
+def route_record(arch, w, device, args):
+    """The `serve --cache-route` record (route.route), with the ledger's cold and warm prefill
+    matrix FLOPs of the request beside the declared times."""
+    from ... import ledger
+    from . import pools, route
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    p, c = args.input_len, args.cached_prefix
+    size = arch.kv_bytes(kv_w.kv_dtype, c, kv_w.mla)
+    qa, qb, full, warm, lookup = args.cache_route
+    out = route.route(size, qa, qb, full, warm, lookup, args.remote_bw, args.host_link_bw, args.hit_probability,
+                      args.route_slo_ns, args.retrieval_after_queue)
+    flops = [sum(op.matrix_flops for op in ledger.operators(arch, kv_w.replace(batch=1, tokens=t, history=h,
+                                                                                logits="last")))
+             for t, h in ((p, 0), (p - c, c))]
+    out.update(cold_matrix_flops=flops[0], warm_matrix_flops=flops[1], saved_matrix_flops=flops[0] - flops[1])
+    rec = _header(arch, kv_w, device, p, 2, Options(cached=c))
+    rec["inputs"] = {"input_len": p, "cached_prefix_tokens": c, "queue_a_ns": qa, "queue_b_ns": qb,
+                     "full_compute_ns": full, "warm_compute_ns": warm, "lookup_ns": lookup,
+                     "remote_bytes_per_s": args.remote_bw, "host_link_bytes_per_s": args.host_link_bw,
+                     "hit_probability": str(args.hit_probability), "route_slo_ns": args.route_slo_ns,
+                     "retrieval_after_queue": args.retrieval_after_queue, "kv_dtype": rec["inputs"]["kv_dtype"]}
+    rec["notes"] = []
+    rec["route"] = pools.jsonable(out)
+    rec.update(definitions=[DECLARED], left_out=["Partial prefix hits, eviction correlated with the queue, "
+                                                 "the rest of the generation."],
+               conventions=[route.ROUTE_CONVENTION])
+    return rec
