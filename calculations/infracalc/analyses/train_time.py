@@ -369,6 +369,14 @@ def optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer
     return r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
 
 
+def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
+    """(the compute format's roof, the roof of every other row): the same roof unless the
+    format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload)."""
+    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    store = train_flops.stored_workload(w)
+    return r, r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency)
+
+
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
@@ -378,9 +386,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
-    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
-    store = train_flops.stored_workload(w)
-    roofs = (r, r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency))
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    r = roofs[0]
     links = links or comm.links(device)
     m = lay.micro_batches
     link_key = (links.get("up"), links.get("out"))
@@ -417,11 +424,12 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     interleaved: that / v; zero-bubble and DualPipe: a max with 0, >= 0), and the sync, the
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
     w = train_flops.training_workload(w)
-    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    r = roofs[0]
     sp_tp = lay.tp if lay.sp else 1
     c, opt = [], 0.0
     for st in placement.stages(arch, lay):
-        c.append(sum(layer_pass(layer, w, r, lay.cp, recompute, flash, sp_tp).total * count
+        c.append(sum(layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total * count
                      for layer, count, _ in placement.device_layers(arch, lay, st)))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))
