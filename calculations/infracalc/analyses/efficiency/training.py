@@ -8,15 +8,15 @@ overlapped with the same phase's compute (a tuned stack's tp_comm_overlap; only 
 that compute is exposed), then multiplies the step by
 FITTED["all"]: what that model leaves unexplained against the published runs of the
 validation corpus (NeMo, torchtitan), the median of estimate rate / measured rate. The
-factor stands in for physics the model lacks (attention at BF16 in FP8 runs, FP8 casts and
-scaling, GEMMs at training shapes below their best-shape MAMF) and is fitted leave one
+factor stands in for physics the model lacks (FP8 casts and scaling, GEMMs at training
+shapes below their best-shape MAMF) and is fitted leave one
 publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.716451626318747,
+    'all': 1.4909628663258085,
     'NVIDIA': 1.657927959923155,
-    'PyTorch (Meta)': 1.7223265839483672,
+    'PyTorch (Meta)': 1.442939504799132,
 }
 
 
