@@ -51,6 +51,7 @@ CASES = [   # (model, device, devices, P, G, objective, tpot_limit, batch, optio
     ("qwen3-30b-a3b", H100, 16, 4096, 64, "ttft", None, 8, {"cp_split": "zigzag"}),
     ("llama-3.1-70b", H100, 64, 2048, 256, "throughput", None, None, {}),
     ("llama-3.1-70b", H100, 64, 2047, 255, "ttft", None, 3, {"overlap": True}),
+    ("llama-3.1-70b", H100, 32, 2047, 255, "ttft", None, 1, {}),   # CP's last rank: fewer tokens, more pairs
     ("llama-3.1-70b", H100, 32, 2048, 256, "throughput", 0.03, None, {}),
     ("qwen3-8b", H100, 16, 512, 128, "tpot", 0.004, 2, {}),
 ]
