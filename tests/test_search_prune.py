@@ -192,3 +192,26 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
                 self.assertGreater(floor, 0, (model, lay, setup))   # not vacuous
                 checked += 1
             self.assertGreater(checked, 3, (model, setup))
+
+    def test_floor_composes_the_largest_stage_the_bubble_and_the_largest_update(self):
+        # Llama-3.1-8B, pp 4 (8 layers per stage), 1F1B, ZeRO-1 over dp 2, m = 8: the floor is
+        # m x max c + (sum c - max c) + max over stages of the optimizer update, c_s = 8 x one
+        # layer's pass (every stage holds 8 equal layers), the updates as step_time charges them.
+        from infracalc import comm
+        from infracalc.analyses import train, train_time
+        from infracalc.layout import Layout
+
+        arch, dev = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        s, w = train.Setup(zero=1), Workload(batch=1, tokens=4096, logits="all")
+        lay = Layout(pp=4, dp=2, micro_batches=8)
+        mem = train.stage_memory(arch, w, lay, s)
+        opts = train.recipe_options(s, comm.links(dev), mem)
+        exact = train.step_of(arch, w, lay, dev, s, comm.links(dev), mem)
+        from infracalc.analyses.train_flops import training_workload
+
+        tw = training_workload(w)
+        c = 8 * train_time.layer_pass(arch.layers[0], tw, train_time.roofs_of(dev, tw, 1.0, 1.0), 1, "none", False,
+                                      1).total
+        want = 8 * c + (4 * c - c) + max(st.optimizer_s for st in exact.stages)
+        self.assertAlmostEqual(train_time.step_floor(arch, w, lay, dev, **opts), want, delta=want * 1e-12)
+        self.assertGreater(len({st.optimizer_s for st in exact.stages}), 1)   # the stages' updates differ
