@@ -215,3 +215,25 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
         want = 8 * c + (4 * c - c) + max(st.optimizer_s for st in exact.stages)
         self.assertAlmostEqual(train_time.step_floor(arch, w, lay, dev, **opts), want, delta=want * 1e-12)
         self.assertGreater(len({st.optimizer_s for st in exact.stages}), 1)   # the stages' updates differ
+
+
+class PipelineComposition(unittest.TestCase):
+    """The pipeline formulas the search, the record and the bounds compose (pipeline.py), by hand."""
+
+    def test_prefill_and_step_by_hand(self):
+        from infracalc.analyses.parallel import pipeline
+
+        # Stages of 1, 2 and 3 s, a boundary transfer of 0.5 s, m = 4 micro-batches over pp = 3:
+        # L = 1 + 2 + 3 + (3 - 1) x 0.5 = 7 s; the slowest 3 s, m x slowest 12 s. Prefill: the last
+        # micro-batch leaves after L + (m - 1) x 3 = 16 s, the first after 7 s; the slowest stage
+        # is busy 12 of those 16 s (bubble 1/4). A decode step recurs every max(L, 12) = 12 s, no
+        # bubble; with m = 2 the pass bounds it: max(7, 6) = 7 s, bubble 1 - 6/7.
+        pre = pipeline.prefill_pipeline([1.0, 2.0, 3.0], 0.5, 4, 3)
+        self.assertEqual((pre["pass_s"], pre["ttft_first_s"], pre["ttft_s"], pre["slowest_stage_s"]),
+                         (7.0, 7.0, 16.0, 3.0))
+        self.assertAlmostEqual(pre["bubble_fraction"], 0.25, places=15)
+        step = pipeline.step_pipeline([1.0, 2.0, 3.0], 0.5, 4, 3)
+        self.assertEqual((step["pass_s"], step["cycle_s"], step["bubble_fraction"]), (7.0, 12.0, 0.0))
+        step = pipeline.step_pipeline([1.0, 2.0, 3.0], 0.5, 2, 3)
+        self.assertEqual(step["cycle_s"], 7.0)
+        self.assertAlmostEqual(step["bubble_fraction"], 1 - 6 / 7, places=15)
