@@ -137,6 +137,11 @@ class Fp8LinearOnly(unittest.TestCase):
         qk = next(op for op in ops if op.name == "attn_qk")
         q = next(op for op in ops if op.name == "q_proj")
         self.assertEqual((qk.compute, q.compute), ("bf16", "fp8"))
+        # the step's operator table reports the same rows: q_proj keeps its FP8 input (T x h x 1 B),
+        # the input norm its BF16 input (T x h x 2 B) and rstd, in all 32 layers
+        rows = {r.name: r for r in train_flops.step(arch, w).ops}
+        self.assertEqual(rows["q_proj"].saved_bytes, 32 * 8192 * 4096)
+        self.assertEqual(rows["input_layernorm"].saved_bytes, 32 * 8192 * (2 * 4096 + 4))
         from infracalc.analyses.roofline import roof
         roofs = (roof(dev, FP8), roof(dev, BF16))
         # attn_qk: 2 x 32 heads x 128 x T(T+1)/2 causal pairs, compute-bound at 8192 tokens
