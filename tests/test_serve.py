@@ -663,3 +663,28 @@ class CacheRoute(unittest.TestCase):
         # at p = 99/100 the p99 is the hit
         self.assertEqual(route.route(s, 80 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9,
                                      Fraction(99, 100), 220 * ms)["a_p99_ns"], 90 * ms)
+
+
+class PrefixValue(unittest.TestCase):
+    def test_choices_by_hand(self):
+        """Three candidates (held bytes, value): a (2, 5), b (3, 7), c (4, 11) in a budget of 5.
+        Greedy by value per byte takes c (2.75 per byte) and nothing else fits: 11. The exact
+        choice is a + b: 12 in exactly 5 bytes."""
+        from infracalc.analyses.serve import prefix
+
+        rows = [{"id": n, "resident_bytes": b, "expected_saved_flops": Fraction(v), "value_per_byte": Fraction(v, b)}
+                for n, b, v in (("a", 2, 5), ("b", 3, 7), ("c", 4, 11))]
+        out = prefix.choose(rows, 5)
+        self.assertEqual((out["exact"], out["exact_bytes"], out["exact_saved_flops"]), (["a", "b"], 5, 12))
+        self.assertEqual((out["greedy"], out["greedy_saved_flops"], out["exact_minus_greedy_flops"]), (["c"], 11, 1))
+        self.assertEqual(prefix.choose(rows, 1)["exact"], [])
+
+    def test_book_row(self):
+        # 512 + 768 tokens x 147,456 B = 188,743,680 B = 180 MiB exactly: both fit, 1,024 alone is denser
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--prefix-candidate", "512:512:1:1",
+                                   "--prefix-candidate", "768:768:1:1", "--prefix-candidate", "1024:1024:1:1",
+                                   "--prefix-budget", "180MiB", "--format", "json")
+        self.assertEqual(status, 0, err)
+        v = json.loads(out)["prefix_value"]
+        self.assertEqual((v["exact"], v["greedy"], v["exact_bytes"]), (["512", "768"], ["1024"], 1280 * 147_456))
+        self.assertEqual(v["exact_minus_greedy_flops"], 3_498_326_360_064)   # the book's index

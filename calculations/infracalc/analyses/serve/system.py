@@ -676,3 +676,39 @@ def route_record(arch, w, device, args):
                                                  "the rest of the generation."],
                conventions=[route.ROUTE_CONVENTION])
     return rec
+
+
+def prefix_value_record(arch, w, device, candidates, budget, page):
+    """The `serve --prefix-candidate` record (prefix.choose over the ledger's saved FLOPs)."""
+    from fractions import Fraction
+
+    from ... import ledger
+    from . import pools, prefix
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    per_token = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
+
+    def flops(tokens, history):
+        return sum(op.matrix_flops for op in ledger.operators(
+            arch, kv_w.replace(batch=1, tokens=tokens, history=history, logits="last")))
+
+    rows = []
+    for name, p, sfx, reuses in candidates:
+        saved = flops(p + sfx, 0) - flops(sfx, p)
+        held = -(-p // page) * page * per_token
+        rows.append({"id": name, "prefix_tokens": p, "suffix_tokens": sfx, "expected_reuses": Fraction(reuses),
+                     "resident_bytes": held, "saved_flops_per_reuse": saved,
+                     "expected_saved_flops": saved * Fraction(reuses),
+                     "value_per_byte": saved * Fraction(reuses) / held})
+    out = dict(prefix.choose(rows, budget), candidates=rows, kv_bytes_per_token=per_token)
+    rec = _header(arch, kv_w, device, max(c[1] + c[2] for c in candidates), 2, Options())
+    rec["inputs"] = {"prefix_candidates": [{"id": n, "prefix_tokens": p, "suffix_tokens": x,
+                                            "expected_reuses": str(r)} for n, p, x, r in candidates],
+                     "prefix_budget_bytes": budget, "page_tokens": page, "kv_dtype": rec["inputs"]["kv_dtype"]}
+    rec["notes"] = []
+    rec["prefix_value"] = pools.jsonable(out)
+    rec.update(definitions=["Saved FLOPs are the ledger's exact counts; the reuses are declared: an expected "
+                            "saving, not a time."],
+               left_out=["Retrieval time, scheduling, eviction over time (a static choice)."],
+               conventions=conventions(kv_w) + [prefix.PREFIX_CONVENTION])
+    return rec
