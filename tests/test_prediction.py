@@ -2,6 +2,7 @@
 validate's accuracy table (analyses/validate_predict)."""
 
 import math
+import os
 import unittest
 
 import support  # noqa: F401  (import path)
@@ -98,6 +99,22 @@ class CorpusPrediction(unittest.TestCase):
             if r["predicted"] is not None:
                 self.assertTrue(r["predicted_fit"].endswith(("without its publication", "without its publisher")),
                                 r["id"])
+
+
+class TrainingRecipe(unittest.TestCase):
+    def test_interleaved_schedule_of_the_recipe(self):
+        # NeMo 24.07's GPT-3 175B recipe: pp 8 with virtual pipeline size 6 (the case's layout.vp)
+        # runs Megatron's interleaved schedule: the predicted step uses it, its bubble
+        # (p - 1) / (v m) of the micro-batch time, not 1F1B's (p - 1) / m.
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "nemo2407-pretrain-gpt3-175b-fp8-h100-sxm-x128.json"))
+        _, t = VP.training_prediction(case, 1.0)
+        self.assertEqual((t.schedule, t.chunks), ("interleaved", 6))
+        # m = global 256 / (dp 4 x micro-batch 1) = 64; every stage has the same micro-batch time
+        # here up to its first/last layers, so the bubble is near 7 / (6 x 64) of the pipeline
+        self.assertLess(t.bubble_s / t.pipeline_s, 0.03)
+        # a case without vp keeps 1F1B
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "torchtitan-llama3-8b-bf16-a100-x64.json"))
+        self.assertEqual(VP.training_prediction(case, 1.0)[1].schedule, "1f1b")
 
 
 class Percentile(unittest.TestCase):

@@ -12,14 +12,13 @@ scored at every batch `best_batch` tries)."""
 import importlib
 import unittest
 
-from support import load_model  # noqa: F401  (sets the path)
+from support import Workload, load_model  # noqa: F401  (sets the path)
 
 from infracalc import layout as placement
 from infracalc.analyses import parallel as P
 from infracalc.analyses import ranking
 from infracalc.analyses.parallel import bound
 from infracalc.load.hardware import load_device
-from infracalc.workload import Workload
 
 S = importlib.import_module("infracalc.analyses.parallel.search")
 
@@ -101,7 +100,7 @@ class BoundNeverAboveExact(unittest.TestCase):
         for model, device, n, P_, G, objective, _, batch, options in CASES:
             plan = plan_of(model, device, P_, G, options)
             checked = 0
-            for lay in placement.candidate_layouts(plan.arch, n):
+            for lay in placement.candidate_layouts(plan.arch, n)[::2]:
                 try:
                     batches = S.admitted_batches(plan, lay, batch if objective == "throughput" or batch else 1)
                 except Exception:   # refused: not scored by either path
@@ -123,3 +122,68 @@ class BoundNeverAboveExact(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
+    """train --search's top list with the step-time floor (`ranking.rank_top`) against every
+    layout's step time (`comm.prunable` forced false), and the floor against the step time."""
+
+    CASES = [   # (model, device, devices, seq, global batch, Setup fields)
+        ("deepseek-v3", "h200", 256, 4096, 512, {"recompute": "full", "zero": 1}),
+        ("qwen3-30b-a3b", "h100-sxm", 64, 4096, 256, {"recompute": "selective"}),
+        ("qwen3-30b-a3b", "h100-sxm", 64, 4096, 256, {"schedule": "zero-bubble", "overlap_dp": True}),
+        ("qwen3-30b-a3b", "h100-sxm", 32, 4096, 128, {"schedule": "dualpipe", "zero": 1}),
+        ("llama-3.1-70b", "h100-sxm", 64, 8192, 256, {"schedule": "interleaved", "chunks": 2,
+                                                      "recompute": "full"}),
+        ("llama-3.1-8b", "h100-sxm", 64, 4096, 256, {"zero": 3}),
+    ]
+
+    def search(self, model, device, n, seq, gb, setup, top, prune=True):
+        from infracalc import comm
+        from infracalc.analyses import train
+
+        dev = load_device(device)
+        prunable = comm.prunable
+        if not prune:
+            comm.prunable = lambda links: False
+        try:
+            return train.search(load_model(model), Workload(batch=1, tokens=seq, logits="all"), dev,
+                                train.Setup(**setup), devices=n, global_batch=gb, links=comm.links(dev), top=top)
+        finally:
+            comm.prunable = prunable
+
+    def test_records_equal(self):
+        for model, device, n, seq, gb, setup in self.CASES:
+            full = self.search(model, device, n, seq, gb, setup, 10 ** 6, prune=False)
+            self.assertGreater(full["layouts_admitted"], 10, model)
+            for top in (1, 10):
+                with self.subTest(model=model, setup=setup, top=top):
+                    want = dict(full, top=full["top"][:top], inputs=dict(full["inputs"], top=top))
+                    self.assertEqual(self.search(model, device, n, seq, gb, setup, top), want)
+
+    def test_floor_never_above_the_step_time(self):
+        from infracalc import comm
+        from infracalc.analyses import train, train_time
+
+        for model, device, n, seq, gb, setup in self.CASES:
+            arch, dev, s = load_model(model), load_device(device), train.Setup(**setup)
+            w, links = Workload(batch=1, tokens=seq, logits="all"), comm.links(load_device(device))
+            checked = 0
+            for lay in placement.candidate_layouts(arch, n)[::3]:
+                m = train.micro_batches(gb, 1, lay.dp)
+                if isinstance(m, str) or lay.cp > 1:
+                    continue
+                lay = lay.replace(micro_batches=m, sp=lay.tp > 1)
+                try:
+                    placement.validate(arch, lay)
+                    train_time.check_schedule(arch, lay, s.schedule, s.chunks)
+                except Exception:
+                    continue
+                mem = train.stage_memory(arch, w, lay, s)
+                opts = train.recipe_options(s, links, mem)
+                floor = train_time.step_floor(arch, w, lay, dev, **opts)
+                exact = train.step_of(arch, w, lay, dev, s, links, mem).step_s
+                self.assertLessEqual(floor, exact * (1 + 1e-12), (model, lay, setup))
+                self.assertGreater(floor, 0, (model, lay, setup))   # not vacuous
+                checked += 1
+            self.assertGreater(checked, 3, (model, setup))

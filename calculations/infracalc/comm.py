@@ -549,6 +549,14 @@ def wire_bytes(c, algorithm="ring"):
 RUN_CHOICES = ("ring", "binomial", "best", "bound")
 
 
+def prunable(links):
+    """True when `run_s` refuses no collective on these links with the ring, binomial or best
+    charge: both tiers present (no MissingLink) and both switches (a mesh refuses a group larger
+    than its domain, a torus one that does not spread over its axes). A search prunes layouts
+    by a bound only then: a refusal it skipped would have been a rejection."""
+    return all(links.get(t) is not None and links[t].topology == "switch" for t in ("up", "out"))
+
+
 def run_s(c, links, algorithm="ring"):
     """Seconds of ONE run of `c` over a device's links ({"up": Link, "out": Link}, `links`): THE
     charge `parallel`, `train` and `collective` share. ring and binomial name the estimate's

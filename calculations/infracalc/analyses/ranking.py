@@ -1,12 +1,17 @@
 """The layout-search skeleton `parallel --search` and `train --search` share: every candidate
 layout scored by the command's own function, the refused ones counted by reason in one record
-shape, the rest ranked by (value, the command's tie-break).
+shape, the rest ranked by (value, the command's tie-break); `rank_top` gives the best few of
+that ranking while scoring exactly only the layouts a bound cannot rule out.
 
 A scoring function returns (value, payload...) for a layout it ranks and raises `Rejected`
 (a reason, and a memory shortfall where there is one) or a UserError for one it refuses; a
 `MissingLink` is counted under its canonical reason (the tier, not the collective's name)."""
 
+import bisect
+
 from ..errors import MissingLink, UserError
+
+PRUNE_MARGIN = 1e-9   # relative: a bound summed in another order than the exact figure differs by ~1e-15
 
 
 class Rejected(Exception):
@@ -61,3 +66,25 @@ def rank(layouts, score, tie_break, rejections):
             ranked.append((value, tie_break(lay), lay, *payload))
     ranked.sort(key=lambda x: (x[0], x[1]))
     return ranked
+
+
+def rank_top(layouts, bound, exact, tie_break, rejections, top):
+    """(rank(layouts, ...)[:top] of the exact scores, how many layouts were admitted), pruned.
+
+    bound(lay) returns (floor, *state) or refuses the layout as a scoring function does (every
+    refusal is found here, in the layouts' order, so the rejection records are `rank`'s);
+    exact(lay, *state) returns (value, *payload), with value >= floor and no refusal. Layouts
+    are scored exactly in the order of their floors, and the scoring stops once the next floor
+    exceeds the top-th exact value: no layout left can enter the top (nor tie with it). Exact
+    ties keep the layouts' order, as `rank`'s stable sort does."""
+    order = {id(lay): i for i, lay in enumerate(layouts)}
+    candidates = rank(layouts, bound, tie_break, rejections)
+    best = []   # (value, tie-break, position in layouts, lay, payload), best first
+    for floor, tie, lay, *state in candidates:
+        if len(best) >= top:
+            kth = best[top - 1][0]
+            if floor > kth + PRUNE_MARGIN * abs(kth):
+                break
+        value, *payload = exact(lay, *state)
+        bisect.insort(best, (value, tie, order[id(lay)], lay, payload), key=lambda x: x[:3])
+    return [(value, tie, lay, *payload) for value, tie, _, lay, payload in best[:top]], len(candidates)

@@ -148,9 +148,13 @@ def recipe_options(s, links, mem):
 def evaluate(arch, w, lay, device, s, links):
     """(memory per stage, binding stage, StepTime) of one layout."""
     mem = stage_memory(arch, w, lay, s)
-    t = train_time.step_time(arch, w, lay, device, compute_efficiency=s.compute_efficiency,
-                             memory_efficiency=s.memory_efficiency, **recipe_options(s, links, mem))
-    return mem, binding(mem, device.memory_bytes), t
+    return mem, binding(mem, device.memory_bytes), step_of(arch, w, lay, device, s, links, mem)
+
+
+def step_of(arch, w, lay, device, s, links, mem):
+    """train_time.StepTime of one layout whose memory per stage is `mem`."""
+    return train_time.step_time(arch, w, lay, device, compute_efficiency=s.compute_efficiency,
+                                memory_efficiency=s.memory_efficiency, **recipe_options(s, links, mem))
 
 
 def predicted(arch, w, lay, device, s, links, mem):
@@ -442,7 +446,11 @@ def _conventions(peaks):
 
 def search(arch, w, device, s, *, devices, global_batch, links, objective="step", top=10, cps=(1,)):
     """Every layout of `devices` devices ranked by step time (or MFU, the same
-    order at a fixed model and batch), those that do not fit counted apart."""
+    order at a fixed model and batch), those that do not fit counted apart. The top list is
+    `ranking.rank_top`'s: a layout's step time is computed only while its floor
+    (`train_time.step_floor`) could still beat the top-th (not for --objective predicted, nor on
+    links where a collective can be refused: `comm.prunable`)."""
+    from .. import comm
     from .. import layout as placement
 
     if objective not in OBJECTIVES:
@@ -462,22 +470,46 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
     for reason, n in counted.items():
         rejections.add(reason, examples[reason], count=n)
 
-    def scored(lay):
+    def checked(lay):
         if cp_reason(w.tokens, lay.cp):
             raise ranking.Rejected("the sequence does not split into 2 x cp zig-zag chunks")
         try:
             train_time.check_schedule(arch, lay, s.schedule, s.chunks)
         except UserError:
             raise ranking.Rejected(f"the {s.schedule} schedule cannot run this layout") from None
-        mem, bind, t = evaluate(arch, w, lay, device, s, links)   # a missing link: ranking.rank counts it
+
+    def fits(mem, bind):
         need = mem[bind].total
         if need > device.memory_bytes:
             raise ranking.Rejected("memory shortfall (the binding stage needs more than the device holds)",
                                    need - device.memory_bytes)
+        return need
+
+    def scored(lay):
+        checked(lay)
+        mem, bind, t = evaluate(arch, w, lay, device, s, links)   # a missing link: ranking.rank counts it
+        need = fits(mem, bind)
         pred = predicted(arch, w, lay, device, s, links, mem) if objective == "predicted" else None
         return (pred if objective == "predicted" and pred is not None else t.step_s), need, t, pred
 
-    ranked = ranking.rank(layouts, scored, lambda lay: (lay.tp * lay.cp, lay.pp), rejections)
+    def bounded(lay):   # the step time's floor, after every refusal but the step time's own
+        checked(lay)
+        mem = stage_memory(arch, w, lay, s)
+        need = fits(mem, binding(mem, device.memory_bytes))
+        return train_time.step_floor(arch, w, lay, device, compute_efficiency=s.compute_efficiency,
+                                     memory_efficiency=s.memory_efficiency, **recipe_options(s, links, mem)), \
+            mem, need
+
+    def exact(lay, mem, need):
+        t = step_of(arch, w, lay, device, s, links, mem)
+        return t.step_s, need, t, None
+
+    tie = lambda lay: (lay.tp * lay.cp, lay.pp)
+    if objective != "predicted" and comm.prunable(links):   # step_time refuses no layout on these links
+        ranked, admitted = ranking.rank_top(layouts, bounded, exact, tie, rejections, top)
+    else:
+        ranked = ranking.rank(layouts, scored, tie, rejections)
+        admitted = len(ranked)
     considered = len(layouts) + sum(counted.values())
     rows = []
     for _, _, lay, need, t, pred in ranked[:top]:
@@ -503,7 +535,7 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
                    "objective": objective, "top": top, "cp_values": list(cps)},
         "model_flops_per_step": st.model_flops,
         "layouts_considered": considered,
-        "layouts_admitted": len(ranked),
+        "layouts_admitted": admitted,
         "rejected": rejections.records(),
         "top": rows,
         "unknown_peaks": peaks,

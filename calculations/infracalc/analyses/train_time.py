@@ -351,6 +351,15 @@ def check_schedule(arch, lay, schedule, chunks):
         raise UserError(f"DualPipe needs an even number of pipeline stages, got pp = {lay.pp}")
 
 
+def optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes):
+    """The optimizer update of one device, memory-bound: it reads and writes every optimizer
+    state, reads the gradient and writes the weight of the parameters it updates (with ZeRO its
+    share over DP x CP, the experts' over the expert-data-parallel group)."""
+    updated = (ceil_div(dense, lay.dp * lay.cp) + ceil_div(expert, train_memory.expert_dp(lay))
+               if zero >= 1 else dense + expert)
+    return r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
+
+
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
@@ -377,9 +386,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
         dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key),
                             lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
-        updated = (ceil_div(dense, lay.dp * lay.cp) + ceil_div(expert, train_memory.expert_dp(lay))
-                   if zero >= 1 else dense + expert)
-        opt_s = r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
+        opt_s = optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes)
         stages.append(StageTime(st.index, compute, _pass_of(timed), tuple(timed), tuple(dp), exposed, opt_s))
     times = [s.micro_batch for s in stages]
     b = max(range(len(times)), key=lambda i: (times[i].total, -i))
@@ -387,6 +394,31 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     pipeline = m * times[b].total + bub
     sync = max(s.dp_exposed_s + s.optimizer_s for s in stages)
     return StepTime(schedule, chunks, m, tuple(stages), b, pipeline, bub, sync, pipeline + sync, formula)
+
+
+def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b", chunks=1,
+               weight_bytes=2, grad_bytes=2, optimizer_bytes=12, compute_efficiency=1.0,
+               memory_efficiency=1.0, stage_params=None, **_):
+    """A value never above step_time(...).step_s with the same arguments, for pruning a search.
+    With c_s = stage s's layers' compute (count x `layer_pass`, the top blocks' and every
+    collective left out: each >= 0) and t_s >= c_s its micro-batch time, t_b = max_s t_s:
+    the pipeline m t_b + bubble >= m max c + (1f1b: sum_{s != b} t_s >= sum c - max c;
+    interleaved: that / v; zero-bubble and DualPipe: a max with 0, >= 0), and the sync, the
+    largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
+    w = train_flops.training_workload(w)
+    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    sp_tp = lay.tp if lay.sp else 1
+    c, opt = [], 0.0
+    for st in placement.stages(arch, lay):
+        c.append(sum(layer_pass(layer, w, r, lay.cp, recompute, flash, sp_tp).total * count
+                     for layer, count, _ in placement.device_layers(arch, lay, st)))
+        dense, expert = stage_params(st) if stage_params else \
+            train_memory.device_params(placement.shard(arch, lay, st))
+        if schedule == "dualpipe":
+            dense, expert = 2 * dense, 2 * expert
+        opt = max(opt, optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes))
+    rest = sum(c) - max(c) if schedule in ("1f1b", "interleaved") else 0.0
+    return lay.micro_batches * max(c) + (rest / chunks if schedule == "interleaved" else rest) + opt
 
 
 # -- Lower bound ------------------------------------------------------------------------

@@ -263,8 +263,11 @@ def training_prediction(case, factor=None):
     w = Workload(batch=s["micro_batch"], tokens=s["seq_len"], logits="all",
                  weight_dtype=dtype(s["weight_dtype"]), act_dtype=act, kv_dtype=act)
     k = training_factor(case)[0] if factor is None else factor
-    got = predicted_step(arch, w, _layout(case, arch, s["micro_batch"]), device, factor=k,
-                         recompute=recipe["recompute"], zero=recipe["zero"], overlap_dp=recipe["overlap_dp"])
+    lay = _layout(case, arch, s["micro_batch"])
+    vp = s["layout"].get("vp", 1) or 1
+    schedule = {"schedule": "interleaved", "chunks": vp} if vp > 1 and lay.pp > 1 else {}
+    got = predicted_step(arch, w, lay, device, factor=k, recompute=recipe["recompute"], zero=recipe["zero"],
+                         overlap_dp=recipe["overlap_dp"], **schedule)
     if got is None:
         return None, None
     step, t = got

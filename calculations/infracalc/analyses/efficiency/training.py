@@ -12,9 +12,9 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    "all": 1.5994042935275627,
-    "NVIDIA": 1.657927959923155,
-    "PyTorch (Meta)": 1.5310459155186085,
+    'all': 1.5994042935275627,
+    'NVIDIA': 1.657927959923155,
+    'PyTorch (Meta)': 1.5710841253524919,
 }
 
 

@@ -22,15 +22,13 @@ them, and they are the same memo entries the exact evaluation reads.
 
 Composed by `pipeline.ranked_phase` (its figures grow with every stage time) and read as
 `search.score` reads the exact figures, the result bounds the value a layout is ranked
-by: never above it (up to float rounding, which `PRUNE_MARGIN` covers)."""
+by: never above it (up to float rounding, which `ranking.PRUNE_MARGIN` covers)."""
 
 from ...collectives import ceil_div
 from . import communication as comms
 from .costs import prefill_ranks, unit, unit_cost
 from .plan import stage_kinds
 from ... import layout as placement
-
-PRUNE_MARGIN = 1e-9   # relative: a bound summed in another order may differ from the exact sum by ~1e-15
 
 
 def layer_figures(plan, lay, layer, phase, b):

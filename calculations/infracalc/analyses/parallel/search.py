@@ -1,16 +1,15 @@
 """`parallel --search`: every layout of N devices, scored and ranked."""
 
-import bisect
-
+from ... import comm
 from ... import layout as placement
 from ...collectives import ceil_div
 from ...errors import UserError
 from .. import mla_path
 from .. import ranking
-from ..ranking import Rejected, Rejections
+from ..ranking import PRUNE_MARGIN, Rejected, Rejections
 from ..records import CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_CONVENTIONS, comm_conventions
-from .bound import PRUNE_MARGIN, stage_time_bounds
+from .bound import stage_time_bounds
 from .pipeline import latency, latency_bound, phases, ranked_phase
 from .stage import stage_times
 
@@ -167,31 +166,29 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
     bound on its value first (`score_bound`), the layouts are scored exactly in the order of
     their bounds, and the scoring stops once the next bound is worse than the top-th exact
     value (a layout's value is never better than its bound, so none left could enter the
-    top). With --tpot-limit whether a layout is admitted needs its exact figures (unless
+    top; on links whose ring charge can refuse a collective -- a missing tier, a mesh or a
+    torus -- every layout is scored, as the refusal would be a rejection). With --tpot-limit whether a layout is admitted needs its exact figures (unless
     `over_limit` rejects it), so every layout is scored as `search` scores it."""
     if tpot_limit is not None:
         ranked, rejected, total = search(plan, devices, objective, tpot_limit, None, batch)
         return ranked[:top], rejected, total, len(ranked)
     batch = _checked(plan, objective, batch)
     layouts = list(placement.candidate_layouts(plan.arch, devices))
-    order = {id(lay): i for i, lay in enumerate(layouts)}
+    rejections = Rejections()
+    if not comm.prunable(plan.links):
+        ranked, rejected, total = search(plan, devices, objective, None, None, batch)
+        return ranked[:top], rejected, total, len(ranked)
 
     def bounded(lay):
         b = admitted_batches(plan, lay, batch)[-1]
         return score_bound(plan, lay, b, objective), b
 
-    rejections = Rejections()
-    candidates = ranking.rank(layouts, bounded, _collective_span, rejections)
-    best = []   # (value, tie-break, enumeration index, lay, batch, figures), best first
-    for bound, tie, lay, b in candidates:
-        if len(best) >= top:
-            kth = best[top - 1][0]
-            if bound > kth + PRUNE_MARGIN * abs(kth):
-                break
+    def exact(lay, b):
         value, lat, _ = score(plan, lay, b, objective)
-        bisect.insort(best, (value, tie, order[id(lay)], lay, b, lat), key=lambda x: x[:3])
-    ranked = [(value, tie, lay, b, lat) for value, tie, _, lay, b, lat in best[:top]]
-    return ranked, rejections.records(), len(layouts), len(candidates)
+        return value, b, lat
+
+    ranked, admitted = ranking.rank_top(layouts, bounded, exact, _collective_span, rejections, top)
+    return ranked, rejections.records(), len(layouts), admitted
 
 
 def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
