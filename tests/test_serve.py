@@ -688,3 +688,27 @@ class PrefixValue(unittest.TestCase):
         v = json.loads(out)["prefix_value"]
         self.assertEqual((v["exact"], v["greedy"], v["exact_bytes"]), (["512", "768"], ["1024"], 1280 * 147_456))
         self.assertEqual(v["exact_minus_greedy_flops"], 3_498_326_360_064)   # the book's index
+
+
+class SizingByPrediction(unittest.TestCase):
+    def run_size(self, limit, figure):
+        status, out, err = run_cli("serve", "--model", "llama-3.1-70b", "--input-len", "2048", "--output-len", "256",
+                                   "--tpot-limit", limit, "--ttft-limit", "2s", "--slo-figure", figure,
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        return json.loads(out)["sizing"]["answer"]
+
+    def test_predicted_answer_meets_its_limits(self):
+        """At TPOT <= 38 ms the estimate's choice (tp2, batch 16) predicts about 42.5 ms: judged by
+        the prediction the same two devices run a smaller batch whose predicted TPOT is within the
+        limit, and its estimate and lower bound are too."""
+        est, pred = self.run_size("38ms", "estimate"), self.run_size("38ms", "predicted")
+        self.assertEqual((est["devices"], pred["devices"]), (2, 2))
+        self.assertGreater(est["predicted_tpot_s"], 0.038)
+        self.assertLess(pred["batch_per_replica"], est["batch_per_replica"])
+        self.assertEqual(pred["judged_by"], "predicted")
+        for value in (pred["predicted_tpot_s"], pred["tpot_s"], pred["lower_bound"]["tpot_s"]):
+            self.assertLessEqual(value, 0.038)
+        # the bound never exceeds the estimate, the estimate never the prediction here
+        self.assertLessEqual(pred["lower_bound"]["tpot_s"], pred["tpot_s"])
+        self.assertLessEqual(pred["tpot_s"], pred["predicted_tpot_s"])

@@ -201,6 +201,9 @@ def add_arguments(p):
                            "fewest devices that meet the limits")
     load.add_argument("--tpot-limit", type=time_limit, default=None, metavar="T",
                       help="mean TPOT limit with its unit (e.g. 50ms)")
+    load.add_argument("--slo-figure", choices=("predicted", "estimate"), default="predicted",
+                      help="the figure the SLO sizing judges and ranks layouts by: predicted (default: a "
+                           "well-tuned engine, efficiency.serving) or estimate (operator-sum roofline)")
     load.add_argument("--max-devices", type=common.positive_int, default=1024, metavar="N",
                       help="the largest device count the SLO sizing tries (default 1024)")
     load.add_argument("--cached-prefix", type=common.non_negative_int, default=0, metavar="C",
@@ -409,7 +412,7 @@ def run(args):
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
-                          memory_efficiency=args.memory_efficiency)
+                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure)
     if args.decode_batch is not None and not args.worker:
         raise UserError("--decode-batch rates --worker NAME:COUNT:DEVICE types; give --worker")
     if args.worker:

@@ -29,7 +29,8 @@ def sizing_lines(rec):
     a = s["answer"]
     lines = [f"## Fewest {inline(d['id'])} meeting {_limits(i)}", ""]
     if a is None:
-        lines.append(f"**No count up to {i['max_devices']} devices meets the limits** (estimate); "
+        figure = rec["sizing"].get("figure", "estimate")
+        lines.append(f"**No count up to {i['max_devices']} devices meets the limits** ({figure}); "
                      "why each count fails is below.")
     else:
         lb = a["lower_bound"]
@@ -262,13 +263,14 @@ def verdict_lines(rec):
     if "sizing" in rec:
         a, i = rec["sizing"]["answer"], rec["inputs"]
         if a is None:
-            return verdict.block(f"No count up to {i['max_devices']} devices meets {_limits(i)} (estimate)",
+            figure = rec["sizing"].get("figure", "estimate")
+            return verdict.block(f"No count up to {i['max_devices']} devices meets {_limits(i)} ({figure})",
                                  [c["why"] for c in rec["sizing"]["counts"][-1:]])
         lb = a["lower_bound"]
         fewer = [f"{c['devices']}: {c['why']}" for c in rec["sizing"]["counts"] if not c["meets"]]
         return verdict.block(
             f"{u.count(a['devices'], 'device')} ({a['layout']}, batch {a['batch_per_replica']} per replica) "
-            f"meet {_limits(i)}",
+            f"meet {_limits(i)} ({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
             [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'], a.get('predicted_ttft_s'))}",
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]

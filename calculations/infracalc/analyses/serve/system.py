@@ -40,7 +40,8 @@ class Options:
 
     def __init__(self, max_seqs=256, token_budget=8192, rate=None, cv2=0.0, ttft_limit=None,
                  tpot_limit=None, reserve_bytes=None, compute_efficiency=1.0, memory_efficiency=1.0,
-                 cached=0):
+                 cached=0, slo_figure="estimate"):
+        self.slo_figure = slo_figure
         self.max_seqs, self.token_budget, self.cached = max_seqs, token_budget, cached
         self.rate, self.cv2 = rate, cv2
         self.ttft_limit, self.tpot_limit = ttft_limit, tpot_limit
@@ -129,9 +130,9 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
 
         plan = parallel.Plan(arch, w, device, input_len, output_len, compute_efficiency=opts.compute_efficiency,
                              memory_efficiency=opts.memory_efficiency, reserve_bytes=opts.reserve_bytes)
-        answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices)
-        sizing = {"answer": None, "counts": [{k: v for k, v in row.items() if k != "layout_record"}
-                                             for row in rows],
+        answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices, opts.slo_figure)
+        sizing = {"answer": None, "figure": opts.slo_figure,
+                  "counts": [{k: v for k, v in row.items() if k != "layout_record"} for row in rows],
                   "convention": slo.SLO_CONVENTION}
         if answer is not None:
             lay = answer["layout_record"]
@@ -166,6 +167,8 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
         rec["inputs"]["max_devices"] = max_devices
         rec["sizing"] = sizing
         rec["conventions"].append(sizing["convention"])
+        if opts.slo_figure == "predicted":
+            rec["conventions"].append(slo.SLO_PREDICTED)
         if sizing["answer"]:
             from ..efficiency.predict import PREDICTION_CONVENTION
             rec["conventions"] += [slo.PREDICTED_CONVENTION, PREDICTION_CONVENTION]
