@@ -663,3 +663,52 @@ class CacheRoute(unittest.TestCase):
         # at p = 99/100 the p99 is the hit
         self.assertEqual(route.route(s, 80 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9,
                                      Fraction(99, 100), 220 * ms)["a_p99_ns"], 90 * ms)
+
+
+class PrefixValue(unittest.TestCase):
+    def test_choices_by_hand(self):
+        """Three candidates (held bytes, value): a (2, 5), b (3, 7), c (4, 11) in a budget of 5.
+        Greedy by value per byte takes c (2.75 per byte) and nothing else fits: 11. The exact
+        choice is a + b: 12 in exactly 5 bytes."""
+        from infracalc.analyses.serve import prefix
+
+        rows = [{"id": n, "resident_bytes": b, "expected_saved_flops": Fraction(v), "value_per_byte": Fraction(v, b)}
+                for n, b, v in (("a", 2, 5), ("b", 3, 7), ("c", 4, 11))]
+        out = prefix.choose(rows, 5)
+        self.assertEqual((out["exact"], out["exact_bytes"], out["exact_saved_flops"]), (["a", "b"], 5, 12))
+        self.assertEqual((out["greedy"], out["greedy_saved_flops"], out["exact_minus_greedy_flops"]), (["c"], 11, 1))
+        self.assertEqual(prefix.choose(rows, 1)["exact"], [])
+
+    def test_book_row(self):
+        # 512 + 768 tokens x 147,456 B = 188,743,680 B = 180 MiB exactly: both fit, 1,024 alone is denser
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--prefix-candidate", "512:512:1:1",
+                                   "--prefix-candidate", "768:768:1:1", "--prefix-candidate", "1024:1024:1:1",
+                                   "--prefix-budget", "180MiB", "--format", "json")
+        self.assertEqual(status, 0, err)
+        v = json.loads(out)["prefix_value"]
+        self.assertEqual((v["exact"], v["greedy"], v["exact_bytes"]), (["512", "768"], ["1024"], 1280 * 147_456))
+        self.assertEqual(v["exact_minus_greedy_flops"], 3_498_326_360_064)   # the book's index
+
+
+class SizingByPrediction(unittest.TestCase):
+    def run_size(self, limit, figure):
+        status, out, err = run_cli("serve", "--model", "llama-3.1-70b", "--input-len", "2048", "--output-len", "256",
+                                   "--tpot-limit", limit, "--ttft-limit", "2s", "--slo-figure", figure,
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        return json.loads(out)["sizing"]["answer"]
+
+    def test_predicted_answer_meets_its_limits(self):
+        """At TPOT <= 38 ms the estimate's choice (tp2, batch 16) predicts about 42.5 ms: judged by
+        the prediction the same two devices run a smaller batch whose predicted TPOT is within the
+        limit, and its estimate and lower bound are too."""
+        est, pred = self.run_size("38ms", "estimate"), self.run_size("38ms", "predicted")
+        self.assertEqual((est["devices"], pred["devices"]), (2, 2))
+        self.assertGreater(est["predicted_tpot_s"], 0.038)
+        self.assertLess(pred["batch_per_replica"], est["batch_per_replica"])
+        self.assertEqual(pred["judged_by"], "predicted")
+        for value in (pred["predicted_tpot_s"], pred["tpot_s"], pred["lower_bound"]["tpot_s"]):
+            self.assertLessEqual(value, 0.038)
+        # the bound never exceeds the estimate, the estimate never the prediction here
+        self.assertLessEqual(pred["lower_bound"]["tpot_s"], pred["tpot_s"])
+        self.assertLessEqual(pred["tpot_s"], pred["predicted_tpot_s"])

@@ -153,6 +153,23 @@ def probability(text):
     return v
 
 
+def prefix_candidate(text):
+    """ID:PREFIX:SUFFIX:REUSES (tokens; expected reuses an exact rational)."""
+    from fractions import Fraction
+
+    parts = text.split(":")
+    ok = len(parts) == 4 and parts[0]
+    nums = [common.digits(x) for x in parts[1:3]] if ok else [None]
+    try:
+        reuses = Fraction(parts[3]) if ok else -1
+    except (ValueError, ZeroDivisionError):
+        reuses = -1
+    if None in nums or min(nums) < 1 or max(nums) > 10**7 or reuses < 0:
+        raise argparse.ArgumentTypeError(f"must be ID:PREFIX_TOKENS:SUFFIX_TOKENS:EXPECTED_REUSES (e.g. "
+                                         f"a:512:1:1), got '{text}'")
+    return parts[0], nums[0], nums[1], reuses
+
+
 def request(text):
     """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
     parts = text.split(":")
@@ -184,6 +201,9 @@ def add_arguments(p):
                            "fewest devices that meet the limits")
     load.add_argument("--tpot-limit", type=time_limit, default=None, metavar="T",
                       help="mean TPOT limit with its unit (e.g. 50ms)")
+    load.add_argument("--slo-figure", choices=("predicted", "estimate"), default="predicted",
+                      help="the figure the SLO sizing judges and ranks layouts by: predicted (default: a "
+                           "well-tuned engine, efficiency.serving) or estimate (operator-sum roofline)")
     load.add_argument("--max-devices", type=common.positive_int, default=1024, metavar="N",
                       help="the largest device count the SLO sizing tries (default 1024)")
     load.add_argument("--cached-prefix", type=common.non_negative_int, default=0, metavar="C",
@@ -304,6 +324,16 @@ def add_arguments(p):
     ho.add_argument("--staging-bw", type=int_bandwidth, default=None, metavar="BW",
                     help="stage every message through host memory: device-to-host and host-to-device "
                          "hops at this bandwidth around the network hop")
+    pv = p.add_argument_group("prefix value (which prefixes a cache of fixed size keeps)")
+    pv.add_argument("--prefix-candidate", type=prefix_candidate, action="append", default=None,
+                    metavar="ID:PREFIX:SUFFIX:REUSES",
+                    help="a prefix of PREFIX tokens reused REUSES times by requests of SUFFIX more; repeatable "
+                         "(with --prefix-budget)")
+    pv.add_argument("--prefix-budget", type=lambda t: 0 if t.strip() == "0" else common.byte_size(t),
+                    default=None, metavar="BYTES",
+                    help="cache bytes the kept prefixes may hold (e.g. 180MiB)")
+    pv.add_argument("--page-tokens", type=common.positive_int, default=16, metavar="N",
+                    help="cache page size in tokens: a prefix holds whole pages (default 16)")
     cr = p.add_argument_group("cache route (one request, declared times)")
     cr.add_argument("--cache-route", type=route_times, default=None, metavar="QA:QB:FULL:WARM:LOOKUP",
                     help="worker A holds the --cached-prefix cache (queue QA), worker B does not (queue QB); "
@@ -334,6 +364,13 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.prefix_candidate:
+        if args.prefix_budget is None:
+            raise UserError("--prefix-candidate chooses within a cache size: give --prefix-budget")
+        if len(args.prefix_candidate) > 24 or len({c[0] for c in args.prefix_candidate}) != len(args.prefix_candidate):
+            raise UserError("--prefix-candidate: 1 to 24 candidates with distinct ids")
+        return common.emit(args, system.prefix_value_record(arch, w, device, args.prefix_candidate,
+                                                            args.prefix_budget, args.page_tokens), render.markdown)
     if args.cache_route is not None:
         if None in (args.remote_bw, args.host_link_bw, args.hit_probability, args.route_slo_ns):
             raise UserError("--cache-route needs --remote-bw, --host-link-bw, --hit-probability and --route-slo-ns")
@@ -375,7 +412,7 @@ def run(args):
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
-                          memory_efficiency=args.memory_efficiency)
+                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure)
     if args.decode_batch is not None and not args.worker:
         raise UserError("--decode-batch rates --worker NAME:COUNT:DEVICE types; give --worker")
     if args.worker:

@@ -40,7 +40,8 @@ class Options:
 
     def __init__(self, max_seqs=256, token_budget=8192, rate=None, cv2=0.0, ttft_limit=None,
                  tpot_limit=None, reserve_bytes=None, compute_efficiency=1.0, memory_efficiency=1.0,
-                 cached=0):
+                 cached=0, slo_figure="estimate"):
+        self.slo_figure = slo_figure
         self.max_seqs, self.token_budget, self.cached = max_seqs, token_budget, cached
         self.rate, self.cv2 = rate, cv2
         self.ttft_limit, self.tpot_limit = ttft_limit, tpot_limit
@@ -129,9 +130,9 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
 
         plan = parallel.Plan(arch, w, device, input_len, output_len, compute_efficiency=opts.compute_efficiency,
                              memory_efficiency=opts.memory_efficiency, reserve_bytes=opts.reserve_bytes)
-        answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices)
-        sizing = {"answer": None, "counts": [{k: v for k, v in row.items() if k != "layout_record"}
-                                             for row in rows],
+        answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices, opts.slo_figure)
+        sizing = {"answer": None, "figure": opts.slo_figure,
+                  "counts": [{k: v for k, v in row.items() if k != "layout_record"} for row in rows],
                   "convention": slo.SLO_CONVENTION}
         if answer is not None:
             lay = answer["layout_record"]
@@ -166,6 +167,8 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
         rec["inputs"]["max_devices"] = max_devices
         rec["sizing"] = sizing
         rec["conventions"].append(sizing["convention"])
+        if opts.slo_figure == "predicted":
+            rec["conventions"].append(slo.SLO_PREDICTED)
         if sizing["answer"]:
             from ..efficiency.predict import PREDICTION_CONVENTION
             rec["conventions"] += [slo.PREDICTED_CONVENTION, PREDICTION_CONVENTION]
@@ -675,4 +678,40 @@ def route_record(arch, w, device, args):
     rec.update(definitions=[DECLARED], left_out=["Partial prefix hits, eviction correlated with the queue, "
                                                  "the rest of the generation."],
                conventions=[route.ROUTE_CONVENTION])
+    return rec
+
+
+def prefix_value_record(arch, w, device, candidates, budget, page):
+    """The `serve --prefix-candidate` record (prefix.choose over the ledger's saved FLOPs)."""
+    from fractions import Fraction
+
+    from ... import ledger
+    from . import pools, prefix
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    per_token = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
+
+    def flops(tokens, history):
+        return sum(op.matrix_flops for op in ledger.operators(
+            arch, kv_w.replace(batch=1, tokens=tokens, history=history, logits="last")))
+
+    rows = []
+    for name, p, sfx, reuses in candidates:
+        saved = flops(p + sfx, 0) - flops(sfx, p)
+        held = -(-p // page) * page * per_token
+        rows.append({"id": name, "prefix_tokens": p, "suffix_tokens": sfx, "expected_reuses": Fraction(reuses),
+                     "resident_bytes": held, "saved_flops_per_reuse": saved,
+                     "expected_saved_flops": saved * Fraction(reuses),
+                     "value_per_byte": saved * Fraction(reuses) / held})
+    out = dict(prefix.choose(rows, budget), candidates=rows, kv_bytes_per_token=per_token)
+    rec = _header(arch, kv_w, device, max(c[1] + c[2] for c in candidates), 2, Options())
+    rec["inputs"] = {"prefix_candidates": [{"id": n, "prefix_tokens": p, "suffix_tokens": x,
+                                            "expected_reuses": str(r)} for n, p, x, r in candidates],
+                     "prefix_budget_bytes": budget, "page_tokens": page, "kv_dtype": rec["inputs"]["kv_dtype"]}
+    rec["notes"] = []
+    rec["prefix_value"] = pools.jsonable(out)
+    rec.update(definitions=["Saved FLOPs are the ledger's exact counts; the reuses are declared: an expected "
+                            "saving, not a time."],
+               left_out=["Retrieval time, scheduling, eviction over time (a static choice)."],
+               conventions=conventions(kv_w) + [prefix.PREFIX_CONVENTION])
     return rec
