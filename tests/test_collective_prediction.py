@@ -129,6 +129,25 @@ class Predicted(unittest.TestCase):
                         self.assertGreaterEqual(t, bound, msg=(dev, kind, k, tier))
 
 
+class CollectiveCommand(unittest.TestCase):
+    def test_predicted_row_per_size(self):
+        import json
+        from support import run_cli
+
+        out = json.loads(run_cli("collective", "all_reduce", "--ranks", "8", "--device", "h100-sxm",
+                                 "--max-bytes", "64MiB", "--format", "json")[1])
+        pred = [r for r in out["rows"] if r["predicted"]]
+        bound = {r["bytes"]: r for r in out["rows"] if r["bound"]}
+        self.assertEqual(len(pred), len(bound))
+        # 1 KiB: ring LL, 15.0 us + 2 x 7/8 x 1024 B / (450 GB/s x 0.824 x 0.5 x residual)
+        r = pred[0]
+        self.assertEqual((r["bytes"], r["algorithm"]), (1024, "predicted ring/LL"))
+        self.assertAlmostEqual(r["time_s"], 15e-6 + 1792 / (450e9 * 0.824 * 0.5 * EC.FITTED["all"]), delta=1e-12)
+        for r in pred:
+            self.assertGreaterEqual(r["time_s"], bound[r["bytes"]]["time_s"])
+        self.assertTrue(any("Predicted" in c for c in out["conventions"]))
+
+
 class ServingUsesIt(unittest.TestCase):
     def test_tp_comm_is_the_predicted_collective(self):
         from support import load_model

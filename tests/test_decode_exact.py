@@ -147,6 +147,29 @@ class OwnPeriodsEqualTheLoop(unittest.TestCase):
             want.append(t + kernels * op.repeats * p.kernel_s if kernels else t)
         self.assertEqual(predict.piece_times(fast, p), want)
 
+    def test_held_cache_summed_block_by_block_equals_the_loop(self):
+        """serving.held_sum (decode_sum.block_sum: each block's cache over its own
+        pieces and period) against c(n) = arch.kv_bytes(n) summed one n at a time."""
+        from infracalc.analyses import serving
+
+        arch, w = tiny_v4(), Workload(batch=2)
+        for first, last in ((1, 90), (12, 700), (10**10, 10**10 + 300), (10**15 + 3, 10**15 + 260)):
+            with self.subTest(first=first):
+                want = sum(serving.held(arch, w, n) for n in range(first, last + 1))
+                self.assertEqual(serving.held_sum(arch, w, first, last), want)
+
+    def test_totals_without_rows_equal_the_rows_totals(self):
+        """ledger.field_sums and decode_sum.steps_totals (each distinct block once,
+        times the layers holding it) against the sums over the ledger's rows."""
+        for arch in (tiny_v4(), load_model("kimi-k3"), load_model("qwen3-30b-a3b")):
+            for w in (Workload(batch=3, tokens=40, history=9), Workload(batch=64, tokens=1, history=8192)):
+                rows = ledger.operators(arch, w)
+                self.assertEqual(ledger.field_sums(arch, w, S.FIELDS),
+                                 tuple(ledger.sum_field(rows, f) for f in S.FIELDS))
+            w = Workload(batch=2)
+            for lo, hi in ((0, 90), (10**10, 10**10 + 5000)):
+                self.assertEqual(S.steps_totals(arch, w, lo, hi), S.summed_totals(S.decode_pieces(arch, w, lo, hi)))
+
     def test_block_evaluations_are_flat_in_steps_and_history(self):
         """Each block is evaluated a fixed number of times per run of its own, so a
         million steps cost what a thousand do, at history 10^4 or 10^12."""

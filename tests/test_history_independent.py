@@ -124,6 +124,7 @@ class HistoryIndependence(unittest.TestCase):
         reused = ledger.build(arch, w.replace(history=777))
         ledger._ROWS.clear()
         ledger._BLOCK_ROWS.clear()
+        ledger._RAW.clear()
         fresh = ledger.build(arch, w.replace(history=777))
         self.assertEqual(reused.ops, fresh.ops)
         self.assertEqual(reused.totals, fresh.totals)

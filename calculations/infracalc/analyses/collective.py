@@ -56,9 +56,10 @@ def placed(operation, size, ranks, ranks_per_node, device, experts=0, top_k=0):
     return comm.Collective(operation, kind, size, ranks, tier, local=1 if tier == "up" else g, nic_share=share)
 
 
-def rows(c, links):
-    """[{algorithm, time_s, algbw, busbw, estimate, bound}] of one collective: every applicable
-    algorithm, then the bound (`comm.lower_bound_s`)."""
+def rows(c, links, device_id=None):
+    """[{algorithm, time_s, algbw, busbw, estimate, bound, predicted}] of one collective: every
+    applicable algorithm, the bound (`comm.lower_bound_s`), then, given the device id, the
+    predicted row (efficiency.collective: NCCL's model, its algorithm and protocol named)."""
     link, up = links.get(c.tier), links.get("up")
     if link is None:
         raise UserError(f"{c.name} over {c.group} ranks crosses the scale-{c.tier} tier, but the device has no "
@@ -69,12 +70,16 @@ def rows(c, links):
         t = comm.time_s(c, link, name, up=up)
         out.append(_row(c, name, t, estimate=name == pick, bound=False))
     out.append(_row(c, "bound", comm.lower_bound_s(c, link, up), estimate=False, bound=True))
+    if device_id is not None:
+        from .efficiency.collective import predicted_s
+        t, name, proto = predicted_s(c, links, device_id)
+        out.append(_row(c, f"predicted {name}/{proto}", t, estimate=False, bound=False, predicted=True))
     return out
 
 
-def _row(c, name, t, estimate, bound):
+def _row(c, name, t, estimate, bound, predicted=False):
     return {"bytes": c.bytes, "algorithm": name, "time_s": t, "algbw_bytes_per_s": comm.algbw(c, t),
-            "busbw_bytes_per_s": comm.busbw(c, t), "estimate": estimate, "bound": bound}
+            "busbw_bytes_per_s": comm.busbw(c, t), "estimate": estimate, "bound": bound, "predicted": predicted}
 
 
 def sizes(min_bytes, max_bytes, factor):
@@ -95,7 +100,7 @@ def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_rec
     table = []
     for size in byte_sizes:
         c = placed(operation, size, ranks, ranks_per_node, device, experts, top_k)
-        table += rows(c, links)
+        table += rows(c, links, device.id)
     c = placed(operation, byte_sizes[0], ranks, ranks_per_node, device, experts, top_k)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -120,4 +125,8 @@ CONVENTIONS = (
     "the bound row is comm.lower_bound_s, what parallel's lower bound charges: no run can be faster.",
     "A group of n ranks with g per node fits one scale-up domain when n = g (tier up); otherwise it spans "
     "n / g nodes, the g ranks of a node using their g NICs (rails) and the scale-up link among them.",
+    "Predicted (a third figure, not a bound): NCCL's own cost model, the fastest (algorithm, protocol) for "
+    "the size: latency per algorithm and protocol (LL, LL128, Simple) and their bandwidth shares from "
+    "NVIDIA/nccl tuning.cc, NVLinks at NCCL's topo.h figures, one fitted residual on the bandwidth "
+    "(efficiency.collective; docs/prediction.md); never below the bound.",
 )

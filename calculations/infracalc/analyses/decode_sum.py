@@ -184,8 +184,24 @@ def linear_sum(arch, lo, hi, f):
     block's per-step cost, the cache a request holds): an arithmetic series per
     piece, a double one over repeats, from a few values of f. Fails loudly if f
     is not linear or periodic where the blocks say it is (a bug in a block)."""
+    return _linear_sum(_blocks(arch), lo, hi, f)
+
+
+def block_sum(arch, lo, hi, f):
+    """sum_{h=lo}^{hi} of sum over the layers' blocks of f(block, h), each distinct
+    block's f summed over its own plan (linear_sum with that block's breakpoints and
+    period alone) times the number of layers holding it: exact, and a ratio-4
+    block's sum costs its own few pieces, not those of every block together."""
+    counts = {}
+    for layer, count, _ in arch.layer_groups():
+        for block in layer.blocks:
+            counts[block] = counts.get(block, 0) + count
+    return sum(count * _linear_sum([block], lo, hi, lambda h: f(block, h)) for block, count in counts.items())
+
+
+def _linear_sum(blocks, lo, hi, f):
     total = 0
-    for spans, k, p in plan(arch, lo, hi):
+    for spans, k, p in _plan(blocks, lo, hi):
         for a, b in spans:
             n = b - a + 1
             f0 = f(a)
@@ -249,23 +265,25 @@ class Run(namedtuple("Run", "first steps start delta repeats period drift",
         """This run of k identical layers (every FIELDS value times k)."""
         if k == 1:
             return self
-        return self._replace(start=tuple([k * x for x in self.start]), delta=tuple([k * x for x in self.delta]),
-                             drift=tuple([k * x for x in self.drift]))
+        return Run(self.first, self.steps, tuple([k * x for x in self.start]),
+                   tuple([k * x for x in self.delta]) if self.delta != _ZEROS else _ZEROS, self.repeats,
+                   self.period, tuple([k * x for x in self.drift]) if self.drift != _ZEROS else _ZEROS)
 
 
 def bound_sums(runs, compute_s, memory_s):
     """(FIELDS summed over the compute-bound steps, over the memory-bound steps, the
     number of compute-bound steps) of one operator's runs, in exact integers: what its
     summed time is computed from, whatever the pieces."""
-    on_compute, on_memory, steps = _ZEROS, _ZEROS, 0
+    on_compute = on_memory = None
+    steps = 0
     for run in runs:
         for is_compute, count, v in run.split(compute_s, memory_s):
             if is_compute:
-                on_compute = tuple(map(add, on_compute, v))
+                on_compute = v if on_compute is None else tuple(map(add, on_compute, v))
                 steps += count
             else:
-                on_memory = tuple(map(add, on_memory, v))
-    return on_compute, on_memory, steps
+                on_memory = v if on_memory is None else tuple(map(add, on_memory, v))
+    return on_compute or _ZEROS, on_memory or _ZEROS, steps
 
 
 class Steps(Record):
@@ -360,17 +378,56 @@ def single(ops, first=0):
 
 def _values(block, w, history):
     """FIELDS of each of `block`'s ops (one instance) in the decode step at `history`."""
-    return tuple([_vector(op) for op in block.ops(w.replace(history=history))])
+    key = (w, history)
+    wh = _AT.get(key) or remember(_AT, _AT_KEPT, key, w.replace(history=history))
+    return tuple([_vector(op) for op in ledger._raw_ops(block, wh, wh.without_history())])
+
+
+# w.replace(history=h) by (w, h): the blocks of one step share one workload record
+# (and its cached hash, the key of their memoized rows).
+_AT = {}
+_AT_KEPT = 256
+
+
+def steps_totals(arch, w, lo, hi):
+    """FIELDS summed over every operator and every decode step at histories lo..hi
+    (summed_totals of decode_pieces), from each distinct block's runs times the
+    layers holding it, without the ledger rows."""
+    w = w.replace(tokens=1)
+    counts = {}
+    for block, count, _, _ in ledger.parts(arch):
+        counts[block] = counts.get(block, 0) + count
+    total = _ZEROS
+    for block, count in counts.items():
+        for runs in _block_runs(block, w, lo, hi, False):
+            for run in runs:
+                total = tuple(t + count * v for t, v in zip(total, run.summed()))
+    return total
 
 
 def _block_runs(block, w, lo, hi, check):
     """Per op of `block` (one instance): its Runs over the steps lo..hi, from the
-    block's own plan (its breakpoints and period alone). Builds the block's rows at
-    the first two histories of each piece (and of its second period); with `check`
+    block's own plan (its breakpoints and period alone), memoized by (block, w, lo,
+    hi) (a block recurs over many layer groups). Builds the block's rows at the
+    first two histories of each piece (and of its second period); with `check`
     also at its last history and at its last period, and fails loudly if the block
     is not linear or periodic where its history_breakpoints / history_period say."""
+    key = (block, w, lo, hi)
+    hit = _RUNS.get(key)
+    if hit is not None and (hit[0] or not check):
+        return hit[1]
+    return remember(_RUNS, _RUNS_KEPT, key, (check, _build_runs(block, w, lo, hi, check)))[1]
+
+
+# _block_runs by (block, workload, lo, hi) -> (checked, runs); a checked result also
+# answers an unchecked request.
+_RUNS = {}
+_RUNS_KEPT = 512
+
+
+def _build_runs(block, w, lo, hi, check):
     if block.history_independent:
-        return [(Run(lo, hi - lo + 1, v),) for v in _values(block, w, lo)]
+        return tuple((Run(lo, hi - lo + 1, v),) for v in _values(block, w, lo))
     memo = {}
 
     def at(h):
@@ -390,6 +447,9 @@ def _block_runs(block, w, lo, hi, check):
                                  f"{a}..{b}: a block misses a history breakpoint")
         return s, d
 
+    if not block.history_period() and not any(lo < h <= hi for h in block.history_breakpoints(lo, hi)):
+        s, d = linear(lo, hi)   # one linear piece (full attention): the plan's answer, directly
+        return tuple((Run(lo, hi - lo + 1, v, x),) for v, x in zip(s, d))
     ops = None
     for spans, k, p in _plan([block], lo, hi):
         for a, b in spans:
@@ -412,30 +472,35 @@ def _block_runs(block, w, lo, hi, check):
                 raise AssertionError(f"the ledger's operator rows change at history {a}")
             for mine, run in zip(ops, runs):
                 mine.append(run)
-    return [tuple(r) for r in ops]
+    return tuple(tuple(r) for r in ops or ())
 
 
 def decode_pieces(arch, w, lo, hi, check=True):
     """The steps with histories lo..hi (one new token per request each) as Steps:
     each operator summed over its own block's pieces (_block_runs), the ledger
-    rows at lo and hi for the labels. The cost is flat in hi - lo."""
+    rows at lo (and, with `check`, at hi) for the labels. The cost is flat in hi - lo."""
     key = (arch, w, lo, hi)
     hit = _PIECES.get(key)
     if hit is not None and (hit[0] or not check):
         return hit[1]
     w = w.replace(tokens=1)
     ops = tuple(ledger.operators(arch, w.replace(history=lo)))
-    end = tuple(ledger.operators(arch, w.replace(history=hi))) if hi > lo else ops
-    _same_rows(ops, end, hi)
-    runs, done = [], {}
+    end = ops if hi == lo else tuple(ledger.operators(arch, w.replace(history=hi))) if check else ()
+    if end:
+        _same_rows(ops, end, hi)
+    runs, n = [], hi - lo + 1
+    free = w.without_history()
     for block, count, _, _ in ledger.parts(arch):
-        mine = done.get(block)
-        if mine is None:
-            mine = done[block] = _block_runs(block, w, lo, hi, check)
-        runs.extend(tuple(r.times(count) for r in op) for op in mine)
+        if block.history_independent:   # the same rows at every step: the ledger's at lo
+            at = len(runs)
+            runs.extend((Run(lo, n, _vector(op)),) for op in ops[at:at + len(ledger._raw_ops(block, w, free))])
+        else:
+            runs.extend(tuple(r.times(count) for r in op) for op in _block_runs(block, w, lo, hi, check))
     if len(runs) != len(ops) or check and any(_vector(op) != r[0].start for op, r in zip(ops, runs)):
         raise AssertionError("the blocks' rows are not the ledger's rows")
-    out = Steps(lo, hi - lo + 1, ops, end, tuple(runs), tuple(plan(arch, lo, hi)))
+    # the totals' common pieces: lo..hi itself when every operator is one linear run
+    one = all(len(r) == 1 and r[0].repeats == 1 for r in runs)
+    out = Steps(lo, n, ops, end, tuple(runs), (([(lo, hi)], 1, 0),) if one else tuple(plan(arch, lo, hi)))
     remember(_PIECES, _PIECES_KEPT, key, (check, out))
     return out
 

@@ -77,9 +77,12 @@ def held(arch, w, n):
 
 def held_sum(arch, w, first, last):
     """sum_{n=first}^{last} c(n) in exact integers: a step at history H holds c(H + 1),
-    summed over the linear pieces and repeated periods of the history in closed form
-    (decode_sum.linear_sum: a few values of c, whatever the output length)."""
-    return decode_sum.linear_sum(arch, first - 1, last - 1, lambda h: held(arch, w, h + 1))
+    summed over the linear pieces and repeated periods of the history in closed form,
+    block by block (decode_sum.block_sum: c is the layers' blocks' caches added up, so a
+    few values of each block's cache, whatever the output length)."""
+    dt, mla = w.kv_dtype, w.mla
+    return decode_sum.block_sum(arch, first - 1, last - 1, lambda b, h: (
+        b.kv_bytes_per_token(dt, mla) * b.kv_tokens(h + 1) + b.state_bytes(dt)))
 
 
 def concurrency(arch, w, input_len, output_len, room_bytes, final_bytes):
@@ -99,10 +102,10 @@ def concurrency(arch, w, input_len, output_len, room_bytes, final_bytes):
     return guaranteed, max(room_bytes, 0) * steps / total, total, steps
 
 
-def _work(ops):
-    """(matrix FLOPs, vector FLOPs, KV bytes read + written) of ledger rows."""
-    return (ledger.sum_field(ops, "matrix_flops"), ledger.sum_field(ops, "vector_flops"),
-            ledger.sum_field(ops, "kv_read") + ledger.sum_field(ops, "kv_write"))
+def _work(arch, w):
+    """(matrix FLOPs, vector FLOPs, KV bytes read + written) of a pass's ledger rows."""
+    mf, vf, kr, kw = ledger.field_sums(arch, w, ("matrix_flops", "vector_flops", "kv_read", "kv_write"))
+    return mf, vf, kr + kw
 
 
 def request_work(arch, w, input_len, output_len, prefill_w=None):
@@ -110,10 +113,9 @@ def request_work(arch, w, input_len, output_len, prefill_w=None):
     written) of its prefill pass and its G - 1 decode steps summed in closed form.
     `prefill_w` is the prefill's workload when its MLA path differs."""
     one = w.replace(batch=1, tokens=1, history=0, logits="last")
-    work = _work(ledger.operators(arch, (prefill_w or one).replace(batch=1, tokens=input_len)))
+    work = _work(arch, (prefill_w or one).replace(batch=1, tokens=input_len))
     if output_len > 1:
-        pcs = decode_sum.decode_pieces(arch, one, input_len, input_len + output_len - 2, check=False)
-        mf, _, vf, _, _, kr, _, kw = decode_sum.summed_totals(pcs)
+        mf, _, vf, _, _, kr, _, kw = decode_sum.steps_totals(arch, one, input_len, input_len + output_len - 2)
         work = tuple(a + b for a, b in zip(work, (mf, vf, kr + kw)))
     return work
 

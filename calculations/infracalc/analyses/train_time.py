@@ -59,11 +59,10 @@ under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 
 from .. import comm
 from .. import layout as placement
-from ..collectives import Collective, ceil_div, cp_collectives, dp_gradient_collectives, moe_collectives, \
-    moe_keeps_tp_reduction, pp_boundary_collectives, tp_collectives
+from ..collectives import Collective, ceil_div, dp_gradient_collectives, pp_boundary_collectives
 from ..errors import UserError
 from ..record import Record
-from . import train_flops, train_memory
+from . import stage_comm, train_flops, train_memory
 from .roofline import roof as make_roof
 
 SCHEDULES = ("1f1b", "interleaved", "zero-bubble", "dualpipe")
@@ -144,83 +143,55 @@ class Timed(Record):
     seconds: float
 
 
-def _moe(arch):
-    for b in placement._distinct_blocks(arch):
-        if hasattr(b, "experts"):
-            return b
-    return None
-
-
 def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", "")):
     """[(Collective, phase)] one device of `stage` runs per micro-batch; `wire`: the formats of
     the EP dispatch and combine ("" = the activation format; `collectives.token_bytes`). The
-    backward's dispatch carries gradients back the combine's way and its combine returns them the
-    dispatch's way (DeepEP: a dispatch's backward is a combine), so each direction keeps its format."""
-    tp, cp, ep = lay.tp, lay.cp, lay.ep
+    forward's layer collectives are `stage_comm.stage_collectives`' (the builder `parallel`
+    shares: one layer's TP, EP and CP collectives x the layer count, the tiers of
+    `stage_comm.group_tiers`), the embedding's its `top_collectives` (no logits gather: the loss
+    is vocab-parallel, its three all-reduces charged here). The backward repeats the layers' TP
+    and EP collectives (Megatron's conjugate f/g operators; a dispatch's backward is a combine,
+    DeepEP, so each direction keeps its format) and twice the CP ring's traffic (K/V, and dK/dV
+    back); a recompute repeats the forward's layer collectives (CP's with any recompute)."""
+    tp, cp = lay.tp, lay.cp
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
     tokens = ceil_div(w.positions, cp)
-    groups = placement.device_layers(arch, lay, stage)
-    n = stage.layers
     full = recompute == "full"
+    tiers = stage_comm.group_tiers(lay, device)
+    t = stage_comm.Traffic(hidden=hidden, act_bytes=act, tiers=tiers[:3] + tiers[4:], kv_dtype=w.kv_dtype,
+                           kv_path="naive", dispatch_bytes=comm.token_bytes(hidden, wire[0], act),
+                           combine_bytes=comm.token_bytes(hidden, wire[1], act))
+    layers = [c.replace(count=n) for c, n in stage_comm.stage_collectives(arch, lay, stage, tokens, t)]
+    of = lambda dim: [c for c in layers if c.dim == dim]
+    t_tp, l_tp = tiers[0], tiers[4]
     out = []
-    moe = _moe(arch)
-    moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
-    t_tp = comm.tier(lay.group_span("tp"), device) if tp > 1 else "up"
-    l_tp = _local(lay, "tp", device)
     if tp > 1:
-        t = t_tp
-        # MoE layers under EP keep their MLP's TP collectives only as collectives.moe_keeps_tp_reduction says
-        keep = moe is None or moe_keeps_tp_reduction(tp, ep, lay.sp, moe.shared_inter)
-        mlp = n if keep else n - moe_layers
-        fwd = tp_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, layers=n, tier=t, mlp_layers=mlp,
-                             embedding=stage.has_embedding,
-                             local=l_tp)
+        fwd = stage_comm.top_collectives(arch, lay, stage, tokens, t) + of("tp")
         if stage.has_head:
             fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
-                                  "all_reduce", tokens * 4, tp, t, CE_ALLREDUCES, "tp", local=l_tp))
-        layer_only = tp_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, layers=n, tier=t, mlp_layers=mlp,
-                                    embedding=False,
-                                    local=l_tp)
-        out += [(c, "forward") for c in fwd] + [(c, "backward") for c in layer_only]
-        out += [(c, "recompute") for c in layer_only] if full else []
-    if ep > 1 and moe is not None:
-        t = comm.tier(lay.group_span("ep"), device)
-        cs = moe_collectives(tokens, moe.top_k, hidden, act, tp=tp, ep=ep, moe_layers=moe_layers, tier_ep=t,
-                             tier_tp=t_tp, experts=moe.experts,
-                             dispatch_token_bytes=comm.token_bytes(hidden, wire[0], act),
-                             combine_token_bytes=comm.token_bytes(hidden, wire[1], act),
-                             local_ep=_local(lay, "ep", device), local_tp=l_tp)
-        out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
-        out += [(c, "recompute") for c in cs] if full else []
-    if cp > 1:
-        t = comm.tier(lay.group_span("cp"), device)
-        for layer, count, _ in groups:
-            kv = layer.kv_bytes_per_token(w.kv_dtype, "naive")
-            if not kv:
-                continue
-            (c,) = cp_collectives(tokens, kv, cp, count, t, local=_local(lay, "cp", device))
-            out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
-            out += [(c, "recompute")] if recompute != "none" else []
+                                  "all_reduce", tokens * 4, tp, t_tp, CE_ALLREDUCES, "tp", local=l_tp))
+        out += [(c, "forward") for c in fwd] + [(c, "backward") for c in of("tp")]
+        out += [(c, "recompute") for c in of("tp")] if full else []
+    cs = of("ep")
+    out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
+    out += [(c, "recompute") for c in cs] if full else []
+    for c in of("cp"):
+        out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
+        out += [(c, "recompute")] if recompute != "none" else []
     if lay.pp > 1:
-        t = comm.tier(lay.group_stride("pp") + 1, device)
         # collectives.pp_boundary_collectives: the 1/tp slice per TP rank (scatter/gather); without
         # SP the receiving stage's TP all-gather, charged to the receiver
         for direction, phase, sends, receives in (("activations", "forward", not stage.has_head,
                                                    not stage.has_embedding),
                                                   ("gradients", "backward", not stage.has_embedding,
                                                    not stage.has_head)):
-            for c in pp_boundary_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, tier_pp=t, tier_tp=t_tp,
+            for c in pp_boundary_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, tier_pp=tiers[3], tier_tp=t_tp,
                                              direction=direction,
                                              local_tp=l_tp):
                 if (sends if c.kind == "p2p" else receives):
                     out.append((c.replace(count=chunks), phase))
     return out
-
-
-def _local(lay, dim, device):
-    """Ranks of the `dim` group per scale-up domain (`comm.ranks_per_domain`)."""
-    return comm.ranks_per_domain(lay, dim, device.scale_up.domain_size if device.scale_up else 1)
 
 
 def cost(collectives, links):

@@ -16,6 +16,8 @@ KINDS = {
     "checkpoint": "checkpoint save cost, failure rate, Young's interval and the Poisson retry optimum",
     "energy": "energy of one forward pass or decode step from the ledger (pJ per byte and per FLOP, "
               "sourced), board power x time, and cost at a declared price per device-hour",
+    "history": "public training history: 13 models' published tokens and GPU-hours, 6ND of their "
+               "parameter proxy, D/N and GPU-hours / devices / 24 where a device count is published",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
 }
@@ -214,6 +216,21 @@ def _energy_arguments(q):
                    help="devices billed for the pass's time (default 1)")
 
 
+def _history_model(text):
+    from ..analyses.history import ids
+
+    if text not in ids():
+        from ..errors import suggest
+        raise argparse.ArgumentTypeError(f"not in the catalogue: '{text}'"
+                                         f"{suggest(text, ids()) or '; choose from ' + ', '.join(ids())}")
+    return text
+
+
+def _history_arguments(q):
+    q.add_argument("--model", type=_history_model, action="append", default=None, metavar="ID",
+                   help="a catalogue entry (repeatable; default: all 13)")
+
+
 def _fusion_arguments(q):
     common.add_model(q)
     q.add_argument("--tokens", type=common.tokens, required=True, help="rows M of the chain's tensors (tokens)")
@@ -385,6 +402,9 @@ def run(args):
         rec["result"] = _energy(args)
     elif args.kind == "fusion":
         rec["result"] = _fusion(args)
+    elif args.kind == "history":
+        from ..analyses.history import history
+        rec["result"] = history(tuple(args.model or ()))
     else:
         rec["result"] = _checkpoint(args)
     rec["conventions"] = render.CONVENTIONS[args.kind]

@@ -6,6 +6,16 @@ from ..analyses.fusion import FUSION_CONVENTIONS
 
 CONVENTIONS = {
     "fusion": FUSION_CONVENTIONS,
+    "history": [
+        "Published figures only, each row with its source; null = not disclosed there (never filled in). "
+        "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
+        "parameters of an MoE) and the published tokens D: not the model's operator-by-operator training "
+        "FLOPs (attention, MTP, recomputation are not in it). D/N is exact with the same N.",
+        "days = GPU-hours / devices / 24 only where a device count is published: under a constant "
+        "allocation (reported configuration), or a lower bound when the count is a reported maximum and "
+        "both cover the same scope; never a measured date. GPU-hours on A100, H100 and H800 are not a "
+        "normalized comparison; no whole-run MFU is computed (stage_mfu are a paper's stage observations).",
+    ],
     "decode": [
         "Nominal dense model: N parameters and a storage width only (no layers, attention or head): "
         "2 N B matrix FLOPs per step, ceil(N x bits / 8) weight bytes read once for the batch, each "

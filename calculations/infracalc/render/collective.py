@@ -4,11 +4,13 @@ from . import units as u
 from .parallel import links_lines
 from .table import markdown_table, to_csv
 
-CSV_COLUMNS = ("bytes", "algorithm", "time_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "estimate", "bound")
+CSV_COLUMNS = ("bytes", "algorithm", "time_s", "algbw_bytes_per_s", "busbw_bytes_per_s", "estimate", "bound",
+               "predicted")
 
 
 def _mark(row):
-    return "bound" if row["bound"] else ("estimate" if row["estimate"] else "")
+    return "bound" if row["bound"] else ("estimate" if row["estimate"] else
+                                         ("predicted" if row.get("predicted") else ""))
 
 
 def markdown(rec):

@@ -23,7 +23,9 @@ def cell(value):
     """One Markdown table cell: `inline`, and '|' escaped so it cannot end the cell (a table
     of a deep pipeline has thousands of cells: the common case, printable text without '|',
     is returned as it is)."""
-    text = one_line(value if type(value) is str else str(value))
+    text = value if type(value) is str else str(value)
+    if not text.isprintable():
+        text = one_line(text)
     return text.replace("|", "\\|") if "|" in text else text
 
 
@@ -109,13 +111,13 @@ def _width(widths):
 
 
 def _lines(header, rows, align, widths):
-    def line(cells):
-        return "| " + " | ".join(c.rjust(w) if a == "r" else c.ljust(w)
-                                 for c, a, w in zip(cells, align, widths)) + " |"
-
+    """The table's lines: each cell padded to its column's width (right- or left-aligned;
+    one format string per table, filled row by row)."""
+    line = ("| " + " | ".join(f"{{:{'>' if a == 'r' else '<'}{w}}}" for a, w in zip(align, widths))
+            + " |").format
     sep = "| " + " | ".join("-" * (w - 1) + ":" if a == "r" else "-" * w
                             for a, w in zip(align, widths)) + " |"
-    return [line(header), sep] + [line(r) for r in rows]
+    return [line(*header), sep] + [line(*r) for r in rows]
 
 
 def _groups(widths):
@@ -143,19 +145,19 @@ def markdown_table(header, rows, align=None):
         return "\n".join("| " + " | ".join(r) + " |" for r in [header, sep] + rows)
 
     def widths():
-        return [max(3, *(len(r[i]) for r in [header] + rows)) for i in range(len(header))]
+        return [max(3, max(map(len, column))) for column in zip(header, *rows)]
 
     notes = []
-    if _width(widths()) > WIDTH:
+    w = widths()
+    if _width(w) > WIDTH:
         def fit(text):
-            if len(text) <= LONG_CELL:
-                return text
             notes.append(text)
             return f"{_short(text, LONG_CELL - 5)} [{len(notes)}]"
 
-        header = [fit(c) for c in header]
-        rows = [[fit(c) for c in row] for row in rows]
-    w = widths()
+        header = [c if len(c) <= LONG_CELL else fit(c) for c in header]
+        rows = [[c if len(c) <= LONG_CELL else fit(c) for c in row] for row in rows]
+        if notes:
+            w = widths()
     out = []
     for g in _groups(w):
         out += ([""] if out else []) + _lines([header[i] for i in g], [[r[i] for i in g] for r in rows],

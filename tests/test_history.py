@@ -1,0 +1,66 @@
+"""`budget history` (analyses/history.py): the computed columns of the public training catalogue,
+each expected value derived by hand from the published figures in its comment."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from support import run_cli  # noqa: E402
+
+from infracalc.analyses import history  # noqa: E402
+
+
+def by_id(**kw):
+    return {r["model"]: r for r in history.history(**kw)["catalogue"]}
+
+
+class Catalogue(unittest.TestCase):
+    def test_proxy_work_and_ratio(self):
+        # Llama 1 7B: 6 x 6.7e9 x 1e12 = 4.02e22; D/N = 1e12 / 6.7e9 = 10000/67.
+        # DeepSeek-V3 (37B activated, 14.8T): 6 x 37e9 x 14.8e12 = 3.2856e24, D/N = 400.
+        rows = by_id()
+        self.assertEqual(rows["llama1-7b"]["proxy_6nd_flops"], 40_200_000_000_000_000_000_000)
+        self.assertEqual(rows["llama1-7b"]["tokens_per_param"], "10000/67")
+        self.assertEqual(rows["deepseek-v3-pretraining"]["proxy_6nd_flops"], 3_285_600 * 10**18)
+        self.assertEqual(rows["deepseek-v3-pretraining"]["tokens_per_param"], "400")
+        self.assertEqual(rows["llama31-405b"]["tokens_per_param"], "1040/27")   # 15.6e12 / 405e9
+
+    def test_days_only_with_a_device_count(self):
+        # Llama 1 65B: 1,022,362 h / 2048 / 24 = 511181/24576 = 20.800008... days;
+        # Llama 3.1 405B: 30,840,000 / 16384 / 24 = 160625/2048 = 78.43 (a lower bound: the maximum);
+        # DeepSeek-V3: 2,664,000 / 2048 / 24 = 13875/256; no count published -> None.
+        rows = by_id()
+        self.assertEqual(rows["llama1-65b"]["days"], "511181/24576")
+        self.assertEqual(rows["llama31-405b"]["days"], "160625/2048")
+        self.assertEqual(rows["llama31-405b"]["device_role"], "reported_maximum")
+        self.assertEqual(rows["deepseek-v3-pretraining"]["days"], "13875/256")
+        self.assertIsNone(rows["llama2-70b"]["days"])
+
+    def test_unknown_stays_unknown(self):
+        r = by_id()["qwen35-397b"]
+        self.assertIsNone(r["tokens"])
+        self.assertIsNone(r["proxy_6nd_flops"])
+        self.assertIsNone(r["gpu_hours"])
+        self.assertTrue(all(m.source for m in history.CATALOGUE))
+
+    def test_stage_hours_add_up(self):
+        # DeepSeek-V3: 2,664,000 + 119,000 + 5,000 = 2,788,000, the reported total.
+        s = history.history()["stage_hours"][0]
+        self.assertEqual(s["summed"], 2_788_000)
+        self.assertTrue(s["sum_matches_reported"])
+
+    def test_command(self):
+        code, out, _ = run_cli("budget", "history", "--model", "llama2-7b", "--format", "json")
+        self.assertEqual(code, 0)
+        r = json.loads(out)["result"]
+        self.assertEqual(r["models"], 1)
+        self.assertEqual(r["catalogue"][0]["proxy_6nd_flops"], 84 * 10**21)   # 6 x 7e9 x 2e12
+        code, _, err = run_cli("budget", "history", "--model", "llama3-405b")
+        self.assertEqual(code, 2)
+        self.assertIn("llama31-405b", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
