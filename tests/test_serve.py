@@ -712,3 +712,26 @@ class SizingByPrediction(unittest.TestCase):
         # the bound never exceeds the estimate, the estimate never the prediction here
         self.assertLessEqual(pred["lower_bound"]["tpot_s"], pred["tpot_s"])
         self.assertLessEqual(pred["tpot_s"], pred["predicted_tpot_s"])
+
+
+class PrefixHitRate(unittest.TestCase):
+    def test_expected_prefill_by_hand(self):
+        """The 2-layer toy, P = 4 with C = 2 cached: a hit prefills 2 tokens after 2, 2 x 2,304 +
+        160 + 64 x (2 x 2 + 2 x 3 / 2 = 7 pairs) = 5,216 matrix FLOPs; a miss the whole 10,016.
+        At h = 1/2 the expected request costs (5,216 + 10,016) / 2 = 7,616 and prefills 3 tokens."""
+        arch = toy(self)
+        parts = iteration.Parts(arch, Workload(), P, G, None, 2, 0.5)
+        mf = iteration.totals(parts.prefill)[iteration._MF]
+        self.assertEqual(mf, (2 * 2304 + 160 + 64 * 7 + PREFILL) / 2)
+        self.assertEqual(parts.new_tokens, 3)
+        self.assertEqual(iteration.totals(iteration.Parts(arch, Workload(), P, G, None, 2, 0.0).prefill)[iteration._MF],
+                         PREFILL)
+
+    def test_no_hits_is_no_cache(self):
+        def chunked(*extra):
+            status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "256",
+                                       "--format", "json", *extra)
+            self.assertEqual(status, 0, err)
+            return [x for x in json.loads(out)["policies"] if x["policy"] == "chunked"][0]["requests_per_s"]
+
+        self.assertEqual(chunked("--cached-prefix", "6144", "--prefix-hit-rate", "0"), chunked())

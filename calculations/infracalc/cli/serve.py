@@ -208,6 +208,9 @@ def add_arguments(p):
                       help="the largest device count the SLO sizing tries (default 1024)")
     load.add_argument("--cached-prefix", type=common.non_negative_int, default=0, metavar="C",
                       help="prompt tokens found in a prefix cache: each prompt prefills P - C tokens after them")
+    load.add_argument("--prefix-hit-rate", type=common.unit_interval, default=1.0, metavar="H",
+                      help="with --cached-prefix: the fraction of prompts that find the prefix (default 1); "
+                           "the schedulers price the expected request")
     pd = p.add_argument_group("prefill/decode disaggregation")
     pd.add_argument("--prefill-device", default=None, metavar="ID|DEVICE.json",
                     help="with --decode-device and --rate: size a prefill pool on this device type")
@@ -412,7 +415,12 @@ def run(args):
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
-                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure)
+                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure,
+                          hit=args.prefix_hit_rate)
+    if args.prefix_hit_rate < 1 and (not args.cached_prefix or args.worker or args.prefill_device
+                                     or args.ttft_limit is not None or args.tpot_limit is not None):
+        raise UserError("--prefix-hit-rate weighs a --cached-prefix in the schedulers' comparison only "
+                        "(not with --worker, --prefill-device or the SLO sizing)")
     if args.decode_batch is not None and not args.worker:
         raise UserError("--decode-batch rates --worker NAME:COUNT:DEVICE types; give --worker")
     if args.worker:
