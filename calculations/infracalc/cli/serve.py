@@ -311,6 +311,11 @@ def add_arguments(p):
                     help="passes scheduled one after the other (default 1)")
     of.add_argument("--host-link-bw", type=host_link, default=None, metavar="BW|pcie4|pcie5|pcie6",
                     help="host-to-device bandwidth per direction (pcie4/5/6: 32/64/128 GB/s, x16, PCI-SIG)")
+    of.add_argument("--offload-kv", type=common.unit_interval, default=None, metavar="F",
+                    help="the fraction of every request's KV cache kept in host memory and read over "
+                         "--host-link-bw at each decode step (with --input-len, --output-len, --offload-batch)")
+    of.add_argument("--offload-batch", type=common.positive_int, default=1, metavar="B",
+                    help="--offload-kv: requests per decode step (default 1)")
     of.add_argument("--layer-ns", type=common.positive_int, default=None, metavar="NS",
                     help="declared time of one layer (integer ns); default: the estimate of one decode "
                          "step at history --input-len over the layers")
@@ -386,6 +391,13 @@ def run(args):
         return common.emit(args, system.handoff_record(
             arch, w, device, args.input_len, args.handoff_batch, args.af_steps, args.handoff_bw,
             args.staging_bw, args.handoff_startup_ns), render.markdown)
+    if args.offload_kv is not None:
+        if args.host_link_bw is None or args.input_len is None or args.output_len is None:
+            raise UserError("--offload-kv needs --host-link-bw, --input-len and --output-len")
+        return common.emit(args, system.kv_offload_record(
+            arch, w, device, args.input_len, args.output_len, args.offload_batch, args.offload_kv,
+            args.host_link_bw, common.reserve_bytes(args, device.memory_bytes), args.compute_efficiency,
+            args.memory_efficiency), render.markdown)
     if args.offload_ffn_layers is not None:
         return common.emit(args, _offload(args, arch, w, device), render.markdown)
     if args.expert_tokens is not None:

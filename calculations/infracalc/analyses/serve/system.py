@@ -716,3 +716,42 @@ def prefix_value_record(arch, w, device, candidates, budget, page):
                left_out=["Retrieval time, scheduling, eviction over time (a static choice)."],
                conventions=conventions(kv_w) + [prefix.PREFIX_CONVENTION])
     return rec
+
+
+def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw, reserve, ce, me):
+    """The `serve --offload-kv F` record: one decode step with f of the KV on the host (its lower
+    bound against all of it on the device) and the requests each placement lets fit."""
+    from math import floor
+
+    from ... import ledger
+    from . import offload
+
+    if output_len < 2:
+        from ...errors import UserError
+        raise UserError("--offload-kv prices decode steps: --output-len of at least 2")
+    r = roof(device, w.compute_dtype, ce, me)
+    history = input_len + (output_len - 1) // 2
+    ops = ledger.operators(arch, w.replace(batch=batch, tokens=1, history=history, logits="last"))
+    totals = tuple(sum(getattr(op, k) for op in ops)
+                   for k in ("matrix_flops", "vector_flops", "weight_read", "kv_read", "kv_write"))
+    step, host, link = offload.kv_step(totals, f, r, link_bw)
+    resident = offload.kv_step(totals, 0, r, link_bw)[0]
+    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve)
+    room, per = cap["cache_room_bytes"], cap["cache_bytes_per_request"]
+
+    def fit(share):
+        if room < 0:
+            return 0
+        return None if share == 0 or not per else floor(room / (share * per))
+
+    rec = _header(arch, w, device, input_len, output_len, Options(compute_efficiency=ce, memory_efficiency=me))
+    rec["inputs"].update(offload_kv_fraction=f, offload_batch=batch, host_link_bytes_per_s=link_bw)
+    rec["kv_offload"] = {"history": history, "batch": batch, "fraction": f, "kv_bytes_read": totals[3],
+                         "host_bytes_per_step": host, "link_s_per_step": link, "step_lower_bound_s": step,
+                         "step_lower_bound_resident_s": resident, "slowdown": step / resident,
+                         "link_binds": link >= step, "cache_bytes_per_request": per, "cache_room_bytes": room,
+                         "requests_fit_resident": fit(1), "requests_fit_offloaded": fit(1 - f)}
+    rec.update(definitions=[DEFINITIONS[0]], left_out=["Paging granularity, pinned-buffer copies and contention "
+                                                       "between the link and the device's memory."],
+               conventions=conventions(w) + [offload.KV_OFFLOAD_CONVENTION])
+    return rec
