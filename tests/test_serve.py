@@ -712,3 +712,47 @@ class SizingByPrediction(unittest.TestCase):
         # the bound never exceeds the estimate, the estimate never the prediction here
         self.assertLessEqual(pred["lower_bound"]["tpot_s"], pred["tpot_s"])
         self.assertLessEqual(pred["tpot_s"], pred["predicted_tpot_s"])
+
+
+class PrefixHitRate(unittest.TestCase):
+    def test_expected_prefill_by_hand(self):
+        """The 2-layer toy, P = 4 with C = 2 cached: a hit prefills 2 tokens after 2, 2 x 2,304 +
+        160 + 64 x (2 x 2 + 2 x 3 / 2 = 7 pairs) = 5,216 matrix FLOPs; a miss the whole 10,016.
+        At h = 1/2 the expected request costs (5,216 + 10,016) / 2 = 7,616 and prefills 3 tokens."""
+        arch = toy(self)
+        parts = iteration.Parts(arch, Workload(), P, G, None, 2, 0.5)
+        mf = iteration.totals(parts.prefill)[iteration._MF]
+        self.assertEqual(mf, (2 * 2304 + 160 + 64 * 7 + PREFILL) / 2)
+        self.assertEqual(parts.new_tokens, 3)
+        self.assertEqual(iteration.totals(iteration.Parts(arch, Workload(), P, G, None, 2, 0.0).prefill)[iteration._MF],
+                         PREFILL)
+
+    def test_no_hits_is_no_cache(self):
+        def chunked(*extra):
+            status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "256",
+                                       "--format", "json", *extra)
+            self.assertEqual(status, 0, err)
+            return [x for x in json.loads(out)["policies"] if x["policy"] == "chunked"][0]["requests_per_s"]
+
+        self.assertEqual(chunked("--cached-prefix", "6144", "--prefix-hit-rate", "0"), chunked())
+
+
+class KvOffload(unittest.TestCase):
+    def test_by_hand(self):
+        """Qwen3-8B, P = 32,768, G = 1,025: steps at history 32,768 + 512; batch 8 reads 8 x
+        33,281 x 147,456 B of KV (its own new key included). Half of it over PCIe Gen5 x16
+        (64 GB/s) takes 19,629,932,544 / 64e9 s, beyond the device's side: the link binds. The
+        device then holds half of each request's cache, so twice as many fit (floor of the room
+        over half a request)."""
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "32768", "--output-len", "1025",
+                                   "--offload-kv", "0.5", "--offload-batch", "8", "--host-link-bw", "pcie5",
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        k = json.loads(out)["kv_offload"]
+        kv = 8 * 33281 * 147_456
+        self.assertEqual(k["kv_bytes_read"], kv)
+        self.assertEqual(k["host_bytes_per_step"], kv / 2)
+        self.assertAlmostEqual(k["step_lower_bound_s"], kv / 2 / 64e9, places=12)
+        self.assertTrue(k["link_binds"])
+        self.assertEqual(k["requests_fit_offloaded"], int(k["cache_room_bytes"] // (k["cache_bytes_per_request"] / 2)))
+        self.assertEqual(k["requests_fit_resident"], k["cache_room_bytes"] // k["cache_bytes_per_request"])

@@ -208,6 +208,9 @@ def add_arguments(p):
                       help="the largest device count the SLO sizing tries (default 1024)")
     load.add_argument("--cached-prefix", type=common.non_negative_int, default=0, metavar="C",
                       help="prompt tokens found in a prefix cache: each prompt prefills P - C tokens after them")
+    load.add_argument("--prefix-hit-rate", type=common.unit_interval, default=1.0, metavar="H",
+                      help="with --cached-prefix: the fraction of prompts that find the prefix (default 1); "
+                           "the schedulers price the expected request")
     pd = p.add_argument_group("prefill/decode disaggregation")
     pd.add_argument("--prefill-device", default=None, metavar="ID|DEVICE.json",
                     help="with --decode-device and --rate: size a prefill pool on this device type")
@@ -308,6 +311,11 @@ def add_arguments(p):
                     help="passes scheduled one after the other (default 1)")
     of.add_argument("--host-link-bw", type=host_link, default=None, metavar="BW|pcie4|pcie5|pcie6",
                     help="host-to-device bandwidth per direction (pcie4/5/6: 32/64/128 GB/s, x16, PCI-SIG)")
+    of.add_argument("--offload-kv", type=common.unit_interval, default=None, metavar="F",
+                    help="the fraction of every request's KV cache kept in host memory and read over "
+                         "--host-link-bw at each decode step (with --input-len, --output-len, --offload-batch)")
+    of.add_argument("--offload-batch", type=common.positive_int, default=1, metavar="B",
+                    help="--offload-kv: requests per decode step (default 1)")
     of.add_argument("--layer-ns", type=common.positive_int, default=None, metavar="NS",
                     help="declared time of one layer (integer ns); default: the estimate of one decode "
                          "step at history --input-len over the layers")
@@ -383,6 +391,13 @@ def run(args):
         return common.emit(args, system.handoff_record(
             arch, w, device, args.input_len, args.handoff_batch, args.af_steps, args.handoff_bw,
             args.staging_bw, args.handoff_startup_ns), render.markdown)
+    if args.offload_kv is not None:
+        if args.host_link_bw is None or args.input_len is None or args.output_len is None:
+            raise UserError("--offload-kv needs --host-link-bw, --input-len and --output-len")
+        return common.emit(args, system.kv_offload_record(
+            arch, w, device, args.input_len, args.output_len, args.offload_batch, args.offload_kv,
+            args.host_link_bw, common.reserve_bytes(args, device.memory_bytes), args.compute_efficiency,
+            args.memory_efficiency), render.markdown)
     if args.offload_ffn_layers is not None:
         return common.emit(args, _offload(args, arch, w, device), render.markdown)
     if args.expert_tokens is not None:
@@ -412,7 +427,12 @@ def run(args):
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
-                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure)
+                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure,
+                          hit=args.prefix_hit_rate)
+    if args.prefix_hit_rate < 1 and (not args.cached_prefix or args.worker or args.prefill_device
+                                     or args.ttft_limit is not None or args.tpot_limit is not None):
+        raise UserError("--prefix-hit-rate weighs a --cached-prefix in the schedulers' comparison only "
+                        "(not with --worker, --prefill-device or the SLO sizing)")
     if args.decode_batch is not None and not args.worker:
         raise UserError("--decode-batch rates --worker NAME:COUNT:DEVICE types; give --worker")
     if args.worker:

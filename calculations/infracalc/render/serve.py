@@ -291,6 +291,14 @@ def verdict_lines(rec):
                              f"({'AF' if h['af_faster'] else 'PD'} faster)",
                              [f"PD {u.integer(h['pd_bytes'])} B in one message; AF {u.integer(h['af_bytes'])} B "
                               f"in {u.integer(h['af_messages'])}"])
+    if "kv_offload" in rec:
+        k = rec["kv_offload"]
+        fit = (lambda n: "any number" if n is None else u.integer(n))
+        return verdict.block(f"Decode step >= {_s(k['step_lower_bound_s'])} with {k['fraction']:g} of the KV on the "
+                             f"host ({k['slowdown']:.2f}x the resident step)",
+                             [f"{'the host link binds' if k['link_binds'] else 'the device binds'}; "
+                              f"{fit(k['requests_fit_offloaded'])} requests fit against "
+                              f"{fit(k['requests_fit_resident'])} with all the cache on the device"])
     if "offload" in rec:
         o = rec["offload"]
         hide = o["slots_that_hide"]
@@ -444,8 +452,28 @@ def prefix_value_lines(rec):
                                  u.integer(v["greedy_bytes"]), _x(v, "greedy_saved_flops")]]), ""]
 
 
+def kv_offload_lines(rec):
+    k = rec["kv_offload"]
+    fit = (lambda n: "no limit" if n is None else u.integer(n))
+    return [f"## KV offload: {k['fraction']:g} of the cache on the host, batch {k['batch']}, history "
+            f"{k['history']:,} (lower bound)", "",
+            markdown_table(["figure", "value"], [
+                ["KV read per step", f"{u.integer(k['kv_bytes_read'])} B"],
+                ["over the host link per step", f"{u.integer(round(k['host_bytes_per_step']))} B, {_s(k['link_s_per_step'])}"],
+                ["step lower bound (offloaded)", _s(k["step_lower_bound_s"])],
+                ["step lower bound (all on the device)", _s(k["step_lower_bound_resident_s"])],
+                ["requests that fit (all on the device)", fit(k["requests_fit_resident"])],
+                ["requests that fit (offloaded)", fit(k["requests_fit_offloaded"])]], "lr"), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "kv_offload" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}, KV offload", "",
+                 *verdict_lines(rec), model_line(rec["model"], tied=False), device_line(rec["device"], memory=True),
+                 "", *kv_offload_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "prefix_value" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, prefix value", "", *verdict_lines(rec),
                  *prefix_value_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
