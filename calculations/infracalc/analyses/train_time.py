@@ -103,11 +103,15 @@ def in_sequence_region(op):
     return op.kind == "residual" or (op.kind == "norm" and op.saved_replicated > 0)
 
 
-def ops_pass(ops, w, vocab, r, cp, recompute, flash, sp_tp=1):
-    """Pass of a list of forward ledger rows (one micro-batch); `sp_tp` = tp under
-    sequence parallelism: the sequence-region operators do 1/sp_tp of their work."""
+def ops_pass(ops, w, vocab, roofs, cp, recompute, flash, sp_tp=1):
+    """Pass of a list of forward ledger rows (one micro-batch); `roofs` = (the compute format's
+    roof, BF16's): linear rows at the first, every other row at the second (the format
+    convention, train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the
+    sequence-region operators do 1/sp_tp of their work."""
     total = Pass()
+    r_linear, r_other = roofs
     for op in ops:
+        r = r_linear if train_flops.linear_row(op) else r_other
         b = train_flops.backward(op, w, vocab, flash)
         wb = op.weight_read
         split = cp * sp_tp if in_sequence_region(op) else cp
@@ -122,11 +126,14 @@ def layer_pass(layer, w, r, cp, recompute, flash, sp_tp=1):
     """Pass of one decoder layer as one device holds it (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
     return placement.memo(key, lambda: ops_pass(
-        [op for b in layer.blocks for op in placement.block_ops(b, w)], w, 0, r, cp, recompute, flash, sp_tp))
+        [op for b in layer.blocks for op in train_flops.recipe_block_ops(b, w)], w, 0, r, cp, recompute, flash,
+        sp_tp))
 
 
 def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
-    """Embedding on the first stage; final norm, head and loss on the last."""
+    """Embedding on the first stage; final norm, head and loss on the last (in BF16 under an
+    8-bit compute format: train_flops.stored_workload)."""
+    w, r = train_flops.stored_workload(w), (r[1], r[1])
     emb, norm, head = placement.top_shards(arch, lay, stage)
     ops = [op.times(1, "-") for b in (emb, norm, head) for op in placement.block_ops(b, w)]
     vocab = 0
@@ -154,10 +161,12 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
     DeepEP, so each direction keeps its format) and twice the CP ring's traffic (K/V, and dK/dV
     back); a recompute repeats the forward's layer collectives (CP's with any recompute)."""
     tp, cp = lay.tp, lay.cp
+    w = train_flops.stored_workload(w)    # activations travel in BF16 under an 8-bit compute format
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
     tokens = ceil_div(w.positions, cp)
-    full = recompute == "full"
+    level, modules = train_flops.parse_recompute(recompute)
+    full = level == "full"
     tiers = stage_comm.group_tiers(lay, device)
     t = stage_comm.Traffic(hidden=hidden, act_bytes=act, tiers=tiers[:3] + tiers[4:], kv_dtype=w.kv_dtype,
                            kv_path="naive", dispatch_bytes=comm.token_bytes(hidden, wire[0], act),
@@ -178,7 +187,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
     out += [(c, "recompute") for c in cs] if full else []
     for c in of("cp"):
         out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
-        out += [(c, "recompute")] if recompute != "none" else []
+        out += [(c, "recompute")] if level != "none" or "core_attn" in modules else []
     if lay.pp > 1:
         # collectives.pp_boundary_collectives: the 1/tp slice per TP rank (scatter/gather); without
         # SP the receiving stage's TP all-gather, charged to the receiver
@@ -331,6 +340,14 @@ def optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer
     return r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
 
 
+def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
+    """(the compute format's roof, the roof of every other row): the same roof unless the
+    format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload)."""
+    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    store = train_flops.stored_workload(w)
+    return r, r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency)
+
+
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
@@ -340,15 +357,16 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
-    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    r = roofs[0]
     links = links or comm.links(device)
     m = lay.micro_batches
     link_key = (links.get("up"), links.get("out"))
     stages = []
     for st in placement.stages(arch, lay):
-        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, r, recompute, flash,
+        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, roofs, recompute, flash,
                chunks, device, link_key, wire)
-        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, r, recompute, flash,
+        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, roofs, recompute, flash,
                                                                 chunks, device, links, wire))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))
@@ -377,11 +395,12 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     interleaved: that / v; zero-bubble and DualPipe: a max with 0, >= 0), and the sync, the
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
     w = train_flops.training_workload(w)
-    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    r = roofs[0]
     sp_tp = lay.tp if lay.sp else 1
     c, opt = [], 0.0
     for st in placement.stages(arch, lay):
-        c.append(sum(layer_pass(layer, w, r, lay.cp, recompute, flash, sp_tp).total * count
+        c.append(sum(layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total * count
                      for layer, count, _ in placement.device_layers(arch, lay, st)))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))

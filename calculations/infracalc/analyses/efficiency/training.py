@@ -6,15 +6,15 @@ the optimizer. The prediction runs it at the achievable matmul and HBM fractions
 (efficiency.matmul, efficiency.memory) with the user's recipe, then multiplies the step by
 FITTED["all"]: what that model leaves unexplained against the published runs of the
 validation corpus (NeMo, torchtitan), the median of estimate rate / measured rate. The
-factor stands in for physics the model lacks (attention at BF16 in FP8 runs, FP8 casts and
-scaling, GEMMs at training shapes below their best-shape MAMF) and is fitted leave one
+factor stands in for physics the model lacks (FP8 casts and scaling, GEMMs at training
+shapes below their best-shape MAMF) and is fitted leave one
 publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.5994042935275627,
-    'NVIDIA': 1.657927959923155,
-    'PyTorch (Meta)': 1.5710841253524919,
+    "all": 1.4909628663258085,
+    "NVIDIA": 1.657927959923155,
+    "PyTorch (Meta)": 1.2453151516197085,
 }
 
 
