@@ -756,3 +756,27 @@ class KvOffload(unittest.TestCase):
         self.assertTrue(k["link_binds"])
         self.assertEqual(k["requests_fit_offloaded"], int(k["cache_room_bytes"] // (k["cache_bytes_per_request"] / 2)))
         self.assertEqual(k["requests_fit_resident"], k["cache_room_bytes"] // k["cache_bytes_per_request"])
+
+
+class MtpDrafter(unittest.TestCase):
+    def test_module_by_hand(self):
+        """DeepSeek-V3's MTP module (hidden 7,168): enorm, hnorm and shared_head.norm (3 x 7,168),
+        eh_proj [7,168, 14,336] and one decoder layer; the drafter shares the embedding and head,
+        so its parameters less those two equal the module's Part. eh_proj costs 2 x 14,336 x 7,168
+        matrix FLOPs per token."""
+        from infracalc.analyses.serve.speculation import mtp_drafter
+        from infracalc.blocks.mtp import MTPInput
+
+        target = load_model("deepseek-v3")
+        draft = mtp_drafter(target)
+        part = next(p for p in target.parts if p.name == "MTP")
+        self.assertEqual(draft.params - target.embedding.params - target.head.params, part.params)
+        ops = MTPInput(hidden=7168).ops(Workload())
+        self.assertEqual(sum(op.matrix_flops for op in ops), 2 * 14336 * 7168)
+        self.assertEqual(sum(op.vector_flops for op in ops), 2 * 4 * 7168)
+
+    def test_refused_without_module(self):
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "64", "--output-len", "8", "--mtp",
+                                 "--acceptance", "0.8")
+        self.assertEqual(status, 2)
+        self.assertIn("no multi-token-prediction module", err)

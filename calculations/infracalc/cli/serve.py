@@ -244,6 +244,9 @@ def add_arguments(p):
     sp = p.add_argument_group("speculative decoding")
     sp.add_argument("--draft-model", default=None, metavar="ID|CONFIG.json",
                     help="a draft model (same tokenizer): price draft lengths 1..--max-draft-tokens")
+    sp.add_argument("--mtp", action="store_true",
+                    help="draft with the target's own multi-token-prediction module (DeepSeek-V3 style) "
+                         "instead of --draft-model")
     sp.add_argument("--acceptance", type=acceptance, default=None, metavar="A[,A,...]",
                     help="acceptance probability per draft position (the last repeated), e.g. 0.8 "
                          "or 0.9,0.8,0.7")
@@ -452,14 +455,20 @@ def run(args):
     sizing = args.ttft_limit is not None or args.tpot_limit is not None
     if sizing and args.tp != 1:
         raise UserError("the SLO sizing searches the layouts; drop --tp")
-    if (args.draft_model is None) != (args.acceptance is None):
-        raise UserError("--draft-model and --acceptance go together")
+    if args.mtp and args.draft_model:
+        raise UserError("--mtp drafts with the target's own module: drop --draft-model")
+    if (args.draft_model is None and not args.mtp) != (args.acceptance is None):
+        raise UserError("--draft-model (or --mtp) and --acceptance go together")
     if args.max_draft_tokens > 64:
         raise UserError(f"--max-draft-tokens {args.max_draft_tokens}: at most 64")
     rec = system.system_record(arch, w, device, args.input_len, args.output_len, opts, args.tp,
                                args.max_devices if sizing else None)
-    if args.draft_model:
-        draft = load_model(args.draft_model)
+    if args.draft_model or args.mtp:
+        if args.mtp:
+            from ..analyses.serve.speculation import mtp_drafter
+            draft = mtp_drafter(arch)
+        else:
+            draft = load_model(args.draft_model)
         rec["speculative"] = system.speculative_record(
             arch, draft, common.workload(args, arch, 1, 1, 0), common.workload(args, draft, 1, 1, 0),
             device, args.input_len, args.output_len,
