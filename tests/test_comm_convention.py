@@ -88,6 +88,26 @@ class SameInBothCommands(unittest.TestCase):
                 self.assertEqual(sent, {(c.kind, c.bytes) for c in ours_pp if c.kind == "p2p"})
                 self.assertEqual(sent, {("p2p", 512 * 2048 * 2)})   # 2,048 / tp 4 tokens x 2,048 x 2 B
 
+    def test_train_charges_the_shared_builders_layers_by_phase(self):
+        # DeepSeek-V3 on one stage, tp 8, cp 2, ep 8 (one 4,096-token sequence per micro-batch,
+        # 2,048 per CP rank): the 3 dense and 58 MoE layers' shards have the same naive K/V (128 / 8
+        # = 16 heads x (192 + 128) x 2 B = 10,240 B per token), so ONE CP ring row of 2,048 x
+        # 10,240 B = 20,971,520 B x (cp - 1) x 61 layers = 61 runs forward and in the recompute,
+        # twice in the backward; the TP rows are the attention's and the MLP's all-reduce of
+        # 2,048 x 7,168 x 2 B = 29,360,128 B x 61 each (without SP the MoE layers keep theirs).
+        arch = load_model("deepseek-v3")
+        lay = Layout(tp=8, cp=2, ep=8, dp=1)
+        st = placement.stages(arch, lay)[0]
+        cs = train_time.stage_collectives(arch, lay, st, Workload(batch=1, tokens=4096, logits="all"),
+                                          load_device("h200"), "full", 1)
+        cp = [(c.bytes, c.count, phase) for c, phase in cs if c.dim == "cp"]
+        self.assertEqual(cp, [(20_971_520, 61, "forward"), (20_971_520, 122, "backward"),
+                              (20_971_520, 61, "recompute")])
+        tp = [(c.name, c.bytes, c.count, phase) for c, phase in cs if c.dim == "tp" and "after" in c.name]
+        self.assertEqual(tp, [(f"TP all-reduce after {what}", 29_360_128, n, phase)
+                              for phase in ("forward", "backward", "recompute")
+                              for what, n in (("attention", 61), ("MLP", 61))])
+
     def test_received_copies_equal_the_routed_work(self):
         # Conservation: the copies a device holds after the dispatch (and the expert-TP gather)
         # are the routed copies its MoE shard computes, tokens x k / min(tp, ep) (blocks.moe).

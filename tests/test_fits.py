@@ -34,6 +34,10 @@ COMMANDS = [
     ("serve", "--model", "llama-3.1-70b", "--device", "h100", "--input-len", "2K", "--output-len", "256",
      "--tpot-limit", "50ms"),
     ("collective", "all_reduce", "--ranks", "16", "--ranks-per-node", "8"),
+    ("collective", "reduce_scatter", "--ranks", "16", "--topology", "ring", "--rounds", "3", "--bytes", "8MiB",
+     "--link-bw-ring", "50GB/s"),
+    ("encode", "--model", "qwen3-vl-4b", "--image", "640x640", "--images", "2", "--text-tokens", "400",
+     "--output-len", "128"),
 ]
 
 

@@ -635,5 +635,15 @@ class Cli(unittest.TestCase):
         self.assertIn("needs 8,395,515,904 B", out)
 
 
+class KvSharedWholeContext(unittest.TestCase):
+    def test_prefix_as_long_as_the_context(self):
+        # --shared-prefix = --context: each request adds no cache beyond the shared prefix, so the
+        # record's max_requests is None (unbounded); the verdict block crashed on it before.
+        status, out, err = run_cli("kv", "--model", "qwen3-8b", "--context", "16", "--shared-prefix", "16",
+                                   "--batch", "4")
+        self.assertEqual(status, 0, err)
+        self.assertIn("any number of requests", out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -65,6 +65,84 @@ class Bundled(unittest.TestCase):
         self.assertEqual(2 * (arch.params + parts["mtp"] + parts["vision"]), 71_903_645_408)
 
 
+class BookReferencePath(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/README.md, the qwen35-* rows (matrix FLOPs of
+    the book's Qwen3.5-397B-A17B reference path, output head on every position, BF16).
+
+    Every operator we share with that path is equal: our matrix FLOPs without the
+    `delta_rule` rows are the book's projection, attention (valid pairs), MoE and head
+    FLOPs to the FLOP. The rest is the reference fallback's own arithmetic, which the book
+    counts as matrix FLOPs (its calculations/src/infra_calc/topics/qwen35_forward.py):
+      - the depthwise conv as 2 x 12,288 channels x (taps the fallback computes) per
+        request and linear layer: (T + 3) x 4 positions x taps for a cold prefill (T >= 4),
+        7 x 4 for a cold single token (cache padded to 4), (T + 7) x 4 after a cached
+        history (4 cached slots + T, padded), 2 x 4 for a decode step (update path);
+      - the DeltaNet core: chunked with every chunk padded to 64 tokens, 9,437,184 FLOPs
+        per chunk and value head (Kbeta K^T and Q K^T 64x128x64, K S and Q S 64x128x128,
+        intra 64x64x128, K^T V 128x64x128, each 2mkn); a decode step is the recurrence,
+        6 dk dv per head = our `delta_rule`;
+      - the eager rectangle: the masked query-key pairs (the `attn_qk`/`attn_pv` rows'
+        rectangular minus causal FLOPs);
+      - the M-RoPE frequency products, 2 x 3 axes x 32 frequencies = 192 per position.
+    The book's -record-past rows are the same passes with fewer conv taps (not stored)."""
+
+    CASES = {   # name: (batch, tokens, history, conv taps per channel, book matrix FLOPs)
+        "qwen35-prefill-8192": (1, 8192, 0, (8192 + 3) * 4, 304_038_065_373_184),
+        "qwen35-chunk-tail-65": (1, 65, 0, (65 + 3) * 4, 2_179_531_092_160),
+        "qwen35-cold-single-token": (1, 1, 0, 7 * 4, 59_868_938_432),
+        "qwen35-decode-b1": (1, 1, 8192, 2 * 4, 36_977_377_472),
+        "qwen35-decode-b64": (64, 1, 8192, 2 * 4, 2_366_552_158_208),
+        "qwen35-prefix-6144-2048": (1, 2048, 6144, (2048 + 7) * 4, 76_009_543_991_296),
+    }
+
+    def test_book_totals_by_the_stated_terms(self):
+        arch = load_model("qwen3.5-397b-a17b")
+        for name, (b, t, h, taps, book) in self.CASES.items():
+            with self.subTest(name):
+                led = build(arch, Workload(batch=b, tokens=t, history=h, logits="all"))
+                delta = sum(op.matrix_flops for op in led.ops if op.name == "delta_rule")
+                ours = led.totals.matrix_flops - delta
+                conv = 45 * b * 2 * 12288 * taps
+                core = delta if h and t == 1 else 45 * b * 64 * -(-t // 64) * 9_437_184
+                rect = sum(op.rect_flops - op.matrix_flops for op in led.ops if op.name in ("attn_qk", "attn_pv"))
+                self.assertEqual(ours + conv + core + rect + 192 * b * t, book)
+
+    def test_recurrent_core_is_ours(self):
+        # decode: 45 layers x 64 value heads x 6 x 128 x 128 = 283,115,520 (the book's three
+        # state products of 2 dk dv each)
+        led = build(load_model("qwen3.5-397b-a17b"), Workload(tokens=1, history=8192))
+        self.assertEqual(sum(op.matrix_flops for op in led.ops if op.name == "delta_rule"), 283_115_520)
+
+
+class Qwen36BookFigures(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/qwen36-prefill-8192.md (matrix FLOPs
+    60,426,170,793,984), qwen36-decode-b1.md (7,331,184,832, history 8192) and
+    qwen36-capacity-b1-n32768.md (H100 80 GB: 7,795,325,696 B left, so a necessary budget of
+    72,204,674,304 B = base text weights 69,321,221,376 + 20,480 x 32,768 KV + 62,914,560
+    recurrent + 1,966,080 conv + 2 GiB reserve). The forward terms are those of
+    BookReferencePath with this model's 30 linear layers, 32 value heads and 8,192 conv
+    channels; the conv state differs by convention: the book's reference path keeps all 4
+    kernel slots, we keep 3 (vLLM's layout), 30 x 8,192 x 2 B = 491,520 B less per request."""
+
+    def test_forward_totals(self):
+        arch = load_model("qwen3.6-35b-a3b")
+        for t, h, taps, book in ((8192, 0, (8192 + 3) * 4, 60_426_170_793_984), (1, 8192, 2 * 4, 7_331_184_832)):
+            led = build(arch, Workload(tokens=t, history=h, logits="all"))
+            delta = sum(op.matrix_flops for op in led.ops if op.name == "delta_rule")
+            core = delta if h else 30 * 32 * -(-t // 64) * 9_437_184
+            rect = sum(op.rect_flops - op.matrix_flops for op in led.ops if op.name in ("attn_qk", "attn_pv"))
+            self.assertEqual(led.totals.matrix_flops - delta + 30 * 2 * 8192 * taps + core + rect + 192 * t, book)
+
+    def test_capacity_budget(self):
+        from support import run_cli
+        import json
+        status, out, _ = run_cli("kv", "--model", "qwen3.6-35b-a3b", "--context", "32768", "--memory-bytes", "80GB",
+                                 "--reserve", "2GiB", "--format", "json")
+        left = json.loads(out)["capacity"]["memory_left_bytes_at_batch"]
+        self.assertEqual(status, 0)
+        self.assertEqual(left - 491_520, 7_795_325_696)
+
+
 class Qwen35(unittest.TestCase):
     def test_wrapper_is_its_text_model(self):
         wrapped = load_model(write_config(self, {"model_type": "qwen3_5_moe", "vision_config": VISION,

@@ -198,10 +198,28 @@ class Layer(Record):
 
 class Part(Record):
     """A part of the checkpoint reported apart from the main model (MTP, vision).
-    params is None when it cannot be derived from the config (unknown)."""
+    params is None when it cannot be derived from the config (unknown); `tower` is the
+    geometry of a vision encoder the tool costs (`VisionTower`, `encode`), else None."""
     name: str
     params: int
     note: str
+    tower: object = None
+
+
+class VisionTower(Record):
+    """A ViT vision encoder's geometry (Qwen3-VL: `load/vision.py`; its FLOPs and bytes:
+    `analyses/vision_encoder.py`)."""
+    hidden: int          # d
+    intermediate: int    # I (plain two-layer MLP)
+    depth: int           # ViT blocks
+    heads: int
+    patch: int           # p (square patches)
+    temporal_patch: int  # t frames per patch (a still image is repeated t times)
+    channels: int        # C
+    merge: int           # s: s x s patches merge into one token
+    out_hidden: int      # o: the language model's hidden size
+    deepstack: tuple     # blocks whose output a DeepStack merger also projects
+    params: int
 
 
 class Architecture(Record):

@@ -42,6 +42,12 @@ CONVENTIONS = (
     "backward, EP all-to-all 4 per MoE layer, CP ring K/V passes, PP point-to-point; then the "
     "pipeline bubble of the schedule, the data-parallel gradient sync (overlapped with the "
     "backward under --overlap-dp) and the optimizer update (memory-bound).",
+    "Formats: an 8-bit compute format (--act-dtype fp8, mxfp8) converts only the decoder layers' "
+    "linear projections (the MoE router excepted), which run at its peak and keep their inputs in "
+    "it; attention (at the BF16 peak), norms, activations, the router, embedding, head and loss, "
+    "and the activations TP/EP/PP send stay in BF16, as Transformer Engine, torchao and NeMo train "
+    "(DeepSeek-V3 report, arXiv:2412.19437, section 3.3.1). --recompute-modules (Megatron-LM's "
+    "names) drops what each module recomputes (docs/train.md).",
     "MFU = model FLOPs of the step / (step time x devices x dense matrix peak); HFU = hardware "
     "FLOPs (with recompute) / the same. The exact count halves causal attention; Megatron-LM's "
     "published FLOP/s use Narayanan et al.'s eq. 3 (full s x s attention, one recompute), shown "
@@ -62,6 +68,9 @@ LOWER_BOUND = (
 class Setup(Record):
     """Every knob of a training step besides the model, workload and layout."""
     recompute: str = "none"
+    recompute_modules: tuple = ()    # Megatron-LM's --recompute-modules (train_flops.RECOMPUTE_MODULES)
+    fp8_activation_input: bool = False   # activations keep their inputs in FP8 (train_memory.kept_rows)
+    offload_layers: int = 0          # each stage's first N layers keep their activations in host memory
     flash_recompute: bool = False
     attention: str = "fused"
     zero: int = 0
@@ -76,6 +85,11 @@ class Setup(Record):
     overlap_dp: bool = False
     dispatch_dtype: str = ""     # EP all-to-all formats on the wire (collectives.token_bytes); "" = activations
     combine_dtype: str = ""
+
+    @property
+    def recompute_spec(self):
+        """The level and modules as one string (train_flops.recompute_spec)."""
+        return train_flops.recompute_spec(self.recompute, self.recompute_modules)
 
 
 def micro_batches(global_batch, micro_batch, dp):
@@ -100,9 +114,10 @@ def stage_memory(arch, w, lay, s):
     the embedding, head and loss only as 1F1B keeps them on their own stage: the head and the
     fp32 logits of the last stage of either direction for one micro-batch (its backward follows
     its forward there), the embedding's for p - i."""
-    mem = train_memory.memory(arch, w, lay, zero=s.zero, recompute=s.recompute, optimizer=s.optimizer,
+    mem = train_memory.memory(arch, w, lay, zero=s.zero, recompute=s.recompute_spec, optimizer=s.optimizer,
                               weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes, chunks=s.chunks,
-                              attention=s.attention, master_bytes=s.master_bytes)
+                              attention=s.attention, master_bytes=s.master_bytes,
+                              fp8_activation_input=s.fp8_activation_input, offload_layers=s.offload_layers)
     if s.schedule == "dualpipe":
         mem = [m.replace(states=m.states + m.states, in_flight=(min(lay.pp + 1, lay.micro_batches), 1),
                          extra_in_flight=m.in_flight) for m in mem]
@@ -138,7 +153,7 @@ def lower_bound_record(b, tokens):
 def recipe_options(s, links, mem):
     """step_time's recipe options of a Setup (everything but the efficiencies)."""
     params = {m.stage: (m.dense_params, m.expert_params) for m in mem}
-    return dict(recompute=s.recompute, flash=s.flash_recompute, zero=s.zero, schedule=s.schedule,
+    return dict(recompute=s.recompute_spec, flash=s.flash_recompute, zero=s.zero, schedule=s.schedule,
                 chunks=s.chunks, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
                 optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes), links=links,
                 overlap_dp=s.overlap_dp, stage_params=lambda st: params[st.index],
@@ -239,6 +254,8 @@ def memory_record(mem, capacity, lay):
             "logits_fp32_bytes": m.logits_bytes,
             "micro_batches_in_flight": num / den if den > 1 else num,
             "recompute_working_bytes": m.recompute_working_bytes,
+            "offload_buffer_bytes": m.offload_buffer_bytes,
+            "fsdp_gather_bytes": m.gather_bytes,
             "activations_bytes": m.activation_bytes,
             "total_bytes": m.total,
             "headroom_bytes": capacity - m.total,
@@ -314,6 +331,17 @@ def throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens):
     return out
 
 
+def check_recipe(arch, s):
+    """Refuse recompute modules the model has nothing for (and full with modules)."""
+    s.recompute_spec   # validates the level and the modules
+    blocks = [b for layer, _, _ in arch.layer_groups() for b in layer.blocks]
+    if "mla_up_proj" in s.recompute_modules and not any(hasattr(b, "kv_lora_rank") for b in blocks):
+        raise UserError(f"--recompute-modules mla_up_proj: {arch.id} "
+                        "has no MLA attention")
+    if "moe_act" in s.recompute_modules and not any(hasattr(b, "experts") for b in blocks):
+        raise UserError(f"--recompute-modules moe_act: {arch.id} has no routed experts")
+
+
 def check_formats(w):
     wd = w.weight_dtype
     if wd.bits % 8 or wd.is_quantized or w.formats:
@@ -335,7 +363,9 @@ def _inputs(w, lay, s, global_batch, links):
         "sp": lay.sp, "seq": w.tokens, **({"supervised_tokens": w.head_positions} if w.head_positions else {}),
         "micro_batch": w.batch, "global_batch": global_batch,
         "micro_batches_per_step": lay.micro_batches,
-        "recompute": s.recompute, "flash_recompute": s.flash_recompute, "attention": s.attention,
+        "recompute": s.recompute, "recompute_modules": list(s.recompute_modules),
+        "fp8_activation_input": s.fp8_activation_input, "cpu_offloading_num_layers": s.offload_layers,
+        "flash_recompute": s.flash_recompute, "attention": s.attention,
         "zero": s.zero, "optimizer": s.optimizer,
         "optimizer_states": [{"state": n, "bytes_per_param": b}
                              for n, b in train_memory.optimizer_states(s.optimizer, s.master_bytes)],
@@ -353,11 +383,12 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
     """The `train` record of one layout. `w`: one micro-batch (batch =
     micro-batch size, tokens = sequence length); `lay.micro_batches` = m."""
     check_formats(w)
+    check_recipe(arch, s)
     reason = cp_reason(w.tokens, lay.cp)
     if reason:
         raise UserError(reason)
-    st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute, s.flash_recompute)
-    micro = train_flops.step(arch, w, s.recompute, s.flash_recompute)
+    st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute_spec, s.flash_recompute)
+    micro = train_flops.step(arch, w, s.recompute_spec, s.flash_recompute)
     mem, bind, t = evaluate(arch, w, lay, device, s, links)
     peaks = unknown_peaks(device, w)
     step_pred = predicted(arch, w, lay, device, s, links, mem)
@@ -402,8 +433,8 @@ def would_fit(arch, w, lay, s, capacity, limit=3):
     zeros = [z for z in (1, 2, 3) if z > s.zero] if lay.dp * lay.cp > 1 else []
     recomputes = [r for r in levels if levels.index(r) > levels.index(s.recompute)]
     changes = ([(f"--zero {z}", {"zero": z}) for z in zeros]
-               + [(f"--recompute {r}", {"recompute": r}) for r in recomputes]
-               + [(f"--zero {z} --recompute {r}", {"zero": z, "recompute": r})
+               + [(f"--recompute {r}", _level(r)) for r in recomputes]
+               + [(f"--zero {z} --recompute {r}", {"zero": z, **_level(r)})
                   for r in recomputes for z in zeros])
     found = []
     for options, change in changes:
@@ -413,6 +444,11 @@ def would_fit(arch, w, lay, s, capacity, limit=3):
             if len(found) == limit:
                 break
     return found
+
+
+def _level(r):
+    """The Setup change to recompute level `r` (full runs every layer again: no modules with it)."""
+    return {"recompute": r, **({"recompute_modules": ()} if r == "full" else {})}
 
 
 OBJECTIVES = ("step", "mfu", "predicted")
@@ -456,7 +492,8 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
     if objective not in OBJECTIVES:
         raise UserError(f"unknown objective '{objective}'; choose from {', '.join(OBJECTIVES)}")
     check_formats(w)
-    st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute, s.flash_recompute)
+    check_recipe(arch, s)
+    st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute_spec, s.flash_recompute)
     peak = device.peak(w.compute_dtype)
     peaks = unknown_peaks(device, w)
 
@@ -477,6 +514,8 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
             train_time.check_schedule(arch, lay, s.schedule, s.chunks)
         except UserError:
             raise ranking.Rejected(f"the {s.schedule} schedule cannot run this layout") from None
+        if s.offload_layers and s.offload_layers >= min(st.layers for st in placement.stages(arch, lay)):
+            raise ranking.Rejected("--cpu-offloading-num-layers offloads every layer of a stage")
 
     def fits(mem, bind):
         need = mem[bind].total

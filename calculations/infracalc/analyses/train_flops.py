@@ -31,9 +31,16 @@ from .. import ledger
 from ..arch import Block
 from ..errors import UserError
 from ..ops import STAT_BYTES, Op
+from ..dtypes import DTYPES
 from ..record import Record
 
+_BF16 = DTYPES["bf16"]
+
 RECOMPUTE = ("none", "selective", "full")
+# Megatron-LM's --recompute-modules (megatron/core/transformer/transformer_config.py, recompute_modules),
+# each a part of a layer run again in the backward on top of the level (see `recomputed`)
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "moe_act")
+MLA_UP_ROWS = ("q_a_layernorm", "q_b_proj", "kv_a_layernorm", "kv_b_proj", "rope")   # what mla_up_proj reruns
 
 # Backward vector FLOPs as a multiple of the forward's, per operator kind.
 BACKWARD_VECTOR = {
@@ -124,13 +131,87 @@ def in_layers(op):
     return op.layers != "-"
 
 
-def recomputed(op, level):
-    """Does `level` run this forward row again during the backward?"""
+def recompute_spec(level, modules=()):
+    """The one string that names a recompute recipe: the level, then '+module' for each of
+    `modules` (RECOMPUTE_MODULES, in their order), e.g. 'none+layernorm+moe_act'."""
+    if level not in RECOMPUTE:
+        raise UserError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {level!r}")
+    unknown = [m for m in modules if m not in RECOMPUTE_MODULES]
+    if unknown:
+        raise UserError(f"unknown recompute module '{unknown[0]}' (choose from {', '.join(RECOMPUTE_MODULES)})")
+    if modules and level == "full":
+        raise UserError("--recompute full already runs every decoder layer again; drop --recompute-modules")
+    return "+".join((level,) + tuple(m for m in RECOMPUTE_MODULES if m in modules))
+
+
+_PARSED = {}
+
+
+def parse_recompute(spec):
+    """(level, frozenset of modules) of a `recompute_spec` string (memoized)."""
+    got = _PARSED.get(spec)
+    if got is None:
+        level, *modules = spec.split("+") if isinstance(spec, str) else ("",)
+        recompute_spec(level, modules)    # validates
+        got = _PARSED[spec] = (level, frozenset(modules))
+    return got
+
+
+def recomputed(op, spec):
+    """Does the recipe `spec` (a `recompute_spec`) run this forward row again during the backward?
+    full: every decoder-layer row; selective or core_attn: the attention core (attn_qk, softmax,
+    attn_pv); layernorm: the residual stream's norms; mla_up_proj: MLA's up-projections with their
+    norms and RoPE (MLA_UP_ROWS); moe_act: the routed experts' activation."""
+    if not in_layers(op):
+        return False
+    level, modules = parse_recompute(spec)
     if level == "full":
-        return in_layers(op)
-    if level == "selective":
-        return in_layers(op) and op.kind in ("attention", "softmax")
-    return False
+        return True
+    if op.kind in ("attention", "softmax") and (level == "selective" or "core_attn" in modules):
+        return True
+    if not modules:
+        return False
+    if op.name in MLA_UP_ROWS:
+        return "mla_up_proj" in modules
+    if op.kind == "norm":
+        return "layernorm" in modules
+    return op.kind == "activation" and op.name.startswith("experts.") and "moe_act" in modules
+
+
+def stored_workload(w):
+    """The workload of every row but the linear layers' under the training format convention:
+    an 8-bit (or narrower) compute format (fp8, mxfp8) converts only the decoder layers'
+    linear projections (`linear_row`), as Transformer Engine, torchao's float8 training and
+    NeMo do and as the DeepSeek-V3 report states (arXiv:2412.19437, section 3.3.1: the
+    embedding, output head, MoE gating, norms and attention keep BF16/FP32); everything else
+    computes, moves and keeps BF16. A 16- or 32-bit format is the workload itself."""
+    if w.act_dtype.bits > 8:
+        return w
+    return w.replace(act_dtype=_BF16, kv_dtype=_BF16)
+
+
+def linear_row(op):
+    """A row the low-precision format converts: a decoder layer's linear projection (the
+    router excepted)."""
+    return op.kind == "gemm" and op.name != "router"
+
+
+def recipe_block_ops(block, w):
+    """A block's training rows under the format convention (`stored_workload`): the linear
+    rows of the compute-format ledger (their FP8 FLOPs and FP8 inputs read and kept; the
+    output written in BF16), every other row of the BF16 ledger (memoized)."""
+    from ..layout import block_ops, memo
+
+    high = stored_workload(w)
+    if high is w:
+        return block_ops(block, w)
+    return memo(("recipe ops", block, w), lambda: _merged(block_ops(block, w), block_ops(block, high)))
+
+
+def _merged(low, high):
+    if [op.name for op in low] != [op.name for op in high]:
+        raise AssertionError("the two formats' ledgers of a block differ in their rows")
+    return [lo.replace(act_write=hi.act_write) if linear_row(lo) else hi for lo, hi in zip(low, high)]
 
 
 class OpFlops(Record):
@@ -181,8 +262,7 @@ class StepFlops(Record):
 def step(arch, w, recompute="none", flash_recompute=False):
     """FLOPs of forward, backward and recompute for one pass of `w.batch`
     sequences of `w.tokens` tokens through `arch` (a whole model or a shard)."""
-    if recompute not in RECOMPUTE:
-        raise UserError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    parse_recompute(recompute)
     w, ops = training_ops(arch, w)
     rows = []
     for op in ops:

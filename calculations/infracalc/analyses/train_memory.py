@@ -147,29 +147,76 @@ def unfused_score_bytes(layer, w):
     return total
 
 
-def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"):
+def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused", recompute="none",
+                      fp8_activation_input=False):
     """`_layer_activations`, memoized (a search meets the same layer shard in many layouts)."""
     from ..layout import memo
 
-    return memo(("layer activations", layer, w, hidden, tp, sp, cp, attention),
-                lambda: _layer_activations(layer, w, hidden, tp, sp, cp, attention))
+    return memo(("layer activations", layer, w, hidden, tp, sp, cp, attention, recompute, fp8_activation_input),
+                lambda: _layer_activations(layer, w, hidden, tp, sp, cp, attention, recompute, fp8_activation_input))
 
 
-def _layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused"):
-    """Saved bytes per device of one decoder layer as one device holds it (a
-    `layout.shard_layer`: heads and MLP already split by TP), by recompute level
-    (see module doc). The sequence region is whole on every TP rank unless `sp`
-    splits it tp ways; `cp` splits everything; `hidden` is the residual width."""
+def kept_rows(layer, w, modules=frozenset(), fp8_activation_input=False):
+    """[(op, saved bytes, of which in the sequence region)] of one decoder layer as one device
+    holds it, under the training format convention (`train_flops.recipe_block_ops`) and the
+    recompute modules (Megatron-LM's names; what each keeps instead, module doc):
+    - layernorm: the projection that reads a residual-stream norm's output keeps no input (the
+      norm keeps its own input and runs again);
+    - mla_up_proj: q_b_proj and kv_b_proj keep no input (their norms keep the latents c_q and
+      c_kv) and attention keeps no up-projected Q, K, V, only the RoPE key k_pe (qk_rope values
+      per token): the up-projections run again before attention's backward;
+    - moe_act: the routed experts' down projection keeps no input (the activation keeps its own
+      inputs and runs again);
+    `fp8_activation_input`: every activation keeps its inputs in FP8, one byte per value
+    (Megatron-LM's activation_func_fp8_input_store; the DeepSeek-V3 report, section 3.3.3,
+    caches the MoE SwiGLU inputs so)."""
+    from ..dtypes import DTYPES
     from ..layout import block_ops
 
-    ops = [op for b in layer.blocks for op in block_ops(b, w)]
-    saved = sum(op.saved_bytes for op in ops)
-    repl = sum(op.saved_replicated for op in ops)
-    core = sum(op.saved_bytes for op in ops if op.kind == "softmax")
+    fp8 = DTYPES["fp8"]
+    pairs = [(b, op) for b in layer.blocks for op in train_flops.recipe_block_ops(b, w)]
+    low = ([op for b in layer.blocks for op in block_ops(b, w.replace(act_dtype=fp8, kv_dtype=fp8))]
+           if fp8_activation_input else None)
+    store = train_flops.stored_workload(w)
+    rows = []
+    prev = None
+    for i, (b, op) in enumerate(pairs):
+        saved, repl = op.saved_bytes, op.saved_replicated
+        if op.kind == "gemm" and prev is not None and _input_recomputed(prev, modules):
+            saved = repl = 0
+        elif "mla_up_proj" in modules and op.name in ("attn_qk", "attn_pv") and hasattr(b, "kv_lora_rank"):
+            saved, repl = (store.kv_dtype.nbytes_flat(w.positions * b.qk_rope) if op.name == "attn_qk" else 0), 0
+        elif low is not None and op.kind == "activation":
+            saved, repl = low[i].saved_bytes, low[i].saved_replicated
+        rows.append((op, saved, repl))
+        prev = op
+    return rows
+
+
+def _input_recomputed(prev, modules):
+    """Is the input of the projection that follows row `prev` (its output) recomputed?"""
+    if prev.kind == "norm":
+        mla = prev.name in train_flops.MLA_UP_ROWS
+        return ("mla_up_proj" if mla else "layernorm") in modules
+    return prev.kind == "activation" and prev.name.startswith("experts.") and "moe_act" in modules
+
+
+def _layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused", recompute="none",
+                       fp8_activation_input=False):
+    """Saved bytes per device of one decoder layer as one device holds it (a
+    `layout.shard_layer`: heads and MLP already split by TP), by recompute level
+    (see module doc) under the recipe's modules (`kept_rows`). The sequence region is whole
+    on every TP rank unless `sp` splits it tp ways; `cp` splits everything; `hidden` is the
+    residual width."""
+    _, modules = train_flops.parse_recompute(recompute)
+    rows = kept_rows(layer, w, modules, fp8_activation_input)
+    saved = sum(s for _, s, _ in rows)
+    repl = sum(r for _, _, r in rows)
+    core = sum(s for op, s, _ in rows if op.kind == "softmax")
     scores = ceil_div(unfused_score_bytes(layer, w), cp) if attention == "unfused" else 0
-    none = _split(saved, repl, tp, sp, cp) + scores
     selective = _split(saved - core, repl, tp, sp, cp)
-    full_in = w.act_dtype.nbytes_flat(w.positions * hidden)
+    none = selective if "core_attn" in modules else _split(saved, repl, tp, sp, cp) + scores
+    full_in = train_flops.stored_workload(w).act_dtype.nbytes_flat(w.positions * hidden)
     full = ceil_div(ceil_div(full_in, tp) if sp else full_in, cp)
     return LayerActivations(none, selective, full)
 
@@ -197,6 +244,8 @@ class StageMemory(Record):
     in_flight: tuple                # (numerator, denominator) micro-batches held
     recompute_working_bytes: int    # full recompute: one layer's set while it is back-propagated
     extra_in_flight: tuple = ()     # micro-batches of the extra (embedding/head/loss) held; () = in_flight
+    gather_bytes: int = 0           # ZeRO-3 / FSDP: unsharded units in use (`fsdp_gather_bytes`)
+    offload_buffer_bytes: int = 0   # activation offload: one offloaded layer's set on the device in transit
 
     @property
     def activation_bytes(self):
@@ -210,7 +259,29 @@ class StageMemory(Record):
 
     @property
     def total(self):
-        return self.states.total + self.activation_bytes
+        return self.states.total + self.activation_bytes + self.gather_bytes + self.offload_buffer_bytes
+
+
+def fsdp_gather_bytes(dev, weight_bytes, grad_bytes):
+    """What ZeRO-3 holds unsharded on top of its shards, as PyTorch FSDP2 (and Megatron-FSDP)
+    run it: every decoder layer and the embedding, final norm and head are units, gathered
+    (all-gather) just before their forward and again before their backward and freed after
+    (reshard after forward); the next unit is prefetched while one computes, so two units'
+    parameters are whole at once, and one unit's gradient is whole until its reduce-scatter:
+    2 x W_max x weight bytes + W_max x gradient bytes, W_max the largest unit's parameters as
+    the device places them (TP/EP shard; PyTorch FSDP docs, "FSDP2": forward and backward
+    prefetching of one unit ahead)."""
+    units = [sum(t.params for t in b.tensors()) for b in dev.top_blocks()]
+    units += [sum(t.params for t in layer.tensors()) for layer, _, _ in dev.layer_groups()]
+    unit = max(units)
+    return unit * (2 * weight_bytes + grad_bytes)
+
+
+def offloaded(groups, n):
+    """[(activations, count kept, count offloaded)] of a stage's layer groups when its first `n`
+    layers (local indices 0 .. n-1) keep their activations in host memory."""
+    return [(a, count - sum(1 for i in indices if i < n), sum(1 for i in indices if i < n))
+            for a, count, indices in groups]
 
 
 def _top_saved(dev, stage, w, tp, sp, cp):
@@ -226,7 +297,8 @@ def _top_saved(dev, stage, w, tp, sp, cp):
 
 
 def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw", weight_bytes=2,
-           grad_bytes=2, chunks=1, attention="fused", master_bytes=4, **degrees):
+           grad_bytes=2, chunks=1, attention="fused", master_bytes=4, fp8_activation_input=False,
+           offload_layers=0, **degrees):
     """Per-stage memory of one device of each pipeline stage: [StageMemory].
     `w` is one micro-batch (batch = micro-batch size, tokens = sequence length);
     the placement is a `layout.Layout` or its fields as keywords (tp, pp, dp,
@@ -235,8 +307,7 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
 
     if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
         raise UserError(f"chunks must be a positive integer, got {chunks!r}")
-    if recompute not in train_flops.RECOMPUTE:
-        raise UserError(f"recompute must be one of {', '.join(train_flops.RECOMPUTE)}, got {recompute!r}")
+    level, _ = train_flops.parse_recompute(recompute)
     if attention not in ATTENTION_KERNELS:
         raise UserError(f"attention must be one of {', '.join(ATTENTION_KERNELS)}, got {attention!r}")
     lay = layout or placement.Layout(**degrees)
@@ -252,18 +323,27 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
             dense, expert = device_params(dev)
             states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
                       + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
-            acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention), count)
-                    for layer, count, _ in dev.layer_groups()]
-            layer_bytes = sum(getattr(a, recompute) * count for a, count in acts)
-            working = max(a.none for a, _ in acts) if recompute == "full" and acts else 0
-            extra, logits = _top_saved(dev, stage, w, tp, sp, cp)
-            return dense, expert, states, layer_bytes, extra, logits, working
+            acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention, recompute,
+                                       fp8_activation_input), count, indices)
+                    for layer, count, indices in dev.layer_groups()]
+            if offload_layers >= stage.layers:
+                raise UserError(f"--cpu-offloading-num-layers {offload_layers} offloads every layer of stage "
+                                f"{stage.index} ({stage.layers}); at least one must stay on the device")
+            kept = offloaded(acts, offload_layers)
+            layer_bytes = sum(getattr(a, level) * count for a, count, _ in kept)
+            buffer = max((getattr(a, level) for a, _, off in kept if off), default=0)
+            working = max(a.none for a, _, _ in acts) if level == "full" and acts else 0
+            extra, logits = _top_saved(dev, stage, train_flops.stored_workload(w), tp, sp, cp)
+            sharded = zero >= 3 and (lay.dp * cp > 1 or edp > 1)
+            gather = fsdp_gather_bytes(dev, weight_bytes, grad_bytes) if sharded else 0
+            return dense, expert, states, layer_bytes, extra, logits, working, gather, buffer
 
         # stages holding the same shards share their figures (memoized per signature)
         key = ("stage memory", arch, lay.replace(micro_batches=1), placement.stage_signature(arch, lay, stage),
-               w, zero, recompute, weight_bytes, grad_bytes, k, attention)
-        dense, expert, states, layer_bytes, extra, logits, working = placement.memo(key, make)
+               w, zero, recompute, weight_bytes, grad_bytes, k, attention, fp8_activation_input, offload_layers)
+        dense, expert, states, layer_bytes, extra, logits, working, gather, buffer = placement.memo(key, make)
         out.append(StageMemory(stage.index, (stage.lo, stage.hi), placement.shard_id(arch, lay, stage),
                                dense, expert, states, layer_bytes, extra, logits,
-                               in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working))
+                               in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working,
+                               gather_bytes=gather, offload_buffer_bytes=buffer))
     return out

@@ -59,11 +59,10 @@ under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 
 from .. import comm
 from .. import layout as placement
-from ..collectives import Collective, ceil_div, cp_collectives, dp_gradient_collectives, moe_collectives, \
-    moe_keeps_tp_reduction, pp_boundary_collectives, tp_collectives
+from ..collectives import Collective, ceil_div, dp_gradient_collectives, pp_boundary_collectives
 from ..errors import UserError
 from ..record import Record
-from . import train_flops, train_memory
+from . import stage_comm, train_flops, train_memory
 from .roofline import roof as make_roof
 
 SCHEDULES = ("1f1b", "interleaved", "zero-bubble", "dualpipe")
@@ -104,11 +103,15 @@ def in_sequence_region(op):
     return op.kind == "residual" or (op.kind == "norm" and op.saved_replicated > 0)
 
 
-def ops_pass(ops, w, vocab, r, cp, recompute, flash, sp_tp=1):
-    """Pass of a list of forward ledger rows (one micro-batch); `sp_tp` = tp under
-    sequence parallelism: the sequence-region operators do 1/sp_tp of their work."""
+def ops_pass(ops, w, vocab, roofs, cp, recompute, flash, sp_tp=1):
+    """Pass of a list of forward ledger rows (one micro-batch); `roofs` = (the compute format's
+    roof, BF16's): linear rows at the first, every other row at the second (the format
+    convention, train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the
+    sequence-region operators do 1/sp_tp of their work."""
     total = Pass()
+    r_linear, r_other = roofs
     for op in ops:
+        r = r_linear if train_flops.linear_row(op) else r_other
         b = train_flops.backward(op, w, vocab, flash)
         wb = op.weight_read
         split = cp * sp_tp if in_sequence_region(op) else cp
@@ -123,11 +126,14 @@ def layer_pass(layer, w, r, cp, recompute, flash, sp_tp=1):
     """Pass of one decoder layer as one device holds it (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
     return placement.memo(key, lambda: ops_pass(
-        [op for b in layer.blocks for op in placement.block_ops(b, w)], w, 0, r, cp, recompute, flash, sp_tp))
+        [op for b in layer.blocks for op in train_flops.recipe_block_ops(b, w)], w, 0, r, cp, recompute, flash,
+        sp_tp))
 
 
 def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
-    """Embedding on the first stage; final norm, head and loss on the last."""
+    """Embedding on the first stage; final norm, head and loss on the last (in BF16 under an
+    8-bit compute format: train_flops.stored_workload)."""
+    w, r = train_flops.stored_workload(w), (r[1], r[1])
     emb, norm, head = placement.top_shards(arch, lay, stage)
     ops = [op.times(1, "-") for b in (emb, norm, head) for op in placement.block_ops(b, w)]
     vocab = 0
@@ -144,83 +150,57 @@ class Timed(Record):
     seconds: float
 
 
-def _moe(arch):
-    for b in placement._distinct_blocks(arch):
-        if hasattr(b, "experts"):
-            return b
-    return None
-
-
 def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", "")):
     """[(Collective, phase)] one device of `stage` runs per micro-batch; `wire`: the formats of
     the EP dispatch and combine ("" = the activation format; `collectives.token_bytes`). The
-    backward's dispatch carries gradients back the combine's way and its combine returns them the
-    dispatch's way (DeepEP: a dispatch's backward is a combine), so each direction keeps its format."""
-    tp, cp, ep = lay.tp, lay.cp, lay.ep
+    forward's layer collectives are `stage_comm.stage_collectives`' (the builder `parallel`
+    shares: one layer's TP, EP and CP collectives x the layer count, the tiers of
+    `stage_comm.group_tiers`), the embedding's its `top_collectives` (no logits gather: the loss
+    is vocab-parallel, its three all-reduces charged here). The backward repeats the layers' TP
+    and EP collectives (Megatron's conjugate f/g operators; a dispatch's backward is a combine,
+    DeepEP, so each direction keeps its format) and twice the CP ring's traffic (K/V, and dK/dV
+    back); a recompute repeats the forward's layer collectives (CP's with any recompute)."""
+    tp, cp = lay.tp, lay.cp
+    w = train_flops.stored_workload(w)    # activations travel in BF16 under an 8-bit compute format
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
     tokens = ceil_div(w.positions, cp)
-    groups = placement.device_layers(arch, lay, stage)
-    n = stage.layers
-    full = recompute == "full"
+    level, modules = train_flops.parse_recompute(recompute)
+    full = level == "full"
+    tiers = stage_comm.group_tiers(lay, device)
+    t = stage_comm.Traffic(hidden=hidden, act_bytes=act, tiers=tiers[:3] + tiers[4:], kv_dtype=w.kv_dtype,
+                           kv_path="naive", dispatch_bytes=comm.token_bytes(hidden, wire[0], act),
+                           combine_bytes=comm.token_bytes(hidden, wire[1], act))
+    layers = [c.replace(count=n) for c, n in stage_comm.stage_collectives(arch, lay, stage, tokens, t)]
+    of = lambda dim: [c for c in layers if c.dim == dim]
+    t_tp, l_tp = tiers[0], tiers[4]
     out = []
-    moe = _moe(arch)
-    moe_layers = sum(count for layer, count, _ in groups if any(hasattr(b, "experts") for b in layer.blocks))
-    t_tp = comm.tier(lay.group_span("tp"), device) if tp > 1 else "up"
-    l_tp = _local(lay, "tp", device)
     if tp > 1:
-        t = t_tp
-        # MoE layers under EP keep their MLP's TP collectives only as collectives.moe_keeps_tp_reduction says
-        keep = moe is None or moe_keeps_tp_reduction(tp, ep, lay.sp, moe.shared_inter)
-        mlp = n if keep else n - moe_layers
-        fwd = tp_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, layers=n, tier=t, mlp_layers=mlp,
-                             embedding=stage.has_embedding,
-                             local=l_tp)
+        fwd = stage_comm.top_collectives(arch, lay, stage, tokens, t) + of("tp")
         if stage.has_head:
             fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
-                                  "all_reduce", tokens * 4, tp, t, CE_ALLREDUCES, "tp", local=l_tp))
-        layer_only = tp_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, layers=n, tier=t, mlp_layers=mlp,
-                                    embedding=False,
-                                    local=l_tp)
-        out += [(c, "forward") for c in fwd] + [(c, "backward") for c in layer_only]
-        out += [(c, "recompute") for c in layer_only] if full else []
-    if ep > 1 and moe is not None:
-        t = comm.tier(lay.group_span("ep"), device)
-        cs = moe_collectives(tokens, moe.top_k, hidden, act, tp=tp, ep=ep, moe_layers=moe_layers, tier_ep=t,
-                             tier_tp=t_tp, experts=moe.experts,
-                             dispatch_token_bytes=comm.token_bytes(hidden, wire[0], act),
-                             combine_token_bytes=comm.token_bytes(hidden, wire[1], act),
-                             local_ep=_local(lay, "ep", device), local_tp=l_tp)
-        out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
-        out += [(c, "recompute") for c in cs] if full else []
-    if cp > 1:
-        t = comm.tier(lay.group_span("cp"), device)
-        for layer, count, _ in groups:
-            kv = layer.kv_bytes_per_token(w.kv_dtype, "naive")
-            if not kv:
-                continue
-            (c,) = cp_collectives(tokens, kv, cp, count, t, local=_local(lay, "cp", device))
-            out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
-            out += [(c, "recompute")] if recompute != "none" else []
+                                  "all_reduce", tokens * 4, tp, t_tp, CE_ALLREDUCES, "tp", local=l_tp))
+        out += [(c, "forward") for c in fwd] + [(c, "backward") for c in of("tp")]
+        out += [(c, "recompute") for c in of("tp")] if full else []
+    cs = of("ep")
+    out += [(c, "forward") for c in cs] + [(c, "backward") for c in cs]
+    out += [(c, "recompute") for c in cs] if full else []
+    for c in of("cp"):
+        out += [(c, "forward"), (c.replace(name=c.name + " (K/V and dK/dV)", count=2 * c.count), "backward")]
+        out += [(c, "recompute")] if level != "none" or "core_attn" in modules else []
     if lay.pp > 1:
-        t = comm.tier(lay.group_stride("pp") + 1, device)
         # collectives.pp_boundary_collectives: the 1/tp slice per TP rank (scatter/gather); without
         # SP the receiving stage's TP all-gather, charged to the receiver
         for direction, phase, sends, receives in (("activations", "forward", not stage.has_head,
                                                    not stage.has_embedding),
                                                   ("gradients", "backward", not stage.has_embedding,
                                                    not stage.has_head)):
-            for c in pp_boundary_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, tier_pp=t, tier_tp=t_tp,
+            for c in pp_boundary_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, tier_pp=tiers[3], tier_tp=t_tp,
                                              direction=direction,
                                              local_tp=l_tp):
                 if (sends if c.kind == "p2p" else receives):
                     out.append((c.replace(count=chunks), phase))
     return out
-
-
-def _local(lay, dim, device):
-    """Ranks of the `dim` group per scale-up domain (`comm.ranks_per_domain`)."""
-    return comm.ranks_per_domain(lay, dim, device.scale_up.domain_size if device.scale_up else 1)
 
 
 def cost(collectives, links):
@@ -250,11 +230,20 @@ class StageTime(Record):
         return self.compute + self.comm
 
 
-def _pass_of(timed):
-    """The seconds of per-micro-batch collectives summed by phase, as a Pass."""
+def _pass_of(timed, hide_tp_under=None):
+    """The seconds of per-micro-batch collectives summed by phase, as a Pass; with
+    `hide_tp_under` (the stage's compute Pass) the TP collectives of a phase are exposed only
+    beyond that phase's compute: max(0, TP seconds - compute seconds)."""
     p = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
+    tp = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     for t in timed:
-        p[t.phase] += t.seconds
+        if hide_tp_under is not None and t.collective.dim == "tp":
+            tp[t.phase] += t.seconds
+        else:
+            p[t.phase] += t.seconds
+    if hide_tp_under is not None:
+        for phase in p:
+            p[phase] += max(0.0, tp[phase] - getattr(hide_tp_under, phase))
     return Pass(p["forward"], p["backward"], 0.0, p["recompute"])
 
 
@@ -360,24 +349,36 @@ def optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer
     return r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
 
 
+def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
+    """(the compute format's roof, the roof of every other row): the same roof unless the
+    format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload)."""
+    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    store = train_flops.stored_workload(w)
+    return r, r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency)
+
+
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
-              wire=("", "")):
+              wire=("", ""), overlap_tp=False):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
-    dispatch and combine formats ("" = the activation format; `collectives.token_bytes`)."""
+    dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
+    `overlap_tp`: the TP/SP collectives run under the same phase's compute (Megatron/NeMo
+    tp_comm_overlap, Transformer Engine userbuffers): per phase only max(0, TP - compute) of
+    them is exposed (`_pass_of`); off by default (every collective exposed)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
-    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    r = roofs[0]
     links = links or comm.links(device)
     m = lay.micro_batches
     link_key = (links.get("up"), links.get("out"))
     stages = []
     for st in placement.stages(arch, lay):
-        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, r, recompute, flash,
+        key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, roofs, recompute, flash,
                chunks, device, link_key, wire)
-        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, r, recompute, flash,
+        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, roofs, recompute, flash,
                                                                 chunks, device, links, wire))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))
@@ -387,7 +388,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                             lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         opt_s = optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes)
-        stages.append(StageTime(st.index, compute, _pass_of(timed), tuple(timed), tuple(dp), exposed, opt_s))
+        stages.append(StageTime(st.index, compute, _pass_of(timed, compute if overlap_tp else None), tuple(timed),
+                                tuple(dp), exposed, opt_s))
     times = [s.micro_batch for s in stages]
     b = max(range(len(times)), key=lambda i: (times[i].total, -i))
     bub, formula = bubble(schedule, times, b, lay.pp, m, chunks)
@@ -406,11 +408,12 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     interleaved: that / v; zero-bubble and DualPipe: a max with 0, >= 0), and the sync, the
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
     w = train_flops.training_workload(w)
-    r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    r = roofs[0]
     sp_tp = lay.tp if lay.sp else 1
     c, opt = [], 0.0
     for st in placement.stages(arch, lay):
-        c.append(sum(layer_pass(layer, w, r, lay.cp, recompute, flash, sp_tp).total * count
+        c.append(sum(layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total * count
                      for layer, count, _ in placement.device_layers(arch, lay, st)))
         dense, expert = stage_params(st) if stage_params else \
             train_memory.device_params(placement.shard(arch, lay, st))

@@ -20,10 +20,14 @@ An expectation is rarely whole: it is rounded up to whole experts, so weight
 bytes stay exact integers and never undercount.
 Training keeps: the router's input (shared by the shared experts and their
 gate), the routing scores, each routed copy's input to gate_proj (shared by
-up_proj), the activation's inputs and down_proj's input per routed copy, the
-k expert outputs and weights per token (the combine's gradient w.r.t. the
-routing weights), the shared experts' like a dense MLP, and the sigmoid gate's
-output and the shared output it scales. Per device these follow the shard's
+up_proj), the activation's inputs and its routing weight and down_proj's input
+per routed copy, the shared experts' like a dense MLP, and the sigmoid gate's
+output and the shared output it scales. The combine keeps nothing: the routing
+weight's gradient <dy, W_down a> = <W_down^T dy, a> needs only the activation's
+output a, which down_proj keeps (or the activation recomputes), as
+Megatron-Core's grouped experts apply the weights inside the activation
+(weighted_bias_swiglu_impl, megatron/core/transformer/moe/experts.py). FLOPs
+count the forward as written, the weighting in the combine. Per device these follow the shard's
 routed copies (the n*k copies of its tokens split min(tp, ep) ways).
 """
 
@@ -196,7 +200,7 @@ class MoE(Block):
             out.append(op.replace(weight_read=op.weight_read * touched))
         out.append(elementwise(w, f"experts.{self.act}", routed * i, VECTOR_FLOPS[self.act], inputs=2,
                                shape=f"[{routed},{i}]", kind="activation",
-                               saved=saved_inputs(w, routed * i, 2)))
+                               saved=saved_inputs(w, routed * i, 2) + saved_inputs(w, routed)))
         op = gemm(w, "experts.down_proj", routed, down, biases[2],
                   shape=f"{routed} routed x [{i},{h}], {touched}/{local} experts read")
         out.append(op.replace(weight_read=op.weight_read * touched))
@@ -204,8 +208,7 @@ class MoE(Block):
                               shape=f"[{n},{k},{h}] -> [{n},{h}]")
         # reads the k expert outputs per token and their k routing weights; writes one row
         out.append(combine.replace(act_read=combine.act_read + w.act_dtype.nbytes_flat(routed),
-                                   act_write=w.act_dtype.nbytes_flat(n * h),
-                                   saved_bytes=saved_inputs(w, routed * h) + saved_inputs(w, routed)))
+                                   act_write=w.act_dtype.nbytes_flat(n * h)))
         shared = self._shared()
         if shared:
             out += [gemm(w, "shared.gate_proj", n, shared[0], saves_input=False),

@@ -22,6 +22,8 @@ COMMANDS = {
               "transfer, training), memory concurrency by Little's law, checkpoint intervals",
     "collective": "one collective (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv) over N ranks "
                   "on a device's links, nccl-tests style: time, algbw, busbw per algorithm and the bound",
+    "encode": "a vision-language model's vision encoder per image and per request: patches, blocks, merger, "
+              "DeepStack; encoder-cache and KV bytes; with --output-len the whole request",
     "hardware": "the bundled accelerators and their specs",
     "reproduce": "regenerate the stored results (--check: diff against them)",
     "report": "any command's result as one self-contained HTML page with SVG charts: report COMMAND [options]",

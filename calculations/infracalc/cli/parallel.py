@@ -77,8 +77,9 @@ def add_arguments(p):
     p.add_argument("--plot", type=common.file_name, metavar="FILE.svg", help="with --batch-sweep: an SVG of tokens/s per device "
                                                       "against tokens/s per request")
     s = p.add_argument_group("search")
-    s.add_argument("--objective", choices=("throughput", "ttft", "tpot"), default="throughput",
-                   help="throughput: decode tokens/s per device (default); ttft; tpot")
+    s.add_argument("--objective", choices=("throughput", "ttft", "tpot", "predicted"), default="throughput",
+                   help="throughput: decode tokens/s per device (default); ttft; tpot; predicted: the "
+                        "predicted output tokens/s per device of a tuned engine (TP and DP layouts)")
     s.add_argument("--tpot-limit", type=common.duration, default=None, metavar="T",
                    help="the mean TPOT a layout must meet (e.g. 50ms), under any objective; the throughput "
                         "objective takes the best batch within it")

@@ -30,6 +30,18 @@ def add_arguments(p):
     p.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
                    help="activation recompute: none (default), selective (attention core), "
                         "full (every decoder layer keeps its input only)")
+    p.add_argument("--recompute-modules", type=_modules, default=(), metavar="M,M,...",
+                   help="parts of each layer run again in the backward, Megatron-LM's names: core_attn (the "
+                        "attention core), layernorm (the residual-stream norms: the next projection keeps no "
+                        "input), mla_up_proj (MLA's up-projections: attention keeps the latents and k_pe, not "
+                        "Q/K/V), moe_act (the routed experts' activation: the down projection keeps no input)")
+    p.add_argument("--activation-func-fp8-input-store", action="store_true",
+                   help="activations (SwiGLU, GELU) keep their inputs in FP8 for the backward (Megatron-LM's "
+                        "flag; DeepSeek-V3 caches its MoE SwiGLU inputs so)")
+    p.add_argument("--cpu-offloading-num-layers", type=common.non_negative_int, default=0, metavar="N",
+                   help="each stage's first N decoder layers keep their saved activations in host memory "
+                        "(Megatron-LM's flag; one layer's set stays on the device in transit; the copies are "
+                        "not charged time)")
     p.add_argument("--flash-recompute", action="store_true",
                    help="count the QK^T a fused attention backward recomputes in hardware FLOPs")
     for what in ("dispatch", "combine"):
@@ -80,6 +92,18 @@ def _whole_bytes(d, flag):
     if d.bits % 8 or d.is_quantized:
         raise UserError(f"{flag} must be a whole-byte format (bf16, fp16, fp32), got {d.name}")
     return d.bits // 8
+
+
+def _modules(text):
+    from ..analyses.train_flops import RECOMPUTE_MODULES
+    from ..errors import UserError, quote
+
+    names = [n.strip() for n in text.replace(" ", ",").split(",") if n.strip()]
+    for n in names:
+        if n not in RECOMPUTE_MODULES:
+            raise UserError(f"--recompute-modules: unknown module {quote(n)} (choose from "
+                            f"{', '.join(RECOMPUTE_MODULES)})")
+    return tuple(m for m in RECOMPUTE_MODULES if m in names)
 
 
 def _layers_list(text):
@@ -136,7 +160,10 @@ def run(args):
                  head_positions=args.supervised_tokens or 0)
     weight = _whole_bytes(w.weight_dtype, "--weight-dtype")
     chunks = args.virtual_stages or (2 if args.schedule == "interleaved" else 1)
-    s = train.Setup(recompute=args.recompute, flash_recompute=args.flash_recompute, attention=args.attention,
+    s = train.Setup(recompute=args.recompute, recompute_modules=args.recompute_modules,
+                    fp8_activation_input=args.activation_func_fp8_input_store,
+                    offload_layers=args.cpu_offloading_num_layers,
+                    flash_recompute=args.flash_recompute, attention=args.attention,
                     zero=args.zero, optimizer=args.optimizer, weight_bytes=weight, grad_bytes=grad,
                     master_bytes=master, schedule=args.schedule, chunks=chunks,
                     compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,

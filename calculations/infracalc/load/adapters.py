@@ -20,7 +20,7 @@ FAMILIES = {
     "falcon": "falcon", "RefinedWeb": "falcon", "RefinedWebModel": "falcon",
     "minimax": "minimax", "minimax_m1": "minimax", "minimax_text_01": "minimax",
     "ministral3": "dense", "llava": "vision", "mistral3": "vision", "qwen2_5_vl": "vision",
-    "glm4": "glm", "glm4_moe": "glm", "mllama": "vision",
+    "glm4": "glm", "glm4_moe": "glm", "mllama": "vision", "qwen3_vl": "vision",
     "llama4": "llama4", "llama4_text": "llama4",
     "gpt2": "gpt2", "opt": "gpt2", "gpt_neox": "gpt2",
 }

@@ -33,10 +33,11 @@ intermediate size, L = layers, p = patch size, C = channels):
   proj d^2 + d, MLP linear_fc1 [I, d] + I and linear_fc2 [d, I] + d (not gated);
   merger LayerNorm 2d, linear_fc1 [m, m] + m, linear_fc2 [o, m] + o; each
   deepstack merger (one per deepstack_visual_indexes entry) the same with its
-  LayerNorm over m (2m).
+  LayerNorm over m (2m). Qwen3-VL (`qwen3_vl`) has the same tower; its FLOPs per
+  image: `analyses/vision_encoder.py`.
 """
 
-from ..arch import Part
+from ..arch import Part, VisionTower
 from .adapters import adapter
 from .config import Config
 
@@ -101,7 +102,7 @@ def _without_mrope(tc):
     """(config, note): M-RoPE (rope_scaling type mrope) splits the rotary dims over
     time, height and width; for text positions it is ordinary RoPE (no length factor)."""
     rs = tc.get("rope_scaling")
-    if isinstance(rs, dict) and rs.get("type", rs.get("rope_type")) == "mrope":
+    if isinstance(rs, dict) and (rs.get("type", rs.get("rope_type")) == "mrope" or "mrope_section" in rs):
         data = {k: v for k, v in tc.data.items() if k != "rope_scaling"}
         return Config(data, tc.source, tc.model_type), ("M-RoPE (mrope_section) rotates the same dims "
                                                         "as RoPE: text positions cost as RoPE.")
@@ -159,6 +160,26 @@ def qwen2_5_vl(cfg, model_id):
                  f"Qwen2.5-VL vision transformer and patch merger {tower:,} (vision_config)")
 
 
+def qwen3_vl(cfg, model_id):
+    """Qwen3-VL (Qwen3VLForConditionalGeneration): a Qwen3 text model (text_config,
+    model_type qwen3_vl_text) and the Qwen3-VL vision tower with its merger and DeepStack
+    mergers (module docstring)."""
+    vc = cfg.sub("vision_config")
+    tower = qwen3_vl_params(vc)
+    layers = tuple(sorted(vc.layer_indices("deepstack_visual_indexes", vc.int("depth"))))
+    arch = _wrap(cfg, model_id, "qwen3", "vision tower (patch embed, blocks, merger, DeepStack mergers)", tower, 0,
+                 f"Qwen3-VL vision transformer, merger and {len(layers)} DeepStack mergers {tower:,} "
+                 f"(vision_config; by formula from transformers' Qwen3VLVisionModel, not checked against "
+                 f"the checkpoint index)")
+    geometry = VisionTower(hidden=vc.int("hidden_size"), intermediate=vc.int("intermediate_size"),
+                           depth=vc.int("depth"), heads=vc.int("num_heads"), patch=vc.int("patch_size"),
+                           temporal_patch=vc.int("temporal_patch_size", 2), channels=vc.int("in_channels", 3),
+                           merge=vc.int("spatial_merge_size", 2), out_hidden=vc.int("out_hidden_size"),
+                           deepstack=layers, params=tower)
+    parts = arch.parts[:-1] + (arch.parts[-1].replace(tower=geometry),)
+    return arch.replace(parts=parts)
+
+
 MLLAMA_EXTRA_ROWS = 8   # MllamaTextModel: Embedding(vocab_size + 8, hidden)
 
 
@@ -200,4 +221,4 @@ def mllama(cfg, model_id):
         notes=arch.notes + notes)
 
 
-ADAPTERS = {"llava": llava, "mistral3": mistral3, "qwen2_5_vl": qwen2_5_vl, "mllama": mllama}
+ADAPTERS = {"llava": llava, "mistral3": mistral3, "qwen2_5_vl": qwen2_5_vl, "mllama": mllama, "qwen3_vl": qwen3_vl}

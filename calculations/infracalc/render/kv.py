@@ -129,6 +129,8 @@ def summary(rec):
     if not c["fits_one_request"]:
         head = (f"Does not fit: not one request of {context} tokens; short by "
                 f"{u.nbytes(c['shortfall_bytes_at_batch_1'])} {where}")
+    elif c["max_requests"] is None:   # every request's cache is the shared prefix: no per-request bytes
+        head = f"Fits: any number of requests of {context} tokens (each adds no cache beyond the shared prefix)"
     else:
         head = f"Fits: at most {u.count(c['max_requests'], 'request')} of {context} tokens at once"
     lines = [f"Memory {where}: weights {u.nbytes(stage['weight_bytes'])} + reserve "
@@ -137,7 +139,7 @@ def summary(rec):
     batch = u.count(i["batch"], "request")
     left = c["memory_left_bytes_at_batch"]
     if c["fits_one_request"] and i["batch"] > 1:
-        lines.append(f"Batch of {batch}: " + (f"fits, {u.nbytes(left)} left" if c["max_requests"] >= i["batch"]
+        lines.append(f"Batch of {batch}: " + (f"fits, {u.nbytes(left)} left" if c["max_requests"] is None or c["max_requests"] >= i["batch"]
                                               else f"{v.DOES_NOT_FIT} (at most {c['max_requests']})"))
     if not c["fits_one_request"]:
         lines.append("Would fit with more devices (`--tp`, `--pp`), smaller formats (`--weight-dtype`, "

@@ -137,6 +137,9 @@ def _search_summary(rec):
              f"{_rate(best['upper_bound_decode_tokens_per_s_per_device'])} upper bound",
              f"TTFT {v.times(best['ttft_s'], best['lower_bound_ttft_s'])}",
              f"TPOT (mean) {v.times(best['tpot_mean_s'], best['lower_bound_tpot_mean_s'])}",
+             *([f"Predicted (ranked): {_rate(best['predicted_output_tokens_per_s_per_device'])} output tokens/s "
+                f"per device at the engine's concurrency {u.integer(best['predicted_concurrency'])} per replica"]
+               if "predicted_output_tokens_per_s_per_device" in best else []),
              f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts admitted; "
              + (", ".join(f"{r['layouts']} rejected: {r['reason']}" for r in rec["rejected"][:2]) or "none rejected")]
     return v.block(f"Best of {u.count(i['devices'], 'device')}{limit}: {best['layout']}, batch {best['batch']} per "
@@ -326,7 +329,9 @@ def _search_row(t):
             "max_requests_per_replica": t["memory"]["max_requests_per_replica"],
             "lower_bound_ttft_s": t["lower_bound"]["ttft_s"],
             "lower_bound_tpot_mean_s": t["lower_bound"]["tpot_mean_s"],
-            "upper_bound_decode_tokens_per_s_per_device": t["lower_bound"]["decode_tokens_per_s_per_device"]}
+            "upper_bound_decode_tokens_per_s_per_device": t["lower_bound"]["decode_tokens_per_s_per_device"],
+            **({"predicted_output_tokens_per_s_per_device": t["predicted"]["output_tokens_per_s_per_device"],
+                "predicted_concurrency": t["predicted"]["concurrency"]} if "predicted" in t else {})}
 
 
 def search_markdown(rec):
@@ -341,7 +346,9 @@ def search_markdown(rec):
                      _rate(r["decode_tokens_per_s_per_device"]),
                      _rate(r["upper_bound_decode_tokens_per_s_per_device"]), u.seconds(s["roofline_s"]), by_dim,
                      u.seconds(s["exposed_comm_s"]), _pct(r["bubble_fraction"]),
-                     "-" if r["max_requests_per_replica"] is None else u.integer(r["max_requests_per_replica"])])
+                     "-" if r["max_requests_per_replica"] is None else u.integer(r["max_requests_per_replica"])]
+                    + ([_rate(r["predicted_output_tokens_per_s_per_device"]), u.integer(r["predicted_concurrency"])]
+                       if "predicted_output_tokens_per_s_per_device" in r else []))
     rej = [[r["layouts"], r["reason"], r["example"],
             "-" if r["least_shortfall_bytes"] is None else u.integer(r["least_shortfall_bytes"])]
            for r in rec["rejected"]]
@@ -360,15 +367,21 @@ def search_markdown(rec):
 
 
 def _top_table(rec, rows):
+    pred = rec["inputs"]["objective"] == "predicted"
     return [f"## Top {u.count(len(rows), 'layout')}", "",
-            "Estimates (ranked), and the upper bound on tokens/s per device (the lower bound on time; "
+            ("Ranked by the predicted output tokens/s per device (last columns: a tuned engine at its own "
+             "concurrency), beside the estimates" if pred else "Estimates (ranked)") +
+            ", and the upper bound on tokens/s per device (the lower bound on time; "
             "definitions: Conventions); roofline, communication and exposed communication of the slowest "
             "stage over all decode steps (the prefill for --objective ttft).", "",
             markdown_table(["rank", "layout", "batch", "micro-batches", "TTFT", "TPOT mean", "tokens/s cluster",
                             "tokens/s per device", "tokens/s per device, upper bound", "roofline",
-                            "comm by dimension", "exposed comm", "bubble", "requests fit"], rows,
-                           "rlrrrrrrrrlrrr")]
+                            "comm by dimension", "exposed comm", "bubble", "requests fit"]
+                           + (["predicted output tokens/s per device", "predicted concurrency"] if pred else []),
+                           rows, "rlrrrrrrrrlrrr" + ("rr" if pred else ""))]
 
 
 def search_csv(rec):
-    return records_to_csv([_search_row(t) for t in rec["top"]], SEARCH_COLUMNS)
+    extra = (("predicted_output_tokens_per_s_per_device", "predicted_concurrency")
+             if rec["inputs"]["objective"] == "predicted" else ())
+    return records_to_csv([_search_row(t) for t in rec["top"]], SEARCH_COLUMNS + extra)

@@ -2,27 +2,20 @@
 on the tier each group spans (collectives.py builds them, comm.py costs them)."""
 
 from ... import comm
-from ... import layout as placement
-from ...collectives import ceil_div
+from .. import stage_comm
+from ..stage_comm import DIMS, Traffic, group_tiers
 
 
 def tier(plan, lay, dim):
-    """The tier of the `dim` group (`comm.tier`, the rule `train` applies): 'up' when the
-    devices it spans fit one scale-up domain, else 'out'."""
-    return comm.tier(lay.group_stride("pp") + 1 if dim == "pp" else lay.group_span(dim), plan.device)
-
-
-def local(plan, lay, dim):
-    """Ranks of the `dim` group inside one scale-up domain when it spans several (1 when it
-    fits one: then unused): `comm.ranks_per_domain`."""
-    return 1 if tier(plan, lay, dim) == "up" else comm.ranks_per_domain(lay, dim, plan.domain)
+    """The tier of the `dim` group (`stage_comm.group_tiers`, the rule `train` applies): 'up'
+    when the devices it spans fit one scale-up domain, else 'out'."""
+    return tiers(plan, lay)[DIMS.index(dim)]
 
 
 def tiers(plan, lay):
-    """The tier of the tp, ep, cp and pp groups, then the ranks per domain (`local`) of the
-    tp, ep and cp groups (memoized per layout)."""
-    return plan.memo(("tiers", lay), lambda: tuple(tier(plan, lay, d) for d in ("tp", "ep", "cp", "pp"))
-                     + tuple(local(plan, lay, d) for d in ("tp", "ep", "cp")))
+    """stage_comm.group_tiers of the layout (memoized per layout): the tp, ep, cp and pp
+    tiers, then the tp, ep and cp groups' ranks per scale-up domain."""
+    return plan.memo(("tiers", lay), lambda: group_tiers(lay, plan.device))
 
 
 def comm_tiers(plan, lay):
@@ -33,38 +26,37 @@ def comm_tiers(plan, lay):
     return t[:3] + t[4:]
 
 
+def traffic(plan, lay, phase):
+    """The stage_comm.Traffic of the plan's passes in `phase` ("prefill" or "decode")."""
+    def make():
+        w, act, hidden = plan.w, plan.act_bytes, plan.arch.hidden_size
+        return Traffic(hidden=hidden, act_bytes=act, tiers=comm_tiers(plan, lay), kv_dtype=w.kv_dtype,
+                       kv_path=(plan.wp if phase == "prefill" else plan.wd).mla,
+                       cp_pass="ring" if phase == "prefill" else "merge", dedup=plan.ep_dedup, routing=w.routing,
+                       loads=w.routing_loads, dispatch_bytes=comm.token_bytes(hidden, plan.dispatch_dtype, act),
+                       combine_bytes=comm.token_bytes(hidden, plan.combine_dtype, act))
+    return plan.memo(("traffic", comm_tiers(plan, lay), phase), make)
+
+
 def stage_collectives(plan, lay, stage, phase, b, tokens_per_rank):
     """((Collective with count 1, runs), ...) of one device of `stage` in one micro-batch pass
-    of `phase` ("prefill" or "decode"), b requests of tokens_per_rank new tokens each: its top
-    blocks' and, per distinct layer, one layer's collectives x the layer count, runs of the
-    same collective merged (in order of first appearance)."""
+    of `phase` ("prefill" or "decode"), b requests of tokens_per_rank new tokens each
+    (`stage_comm.stage_collectives`, the builder `train` shares): its top blocks' (with the
+    head's logits all-gather of the b last positions) and, per distinct layer, one layer's
+    collectives x the layer count (each unit memoized)."""
     t = tiers(plan, lay)
-    merged = {}
-    parts = [(units(plan, ("top", lay.tp, lay.sp, t[0], t[4], stage.has_embedding, stage.has_head, b,
-                           tokens_per_rank), lambda: top_collectives(plan, lay, stage, b, tokens_per_rank)), 1)]
-    parts += [(units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, t[:3] + t[4:], layer, phase, b * tokens_per_rank),
-                     lambda: layer_collectives(plan, lay, layer, phase, b * tokens_per_rank)), count)
-              for layer, count, _ in placement.device_layers(plan.arch, lay, stage)]
-    for cs, count in parts:
-        for key, c, n in cs:
-            run = merged.get(key)
-            if run is None:
-                merged[key] = [c, n * count]
-            else:
-                run[1] += n * count
-    return tuple((c, n) for c, n in merged.values())
+    tokens = b * tokens_per_rank
+    top = units(plan, ("top", lay.tp, lay.sp, t[0], t[4], stage.has_embedding, stage.has_head, b, tokens_per_rank),
+                lambda: top_collectives(plan, lay, stage, b, tokens_per_rank))
+    layer_units = lambda layer: units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, t[:3] + t[4:], layer, phase,
+                                             tokens), lambda: layer_collectives(plan, lay, layer, phase, tokens))
+    return stage_comm.stage_collectives(plan.arch, lay, stage, tokens, traffic(plan, lay, phase), top=top,
+                                        layer_units=layer_units)
 
 
 def units(plan, key, build):
-    """((values, collective with count 1, its count), ...) of the collectives build()
-    returns, memoized by `key` (the values tuple merges equal collectives cheaply)."""
-    def make():
-        out = []
-        for c in build():
-            one = c.replace(count=1)
-            out.append((one._values(), one, c.count))
-        return tuple(out)
-    return plan.memo(("units",) + key, make)
+    """stage_comm.units of the collectives build() returns, memoized by `key`."""
+    return plan.memo(("units",) + key, lambda: stage_comm.units(build()))
 
 
 def merged_collectives(runs):
@@ -74,43 +66,14 @@ def merged_collectives(runs):
 
 def top_collectives(plan, lay, stage, b, tokens_per_rank):
     """The embedding's and the head's TP collectives (vocab-parallel) of one pass."""
-    if lay.tp == 1 or not (stage.has_embedding or stage.has_head):
-        return []
-    arch = plan.arch
-    return comm.tp_collectives(b * tokens_per_rank, arch.hidden_size, plan.act_bytes, tp=lay.tp, sp=lay.sp, layers=0,
-                               tier=tier(plan, lay, "tp"), embedding=stage.has_embedding,
-                               head_tokens=b if stage.has_head else 0,
-                               vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp), local=tiers(plan, lay)[4])
+    return stage_comm.top_collectives(plan.arch, lay, stage, b * tokens_per_rank, traffic(plan, lay, "prefill"),
+                                      head_tokens=b)
 
 
 def layer_collectives(plan, lay, layer, phase, tokens):
-    """The collectives of ONE layer (its shard `layer`) in one pass of `tokens` tokens per
-    rank, each with count 1 (or cp - 1 for the CP ring pass): TP's, EP's, CP's, in this order."""
-    w, act, hidden = plan.w, plan.act_bytes, plan.arch.hidden_size
-    tp_tier, ep_tier, cp_tier, tp_local, ep_local, cp_local = comm_tiers(plan, lay)
-    tp, ep, cp, sp = lay.tp, lay.ep, lay.cp, lay.sp
-    out = []
-    moe = [blk for blk in layer.blocks if hasattr(blk, "experts")]
-    if tp > 1:
-        mlp = 1 if not moe or comm.moe_keeps_tp_reduction(tp, ep, sp, moe[0].shared_inter) else 0
-        out += comm.tp_collectives(tokens, hidden, act, tp=tp, sp=sp, layers=1, tier=tp_tier, embedding=False,
-                                   mlp_layers=mlp,
-                                   local=tp_local)
-    if ep > 1 and moe:
-        out += comm.moe_collectives(tokens, moe[0].top_k, hidden, act, tp=tp, ep=ep, moe_layers=1, tier_ep=ep_tier,
-                                    tier_tp=tp_tier, dedup=plan.ep_dedup, routing=w.routing, experts=moe[0].experts,
-                                    loads=w.routing_loads,
-                                    dispatch_token_bytes=comm.token_bytes(hidden, plan.dispatch_dtype, act),
-                                    combine_token_bytes=comm.token_bytes(hidden, plan.combine_dtype, act),
-                                    local_ep=ep_local, local_tp=tp_local)
-    if cp > 1:
-        per_token = layer.kv_bytes_per_token(w.kv_dtype, (plan.wp if phase == "prefill" else plan.wd).mla)
-        if per_token and phase == "prefill":
-            out += comm.cp_collectives(tokens, per_token, cp, 1, cp_tier, local=cp_local)
-        elif per_token:
-            out.append(comm.Collective("CP decode merge of partial attention", "all_reduce", tokens * hidden * act,
-                                       cp, cp_tier, 1, "cp", local=cp_local))
-    return out
+    """stage_comm.layer_collectives of ONE layer (its shard `layer`) in one pass of `tokens`
+    tokens per rank, each with count 1 (or cp - 1 for the CP ring pass): TP's, EP's, CP's."""
+    return stage_comm.layer_collectives(layer, lay, tokens, traffic(plan, lay, phase))
 
 
 def comm_time(plan, c, runs=None):

@@ -78,7 +78,7 @@ LEFT_OUT = (
     "only shorten the time.",
 )
 
-OBJECTIVES = ("throughput", "ttft", "tpot")
+OBJECTIVES = ("throughput", "ttft", "tpot", "predicted")
 CP_SPLITS = ("contiguous", "zigzag")   # --cp-split
 ALGORITHMS = ("ring", "binomial", "best")   # --algorithm
 

@@ -9,7 +9,7 @@ from .. import ranking
 from ..ranking import PRUNE_MARGIN, Rejected, Rejections
 from ..records import CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_CONVENTIONS, comm_conventions
-from .bound import stage_time_bounds
+from .bound import comm_free_bounds, stage_time_bounds
 from .pipeline import latency, latency_bound, phases, ranked_phase
 from .stage import stage_times
 
@@ -17,11 +17,26 @@ TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
+NOT_PREDICTED = "no predicted figure: pipeline, context or expert parallelism (not modelled yet)"
+
+
+def predicted(plan, lay):
+    """efficiency.serving's steady state of a layout (the engine's own concurrency), or None."""
+    from ..efficiency.serving import predicted_layout
+    return predicted_layout(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G)
+
+
 def score(plan, lay, batch, objective, times=stage_times):
     """(value to rank, figures) of one layout at one batch: lower is better (`times`:
-    bound.stage_time_bounds gives a value never above the exact one)."""
+    bound.stage_time_bounds gives a value never above the exact one). predicted: minus the
+    predicted output tokens/s per device (`predicted`), the estimate's figures at `batch` beside it."""
     ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode", times)
     lat = latency(plan, lay, batch, ph)
+    if objective == "predicted":
+        rec = predicted(plan, lay)
+        if rec is None:
+            raise Rejected(NOT_PREDICTED)
+        return -rec["output_tokens_per_s_per_device"], lat, ph
     if objective == "ttft":
         return lat["ttft_s"], lat, ph
     if objective == "tpot":
@@ -29,10 +44,11 @@ def score(plan, lay, batch, objective, times=stage_times):
     return -lat["decode_tokens_per_s_per_device"], lat, ph
 
 
-def score_bound(plan, lay, batch, objective):
+def score_bound(plan, lay, batch, objective, times=stage_time_bounds):
     """A value never above `score`'s for this layout and batch (-inf when the bound says
-    nothing: a decode time bound of 0)."""
-    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode", stage_time_bounds)
+    nothing: a decode time bound of 0); `times`: the stage bounds (bound.comm_free_bounds:
+    weaker and cheaper)."""
+    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode", times)
     lat = latency(plan, lay, batch, ph)
     value = {"ttft": lat["ttft_s"], "tpot": lat["tpot_mean_s"]}.get(objective)
     if objective == "throughput":
@@ -108,7 +124,7 @@ def _checked(plan, objective, batch):
         raise UserError(f"unknown objective '{objective}'; choose from {', '.join(OBJECTIVES)}")
     if objective != "ttft" and plan.G < 2:
         raise UserError(f"--objective {objective} needs --output-len of at least 2 (one decode step)")
-    return 1 if objective != "throughput" and batch is None else batch
+    return 1 if objective not in ("throughput", "predicted") and batch is None else batch
 
 
 def admitted_batches(plan, lay, batch):
@@ -146,6 +162,8 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=None, bat
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
+        if objective == "predicted" and (lay.pp > 1 or lay.cp > 1 or lay.ep > 1):
+            raise Rejected(NOT_PREDICTED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):
             raise Rejected(TPOT_REJECTED)
@@ -163,13 +181,15 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
     """(the best `top` entries of `search`'s ranking, its rejection records, layouts
     considered, layouts admitted), equal to search(...)[0][:top] and the rest, pruned:
     without --tpot-limit every admitted layout is ranked at its last batch, so each gets a
-    bound on its value first (`score_bound`), the layouts are scored exactly in the order of
-    their bounds, and the scoring stops once the next bound is worse than the top-th exact
+    bound on its value first (`score_bound` without the collectives; with them where that
+    cannot prune), the layouts are scored exactly in the order of their bounds, and the scoring stops once the next bound is worse than the top-th exact
     value (a layout's value is never better than its bound, so none left could enter the
     top; on links whose ring charge can refuse a collective -- a missing tier, a mesh or a
     torus -- every layout is scored, as the refusal would be a rejection). With --tpot-limit whether a layout is admitted needs its exact figures (unless
     `over_limit` rejects it), so every layout is scored as `search` scores it."""
-    if tpot_limit is not None:
+    if tpot_limit is not None or objective == "predicted":
+        # the predicted figure has no bound of its own to prune by: every layout is scored (the
+        # ones it does not model are refused before any figure is computed)
         ranked, rejected, total = search(plan, devices, objective, tpot_limit, None, batch)
         return ranked[:top], rejected, total, len(ranked)
     batch = _checked(plan, objective, batch)
@@ -181,13 +201,16 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
 
     def bounded(lay):
         b = admitted_batches(plan, lay, batch)[-1]
-        return score_bound(plan, lay, b, objective), b
+        return score_bound(plan, lay, b, objective, comm_free_bounds), b
+
+    def refined(lay, b):
+        return score_bound(plan, lay, b, objective)
 
     def exact(lay, b):
         value, lat, _ = score(plan, lay, b, objective)
         return value, b, lat
 
-    ranked, admitted = ranking.rank_top(layouts, bounded, exact, _collective_span, rejections, top)
+    ranked, admitted = ranking.rank_top(layouts, bounded, exact, _collective_span, rejections, top, refined)
     return ranked, rejections.records(), len(layouts), admitted
 
 
@@ -219,6 +242,8 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
                      "memory": {"binding_stage": mem["binding_stage"],
                                 "max_requests_per_replica": mem["max_requests_per_replica"],
                                 "weight_bytes": mem["stages"][mem["binding_stage"]]["weight_bytes"]}})
+        if objective == "predicted":
+            best[-1]["predicted"] = predicted(plan, lay)
     rec["notes"] = [f"{admitted} of {total} layouts of {devices} devices admitted; "
                     f"{total - admitted} rejected"] + unknown_peak_notes(plan)
     for phase, choice in plan.mla_choices.items():
@@ -229,7 +254,10 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
                       "1, 4, 16, ... requests while they fit, or --batch) whose mean TPOT is within "
                       "--tpot-limit",
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
-        "tpot": "mean TPOT (--batch, default 1), smallest first"}[objective] + \
+        "tpot": "mean TPOT (--batch, default 1), smallest first",
+        "predicted": "predicted output tokens/s per device (efficiency.serving: a tuned engine's steady "
+                     "state at its own concurrency; TP and DP layouts), the estimate's figures shown at the "
+                     "largest batch that fits (or --batch) with mean TPOT within --tpot-limit"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
     rec["definitions"] = [ESTIMATE, LOWER_BOUND]
     rec["layouts_considered"] = total

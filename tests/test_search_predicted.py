@@ -1,0 +1,61 @@
+"""`parallel --search --objective predicted`: layouts ranked by the predicted figure
+(efficiency.serving.predicted_layout), the layouts it does not model refused by name."""
+
+import json
+import unittest
+
+import support  # noqa: F401  (import path)
+from support import run_cli
+
+from infracalc import layout as placement
+from infracalc.analyses.efficiency.serving import predicted_layout
+from infracalc.analyses.parallel.search import NOT_PREDICTED
+
+ARGS = ("parallel", "--model", "llama-3.1-70b", "--devices", "8", "--search", "--input-len", "2048",
+        "--output-len", "256", "--objective", "predicted")
+
+
+class SearchByPredicted(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        status, out, err = run_cli(*ARGS, "--format", "json")
+        assert status == 0, err
+        cls.rec = json.loads(out)
+
+    def test_ranked_by_the_predicted_figure(self):
+        from support import load_model
+        from infracalc.load.hardware import load_device
+        from infracalc.workload import from_formats
+
+        arch, dev = load_model("llama-3.1-70b"), load_device("h100-sxm")
+        w = from_formats(arch, weight_dtype="bf16", act_dtype="bf16", kv_dtype="bf16", batch=1, tokens=1)
+        top = self.rec["top"]
+        self.assertGreaterEqual(len(top), 2)
+        values = [t["predicted"]["output_tokens_per_s_per_device"] for t in top]
+        self.assertEqual(values, sorted(values, reverse=True))
+        for t in top:
+            lay = placement.Layout(tp=t["layout"]["tp"], dp=t["layout"]["dp"])
+            want = predicted_layout(arch, w, dev, lay, 2048, 256)
+            self.assertAlmostEqual(t["predicted"]["output_tokens_per_s_per_device"],
+                                   want["output_tokens_per_s_per_device"], places=9)
+            # the predicted rate is a figure of a real engine: never above the bound's rate
+            self.assertLessEqual(t["predicted"]["output_tokens_per_s_per_device"],
+                                 t["lower_bound"]["decode_tokens_per_s_per_device"] * (1 + 1e-12))
+
+    def test_unmodelled_layouts_are_refused_by_name(self):
+        reasons = {r["reason"]: r["layouts"] for r in self.rec["rejected"]}
+        self.assertIn(NOT_PREDICTED, reasons)
+        for t in self.rec["top"]:
+            self.assertEqual((t["layout"]["pp"], t["layout"]["cp"], t["layout"]["ep"]), (1, 1, 1))
+
+    def test_first_screen_and_csv(self):
+        status, md, _ = run_cli(*ARGS)
+        self.assertEqual(status, 0)
+        first = md.splitlines()[:10]
+        self.assertTrue(any(line.startswith("- Predicted (ranked):") for line in first), first)
+        status, csv, _ = run_cli(*ARGS, "--format", "csv")
+        self.assertIn("predicted_output_tokens_per_s_per_device", csv.splitlines()[0])
+
+
+if __name__ == "__main__":
+    unittest.main()
