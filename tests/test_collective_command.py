@@ -142,5 +142,35 @@ class WireFormats(unittest.TestCase):
         self.assertEqual(c["bytes_per_run"], 128 * 8 * 2112)     # 128 tokens x 8 copies x 2,112 B
 
 
+class Reconfiguration(unittest.TestCase):
+    """`--reconfigure-bw` / `--setup-cost`: the book's topology-allocation rows (bojieli/ai-infra-book
+    calculations/results/README.md, "周期位置分配、割集与重构")."""
+
+    def run_rows(self, size, new_bw, *extra):
+        return cli_json("collective", "all_reduce", "--ranks", "8", "--bytes", size, "--alpha-up", "5us",
+                        "--link-bw-up", "25GB/s", "--reconfigure-bw", new_bw, "--setup-cost", "100ms",
+                        *extra)["reconfiguration"][0]
+
+    def test_ring_by_hand(self):
+        # Ring all-reduce over 8 ranks: 2 x 7 = 14 steps of alpha 5 us = 70 us, and 2 x 7/8 x S per rank:
+        # S = 8 MiB -> 14,680,064 B; at 25 GB/s 587.20256 us, at 75 GB/s 195.734187 us. Before 657.20256 us,
+        # after 265.734187 us, saving 391.468373 us; 100 ms / 391.468373 us = 255.45 -> strict payback 256.
+        # Over 256 calls: 100 ms + 256 x 265.73 us = 168.03 ms < 256 x 657.20 us = 168.24 ms: the new path wins.
+        r = self.run_rows("8MiB", "75GB/s", "--calls", "256")
+        self.assertAlmostEqual(r["before_s"], 657.20256e-6, places=15)
+        self.assertAlmostEqual(r["after_s"], 70e-6 + 14_680_064 / 75e9, places=15)
+        self.assertEqual((r["payback_calls"], r["wins_within_calls"]), (256, True))
+        # Decode, S = 8,192 B: sends 14,336 B; saving 14,336 x (1/25e9 - 1/75e9) = 382.293 ns;
+        # 1e8 / 382.293 = 261,579.5 -> 261,580.
+        self.assertEqual(self.run_rows("8KiB", "75GB/s")["payback_calls"], 261_580)
+        # No bandwidth gain: no saving, no finite payback.
+        self.assertIsNone(self.run_rows("8MiB", "25GB/s")["payback_calls"])
+
+    def test_options_go_together(self):
+        status, _, err = run_cli("collective", "all_reduce", "--ranks", "8", "--reconfigure-bw", "75GB/s")
+        self.assertEqual(status, 2)
+        self.assertIn("--setup-cost", err)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -23,6 +23,27 @@ class Packaging(unittest.TestCase):
         for name in ("models", "hardware", "results", "validation"):
             self.assertIn(f'"infracalc.bundled.{name}" = "calculations/{name}"', text)
 
+    def test_every_data_file_is_package_data(self):
+        # Each file under a bundled data folder must match one of its package-data
+        # patterns (fnmatch on the path relative to the folder, as setuptools globs it),
+        # or the installed wheel lacks it: a scenario's declared device file once did.
+        import fnmatch
+        import tomllib
+        with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+            patterns = tomllib.load(f)["tool"]["setuptools"]["package-data"]
+        for name in ("models", "hardware", "results", "validation"):
+            globs = patterns[f"infracalc.bundled.{name}"]
+            top = os.path.join(CALC, name)
+            for folder, _, files in os.walk(top):
+                for file in files:
+                    rel = os.path.relpath(os.path.join(folder, file), top).replace(os.sep, "/")
+                    if file.endswith(".py") or "__pycache__" in rel:
+                        continue
+                    depth = rel.count("/")
+                    self.assertTrue(any(g.count("/") == depth and fnmatch.fnmatch(rel, g)
+                                        for g in globs),
+                                    f"{name}/{rel} matches no package-data pattern")
+
     def test_data_dir_in_a_checkout_and_installed(self):
         from infracalc import paths
         self.assertEqual(paths.data_dir("hardware"), os.path.join(CALC, "hardware"))

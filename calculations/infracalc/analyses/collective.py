@@ -82,6 +82,26 @@ def _row(c, name, t, estimate, bound, predicted=False):
             "busbw_bytes_per_s": comm.busbw(c, t), "estimate": estimate, "bound": bound, "predicted": predicted}
 
 
+def reconfiguration(c, links, new_links, algorithm, setup_s, calls):
+    """Reconfiguring the group's links to another bandwidth (an optical circuit switch re-wiring a
+    ring, a wider slice): one run before (t0, the current links) and after (t1, the same alpha,
+    the new bandwidth) for `algorithm`, the saving t0 - t1 per call, and the calls a one-off setup
+    cost needs before it pays: the strict payback count, the least n with n (t0 - t1) > setup,
+    floor(setup / (t0 - t1)) + 1 (none when nothing is saved); over a lifetime of `calls` calls the
+    new path wins when setup + calls t1 < calls t0."""
+    link, new = links.get(c.tier), new_links.get(c.tier)
+    if algorithm not in comm.applicable(c, link, links.get("up")):
+        raise UserError(f"--algorithm {algorithm} does not apply to {c.name} over {c.group} ranks; "
+                        f"choose from {', '.join(comm.applicable(c, link, links.get('up')))}")
+    before = comm.time_s(c, link, algorithm, up=links.get("up"))
+    after = comm.time_s(c, new, algorithm, up=new_links.get("up"))
+    saving = before - after
+    payback = int(setup_s // saving) + 1 if saving > 0 else None
+    return {"bytes": c.bytes, "algorithm": algorithm, "before_s": before, "after_s": after, "saving_s": saving,
+            "setup_s": setup_s, "payback_calls": payback, "calls": calls,
+            "wins_within_calls": None if calls is None else setup_s + calls * after < calls * before}
+
+
 def sizes(min_bytes, max_bytes, factor):
     """nccl-tests' -b/-e/-f sweep: min, min x f, ... up to max."""
     if min_bytes > max_bytes:
@@ -95,12 +115,16 @@ def sizes(min_bytes, max_bytes, factor):
     return out
 
 
-def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_record, experts=0, top_k=0):
-    """The `collective` record: inputs, links, one row per (size, algorithm)."""
-    table = []
+def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_record, experts=0, top_k=0,
+           reconfigure=None):
+    """The `collective` record: inputs, links, one row per (size, algorithm); with `reconfigure`
+    (new_links, algorithm, setup_s, calls) one reconfiguration row per size."""
+    table, moved = [], []
     for size in byte_sizes:
         c = placed(operation, size, ranks, ranks_per_node, device, experts, top_k)
         table += rows(c, links, device.id)
+        if reconfigure:
+            moved.append(reconfiguration(c, links, *reconfigure))
     c = placed(operation, byte_sizes[0], ranks, ranks_per_node, device, experts, top_k)
     return {
         "schema_version": SCHEMA_VERSION,
@@ -111,7 +135,8 @@ def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_rec
                    "experts": experts or None, "top_k": top_k or None, "nic_share": c.nic_share},
         "links": link_record,
         "rows": table,
-        "conventions": list(CONVENTIONS),
+        **({"reconfiguration": moved} if reconfigure else {}),
+        "conventions": list(CONVENTIONS) + ([RECONFIGURE] if reconfigure else []),
     }
 
 
@@ -130,3 +155,9 @@ CONVENTIONS = (
     "NVIDIA/nccl tuning.cc, NVLinks at NCCL's topo.h figures, one fitted residual on the bandwidth "
     "(efficiency.collective; docs/prediction.md); never below the bound.",
 )
+
+RECONFIGURE = (
+    "Reconfiguration: one run of the named algorithm before (the links above) and after (the same alpha, "
+    "--reconfigure-bw on the group's tier); the strict payback count is the least n with n x saving > the "
+    "one-off --setup-cost, floor(setup / saving) + 1 (none when nothing is saved); the setup is charged once, "
+    "the startup terms do not shrink with bandwidth.")

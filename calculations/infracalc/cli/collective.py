@@ -29,6 +29,16 @@ def add_arguments(p):
     p.add_argument("--bytes", type=common.byte_size, default=None, metavar="S",
                    help="one message size (sets --min-bytes and --max-bytes to S)")
     common.add_link_options(p.add_argument_group("links (override the device data)"))
+    rc = p.add_argument_group("reconfiguring the links (docs/collective.md)")
+    rc.add_argument("--reconfigure-bw", type=common.bandwidth, default=None, metavar="BW",
+                    help="the group's link bandwidth after a reconfiguration (same alpha): each size's time "
+                         "before and after, the saving and the calls --setup-cost needs to pay back")
+    rc.add_argument("--setup-cost", type=common.duration, default=None, metavar="T",
+                    help="one-off cost of the reconfiguration (e.g. 100ms; with --reconfigure-bw)")
+    rc.add_argument("--algorithm", default="ring", metavar="A",
+                    help="the algorithm the reconfiguration rows cost (default ring)")
+    rc.add_argument("--calls", type=common.positive_int, default=None, metavar="N",
+                    help="calls over the reconfigured path's lifetime: whether the new path wins within them")
     ring = p.add_argument_group("physical paths on a declared ring (docs/collective.md)")
     ring.add_argument("--topology", choices=("ring",), default=None,
                       help="enumerate each round's messages on a bidirectional ring of --ranks nodes: the directed "
@@ -57,10 +67,29 @@ def run(args):
     device = load_device(args.device)
     links = comm.links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
                        link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
+    reconfigure = None
+    if (args.reconfigure_bw is None) != (args.setup_cost is None):
+        from ..errors import UserError
+        raise UserError("--reconfigure-bw and --setup-cost go together")
+    if args.reconfigure_bw is not None:
+        tier = "up" if (args.ranks_per_node or min(args.ranks, _domain(device))) == args.ranks else "out"
+        new = comm.links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out,
+                         link_bw_up=args.reconfigure_bw if tier == "up" else args.link_bw_up,
+                         link_bw_out=args.reconfigure_bw if tier == "out" else args.link_bw_out,
+                         comm_efficiency=args.comm_efficiency)
+        reconfigure = (new, args.algorithm, args.setup_cost, args.calls)
+    elif args.calls is not None:
+        from ..errors import UserError
+        raise UserError("--calls is the reconfigured path's lifetime; give --reconfigure-bw and --setup-cost")
     rec = record(device, args.operation, args.ranks, args.ranks_per_node,
                  sizes(args.min_bytes, args.max_bytes, args.step_factor), links, links_record(links),
-                 args.experts, args.top_k)
+                 args.experts, args.top_k, reconfigure)
     return common.emit(args, rec, render.markdown, render.csv)
+
+
+def _domain(device):
+    from ..analyses.collective import domain_of
+    return domain_of(device)
 
 
 def _ring(args):

@@ -27,8 +27,22 @@ def markdown(rec):
                if i["experts"] else []), "",
              markdown_table(["size (B)", "algorithm", "time", "algbw (GB/s)", "busbw (GB/s)", "picked by"], rows,
                             "rlrrrl"),
+             *_reconfiguration(rec),
              "", "## Conventions", ""] + [f"- {c}" for c in rec["conventions"]]
     return "\n".join(lines) + "\n"
+
+
+def _reconfiguration(rec):
+    if "reconfiguration" not in rec:
+        return []
+    rows = [[u.integer(r["bytes"]), r["algorithm"], u.seconds(r["before_s"]), u.seconds(r["after_s"]),
+             u.seconds(r["saving_s"]), u.seconds(r["setup_s"]),
+             "none" if r["payback_calls"] is None else u.integer(r["payback_calls"]),
+             "" if r["wins_within_calls"] is None else f"{'yes' if r['wins_within_calls'] else 'no'} "
+             f"({u.integer(r['calls'])} calls)"] for r in rec["reconfiguration"]]
+    return ["", "## Reconfiguration", "",
+            markdown_table(["size (B)", "algorithm", "before", "after", "saving per call", "setup",
+                            "strict payback calls", "wins in lifetime"], rows, "rlrrrrrl")]
 
 
 def csv(rec):
