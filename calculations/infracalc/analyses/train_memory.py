@@ -246,16 +246,18 @@ class StageMemory(Record):
     extra_in_flight: tuple = ()     # micro-batches of the extra (embedding/head/loss) held; () = in_flight
     gather_bytes: int = 0           # ZeRO-3 / FSDP: unsharded units in use (`fsdp_gather_bytes`)
     offload_buffer_bytes: int = 0   # activation offload: one offloaded layer's set on the device in transit
+    partner_activation_bytes: int = 0   # DualPipe: the reverse-direction stage's activations on this rank
 
     @property
     def activation_bytes(self):
         num, den = self.in_flight
         if not self.extra_in_flight:
             return ceil_div((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
-                + self.recompute_working_bytes
+                + self.recompute_working_bytes + self.partner_activation_bytes
         e_num, e_den = self.extra_in_flight
         return ceil_div(self.layer_activation_bytes * num, den) + \
-            ceil_div(self.extra_activation_bytes * e_num, e_den) + self.recompute_working_bytes
+            ceil_div(self.extra_activation_bytes * e_num, e_den) + self.recompute_working_bytes \
+            + self.partner_activation_bytes
 
     @property
     def total(self):
@@ -317,6 +319,7 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
     edp = expert_dp(lay)
     k = optimizer_bytes(optimizer, master_bytes)
     out = []
+    one = lay.replace(micro_batches=1)   # the memo key's layout: a stage's figures do not depend on m
     for stage in placement.stages(arch, lay):
         def make():
             dev = placement.shard(arch, lay, stage)
@@ -339,7 +342,7 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
             return dense, expert, states, layer_bytes, extra, logits, working, gather, buffer
 
         # stages holding the same shards share their figures (memoized per signature)
-        key = ("stage memory", arch, lay.replace(micro_batches=1), placement.stage_signature(arch, lay, stage),
+        key = ("stage memory", arch, one, placement.stage_signature(arch, lay, stage),
                w, zero, recompute, weight_bytes, grad_bytes, k, attention, fp8_activation_input, offload_layers)
         dense, expert, states, layer_bytes, extra, logits, working, gather, buffer = placement.memo(key, make)
         out.append(StageMemory(stage.index, (stage.lo, stage.hi), placement.shard_id(arch, lay, stage),
