@@ -136,10 +136,21 @@ def operator_accounts(steps, r):
     bw = r.bytes_per_s
     out = []
     for runs in steps.runs:
-        on_compute, m, compute_steps = decode_sum.bound_sums(runs, compute_s, memory_s)
+        steady = decode_sum.constant(runs)   # the same every step: one bound on all of them
+        if steady is not None:
+            v0, n = steady
+            if compute_s(v0) - memory_s(v0) > 0:
+                out.append(((compute_s(v0 if n == 1 else tuple([n * x for x in v0])), 0.0, 0.0, 0.0), n))
+                continue
+            on_compute, m, compute_steps = _ZERO_FIELDS, (v0 if n == 1 else tuple([n * x for x in v0])), 0
+        else:
+            on_compute, m, compute_steps = decode_sum.bound_sums(runs, compute_s, memory_s)
         c = compute_s(on_compute) if compute_steps else 0.0
         out.append(((c, m[_WR] / bw, (m[_KR] + m[_KW]) / bw, (m[_AR] + m[_AW]) / bw), compute_steps))
     return out
+
+
+_ZERO_FIELDS = (0,) * len(decode_sum.FIELDS)
 
 
 def account(steps, r, accounts=None):
@@ -160,6 +171,14 @@ def ideal_time(steps, r):
     def unique_s(v):
         return (v[_WR] + v[_KR] + v[_KW]) / r.bytes_per_s
 
+    def diff(v):
+        return compute_s(v) - unique_s(v)
+
+    low, high, scale = steps.total_range(diff)
+    margin = 1e-9 * scale   # far above the rounding of the per-step test
+    if high < -margin or low > margin:   # one side on every step: the split's answer, without it
+        t = decode_sum.summed_totals(steps)
+        return compute_s(t) if low > margin else unique_s(t)
     on_compute, on_memory, compute_steps = decode_sum.bound_sums(steps.total_runs(), compute_s, unique_s)
     c = compute_s(on_compute) if compute_steps else 0.0
     return c + unique_s(on_memory) if compute_steps < steps.count else c

@@ -59,12 +59,12 @@ _ZEROS = (0,) * len(FIELDS)
 def series(v0, d, n):
     """sum_{j=0}^{n-1} (v0 + j*d), field by field, in exact integers."""
     tri = n * (n - 1) // 2
-    return tuple(n * a + b * tri for a, b in zip(v0, d))
+    return tuple([n * a + b * tri for a, b in zip(v0, d)])
 
 
 def shifted(v0, d, j):
     """v0 + j*d, field by field."""
-    return tuple(a + j * b for a, b in zip(v0, d))
+    return tuple([a + j * b for a, b in zip(v0, d)])
 
 
 def _blocks(arch):
@@ -270,6 +270,16 @@ class Run(namedtuple("Run", "first steps start delta repeats period drift",
                    self.period, tuple([k * x for x in self.drift]) if self.drift != _ZEROS else _ZEROS)
 
 
+def constant(runs):
+    """(FIELDS, steps) when an operator's runs are one run without increment or drift
+    (its values the same on every step), else None."""
+    if len(runs) == 1:
+        run = runs[0]
+        if run.delta == _ZEROS and run.drift == _ZEROS:
+            return run.start, run.steps * run.repeats
+    return None
+
+
 def bound_sums(runs, compute_s, memory_s):
     """(FIELDS summed over the compute-bound steps, over the memory-bound steps, the
     number of compute-bound steps) of one operator's runs, in exact integers: what its
@@ -330,16 +340,17 @@ class Steps(Record):
             runs.append((Run(lo, hi - lo + 1, shifted(run.start, run.delta, lo - run.first), run.delta),))
         return Steps(lo, hi - lo + 1, self.ops, (), tuple(runs), (([(lo, hi)], 1, 0),))
 
-    def total_runs(self):
-        """The per-step totals over the operators as one Run per common piece of
-        `spans` (the union of every operator's pieces, where the totals are linear)."""
-        if self.count == 1:
-            return [Run(self.first, 1, tuple(map(sum, zip(*self.starts()))) if self.runs else _ZEROS)]
-        constant = _ZEROS   # operators with one run and neither increment nor drift
-        groups = {}   # the others by their pieces, their runs summed
+    def _total_parts(self):
+        """(the FIELDS of the operators with one run and neither increment nor drift,
+        summed; the other operators grouped by their pieces, each group's runs summed),
+        kept on the instance (immutable)."""
+        hit = self.__dict__.get("_parts")
+        if hit is not None:
+            return hit
+        steady, groups = [], {}
         for runs in self.runs:
             if len(runs) == 1 and runs[0].delta == _ZEROS and runs[0].drift == _ZEROS:
-                constant = tuple(map(add, constant, runs[0].start))
+                steady.append(runs[0].start)
                 continue
             key = tuple((r.first, r.steps, r.repeats, r.period) for r in runs)
             hit = groups.get(key)
@@ -347,26 +358,66 @@ class Steps(Record):
                 r._replace(start=tuple(map(add, r.start, q.start)), delta=tuple(map(add, r.delta, q.delta)),
                            drift=tuple(map(add, r.drift, q.drift)))
                 for r, q in zip(hit, runs))
-        summed = list(groups.values())
+        constant = tuple(map(sum, zip(*steady))) if steady else _ZEROS
+        parts = self.__dict__["_parts"] = (constant, tuple(groups.values()))
+        return parts
 
-        def total(h):
-            t = constant
-            for runs in summed:
-                v = None
-                for run in runs:
-                    v = run.at(h)
-                    if v is not None:
-                        break
-                t = tuple(map(add, t, v))
-            return t
+    def total_range(self, f):
+        """(lowest, highest) bounds of f over the per-step totals, for f linear in FIELDS
+        (no constant term): each operator group's extremes over its runs' corners
+        (first and last step, first and last repeat) added up, so the true range lies
+        within; and the sum of the magnitudes (the scale of rounding in f)."""
+        constant, groups = self._total_parts()
+        c = f(constant)
+        low = high = c
+        scale = abs(c)
+        for runs in groups:
+            ends = []
+            for run in runs:
+                v = f(run.start)
+                j = (run.steps - 1) * f(run.delta)
+                k = (run.repeats - 1) * f(run.drift) if run.repeats > 1 else 0.0
+                ends += [v + min(j, 0.0) + min(k, 0.0), v + max(j, 0.0) + max(k, 0.0)]
+            low, high = low + min(ends), high + max(ends)
+            scale += max(map(abs, ends))
+        return low, high, scale
+
+    def total_runs(self):
+        """The per-step totals over the operators as one Run per common piece of
+        `spans` (the union of every operator's pieces, where the totals are linear)."""
+        if self.count == 1:
+            return [Run(self.first, 1, tuple(map(sum, zip(*self.starts()))) if self.runs else _ZEROS)]
+        constant, groups = self._total_parts()
+        summed = [[runs, 0] for runs in groups]   # each group's runs and the run last used
+
+        def at(group, h):
+            """(the group's run holding history h, its values there); the search starts at
+            the run last used (the spans ask in increasing order; a period's runs interleave)."""
+            runs, i = group
+            n = len(runs)
+            for j in range(n):
+                run = runs[(i + j) % n]
+                v = run.at(h)
+                if v is not None:
+                    group[1] = (i + j) % n
+                    return run, v
+            raise AssertionError(f"no run holds history {h}")
 
         out = []
         for spans, k, p in self.spans:
             for a, b in spans:
-                v0 = total(a)
-                d = tuple(map(sub, total(a + 1), v0)) if b > a and summed else _ZEROS
-                drift = tuple(map(sub, total(a + p), v0)) if k > 1 and summed else _ZEROS
-                out.append(Run(a, b - a + 1, v0, d, k, p if k > 1 else 0, drift))
+                v0, d, drift = list(constant), [0] * len(FIELDS), [0] * len(FIELDS)
+                for group in summed:
+                    run, v = at(group, a)
+                    v0 = [x + y for x, y in zip(v0, v)]
+                    if b > a:   # a..b lies on one linear piece of every run: its increment
+                        d = [x + y for x, y in zip(d, run.delta)]
+                    if k > 1:
+                        i = group[1]
+                        later = at(group, a + p)[1]
+                        drift = [x + y - z for x, y, z in zip(drift, later, v)]
+                        group[1] = i
+                out.append(Run(a, b - a + 1, tuple(v0), tuple(d), k, p if k > 1 else 0, tuple(drift)))
         return out
 
 
@@ -528,15 +579,19 @@ def summed_ops(steps):
         for run in runs[1:]:
             total = tuple(map(add, total, run.summed()))
         end = steps.end_ops[i].shape if steps.end_ops else "..."
-        shape = op.shape if end == op.shape else f"{op.shape} ... {end}"
-        rows.append(op.replace(shape=shape, **dict(zip(FIELDS, total))))
+        values = op._field_dict()   # op.replace(shape=..., **FIELDS totals), without its name checks
+        values.update(zip(FIELDS, total))
+        values["shape"] = op.shape if end == op.shape else f"{op.shape} ... {end}"
+        rows.append(type(op)._from_fields(values))
     return rows
 
 
 def summed_totals(steps):
-    """FIELDS summed over every operator and every step."""
-    total = _ZEROS
-    for runs in steps.runs:
+    """FIELDS summed over every operator and every step: the steady operators' sum times
+    the steps, plus each other group's runs summed (Steps._total_parts)."""
+    constant, groups = steps._total_parts()
+    total = tuple([steps.count * x for x in constant])
+    for runs in groups:
         for run in runs:
             total = tuple(map(add, total, run.summed()))
     return total
