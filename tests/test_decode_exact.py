@@ -158,6 +158,29 @@ class OwnPeriodsEqualTheLoop(unittest.TestCase):
                 want = sum(serving.held(arch, w, n) for n in range(first, last + 1))
                 self.assertEqual(serving.held_sum(arch, w, first, last), want)
 
+    def test_one_sided_ideal_bound_equals_the_split(self):
+        """decode.ideal_time answers from the summed totals when Steps.total_range puts
+        every step on one side; that answer equals the split over the common pieces
+        (decode_sum.bound_sums of total_runs), on roofs where either side holds."""
+        arch, w = tiny_v4(), Workload(batch=2)
+        shortcuts = 0
+        for r in (roof(load_device("h100-sxm"), w.compute_dtype), Roof(1e9, 1e9, 1e15), Roof(1e18, 1e18, 1e9)):
+            for lo, hi in ((0, 700), (10**10, 10**10 + 300)):
+                steps = S.decode_pieces(arch, w, lo, hi)
+
+                def compute_s(v):
+                    return r.compute_s(v[MF], v[VF])
+
+                def unique_s(v):
+                    return (v[WR] + v[KR] + v[KW]) / r.bytes_per_s
+
+                low, high, scale = steps.total_range(lambda v: compute_s(v) - unique_s(v))
+                shortcuts += high < -1e-9 * scale or low > 1e-9 * scale
+                c, m, k = S.bound_sums(steps.total_runs(), compute_s, unique_s)
+                split = (compute_s(c) if k else 0.0) + (unique_s(m) if k < steps.count else 0.0)
+                self.assertEqual(D.ideal_time(steps, r), split)
+        self.assertGreaterEqual(shortcuts, 4)
+
     def test_totals_without_rows_equal_the_rows_totals(self):
         """ledger.field_sums and decode_sum.steps_totals (each distinct block once,
         times the layers holding it) against the sums over the ledger's rows."""

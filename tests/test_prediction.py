@@ -117,6 +117,30 @@ class TrainingRecipe(unittest.TestCase):
         self.assertEqual(VP.training_prediction(case, 1.0)[1].schedule, "1f1b")
 
 
+class TpOverlap(unittest.TestCase):
+    def test_tp_exposed_beyond_the_phase_compute(self):
+        from infracalc.analyses import train_time as TT
+        from infracalc.collectives import Collective
+
+        tp = Collective("tp", "all_reduce", 1, 4, "up", dim="tp")
+        ep = Collective("ep", "all_to_all", 1, 4, "up", dim="ep")
+        timed = [TT.Timed(tp, "forward", 3.0), TT.Timed(ep, "forward", 0.5), TT.Timed(tp, "backward", 1.0)]
+        compute = TT.Pass(forward=2.0, backward=4.0)
+        # forward: EP 0.5 exposed + TP max(0, 3 - 2) = 1.5; backward: TP 1 under 4 s of compute: 0
+        got = TT._pass_of(timed, compute)
+        self.assertEqual((got.forward, got.backward), (1.5, 0.0))
+        # without overlap every collective is exposed
+        plain = TT._pass_of(timed)
+        self.assertEqual((plain.forward, plain.backward), (3.5, 1.0))
+
+    def test_nemo_recipe_overlaps_tp(self):
+        self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_tp"])
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64.json"))
+        _, t = VP.training_prediction(case, 1.0)
+        st = t.stages[0]
+        self.assertLess(st.comm.total, sum(x.seconds for x in st.collectives))
+
+
 class Percentile(unittest.TestCase):
     def test_linear_interpolation(self):
         # numpy.percentile([1, 2, 3, 4], 90) = 3.7: position 0.9 x 3 = 2.7 between 3 and 4

@@ -150,7 +150,82 @@ class Fp8LinearOnly(unittest.TestCase):
                                         q.bytes_moved / dev.memory_bandwidth_bytes_per_s), delta=1e-12)
 
 
+class FsdpAndOffload(unittest.TestCase):
+
+    def test_zero3_holds_two_gathered_units_and_one_gradient(self):
+        # Llama-3.1-70B on 64 devices, ZeRO 3: the largest unit is the embedding (128,256 x 8,192 =
+        # 1,050,673,152 parameters; the head is as large), 2 B weights and 2 B gradients:
+        rec = _train_json("--model", "llama-3.1-70b", "--device", "gb200", "--seq", "8192", "--devices", "64",
+                          "--zero", "3", "--global-batch", "64")
+        st = rec["memory"]["stages"][0]
+        self.assertEqual(st["fsdp_gather_bytes"], 128256 * 8192 * (2 * 2 + 2))
+        self.assertEqual(st["total_bytes"], st["weights_bytes"] + st["grads_bytes"] + st["optimizer_bytes"]
+                         + st["activations_bytes"] + st["fsdp_gather_bytes"])
+        for zero in ("0", "1", "2"):
+            rec = _train_json("--model", "llama-3.1-70b", "--device", "gb200", "--seq", "8192", "--devices", "64",
+                              "--zero", zero, "--global-batch", "64")
+            self.assertEqual(rec["memory"]["stages"][0]["fsdp_gather_bytes"], 0)
+
+    def test_offload_keeps_the_rest_and_one_layer_in_transit(self):
+        argv = ("--model", "llama-3.1-8b", "--device", "h100-sxm", "--seq", "4096", "--devices", "2", "--pp", "2")
+        base = _train_json(*argv)["memory"]["stages"]
+        off = _train_json(*argv, "--cpu-offloading-num-layers", "10")["memory"]["stages"]
+        for a, b in zip(base, off):
+            per_layer = a["layer_activations_bytes"] // 16          # 32 identical layers, 16 per stage
+            self.assertEqual(b["layer_activations_bytes"], 6 * per_layer)
+            self.assertEqual(b["offload_buffer_bytes"], per_layer)
+            in_flight = a["micro_batches_in_flight"]
+            self.assertEqual(a["total_bytes"] - b["total_bytes"], 10 * per_layer * in_flight - per_layer)
+        status, _, err = run_cli("train", *argv, "--cpu-offloading-num-layers", "16")
+        self.assertEqual(status, 2)
+        self.assertIn("at least one", err)
+
+
 class PublishedLayouts(unittest.TestCase):
+
+    def test_torchtitan_llama3_8b_on_8_h100(self):
+        """torchtitan, torchtitan/models/llama3/train_configs/llama3_8b.toml: FSDP over every device
+        (data_parallel_shard_degree -1, no TP/PP/CP), batch_size 1 per device, seq_len 8192,
+        activation_checkpoint mode 'selective' with selective_ac_option 'op' (it saves less than
+        --recompute selective, which keeps every activation but the attention core's statistics:
+        an upper bound), AdamW, BF16 compute with FP32 gradient reduction; on 8 H100 as torchtitan's
+        docs/performance.md reports it."""
+        argv = ("--model", "llama-3.1-8b", "--device", "h100-sxm", "--seq", "8192", "--micro-batch", "1",
+                "--global-batch", "8", "--devices", "8", "--zero", "3", "--recompute", "selective",
+                "--grad-dtype", "fp32")
+        rec = _train_json(*argv)
+        self.assertTrue(rec["memory"]["fits"], rec["memory"]["stages"][0]["total_bytes"] / GIB)
+        rows, search = _admitted(argv, lambda r: (r["tp"], r["pp"], r["dp"], r["cp"]) == (1, 1, 8, 1))
+        self.assertEqual(len(rows), 1, search["rejected"])
+
+    def test_llama31_70b_fsdp_on_64_gb200(self):
+        """Megatron-Bridge scripts/performance/configs/llama3/workload_base_configs.py,
+        LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG: 64 GPUs, global batch 128, micro batch 2,
+        use_megatron_fsdp (parameters, gradients and optimizer sharded: ZeRO 3), TP = PP = CP = 1,
+        cpu_offloading_num_layers 40, FP8 (current scaling); sequence 8,192 (docs/performance-summary.md,
+        25.09 and 25.11 tables: FSDP 1, TP 1, PP 1, GA 1)."""
+        argv = ("--model", "llama-3.1-70b", "--device", "gb200", "--seq", "8192", "--micro-batch", "2",
+                "--global-batch", "128", "--devices", "64", "--zero", "3", "--act-dtype", "fp8",
+                "--cpu-offloading-num-layers", "40")
+        rec = _train_json(*argv)
+        self.assertTrue(rec["memory"]["fits"], rec["memory"]["stages"][0]["total_bytes"] / GIB)
+        # without the offload it does not fit: the published run needs it
+        self.assertFalse(_train_json(*argv[:-2])["memory"]["fits"])
+        rows, search = _admitted(argv, lambda r: (r["tp"], r["pp"], r["dp"], r["cp"]) == (1, 1, 64, 1))
+        self.assertEqual(len(rows), 1, search["rejected"])
+
+    def test_gpt_oss_120b_on_64_b200(self):
+        """Megatron-Bridge scripts/performance/configs/gpt_oss/gpt_oss_workload_base_configs.py,
+        GPT_OSS_120B_PRETRAIN_CONFIG_B200_BF16_V1: 64 GPUs, global batch 512, micro batch 4, EP 64,
+        expert TP 1, recompute_modules ['layernorm', 'moe_act'], BF16; TP = PP = CP = 1 and sequence
+        4,096 (docs/performance-summary.md, 25.11 table); Megatron's distributed optimizer (ZeRO 1)."""
+        argv = ("--model", "gpt-oss-120b", "--device", "b200", "--seq", "4096", "--micro-batch", "4",
+                "--global-batch", "512", "--devices", "64", "--zero", "1",
+                "--recompute-modules", "layernorm,moe_act")
+        rec = _train_json(*argv, "--ep", "64")
+        self.assertTrue(rec["memory"]["fits"], rec["memory"]["stages"][0]["total_bytes"] / GIB)
+        rows, search = _admitted(argv, lambda r: (r["tp"], r["pp"], r["dp"], r["ep"]) == (1, 1, 64, 64))
+        self.assertEqual(len(rows), 1, search["rejected"])
 
     def test_deepseek_v3_on_2048_h800(self):
         """DeepSeek-V3 technical report (arXiv:2412.19437): 2,048 H800 (section 3.1), PP 16 with

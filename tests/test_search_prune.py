@@ -108,12 +108,16 @@ class BoundNeverAboveExact(unittest.TestCase):
                 for b in {batches[0], batches[-1]}:
                     m = P.micro_batches(lay, b)
                     for phase in ("prefill", "decode"):
+                        weak = bound.comm_free_bounds(plan, lay, phase, b // m)
                         lo = bound.stage_time_bounds(plan, lay, phase, b // m)
                         hi = P.stage_times(plan, lay, phase, b // m)
-                        for x, y in zip(lo, hi):
+                        for v, x, y in zip(weak, lo, hi):
                             self.assertLessEqual(x, y * (1 + 1e-12), (model, lay, phase, b))
+                            self.assertLessEqual(v, x * (1 + 1e-12), (model, lay, phase, b))
                         self.assertTrue(all(x > 0 for x in lo), (model, lay, phase, b))   # not vacuous
                     for obj in ("throughput", "ttft", "tpot"):
+                        self.assertLessEqual(S.score_bound(plan, lay, b, obj, bound.comm_free_bounds),
+                                             S.score_bound(plan, lay, b, obj) + 1e-12 * abs(S.score_bound(plan, lay, b, obj)))
                         self.assertLessEqual(S.score_bound(plan, lay, b, obj),
                                              S.score(plan, lay, b, obj)[0] + 1e-12 * abs(S.score(plan, lay, b, obj)[0]))
                     checked += 1

@@ -663,3 +663,120 @@ class CacheRoute(unittest.TestCase):
         # at p = 99/100 the p99 is the hit
         self.assertEqual(route.route(s, 80 * ms, 20 * ms, 180 * ms, 10 * ms, 10 * ms, 5 * 10**9, 25 * 10**9,
                                      Fraction(99, 100), 220 * ms)["a_p99_ns"], 90 * ms)
+
+
+class PrefixValue(unittest.TestCase):
+    def test_choices_by_hand(self):
+        """Three candidates (held bytes, value): a (2, 5), b (3, 7), c (4, 11) in a budget of 5.
+        Greedy by value per byte takes c (2.75 per byte) and nothing else fits: 11. The exact
+        choice is a + b: 12 in exactly 5 bytes."""
+        from infracalc.analyses.serve import prefix
+
+        rows = [{"id": n, "resident_bytes": b, "expected_saved_flops": Fraction(v), "value_per_byte": Fraction(v, b)}
+                for n, b, v in (("a", 2, 5), ("b", 3, 7), ("c", 4, 11))]
+        out = prefix.choose(rows, 5)
+        self.assertEqual((out["exact"], out["exact_bytes"], out["exact_saved_flops"]), (["a", "b"], 5, 12))
+        self.assertEqual((out["greedy"], out["greedy_saved_flops"], out["exact_minus_greedy_flops"]), (["c"], 11, 1))
+        self.assertEqual(prefix.choose(rows, 1)["exact"], [])
+
+    def test_book_row(self):
+        # 512 + 768 tokens x 147,456 B = 188,743,680 B = 180 MiB exactly: both fit, 1,024 alone is denser
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--prefix-candidate", "512:512:1:1",
+                                   "--prefix-candidate", "768:768:1:1", "--prefix-candidate", "1024:1024:1:1",
+                                   "--prefix-budget", "180MiB", "--format", "json")
+        self.assertEqual(status, 0, err)
+        v = json.loads(out)["prefix_value"]
+        self.assertEqual((v["exact"], v["greedy"], v["exact_bytes"]), (["512", "768"], ["1024"], 1280 * 147_456))
+        self.assertEqual(v["exact_minus_greedy_flops"], 3_498_326_360_064)   # the book's index
+
+
+class SizingByPrediction(unittest.TestCase):
+    def run_size(self, limit, figure):
+        status, out, err = run_cli("serve", "--model", "llama-3.1-70b", "--input-len", "2048", "--output-len", "256",
+                                   "--tpot-limit", limit, "--ttft-limit", "2s", "--slo-figure", figure,
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        return json.loads(out)["sizing"]["answer"]
+
+    def test_predicted_answer_meets_its_limits(self):
+        """At TPOT <= 38 ms the estimate's choice (tp2, batch 16) predicts about 42.5 ms: judged by
+        the prediction the same two devices run a smaller batch whose predicted TPOT is within the
+        limit, and its estimate and lower bound are too."""
+        est, pred = self.run_size("38ms", "estimate"), self.run_size("38ms", "predicted")
+        self.assertEqual((est["devices"], pred["devices"]), (2, 2))
+        self.assertGreater(est["predicted_tpot_s"], 0.038)
+        self.assertLess(pred["batch_per_replica"], est["batch_per_replica"])
+        self.assertEqual(pred["judged_by"], "predicted")
+        for value in (pred["predicted_tpot_s"], pred["tpot_s"], pred["lower_bound"]["tpot_s"]):
+            self.assertLessEqual(value, 0.038)
+        # the bound never exceeds the estimate, the estimate never the prediction here
+        self.assertLessEqual(pred["lower_bound"]["tpot_s"], pred["tpot_s"])
+        self.assertLessEqual(pred["tpot_s"], pred["predicted_tpot_s"])
+
+
+class PrefixHitRate(unittest.TestCase):
+    def test_expected_prefill_by_hand(self):
+        """The 2-layer toy, P = 4 with C = 2 cached: a hit prefills 2 tokens after 2, 2 x 2,304 +
+        160 + 64 x (2 x 2 + 2 x 3 / 2 = 7 pairs) = 5,216 matrix FLOPs; a miss the whole 10,016.
+        At h = 1/2 the expected request costs (5,216 + 10,016) / 2 = 7,616 and prefills 3 tokens."""
+        arch = toy(self)
+        parts = iteration.Parts(arch, Workload(), P, G, None, 2, 0.5)
+        mf = iteration.totals(parts.prefill)[iteration._MF]
+        self.assertEqual(mf, (2 * 2304 + 160 + 64 * 7 + PREFILL) / 2)
+        self.assertEqual(parts.new_tokens, 3)
+        self.assertEqual(iteration.totals(iteration.Parts(arch, Workload(), P, G, None, 2, 0.0).prefill)[iteration._MF],
+                         PREFILL)
+
+    def test_no_hits_is_no_cache(self):
+        def chunked(*extra):
+            status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "256",
+                                       "--format", "json", *extra)
+            self.assertEqual(status, 0, err)
+            return [x for x in json.loads(out)["policies"] if x["policy"] == "chunked"][0]["requests_per_s"]
+
+        self.assertEqual(chunked("--cached-prefix", "6144", "--prefix-hit-rate", "0"), chunked())
+
+
+class KvOffload(unittest.TestCase):
+    def test_by_hand(self):
+        """Qwen3-8B, P = 32,768, G = 1,025: steps at history 32,768 + 512; batch 8 reads 8 x
+        33,281 x 147,456 B of KV (its own new key included). Half of it over PCIe Gen5 x16
+        (64 GB/s) takes 19,629,932,544 / 64e9 s, beyond the device's side: the link binds. The
+        device then holds half of each request's cache, so twice as many fit (floor of the room
+        over half a request)."""
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "32768", "--output-len", "1025",
+                                   "--offload-kv", "0.5", "--offload-batch", "8", "--host-link-bw", "pcie5",
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        k = json.loads(out)["kv_offload"]
+        kv = 8 * 33281 * 147_456
+        self.assertEqual(k["kv_bytes_read"], kv)
+        self.assertEqual(k["host_bytes_per_step"], kv / 2)
+        self.assertAlmostEqual(k["step_lower_bound_s"], kv / 2 / 64e9, places=12)
+        self.assertTrue(k["link_binds"])
+        self.assertEqual(k["requests_fit_offloaded"], int(k["cache_room_bytes"] // (k["cache_bytes_per_request"] / 2)))
+        self.assertEqual(k["requests_fit_resident"], k["cache_room_bytes"] // k["cache_bytes_per_request"])
+
+
+class MtpDrafter(unittest.TestCase):
+    def test_module_by_hand(self):
+        """DeepSeek-V3's MTP module (hidden 7,168): enorm, hnorm and shared_head.norm (3 x 7,168),
+        eh_proj [7,168, 14,336] and one decoder layer; the drafter shares the embedding and head,
+        so its parameters less those two equal the module's Part. eh_proj costs 2 x 14,336 x 7,168
+        matrix FLOPs per token."""
+        from infracalc.analyses.serve.speculation import mtp_drafter
+        from infracalc.blocks.mtp import MTPInput
+
+        target = load_model("deepseek-v3")
+        draft = mtp_drafter(target)
+        part = next(p for p in target.parts if p.name == "MTP")
+        self.assertEqual(draft.params - target.embedding.params - target.head.params, part.params)
+        ops = MTPInput(hidden=7168).ops(Workload())
+        self.assertEqual(sum(op.matrix_flops for op in ops), 2 * 14336 * 7168)
+        self.assertEqual(sum(op.vector_flops for op in ops), 2 * 4 * 7168)
+
+    def test_refused_without_module(self):
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "64", "--output-len", "8", "--mtp",
+                                 "--acceptance", "0.8")
+        self.assertEqual(status, 2)
+        self.assertIn("no multi-token-prediction module", err)

@@ -359,11 +359,15 @@ def device_ledger(arch, layout, stage, w):
 
 def stage_weight_bytes(arch, w, layout, stage):
     """Weight bytes one device of `stage` holds: its layers' shards (counted per
-    distinct layer) plus the embedding / final norm / head shards it holds."""
-    total = sum(count * layer_weight_bytes(layer, layout.tp, layout.ep, w)
-                for layer, count in stage_layers(arch, stage.lo, stage.hi))
-    return total + memo(("top weights", arch, w, layout.tp, stage.has_embedding, stage.has_head), lambda: sum(
-        w.weight_bytes(t) for b in top_shards(arch, layout, stage) for t in b.tensors()))
+    distinct layer) plus the embedding / final norm / head shards it holds (memoized per
+    (tp, ep, layer range, top blocks): a search meets it under every CP degree)."""
+    def make():
+        total = sum(count * layer_weight_bytes(layer, layout.tp, layout.ep, w)
+                    for layer, count in stage_layers(arch, stage.lo, stage.hi))
+        return total + memo(("top weights", arch, w, layout.tp, stage.has_embedding, stage.has_head), lambda: sum(
+            w.weight_bytes(t) for b in top_shards(arch, layout, stage) for t in b.tensors()))
+    return memo(("stage weights", arch, w, layout.tp, layout.ep, stage.lo, stage.hi, stage.has_embedding,
+                 stage.has_head), make)
 
 
 def layer_weight_bytes(layer, tp, ep, w):

@@ -59,12 +59,12 @@ _ZEROS = (0,) * len(FIELDS)
 def series(v0, d, n):
     """sum_{j=0}^{n-1} (v0 + j*d), field by field, in exact integers."""
     tri = n * (n - 1) // 2
-    return tuple(n * a + b * tri for a, b in zip(v0, d))
+    return tuple([n * a + b * tri for a, b in zip(v0, d)])
 
 
 def shifted(v0, d, j):
     """v0 + j*d, field by field."""
-    return tuple(a + j * b for a, b in zip(v0, d))
+    return tuple([a + j * b for a, b in zip(v0, d)])
 
 
 def _blocks(arch):
@@ -330,13 +330,14 @@ class Steps(Record):
             runs.append((Run(lo, hi - lo + 1, shifted(run.start, run.delta, lo - run.first), run.delta),))
         return Steps(lo, hi - lo + 1, self.ops, (), tuple(runs), (([(lo, hi)], 1, 0),))
 
-    def total_runs(self):
-        """The per-step totals over the operators as one Run per common piece of
-        `spans` (the union of every operator's pieces, where the totals are linear)."""
-        if self.count == 1:
-            return [Run(self.first, 1, tuple(map(sum, zip(*self.starts()))) if self.runs else _ZEROS)]
-        constant = _ZEROS   # operators with one run and neither increment nor drift
-        groups = {}   # the others by their pieces, their runs summed
+    def _total_parts(self):
+        """(the FIELDS of the operators with one run and neither increment nor drift,
+        summed; the other operators grouped by their pieces, each group's runs summed),
+        kept on the instance (immutable)."""
+        hit = self.__dict__.get("_parts")
+        if hit is not None:
+            return hit
+        constant, groups = _ZEROS, {}
         for runs in self.runs:
             if len(runs) == 1 and runs[0].delta == _ZEROS and runs[0].drift == _ZEROS:
                 constant = tuple(map(add, constant, runs[0].start))
@@ -347,26 +348,65 @@ class Steps(Record):
                 r._replace(start=tuple(map(add, r.start, q.start)), delta=tuple(map(add, r.delta, q.delta)),
                            drift=tuple(map(add, r.drift, q.drift)))
                 for r, q in zip(hit, runs))
-        summed = list(groups.values())
+        parts = self.__dict__["_parts"] = (constant, tuple(groups.values()))
+        return parts
 
-        def total(h):
-            t = constant
-            for runs in summed:
-                v = None
-                for run in runs:
-                    v = run.at(h)
-                    if v is not None:
-                        break
-                t = tuple(map(add, t, v))
-            return t
+    def total_range(self, f):
+        """(lowest, highest) bounds of f over the per-step totals, for f linear in FIELDS
+        (no constant term): each operator group's extremes over its runs' corners
+        (first and last step, first and last repeat) added up, so the true range lies
+        within; and the sum of the magnitudes (the scale of rounding in f)."""
+        constant, groups = self._total_parts()
+        c = f(constant)
+        low = high = c
+        scale = abs(c)
+        for runs in groups:
+            ends = []
+            for run in runs:
+                v = f(run.start)
+                j = (run.steps - 1) * f(run.delta)
+                k = (run.repeats - 1) * f(run.drift) if run.repeats > 1 else 0.0
+                ends += [v + min(j, 0.0) + min(k, 0.0), v + max(j, 0.0) + max(k, 0.0)]
+            low, high = low + min(ends), high + max(ends)
+            scale += max(map(abs, ends))
+        return low, high, scale
+
+    def total_runs(self):
+        """The per-step totals over the operators as one Run per common piece of
+        `spans` (the union of every operator's pieces, where the totals are linear)."""
+        if self.count == 1:
+            return [Run(self.first, 1, tuple(map(sum, zip(*self.starts()))) if self.runs else _ZEROS)]
+        constant, groups = self._total_parts()
+        summed = [[runs, 0] for runs in groups]   # each group's runs and the run last used
+
+        def at(group, h):
+            """(the group's run holding history h, its values there); the search starts at
+            the run last used (the spans ask in increasing order; a period's runs interleave)."""
+            runs, i = group
+            n = len(runs)
+            for j in range(n):
+                run = runs[(i + j) % n]
+                v = run.at(h)
+                if v is not None:
+                    group[1] = (i + j) % n
+                    return run, v
+            raise AssertionError(f"no run holds history {h}")
 
         out = []
         for spans, k, p in self.spans:
             for a, b in spans:
-                v0 = total(a)
-                d = tuple(map(sub, total(a + 1), v0)) if b > a and summed else _ZEROS
-                drift = tuple(map(sub, total(a + p), v0)) if k > 1 and summed else _ZEROS
-                out.append(Run(a, b - a + 1, v0, d, k, p if k > 1 else 0, drift))
+                v0, d, drift = list(constant), [0] * len(FIELDS), [0] * len(FIELDS)
+                for group in summed:
+                    run, v = at(group, a)
+                    v0 = [x + y for x, y in zip(v0, v)]
+                    if b > a:   # a..b lies on one linear piece of every run: its increment
+                        d = [x + y for x, y in zip(d, run.delta)]
+                    if k > 1:
+                        i = group[1]
+                        later = at(group, a + p)[1]
+                        drift = [x + y - z for x, y, z in zip(drift, later, v)]
+                        group[1] = i
+                out.append(Run(a, b - a + 1, tuple(v0), tuple(d), k, p if k > 1 else 0, tuple(drift)))
         return out
 
 

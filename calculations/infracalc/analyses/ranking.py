@@ -68,7 +68,7 @@ def rank(layouts, score, tie_break, rejections):
     return ranked
 
 
-def rank_top(layouts, bound, exact, tie_break, rejections, top):
+def rank_top(layouts, bound, exact, tie_break, rejections, top, refine=None):
     """(rank(layouts, ...)[:top] of the exact scores, how many layouts were admitted), pruned.
 
     bound(lay) returns (floor, *state) or refuses the layout as a scoring function does (every
@@ -76,7 +76,9 @@ def rank_top(layouts, bound, exact, tie_break, rejections, top):
     exact(lay, *state) returns (value, *payload), with value >= floor and no refusal. Layouts
     are scored exactly in the order of their floors, and the scoring stops once the next floor
     exceeds the top-th exact value: no layout left can enter the top (nor tie with it). Exact
-    ties keep the layouts' order, as `rank`'s stable sort does."""
+    ties keep the layouts' order, as `rank`'s stable sort does. `refine(lay, *state)`, when
+    given, is a tighter floor (>= bound's, <= the value), asked before the exact score: a
+    layout whose refined floor exceeds the top-th is skipped."""
     order = {id(lay): i for i, lay in enumerate(layouts)}
     candidates = rank(layouts, bound, tie_break, rejections)
     best = []   # (value, tie-break, position in layouts, lay, payload), best first
@@ -85,6 +87,8 @@ def rank_top(layouts, bound, exact, tie_break, rejections, top):
             kth = best[top - 1][0]
             if floor > kth + PRUNE_MARGIN * abs(kth):
                 break
+            if refine is not None and refine(lay, *state) > kth + PRUNE_MARGIN * abs(kth):
+                continue
         value, *payload = exact(lay, *state)
         bisect.insort(best, (value, tie, order[id(lay)], lay, payload), key=lambda x: x[:3])
     return [(value, tie, lay, *payload) for value, tie, _, lay, payload in best[:top]], len(candidates)

@@ -70,6 +70,7 @@ class Setup(Record):
     recompute: str = "none"
     recompute_modules: tuple = ()    # Megatron-LM's --recompute-modules (train_flops.RECOMPUTE_MODULES)
     fp8_activation_input: bool = False   # activations keep their inputs in FP8 (train_memory.kept_rows)
+    offload_layers: int = 0          # each stage's first N layers keep their activations in host memory
     flash_recompute: bool = False
     attention: str = "fused"
     zero: int = 0
@@ -116,7 +117,7 @@ def stage_memory(arch, w, lay, s):
     mem = train_memory.memory(arch, w, lay, zero=s.zero, recompute=s.recompute_spec, optimizer=s.optimizer,
                               weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes, chunks=s.chunks,
                               attention=s.attention, master_bytes=s.master_bytes,
-                              fp8_activation_input=s.fp8_activation_input)
+                              fp8_activation_input=s.fp8_activation_input, offload_layers=s.offload_layers)
     if s.schedule == "dualpipe":
         mem = [m.replace(states=m.states + m.states, in_flight=(min(lay.pp + 1, lay.micro_batches), 1),
                          extra_in_flight=m.in_flight) for m in mem]
@@ -253,6 +254,8 @@ def memory_record(mem, capacity, lay):
             "logits_fp32_bytes": m.logits_bytes,
             "micro_batches_in_flight": num / den if den > 1 else num,
             "recompute_working_bytes": m.recompute_working_bytes,
+            "offload_buffer_bytes": m.offload_buffer_bytes,
+            "fsdp_gather_bytes": m.gather_bytes,
             "activations_bytes": m.activation_bytes,
             "total_bytes": m.total,
             "headroom_bytes": capacity - m.total,
@@ -361,7 +364,7 @@ def _inputs(w, lay, s, global_batch, links):
         "micro_batch": w.batch, "global_batch": global_batch,
         "micro_batches_per_step": lay.micro_batches,
         "recompute": s.recompute, "recompute_modules": list(s.recompute_modules),
-        "fp8_activation_input": s.fp8_activation_input,
+        "fp8_activation_input": s.fp8_activation_input, "cpu_offloading_num_layers": s.offload_layers,
         "flash_recompute": s.flash_recompute, "attention": s.attention,
         "zero": s.zero, "optimizer": s.optimizer,
         "optimizer_states": [{"state": n, "bytes_per_param": b}
@@ -511,6 +514,8 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
             train_time.check_schedule(arch, lay, s.schedule, s.chunks)
         except UserError:
             raise ranking.Rejected(f"the {s.schedule} schedule cannot run this layout") from None
+        if s.offload_layers and s.offload_layers >= min(st.layers for st in placement.stages(arch, lay)):
+            raise ranking.Rejected("--cpu-offloading-num-layers offloads every layer of a stage")
 
     def fits(mem, bind):
         need = mem[bind].total

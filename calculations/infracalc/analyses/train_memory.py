@@ -244,6 +244,8 @@ class StageMemory(Record):
     in_flight: tuple                # (numerator, denominator) micro-batches held
     recompute_working_bytes: int    # full recompute: one layer's set while it is back-propagated
     extra_in_flight: tuple = ()     # micro-batches of the extra (embedding/head/loss) held; () = in_flight
+    gather_bytes: int = 0           # ZeRO-3 / FSDP: unsharded units in use (`fsdp_gather_bytes`)
+    offload_buffer_bytes: int = 0   # activation offload: one offloaded layer's set on the device in transit
 
     @property
     def activation_bytes(self):
@@ -257,7 +259,29 @@ class StageMemory(Record):
 
     @property
     def total(self):
-        return self.states.total + self.activation_bytes
+        return self.states.total + self.activation_bytes + self.gather_bytes + self.offload_buffer_bytes
+
+
+def fsdp_gather_bytes(dev, weight_bytes, grad_bytes):
+    """What ZeRO-3 holds unsharded on top of its shards, as PyTorch FSDP2 (and Megatron-FSDP)
+    run it: every decoder layer and the embedding, final norm and head are units, gathered
+    (all-gather) just before their forward and again before their backward and freed after
+    (reshard after forward); the next unit is prefetched while one computes, so two units'
+    parameters are whole at once, and one unit's gradient is whole until its reduce-scatter:
+    2 x W_max x weight bytes + W_max x gradient bytes, W_max the largest unit's parameters as
+    the device places them (TP/EP shard; PyTorch FSDP docs, "FSDP2": forward and backward
+    prefetching of one unit ahead)."""
+    units = [sum(t.params for t in b.tensors()) for b in dev.top_blocks()]
+    units += [sum(t.params for t in layer.tensors()) for layer, _, _ in dev.layer_groups()]
+    unit = max(units)
+    return unit * (2 * weight_bytes + grad_bytes)
+
+
+def offloaded(groups, n):
+    """[(activations, count kept, count offloaded)] of a stage's layer groups when its first `n`
+    layers (local indices 0 .. n-1) keep their activations in host memory."""
+    return [(a, count - sum(1 for i in indices if i < n), sum(1 for i in indices if i < n))
+            for a, count, indices in groups]
 
 
 def _top_saved(dev, stage, w, tp, sp, cp):
@@ -273,7 +297,8 @@ def _top_saved(dev, stage, w, tp, sp, cp):
 
 
 def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw", weight_bytes=2,
-           grad_bytes=2, chunks=1, attention="fused", master_bytes=4, fp8_activation_input=False, **degrees):
+           grad_bytes=2, chunks=1, attention="fused", master_bytes=4, fp8_activation_input=False,
+           offload_layers=0, **degrees):
     """Per-stage memory of one device of each pipeline stage: [StageMemory].
     `w` is one micro-batch (batch = micro-batch size, tokens = sequence length);
     the placement is a `layout.Layout` or its fields as keywords (tp, pp, dp,
@@ -299,18 +324,26 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
             states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
                       + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
             acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention, recompute,
-                                       fp8_activation_input), count)
-                    for layer, count, _ in dev.layer_groups()]
-            layer_bytes = sum(getattr(a, level) * count for a, count in acts)
-            working = max(a.none for a, _ in acts) if level == "full" and acts else 0
+                                       fp8_activation_input), count, indices)
+                    for layer, count, indices in dev.layer_groups()]
+            if offload_layers >= stage.layers:
+                raise UserError(f"--cpu-offloading-num-layers {offload_layers} offloads every layer of stage "
+                                f"{stage.index} ({stage.layers}); at least one must stay on the device")
+            kept = offloaded(acts, offload_layers)
+            layer_bytes = sum(getattr(a, level) * count for a, count, _ in kept)
+            buffer = max((getattr(a, level) for a, _, off in kept if off), default=0)
+            working = max(a.none for a, _, _ in acts) if level == "full" and acts else 0
             extra, logits = _top_saved(dev, stage, train_flops.stored_workload(w), tp, sp, cp)
-            return dense, expert, states, layer_bytes, extra, logits, working
+            sharded = zero >= 3 and (lay.dp * cp > 1 or edp > 1)
+            gather = fsdp_gather_bytes(dev, weight_bytes, grad_bytes) if sharded else 0
+            return dense, expert, states, layer_bytes, extra, logits, working, gather, buffer
 
         # stages holding the same shards share their figures (memoized per signature)
         key = ("stage memory", arch, lay.replace(micro_batches=1), placement.stage_signature(arch, lay, stage),
-               w, zero, recompute, weight_bytes, grad_bytes, k, attention, fp8_activation_input)
-        dense, expert, states, layer_bytes, extra, logits, working = placement.memo(key, make)
+               w, zero, recompute, weight_bytes, grad_bytes, k, attention, fp8_activation_input, offload_layers)
+        dense, expert, states, layer_bytes, extra, logits, working, gather, buffer = placement.memo(key, make)
         out.append(StageMemory(stage.index, (stage.lo, stage.hi), placement.shard_id(arch, lay, stage),
                                dense, expert, states, layer_bytes, extra, logits,
-                               in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working))
+                               in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working,
+                               gather_bytes=gather, offload_buffer_bytes=buffer))
     return out

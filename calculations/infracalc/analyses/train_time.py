@@ -230,11 +230,20 @@ class StageTime(Record):
         return self.compute + self.comm
 
 
-def _pass_of(timed):
-    """The seconds of per-micro-batch collectives summed by phase, as a Pass."""
+def _pass_of(timed, hide_tp_under=None):
+    """The seconds of per-micro-batch collectives summed by phase, as a Pass; with
+    `hide_tp_under` (the stage's compute Pass) the TP collectives of a phase are exposed only
+    beyond that phase's compute: max(0, TP seconds - compute seconds)."""
     p = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
+    tp = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     for t in timed:
-        p[t.phase] += t.seconds
+        if hide_tp_under is not None and t.collective.dim == "tp":
+            tp[t.phase] += t.seconds
+        else:
+            p[t.phase] += t.seconds
+    if hide_tp_under is not None:
+        for phase in p:
+            p[phase] += max(0.0, tp[phase] - getattr(hide_tp_under, phase))
     return Pass(p["forward"], p["backward"], 0.0, p["recompute"])
 
 
@@ -351,10 +360,13 @@ def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
-              wire=("", "")):
+              wire=("", ""), overlap_tp=False):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
-    dispatch and combine formats ("" = the activation format; `collectives.token_bytes`)."""
+    dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
+    `overlap_tp`: the TP/SP collectives run under the same phase's compute (Megatron/NeMo
+    tp_comm_overlap, Transformer Engine userbuffers): per phase only max(0, TP - compute) of
+    them is exposed (`_pass_of`); off by default (every collective exposed)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
@@ -376,7 +388,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                             lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         opt_s = optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes)
-        stages.append(StageTime(st.index, compute, _pass_of(timed), tuple(timed), tuple(dp), exposed, opt_s))
+        stages.append(StageTime(st.index, compute, _pass_of(timed, compute if overlap_tp else None), tuple(timed),
+                                tuple(dp), exposed, opt_s))
     times = [s.micro_batch for s in stages]
     b = max(range(len(times)), key=lambda i: (times[i].total, -i))
     bub, formula = bubble(schedule, times, b, lay.pp, m, chunks)

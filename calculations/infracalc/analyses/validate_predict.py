@@ -129,10 +129,12 @@ def training_cause(t):
 
 # Each training publication's recipe, as its pages and default configs state it.
 TRAINING_RECIPES = {
-    "NVIDIA": {"zero": 1, "overlap_dp": True, "recompute": "none",
+    "NVIDIA": {"zero": 1, "overlap_dp": True, "overlap_tp": True, "recompute": "none",
                "why": "NeMo 24.07 performance recipes: Megatron distributed optimizer (ZeRO-1) with "
-                      "gradient reduce-scatter and parameter all-gather overlapped, no recompute"},
-    "PyTorch (Meta)": {"zero": 3, "overlap_dp": True, "recompute": "selective",
+                      "gradient reduce-scatter and parameter all-gather overlapped, TP communication "
+                      "overlapped with the GEMMs (tp_comm_overlap, Transformer Engine userbuffers), "
+                      "no recompute"},
+    "PyTorch (Meta)": {"zero": 3, "overlap_dp": True, "overlap_tp": False, "recompute": "selective",
                        "why": "torchtitan FSDP2 (parameters, gradients and optimizer sharded, ZeRO-3) "
                               "with prefetched all-gathers; selective activation checkpointing"},
 }
@@ -267,7 +269,7 @@ def training_prediction(case, factor=None):
     vp = s["layout"].get("vp", 1) or 1
     schedule = {"schedule": "interleaved", "chunks": vp} if vp > 1 and lay.pp > 1 else {}
     got = predicted_step(arch, w, lay, device, factor=k, recompute=recipe["recompute"], zero=recipe["zero"],
-                         overlap_dp=recipe["overlap_dp"], **schedule)
+                         overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"], **schedule)
     if got is None:
         return None, None
     step, t = got

@@ -153,6 +153,23 @@ def probability(text):
     return v
 
 
+def prefix_candidate(text):
+    """ID:PREFIX:SUFFIX:REUSES (tokens; expected reuses an exact rational)."""
+    from fractions import Fraction
+
+    parts = text.split(":")
+    ok = len(parts) == 4 and parts[0]
+    nums = [common.digits(x) for x in parts[1:3]] if ok else [None]
+    try:
+        reuses = Fraction(parts[3]) if ok else -1
+    except (ValueError, ZeroDivisionError):
+        reuses = -1
+    if None in nums or min(nums) < 1 or max(nums) > 10**7 or reuses < 0:
+        raise argparse.ArgumentTypeError(f"must be ID:PREFIX_TOKENS:SUFFIX_TOKENS:EXPECTED_REUSES (e.g. "
+                                         f"a:512:1:1), got '{text}'")
+    return parts[0], nums[0], nums[1], reuses
+
+
 def request(text):
     """--request ARRIVAL_NS:PROMPT:OUTPUT (integers)."""
     parts = text.split(":")
@@ -184,10 +201,16 @@ def add_arguments(p):
                            "fewest devices that meet the limits")
     load.add_argument("--tpot-limit", type=time_limit, default=None, metavar="T",
                       help="mean TPOT limit with its unit (e.g. 50ms)")
+    load.add_argument("--slo-figure", choices=("predicted", "estimate"), default="predicted",
+                      help="the figure the SLO sizing judges and ranks layouts by: predicted (default: a "
+                           "well-tuned engine, efficiency.serving) or estimate (operator-sum roofline)")
     load.add_argument("--max-devices", type=common.positive_int, default=1024, metavar="N",
                       help="the largest device count the SLO sizing tries (default 1024)")
     load.add_argument("--cached-prefix", type=common.non_negative_int, default=0, metavar="C",
                       help="prompt tokens found in a prefix cache: each prompt prefills P - C tokens after them")
+    load.add_argument("--prefix-hit-rate", type=common.unit_interval, default=1.0, metavar="H",
+                      help="with --cached-prefix: the fraction of prompts that find the prefix (default 1); "
+                           "the schedulers price the expected request")
     pd = p.add_argument_group("prefill/decode disaggregation")
     pd.add_argument("--prefill-device", default=None, metavar="ID|DEVICE.json",
                     help="with --decode-device and --rate: size a prefill pool on this device type")
@@ -221,6 +244,9 @@ def add_arguments(p):
     sp = p.add_argument_group("speculative decoding")
     sp.add_argument("--draft-model", default=None, metavar="ID|CONFIG.json",
                     help="a draft model (same tokenizer): price draft lengths 1..--max-draft-tokens")
+    sp.add_argument("--mtp", action="store_true",
+                    help="draft with the target's own multi-token-prediction module (DeepSeek-V3 style) "
+                         "instead of --draft-model")
     sp.add_argument("--acceptance", type=acceptance, default=None, metavar="A[,A,...]",
                     help="acceptance probability per draft position (the last repeated), e.g. 0.8 "
                          "or 0.9,0.8,0.7")
@@ -288,6 +314,11 @@ def add_arguments(p):
                     help="passes scheduled one after the other (default 1)")
     of.add_argument("--host-link-bw", type=host_link, default=None, metavar="BW|pcie4|pcie5|pcie6",
                     help="host-to-device bandwidth per direction (pcie4/5/6: 32/64/128 GB/s, x16, PCI-SIG)")
+    of.add_argument("--offload-kv", type=common.unit_interval, default=None, metavar="F",
+                    help="the fraction of every request's KV cache kept in host memory and read over "
+                         "--host-link-bw at each decode step (with --input-len, --output-len, --offload-batch)")
+    of.add_argument("--offload-batch", type=common.positive_int, default=1, metavar="B",
+                    help="--offload-kv: requests per decode step (default 1)")
     of.add_argument("--layer-ns", type=common.positive_int, default=None, metavar="NS",
                     help="declared time of one layer (integer ns); default: the estimate of one decode "
                          "step at history --input-len over the layers")
@@ -304,6 +335,16 @@ def add_arguments(p):
     ho.add_argument("--staging-bw", type=int_bandwidth, default=None, metavar="BW",
                     help="stage every message through host memory: device-to-host and host-to-device "
                          "hops at this bandwidth around the network hop")
+    pv = p.add_argument_group("prefix value (which prefixes a cache of fixed size keeps)")
+    pv.add_argument("--prefix-candidate", type=prefix_candidate, action="append", default=None,
+                    metavar="ID:PREFIX:SUFFIX:REUSES",
+                    help="a prefix of PREFIX tokens reused REUSES times by requests of SUFFIX more; repeatable "
+                         "(with --prefix-budget)")
+    pv.add_argument("--prefix-budget", type=lambda t: 0 if t.strip() == "0" else common.byte_size(t),
+                    default=None, metavar="BYTES",
+                    help="cache bytes the kept prefixes may hold (e.g. 180MiB)")
+    pv.add_argument("--page-tokens", type=common.positive_int, default=16, metavar="N",
+                    help="cache page size in tokens: a prefix holds whole pages (default 16)")
     cr = p.add_argument_group("cache route (one request, declared times)")
     cr.add_argument("--cache-route", type=route_times, default=None, metavar="QA:QB:FULL:WARM:LOOKUP",
                     help="worker A holds the --cached-prefix cache (queue QA), worker B does not (queue QB); "
@@ -334,6 +375,13 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    if args.prefix_candidate:
+        if args.prefix_budget is None:
+            raise UserError("--prefix-candidate chooses within a cache size: give --prefix-budget")
+        if len(args.prefix_candidate) > 24 or len({c[0] for c in args.prefix_candidate}) != len(args.prefix_candidate):
+            raise UserError("--prefix-candidate: 1 to 24 candidates with distinct ids")
+        return common.emit(args, system.prefix_value_record(arch, w, device, args.prefix_candidate,
+                                                            args.prefix_budget, args.page_tokens), render.markdown)
     if args.cache_route is not None:
         if None in (args.remote_bw, args.host_link_bw, args.hit_probability, args.route_slo_ns):
             raise UserError("--cache-route needs --remote-bw, --host-link-bw, --hit-probability and --route-slo-ns")
@@ -346,6 +394,13 @@ def run(args):
         return common.emit(args, system.handoff_record(
             arch, w, device, args.input_len, args.handoff_batch, args.af_steps, args.handoff_bw,
             args.staging_bw, args.handoff_startup_ns), render.markdown)
+    if args.offload_kv is not None:
+        if args.host_link_bw is None or args.input_len is None or args.output_len is None:
+            raise UserError("--offload-kv needs --host-link-bw, --input-len and --output-len")
+        return common.emit(args, system.kv_offload_record(
+            arch, w, device, args.input_len, args.output_len, args.offload_batch, args.offload_kv,
+            args.host_link_bw, common.reserve_bytes(args, device.memory_bytes), args.compute_efficiency,
+            args.memory_efficiency), render.markdown)
     if args.offload_ffn_layers is not None:
         return common.emit(args, _offload(args, arch, w, device), render.markdown)
     if args.expert_tokens is not None:
@@ -375,7 +430,12 @@ def run(args):
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
-                          memory_efficiency=args.memory_efficiency)
+                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure,
+                          hit=args.prefix_hit_rate)
+    if args.prefix_hit_rate < 1 and (not args.cached_prefix or args.worker or args.prefill_device
+                                     or args.ttft_limit is not None or args.tpot_limit is not None):
+        raise UserError("--prefix-hit-rate weighs a --cached-prefix in the schedulers' comparison only "
+                        "(not with --worker, --prefill-device or the SLO sizing)")
     if args.decode_batch is not None and not args.worker:
         raise UserError("--decode-batch rates --worker NAME:COUNT:DEVICE types; give --worker")
     if args.worker:
@@ -395,14 +455,20 @@ def run(args):
     sizing = args.ttft_limit is not None or args.tpot_limit is not None
     if sizing and args.tp != 1:
         raise UserError("the SLO sizing searches the layouts; drop --tp")
-    if (args.draft_model is None) != (args.acceptance is None):
-        raise UserError("--draft-model and --acceptance go together")
+    if args.mtp and args.draft_model:
+        raise UserError("--mtp drafts with the target's own module: drop --draft-model")
+    if (args.draft_model is None and not args.mtp) != (args.acceptance is None):
+        raise UserError("--draft-model (or --mtp) and --acceptance go together")
     if args.max_draft_tokens > 64:
         raise UserError(f"--max-draft-tokens {args.max_draft_tokens}: at most 64")
     rec = system.system_record(arch, w, device, args.input_len, args.output_len, opts, args.tp,
                                args.max_devices if sizing else None)
-    if args.draft_model:
-        draft = load_model(args.draft_model)
+    if args.draft_model or args.mtp:
+        if args.mtp:
+            from ..analyses.serve.speculation import mtp_drafter
+            draft = mtp_drafter(arch)
+        else:
+            draft = load_model(args.draft_model)
         rec["speculative"] = system.speculative_record(
             arch, draft, common.workload(args, arch, 1, 1, 0), common.workload(args, draft, 1, 1, 0),
             device, args.input_len, args.output_len,

@@ -38,6 +38,10 @@ def add_arguments(p):
     p.add_argument("--activation-func-fp8-input-store", action="store_true",
                    help="activations (SwiGLU, GELU) keep their inputs in FP8 for the backward (Megatron-LM's "
                         "flag; DeepSeek-V3 caches its MoE SwiGLU inputs so)")
+    p.add_argument("--cpu-offloading-num-layers", type=common.non_negative_int, default=0, metavar="N",
+                   help="each stage's first N decoder layers keep their saved activations in host memory "
+                        "(Megatron-LM's flag; one layer's set stays on the device in transit; the copies are "
+                        "not charged time)")
     p.add_argument("--flash-recompute", action="store_true",
                    help="count the QK^T a fused attention backward recomputes in hardware FLOPs")
     for what in ("dispatch", "combine"):
@@ -158,6 +162,7 @@ def run(args):
     chunks = args.virtual_stages or (2 if args.schedule == "interleaved" else 1)
     s = train.Setup(recompute=args.recompute, recompute_modules=args.recompute_modules,
                     fp8_activation_input=args.activation_func_fp8_input_store,
+                    offload_layers=args.cpu_offloading_num_layers,
                     flash_recompute=args.flash_recompute, attention=args.attention,
                     zero=args.zero, optimizer=args.optimizer, weight_bytes=weight, grad_bytes=grad,
                     master_bytes=master, schedule=args.schedule, chunks=chunks,

@@ -29,7 +29,8 @@ def sizing_lines(rec):
     a = s["answer"]
     lines = [f"## Fewest {inline(d['id'])} meeting {_limits(i)}", ""]
     if a is None:
-        lines.append(f"**No count up to {i['max_devices']} devices meets the limits** (estimate); "
+        figure = rec["sizing"].get("figure", "estimate")
+        lines.append(f"**No count up to {i['max_devices']} devices meets the limits** ({figure}); "
                      "why each count fails is below.")
     else:
         lb = a["lower_bound"]
@@ -262,17 +263,23 @@ def verdict_lines(rec):
     if "sizing" in rec:
         a, i = rec["sizing"]["answer"], rec["inputs"]
         if a is None:
-            return verdict.block(f"No count up to {i['max_devices']} devices meets {_limits(i)} (estimate)",
+            figure = rec["sizing"].get("figure", "estimate")
+            return verdict.block(f"No count up to {i['max_devices']} devices meets {_limits(i)} ({figure})",
                                  [c["why"] for c in rec["sizing"]["counts"][-1:]])
         lb = a["lower_bound"]
         fewer = [f"{c['devices']}: {c['why']}" for c in rec["sizing"]["counts"] if not c["meets"]]
         return verdict.block(
             f"{u.count(a['devices'], 'device')} ({a['layout']}, batch {a['batch_per_replica']} per replica) "
-            f"meet {_limits(i)}",
+            f"meet {_limits(i)} ({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
             [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'], a.get('predicted_ttft_s'))}",
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
             + [f"fewer fail: {f}" for f in fewer[-3:]])
+    if "prefix_value" in rec:
+        v = rec["prefix_value"]
+        return verdict.block(f"Keep {', '.join(v['exact']) or 'nothing'} ({u.integer(v['exact_bytes'])} B)",
+                             [f"greedy by value per byte keeps {', '.join(v['greedy']) or 'nothing'}; the exact "
+                              f"choice saves {_x(v, 'exact_minus_greedy_flops')} FLOPs more"])
     if "route" in rec:
         r = rec["route"]
         return verdict.block(f"Fastest valid path: {r['fastest_valid_path']}",
@@ -284,6 +291,14 @@ def verdict_lines(rec):
                              f"({'AF' if h['af_faster'] else 'PD'} faster)",
                              [f"PD {u.integer(h['pd_bytes'])} B in one message; AF {u.integer(h['af_bytes'])} B "
                               f"in {u.integer(h['af_messages'])}"])
+    if "kv_offload" in rec:
+        k = rec["kv_offload"]
+        fit = (lambda n: "any number" if n is None else u.integer(n))
+        return verdict.block(f"Decode step >= {_s(k['step_lower_bound_s'])} with {k['fraction']:g} of the KV on the "
+                             f"host ({k['slowdown']:.2f}x the resident step)",
+                             [f"{'the host link binds' if k['link_binds'] else 'the device binds'}; "
+                              f"{fit(k['requests_fit_offloaded'])} requests fit against "
+                              f"{fit(k['requests_fit_resident'])} with all the cache on the device"])
     if "offload" in rec:
         o = rec["offload"]
         hide = o["slots_that_hide"]
@@ -424,8 +439,46 @@ def route_lines(rec):
                                                  for k in keys], "lr"), ""]
 
 
+def prefix_value_lines(rec):
+    v = rec["prefix_value"]
+    rows = [[c["id"], c["prefix_tokens"], c["suffix_tokens"], _x(c, "expected_reuses"), u.integer(c["resident_bytes"]),
+             u.integer(c["saved_flops_per_reuse"]), _x(c, "value_per_byte")] for c in v["candidates"]]
+    return ["## Prefix candidates", "",
+            markdown_table(["id", "prefix", "suffix", "reuses", "held B", "saved FLOPs per reuse", "FLOPs per B"], rows),
+            "", markdown_table(["choice", "kept", "held B", "expected saved FLOPs"],
+                               [["exact", ", ".join(v["exact"]) or "-", u.integer(v["exact_bytes"]),
+                                 _x(v, "exact_saved_flops")],
+                                ["greedy by value per byte", ", ".join(v["greedy"]) or "-",
+                                 u.integer(v["greedy_bytes"]), _x(v, "greedy_saved_flops")]]), ""]
+
+
+def kv_offload_lines(rec):
+    k = rec["kv_offload"]
+    fit = (lambda n: "no limit" if n is None else u.integer(n))
+    return [f"## KV offload: {k['fraction']:g} of the cache on the host, batch {k['batch']}, history "
+            f"{k['history']:,} (lower bound)", "",
+            markdown_table(["figure", "value"], [
+                ["KV read per step", f"{u.integer(k['kv_bytes_read'])} B"],
+                ["over the host link per step", f"{u.integer(round(k['host_bytes_per_step']))} B, {_s(k['link_s_per_step'])}"],
+                ["step lower bound (offloaded)", _s(k["step_lower_bound_s"])],
+                ["step lower bound (all on the device)", _s(k["step_lower_bound_resident_s"])],
+                ["requests that fit (all on the device)", fit(k["requests_fit_resident"])],
+                ["requests that fit (offloaded)", fit(k["requests_fit_offloaded"])]], "lr"), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "kv_offload" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}, KV offload", "",
+                 *verdict_lines(rec), model_line(rec["model"], tied=False), device_line(rec["device"], memory=True),
+                 "", *kv_offload_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
+    if "prefix_value" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, prefix value", "", *verdict_lines(rec),
+                 *prefix_value_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "route" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, cache route", "", *verdict_lines(rec),
                  *route_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",

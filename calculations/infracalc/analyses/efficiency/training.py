@@ -3,7 +3,9 @@
 `train_time.step_time` charges every operator of the forward, backward and recompute,
 the exposed communication of the layout, the pipeline bubble, the data-parallel sync and
 the optimizer. The prediction runs it at the achievable matmul and HBM fractions
-(efficiency.matmul, efficiency.memory) with the user's recipe, then multiplies the step by
+(efficiency.matmul, efficiency.memory) with the user's recipe and the TP collectives
+overlapped with the same phase's compute (a tuned stack's tp_comm_overlap; only what exceeds
+that compute is exposed), then multiplies the step by
 FITTED["all"]: what that model leaves unexplained against the published runs of the
 validation corpus (NeMo, torchtitan), the median of estimate rate / measured rate. The
 factor stands in for physics the model lacks (FP8 casts and scaling, GEMMs at training
@@ -12,16 +14,19 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    "all": 1.4909628663258085,
-    "NVIDIA": 1.657927959923155,
-    "PyTorch (Meta)": 1.2453151516197085,
+    'all': 1.4909628663258085,
+    'NVIDIA': 1.657927959923155,
+    'PyTorch (Meta)': 1.442939504799132,
 }
 
 
 def predicted_step(arch, w, lay, device, *, factor=None, **options):
     """(predicted step seconds, the StepTime at achievable rates) of one layout; `options` are
-    step_time's recipe options (recompute, zero, schedule, ...; no efficiencies). None when
+    step_time's recipe options (recompute, zero, schedule, ...; no efficiencies). A tuned stack
+    overlaps its TP communication with the GEMMs (Megatron-LM/NeMo tp_comm_overlap), so
+    overlap_tp defaults to True here (validate's recipes state it per publication). None when
     the device has no prediction (no published peak)."""
+    options.setdefault("overlap_tp", True)
     from ..train_time import step_time
     from .predict import achievable
 

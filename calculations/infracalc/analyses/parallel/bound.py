@@ -16,9 +16,11 @@ roofline, so its time is at least the largest R over the options plus the smalle
 Over the decode steps under CP, a layer's cost combines its summed, first and last steps
 as `decode_cost` does (an exact identity, so the per-layer sums add up to the stage's).
 
-The per-layer figures depend on (tp, ep, cp, sp, the group tiers, the layer shard, the
-phase, the micro-batch), not on pp or the stage, so the layouts of one search share
-them, and they are the same memo entries the exact evaluation reads.
+The per-layer figures depend on (tp, ep, cp, the layer shard, the phase, the micro-batch;
+the collectives also on sp and the group tiers), not on pp or the stage, so the layouts of
+one search share them, and they are the same memo entries the exact evaluation reads. Left
+without the collectives (C = 0, `comm_free_bounds`) the bound is weaker but needs no
+collective: a search ranks by it first and adds the collectives only where it cannot prune.
 
 Composed by `pipeline.ranked_phase` (its figures grow with every stage time) and read as
 `search.score` reads the exact figures, the result bounds the value a layout is ranked
@@ -28,22 +30,17 @@ from ...collectives import ceil_div
 from . import communication as comms
 from .costs import prefill_ranks, unit, unit_cost
 from .plan import stage_kinds
-from ... import layout as placement
 
 
-def layer_figures(plan, lay, layer, phase, b):
-    """[(R, C)] of one device's shard `layer` in `phase` ("prefill": one per CP rank option;
-    "decode": the G - 1 steps, one pair) for a micro-batch of b requests: roofline seconds
-    and collective seconds (x the G - 1 steps in "decode")."""
+def layer_roofs(plan, lay, layer, phase, b):
+    """[R] of one device's shard `layer` in `phase` ("prefill": one per CP rank option;
+    "decode": the G - 1 steps summed, one) for a micro-batch of b requests: its roofline
+    seconds (`costs.unit_cost`, the entries the exact evaluation reads)."""
     def make():
-        t = comms.tiers(plan, lay)
-        out = []
         if phase == "prefill":
-            for tokens, history in prefill_ranks(plan, lay.cp):
-                w = plan.workload(plan.wp, batch=b, logits="last", tokens=tokens, history=history)
-                r = unit_cost(plan, unit(plan, layer), w, ("pass",))[0].time_s
-                out.append((r, _layer_comm(plan, lay, layer, "prefill", b * tokens, t)))
-            return out
+            return [unit_cost(plan, unit(plan, layer), plan.workload(plan.wp, batch=b, logits="last", tokens=tokens,
+                                                                     history=history), ("pass",))[0].time_s
+                    for tokens, history in prefill_ranks(plan, lay.cp)]
         cp, lo, hi = lay.cp, plan.P, plan.P + plan.steps - 1
         lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
         w = plan.workload(plan.wd, batch=b, tokens=1, history=0)
@@ -52,30 +49,45 @@ def layer_figures(plan, lay, layer, phase, b):
         if cp > 1:
             x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
             r = r * cp - first.time_s * x - last.time_s * y
-        return [(r, _layer_comm(plan, lay, layer, "decode", b, t) * plan.steps)]
-    return plan.memo(("layer figures", lay.tp, lay.ep, lay.cp, lay.sp, comms.comm_tiers(plan, lay), layer,
-                      phase, b), make)
+        return [r]
+    return plan.memo(("layer roofs", lay.tp, lay.ep, lay.cp, layer, phase, b), make)
 
 
-def _layer_comm(plan, lay, layer, phase, tokens, t):
+def layer_comms(plan, lay, layer, phase, b, ct):
+    """[C] of the same shard and phase: its collectives' seconds in one pass (per CP rank
+    option in "prefill"; x the G - 1 steps in "decode"); `ct`: comm_tiers(plan, lay)."""
+    def make():
+        if phase == "prefill":
+            return [_layer_comm(plan, lay, layer, "prefill", b * tokens, ct) for tokens, _ in prefill_ranks(plan, lay.cp)]
+        return [_layer_comm(plan, lay, layer, "decode", b, ct) * plan.steps]
+    return plan.memo(("layer comms", lay.tp, lay.ep, lay.cp, lay.sp, ct, layer, phase, b), make)
+
+
+def _layer_comm(plan, lay, layer, phase, tokens, ct):
     """Seconds of one layer's collectives in one pass (the units `stage_collectives` merges)."""
-    cs = comms.units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, t[:3] + t[4:], layer, phase, tokens),
+    cs = comms.units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, ct, layer, phase, tokens),
                      lambda: comms.layer_collectives(plan, lay, layer, phase, tokens))
     return sum(comms.comm_time(plan, c, n) for _, c, n in cs)
 
 
-def stage_time_bounds(plan, lay, phase, b):
-    """A lower bound on every stage's time in `phase` ("prefill" or "decode"), in stage order."""
+def stage_time_bounds(plan, lay, phase, b, comm=True):
+    """A lower bound on every stage's time in `phase` ("prefill" or "decode"), in stage order;
+    without `comm` the collectives are left out too (a weaker bound, without their cost)."""
     ids, firsts = stage_kinds(plan, lay)
+    ct = comms.comm_tiers(plan, lay) if comm else None
     bound = {}
-    for k, st in firsts:
-        totals = None
-        for layer, count, _ in placement.device_layers(plan.arch, lay, st):
-            figs = layer_figures(plan, lay, layer, phase, b)
-            totals = [(count * r, count * c) for r, c in figs] if totals is None else \
-                [(R + count * r, C + count * c) for (R, C), (r, c) in zip(totals, figs)]
-        if totals is None:
-            bound[k] = 0.0
-            continue
-        bound[k] = comms.stage_time(plan, max(R for R, _ in totals), min(C for _, C in totals))
+    for k, _ in firsts:
+        R = C = None
+        for layer, count in plan.kind_layers(k):
+            rs = layer_roofs(plan, lay, layer, phase, b)
+            R = [count * r for r in rs] if R is None else [x + count * r for x, r in zip(R, rs)]
+            if comm:
+                cs = layer_comms(plan, lay, layer, phase, b, ct)
+                C = [count * c for c in cs] if C is None else [x + count * c for x, c in zip(C, cs)]
+        bound[k] = 0.0 if R is None else comms.stage_time(plan, max(R), min(C) if comm else 0.0)
     return [bound[k] for k in ids]
+
+
+def comm_free_bounds(plan, lay, phase, b):
+    """stage_time_bounds without the collectives: the first, cheaper floor of a pruned search."""
+    return stage_time_bounds(plan, lay, phase, b, comm=False)

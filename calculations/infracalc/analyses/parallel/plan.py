@@ -77,7 +77,7 @@ class Plan:
         wd, dec = decode_path(arch, one, self.P, self.P + self.steps - 1, self.r)
         self.wp, self.wd = wp.replace(tokens=1, batch=1), wd.replace(batch=1)
         self.mla_choices = {"prefill": pre, "decode steps": dec if self.steps else None}
-        self._cache, self._kinds = {}, {}
+        self._cache, self._kinds, self._signatures = {}, {}, []
 
     def at_batch(self, batch):
         """This plan with the MLA paths chosen at `batch` (itself when they are)."""
@@ -115,8 +115,16 @@ class Plan:
         """A small integer naming what one device of `stage` holds (`layout.stage_signature`):
         stages of one kind cost the same, so a pipeline is costed once per kind."""
         def make():
-            return self._kinds.setdefault(placement.stage_signature(self.arch, lay, stage), len(self._kinds))
+            signature = placement.stage_signature(self.arch, lay, stage)
+            k = self._kinds.setdefault(signature, len(self._kinds))
+            if k == len(self._signatures):
+                self._signatures.append(signature)
+            return k
         return self.memo(("kind", lay.tp, lay.ep, stage.lo, stage.hi, stage.has_embedding, stage.has_head), make)
+
+    def kind_layers(self, k):
+        """((layer shard, count), ...) one device of stage kind k holds (`layout.stage_signature`)."""
+        return self._signatures[k][0]
 
 
 def stages(plan, lay):

@@ -9,7 +9,7 @@ from .. import ranking
 from ..ranking import PRUNE_MARGIN, Rejected, Rejections
 from ..records import CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_CONVENTIONS, comm_conventions
-from .bound import stage_time_bounds
+from .bound import comm_free_bounds, stage_time_bounds
 from .pipeline import latency, latency_bound, phases, ranked_phase
 from .stage import stage_times
 
@@ -44,10 +44,11 @@ def score(plan, lay, batch, objective, times=stage_times):
     return -lat["decode_tokens_per_s_per_device"], lat, ph
 
 
-def score_bound(plan, lay, batch, objective):
+def score_bound(plan, lay, batch, objective, times=stage_time_bounds):
     """A value never above `score`'s for this layout and batch (-inf when the bound says
-    nothing: a decode time bound of 0)."""
-    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode", stage_time_bounds)
+    nothing: a decode time bound of 0); `times`: the stage bounds (bound.comm_free_bounds:
+    weaker and cheaper)."""
+    ph = ranked_phase(plan, lay, batch, "prefill" if objective == "ttft" else "decode", times)
     lat = latency(plan, lay, batch, ph)
     value = {"ttft": lat["ttft_s"], "tpot": lat["tpot_mean_s"]}.get(objective)
     if objective == "throughput":
@@ -180,8 +181,8 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
     """(the best `top` entries of `search`'s ranking, its rejection records, layouts
     considered, layouts admitted), equal to search(...)[0][:top] and the rest, pruned:
     without --tpot-limit every admitted layout is ranked at its last batch, so each gets a
-    bound on its value first (`score_bound`), the layouts are scored exactly in the order of
-    their bounds, and the scoring stops once the next bound is worse than the top-th exact
+    bound on its value first (`score_bound` without the collectives; with them where that
+    cannot prune), the layouts are scored exactly in the order of their bounds, and the scoring stops once the next bound is worse than the top-th exact
     value (a layout's value is never better than its bound, so none left could enter the
     top; on links whose ring charge can refuse a collective -- a missing tier, a mesh or a
     torus -- every layout is scored, as the refusal would be a rejection). With --tpot-limit whether a layout is admitted needs its exact figures (unless
@@ -200,13 +201,16 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
 
     def bounded(lay):
         b = admitted_batches(plan, lay, batch)[-1]
-        return score_bound(plan, lay, b, objective), b
+        return score_bound(plan, lay, b, objective, comm_free_bounds), b
+
+    def refined(lay, b):
+        return score_bound(plan, lay, b, objective)
 
     def exact(lay, b):
         value, lat, _ = score(plan, lay, b, objective)
         return value, b, lat
 
-    ranked, admitted = ranking.rank_top(layouts, bounded, exact, _collective_span, rejections, top)
+    ranked, admitted = ranking.rank_top(layouts, bounded, exact, _collective_span, rejections, top, refined)
     return ranked, rejections.records(), len(layouts), admitted
 
 

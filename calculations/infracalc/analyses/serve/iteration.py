@@ -5,7 +5,8 @@ its prefill pass (P tokens at batch 1) and its G - 1 decode steps (histories
 P .. P + G - 2, batch 1, summed in closed form by decode_sum): its *own work*,
 per operator, with the weight reads left out. With a prefix cache holding the
 first C prompt tokens, the prefill rows are those of P - C tokens after C
-cached ones. An iteration adds the weights it
+cached ones (with a hit rate h, h x those + (1 - h) x a cold prefill of P: the expected
+request's rows, exact in expectation since the work is linear in them). An iteration adds the weights it
 reads once (shared by every token it carries: the ledger's weight bytes of a
 pass over n tokens, n = the tokens the iteration carries; MoE: the experts n
 tokens touch under --routing). A scheduler in steady state is then a mix of
@@ -60,14 +61,19 @@ class Parts:
     and the weight rows of a pass over n tokens (memoized per n), for one architecture
     (a whole model or one device's shard) and workload."""
 
-    def __init__(self, arch, w, input_len, output_len, prefill_w=None, cached=0):
-        self.arch, self.P, self.G, self.cached = arch, input_len, output_len, cached
+    def __init__(self, arch, w, input_len, output_len, prefill_w=None, cached=0, hit=1.0):
+        self.arch, self.P, self.G, self.cached, self.hit = arch, input_len, output_len, cached, hit
         self.prefill_w = prefill_w
         self.one = w.replace(batch=1, tokens=1, history=0, logits="last")
         # a prompt whose first `cached` tokens are in a prefix cache prefills the rest after them
         pw = (prefill_w or self.one).replace(batch=1, tokens=input_len - cached, history=cached,
                                             logits="last")
         self.prefill = _rows(ledger.operators(arch, pw))
+        if cached and hit < 1:   # a fraction `hit` of the prompts finds the prefix: the expected rows
+            cold = _rows(ledger.operators(arch, pw.replace(tokens=input_len, history=0)))
+            zero = [0] * len(FIELDS)
+            self.prefill = {k: [hit * a + (1 - hit) * b for a, b in zip(self.prefill.get(k, zero), cold.get(k, zero))]
+                            for k in dict.fromkeys([*self.prefill, *cold])}
         lo, hi = step_histories(input_len, output_len)
         self.decode = {}
         if output_len > 1:
@@ -77,8 +83,9 @@ class Parts:
 
     @property
     def new_tokens(self):
-        """Prompt tokens a request prefills: P - C (C in the prefix cache)."""
-        return self.P - self.cached
+        """Prompt tokens a request prefills: P - C (C in the prefix cache), in expectation
+        P - h C when a fraction h of the prompts finds it."""
+        return self.P - self.cached if self.hit == 1 else self.P - self.hit * self.cached
 
     def _weight_ledger(self, n):
         hit = self._weights.get(n)

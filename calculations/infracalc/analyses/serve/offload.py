@@ -85,3 +85,21 @@ def plan(arch, w, offloaded, slots, passes, layer_ns, bandwidth):
             "slots_that_hide": hide,
             "copies": [{"pass": p, "layer": layer, "slot": s, "copy_start_ns": c0, "copy_end_ns": c1,
                         "use_start_ns": u0, "use_end_ns": u1} for p, layer, s, c0, c1, u0, u1 in rows]}
+
+
+KV_OFFLOAD_CONVENTION = (
+    "KV offload: a fraction f of every request's cache lives in host memory and is read over the host "
+    "link at each decode step (batch B at the middle history P + floor((G - 1) / 2)); the step's lower "
+    "bound is max(matrix FLOPs / matrix peak, vector FLOPs / vector peak, (weights + (1 - f) KV read + "
+    "KV written) / memory bandwidth, f KV read / link bandwidth), the link and the device overlapped; "
+    "the device holds (1 - f) of each request's cache at P + G - 1 tokens, so floor(cache room / "
+    "((1 - f) x that)) requests fit (all of them on the host at f = 1).")
+
+
+def kv_step(totals, f, r, link_bw):
+    """(step lower bound s, host bytes, link s) of one decode step with a fraction f of the KV
+    read from the host; `totals` = (matrix FLOPs, vector FLOPs, weights read, KV read, KV written)."""
+    mf, vf, wr, kr, kw = totals
+    host = f * kr
+    link = host / link_bw
+    return max(r.compute_s(mf, 0), r.compute_s(0, vf), (wr + kr - host + kw) / r.bytes_per_s, link), host, link

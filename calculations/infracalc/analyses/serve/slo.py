@@ -17,6 +17,14 @@ fails under the estimate.
 
 from .. import parallel
 
+SLO_PREDICTED = (
+    "SLO by the predicted figure (--slo-figure predicted, the default): among the layouts the "
+    "estimate admits at a count, each at its estimate batch B, the largest batch b <= B of the "
+    "search's list whose predicted TPOT and TTFT meet the limits; the answer is the best by "
+    "predicted output tokens/s per device (its estimate and lower bounds at b meet the limits too); "
+    "a count whose candidates the prediction does not model at all (PP, CP, EP only) is judged by "
+    "the estimate, said so; a count the estimate rejects is not tried.")
+
 SLO_CONVENTION = (
     "SLO sizing: device counts 1, 2, ..., 16, 24, 32, ..., 64, then 96, 128, 192, 256, ... (2^k and "
     "1.5 x 2^k), up to --max-devices; at each count a first pass at batch 1 drops the layouts "
@@ -59,7 +67,67 @@ def _failure(rejected, best_ttft, ttft_limit):
     return text
 
 
-def count_row(plan, n, ttft_limit, tpot_limit):
+def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
+    """The best candidate by the predicted figure: among the layouts the estimate admits (each at
+    its estimate batch B), per layout the prediction models, the largest batch b <= B of the
+    search's list whose predicted TPOT is within the limit, kept when its predicted TTFT is
+    too; ranked by predicted output tokens/s per device (the estimate batch's lower bounds and
+    estimate meet the limits, so every figure of the answer does). Only when the prediction models
+    none of the candidates (PP, CP, EP) is the estimate's best taken, said so; {'meets': False,
+    ...} when modelled candidates exist and none meets the predicted limits; None when no layout
+    meets the TTFT limit (the caller reports why)."""
+    from ..efficiency.serving import predicted_at_batch
+
+    best, modelled, fallback = None, 0, None
+    for value, _, lay, batch, lat in ranked:
+        ttft = _ttft(plan, lay)
+        if ttft_limit is not None and ttft > ttft_limit:
+            continue
+        chosen = None
+        p = None
+        for b in _batches_upto(lay, batch):
+            key = (lay.replace(dp=1), b)   # a replica's prediction: the same for every dp
+            if key not in memo:
+                memo[key] = predicted_at_batch(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G, b)
+            p = memo[key]
+            if p is None:
+                break
+            if (tpot_limit is not None and p["tpot_s"] > tpot_limit) or (ttft_limit is not None
+                                                                          and p["ttft_s"] > ttft_limit):
+                break
+            chosen = (b, p)
+        if p is None:
+            if fallback is None:   # the estimate's best of the layouts the prediction does not model
+                fallback = {"devices": n, "meets": True, "judged_by": "estimate (not modelled by the prediction)",
+                            "layout": lay.label(), "layout_record": lay, "batch_per_replica": batch,
+                            "ttft_s": ttft, "tpot_s": lat["tpot_mean_s"],
+                            "decode_tokens_per_s_per_device": lat["decode_tokens_per_s_per_device"]}
+            continue
+        modelled += 1
+        if chosen and (best is None or chosen[1]["output_tokens_per_s_per_device"]
+                       > best[2][1]["output_tokens_per_s_per_device"]):
+            best = (lay, ttft, chosen)
+    if best is None:
+        if fallback is not None and not modelled:
+            return fallback
+        if not modelled:
+            return None
+        return {"devices": n, "meets": False, "judged_by": "predicted",
+                "why": "the estimate admits layouts, but none meets the limits under the predicted figure"}
+    lay, ttft, (b, p) = best
+    _, lat, _ = parallel.score(plan, lay, b, "throughput")
+    return {"devices": n, "meets": True, "judged_by": "predicted", "layout": lay.label(), "layout_record": lay,
+            "batch_per_replica": b, "ttft_s": ttft, "tpot_s": lat["tpot_mean_s"],
+            "decode_tokens_per_s_per_device": lat["decode_tokens_per_s_per_device"]}
+
+
+def _batches_upto(lay, batch):
+    """The search's batches of a layout (pp micro-batches of 1, 4, 16, ... requests) up to `batch`
+    (the estimate's choice, itself one of them)."""
+    return parallel.search_batches(batch, None, lay.pp)
+
+
+def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
     """One device count: the best layout meeting both limits, or why none does. A first pass at
     batch 1 (one score per layout: the mean TPOT grows with the batch, so a layout over the
     limit at batch 1 is over it at every batch) keeps the layouts that can meet the TPOT and
@@ -77,6 +145,11 @@ def count_row(plan, n, ttft_limit, tpot_limit):
         return {"devices": n, "meets": False, "layouts_considered": total,
                 "layouts_meeting_tpot": len(ranked), "why": _failure(rejected, fastest, ttft_limit)}
     ranked, rejected, total = parallel.search(plan, n, "throughput", tpot_limit)
+    if figure == "predicted":
+        memo = {} if memo is None else memo
+        row = _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo)
+        if row is not None:
+            return dict(row, layouts_considered=total, layouts_meeting_tpot=len(ranked))
     fastest = None
     for value, _, lay, batch, lat in ranked:
         ttft = _ttft(plan, lay)
@@ -91,11 +164,11 @@ def count_row(plan, n, ttft_limit, tpot_limit):
             "layouts_meeting_tpot": len(ranked), "why": _failure(rejected, fastest, ttft_limit)}
 
 
-def size(plan, ttft_limit, tpot_limit, max_devices):
+def size(plan, ttft_limit, tpot_limit, max_devices, figure="estimate"):
     """(answer row or None, every row tried in order)."""
-    rows = []
+    rows, memo = [], {}
     for n in device_counts(max_devices):
-        row = count_row(plan, n, ttft_limit, tpot_limit)
+        row = count_row(plan, n, ttft_limit, tpot_limit, figure, memo)
         rows.append(row)
         if row["meets"]:
             return row, rows
@@ -118,8 +191,8 @@ PREDICTED_CONVENTION = (
     "steady-state iteration (the batch's decodes plus their share of chunked prefills, one read "
     "of the weights, operators at achievable rates, TP all-reduces exposed, host time per "
     "iteration and per request), TTFT = one prompt's prefill alone plus one iteration's host "
-    "time, output tokens/s per device from that TPOT; the answer itself is chosen by the "
-    "estimate; under pipeline, context or expert parallelism: 'not modelled for this layout'.")
+    "time, output tokens/s per device from that TPOT; the answer is chosen by --slo-figure; "
+    "under pipeline, context or expert parallelism: 'not modelled for this layout'.")
 
 
 def chosen_predicted(plan, row):

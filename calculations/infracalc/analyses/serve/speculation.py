@@ -65,3 +65,19 @@ def draft_lengths(target, draft, w, wd, input_len, output_len, alphas, max_k, r,
 def best(rows):
     """The row with the smallest TPOT (ties: the shorter draft)."""
     return min(rows, key=lambda row: (row["tpot_s"], row["draft_tokens"]))
+
+
+def mtp_drafter(target):
+    """The draft architecture of the target's multi-token-prediction module: the main embedding,
+    the MTP input (blocks.mtp), one decoder layer of the target's last layer's kind (DeepSeek-V3:
+    one full decoder layer per module, README_WEIGHTS), shared_head.norm (the target's final norm
+    kind) and the main output head; each draft token is one pass through it."""
+    from ...arch import Layer
+    from ...blocks.mtp import MTPInput
+    from ...errors import UserError
+
+    if not any(getattr(p, "name", "") == "MTP" for p in target.parts):
+        raise UserError(f"{target.id} has no multi-token-prediction module (num_nextn_predict_layers); "
+                        "give --draft-model instead")
+    layer = Layer(blocks=(MTPInput(hidden=target.hidden_size),) + tuple(target.layers[-1].blocks))
+    return target.replace(id=f"{target.id}-mtp", layers=(layer,), parts=())

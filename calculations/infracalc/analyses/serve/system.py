@@ -40,7 +40,8 @@ class Options:
 
     def __init__(self, max_seqs=256, token_budget=8192, rate=None, cv2=0.0, ttft_limit=None,
                  tpot_limit=None, reserve_bytes=None, compute_efficiency=1.0, memory_efficiency=1.0,
-                 cached=0):
+                 cached=0, slo_figure="estimate", hit=1.0):
+        self.slo_figure, self.hit = slo_figure, hit
         self.max_seqs, self.token_budget, self.cached = max_seqs, token_budget, cached
         self.rate, self.cv2 = rate, cv2
         self.ttft_limit, self.tpot_limit = ttft_limit, tpot_limit
@@ -49,12 +50,12 @@ class Options:
 
     def record(self):
         return {"max_seqs": self.max_seqs, "max_batched_tokens": self.token_budget,
-                "cached_prefix_tokens": self.cached,
+                "cached_prefix_tokens": self.cached, "prefix_hit_rate": self.hit,
                 "rate_per_s": self.rate, "service_cv2": self.cv2,
                 "ttft_limit_s": self.ttft_limit, "tpot_limit_s": self.tpot_limit}
 
 
-def parts_for(arch, w, device, input_len, output_len, r, cached=0):
+def parts_for(arch, w, device, input_len, output_len, r, cached=0, hit=1.0):
     """(Parts, the decode workload, notes): the MLA paths chosen as `decode` chooses them."""
     notes = check_lengths(arch, input_len, output_len)
     w = w.replace(batch=1, tokens=1, history=0, logits="last")
@@ -64,13 +65,13 @@ def parts_for(arch, w, device, input_len, output_len, r, cached=0):
     for phase, c in (("prefill", choice), ("decode steps", step_choice)):
         if c:
             notes.append(mla_path.note(c, phase))
-    return iteration.Parts(arch, w, input_len, output_len, wp, cached), w, notes
+    return iteration.Parts(arch, w, input_len, output_len, wp, cached, hit), w, notes
 
 
 def serve(arch, w, device, input_len, output_len, opts):
     """The `serve` record of one device."""
     r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
-    parts, w, notes = parts_for(arch, w, device, input_len, output_len, r, opts.cached)
+    parts, w, notes = parts_for(arch, w, device, input_len, output_len, r, opts.cached, opts.hit)
     cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), opts.reserve_bytes)
     conc = serving.concurrency(arch, w, input_len, output_len, cap["cache_room_bytes"],
                                cap["cache_bytes_per_request"] or None)
@@ -129,9 +130,9 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
 
         plan = parallel.Plan(arch, w, device, input_len, output_len, compute_efficiency=opts.compute_efficiency,
                              memory_efficiency=opts.memory_efficiency, reserve_bytes=opts.reserve_bytes)
-        answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices)
-        sizing = {"answer": None, "counts": [{k: v for k, v in row.items() if k != "layout_record"}
-                                             for row in rows],
+        answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices, opts.slo_figure)
+        sizing = {"answer": None, "figure": opts.slo_figure,
+                  "counts": [{k: v for k, v in row.items() if k != "layout_record"} for row in rows],
                   "convention": slo.SLO_CONVENTION}
         if answer is not None:
             lay = answer["layout_record"]
@@ -166,6 +167,8 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
         rec["inputs"]["max_devices"] = max_devices
         rec["sizing"] = sizing
         rec["conventions"].append(sizing["convention"])
+        if opts.slo_figure == "predicted":
+            rec["conventions"].append(slo.SLO_PREDICTED)
         if sizing["answer"]:
             from ..efficiency.predict import PREDICTION_CONVENTION
             rec["conventions"] += [slo.PREDICTED_CONVENTION, PREDICTION_CONVENTION]
@@ -442,14 +445,15 @@ def prefix_record(arch, w, device, input_len, output_len, opts, r, parts, rows):
     """What a prefix cache holding the first C prompt tokens of every request buys: the
     prefill FLOPs and KV bytes written that each request no longer spends, the cache the
     prefix holds (once, c(C) bytes, shared: not charged to the room above), and the chunked
-    scheduler's requests/s with the prefix against without it (every request a hit)."""
+    scheduler's requests/s with the prefix against without it; with a hit rate h < 1 the
+    savings are the expected request's (h x a hit's)."""
     cold = iteration.Parts(parts.arch, parts.one, input_len, output_len, parts.prefill_w, 0)
     warm_t, cold_t = iteration.totals(parts.prefill), iteration.totals(cold.prefill)
     nocache = serve(arch, w, device, input_len, output_len,
-                    Options(**dict(vars(opts), cached=0)))["policies"]
+                    Options(**dict(vars(opts), cached=0, hit=1.0)))["policies"]
     chunk = {row["policy"]: row for row in rows}.get("chunked", {})
     base = {row["policy"]: row for row in nocache}.get("chunked", {})
-    out = {"cached_prefix_tokens": opts.cached,
+    out = {"cached_prefix_tokens": opts.cached, "hit_rate": opts.hit,
            "prefill_matrix_flops_saved_per_request": cold_t[iteration._MF] - warm_t[iteration._MF],
            "kv_bytes_written_saved_per_request": cold_t[iteration._KW] - warm_t[iteration._KW],
            "prefix_cache_bytes": arch.kv_bytes(parts.one.kv_dtype, opts.cached, parts.one.mla)}
@@ -675,4 +679,79 @@ def route_record(arch, w, device, args):
     rec.update(definitions=[DECLARED], left_out=["Partial prefix hits, eviction correlated with the queue, "
                                                  "the rest of the generation."],
                conventions=[route.ROUTE_CONVENTION])
+    return rec
+
+
+def prefix_value_record(arch, w, device, candidates, budget, page):
+    """The `serve --prefix-candidate` record (prefix.choose over the ledger's saved FLOPs)."""
+    from fractions import Fraction
+
+    from ... import ledger
+    from . import pools, prefix
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    per_token = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
+
+    def flops(tokens, history):
+        return sum(op.matrix_flops for op in ledger.operators(
+            arch, kv_w.replace(batch=1, tokens=tokens, history=history, logits="last")))
+
+    rows = []
+    for name, p, sfx, reuses in candidates:
+        saved = flops(p + sfx, 0) - flops(sfx, p)
+        held = -(-p // page) * page * per_token
+        rows.append({"id": name, "prefix_tokens": p, "suffix_tokens": sfx, "expected_reuses": Fraction(reuses),
+                     "resident_bytes": held, "saved_flops_per_reuse": saved,
+                     "expected_saved_flops": saved * Fraction(reuses),
+                     "value_per_byte": saved * Fraction(reuses) / held})
+    out = dict(prefix.choose(rows, budget), candidates=rows, kv_bytes_per_token=per_token)
+    rec = _header(arch, kv_w, device, max(c[1] + c[2] for c in candidates), 2, Options())
+    rec["inputs"] = {"prefix_candidates": [{"id": n, "prefix_tokens": p, "suffix_tokens": x,
+                                            "expected_reuses": str(r)} for n, p, x, r in candidates],
+                     "prefix_budget_bytes": budget, "page_tokens": page, "kv_dtype": rec["inputs"]["kv_dtype"]}
+    rec["notes"] = []
+    rec["prefix_value"] = pools.jsonable(out)
+    rec.update(definitions=["Saved FLOPs are the ledger's exact counts; the reuses are declared: an expected "
+                            "saving, not a time."],
+               left_out=["Retrieval time, scheduling, eviction over time (a static choice)."],
+               conventions=conventions(kv_w) + [prefix.PREFIX_CONVENTION])
+    return rec
+
+
+def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw, reserve, ce, me):
+    """The `serve --offload-kv F` record: one decode step with f of the KV on the host (its lower
+    bound against all of it on the device) and the requests each placement lets fit."""
+    from math import floor
+
+    from ... import ledger
+    from . import offload
+
+    if output_len < 2:
+        from ...errors import UserError
+        raise UserError("--offload-kv prices decode steps: --output-len of at least 2")
+    r = roof(device, w.compute_dtype, ce, me)
+    history = input_len + (output_len - 1) // 2
+    ops = ledger.operators(arch, w.replace(batch=batch, tokens=1, history=history, logits="last"))
+    totals = tuple(sum(getattr(op, k) for op in ops)
+                   for k in ("matrix_flops", "vector_flops", "weight_read", "kv_read", "kv_write"))
+    step, host, link = offload.kv_step(totals, f, r, link_bw)
+    resident = offload.kv_step(totals, 0, r, link_bw)[0]
+    cap = capacity_record(arch, w, device, cached_tokens(input_len, output_len), reserve)
+    room, per = cap["cache_room_bytes"], cap["cache_bytes_per_request"]
+
+    def fit(share):
+        if room < 0:
+            return 0
+        return None if share == 0 or not per else floor(room / (share * per))
+
+    rec = _header(arch, w, device, input_len, output_len, Options(compute_efficiency=ce, memory_efficiency=me))
+    rec["inputs"].update(offload_kv_fraction=f, offload_batch=batch, host_link_bytes_per_s=link_bw)
+    rec["kv_offload"] = {"history": history, "batch": batch, "fraction": f, "kv_bytes_read": totals[3],
+                         "host_bytes_per_step": host, "link_s_per_step": link, "step_lower_bound_s": step,
+                         "step_lower_bound_resident_s": resident, "slowdown": step / resident,
+                         "link_binds": link >= step, "cache_bytes_per_request": per, "cache_room_bytes": room,
+                         "requests_fit_resident": fit(1), "requests_fit_offloaded": fit(1 - f)}
+    rec.update(definitions=[DEFINITIONS[0]], left_out=["Paging granularity, pinned-buffer copies and contention "
+                                                       "between the link and the device's memory."],
+               conventions=conventions(w) + [offload.KV_OFFLOAD_CONVENTION])
     return rec
