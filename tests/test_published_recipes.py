@@ -137,6 +137,11 @@ class Fp8LinearOnly(unittest.TestCase):
         qk = next(op for op in ops if op.name == "attn_qk")
         q = next(op for op in ops if op.name == "q_proj")
         self.assertEqual((qk.compute, q.compute), ("bf16", "fp8"))
+        # the step's operator table reports the same rows: q_proj keeps its FP8 input (T x h x 1 B),
+        # the input norm its BF16 input (T x h x 2 B) and rstd, in all 32 layers
+        rows = {r.name: r for r in train_flops.step(arch, w).ops}
+        self.assertEqual(rows["q_proj"].saved_bytes, 32 * 8192 * 4096)
+        self.assertEqual(rows["input_layernorm"].saved_bytes, 32 * 8192 * (2 * 4096 + 4))
         from infracalc.analyses.roofline import roof
         roofs = (roof(dev, FP8), roof(dev, BF16))
         # attn_qk: 2 x 32 heads x 128 x T(T+1)/2 causal pairs, compute-bound at 8192 tokens
@@ -242,14 +247,15 @@ class PublishedLayouts(unittest.TestCase):
                 "--dispatch-dtype", "fp8", "--combine-dtype", "bf16")
         rec = _train_json(*argv, "--pp", "16", "--ep", "64")
         self.assertTrue(rec["memory"]["fits"])
-        st1 = rec["memory"]["stages"][1]
-        # Stage 1 holds layers 4-7 (61 layers: 13 stages of 4, then 3 of 3), four MoE layers; per layer
-        # dense MLA 187,107,328 + norms 14,336 + router 1,835,008 + bias 256 + shared 44,040,192 =
-        # 232,997,120 and 4 of the 256 experts 176,160,768. DualPipe holds two stages' parameters:
+        st1 = rec["memory"]["stages"][3]
+        # Rank 3 runs stage 3 (layers 12-15) forward and stage 12 (layers 48-51) in reverse (61 layers:
+        # 13 stages of 4, then 3 of 3): eight MoE layers; per layer dense MLA 187,107,328 + norms 14,336 +
+        # router 1,835,008 + bias 256 + shared 44,040,192 = 232,997,120 and 4 of the 256 experts 176,160,768.
         dense, expert = 2 * 4 * 232_997_120, 2 * 4 * 176_160_768
         weights, grads = 2 * (dense + expert), 4 * (dense + expert)
         optimizer = 2 * (-(-4 * 232_997_120 * 8 // 128) + 4 * 176_160_768 * 8 // 2)   # 8 B over DP 128 / EDP 2
-        acts = 17 * 4 * 146_584 * 4096      # p + 1 micro-batches in flight x 4 layers x per token x tokens
+        # 1F1B counts per direction: 16 - 3 = 13 micro-batches of stage 3, 3 + 1 = 4 of stage 12
+        acts = (13 + 4) * 4 * 146_584 * 4096   # micro-batches x 4 layers x per token x tokens
         self.assertEqual(st1["weights_bytes"] + st1["grads_bytes"] + st1["optimizer_bytes"],
                          weights + grads + optimizer)
         self.assertEqual(st1["total_bytes"], weights + grads + optimizer + acts)

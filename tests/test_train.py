@@ -160,9 +160,12 @@ class Invariants(unittest.TestCase):
         lay = Layout(pp=4, micro_batches=8)
         one = train.stage_memory(arch, w, lay, train.Setup())
         two = train.stage_memory(arch, w, lay, train.Setup(schedule="dualpipe"))
-        for a, b in zip(one, two):
-            self.assertEqual(b.states.total, 2 * a.states.total)
-            self.assertEqual(b.in_flight, (5, 1))   # p + 1
+        # rank i runs stage i forward and stage 3 - i in reverse, each as 1F1B keeps it
+        for i, b in enumerate(two):
+            a, r = one[i], one[3 - i]
+            self.assertEqual(b.states.total, a.states.total + r.states.total)
+            self.assertEqual(b.activation_bytes, a.activation_bytes + r.activation_bytes)
+            self.assertEqual(a.in_flight[0] + r.in_flight[0], 5)   # p + 1 micro-batches of layers
 
     def test_overlap_never_increases_time(self):
         dev = load_device("h100-sxm")
@@ -332,8 +335,14 @@ class DualPipeInFlight(unittest.TestCase):
                                    "--format", "json")
         self.assertEqual(status, 0, err)
         stages = json.loads(out)["memory"]["stages"]
-        last = stages[-1]
-        self.assertEqual(last["micro_batches_in_flight"], 5)
+        last, first = stages[-1], stages[0]
+        # the last rank: stage 3 forward (1 micro-batch, head and logits once) and stage 0 in reverse
+        # (its 1F1B position 0: 4 micro-batches, with the embedding's); 36 layers, 9 per stage
+        self.assertEqual(last["micro_batches_in_flight"], 1)
         self.assertGreater(last["embedding_head_loss_activations_bytes"], 0)
+        self.assertEqual(last["layer_activations_bytes"], first["layer_activations_bytes"])
+        self.assertEqual(last["reverse_stage_activations_bytes"],
+                         4 * (first["layer_activations_bytes"] + first["embedding_head_loss_activations_bytes"]))
         self.assertEqual(last["activations_bytes"],
-                         5 * last["layer_activations_bytes"] + last["embedding_head_loss_activations_bytes"])
+                         5 * last["layer_activations_bytes"] + last["embedding_head_loss_activations_bytes"]
+                         + 4 * first["embedding_head_loss_activations_bytes"])

@@ -108,19 +108,23 @@ def cp_reason(seq, cp):
 
 
 def stage_memory(arch, w, lay, s):
-    """[StageMemory] of the layout; DualPipe holds two stages' parameters and
-    p + 1 micro-batches of layer activations on every device (its published peak, an upper
-    bound: rank i keeps p - i of its forward-direction stage and i + 1 of its reverse one), but
-    the embedding, head and loss only as 1F1B keeps them on their own stage: the head and the
-    fp32 logits of the last stage of either direction for one micro-batch (its backward follows
-    its forward there), the embedding's for p - i."""
+    """[StageMemory] of the layout. DualPipe (DeepSeek-V3, arXiv:2412.19437, section 3.2.1) runs on
+    rank i stage i of the forward direction and stage j = p - 1 - i of the reverse one, each as
+    1F1B keeps it: rank i holds both stages' model states, min(p - i, m) micro-batches of stage
+    i's activations and min(i + 1, m) of stage j's (j's 1F1B position), p + 1 in all as the paper's
+    Table 2 says; the embedding on ranks 0 and p - 1 and the head and fp32 logits there for one
+    micro-batch (a last stage's backward follows its forward). Indexed by rank."""
     mem = train_memory.memory(arch, w, lay, zero=s.zero, recompute=s.recompute_spec, optimizer=s.optimizer,
                               weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes, chunks=s.chunks,
                               attention=s.attention, master_bytes=s.master_bytes,
                               fp8_activation_input=s.fp8_activation_input, offload_layers=s.offload_layers)
     if s.schedule == "dualpipe":
-        mem = [m.replace(states=m.states + m.states, in_flight=(min(lay.pp + 1, lay.micro_batches), 1),
-                         extra_in_flight=m.in_flight) for m in mem]
+        p = lay.pp
+        mem = [m.replace(states=m.states + mem[p - 1 - m.stage].states,
+                         partner_activation_bytes=mem[p - 1 - m.stage].activation_bytes,
+                         gather_bytes=max(m.gather_bytes, mem[p - 1 - m.stage].gather_bytes),
+                         offload_buffer_bytes=max(m.offload_buffer_bytes, mem[p - 1 - m.stage].offload_buffer_bytes))
+               for m in mem]
     return mem
 
 
@@ -256,6 +260,7 @@ def memory_record(mem, capacity, lay):
             "recompute_working_bytes": m.recompute_working_bytes,
             "offload_buffer_bytes": m.offload_buffer_bytes,
             "fsdp_gather_bytes": m.gather_bytes,
+            "reverse_stage_activations_bytes": m.partner_activation_bytes,
             "activations_bytes": m.activation_bytes,
             "total_bytes": m.total,
             "headroom_bytes": capacity - m.total,

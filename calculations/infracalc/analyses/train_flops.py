@@ -119,11 +119,16 @@ def training_workload(w):
 
 def training_ops(arch, w):
     """Forward ledger rows of a training pass: every operator, head on all
-    positions, then the loss."""
+    positions, then the loss; under an 8-bit format as `recipe_block_ops` merges them (returned
+    with the workload of the BF16 rows, which the backward of the embedding and loss reads)."""
     w = training_workload(w)
+    high = stored_workload(w)
     ops = ledger.operators(arch, w)
-    ops.extend(op.times(1, "-") for op in CrossEntropy(arch.vocab_size).ops(w))
-    return w, ops
+    if high is not w:   # the format convention: linear rows of the layers in the 8-bit format, the rest BF16
+        ops = [lo.replace(act_write=hi.act_write) if linear_row(lo) and in_layers(lo) else hi
+               for lo, hi in zip(ops, ledger.operators(arch, high))]
+    ops.extend(op.times(1, "-") for op in CrossEntropy(arch.vocab_size).ops(high))
+    return high, ops
 
 
 def in_layers(op):

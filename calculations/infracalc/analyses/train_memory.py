@@ -246,16 +246,18 @@ class StageMemory(Record):
     extra_in_flight: tuple = ()     # micro-batches of the extra (embedding/head/loss) held; () = in_flight
     gather_bytes: int = 0           # ZeRO-3 / FSDP: unsharded units in use (`fsdp_gather_bytes`)
     offload_buffer_bytes: int = 0   # activation offload: one offloaded layer's set on the device in transit
+    partner_activation_bytes: int = 0   # DualPipe: the reverse-direction stage's activations on this rank
 
     @property
     def activation_bytes(self):
         num, den = self.in_flight
         if not self.extra_in_flight:
             return ceil_div((self.layer_activation_bytes + self.extra_activation_bytes) * num, den) \
-                + self.recompute_working_bytes
+                + self.recompute_working_bytes + self.partner_activation_bytes
         e_num, e_den = self.extra_in_flight
         return ceil_div(self.layer_activation_bytes * num, den) + \
-            ceil_div(self.extra_activation_bytes * e_num, e_den) + self.recompute_working_bytes
+            ceil_div(self.extra_activation_bytes * e_num, e_den) + self.recompute_working_bytes \
+            + self.partner_activation_bytes
 
     @property
     def total(self):

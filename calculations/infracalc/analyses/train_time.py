@@ -349,6 +349,18 @@ def optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer
     return r.memory_s(updated * (2 * optimizer_bytes + grad_bytes + weight_bytes))
 
 
+def rank_params(arch, lay, st, schedule, stage_params=None):
+    """(dense, expert) parameters on a device of stage `st`; DualPipe's rank also holds the
+    reverse direction's stage p - 1 - i (train.stage_memory)."""
+    def of(stage):
+        return stage_params(stage) if stage_params else train_memory.device_params(placement.shard(arch, lay, stage))
+    dense, expert = of(st)
+    if schedule == "dualpipe":
+        d, e = of(placement.stages(arch, lay)[lay.pp - 1 - st.index])
+        dense, expert = dense + d, expert + e
+    return dense, expert
+
+
 def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
     """(the compute format's roof, the roof of every other row): the same roof unless the
     format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload)."""
@@ -380,10 +392,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                chunks, device, link_key, wire)
         compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, roofs, recompute, flash,
                                                                 chunks, device, links, wire))
-        dense, expert = stage_params(st) if stage_params else \
-            train_memory.device_params(placement.shard(arch, lay, st))
-        if schedule == "dualpipe":
-            dense, expert = 2 * dense, 2 * expert
+        dense, expert = rank_params(arch, lay, st, schedule, stage_params)
         dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key),
                             lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
@@ -415,10 +424,7 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     for st in placement.stages(arch, lay):
         c.append(sum(layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total * count
                      for layer, count, _ in placement.device_layers(arch, lay, st)))
-        dense, expert = stage_params(st) if stage_params else \
-            train_memory.device_params(placement.shard(arch, lay, st))
-        if schedule == "dualpipe":
-            dense, expert = 2 * dense, 2 * expert
+        dense, expert = rank_params(arch, lay, st, schedule, stage_params)
         opt = max(opt, optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes))
     rest = sum(c) - max(c) if schedule in ("1f1b", "interleaved") else 0.0
     return lay.micro_batches * max(c) + (rest / chunks if schedule == "interleaved" else rest) + opt

@@ -18,6 +18,8 @@ KINDS = {
               "sourced), board power x time, and cost at a declared price per device-hour",
     "history": "public training history: 13 models' published tokens and GPU-hours, 6ND of their "
                "parameter proxy, D/N and GPU-hours / devices / 24 where a device count is published",
+    "capacity": "MoE capacity factor: capacity per expert, dropped and padded tokens under a declared "
+                "routing histogram, per capacity factor",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
 }
@@ -44,6 +46,73 @@ def fraction_text(text):
     if value is None or not 0 < value <= 1 or len(text) > 40:
         raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] such as 0.3 or 3/10, got '{text}'")
     return value
+
+
+def _capacity_arguments(q):
+    q.add_argument("--model", default=None, metavar="ID|config.json",
+                   help="an MoE model: its experts, top-k, hidden and expert width (or give --experts, --top-k)")
+    q.add_argument("--experts", type=common.positive_int, default=None, metavar="E", help="experts of the layer")
+    q.add_argument("--top-k", type=common.positive_int, default=None, metavar="K", help="experts per token")
+    q.add_argument("--tokens", type=common.positive_int, required=True, metavar="T", help="tokens of the batch")
+    q.add_argument("--loads", type=_loads, required=True, metavar="W[xN],...",
+                   help="relative load per expert, in expert order (WxN repeats W N times): 3x64,1x64")
+    q.add_argument("--capacity-factor", type=_factors, required=True, metavar="F[,F...]",
+                   help="capacity factors (1, 1.25, 3/2)")
+
+
+def _loads(text):
+    out = []
+    for item in text.split(","):
+        w, _, n = item.strip().partition("x")
+        weight, count = common.digits(w), common.digits(n) if n else 1
+        if weight is None or not count or len(out) + count > 1 << 20:
+            raise argparse.ArgumentTypeError(f"must be loads W or WxN separated by commas (3x64,1x64), got '{text}'")
+        out += [weight] * count
+    return tuple(out)
+
+
+def _factors(text):
+    from fractions import Fraction
+
+    try:
+        values = tuple(Fraction(t.strip()) for t in text.split(","))
+    except (ValueError, ZeroDivisionError):
+        values = ()
+    if not values or any(v <= 0 or v > 1000 for v in values) or len(text) > 400:
+        raise argparse.ArgumentTypeError(f"must be positive capacity factors such as 1,1.25,1.5, got '{text}'")
+    return values
+
+
+def _capacity(args):
+    from fractions import Fraction
+
+    from ..analyses import moe_capacity as mc
+    from ..errors import UserError
+
+    hidden = inter = None
+    if args.model is not None:
+        from ..load.models import load_model
+
+        arch = load_model(args.model)
+        moe = next((b for layer in arch.layers for b in layer.blocks if hasattr(b, "experts")
+                    and hasattr(b, "top_k")), None)
+        if moe is None:
+            raise UserError(f"model '{arch.id}' has no MoE layer")
+        experts, top_k = moe.experts, moe.top_k
+        hidden, inter = arch.hidden_size, moe.expert_inter
+    elif args.experts is None or args.top_k is None:
+        raise UserError("give --model, or --experts and --top-k")
+    else:
+        experts, top_k = args.experts, args.top_k
+    if top_k > experts:
+        raise UserError(f"--top-k {top_k} exceeds the {experts} experts")
+    assignments = args.tokens * top_k
+    loads = mc.loads_of(args.loads, assignments, experts)
+    rows = mc.capacity_rows(loads, args.capacity_factor)
+    if hidden and inter:
+        rows = mc.expert_flops(rows, hidden, inter, assignments)
+    return {"experts": experts, "top_k": top_k, "assignments": assignments, "mean_load": str(Fraction(assignments, experts)),
+            "max_load": max(loads), "min_load": min(loads), "rows": rows}
 
 
 def add_arguments(p):
@@ -402,6 +471,8 @@ def run(args):
         rec["result"] = _energy(args)
     elif args.kind == "fusion":
         rec["result"] = _fusion(args)
+    elif args.kind == "capacity":
+        rec["result"] = _capacity(args)
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))

@@ -5,6 +5,14 @@ from .table import inline, markdown_table
 from ..analyses.fusion import FUSION_CONVENTIONS
 
 CONVENTIONS = {
+    "capacity": [
+        "A = tokens x top-k assignments over E experts; the declared loads split A into whole tokens per expert "
+        "(relative loads in expert order). Capacity per expert C = ceil(f x A / E) for a capacity factor f.",
+        "Dropped = sum over experts of max(0, load - C) (fraction of A); padding = sum of max(0, C - load) "
+        "(fraction of the E x C executed slots): the expert GEMMs compute the padding and skip the drops.",
+        "With --model: expert matrix FLOPs per MoE layer = slots x 2 x 3 h I (gate, up, down); forward's "
+        "ledger counts the routed tokens (no capacity limit).",
+    ],
     "fusion": FUSION_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
