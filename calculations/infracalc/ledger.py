@@ -191,8 +191,13 @@ OP_TOTALS = (
 
 
 def op_totals(rows):
-    """{total's name: sum} of OP_TOTALS over operator rows (Totals' work and traffic fields)."""
-    return {name: sum_field(rows, attr, category) for name, attr, category in OP_TOTALS}
+    """{total's name: sum} of OP_TOTALS over operator rows (Totals' work and traffic fields):
+    the fields without a category summed over every row, the others over their category's."""
+    by = {}
+    for op in rows:
+        by.setdefault(op.category, []).append(op)
+    return {name: sum_field(rows, attr) if category is None else sum_field(by.get(category, ()), attr)
+            for name, attr, category in OP_TOTALS}
 
 
 def totals(arch, w, ops):

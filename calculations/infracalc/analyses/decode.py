@@ -136,10 +136,21 @@ def operator_accounts(steps, r):
     bw = r.bytes_per_s
     out = []
     for runs in steps.runs:
-        on_compute, m, compute_steps = decode_sum.bound_sums(runs, compute_s, memory_s)
+        steady = decode_sum.constant(runs)   # the same every step: one bound on all of them
+        if steady is not None:
+            v0, n = steady
+            if compute_s(v0) - memory_s(v0) > 0:
+                out.append(((compute_s(v0 if n == 1 else tuple([n * x for x in v0])), 0.0, 0.0, 0.0), n))
+                continue
+            on_compute, m, compute_steps = _ZERO_FIELDS, (v0 if n == 1 else tuple([n * x for x in v0])), 0
+        else:
+            on_compute, m, compute_steps = decode_sum.bound_sums(runs, compute_s, memory_s)
         c = compute_s(on_compute) if compute_steps else 0.0
         out.append(((c, m[_WR] / bw, (m[_KR] + m[_KW]) / bw, (m[_AR] + m[_AW]) / bw), compute_steps))
     return out
+
+
+_ZERO_FIELDS = (0,) * len(decode_sum.FIELDS)
 
 
 def account(steps, r, accounts=None):

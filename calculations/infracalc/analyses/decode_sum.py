@@ -270,6 +270,16 @@ class Run(namedtuple("Run", "first steps start delta repeats period drift",
                    self.period, tuple([k * x for x in self.drift]) if self.drift != _ZEROS else _ZEROS)
 
 
+def constant(runs):
+    """(FIELDS, steps) when an operator's runs are one run without increment or drift
+    (its values the same on every step), else None."""
+    if len(runs) == 1:
+        run = runs[0]
+        if run.delta == _ZEROS and run.drift == _ZEROS:
+            return run.start, run.steps * run.repeats
+    return None
+
+
 def bound_sums(runs, compute_s, memory_s):
     """(FIELDS summed over the compute-bound steps, over the memory-bound steps, the
     number of compute-bound steps) of one operator's runs, in exact integers: what its
@@ -337,10 +347,10 @@ class Steps(Record):
         hit = self.__dict__.get("_parts")
         if hit is not None:
             return hit
-        constant, groups = _ZEROS, {}
+        steady, groups = [], {}
         for runs in self.runs:
             if len(runs) == 1 and runs[0].delta == _ZEROS and runs[0].drift == _ZEROS:
-                constant = tuple(map(add, constant, runs[0].start))
+                steady.append(runs[0].start)
                 continue
             key = tuple((r.first, r.steps, r.repeats, r.period) for r in runs)
             hit = groups.get(key)
@@ -348,6 +358,7 @@ class Steps(Record):
                 r._replace(start=tuple(map(add, r.start, q.start)), delta=tuple(map(add, r.delta, q.delta)),
                            drift=tuple(map(add, r.drift, q.drift)))
                 for r, q in zip(hit, runs))
+        constant = tuple(map(sum, zip(*steady))) if steady else _ZEROS
         parts = self.__dict__["_parts"] = (constant, tuple(groups.values()))
         return parts
 
@@ -568,15 +579,19 @@ def summed_ops(steps):
         for run in runs[1:]:
             total = tuple(map(add, total, run.summed()))
         end = steps.end_ops[i].shape if steps.end_ops else "..."
-        shape = op.shape if end == op.shape else f"{op.shape} ... {end}"
-        rows.append(op.replace(shape=shape, **dict(zip(FIELDS, total))))
+        values = op._field_dict()   # op.replace(shape=..., **FIELDS totals), without its name checks
+        values.update(zip(FIELDS, total))
+        values["shape"] = op.shape if end == op.shape else f"{op.shape} ... {end}"
+        rows.append(type(op)._from_fields(values))
     return rows
 
 
 def summed_totals(steps):
-    """FIELDS summed over every operator and every step."""
-    total = _ZEROS
-    for runs in steps.runs:
+    """FIELDS summed over every operator and every step: the steady operators' sum times
+    the steps, plus each other group's runs summed (Steps._total_parts)."""
+    constant, groups = steps._total_parts()
+    total = tuple([steps.count * x for x in constant])
+    for runs in groups:
         for run in runs:
             total = tuple(map(add, total, run.summed()))
     return total

@@ -114,7 +114,9 @@ def deepseek_v4(cfg, model_id):
     mtp = cfg.int("num_nextn_predict_layers", 0, low=0)
     ratios = _ratios(cfg, n, mtp)
     formats = _formats(cfg)
-    layers = tuple(s.layer(ratios[i], i < s.hash_layers) for i in range(n))
+    made = {}   # one Layer per distinct (ratio, hash routing): equal layers are one object
+    layers = tuple(made.get(k) or made.setdefault(k, s.layer(*k))
+                   for k in ((ratios[i], i < s.hash_layers) for i in range(n)))
     kinds = {0: "window only", 4: "window + ratio-4 compressed entries, top-k indexer",
              128: "window + ratio-128 compressed entries"}
     mix = ", ".join(f"{sum(1 for r in ratios[:n] if r == k)} x {kinds.get(k, f'ratio {k}')}"

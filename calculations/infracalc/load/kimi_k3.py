@@ -63,17 +63,21 @@ def kimi_k3(cfg, model_id):
                     shared_inter=tc.int("num_shared_experts", 0, low=0) * inter, act=act,
                     score_bias=tc.string("topk_method", "noaux_tc") == "noaux_tc",
                     prefix="block_sparse_moe", latent=tc.int("routed_expert_hidden_size"))
-    layers = []
+    layers, made = [], {}   # one Layer per distinct shape: equal layers are one object
     for i in range(n):
         saved = (i + stride - 1) // stride          # blocks saved before layer i
         boundary = i % stride == 0
+        key = (saved, boundary, i + 1 in kda_layers, i < dense_n)
+        if key in made:
+            layers.append(made[key])
+            continue
         blocks = [AttnRes("self_attention_res", h, saved + 1 if saved else 0), RMSNorm("input_layernorm", h),
                   kda if i + 1 in kda_layers else mla]
         if not boundary:
             blocks.append(PrefixAdd(h))
         blocks += [AttnRes("mlp_res", h, saved + boundary + 1, saves_block=boundary),
                    RMSNorm("post_attention_layernorm", h), dense if i < dense_n else moe, PrefixAdd(h)]
-        layers.append(Layer(tuple(blocks)))
+        layers.append(made.setdefault(key, Layer(tuple(blocks))))
     final = (n + stride - 1) // stride + 1
     vision = cfg.data.get("vision_config") if cfg is not tc else None
     parts = (Part("vision", None, f"MoonViT vision tower ({vision.get('vt_num_hidden_layers')} layers, hidden "

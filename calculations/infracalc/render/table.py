@@ -29,6 +29,16 @@ def cell(value):
     return text.replace("|", "\\|") if "|" in text else text
 
 
+def _cells(row):
+    """[cell(c) for c in row], with the common case (printable text without '|' in every
+    cell) checked once for the whole row."""
+    texts = [c if type(c) is str else str(c) for c in row]
+    joined = "".join(texts)
+    if joined.isprintable() and "|" not in joined:
+        return texts
+    return [cell(c) for c in texts]
+
+
 def rejection_reasons(rejected):
     """Why a search admitted no layout, its reasons largest first ('' when none was
     considered): [{"reason", "layouts"}, ...] from the search record."""
@@ -138,8 +148,8 @@ def markdown_table(header, rows, align=None):
     wider table has its cells longer than LONG_CELL cut (in full in a numbered note below)
     and is shown as several tables of its columns, each led by the first."""
     align = align or "l" + "r" * (len(header) - 1)
-    header = [cell(c) for c in header]
-    rows = [[cell(c) for c in row] for row in rows]
+    header = _cells(header)
+    rows = [_cells(row) for row in rows]
     if _View.full:
         sep = ["---:" if a == "r" else "---" for a in align]
         return "\n".join("| " + " | ".join(r) + " |" for r in [header, sep] + rows)
@@ -155,7 +165,8 @@ def markdown_table(header, rows, align=None):
             return f"{_short(text, LONG_CELL - 5)} [{len(notes)}]"
 
         header = [c if len(c) <= LONG_CELL else fit(c) for c in header]
-        rows = [[c if len(c) <= LONG_CELL else fit(c) for c in row] for row in rows]
+        rows = [row if max(map(len, row)) <= LONG_CELL else [c if len(c) <= LONG_CELL else fit(c) for c in row]
+                for row in rows]
         if notes:
             w = widths()
     out = []

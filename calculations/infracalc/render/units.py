@@ -14,8 +14,9 @@ def count(n, noun, plural=None):
 
 def _scaled(value, units):
     """value in the first of `units` ((factor, name), largest first) it reaches, to 3 decimals."""
+    size = abs(value)
     for factor, unit in units:
-        if abs(value) >= factor:
+        if size >= factor:
             return f"{value / factor:,.3f} {unit}"
     return f"{value:,.3f} {units[-1][1]}" if value else f"0 {units[-1][1]}"
 
