@@ -711,5 +711,21 @@ class ReproduceSubdirectories(unittest.TestCase):
         self.assertEqual(len(err.splitlines()), 1)
 
 
+class FourModelRequest(unittest.TestCase):
+    def test_default_request_matrix_tflops(self):
+        # The book's chapter 2, section 2.6.5 (R22-four-model-request), for
+        # results/request-four-models-book.md: no prefix, 128 input tokens, 4 returned, batch 1;
+        # whole-request matrix TFLOPs qwen3-8b 1.829869, deepseek-v4-flash 3.397735,
+        # deepseek-v4-pro 12.719961 (V4: linear + rectangular attention, the V4 rows' convention).
+        for model, book, rect in (("qwen3-8b", "1.829869", False), ("deepseek-v4-flash", "3.397735", True),
+                                  ("deepseek-v4-pro", "12.719961", True)):
+            r = result("decode", "--model", model, "--input-len", "128", "--output-len", "4")
+            attn = "attention_flops_rectangular" if rect else "attention_flops_causal"
+            total = sum(r[p]["linear_flops"] + r[p][attn] for p in ("prefill", "decode"))
+            if not rect:
+                self.assertEqual(total, r["serving"]["request_matrix_flops"])
+            self.assertEqual(f"{total / 1e12:.6f}", book, model)
+
+
 if __name__ == "__main__":
     unittest.main()

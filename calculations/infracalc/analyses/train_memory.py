@@ -319,6 +319,7 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
     edp = expert_dp(lay)
     k = optimizer_bytes(optimizer, master_bytes)
     out = []
+    one = lay.replace(micro_batches=1)   # the memo key's layout: a stage's figures do not depend on m
     for stage in placement.stages(arch, lay):
         def make():
             dev = placement.shard(arch, lay, stage)
@@ -341,7 +342,7 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
             return dense, expert, states, layer_bytes, extra, logits, working, gather, buffer
 
         # stages holding the same shards share their figures (memoized per signature)
-        key = ("stage memory", arch, lay.replace(micro_batches=1), placement.stage_signature(arch, lay, stage),
+        key = ("stage memory", arch, one, placement.stage_signature(arch, lay, stage),
                w, zero, recompute, weight_bytes, grad_bytes, k, attention, fp8_activation_input, offload_layers)
         dense, expert, states, layer_bytes, extra, logits, working, gather, buffer = placement.memo(key, make)
         out.append(StageMemory(stage.index, (stage.lo, stage.hi), placement.shard_id(arch, lay, stage),

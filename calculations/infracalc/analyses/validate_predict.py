@@ -24,7 +24,10 @@ def publication(case):
 def family(case, arch=None):
     s = case["setup"]
     if case["kind"] == "training-step":
-        moe = arch is not None and arch.active_params != arch.params
+        if arch is None:
+            from .validate import _model
+            arch = _model(case)
+        moe = arch.active_params != arch.params
         return "training, MoE" if moe else "training, dense"
     if case["kind"] == "collective":
         return "collectives"

@@ -85,17 +85,16 @@ def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
             continue
         chosen = None
         p = None
-        for b in _batches_upto(lay, batch):
-            key = (lay.replace(dp=1), b)   # a replica's prediction: the same for every dp
-            if key not in memo:
+        for b in reversed(_batches_upto(lay, batch)):   # the predicted TPOT grows with the batch:
+            key = (lay.replace(dp=1), b)                 # the first within the limit is the largest
+            if key not in memo:   # a replica's prediction: the same for every dp
                 memo[key] = predicted_at_batch(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G, b)
             p = memo[key]
-            if p is None:
+            if p is None or (ttft_limit is not None and p["ttft_s"] > ttft_limit):
+                break   # not modelled, or the prompt alone (the same at every batch) is over the limit
+            if tpot_limit is None or p["tpot_s"] <= tpot_limit:
+                chosen = (b, p)
                 break
-            if (tpot_limit is not None and p["tpot_s"] > tpot_limit) or (ttft_limit is not None
-                                                                          and p["ttft_s"] > ttft_limit):
-                break
-            chosen = (b, p)
         if p is None:
             if fallback is None:   # the estimate's best of the layouts the prediction does not model
                 fallback = {"devices": n, "meets": True, "judged_by": "estimate (not modelled by the prediction)",
@@ -117,6 +116,7 @@ def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
     lay, ttft, (b, p) = best
     _, lat, _ = parallel.score(plan, lay, b, "throughput")
     return {"devices": n, "meets": True, "judged_by": "predicted", "layout": lay.label(), "layout_record": lay,
+            "_predicted": p,
             "batch_per_replica": b, "ttft_s": ttft, "tpot_s": lat["tpot_mean_s"],
             "decode_tokens_per_s_per_device": lat["decode_tokens_per_s_per_device"]}
 
@@ -201,8 +201,8 @@ def chosen_predicted(plan, row):
     prediction does not cover the layout."""
     from ..efficiency.serving import predicted_at_batch
 
-    p = predicted_at_batch(plan.arch, plan.wd, plan.device, row["layout_record"], plan.P, plan.G,
-                           row["batch_per_replica"])
+    p = row.get("_predicted") or predicted_at_batch(plan.arch, plan.wd, plan.device, row["layout_record"],
+                                                    plan.P, plan.G, row["batch_per_replica"])
     return {"predicted_ttft_s": p and p["ttft_s"], "predicted_tpot_s": p and p["tpot_s"],
             "predicted_output_tokens_per_s_per_device": p and p["output_tokens_per_s_per_device"],
             "predicted_status": "predicted" if p else NOT_MODELLED}

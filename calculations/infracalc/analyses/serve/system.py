@@ -132,7 +132,8 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
                              memory_efficiency=opts.memory_efficiency, reserve_bytes=opts.reserve_bytes)
         answer, rows = slo.size(plan, opts.ttft_limit, opts.tpot_limit, max_devices, opts.slo_figure)
         sizing = {"answer": None, "figure": opts.slo_figure,
-                  "counts": [{k: v for k, v in row.items() if k != "layout_record"} for row in rows],
+                  "counts": [{k: v for k, v in row.items() if k not in ("layout_record", "_predicted")}
+                             for row in rows],
                   "convention": slo.SLO_CONVENTION}
         if answer is not None:
             lay = answer["layout_record"]
