@@ -49,6 +49,43 @@ class Concurrency(unittest.TestCase):
         self.assertEqual(n, min(int(room // (65_536 * 1999)), limit))
 
 
+class LatencyLimit(unittest.TestCase):
+    """MLPerf Server: the concurrency is the largest whose iteration (TPOT) meets the limit."""
+
+    def test_bisection_by_hand(self):
+        # step(m) = 10 ms + 1 ms x m: within 100 ms up to m = 90, exactly (by hand)
+        step = lambda m: 0.010 + 0.001 * m   # noqa: E731
+        self.assertEqual(serving.latency_limited(step, 500, 0.1000001), 90)
+        self.assertEqual(serving.latency_limited(step, 50, 0.1), 50)      # memory binds first
+        self.assertEqual(serving.latency_limited(step, 500, 0.005), 1)    # even one request misses
+
+    def test_mlperf_limits(self):
+        # llama3.1-8b Server: p99 TPOT 100 ms (inference_rules.adoc); llama2-70b: 200 ms (mlperf.conf)
+        cases = {c["id"]: c for c in map(V.load_case, V.case_paths())}
+        self.assertEqual(VP.tpot_limit(cases["mlperf51-redhat-llama31-8b-fp8-l40s-server"]), 0.100)
+        self.assertEqual(VP.tpot_limit(cases["mlperf41-llama2-70b-fp8-mi300x-server"]), 0.200)
+        self.assertIsNone(VP.tpot_limit(cases["mlperf41-llama2-70b-fp8-mi300x-offline"]))
+        # trtllm-bench at unlimited request rate has no latency limit
+        self.assertIsNone(VP.tpot_limit(cases["trtllm014-serving-llama31-8b-bf16-h100-sxm-467-256-qps-inf"]))
+
+    def test_server_case_meets_its_limit(self):
+        # The MI300X Server case: the predicted iteration is within 200 ms, one more request is not.
+        case = V.load_case(next(p for p in V.case_paths() if "mi300x-server" in p))
+        _, rec = VP.serving_prediction(case)
+        self.assertLessEqual(rec["iteration_s"], 0.200)
+        _, off = VP.serving_prediction(V.load_case(next(p for p in V.case_paths() if "mi300x-offline" in p)))
+        self.assertLess(rec["concurrency"], off["concurrency"])
+        from infracalc.analyses.validate import _device, _model, _serving_workload
+        s = case["setup"]
+        arch, device = _model(case), _device(s["device"])
+        w = _serving_workload(s, arch)
+        k, f, r = VP.constants_for(case)[0]
+        rates = serving.predict.achievable(device, w.compute_dtype, k)
+        n = rec["concurrency"] + 1
+        gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
+        self.assertGreater(gpu + f + r * n, 0.200)
+
+
 class MixedIteration(unittest.TestCase):
     def test_weights_once_work_adds(self):
         dec = [Op("q", "linear", "[8,4]x[4,4]", matrix_flops=256, weight_read=32, act_read=64, act_write=64),
