@@ -92,9 +92,23 @@ class MixedIteration(unittest.TestCase):
                Op("att", "attention", "x", matrix_flops=100, kv_read=1000, act_read=10)]
         pre = [Op("q", "linear", "[16,4]x[4,4]", matrix_flops=512, weight_read=32, act_read=128, act_write=128),
                Op("att", "attention", "x", matrix_flops=300, kv_read=0, kv_write=500, act_read=20)]
-        q, att = serving.mixed_ops(dec, pre, 0.5)
+        q, att, att_pre = serving.mixed_ops(dec, pre, 0.5)
         self.assertEqual((q.matrix_flops, q.weight_read, q.act_read, q.act_write), (512, 32, 128, 128))
-        self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (250, 1000, 250, 20))
+        # attention: the decodes' row unchanged, the prefills' row at half its work (two kernels)
+        self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (100, 1000, 0, 10))
+        self.assertEqual((att_pre.matrix_flops, att_pre.kv_read, att_pre.kv_write, att_pre.act_read),
+                         (150, 0, 250, 10))
+
+    def test_context_and_generation_attention_add(self):
+        # One decode attention row bound by its KV read (1e9 B at 1e12 B/s = 1 ms) and a prefill
+        # share bound by its FLOPs (1e12 at 1e15 FLOP/s = 1 ms): two kernels, 2 ms, not max = 1 ms.
+        from infracalc.analyses.efficiency.predict import Rates, op_time
+        p = Rates(matrix_flops_per_s=1e15, attention_flops_per_s=1e15, vector_flops_per_s=1e14,
+                  bytes_per_s=1e12, kernel_s=0.0)
+        dec = [Op("att", "attention", "x", matrix_flops=1, kv_read=10**9)]
+        pre = [Op("att", "attention", "x", matrix_flops=2 * 10**12, kv_write=1)]
+        rows = serving.mixed_ops(dec, pre, 0.5)
+        self.assertAlmostEqual(sum(op_time(r, p) for r in rows), 2e-3, places=9)
 
     def test_different_operators_are_not_merged(self):
         # a recurrent decode against a chunked prefill: both lists, the prefill scaled, weights twice

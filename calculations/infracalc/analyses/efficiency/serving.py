@@ -50,23 +50,23 @@ ENGINE_MAX_BATCH = 4096
 # cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.006, 4e-05),
+        (4e-06, 0.004, 4e-05),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (4e-06, 0.006, 4e-05),
+        (4e-06, 0.004, 4e-05),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
-        (4e-06, 0.006, 4e-05),
+        (4e-06, 0.002, 4e-05),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (4e-06, 0.006, 4e-05),
+        (4e-06, 0.004, 4e-05),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.008, 4e-05),
+        (3e-06, 0.006, 4e-05),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.008, 3.5000000000000004e-05),
+        (4e-06, 0.004, 4e-05),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.006, 4e-05),
+        (3e-06, 0.004, 4e-05),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
-        (4e-06, 0.006, 4e-05),
+        (4e-06, 0.004, 4e-05),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (3e-06, 0.008, 4e-05),
+        (4e-06, 0.004, 4e-05),
 }
 
 
@@ -84,14 +84,23 @@ def engine_batch(room_bytes, full_request_bytes):
 
 def mixed_ops(decode_ops, prefill_ops, prefills):
     """One iteration's rows: the decode step's and `prefills` x the prefill's FLOPs, activation
-    and KV bytes per operator, the weights read once (the larger read). When the two passes
-    run different operators (a linear-attention layer's chunked prefill against its recurrent
-    decode, an MLA path chosen per pass) they are not merged: the decode rows, then the
-    prefill rows scaled, each reading its own weights (a slower, stated iteration)."""
+    and KV bytes per operator, the weights read once (the larger read). Attention rows are not
+    merged: the requests in their context phase and those in their generation phase run
+    different attention kernels (TensorRT-LLM docs/source/advanced/gpt-attention.md, "Context
+    Phase": a fused multi-head attention kernel; "Generation Phase": masked multi-head / XQA
+    kernels), so the decodes' attention (bound by its KV read) and the prefills' (bound by its
+    FLOPs) are two rows, each at its own limit, not one row whose FLOPs hide under the KV read.
+    When the two passes run different operators (a linear-attention layer's chunked prefill
+    against its recurrent decode, an MLA path chosen per pass) nothing is merged: the decode
+    rows, then the prefill rows scaled, each reading its own weights (a slower, stated
+    iteration)."""
     if [op.name for op in decode_ops] != [op.name for op in prefill_ops]:
         return list(decode_ops) + [_scaled(b, prefills) for b in prefill_ops]
     out = []
     for a, b in zip(decode_ops, prefill_ops):
+        if a.category == "attention":
+            out += [a, _scaled(b, prefills)]
+            continue
         out.append(a.replace(
             matrix_flops=a.matrix_flops + round(b.matrix_flops * prefills),
             vector_flops=a.vector_flops + round(b.vector_flops * prefills),
