@@ -179,6 +179,25 @@ class ProBookFigures(unittest.TestCase):
         self.assertEqual(64 * t.kv_bytes_resident_after, 631_902 * 2**20)
 
 
+class V41Refused(unittest.TestCase):
+    """DeepSeek-V4.1 adds layers this adapter does not model (the book's V4.1-Flash config:
+    kv_source_layer_ids [2, 8, 14, 20], index_source_layer_ids, CSA2 candidate blocks,
+    Engram; text_config nesting): one line naming them, never a V4 count."""
+
+    def test_named(self):
+        from support import run_cli, write_config
+        cfg = json.loads(CONFIG.read_text())
+        for extra, needle in (({"kv_source_layer_ids": [2, 8, 14, 20]}, "kv_source_layer_ids (CED"),
+                              ({"index_source_layer_ids": [2, 8]}, "index_source_layer_ids"),
+                              ({"engram_vocab_size": 8}, "engram_vocab_size (Engram"),
+                              ({"text_config": {}}, "text_config nesting")):
+            status, _, err = run_cli("models", "--model", write_config(self, {**cfg, **extra}))
+            self.assertEqual(status, 2, extra)
+            self.assertIn("DeepSeek-V4.1 architecture", err)
+            self.assertIn(needle, err)
+            self.assertEqual(len(err.strip().split("\n")), 1)
+
+
 class Formulas(unittest.TestCase):
     def test_floor_sums_equal_brute_force(self):
         for r in (1, 4, 8, 128):

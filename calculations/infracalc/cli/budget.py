@@ -18,6 +18,8 @@ KINDS = {
               "sourced), board power x time, and cost at a declared price per device-hour",
     "history": "public training history: 13 models' published tokens and GPU-hours, 6ND of their "
                "parameter proxy, D/N and GPU-hours / devices / 24 where a device count is published",
+    "batch": "critical batch: steps, examples and days of weak and strong data-parallel scaling from a "
+             "declared gradient noise scale (McCandlish et al.)",
     "capacity": "MoE capacity factor: capacity per expert, dropped and padded tokens under a declared "
                 "routing histogram, per capacity factor",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -46,6 +48,42 @@ def fraction_text(text):
     if value is None or not 0 < value <= 1 or len(text) > 40:
         raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] such as 0.3 or 3/10, got '{text}'")
     return value
+
+
+def _batch_arguments(q):
+    q.add_argument("--noise-scale", type=common.token_budget, required=True, metavar="TOKENS",
+                   help="declared gradient noise scale B_noise in tokens (2M, 20M)")
+    q.add_argument("--train-tokens", type=common.token_budget, required=True, metavar="D",
+                   help="tokens the reference run trains on (100B)")
+    q.add_argument("--seq", type=common.positive_int, required=True, metavar="T", help="tokens per sequence")
+    q.add_argument("--reference-sequences", type=common.positive_int, required=True, metavar="B",
+                   help="sequences per step of the reference run (taken as exactly reaching the target)")
+    q.add_argument("--reference-cards", type=common.positive_int, required=True, metavar="N",
+                   help="cards of the reference run (B / N micro-batches per card)")
+    q.add_argument("--compute-time", type=long_duration, required=True, metavar="T",
+                   help="compute seconds of a reference step (e.g. 52.2s; scales as 1 / cards under strong scaling)")
+    q.add_argument("--overhead-time", type=long_duration, default=0.0, metavar="T",
+                   help="per-step communication and input wait that does not scale (e.g. 0.5s; default 0)")
+    q.add_argument("--cards", type=_card_list, required=True, metavar="N[,N...]",
+                   help="card counts to scale to")
+
+
+def _card_list(text):
+    values = common.positive_ints(text)
+    if not values:
+        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas (48,96,192), got '{text}'")
+    return values
+
+
+def _batch(args):
+    from fractions import Fraction
+
+    from ..analyses.critical_batch import critical_batch
+
+    return critical_batch(noise_tokens=args.noise_scale, tokens=args.train_tokens, sequence_tokens=args.seq,
+                          reference_sequences=args.reference_sequences, reference_cards=args.reference_cards,
+                          compute_s=Fraction(repr(args.compute_time)), overhead_s=Fraction(repr(args.overhead_time)),
+                          cards=args.cards)
 
 
 def _capacity_arguments(q):
@@ -473,6 +511,8 @@ def run(args):
         rec["result"] = _fusion(args)
     elif args.kind == "capacity":
         rec["result"] = _capacity(args)
+    elif args.kind == "batch":
+        rec["result"] = _batch(args)
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))

@@ -33,6 +33,26 @@ from ..errors import UserError
 
 V4_FORMATS = (("matrix", "fp8-b128-e8m0"), ("expert", "mxfp4"))
 
+# DeepSeek-V4.1 keys (bojieli/ai-infra-book: its V4.1-Flash config nests the text model in
+# text_config and adds these): layers this adapter does not model.
+V41_LAYERS = (
+    ("kv_source_layer_ids", "CED cross-layer KV: layers that read another layer's KV"),
+    ("index_source_layer_ids", "shared indexer source layers"),
+    ("candidate_topk_blocks", "CSA2 block-candidate selection"),
+    ("candidate_block_size", "CSA2 block-candidate selection"),
+)
+
+
+def _refuse_v41(cfg):
+    """A V4.1 config is an error naming what is not modelled, never a V4 approximation."""
+    text = cfg.get("text_config")
+    data = text if isinstance(text, dict) else cfg.data
+    missing = [f"{key} ({what})" for key, what in V41_LAYERS if key in data]
+    missing += [f"{key} (Engram layers)" for key in sorted(data) if key.startswith("engram")]
+    if missing or isinstance(text, dict):
+        raise cfg.unsupported("DeepSeek-V4.1 architecture: " + "; ".join(
+            missing or ["text_config nesting (the V4.1 text/vision wrapper)"]) + " (modelled: DeepSeek-V4)")
+
 
 def _formats(cfg):
     q = cfg.require("quantization_config")
@@ -109,6 +129,7 @@ class V4Shapes:
 
 
 def deepseek_v4(cfg, model_id):
+    _refuse_v41(cfg)
     s = V4Shapes(cfg)
     n = cfg.int("num_hidden_layers")
     mtp = cfg.int("num_nextn_predict_layers", 0, low=0)

@@ -5,6 +5,15 @@ from .table import inline, markdown_table
 from ..analyses.fusion import FUSION_CONVENTIONS
 
 CONVENTIONS = {
+    "batch": [
+        "Critical batch (McCandlish et al. 2018, arXiv:1812.06162; Kaplan et al. 2020, sec. 5.1): "
+        "(S/S_min - 1)(E/E_min - 1) = 1 with B_noise = E_min/S_min: S(B) = S_min (1 + B_noise/B), "
+        "E(B) = E_min (1 + B/B_noise); the noise scale is declared, not measured.",
+        "The reference run (B_ref tokens per step, S_ref = ceil(D / B_ref) steps) is taken as exactly reaching "
+        "the target: S_min = S_ref / (1 + B_noise/B_ref). Weak scaling keeps each card's micro-batches and the "
+        "step time (compute + overhead); its speedup ceiling is S_ref / S_min. Strong scaling keeps B_ref: "
+        "compute x reference cards / cards + overhead per step. Parallel efficiency 1; times declared.",
+    ],
     "capacity": [
         "A = tokens x top-k assignments over E experts; the declared loads split A into whole tokens per expert "
         "(relative loads in expert order). Capacity per expert C = ceil(f x A / E) for a capacity factor f.",
