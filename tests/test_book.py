@@ -544,6 +544,50 @@ class ArchitectureVariants(unittest.TestCase):
                 self.assertEqual(c["weight_bytes"] + c["kv_bytes_per_request"] + 2 ** 31, budget)
 
 
+    def test_prefill_prefix_single_device(self):
+        # bojieli/ai-infra-book:calculations/results/architecture-prefill.md, -prefix.md, -single-device.md:
+        # matrix FLOPs at 8192 tokens and at 6144 + 2048, the TP-2 per-rank budget for 8,192 positions and the
+        # one-device budget for 8,193 (weights + KV + 2 GiB workspace).
+        rows = (("baseline", 133_594_323_353_600, 37_110_366_076_928, 10_942_507_008, 19_737_061_376),
+                ("deeper-same-width", 139_779_881_566_208, 39_893_706_211_328, 11_118_870_528, 20_089_634_816),
+                ("less-kv-more-ffn", 133_594_323_353_600, 37_110_366_076_928, 10_489_522_176, 18_830_981_120))
+        configs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculations", "results",
+                               "book", "configs")
+        for name, prefill, prefix, tp2, one in rows:
+            model = "qwen3-8b" if name == "baseline" else os.path.join(configs, f"qwen3-8b-{name}.json")
+            budgets = []
+            for extra in (("--context", "8192", "--tp", "2"), ("--context", "8193")):
+                k = result("kv", "--model", model, *extra, "--memory-bytes", "24GB", "--reserve", "2GiB")["capacity"]
+                budgets.append(k["stages"][0]["weight_bytes"] + k["stages"][0]["kv_bytes_per_request"] + 2 ** 31)
+            with self.subTest(variant=name):
+                self.assertEqual(result("forward", "--model", model, "--tokens", "8192")["totals"]["matrix_flops"],
+                                 prefill)
+                self.assertEqual(result("forward", "--model", model, "--history", "6144", "--tokens", "2048")
+                                 ["totals"]["matrix_flops"], prefix)
+                self.assertEqual(budgets, [tp2, one])
+
+
+class ExpertGranularity(unittest.TestCase):
+    def test_edited_qwen235_configs(self):
+        # bojieli/ai-infra-book, chapter 2 (C13-expert-granularity): 16 tokens; 64/3072/k4 and 256/768/k16 keep
+        # the expert work 454,192,791,552 FLOPs (16 x k x 94 x 6 x 4096 x width), 256/768/k8 halves it;
+        # the router [E, 4096] x 94 makes the whole model 24,641,536 smaller / 49,283,072 larger.
+        configs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "calculations", "results",
+                               "book", "configs")
+        base = 235_093_634_560
+        for name, params, flops in (("baseline", base, 454_192_791_552),
+                                    ("coarse64", base - 24_641_536, 454_192_791_552),
+                                    ("fine256-k16", base + 49_283_072, 454_192_791_552),
+                                    ("fine256-k8", base + 49_283_072, 227_096_395_776)):
+            model = ("qwen3-235b-a22b" if name == "baseline"
+                     else os.path.join(configs, f"qwen3-235b-a22b-granularity-{name}.json"))
+            r = result("forward", "--model", model, "--tokens", "16")
+            with self.subTest(variant=name):
+                self.assertEqual(r["model"]["params"], params)
+                self.assertEqual(sum(o["matrix_flops"] for o in r["operators"] if o["name"].startswith("experts.")),
+                                 flops)
+
+
 class TeacherCache(unittest.TestCase):
     def test_fp32_and_v4_flash_rows(self):
         # INDEX, table "教师最终hidden与全logits缓存": teacher-cache-fp32 hidden 134217728 B, logits

@@ -49,15 +49,66 @@ class Concurrency(unittest.TestCase):
         self.assertEqual(n, min(int(room // (65_536 * 1999)), limit))
 
 
+class LatencyLimit(unittest.TestCase):
+    """MLPerf Server: the concurrency is the largest whose iteration (TPOT) meets the limit."""
+
+    def test_bisection_by_hand(self):
+        # step(m) = 10 ms + 1 ms x m: within 100 ms up to m = 90, exactly (by hand)
+        step = lambda m: 0.010 + 0.001 * m   # noqa: E731
+        self.assertEqual(serving.latency_limited(step, 500, 0.1000001), 90)
+        self.assertEqual(serving.latency_limited(step, 50, 0.1), 50)      # memory binds first
+        self.assertEqual(serving.latency_limited(step, 500, 0.005), 1)    # even one request misses
+
+    def test_mlperf_limits(self):
+        # llama3.1-8b Server: p99 TPOT 100 ms (inference_rules.adoc); llama2-70b: 200 ms (mlperf.conf)
+        cases = {c["id"]: c for c in map(V.load_case, V.case_paths())}
+        self.assertEqual(VP.tpot_limit(cases["mlperf51-redhat-llama31-8b-fp8-l40s-server"]), 0.100)
+        self.assertEqual(VP.tpot_limit(cases["mlperf41-llama2-70b-fp8-mi300x-server"]), 0.200)
+        self.assertIsNone(VP.tpot_limit(cases["mlperf41-llama2-70b-fp8-mi300x-offline"]))
+        # trtllm-bench at unlimited request rate has no latency limit
+        self.assertIsNone(VP.tpot_limit(cases["trtllm014-serving-llama31-8b-bf16-h100-sxm-467-256-qps-inf"]))
+
+    def test_server_case_meets_its_limit(self):
+        # The MI300X Server case: the predicted iteration is within 200 ms, one more request is not.
+        case = V.load_case(next(p for p in V.case_paths() if "mi300x-server" in p))
+        _, rec = VP.serving_prediction(case)
+        self.assertLessEqual(rec["iteration_s"], 0.200)
+        _, off = VP.serving_prediction(V.load_case(next(p for p in V.case_paths() if "mi300x-offline" in p)))
+        self.assertLess(rec["concurrency"], off["concurrency"])
+        from infracalc.analyses.validate import _device, _model, _serving_workload
+        s = case["setup"]
+        arch, device = _model(case), _device(s["device"])
+        w = _serving_workload(s, arch)
+        k, f, r = VP.constants_for(case)[0]
+        rates = serving.predict.achievable(device, w.compute_dtype, k)
+        n = rec["concurrency"] + 1
+        gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
+        self.assertGreater(gpu + f + r * n, 0.200)
+
+
 class MixedIteration(unittest.TestCase):
     def test_weights_once_work_adds(self):
         dec = [Op("q", "linear", "[8,4]x[4,4]", matrix_flops=256, weight_read=32, act_read=64, act_write=64),
                Op("att", "attention", "x", matrix_flops=100, kv_read=1000, act_read=10)]
         pre = [Op("q", "linear", "[16,4]x[4,4]", matrix_flops=512, weight_read=32, act_read=128, act_write=128),
                Op("att", "attention", "x", matrix_flops=300, kv_read=0, kv_write=500, act_read=20)]
-        q, att = serving.mixed_ops(dec, pre, 0.5)
+        q, att, att_pre = serving.mixed_ops(dec, pre, 0.5)
         self.assertEqual((q.matrix_flops, q.weight_read, q.act_read, q.act_write), (512, 32, 128, 128))
-        self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (250, 1000, 250, 20))
+        # attention: the decodes' row unchanged, the prefills' row at half its work (two kernels)
+        self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (100, 1000, 0, 10))
+        self.assertEqual((att_pre.matrix_flops, att_pre.kv_read, att_pre.kv_write, att_pre.act_read),
+                         (150, 0, 250, 10))
+
+    def test_context_and_generation_attention_add(self):
+        # One decode attention row bound by its KV read (1e9 B at 1e12 B/s = 1 ms) and a prefill
+        # share bound by its FLOPs (1e12 at 1e15 FLOP/s = 1 ms): two kernels, 2 ms, not max = 1 ms.
+        from infracalc.analyses.efficiency.predict import Rates, op_time
+        p = Rates(matrix_flops_per_s=1e15, attention_flops_per_s=1e15, vector_flops_per_s=1e14,
+                  bytes_per_s=1e12, kernel_s=0.0)
+        dec = [Op("att", "attention", "x", matrix_flops=1, kv_read=10**9)]
+        pre = [Op("att", "attention", "x", matrix_flops=2 * 10**12, kv_write=1)]
+        rows = serving.mixed_ops(dec, pre, 0.5)
+        self.assertAlmostEqual(sum(op_time(r, p) for r in rows), 2e-3, places=9)
 
     def test_different_operators_are_not_merged(self):
         # a recurrent decode against a chunked prefill: both lists, the prefill scaled, weights twice

@@ -51,6 +51,7 @@ CASES = [   # (model, device, devices, P, G, objective, tpot_limit, batch, optio
     ("qwen3-30b-a3b", H100, 16, 4096, 64, "ttft", None, 8, {"cp_split": "zigzag"}),
     ("llama-3.1-70b", H100, 64, 2048, 256, "throughput", None, None, {}),
     ("llama-3.1-70b", H100, 64, 2047, 255, "ttft", None, 3, {"overlap": True}),
+    ("llama-3.1-70b", H100, 32, 2047, 255, "ttft", None, 1, {}),   # CP's last rank: fewer tokens, more pairs
     ("llama-3.1-70b", H100, 32, 2048, 256, "throughput", 0.03, None, {}),
     ("qwen3-8b", H100, 16, 512, 128, "tpot", 0.004, 2, {}),
 ]
@@ -191,3 +192,48 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
                 self.assertGreater(floor, 0, (model, lay, setup))   # not vacuous
                 checked += 1
             self.assertGreater(checked, 3, (model, setup))
+
+    def test_floor_composes_the_largest_stage_the_bubble_and_the_largest_update(self):
+        # Llama-3.1-8B, pp 4 (8 layers per stage), 1F1B, ZeRO-1 over dp 2, m = 8: the floor is
+        # m x max c + (sum c - max c) + max over stages of the optimizer update, c_s = 8 x one
+        # layer's pass (every stage holds 8 equal layers), the updates as step_time charges them.
+        from infracalc import comm
+        from infracalc.analyses import train, train_time
+        from infracalc.layout import Layout
+
+        arch, dev = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        s, w = train.Setup(zero=1), Workload(batch=1, tokens=4096, logits="all")
+        lay = Layout(pp=4, dp=2, micro_batches=8)
+        mem = train.stage_memory(arch, w, lay, s)
+        opts = train.recipe_options(s, comm.links(dev), mem)
+        exact = train.step_of(arch, w, lay, dev, s, comm.links(dev), mem)
+        from infracalc.analyses.train_flops import training_workload
+
+        tw = training_workload(w)
+        c = 8 * train_time.layer_pass(arch.layers[0], tw, train_time.roofs_of(dev, tw, 1.0, 1.0), 1, "none", False,
+                                      1).total
+        want = 8 * c + (4 * c - c) + max(st.optimizer_s for st in exact.stages)
+        self.assertAlmostEqual(train_time.step_floor(arch, w, lay, dev, **opts), want, delta=want * 1e-12)
+        self.assertGreater(len({st.optimizer_s for st in exact.stages}), 1)   # the stages' updates differ
+
+
+class PipelineComposition(unittest.TestCase):
+    """The pipeline formulas the search, the record and the bounds compose (pipeline.py), by hand."""
+
+    def test_prefill_and_step_by_hand(self):
+        from infracalc.analyses.parallel import pipeline
+
+        # Stages of 1, 2 and 3 s, a boundary transfer of 0.5 s, m = 4 micro-batches over pp = 3:
+        # L = 1 + 2 + 3 + (3 - 1) x 0.5 = 7 s; the slowest 3 s, m x slowest 12 s. Prefill: the last
+        # micro-batch leaves after L + (m - 1) x 3 = 16 s, the first after 7 s; the slowest stage
+        # is busy 12 of those 16 s (bubble 1/4). A decode step recurs every max(L, 12) = 12 s, no
+        # bubble; with m = 2 the pass bounds it: max(7, 6) = 7 s, bubble 1 - 6/7.
+        pre = pipeline.prefill_pipeline([1.0, 2.0, 3.0], 0.5, 4, 3)
+        self.assertEqual((pre["pass_s"], pre["ttft_first_s"], pre["ttft_s"], pre["slowest_stage_s"]),
+                         (7.0, 7.0, 16.0, 3.0))
+        self.assertAlmostEqual(pre["bubble_fraction"], 0.25, places=15)
+        step = pipeline.step_pipeline([1.0, 2.0, 3.0], 0.5, 4, 3)
+        self.assertEqual((step["pass_s"], step["cycle_s"], step["bubble_fraction"]), (7.0, 12.0, 0.0))
+        step = pipeline.step_pipeline([1.0, 2.0, 3.0], 0.5, 2, 3)
+        self.assertEqual(step["cycle_s"], 7.0)
+        self.assertAlmostEqual(step["bubble_fraction"], 1 - 6 / 7, places=15)

@@ -780,3 +780,41 @@ class MtpDrafter(unittest.TestCase):
                                  "--acceptance", "0.8")
         self.assertEqual(status, 2)
         self.assertIn("no multi-token-prediction module", err)
+
+
+class AfPools(unittest.TestCase):
+    def test_sides_partition_the_model(self):
+        """The FFN side of Qwen3-8B at 4 decode tokens: 4 x 36 layers x 2 x 3 x 4,096 x 12,288
+        matrix FLOPs; every ledger column of the two sides adds up to the whole model's, and all
+        KV reads are on the attention side."""
+        from infracalc import ledger
+        from infracalc.analyses.serve.system import af_sides
+
+        arch = load_model("qwen3-8b")
+        attn, ffn = af_sides(arch)
+        w = Workload().replace(batch=4, tokens=1, history=100)
+        total = (lambda a, f: sum(getattr(op, f) for op in ledger.operators(a, w)))
+        self.assertEqual(total(ffn, "matrix_flops"), 4 * 36 * 2 * 3 * 4096 * 12288)
+        for f in ("matrix_flops", "vector_flops", "weight_read", "kv_read", "act_read", "act_write", "kv_write"):
+            with self.subTest(field=f):
+                self.assertEqual(total(attn, f) + total(ffn, f), total(arch, f))
+        self.assertEqual(total(ffn, "kv_read"), 0)
+
+    def test_pool_counts(self):
+        # workers per side = ceil(rate x (G - 1) x t / batch)
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129",
+                                   "--prefill-device", "a100-sxm-80gb", "--decode-device", "h20", "--rate", "3.5",
+                                   "--format", "json")
+        self.assertEqual(status, 0, err)
+        ap = json.loads(out)["pd"]["af"]["pools"]
+        import math
+        for side in ("attention", "ffn"):
+            self.assertEqual(ap[side]["workers"], math.ceil(3.5 * 128 * ap[side]["step_s"] / ap["batch"]))
+
+    def test_offload_layer_time_from_the_ledger(self):
+        status, out, err = run_cli("serve", "--model", "qwen3-8b", "--offload-ffn-layers", "3:36:4", "--host-link-bw",
+                                   "pcie5", "--input-len", "8192", "--format", "json")
+        self.assertEqual(status, 0, err)
+        o = json.loads(out)["offload"]
+        import math
+        self.assertEqual(o["layer_ns"], math.ceil(o["decode_step_estimate_s"] * 1e9 / 36))

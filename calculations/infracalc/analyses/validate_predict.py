@@ -42,6 +42,25 @@ def constants_for(case):
     return (FITTED[key], "without its publication") if key in FITTED else (FITTED["all"], "all cases (in-sample)")
 
 
+# MLPerf Server scenario's latency limits (p99 TTFT, p99 TPOT, seconds) per benchmark, keyed by
+# the benchmark's name (the last item of an MLPerf publication's title): llama2-70b 2000 / 200 ms (mlcommons/inference loadgen/mlperf.conf,
+# `llama2-70b.Server.ttft_latency = 2000`, `llama2-70b.Server.tpot_latency = 200`); llama3.1-8b
+# 2000 / 100 ms (mlcommons/inference_policies inference_rules.adoc, the benchmarks' latency
+# table). The prediction applies the TPOT limit to the mean iteration (the engine can run no more
+# requests than keep every token within it); TTFT is not checked (chunked prefill puts a prompt of
+# these lengths in one iteration, far below 2 s).
+MLPERF_SERVER_LIMITS = {"llama2-70b": (2.0, 0.200), "llama3.1-8b": (2.0, 0.100)}
+
+
+def tpot_limit(case):
+    """The TPOT limit (seconds) of an MLPerf Server case, else None (an Offline run, or a
+    server load without a latency limit, such as trtllm-bench at unlimited request rate)."""
+    title = case["source"].get("title", "") if isinstance(case["source"], dict) else ""
+    if case["setup"].get("scenario") != "server" or not title.startswith("MLPerf Inference"):
+        return None
+    return MLPERF_SERVER_LIMITS[title.rsplit(", ", 1)[-1]][1]
+
+
 def serving_prediction(case, constants=None):
     """(predicted figure in the case's unit, the steady-state record) of a serving case;
     (None, None) when the tool has no prediction for it."""
@@ -53,11 +72,14 @@ def serving_prediction(case, constants=None):
     device = _device(s["device"])
     w = _serving_workload(s, arch)
     constants = constants or constants_for(case)[0]
+    limit = tpot_limit(case)
     if s["devices"] > 1:
-        rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants)
+        rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants,
+                               limit)
         out = rec and rec["output_tokens_per_s_cluster"]
     else:
-        rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants)
+        rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants,
+                                tpot_limit_s=limit)
         out = rec and rec["output_tokens_per_s"]
     if rec is None:
         return None, None

@@ -200,6 +200,12 @@ def pd_lines(rec):
                      f"of {u.integer(af['message_bytes'])} B ({af['round_trips_per_token']} round trips), "
                      f"{u.integer(af['bytes_per_token'])} B"
                      + (f", {_s(af['time_per_token_s'])} over the same link (lower bound)" if af.get("time_per_token_s") else ""))
+        ap = af.get("pools")
+        if ap:
+            lines.append(f"- AF pools on {inline(ap['device'])} at {ap['batch']:,} requests per micro-batch (estimate): "
+                         f"attention step {_s(ap['attention']['step_s'])}, {ap['attention']['workers']} workers; "
+                         f"FFN step {_s(ap['ffn']['step_s'])}, {ap['ffn']['workers']} workers, for "
+                         f"{ap['decode_tokens_per_s']:,.0f} decode tokens/s")
     for dev, c in pd["colocated"].items():
         lines.append(f"- Co-located (chunked scheduler) on {inline(dev)} (TP {c['tp']}): "
                      f"{_rate(c['estimate']['requests_per_s_per_replica'])} requests/s per replica, "

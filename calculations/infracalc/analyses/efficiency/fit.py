@@ -24,9 +24,12 @@ GRID = tuple((k * 1e-6, f * 1e-3, r * 2.5e-6) for k in range(5)
 
 def sample(case):
     """(publication, N, GPU seconds at zero kernel cost, kernels, measured iteration, family) of a
-    serving case, or None when it has no prediction."""
-    from ..validate_predict import family, publication, serving_prediction
+    serving case, or None when it has no prediction or is latency-limited (an MLPerf Server
+    case: its concurrency depends on the constants, so the iteration is not linear in them)."""
+    from ..validate_predict import family, publication, serving_prediction, tpot_limit
 
+    if tpot_limit(case) is not None:
+        return None
     zero = (0.0, 0.0, 0.0)
     value, rec = serving_prediction(case, zero)
     if value is None:

@@ -149,9 +149,20 @@ def piece_times(steps, p):
     def moved_bytes(v):
         return sum([v[j] for j in moved])
 
+    from ..decode_sum import constant
+
     out = []
+    vector_rate, bw, kernel_s = p.vector_flops_per_s, p.bytes_per_s, p.kernel_s
     for op, runs in zip(steps.ops, steps.runs):
         rate = _matrix_rate(op, p)
+        steady = constant(runs)
+        if steady is not None:   # one bound on every step (the split below, without it)
+            v0, n = steady
+            c0, m0 = v0[mf] / rate + v0[vf] / vector_rate, moved_bytes(v0)
+            v = v0 if n == 1 else tuple([n * x for x in v0])
+            total = v[mf] / rate + v[vf] / vector_rate if c0 - m0 / bw > 0 else moved_bytes(v) / bw
+            out.append(total + n * op.repeats * kernel_s if m0 else total)
+            continue
 
         def compute_s(v):
             return v[mf] / rate + v[vf] / p.vector_flops_per_s

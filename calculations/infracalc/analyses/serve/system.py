@@ -245,6 +245,10 @@ def pd_sizing(arch, w, prefill_device, decode_device, input_len, output_len, opt
     new, calls = input_len - opts.cached, output_len - 1
     out = {"rate_per_s": opts.rate, "prefill_worker": pre, "decode_worker": dec, "handoff": move,
            "af": af_messages(arch, w, move), "pools": {}, "colocated": {}}
+    d = dec["estimate"]["decode_concurrency"]
+    if d and opts.rate is not None:
+        out["af"]["pools"] = af_pools(arch, w, decode_device, input_len, output_len, max(1, round(d)),
+                                      opts.rate, opts, out["af"])
     for kind in ("lower_bound", "estimate"):
         p_rate = pre[kind]["prefill_tokens_per_s"] / new
         if move["time_s"]:   # each prefill worker's NIC carries its requests' handoffs
@@ -382,7 +386,10 @@ PD_SIZING = (
     "the most within --tpot-limit); pools = ceil(rate / a worker's requests/s) each; the handoff of "
     "c(P) bytes (the prompt's cache, `kv`'s bytes per request at P tokens) over the slower scale-out "
     "NIC, alpha + bytes / bandwidth; co-located beside it: the chunked scheduler's requests/s per "
-    "replica on each device type.")
+    "replica on each device type. AF pools: the decode step at the decode worker's concurrency split "
+    "into the model with only its FFN blocks and the rest (their rows add up to the model's), each "
+    "side's operator-sum estimate t on the decode device; ceil(rate (G - 1) t / batch) workers a side; "
+    "one micro-batch size for both, no ping-pong overlap, message time not in t.")
 
 
 SPEC_CONVENTION = (
@@ -463,6 +470,46 @@ def prefix_record(arch, w, device, input_len, output_len, opts, r, parts, rows):
         out["chunked_requests_per_s_without_prefix"] = base["requests_per_s"]
         out["chunked_ttft_s"] = chunk["ttft_s"]
         out["chunked_ttft_s_without_prefix"] = base["ttft_s"]
+    return out
+
+
+AF_BLOCKS = ("GatedMLP", "GPTMLP", "MoE", "LatentMoE")
+
+
+def af_sides(arch):
+    """(attention side, FFN side): the architecture with only its FFN blocks (MLP, MoE) in every
+    layer, and with everything else (attention, norms, residuals, embedding, head); their
+    ledgers' rows together are the whole model's."""
+    from ...arch import Block, Layer
+
+    def keep(ffn):
+        return tuple(Layer(blocks=tuple(b for b in layer.blocks if (type(b).__name__ in AF_BLOCKS) == ffn))
+                     for layer in arch.layers)
+
+    ffn_side = arch.replace(id=f"{arch.id} (FFN side)", layers=keep(True), embedding=Block(), head=Block(),
+                            final_norm=Block())
+    return arch.replace(id=f"{arch.id} (attention side)", layers=keep(False)), ffn_side
+
+
+def af_pools(arch, w, device, input_len, output_len, batch, rate, opts, messages):
+    """Attention and FFN pools on `device` for `rate` requests/s: each side runs the decode step
+    of `batch` requests (the decode worker's concurrency) at the middle history, its estimate
+    (operator-sum roofline) t_A, t_F; the pools need ceil(rate (G - 1) t / batch) workers each
+    (the side serves batch tokens per t); the messages between them are af_messages'. Both sides
+    at the same micro-batch, no ping-pong overlap, the links not charged in t."""
+    from math import ceil
+
+    from ... import ledger
+    from .. import decode_sum
+    from ..decode import phase_record
+
+    r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
+    step = w.replace(batch=batch, tokens=1, history=input_len + (output_len - 1) // 2, logits="last")
+    tokens = rate * (output_len - 1)
+    out = {"device": device.id, "batch": batch, "decode_tokens_per_s": tokens}
+    for name, side in zip(("attention", "ffn"), af_sides(arch)):
+        t = phase_record(decode_sum.single(ledger.operators(side, step)), r)["time_s"]
+        out[name] = {"step_s": t, "tokens_per_s_per_worker": batch / t, "workers": ceil(tokens * t / batch)}
     return out
 
 
@@ -590,7 +637,7 @@ def offload_record(arch, w, device, layers, slots, passes, bandwidth, layer_ns, 
 
         r = roof(device, w.compute_dtype, ce, me)
         ops = ledger.operators(arch, w.replace(batch=1, tokens=1, history=history, logits="last"))
-        step = phase_record([decode_sum.single(ops)], r)["time_s"]
+        step = phase_record(decode_sum.single(ops), r)["time_s"]
         layer_ns = ceil(step * 1e9 / len(arch.layers))
     out = offload.plan(arch, w, list(layers), slots, passes, layer_ns, bandwidth)
     rec = _header(arch, w, device, history or 1, 2, Options(compute_efficiency=ce, memory_efficiency=me))
