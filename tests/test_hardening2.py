@@ -497,3 +497,19 @@ class SessionOptionsReview(Case):
         row = json.loads(out)["prefix_value"]["candidates"][0]
         self.assertEqual(row["resident_bytes"], expected)
         self.assertEqual(expected, 23072768)
+
+    def test_kimi_k3_quantization_config_of_the_wrong_shape(self):
+        # The fuzzer's find: config_groups (or its group_0, or weights) not an object crashed
+        # the K3 adapter with AttributeError instead of naming the unsupported field.
+        for path, value in ((("config_groups",), 7), (("config_groups", "group_0"), []),
+                            (("config_groups", "group_0", "weights"), "x")):
+            with self.subTest(path=path):
+                cfg = bundled("models", "kimi-k3")
+                target = cfg["text_config"]["quantization_config"]
+                for key in path[:-1]:
+                    target = target[key]
+                target[path[-1]] = value
+                status, out, err = run("forward", "--model", self.file(json.dumps(cfg)), "--tokens", "1")
+                self.assertEqual(status, 2, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("quantization_config", err)
