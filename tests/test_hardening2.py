@@ -469,6 +469,17 @@ class SessionOptionsReview(Case):
           "--capacity-factor", "1", "--experts", "4"), "drop --experts"),
         (("budget", "capacity", "--experts", "2", "--top-k", "1", "--tokens", "128", "--loads", "3x,1",
           "--capacity-factor", "1"), "--loads"),
+        # a question's own option without the question (it was ignored)
+        (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--remote-bw", "5GB/s"),
+         "--remote-bw is read only with --cache-route"),
+        (("serve", "--model", "qwen3-235b-a22b", "--expert-tokens", "128", "--routing", "balanced",
+          "--host-link-bw", "pcie5"), "--host-link-bw is read only with one of"),
+        (("serve", "--model", "qwen3-235b-a22b", "--expert-tokens", "128", "--routing", "balanced",
+          "--copy-bw", "25GB/s"), "--copy-bw is read only with --payback-batches"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--draft-ns", "1000"),
+         "--draft-ns is read only with --accepted-counts"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--prefix-budget", "1GiB"),
+         "--prefix-budget is read only with --prefix-candidate"),
         # collective: --algorithm belongs to the reconfiguration rows
         (("collective", "all_reduce", "--ranks", "8", "--bytes", "8MiB", "--algorithm", "tree"), "--algorithm"),
     )
