@@ -179,6 +179,27 @@ class ProBookFigures(unittest.TestCase):
         self.assertEqual(64 * t.kv_bytes_resident_after, 631_902 * 2**20)
 
 
+class PrefixBoundaries(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/v4-prefix-pro-boundary.md (125-token prefix,
+    5 sequential full forwards: matrix_flops_effective_attention 500,022,149,120, state
+    27,708,928 -> 27,966,464 B) and v4-prefix-flash-batch-boundary.md (3 requests, prefix
+    127, 2 forwards: 164,157,456,384; 55,894,272 -> 56,168,448 B): our decode phase."""
+
+    def test_boundaries(self):
+        from support import run_cli
+        for model, args, flops, before, after in (
+                ("deepseek-v4-pro", ("--input-len", "125", "--output-len", "6"), 500_022_149_120, 27_708_928, 27_966_464),
+                ("deepseek-v4-flash", ("--input-len", "127", "--output-len", "3", "--batch", "3"),
+                 164_157_456_384, 55_894_272, 56_168_448)):
+            status, out, err = run_cli("decode", "--model", model, *args, "--format", "json")
+            self.assertEqual(status, 0, err)
+            r = json.loads(out)
+            batch = r["inputs"]["batch"]
+            self.assertEqual(r["decode"]["linear_flops"] + r["decode"]["attention_flops_causal"], flops)
+            self.assertEqual(r["prefill"]["kv_bytes_written"], before)
+            self.assertEqual(batch * r["serving"]["final_cache_bytes"], after)
+
+
 class V41Refused(unittest.TestCase):
     """DeepSeek-V4.1 adds layers this adapter does not model (the book's V4.1-Flash config:
     kv_source_layer_ids [2, 8, 14, 20], index_source_layer_ids, CSA2 candidate blocks,

@@ -82,6 +82,12 @@ class Block(Record):
     the rows of every declaring block of every bundled model at different
     histories, so a wrong declaration fails CI."""
 
+    reads_mla = False
+    """True when `ops(w)` depends on `w.mla` (the MLA blocks: blocks.mla). The ledger
+    keys every other block's rows by the workload with the MLA path left out, so an MLA
+    model's two paths (mla_path.cheaper) share them. tests/test_history_independent.py
+    compares every other block's rows of every bundled model under each path."""
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "tensors" in cls.__dict__:   # keyed per class: a subclass's tensors() may call super()'s

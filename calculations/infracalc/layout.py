@@ -417,17 +417,14 @@ def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=No
     tokens = -(-context // layout.cp)
     out = []
     fits = []
-    for st in sts:
-        def make():   # per stage shard: a search meets the same stage under many layouts
-            kv = sum(count * memo(("layer kv", layer, w.kv_dtype, tokens, w.mla),
-                                  lambda: layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True))
-                     for layer, count, _ in device_layers(arch, layout, st))
-            row = StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st), kv, reserve,
-                              memory_bytes)
-            return row, row.max_requests
-        row, fit = memo(("stage memory", arch, w, layout.tp, layout.ep, st, tokens, reserve, memory_bytes), make)
+    for st in sts:   # not memoized per stage: its parts are, and a search meets each stage about once
+        kv = sum(count * memo(("layer kv", layer, w.kv_dtype, tokens, w.mla),
+                              lambda: layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True))
+                 for layer, count, _ in device_layers(arch, layout, st))
+        row = StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st), kv, reserve,
+                          memory_bytes)
         out.append(row)
-        fits.append(fit)
+        fits.append(row.max_requests)
     return out, binding_stage([memory_bytes - s.need(m or 0) for s, m in zip(out, fits)], fits)
 
 

@@ -123,6 +123,8 @@ _RAW_KEPT = 512
 
 
 def _raw_ops(block, w, free):
+    if not block.reads_mla:
+        w, free = w.without_mla(), free.without_mla()
     key = (block, free) if block.history_independent else (block, w)
     ops = _RAW.get(key)
     return remember(_RAW, _RAW_KEPT, key, tuple(block.ops(w))) if ops is None else ops
@@ -131,7 +133,7 @@ def _raw_ops(block, w, free):
 def _block_rows(block, w, free, count, label, per_layer):
     """`block`'s rows under `w`, labelled with its layer range and count (per_layer:
     one instance's figures with `repeats`; else multiplied by the count)."""
-    key = (block, free, count, label, per_layer)
+    key = (block, free if block.reads_mla else free.without_mla(), count, label, per_layer)
     hit = _BLOCK_ROWS.get(key)
     if block.history_independent:
         if hit is None:

@@ -54,6 +54,15 @@ class Workload(Record):
             raise UserError(f"head positions must be in 0..{self.tokens} (the new tokens per request), "
                             f"got {self.head_positions}")
 
+    def without_mla(self):
+        """This workload with the MLA path left out (absorbed; built once per instance):
+        the key of the rows of a block that does not read it (Block.reads_mla)."""
+        d = self.__dict__
+        free = d.get("_without_mla")
+        if free is None:
+            free = d["_without_mla"] = self.replace(mla="absorbed") if self.mla != "absorbed" else self
+        return free
+
     def without_history(self):
         """This workload at history 0 (built once per instance): the key under which
         rows that do not depend on the history are reused across histories

@@ -463,7 +463,7 @@ def _block_runs(block, w, lo, hi, check):
     first two histories of each piece (and of its second period); with `check`
     also at its last history and at its last period, and fails loudly if the block
     is not linear or periodic where its history_breakpoints / history_period say."""
-    key = (block, w, lo, hi)
+    key = (block, w if block.reads_mla else w.without_mla(), lo, hi)
     hit = _RUNS.get(key)
     if hit is not None and (hit[0] or not check):
         return hit[1]

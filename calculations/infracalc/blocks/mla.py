@@ -68,6 +68,7 @@ from .attention import causal_pairs, keys_touched, rectangular_pairs
 
 
 class MLA(Block):
+    reads_mla = True   # the execution path picks its operators
     hidden: int
     heads: int
     q_lora_rank: int         # 0: no query compression (q_proj)

@@ -131,15 +131,14 @@ def pieces(plan, a, w, lo, hi):
 
 def stage_cost(plan, lay, stage, w, spec, i=0):
     """unit_cost(...)[i] of one device of `stage`: its top blocks' + count x each distinct
-    layer's (i: 0 the pass or the summed steps, 1 the first step, 2 the last)."""
+    layer's (i: 0 the pass or the summed steps, 1 the first step, 2 the last). Not memoized:
+    `stage.evaluate`, its one caller, is (a memo here saved nothing, by instruction count)."""
     from ... import layout as placement
 
-    def make():
-        total = unit_cost(plan, top_unit(plan, lay, stage), w, spec)[i]
-        for layer, count, _ in placement.device_layers(plan.arch, lay, stage):
-            total = total.plus(unit_cost(plan, unit(plan, layer), w, spec)[i].times(count))
-        return total
-    return plan.memo(("stage cost", lay.tp, plan.kind_id(lay, stage), w, spec, i), make)
+    total = unit_cost(plan, top_unit(plan, lay, stage), w, spec)[i]
+    for layer, count, _ in placement.device_layers(plan.arch, lay, stage):
+        total = total.plus(unit_cost(plan, unit(plan, layer), w, spec)[i].times(count))
+    return total
 
 
 def prefill_ranks(plan, cp):

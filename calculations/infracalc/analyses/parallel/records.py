@@ -14,14 +14,12 @@ from .plan import stage_kinds
 
 
 def memory(plan, lay, batch):
-    """Per-stage memory (as `kv`), the binding stage and the replica's capacity (memoized per
-    (tp, ep, pp, cp, stage sizes): what a device holds does not depend on dp or the batch)."""
-    def make():
-        context = plan.P + plan.G - 1
-        rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
-                                                plan.reserve)
-        return rows, binding, rows[binding].max_requests   # the binding stage fits the fewest
-    return plan.memo(("memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
+    """Per-stage memory (as `kv`), the binding stage and the replica's capacity (what a device
+    holds does not depend on dp or the batch; asked once per record, so not memoized)."""
+    context = plan.P + plan.G - 1
+    rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
+                                            plan.reserve)
+    return rows, binding, rows[binding].max_requests   # the binding stage fits the fewest
 
 
 def search_memory(plan, lay):
