@@ -438,3 +438,62 @@ class NestedConfigFields(Case):
             status, out, err = run("forward", "--model", path, "--format", "json")
             self.assertEqual((status, out), (2, ""), err)
             self.assertIn("rope_scaling", err)
+
+
+class SessionOptionsReview(Case):
+    """The review of the options added after de78bae: conflicting or malformed input is one
+    line and status 2 (each vector below was accepted, or crashed, before the fix)."""
+
+    REFUSED = (
+        # two serve questions at once: the first answered, the other silently ignored
+        (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--verify-ns", "100000",
+          "--baseline-token-ns", "50000", "--accepted-counts", "2,1", "--draft-ns", "40000",
+          "--draft-model", "qwen3-0.6b", "--acceptance", "0.5"), "--accepted-counts and --draft-model"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "8192", "--handoff-bw", "25GB/s",
+          "--offload-kv", "0.5", "--host-link-bw", "pcie5", "--output-len", "16"), "--handoff-bw and --offload-kv"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129", "--worker",
+          "p:4:16384:64", "--network-bw", "25GB/s", "--rate", "4", "--draft-model", "qwen3-0.6b",
+          "--acceptance", "0.5"), "--worker and --draft-model"),
+        # repeated names
+        (("serve", "--model", "qwen3-8b", "--baseline-token-ns", "1000000", "--output-len", "16",
+          "--spec-option", "d:100000:1000000:1,3", "--spec-option", "d:100000:1000000:1,3"), "'d' is given twice"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "129", "--network-bw", "25GB/s",
+          "--worker", "p:4:16384:64", "--worker", "p:4:16384:64"), "'p' is given twice"),
+        # --decode-batch rates device workers only
+        (("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "1025", "--decode-batch", "32",
+          "--worker", "A100:4:16384:64", "--network-bw", "25GB/s"), "--decode-batch"),
+        # budget: a zero compute time divided by; --model and --experts both; a repeat count left off
+        (("budget", "batch", "--train-tokens", "100B", "--seq", "8192", "--reference-sequences", "384",
+          "--reference-cards", "48", "--compute-time", "0s", "--cards", "32", "--noise-scale", "2M"), "--compute-time"),
+        (("budget", "capacity", "--model", "qwen3-235b-a22b", "--tokens", "8192", "--loads", "3x64,1x64",
+          "--capacity-factor", "1", "--experts", "4"), "drop --experts"),
+        (("budget", "capacity", "--experts", "2", "--top-k", "1", "--tokens", "128", "--loads", "3x,1",
+          "--capacity-factor", "1"), "--loads"),
+        # collective: --algorithm belongs to the reconfiguration rows
+        (("collective", "all_reduce", "--ranks", "8", "--bytes", "8MiB", "--algorithm", "tree"), "--algorithm"),
+    )
+
+    def test_refused_in_one_line(self):
+        for argv, needle in self.REFUSED:
+            with self.subTest(argv=argv):
+                status, out, err = run(*argv)
+                self.assertEqual(status, 2, (out[:200], err))
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertNotIn("Traceback", err)
+                self.assertIn(needle, err)
+
+    def test_prefix_value_holds_the_paged_cache_kv_reports(self):
+        # DeepSeek-V4-Flash's cache is not tokens x its one-token cache (sliding windows,
+        # compressed entries, fixed compressor states): a 512-token prefix in 16-token pages
+        # holds what `kv --context 512 --page-size 16` reports per request (23,072,768 B),
+        # not 512 x the one-token cache (6.27 GB before the fix).
+        status, out, err = run("kv", "--model", "deepseek-v4-flash", "--context", "512", "--page-size", "16",
+                               "--format", "json")
+        self.assertEqual(status, 0, err)
+        expected = json.loads(out)["capacity"]["kv_bytes_per_request_per_device"]
+        status, out, err = run("serve", "--model", "deepseek-v4-flash", "--prefix-candidate", "a:512:1:1",
+                               "--prefix-budget", "1GiB", "--page-tokens", "16", "--format", "json")
+        self.assertEqual(status, 0, err)
+        row = json.loads(out)["prefix_value"]["candidates"][0]
+        self.assertEqual(row["resident_bytes"], expected)
+        self.assertEqual(expected, 23072768)

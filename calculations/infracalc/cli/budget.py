@@ -79,7 +79,10 @@ def _batch(args):
     from fractions import Fraction
 
     from ..analyses.critical_batch import critical_batch
+    from ..errors import UserError
 
+    if not args.compute_time > 0:
+        raise UserError("--compute-time must be positive (a reference step's compute seconds, e.g. 52.2s)")
     return critical_batch(noise_tokens=args.noise_scale, tokens=args.train_tokens, sequence_tokens=args.seq,
                           reference_sequences=args.reference_sequences, reference_cards=args.reference_cards,
                           compute_s=Fraction(repr(args.compute_time)), overhead_s=Fraction(repr(args.overhead_time)),
@@ -101,8 +104,8 @@ def _capacity_arguments(q):
 def _loads(text):
     out = []
     for item in text.split(","):
-        w, _, n = item.strip().partition("x")
-        weight, count = common.digits(w), common.digits(n) if n else 1
+        w, x, n = item.strip().partition("x")
+        weight, count = common.digits(w), common.digits(n) if x else 1
         if weight is None or not count or len(out) + count > 1 << 20:
             raise argparse.ArgumentTypeError(f"must be loads W or WxN separated by commas (3x64,1x64), got '{text}'")
         out += [weight] * count
@@ -130,6 +133,9 @@ def _capacity(args):
     hidden = inter = None
     if args.model is not None:
         from ..load.models import load_model
+
+        if args.experts is not None or args.top_k is not None:
+            raise UserError("--model gives the experts and top-k; drop --experts/--top-k (or --model)")
 
         arch = load_model(args.model)
         moe = next((b for layer in arch.layers for b in layer.blocks if hasattr(b, "experts")

@@ -35,7 +35,7 @@ def add_arguments(p):
                          "before and after, the saving and the calls --setup-cost needs to pay back")
     rc.add_argument("--setup-cost", type=common.duration, default=None, metavar="T",
                     help="one-off cost of the reconfiguration (e.g. 100ms; with --reconfigure-bw)")
-    rc.add_argument("--algorithm", default="ring", metavar="A",
+    rc.add_argument("--algorithm", default=None, metavar="A",
                     help="the algorithm the reconfiguration rows cost (default ring)")
     rc.add_argument("--calls", type=common.positive_int, default=None, metavar="N",
                     help="calls over the reconfigured path's lifetime: whether the new path wins within them")
@@ -77,10 +77,12 @@ def run(args):
                          link_bw_up=args.reconfigure_bw if tier == "up" else args.link_bw_up,
                          link_bw_out=args.reconfigure_bw if tier == "out" else args.link_bw_out,
                          comm_efficiency=args.comm_efficiency)
-        reconfigure = (new, args.algorithm, args.setup_cost, args.calls)
-    elif args.calls is not None:
+        reconfigure = (new, args.algorithm or "ring", args.setup_cost, args.calls)
+    elif args.calls is not None or args.algorithm is not None:
         from ..errors import UserError
-        raise UserError("--calls is the reconfigured path's lifetime; give --reconfigure-bw and --setup-cost")
+        flag = "--calls is the reconfigured path's lifetime" if args.calls is not None else \
+            "--algorithm chooses the reconfiguration rows' algorithm"
+        raise UserError(f"{flag}; give --reconfigure-bw and --setup-cost")
     rec = record(device, args.operation, args.ranks, args.ranks_per_node,
                  sizes(args.min_bytes, args.max_bytes, args.step_factor), links, links_record(links),
                  args.experts, args.top_k, reconfigure)

@@ -372,6 +372,7 @@ def run(args):
     from ..load.models import load_model
     from ..render import serve as render
 
+    _one_question(args)
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
@@ -475,6 +476,34 @@ def run(args):
             args.acceptance, args.max_draft_tokens, args.spec_batch, opts)
         rec["conventions"].append(system.SPEC_CONVENTION)
     return common.emit(args, rec, render.markdown)
+
+
+# The options that each ask serve a different question (the first given answers; the others
+# would be ignored): two at once is an error, never a silent choice. Options of one group
+# (two drafters, two round ledgers) have their own, more specific message.
+QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--cache-route"),),
+             (("handoff_bw", "--handoff-bw"),), (("offload_kv", "--offload-kv"),),
+             (("offload_ffn_layers", "--offload-ffn-layers"),), (("expert_tokens", "--expert-tokens"),),
+             (("accepted_counts", "--accepted-counts"), ("spec_option", "--spec-option")),
+             (("request", "--request"),), (("worker", "--worker"),), (("prefill_device", "--prefill-device"),),
+             (("draft_model", "--draft-model"), ("mtp", "--mtp")))
+
+
+def _one_question(args):
+    """Refuse two question-selecting options at once, and repeated ids within one."""
+    from ..errors import UserError, quote
+
+    given = [next(flag for dest, flag in group if getattr(args, dest) not in (None, False, []))
+             for group in QUESTIONS if any(getattr(args, dest) not in (None, False, []) for dest, _ in group)]
+    if len(given) > 1:
+        raise UserError(f"{given[0]} and {given[1]} ask serve two different questions: give one")
+    for dest, flag in (("worker", "--worker NAME"), ("spec_option", "--spec-option ID")):
+        names = [spec[0] for spec in getattr(args, dest) or ()]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise UserError(f"{flag}: {quote(twice[0])} is given twice; each needs its own name")
+    if args.decode_batch is not None and args.worker and all(len(spec) == 4 for spec in args.worker):
+        raise UserError("--decode-batch rates --worker NAME:COUNT:DEVICE types; these workers declare their rates")
 
 
 def _worker(spec, args):

@@ -4,7 +4,9 @@
 A candidate prefix of p tokens, reused r times in expectation by requests adding s tokens
 after it, saves per reuse the matrix FLOPs of a cold prefill of p + s tokens less those of the
 s tokens after p cached (the ledger's two passes: the suffix still attends to the prefix), and
-holds ceil(p / page) x page x c bytes (c: the cache bytes of one token). Keeping a set is worth
+holds `kv`'s cache of one request at p tokens in whole pages (ceil(p / page) x page x c under
+full attention, c the cache bytes of one token; windows, compressed entries and fixed states as
+each block keeps them). Keeping a set is worth
 the sum of r x saved over it. The exact choice is the 0/1 knapsack over the budget (a dynamic
 programme over the held bytes, dominated states dropped; the most value, then the fewest bytes,
 then the earliest candidates); the greedy choice takes candidates by value per byte while they
@@ -15,8 +17,8 @@ from fractions import Fraction
 
 PREFIX_CONVENTION = (
     "Prefix value: a candidate of p tokens reused r times by requests of s more tokens saves r x "
-    "(matrix FLOPs of a (p + s)-token prefill - of s tokens after p cached) and holds ceil(p / page) "
-    "x page x (cache bytes per token); exact choice = the 0/1 knapsack within the budget (most value, "
+    "(matrix FLOPs of a (p + s)-token prefill - of s tokens after p cached) and holds kv's cache at p "
+    "tokens in whole pages (ceil(p / page) x page x cache bytes per token under full attention); exact choice = the 0/1 knapsack within the budget (most value, "
     "then fewest bytes); greedy = by value per byte while it fits.")
 
 

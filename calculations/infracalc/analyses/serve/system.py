@@ -737,8 +737,16 @@ def prefix_value_record(arch, w, device, candidates, budget, page):
     from ... import ledger
     from . import pools, prefix
 
+    from .. import kv
+
     kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
     per_token = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
+    layer_counts = [(layer, count) for layer, count, _ in arch.layer_groups()]
+
+    def paged(tokens):
+        """`kv`'s cache of one request at `tokens` tokens in whole pages (windows, compressed
+        entries and fixed states as each block keeps them; not tokens x the 1-token cache)."""
+        return sum(t.own_bytes for t in kv.terms(layer_counts, kv_w, tokens, page=page))
 
     def flops(tokens, history):
         return sum(op.matrix_flops for op in ledger.operators(
@@ -747,7 +755,7 @@ def prefix_value_record(arch, w, device, candidates, budget, page):
     rows = []
     for name, p, sfx, reuses in candidates:
         saved = flops(p + sfx, 0) - flops(sfx, p)
-        held = -(-p // page) * page * per_token
+        held = paged(p)
         rows.append({"id": name, "prefix_tokens": p, "suffix_tokens": sfx, "expected_reuses": Fraction(reuses),
                      "resident_bytes": held, "saved_flops_per_reuse": saved,
                      "expected_saved_flops": saved * Fraction(reuses),
