@@ -588,6 +588,19 @@ class ExpertGranularity(unittest.TestCase):
                                  flops)
 
 
+class TrainingNonMatrix(unittest.TestCase):
+    def test_book_row_totals(self):
+        # bojieli/ai-infra-book:calculations/results/training-nonmatrix-book.md (Qwen3-8B, 128 tokens): original
+        # training matrix 5,826,907,471,872 FLOPs; parameter state 147,433,236,480 B (18 B per parameter);
+        # AdamW reads 131,051,765,760 B, writes 98,288,824,320 B and the BF16 weights 16,381,470,720 B (30 P).
+        r = result("train", "--model", "qwen3-8b", "--seq", "128", "--grad-dtype", "fp32")
+        st = r["memory"]["stages"][0]
+        self.assertEqual(r["flops_per_step"]["model_flops"], 5_826_907_471_872)
+        self.assertEqual(st["weights_bytes"] + st["grads_bytes"] + st["optimizer_bytes"], 147_433_236_480)
+        self.assertEqual(r["lower_bound"]["optimizer_update_bytes_per_device"],
+                         131_051_765_760 + 98_288_824_320 + 16_381_470_720)
+
+
 class TeacherCache(unittest.TestCase):
     def test_fp32_and_v4_flash_rows(self):
         # INDEX, table "教师最终hidden与全logits缓存": teacher-cache-fp32 hidden 134217728 B, logits
