@@ -23,6 +23,7 @@ exists. Used by tests/test_fuzz.py (a small fixed-seed sample) and
 scripts/fuzz.py (a larger one).
 """
 
+import argparse
 import contextlib
 import importlib
 import io
@@ -306,7 +307,12 @@ def draw(rnd, files, actions_of):
     optional = rnd.choice((0.0, 0.1, 0.25))   # chance of each optional option
     argv = [name]
     for a in positionals:
-        if rnd.random() < 0.95:
+        if isinstance(a, argparse._SubParsersAction) and rnd.random() < 0.95:
+            # a subcommand (budget's kinds): its name, then options drawn from its own parser
+            kind = rnd.choice(sorted(a.choices))
+            argv.append(kind)
+            options = options + [x for x in a.choices[kind]._actions if x.option_strings and x.dest != "help"]
+        elif rnd.random() < 0.95:
             argv.append(value_for(a, files, hostile))
     for a in options:
         if a.required and rnd.random() < 0.97 or not a.required and rnd.random() < optional:

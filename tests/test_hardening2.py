@@ -469,6 +469,17 @@ class SessionOptionsReview(Case):
           "--capacity-factor", "1", "--experts", "4"), "drop --experts"),
         (("budget", "capacity", "--experts", "2", "--top-k", "1", "--tokens", "128", "--loads", "3x,1",
           "--capacity-factor", "1"), "--loads"),
+        # a question's own option without the question (it was ignored)
+        (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--remote-bw", "5GB/s"),
+         "--remote-bw is read only with --cache-route"),
+        (("serve", "--model", "qwen3-235b-a22b", "--expert-tokens", "128", "--routing", "balanced",
+          "--host-link-bw", "pcie5"), "--host-link-bw is read only with one of"),
+        (("serve", "--model", "qwen3-235b-a22b", "--expert-tokens", "128", "--routing", "balanced",
+          "--copy-bw", "25GB/s"), "--copy-bw is read only with --payback-batches"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--draft-ns", "1000"),
+         "--draft-ns is read only with --accepted-counts"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--prefix-budget", "1GiB"),
+         "--prefix-budget is read only with --prefix-candidate"),
         # collective: --algorithm belongs to the reconfiguration rows
         (("collective", "all_reduce", "--ranks", "8", "--bytes", "8MiB", "--algorithm", "tree"), "--algorithm"),
     )
@@ -497,3 +508,19 @@ class SessionOptionsReview(Case):
         row = json.loads(out)["prefix_value"]["candidates"][0]
         self.assertEqual(row["resident_bytes"], expected)
         self.assertEqual(expected, 23072768)
+
+    def test_kimi_k3_quantization_config_of_the_wrong_shape(self):
+        # The fuzzer's find: config_groups (or its group_0, or weights) not an object crashed
+        # the K3 adapter with AttributeError instead of naming the unsupported field.
+        for path, value in ((("config_groups",), 7), (("config_groups", "group_0"), []),
+                            (("config_groups", "group_0", "weights"), "x")):
+            with self.subTest(path=path):
+                cfg = bundled("models", "kimi-k3")
+                target = cfg["text_config"]["quantization_config"]
+                for key in path[:-1]:
+                    target = target[key]
+                target[path[-1]] = value
+                status, out, err = run("forward", "--model", self.file(json.dumps(cfg)), "--tokens", "1")
+                self.assertEqual(status, 2, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("quantization_config", err)

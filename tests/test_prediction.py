@@ -75,6 +75,12 @@ class LatencyLimit(unittest.TestCase):
         self.assertLessEqual(rec["iteration_s"], 0.200)
         _, off = VP.serving_prediction(V.load_case(next(p for p in V.case_paths() if "mi300x-offline" in p)))
         self.assertLess(rec["concurrency"], off["concurrency"])
+        self.assertEqual(rec["memory_concurrency"], off["concurrency"])   # the same memory rule
+        self.assertIn("held by the 200 ms TPOT limit", VP.cause(rec))
+        # B200's Server run is within 200 ms at its memory's concurrency: not held
+        _, b200 = VP.serving_prediction(V.load_case(next(p for p in V.case_paths() if "b200-server" in p)))
+        self.assertEqual(b200["concurrency"], b200["memory_concurrency"])
+        self.assertNotIn("held", VP.cause(b200))
         from infracalc.analyses.validate import _device, _model, _serving_workload
         s = case["setup"]
         arch, device = _model(case), _device(s["device"])

@@ -126,5 +126,24 @@ def train_flops_workload():
     return train_flops.training_workload(micro_batch())
 
 
+class SyncOfTheSlowestStage(unittest.TestCase):
+    def test_the_step_waits_for_the_largest_stage_sync(self):
+        # Once per step every stage syncs its gradients and updates its parameters; the step
+        # ends when the last of them does: sync = max over stages of (exposed DP traffic +
+        # optimizer update). Llama-3.1-8B, pp 4, dp 2, ZeRO-1: the first stage holds the
+        # embedding and the last the head, so the stages' syncs differ and the max is not the min.
+        from infracalc import comm
+        from infracalc.analyses import train
+
+        arch, dev = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        s, w = train.Setup(zero=1), Workload(batch=1, tokens=4096, logits="all")
+        lay = Layout(pp=4, dp=2, micro_batches=8)
+        t = train.step_of(arch, w, lay, dev, s, comm.links(dev), train.stage_memory(arch, w, lay, s))
+        per_stage = [st.dp_exposed_s + st.optimizer_s for st in t.stages]
+        self.assertLess(min(per_stage), max(per_stage))
+        self.assertEqual(t.sync_s, max(per_stage))
+        self.assertEqual(t.step_s, t.pipeline_s + max(per_stage))
+
+
 if __name__ == "__main__":
     unittest.main()

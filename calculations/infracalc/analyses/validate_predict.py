@@ -307,8 +307,11 @@ def cause(rec):
     """What dominated a case's predicted iteration, in words."""
     parts = {"GPU work": rec["gpu_s"], "host (scheduling, sampling)": rec["host_s"]}
     name = max(parts, key=parts.get)
+    held = (f", held by the {rec['tpot_limit_s'] * 1e3:.0f} ms TPOT limit below the memory's "
+            f"{rec['memory_concurrency']}" if rec.get("tpot_limit_s") and rec["concurrency"] < rec["memory_concurrency"]
+            else "")
     return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration at concurrency "
-            f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']})")
+            f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{held})")
 
 
 def accuracy(rows):

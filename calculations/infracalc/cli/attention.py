@@ -39,14 +39,9 @@ def add_arguments(p):
 
 def tile_view(args, act, kv):
     from ..analyses.tiles import attention_tiles, element_bytes
-    from ..errors import UserError
 
-    if not args.kv_block:
-        if args.tile_capacity is not None:
-            raise UserError("--tile-capacity needs at least one --kv-block B")
+    if not common.tile_view_asked(args.kv_block, args.tile_capacity, "--kv-block B"):
         return None
-    if args.tile_capacity is None:
-        raise UserError("--kv-block needs --tile-capacity BYTES (the on-chip working capacity)")
     return attention_tiles(args.queries, args.keys, args.head_dim, args.kv_block, args.tile_capacity,
                            causal=args.causal, q_bytes=element_bytes(act, "the activation"),
                            kv_bytes=element_bytes(kv, "the KV"), slots=args.kv_slots)

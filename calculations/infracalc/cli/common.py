@@ -519,3 +519,17 @@ def add_link_options(group):
                        help="scale-out bandwidth per direction per device (e.g. 50GB/s; default: the device data)")
     group.add_argument("--comm-efficiency", type=fraction, default=None, metavar="F",
                        help="fraction of every link bandwidth reached (default 1.0)")
+
+
+def tile_view_asked(tiles, capacity, tile_flag):
+    """Whether a tile view is asked for: `tile_flag` (repeatable, e.g. '--tile MxKxN') and
+    --tile-capacity go together (gemm, attention)."""
+    from ..errors import UserError
+
+    if not tiles:
+        if capacity is not None:
+            raise UserError(f"--tile-capacity needs at least one {tile_flag}")
+        return False
+    if capacity is None:
+        raise UserError(f"{tile_flag.split()[0]} needs --tile-capacity BYTES (the on-chip working capacity)")
+    return True

@@ -54,14 +54,9 @@ def add_tile_options(p):
 
 def tile_view(args, inp, weight, out):
     from ..analyses.tiles import element_bytes, gemm_tiles
-    from ..errors import UserError
 
-    if not args.tile:
-        if args.tile_capacity is not None:
-            raise UserError("--tile-capacity needs at least one --tile MxKxN")
+    if not common.tile_view_asked(args.tile, args.tile_capacity, "--tile MxKxN"):
         return None
-    if args.tile_capacity is None:
-        raise UserError("--tile needs --tile-capacity BYTES (the on-chip working capacity)")
     return gemm_tiles(args.m, args.k, args.n, args.tile, args.tile_capacity,
                       a_bytes=element_bytes(inp, "the input"), b_bytes=element_bytes(weight, "the weight"),
                       c_bytes=element_bytes(out, "the output"), schedule=args.tile_schedule,

@@ -489,9 +489,40 @@ QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--
              (("draft_model", "--draft-model"), ("mtp", "--mtp")))
 
 
+# Options that only one question (or a part of it) reads, with no default: given without it
+# they would be ignored, so they are refused instead.
+COMPANIONS = (
+    (("remote_bw", "hit_probability", "route_slo_ns"), ("cache_route",)),
+    (("staging_bw",), ("handoff_bw",)),
+    (("layer_ns",), ("offload_ffn_layers",)),
+    (("prefix_budget",), ("prefix_candidate",)),
+    (("network_bw",), ("worker",)),
+    (("draft_ns", "verify_ns", "commit_ns", "remaining_output"), ("accepted_counts",)),
+    (("setup_ns",), ("spec_option",)),
+    (("baseline_token_ns",), ("accepted_counts", "spec_option")),
+    (("replica", "resident_experts"), ("expert_tokens",)),
+    (("payback_batches",), ("replica",)),
+    (("expert_interface_bw", "copy_bw", "replica_budget"), ("payback_batches",)),
+    (("cpu_compute", "host_memory_bw", "expert_memory_bw"), ("resident_experts",)),
+    (("expert_compute",), ("payback_batches", "resident_experts")),
+    (("host_link_bw",), ("offload_kv", "offload_ffn_layers", "cache_route", "resident_experts")),
+)
+
+
+def _flag(dest):
+    return "--" + dest.replace("_", "-")
+
+
 def _one_question(args):
-    """Refuse two question-selecting options at once, and repeated ids within one."""
+    """Refuse two question-selecting options at once, an option without the question that
+    reads it, and repeated ids within one."""
     from ..errors import UserError, quote
+
+    for dests, owners in COMPANIONS:
+        for dest in dests:
+            if getattr(args, dest) is not None and all(getattr(args, o) in (None, [], ()) for o in owners):
+                need = _flag(owners[0]) if len(owners) == 1 else "one of " + ", ".join(map(_flag, owners))
+                raise UserError(f"{_flag(dest)} is read only with {need}; give it or drop {_flag(dest)}")
 
     given = [next(flag for dest, flag in group if getattr(args, dest) not in (None, False, []))
              for group in QUESTIONS if any(getattr(args, dest) not in (None, False, []) for dest, _ in group)]

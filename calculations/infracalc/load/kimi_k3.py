@@ -26,9 +26,10 @@ K3_FORMATS = (("expert", "mxfp4"),)
 
 def _formats(tc):
     q = tc.require("quantization_config")
-    group = (q.get("config_groups") or {}).get("group_0", {}) if isinstance(q, dict) else {}
-    weights = group.get("weights", {})
-    if (q.get("format") != "mxfp4-pack-quantized" or weights.get("num_bits") != 4
+    groups = q.get("config_groups") if isinstance(q, dict) else None
+    group = groups.get("group_0") if isinstance(groups, dict) else None
+    weights = group.get("weights") if isinstance(group, dict) else None
+    if (not isinstance(weights, dict) or q.get("format") != "mxfp4-pack-quantized" or weights.get("num_bits") != 4
             or weights.get("group_size") != 32 or weights.get("type") != "float"):
         raise tc.unsupported("quantization_config other than MXFP4 (4-bit float, group 32) experts")
     return K3_FORMATS

@@ -144,9 +144,11 @@ def iteration(arch, w, rates, n, input_len, output_len, comm_s=None):
 
 
 def latency_limited(step_s, n, tpot_limit_s):
-    """The largest concurrency m <= n whose iteration `step_s(m)` (one output token of every
-    request in flight: the TPOT) is within `tpot_limit_s`, by bisection (the iteration grows
-    with the requests in flight); 1 when even one request exceeds it."""
+    """A concurrency m <= n at the TPOT limit: n when its iteration `step_s(n)` (one output
+    token of every request in flight: the TPOT) is within `tpot_limit_s`; else, by bisection on
+    [1, n], an m whose iteration is within the limit while m + 1's is not (1 when even one
+    request exceeds it). The iteration grows with the requests in flight except for the few-
+    percent steps of wave quantisation, so m is the limit's crossing up to those steps."""
     if step_s(n) <= tpot_limit_s:
         return n
     lo, hi = 1, n            # step_s(hi) > limit; lo is the answer unless step_s(1) > limit too
@@ -174,6 +176,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     n, room, limit = concurrency(arch, w, device.memory_bytes, input_len, output_len)
     if n < 1:
         return None
+    memory_n = n
     if tpot_limit_s is not None:
         def step_s(m):
             return (iteration(arch, w, rates, m, input_len, output_len, comm_s)[0]
@@ -183,7 +186,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     host = host_fixed + host_per_request * n
     it = gpu + host
     steps = max(output_len - 1, 1)
-    return {
+    rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
         "kv_room_bytes": int(room),
@@ -193,6 +196,9 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         "host_s": host,
         "output_tokens_per_s": n * output_len / steps / it,
     }
+    if tpot_limit_s is not None:   # a latency-constrained load: the limit and the memory's N
+        rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
+    return rec
 
 
 TP_REDUCE_BYTES = 2   # the residual stream is all-reduced in 16 bits, whatever the GEMM format
