@@ -524,3 +524,20 @@ class SessionOptionsReview(Case):
                 self.assertEqual(status, 2, err)
                 self.assertEqual(len(err.strip().splitlines()), 1, err)
                 self.assertIn("quantization_config", err)
+
+    def test_kv_offload_of_an_mla_model_states_its_path(self):
+        # serve --offload-kv built the step's ledger with --mla auto unresolved: every MLA model
+        # (DeepSeek-V3, Kimi K3) ended in a ValueError traceback. The step now takes the cheaper
+        # path, as decode does, and says so in both formats.
+        argv = ("serve", "--model", "deepseek-v3", "--offload-kv", "0.5", "--host-link-bw", "pcie5",
+                "--input-len", "1024", "--output-len", "16")
+        status, md, err = run(*argv)
+        self.assertEqual(status, 0, err)
+        status, out, err = run(*argv, "--format", "json")
+        self.assertEqual(status, 0, err)
+        rec = json.loads(out)
+        note = next(n for n in rec["notes"] if n.startswith("MLA path for the decode step: absorbed"))
+        self.assertIn(note, md)
+        # what the record leaves out is printed too, not only in JSON
+        for line in rec["left_out"]:
+            self.assertIn(line, md)
