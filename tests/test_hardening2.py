@@ -541,3 +541,19 @@ class SessionOptionsReview(Case):
         # what the record leaves out is printed too, not only in JSON
         for line in rec["left_out"]:
             self.assertIn(line, md)
+
+    def test_train_markdown_states_the_recipe_options(self):
+        # --supervised-tokens, --recompute-modules, --activation-func-fp8-input-store and
+        # --cpu-offloading-num-layers change the figures but were echoed in JSON only.
+        argv = ("train", "--model", "qwen3-8b", "--seq", "8192", "--supervised-tokens", "4096",
+                "--recompute-modules", "layernorm", "--activation-func-fp8-input-store",
+                "--cpu-offloading-num-layers", "4")
+        status, md, err = run(*argv)
+        self.assertEqual(status, 0, err)
+        for text in ("output head and loss on 4,096 supervised tokens per sequence", "recompute `none` + modules layernorm",
+                     "activation inputs kept in FP8", "each stage's first 4 layers' activations in host memory"):
+            self.assertIn(text, md)
+        status, out, err = run(*argv, "--format", "json")
+        i = json.loads(out)["inputs"]
+        self.assertEqual((i["supervised_tokens"], i["recompute_modules"], i["fp8_activation_input"],
+                          i["cpu_offloading_num_layers"]), (4096, ["layernorm"], True, 4))
