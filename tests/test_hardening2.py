@@ -524,3 +524,36 @@ class SessionOptionsReview(Case):
                 self.assertEqual(status, 2, err)
                 self.assertEqual(len(err.strip().splitlines()), 1, err)
                 self.assertIn("quantization_config", err)
+
+    def test_kv_offload_of_an_mla_model_states_its_path(self):
+        # serve --offload-kv built the step's ledger with --mla auto unresolved: every MLA model
+        # (DeepSeek-V3, Kimi K3) ended in a ValueError traceback. The step now takes the cheaper
+        # path, as decode does, and says so in both formats.
+        argv = ("serve", "--model", "deepseek-v3", "--offload-kv", "0.5", "--host-link-bw", "pcie5",
+                "--input-len", "1024", "--output-len", "16")
+        status, md, err = run(*argv)
+        self.assertEqual(status, 0, err)
+        status, out, err = run(*argv, "--format", "json")
+        self.assertEqual(status, 0, err)
+        rec = json.loads(out)
+        note = next(n for n in rec["notes"] if n.startswith("MLA path for the decode step: absorbed"))
+        self.assertIn(note, md)
+        # what the record leaves out is printed too, not only in JSON
+        for line in rec["left_out"]:
+            self.assertIn(line, md)
+
+    def test_train_markdown_states_the_recipe_options(self):
+        # --supervised-tokens, --recompute-modules, --activation-func-fp8-input-store and
+        # --cpu-offloading-num-layers change the figures but were echoed in JSON only.
+        argv = ("train", "--model", "qwen3-8b", "--seq", "8192", "--supervised-tokens", "4096",
+                "--recompute-modules", "layernorm", "--activation-func-fp8-input-store",
+                "--cpu-offloading-num-layers", "4")
+        status, md, err = run(*argv)
+        self.assertEqual(status, 0, err)
+        for text in ("output head and loss on 4,096 supervised tokens per sequence", "recompute `none` + modules layernorm",
+                     "activation inputs kept in FP8", "each stage's first 4 layers' activations in host memory"):
+            self.assertIn(text, md)
+        status, out, err = run(*argv, "--format", "json")
+        i = json.loads(out)["inputs"]
+        self.assertEqual((i["supervised_tokens"], i["recompute_modules"], i["fp8_activation_input"],
+                          i["cpu_offloading_num_layers"]), (4096, ["layernorm"], True, 4))

@@ -472,28 +472,34 @@ def kv_offload_lines(rec):
                 ["requests that fit (offloaded)", fit(k["requests_fit_offloaded"])]], "lr"), ""]
 
 
+def left_out_lines(rec):
+    """The record's `left_out` list as its own section (none when the list is empty)."""
+    out = rec.get("left_out")
+    return ["## What it leaves out", "", *[f"- {t}" for t in out], ""] if out else []
+
+
 def markdown(rec):
     i = rec["inputs"]
     if "kv_offload" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}, KV offload", "",
                  *verdict_lines(rec), model_line(rec["model"], tied=False), device_line(rec["device"], memory=True),
-                 "", *kv_offload_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *note_lines(rec), "", *kv_offload_lines(rec), "## Definitions", "",
+                 *[f"- {t}" for t in rec["definitions"]], "", *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "prefix_value" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, prefix value", "", *verdict_lines(rec),
                  *prefix_value_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "route" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, cache route", "", *verdict_lines(rec),
                  *route_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "handoff" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, PD and AF handoff", "", *verdict_lines(rec),
                  *handoff_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "offload" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, FFN weights offloaded to the host", "",

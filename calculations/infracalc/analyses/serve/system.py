@@ -787,7 +787,9 @@ def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw,
         raise UserError("--offload-kv prices decode steps: --output-len of at least 2")
     r = roof(device, w.compute_dtype, ce, me)
     history = input_len + (output_len - 1) // 2
-    ops = ledger.operators(arch, w.replace(batch=batch, tokens=1, history=history, logits="last"))
+    # --mla auto: the step is charged the cheaper path, as decode charges its steps
+    w, choice = mla_path.for_pass(arch, w.replace(batch=batch, tokens=1, history=history, logits="last"), r)
+    ops = ledger.operators(arch, w)
     totals = tuple(sum(getattr(op, k) for op in ops)
                    for k in ("matrix_flops", "vector_flops", "weight_read", "kv_read", "kv_write"))
     step, host, link = offload.kv_step(totals, f, r, link_bw)
@@ -802,6 +804,8 @@ def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw,
 
     rec = _header(arch, w, device, input_len, output_len, Options(compute_efficiency=ce, memory_efficiency=me))
     rec["inputs"].update(offload_kv_fraction=f, offload_batch=batch, host_link_bytes_per_s=link_bw)
+    if choice:
+        rec["notes"].append(mla_path.note(choice, "decode step"))
     rec["kv_offload"] = {"history": history, "batch": batch, "fraction": f, "kv_bytes_read": totals[3],
                          "host_bytes_per_step": host, "link_s_per_step": link, "step_lower_bound_s": step,
                          "step_lower_bound_resident_s": resident, "slowdown": step / resident,
