@@ -18,6 +18,8 @@ KINDS = {
               "sourced), board power x time, and cost at a declared price per device-hour",
     "history": "public training history: 13 models' published tokens and GPU-hours, 6ND of their "
                "parameter proxy, D/N and GPU-hours / devices / 24 where a device count is published",
+    "straggler": "stragglers: a synchronous step as the maximum of N ranks' normal compute times "
+                 "(expected max, wait of the mean rank, tail probability, wait and redistribute responses)",
     "batch": "critical batch: steps, examples and days of weak and strong data-parallel scaling from a "
              "declared gradient noise scale (McCandlish et al.)",
     "capacity": "MoE capacity factor: capacity per expert, dropped and padded tokens under a declared "
@@ -48,6 +50,30 @@ def fraction_text(text):
     if value is None or not 0 < value <= 1 or len(text) > 40:
         raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] such as 0.3 or 3/10, got '{text}'")
     return value
+
+
+def _straggler_arguments(q):
+    q.add_argument("--mean-time", type=long_duration, required=True, metavar="T",
+                   help="mean compute time of one rank's step (e.g. 52.2s)")
+    q.add_argument("--sigma", type=long_duration, required=True, metavar="T",
+                   help="declared standard deviation of a rank's compute time (e.g. 1.044s)")
+    q.add_argument("--overhead-time", type=long_duration, default=0.0, metavar="T",
+                   help="per-step communication and input wait after the slowest rank (default 0)")
+    q.add_argument("--ranks", type=_card_list, required=True, metavar="N[,N...]", help="rank counts")
+    q.add_argument("--k-sigma", type=float, default=3.0, metavar="K",
+                   help="a straggler is one rank at mean + K sigma (default 3)")
+
+
+def _straggler(args):
+    from ..analyses.straggler import straggler
+    from ..errors import UserError
+
+    if not 0 <= args.k_sigma <= 40:
+        raise UserError(f"--k-sigma must be from 0 to 40, got {args.k_sigma}")
+    if max(args.ranks) > 10**6:
+        raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
+    return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
+                     ranks=args.ranks, k=args.k_sigma)
 
 
 def _batch_arguments(q):
@@ -519,6 +545,8 @@ def run(args):
         rec["result"] = _capacity(args)
     elif args.kind == "batch":
         rec["result"] = _batch(args)
+    elif args.kind == "straggler":
+        rec["result"] = _straggler(args)
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))

@@ -5,6 +5,16 @@ from .table import inline, markdown_table
 from ..analyses.fusion import FUSION_CONVENTIONS
 
 CONVENTIONS = {
+    "straggler": [
+        "A synchronous step waits for its slowest rank: each rank's compute time is declared independent normal "
+        "N(mu, sigma^2); E[step] = mu + sigma E[Z_(N)] + overhead, E[Z_(N)] = int z N phi(z) Phi(z)^(N-1) dz (the "
+        "largest of N standard normals), by composite Simpson quadrature on [-12, 12], 4,000 intervals, rounded "
+        "to 12 decimals.",
+        "The mean rank waits sigma E[Z_(N)]; P(some rank beyond mu + k sigma) = 1 - Phi(k)^N. One rank at "
+        "mu + k sigma: waiting costs max(mu + k sigma, mu + sigma E[Z_(N-1)]) + overhead; redistributing its work "
+        "over N - 1 ranks mu N/(N-1) + sigma E[Z_(N-1)] + overhead (no migration cost); evicting it is a restart "
+        "from the last checkpoint (budget checkpoint).",
+    ],
     "batch": [
         "Critical batch (McCandlish et al. 2018, arXiv:1812.06162; Kaplan et al. 2020, sec. 5.1): "
         "(S/S_min - 1)(E/E_min - 1) = 1 with B_noise = E_min/S_min: S(B) = S_min (1 + B_noise/B), "
