@@ -480,6 +480,7 @@ class SessionOptionsReview(Case):
          "--draft-ns is read only with --accepted-counts"),
         (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--prefix-budget", "1GiB"),
          "--prefix-budget is read only with --prefix-candidate"),
+        (("budget", "straggler", "--mean-time", "0s", "--sigma", "1s", "--ranks", "8"), "--mean-time"),
         # collective: --algorithm belongs to the reconfiguration rows
         (("collective", "all_reduce", "--ranks", "8", "--bytes", "8MiB", "--algorithm", "tree"), "--algorithm"),
     )
