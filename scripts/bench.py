@@ -67,6 +67,13 @@ COMMANDS = [
     TRAIN_SEARCH_MOE,
     ["gemm", "--m", "256", "--k", "4096", "--n", "4096", "--device", "all"],
     ["attention", "--queries", "1", "--keys", "8192", "--heads", "32", "--kv-heads", "8", "--head-dim", "128"],
+    # The tile view, the pointwise fusion chain and the training catalogue (issue 19).
+    ["gemm", "--m", "1024", "--k", "4096", "--n", "12288", "--tile", "32x32x32", "--tile", "64x32x64",
+     "--tile", "128x32x128", "--tile-capacity", "81920"],
+    ["attention", "--queries", "8192", "--keys", "8192", "--heads", "1", "--head-dim", "128", "--kv-block", "1",
+     "--kv-block", "64", "--kv-block", "128", "--tile-capacity", "131072"],
+    ["budget", "fusion", "--model", "qwen3-8b", "--tokens", "1024", "--layout-copy"],
+    ["budget", "history"],
     ["forward", "--model", "qwen3-8b", "--per-layer"],
     ["forward", "--model", "deepseek-v4-flash", "--tokens", "8192"],
     ["decode", "--model", "deepseek-v4-flash", "--input-len", "8192", "--output-len", "1048576"],

@@ -50,6 +50,40 @@ def worker(text):
     return (parts[0], count) + rates
 
 
+def reconf_layout(text):
+    """tpTepE[@DEV,DEV,...] (devices EP-major then TP-major; default g0 .. g(TE-1))."""
+    import re
+
+    m = re.fullmatch(r"tp(\d+)(?:ep(\d+))?(?:@(.+))?", text.strip())
+    tp, ep = (int(m.group(1)), int(m.group(2) or 1)) if m else (0, 0)
+    if not m or not 1 <= tp <= 1024 or not 1 <= ep <= 1024 or tp * ep > 4096:
+        raise argparse.ArgumentTypeError(f"must be tpT[epE][@DEV,DEV,...] (e.g. tp4, tp2ep4, tp4@new0,new1,new2,new3), "
+                                         f"got '{text}'")
+    devices = m.group(3).split(",") if m.group(3) else [f"g{i}" for i in range(tp * ep)]
+    if len(devices) != tp * ep or len(set(devices)) != len(devices) or not all(devices):
+        raise argparse.ArgumentTypeError(f"{text}: needs {tp * ep} distinct device names")
+    return tp, ep, tuple(devices)
+
+
+def per_device_bytes(text):
+    """BYTES[@DEV,DEV,...]: a byte size on the named devices (default: every device)."""
+    size, _, names = text.partition("@")
+    return common.byte_size(size), tuple(names.split(",")) if names else None
+
+
+def seconds_exact(text):
+    """Exact non-negative seconds: 10, 0.0002 or 1/5000."""
+    from fractions import Fraction
+
+    try:
+        v = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        v = -1
+    if not 0 <= v <= 10**12:
+        raise argparse.ArgumentTypeError(f"must be exact non-negative seconds (10, 0.0002 or 1/5000), got '{text}'")
+    return v
+
+
 def acceptance(text):
     """Comma-separated probabilities in [0, 1]."""
     out = []
@@ -305,6 +339,35 @@ def add_arguments(p):
                     help="declared device memory bandwidth for the experts (e.g. 777.5GB/s)")
     ex.add_argument("--replica-budget", type=common.byte_size, default=None, metavar="BYTES",
                     help="extra bytes each rank can hold for replicas (default: no limit)")
+    rc = p.add_argument_group("TP/EP reconfiguration (move a quiescent group from one layout to another)")
+    rc.add_argument("--reconfigure", type=reconf_layout, nargs=2, default=None, metavar=("FROM", "TO"),
+                    help="layouts tpT[epE][@DEV,...] (e.g. tp4 tp8): the bytes each device sends and receives")
+    rc.add_argument("--reconfigure-batch", type=common.positive_int, default=1, metavar="B",
+                    help="requests whose cache moves (default 1)")
+    rc.add_argument("--reconfigure-history", type=common.non_negative_int, default=0, metavar="N",
+                    help="tokens of cache per request (default 0)")
+    rc.add_argument("--aux-state-bytes", type=common.non_negative_int, default=0, metavar="BYTES",
+                    help="flat auxiliary state split over the devices (default 0)")
+    rc.add_argument("--replay", action="store_true",
+                    help="the target recomputes the cache from the token log: no old KV moves")
+    rc.add_argument("--fabric-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared aggregate fabric bandwidth (all network bytes)")
+    rc.add_argument("--sender-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared per-device send bandwidth")
+    rc.add_argument("--receiver-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="declared per-device receive bandwidth")
+    rc.add_argument("--reconfigure-capacity", type=per_device_bytes, action="append", default=None,
+                    metavar="BYTES[@DEV,...]", help="declared capacity of the devices (default: unknown); repeatable")
+    rc.add_argument("--reconfigure-extra", type=per_device_bytes, action="append", default=None,
+                    metavar="BYTES[@DEV,...]", help="declared extra live bytes during the move; repeatable")
+    rc.add_argument("--transfer-s", type=seconds_exact, default=None, metavar="S",
+                    help="declared network transfer time (at least the lower bound)")
+    rc.add_argument("--switch-runtime-s", type=seconds_exact, default=None, metavar="S",
+                    help="declared sum of the other serial steps (drain, setup, repack, compile, cut-over, ...)")
+    rc.add_argument("--switch-overhead-s", type=seconds_exact, default=None, metavar="S",
+                    help="payback: the switch's extra seconds (with --step-saving-s)")
+    rc.add_argument("--step-saving-s", type=seconds_exact, default=None, metavar="S",
+                    help="payback: seconds saved per step by the new layout")
     of = p.add_argument_group("weight offload (FFN weights in host memory, streamed before use)")
     of.add_argument("--offload-ffn-layers", type=layer_list, default=None, metavar="L1,L2,...|START:STOP:STEP",
                     help="layers whose FFN weights live on the host (e.g. 3:36:4)")
@@ -395,6 +458,8 @@ def run(args):
         return common.emit(args, system.handoff_record(
             arch, w, device, args.input_len, args.handoff_batch, args.af_steps, args.handoff_bw,
             args.staging_bw, args.handoff_startup_ns), render.markdown)
+    if args.reconfigure is not None:
+        return common.emit(args, _reconfigure(args, arch, w, device), render.markdown)
     if args.offload_kv is not None:
         if args.host_link_bw is None or args.input_len is None or args.output_len is None:
             raise UserError("--offload-kv needs --host-link-bw, --input-len and --output-len")
@@ -482,7 +547,7 @@ def run(args):
 # would be ignored): two at once is an error, never a silent choice. Options of one group
 # (two drafters, two round ledgers) have their own, more specific message.
 QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--cache-route"),),
-             (("handoff_bw", "--handoff-bw"),), (("offload_kv", "--offload-kv"),),
+             (("handoff_bw", "--handoff-bw"),), (("reconfigure", "--reconfigure"),), (("offload_kv", "--offload-kv"),),
              (("offload_ffn_layers", "--offload-ffn-layers"),), (("expert_tokens", "--expert-tokens"),),
              (("accepted_counts", "--accepted-counts"), ("spec_option", "--spec-option")),
              (("request", "--request"),), (("worker", "--worker"),), (("prefill_device", "--prefill-device"),),
@@ -494,6 +559,8 @@ QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--
 COMPANIONS = (
     (("remote_bw", "hit_probability", "route_slo_ns"), ("cache_route",)),
     (("staging_bw",), ("handoff_bw",)),
+    (("fabric_bw", "sender_bw", "receiver_bw", "reconfigure_capacity", "reconfigure_extra", "transfer_s",
+      "switch_runtime_s", "switch_overhead_s", "step_saving_s"), ("reconfigure",)),
     (("layer_ns",), ("offload_ffn_layers",)),
     (("prefix_budget",), ("prefix_candidate",)),
     (("network_bw",), ("worker",)),
@@ -607,3 +674,26 @@ def _offload(args, arch, w, device):
     return system.offload_record(arch, w, device, args.offload_ffn_layers, args.offload_slots,
                                  args.offload_passes, args.host_link_bw, args.layer_ns, args.input_len,
                                  args.compute_efficiency, args.memory_efficiency)
+
+
+def _reconfigure(args, arch, w, device):
+    """The `--reconfigure FROM TO` record."""
+    from ..analyses.serve import system
+    from ..analyses.serve.reconfigure import Layout
+
+    source, target = (Layout(*spec) for spec in args.reconfigure)
+    everyone = sorted(set(source.devices) | set(target.devices))
+
+    def per_device(specs):
+        out = {}
+        for size, names in specs or ():
+            out.update((d, size) for d in (names or everyone))
+        return out
+
+    return system.reconfigure_record(
+        arch, w, device, source, target, batch=args.reconfigure_batch, history=args.reconfigure_history,
+        aux_bytes=args.aux_state_bytes, replay=args.replay,
+        rates={"fabric": args.fabric_bw, "sender": args.sender_bw, "receiver": args.receiver_bw},
+        capacity=per_device(args.reconfigure_capacity), extra=per_device(args.reconfigure_extra),
+        runtime_s=args.switch_runtime_s, transfer_s=args.transfer_s,
+        overhead_s=args.switch_overhead_s, saving_s=args.step_saving_s)

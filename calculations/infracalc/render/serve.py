@@ -478,8 +478,52 @@ def left_out_lines(rec):
     return ["## What it leaves out", "", *[f"- {t}" for t in out], ""] if out else []
 
 
+def _maybe(rec, key):
+    return "unknown" if rec.get(key) is None else _x(rec, key)
+
+
+def reconfigure_lines(rec):
+    r = rec["reconfigure"]
+    fit = {True: "yes", False: "**no**", None: "unknown"}
+    moved = [[kind, u.integer(t["local_bytes"]), u.integer(t["network_bytes"])] for kind, t in r["totals"].items()]
+    cards = [[c["device"], u.integer(c["old_bytes"]), u.integer(c["new_bytes"]), u.integer(c["peak_bytes"]),
+              "unknown" if c["capacity_bytes"] is None else u.integer(c["capacity_bytes"]), fit[c["fits"]],
+              u.integer(r["sent_bytes"].get(c["device"], 0)), u.integer(r["received_bytes"].get(c["device"], 0))]
+             for c in r["devices"]]
+    b = r["bounds_s"]
+    times = [[f"network / {k} rate", _maybe(b, k)] for k in ("fabric", "sender", "receiver")]
+    times += [["**transfer lower bound**", _maybe(r, "transfer_lower_bound_s")],
+              ["declared serial steps", _maybe(r, "runtime_s")],
+              ["declared transfer", _maybe(r, "declared_transfer_s")],
+              ["serial switch lower bound (bound + declared steps)", _maybe(r, "serial_lower_bound_s")],
+              ["declared serial switch", _maybe(r, "declared_serial_s")]]
+    lines = [f"## Reconfiguration {r['source']} -> {r['target']}: {u.integer(r['network_bytes'])} B over the "
+             f"network, every device fits: {fit[r['all_fit']]}", "",
+             markdown_table(["state", "local copy B", "network B"], moved), "",
+             f"Local copies read and write {u.integer(r['local_read_write_bytes'])} B.", "",
+             markdown_table(["device", "old B", "new B", "peak B (old + new + extra)", "capacity B", "fits",
+                             "sends B", "receives B"], cards), "",
+             markdown_table(["time (s, exact)", "value"], times, "lr"), ""]
+    p = r["payback"]
+    if p is not None:
+        lines += [f"Payback: {_x(p, 'overhead_s')} s of switch at {_x(p, 'saving_per_step_s')} s saved per step "
+                  f"breaks even after {p['break_even_steps'] if p['break_even_steps'] is not None else 'never'} "
+                  f"steps, strictly better after "
+                  f"{p['strictly_better_steps'] if p['strictly_better_steps'] is not None else 'never'}.", ""]
+    return lines
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "reconfigure" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, TP/EP reconfiguration", "",
+                 f"- State: {i['batch']} requests x {i['history']:,} tokens of cache"
+                 f"{' (replayed, not moved)' if i['replay'] else ''}, {i['aux_state_bytes']:,} B auxiliary; "
+                 f"weights {i['weight_dtype']}, KV {i['kv_dtype']}", "",
+                 *reconfigure_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 "## What it leaves out", "", *[f"- {t}" for t in rec["left_out"]], "",
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "kv_offload" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}, KV offload", "",
                  *verdict_lines(rec), model_line(rec["model"], tied=False), device_line(rec["device"], memory=True),

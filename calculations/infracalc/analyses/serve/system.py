@@ -815,3 +815,40 @@ def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw,
                                                        "between the link and the device's memory."],
                conventions=conventions(w) + [offload.KV_OFFLOAD_CONVENTION])
     return rec
+
+
+RECONFIGURE_CONVENTION = ("Reconfiguration: a quiescent snapshot; each tensor, the cache and the auxiliary state as "
+                          "intervals on one sharding axis; every target interval taken from the device itself when it "
+                          "holds it (a local copy still writes a new buffer) else from the first source device by name "
+                          "(direct unicast, not an optimal schedule); transfer lower bound max(network / fabric, "
+                          "max sent / sender, max received / receiver) at declared rates; memory peak old + new + "
+                          "declared extra per device.")
+
+
+def reconfigure_record(arch, w, device, source, target, **kw):
+    """The `serve --reconfigure` record: `reconfigure.reconfigure` at the workload's weight and KV
+    formats (whole bytes per value)."""
+    from . import pools, reconfigure
+    from ...errors import UserError
+
+    for name, dt in (("weight", w.weight_dtype), ("KV", w.kv_dtype)):
+        if dt.bits % 8 or dt.scale_bits:
+            raise UserError(f"reconfiguration moves whole bytes per value: the {name} format {dt.name} is not "
+                            f"(use bf16, fp16, fp8 or fp32)")
+    out = reconfigure.reconfigure(arch, source, target, weight_bytes=w.weight_dtype.bits // 8,
+                                  kv_bytes=w.kv_dtype.bits // 8, **kw)
+    rec = _header(arch, w, device, max(kw.get("history", 0), 1), 1, Options())
+    rec["inputs"] = {"from": source.label(), "to": target.label(), "batch": kw.get("batch", 1),
+                     "history": kw.get("history", 0), "aux_state_bytes": kw.get("aux_bytes", 0),
+                     "replay": kw.get("replay", False),
+                     "bytes_per_second": {k: v for k, v in sorted((kw.get("rates") or {}).items())},
+                     "weight_dtype": w.weight_dtype.name, "kv_dtype": w.kv_dtype.name}
+    rec["notes"] = []
+    rec["reconfigure"] = pools.jsonable(out)
+    rec.update(definitions=["Byte counts are exact. The transfer lower bound is a lower bound under the declared "
+                             "rates; the declared transfer and serial steps are teaching inputs (not a bound, not "
+                             "a prediction); times are exact rationals of seconds."],
+               conventions=[RECONFIGURE_CONVENTION],
+               left_out=["Compute during the move, link contention beyond the three declared rates, and the "
+                         "time of the serial steps unless declared."])
+    return rec
