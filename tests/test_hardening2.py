@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import unittest
+from fractions import Fraction
 
 from support import CALC, run_cli as run
 from fuzz import default_signals
@@ -558,3 +559,22 @@ class SessionOptionsReview(Case):
         i = json.loads(out)["inputs"]
         self.assertEqual((i["supervised_tokens"], i["recompute_modules"], i["fp8_activation_input"],
                           i["cpu_offloading_num_layers"]), (4096, ["layernorm"], True, 4))
+
+    def test_offload_ffn_and_stage_bounds_of_an_mla_model(self):
+        # Two more --mla auto tracebacks (the fuzzer's model swap): the offload's layer time from
+        # the decode step, and device-rated PD workers under --decode-batch. Under auto a stage
+        # bound is the cheaper path's: the least of the two forced paths' bounds.
+        status, out, err = run("serve", "--model", "deepseek-v3", "--offload-ffn-layers", "1", "--input-len", "1024",
+                               "--host-link-bw", "pcie5", "--format", "json")
+        self.assertEqual(status, 0, err)
+        self.assertTrue(json.loads(out)["notes"][0].startswith("MLA path for the decode step: absorbed"))
+        argv = ("serve", "--model", "deepseek-v3", "--input-len", "8192", "--output-len", "1025",
+                "--decode-batch", "32", "--new-kv", "on-chip", "--worker", "A:4:h100-sxm", "--format", "json")
+        bounds = {}
+        for mla in ("auto", "absorbed", "expanded"):
+            status, out, err = run(*argv, "--mla", mla)
+            self.assertEqual(status, 0, err)
+            st = json.loads(out)["workers"]["stage_bounds"][0]
+            bounds[mla] = (Fraction(st["prefill_pass"]["lower_bound_s_exact"]), Fraction(st["decode_step"]["lower_bound_s_exact"]))
+        for i in (0, 1):
+            self.assertEqual(bounds["auto"][i], min(bounds["absorbed"][i], bounds["expanded"][i]))

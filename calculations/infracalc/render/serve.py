@@ -547,7 +547,9 @@ def markdown(rec):
         return "\n".join(lines)
     if "offload" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, FFN weights offloaded to the host", "",
-                 *verdict_lines(rec), *offload_lines(rec), "## Definitions", "",
+                 *verdict_lines(rec), *[f"- Note: {inline(n)}" for n in rec["notes"]], *([""] if rec["notes"] else []),
+                 *offload_lines(rec),
+                 "## Definitions", "",
                  *[f"- {t}" for t in rec["definitions"]], "", "## What it leaves out", "",
                  *[f"- {t}" for t in rec["left_out"]], "", *conventions(rec["conventions"])]
         return "\n".join(lines)
