@@ -482,6 +482,10 @@ class SessionOptionsReview(Case):
         (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--prefix-budget", "1GiB"),
          "--prefix-budget is read only with --prefix-candidate"),
         (("budget", "straggler", "--mean-time", "0s", "--sigma", "1s", "--ranks", "8"), "--mean-time"),
+        (("serve", "--model", "qwen3-8b", "--reconfigure", "tp4", "tp8", "--handoff-bw", "25GB/s", "--input-len", "10"),
+         "--handoff-bw and --reconfigure"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "10", "--output-len", "5", "--fabric-bw", "25GB/s"),
+         "--fabric-bw is read only with --reconfigure"),
         # collective: --algorithm belongs to the reconfiguration rows
         (("collective", "all_reduce", "--ranks", "8", "--bytes", "8MiB", "--algorithm", "tree"), "--algorithm"),
     )
