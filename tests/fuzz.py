@@ -84,6 +84,29 @@ LINK_VALUES = (0, 1, -1, 2, 8, 72, 10**30, 10**30 + 1, 0.5, 1.5, 2.5e-05, 1e-300
 NESTED_VALUES = (0, 1, -1, 8.0, 0.5, 1e30, True, None, "", "yarn", "llama3", "linear", "dynamic",
                  "fp8", "mxfp4", [], {}, [128, 128], {"type": "yarn"})
 
+# Well-formed values of the structured options (drawn now and then instead of the generic
+# pools, so the fuzzer reaches their computations, not only their parsers), by destination.
+EXAMPLES = {
+    "worker": ("p:4:16384:64", "d:2:4096:256", "A:2:h100-sxm", "B:1:a100-sxm-80gb", "q:1:3/2:1"),
+    "accepted_counts": ("2,1,1,2,4", "10,0", "0,1"),
+    "spec_option": ("d1:100000:1000000:1,3", "d2:100000:1150000:4,3,9"),
+    "cache_route": ("250000000:20000000:180000000:10000000:10000000", "5:1:4:1:1"),
+    "offload_ffn_layers": ("3:36:4", "0,1", "1"),
+    "tile": ("64x32x128", "8x32x128", "32x32x32"),
+    "replica": ("0:1", "1:2", "7:0"),
+    "prefix_candidate": ("a:512:1:1", "b:1024:16:2", "c:16:1:1/2"),
+    "acceptance": ("0.8", "0.7,0.6", "1"),
+    "hit_probability": ("9/10", "0.5", "1"),
+    "host_link_bw": ("pcie5", "25GB/s"),
+    "image": ("640x640", "256x256", "512x320"),
+    "loads": ("3x64,1x64", "3,1", "1x128"),
+    "capacity_factor": ("1", "1,1.25,2"),
+    "cards": ("32,48,96", "48"),
+    "ranks": ("8", "16", "1,8,1024"),
+    "recompute_modules": ("layernorm", "core_attn,moe_act", "mla_up_proj"),
+    "patterns": ("recursive", "swing", "recursive,swing"),
+}
+
 
 def _bundled(kind):
     folder = os.path.join(CALC, kind)
@@ -258,6 +281,8 @@ def value_for(action, files, hostile):
     bad = r.random() < hostile
     if bad and r.random() < 0.2:
         return r.choice(STRINGS)
+    if not bad and action.dest in EXAMPLES and r.random() < 0.8:
+        return r.choice(EXAMPLES[action.dest])
     if action.choices is not None:
         choices = [str(c) for c in action.choices]
         return r.choice(choices) if not bad else r.choice(choices).upper() + r.choice(("", "x"))

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import unittest
+from fractions import Fraction
 
 from support import CALC, run_cli as run
 from fuzz import default_signals
@@ -480,6 +481,11 @@ class SessionOptionsReview(Case):
          "--draft-ns is read only with --accepted-counts"),
         (("serve", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "16", "--prefix-budget", "1GiB"),
          "--prefix-budget is read only with --prefix-candidate"),
+        (("budget", "straggler", "--mean-time", "0s", "--sigma", "1s", "--ranks", "8"), "--mean-time"),
+        (("serve", "--model", "qwen3-8b", "--reconfigure", "tp4", "tp8", "--handoff-bw", "25GB/s", "--input-len", "10"),
+         "--handoff-bw and --reconfigure"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "10", "--output-len", "5", "--fabric-bw", "25GB/s"),
+         "--fabric-bw is read only with --reconfigure"),
         # collective: --algorithm belongs to the reconfiguration rows
         (("collective", "all_reduce", "--ranks", "8", "--bytes", "8MiB", "--algorithm", "tree"), "--algorithm"),
     )
@@ -524,3 +530,55 @@ class SessionOptionsReview(Case):
                 self.assertEqual(status, 2, err)
                 self.assertEqual(len(err.strip().splitlines()), 1, err)
                 self.assertIn("quantization_config", err)
+
+    def test_kv_offload_of_an_mla_model_states_its_path(self):
+        # serve --offload-kv built the step's ledger with --mla auto unresolved: every MLA model
+        # (DeepSeek-V3, Kimi K3) ended in a ValueError traceback. The step now takes the cheaper
+        # path, as decode does, and says so in both formats.
+        argv = ("serve", "--model", "deepseek-v3", "--offload-kv", "0.5", "--host-link-bw", "pcie5",
+                "--input-len", "1024", "--output-len", "16")
+        status, md, err = run(*argv)
+        self.assertEqual(status, 0, err)
+        status, out, err = run(*argv, "--format", "json")
+        self.assertEqual(status, 0, err)
+        rec = json.loads(out)
+        note = next(n for n in rec["notes"] if n.startswith("MLA path for the decode step: absorbed"))
+        self.assertIn(note, md)
+        # what the record leaves out is printed too, not only in JSON
+        for line in rec["left_out"]:
+            self.assertIn(line, md)
+
+    def test_train_markdown_states_the_recipe_options(self):
+        # --supervised-tokens, --recompute-modules, --activation-func-fp8-input-store and
+        # --cpu-offloading-num-layers change the figures but were echoed in JSON only.
+        argv = ("train", "--model", "qwen3-8b", "--seq", "8192", "--supervised-tokens", "4096",
+                "--recompute-modules", "layernorm", "--activation-func-fp8-input-store",
+                "--cpu-offloading-num-layers", "4")
+        status, md, err = run(*argv)
+        self.assertEqual(status, 0, err)
+        for text in ("output head and loss on 4,096 supervised tokens per sequence", "recompute `none` + modules layernorm",
+                     "activation inputs kept in FP8", "each stage's first 4 layers' activations in host memory"):
+            self.assertIn(text, md)
+        status, out, err = run(*argv, "--format", "json")
+        i = json.loads(out)["inputs"]
+        self.assertEqual((i["supervised_tokens"], i["recompute_modules"], i["fp8_activation_input"],
+                          i["cpu_offloading_num_layers"]), (4096, ["layernorm"], True, 4))
+
+    def test_offload_ffn_and_stage_bounds_of_an_mla_model(self):
+        # Two more --mla auto tracebacks (the fuzzer's model swap): the offload's layer time from
+        # the decode step, and device-rated PD workers under --decode-batch. Under auto a stage
+        # bound is the cheaper path's: the least of the two forced paths' bounds.
+        status, out, err = run("serve", "--model", "deepseek-v3", "--offload-ffn-layers", "1", "--input-len", "1024",
+                               "--host-link-bw", "pcie5", "--format", "json")
+        self.assertEqual(status, 0, err)
+        self.assertTrue(json.loads(out)["notes"][0].startswith("MLA path for the decode step: absorbed"))
+        argv = ("serve", "--model", "deepseek-v3", "--input-len", "8192", "--output-len", "1025",
+                "--decode-batch", "32", "--new-kv", "on-chip", "--worker", "A:4:h100-sxm", "--format", "json")
+        bounds = {}
+        for mla in ("auto", "absorbed", "expanded"):
+            status, out, err = run(*argv, "--mla", mla)
+            self.assertEqual(status, 0, err)
+            st = json.loads(out)["workers"]["stage_bounds"][0]
+            bounds[mla] = (Fraction(st["prefill_pass"]["lower_bound_s_exact"]), Fraction(st["decode_step"]["lower_bound_s_exact"]))
+        for i in (0, 1):
+            self.assertEqual(bounds["auto"][i], min(bounds["absorbed"][i], bounds["expanded"][i]))

@@ -68,6 +68,8 @@ def _straggler(args):
     from ..analyses.straggler import straggler
     from ..errors import UserError
 
+    if not args.mean_time > 0:
+        raise UserError("--mean-time must be positive (a rank's mean compute time per step, e.g. 52.2s)")
     if not 0 <= args.k_sigma <= 40:
         raise UserError(f"--k-sigma must be from 0 to 40, got {args.k_sigma}")
     if max(args.ranks) > 10**6:

@@ -561,7 +561,7 @@ def run(args):
 # would be ignored): two at once is an error, never a silent choice. Options of one group
 # (two drafters, two round ledgers) have their own, more specific message.
 QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--cache-route"),),
-             (("handoff_bw", "--handoff-bw"),), (("offload_kv", "--offload-kv"),),
+             (("handoff_bw", "--handoff-bw"),), (("reconfigure", "--reconfigure"),), (("offload_kv", "--offload-kv"),),
              (("offload_ffn_layers", "--offload-ffn-layers"),), (("expert_tokens", "--expert-tokens"),),
              (("accepted_counts", "--accepted-counts"), ("spec_option", "--spec-option")),
              (("request", "--request"),), (("worker", "--worker"),), (("prefill_device", "--prefill-device"),),
@@ -573,6 +573,8 @@ QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--
 COMPANIONS = (
     (("remote_bw", "hit_probability", "route_slo_ns"), ("cache_route",)),
     (("staging_bw",), ("handoff_bw",)),
+    (("fabric_bw", "sender_bw", "receiver_bw", "reconfigure_capacity", "reconfigure_extra", "transfer_s",
+      "switch_runtime_s", "switch_overhead_s", "step_saving_s"), ("reconfigure",)),
     (("layer_ns",), ("offload_ffn_layers",)),
     (("prefix_budget",), ("prefix_candidate",)),
     (("network_bw",), ("worker",)),

@@ -472,6 +472,12 @@ def kv_offload_lines(rec):
                 ["requests that fit (offloaded)", fit(k["requests_fit_offloaded"])]], "lr"), ""]
 
 
+def left_out_lines(rec):
+    """The record's `left_out` list as its own section (none when the list is empty)."""
+    out = rec.get("left_out")
+    return ["## What it leaves out", "", *[f"- {t}" for t in out], ""] if out else []
+
+
 def _maybe(rec, key):
     return "unknown" if rec.get(key) is None else _x(rec, key)
 
@@ -521,27 +527,29 @@ def markdown(rec):
     if "kv_offload" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}` on {inline(rec['device']['id'])}, KV offload", "",
                  *verdict_lines(rec), model_line(rec["model"], tied=False), device_line(rec["device"], memory=True),
-                 "", *kv_offload_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *note_lines(rec), "", *kv_offload_lines(rec), "## Definitions", "",
+                 *[f"- {t}" for t in rec["definitions"]], "", *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "prefix_value" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, prefix value", "", *verdict_lines(rec),
                  *prefix_value_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "route" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, cache route", "", *verdict_lines(rec),
                  *route_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "handoff" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, PD and AF handoff", "", *verdict_lines(rec),
                  *handoff_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
-                 *conventions(rec["conventions"])]
+                 *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
     if "offload" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, FFN weights offloaded to the host", "",
-                 *verdict_lines(rec), *offload_lines(rec), "## Definitions", "",
+                 *verdict_lines(rec), *[f"- Note: {inline(n)}" for n in rec["notes"]], *([""] if rec["notes"] else []),
+                 *offload_lines(rec),
+                 "## Definitions", "",
                  *[f"- {t}" for t in rec["definitions"]], "", "## What it leaves out", "",
                  *[f"- {t}" for t in rec["left_out"]], "", *conventions(rec["conventions"])]
         return "\n".join(lines)

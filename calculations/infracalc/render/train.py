@@ -4,6 +4,25 @@ from . import units as u
 from .table import conventions, inline, markdown_table, no_layout_line, records_to_csv, shown
 
 
+
+def supervised_text(i):
+    """', the head and loss on N supervised tokens per sequence' (--supervised-tokens), or ''."""
+    n = i.get("supervised_tokens")
+    return f"; output head and loss on {u.integer(n)} supervised tokens per sequence" if n else ""
+
+
+def recipe_text(i):
+    """The recipe options that change what is kept: modules recomputed, FP8 activation inputs,
+    layers whose activations are offloaded (Megatron-LM's flags), or ''."""
+    parts = []
+    if i.get("recompute_modules"):
+        parts.append(f" + modules {','.join(i['recompute_modules'])}")
+    if i.get("fp8_activation_input"):
+        parts.append("; activation inputs kept in FP8")
+    if i.get("cpu_offloading_num_layers"):
+        parts.append(f"; each stage's first {i['cpu_offloading_num_layers']} layers' activations in host memory")
+    return "".join(parts)
+
 def _row(label, n, human):
     return [label, u.integer(n), human(n)]
 
@@ -17,8 +36,9 @@ def header_lines(rec):
         + (f", active {u.integer(m['active_params'])}" if m["active_params"] != m["params"] else ""),
         f"- Step: {u.count(i['global_batch'], 'sequence')} x "
         f"{u.integer(i['seq'])} tokens = "
-        f"{u.integer(i['global_batch'] * i['seq'])} tokens, as {u.count(i['micro_batches_per_step'], 'micro-batch', 'micro-batches')} of {i['micro_batch']}",
-        f"- Layout: {layout_line(i)}; recompute `{i['recompute']}`; attention kernel "
+        f"{u.integer(i['global_batch'] * i['seq'])} tokens, as {u.count(i['micro_batches_per_step'], 'micro-batch', 'micro-batches')} of {i['micro_batch']}"
+        + supervised_text(i),
+        f"- Layout: {layout_line(i)}; recompute `{i['recompute']}`{recipe_text(i)}; attention kernel "
         f"`{i['attention']}`{'; fused backward recomputes QK^T' if i['flash_recompute'] else ''}",
         f"- Formats: weights {i['weight_dtype']}, gradients {i['grad_bytes_per_param']} B/param, "
         f"activations {i['act_dtype']}; optimizer `{i['optimizer']}` ({states}); ZeRO stage {i['zero']}",
@@ -285,8 +305,9 @@ def search_markdown(rec):
                 for x in rec["rejected"]]
     parts = [
         f"# train --search: {m['id']} on {i['devices']} x {d['id']}", "", *search_summary(rec),
-        f"- Step: {u.count(i['global_batch'], 'sequence')} x {u.integer(i['seq'])} tokens, micro-batch "
-        f"{i['micro_batch']}; recompute `{i['recompute']}`; ZeRO {i['zero']}; schedule {i['schedule']}; "
+        f"- Step: {u.count(i['global_batch'], 'sequence')} x {u.integer(i['seq'])} tokens{supervised_text(i)}, "
+        f"micro-batch {i['micro_batch']}; recompute `{i['recompute']}`{recipe_text(i)}; ZeRO {i['zero']}; "
+        f"schedule {i['schedule']}; "
         f"objective {i['objective']}",
         f"- Device memory {u.nbytes(d['memory_bytes'])} ({d['memory_convention']} capacity)",
         links_line(i),

@@ -302,6 +302,9 @@ def stage_bound_rates(arch, w, device, input_len, output_len, batch, opts):
         raise UserError(f"{device.id} has no {w.compute_dtype.name} matrix peak: its stage bound is unknown")
 
     def bound(work):
+        if work.mla == "auto" and mla_path.has_mla(arch):   # the cheaper path's bound (mla_path)
+            pick = min((bound(work.replace(mla=p)) for p in ("absorbed", "expanded")), key=lambda b: b[0])
+            return pick[0], dict(pick[1], mla_path=pick[2])
         ops = ledger.operators(arch, work)
         mf = sum(op.matrix_flops for op in ops)
         vf = sum(op.vector_flops for op in ops)
@@ -309,12 +312,12 @@ def stage_bound_rates(arch, w, device, input_len, output_len, batch, opts):
         terms = [Fraction(mf) / (peak * ec), Fraction(nbytes) / (device.memory_bandwidth_bytes_per_s * em)]
         if vec:
             terms.append(Fraction(vf) / (vec * ec))
-        return max(terms), {"matrix_flops": mf, "vector_flops": vf, "unique_bytes": nbytes}
+        return max(terms), {"matrix_flops": mf, "vector_flops": vf, "unique_bytes": nbytes}, work.mla
 
     new = input_len - opts.cached
-    pre, pre_work = bound(w.replace(batch=1, tokens=new, history=opts.cached, logits="last"))
+    pre, pre_work = bound(w.replace(batch=1, tokens=new, history=opts.cached, logits="last"))[:2]
     history = input_len + (output_len - 1) // 2
-    dec, dec_work = bound(w.replace(batch=batch, tokens=1, history=history, logits="last"))
+    dec, dec_work = bound(w.replace(batch=batch, tokens=1, history=history, logits="last"))[:2]
     return {"prefill_tokens_per_s": new / pre, "decode_tokens_per_s": batch / dec,
             "prefill_pass": dict(pre_work, tokens=new, history=opts.cached, lower_bound_s=pre),
             "decode_step": dict(dec_work, batch=batch, history=history, lower_bound_s=dec)}
@@ -363,6 +366,9 @@ def workers_record(arch, w, device, input_len, output_len, opts, workers, networ
     if stages:
         rec["inputs"]["decode_batch"] = decode_batch
         rec["workers"]["stage_bounds"] = pools.jsonable(stages)
+        rec["notes"] += [f"MLA path of {st['worker']}'s stage bounds: prefill {st['prefill_pass']['mla_path']}, "
+                         f"decode {st['decode_step']['mla_path']} (--mla auto: the cheaper path's bound)"
+                         for st in stages if "mla_path" in st["decode_step"]]
     rec.update(definitions=list(DEFINITIONS), left_out=list(LEFT_OUT[:1]),
                conventions=conventions(w) + [pools.PD_CONVENTION] + ([STAGE_BOUND] if stages else []))
     return rec
@@ -630,13 +636,15 @@ def offload_record(arch, w, device, layers, slots, passes, bandwidth, layer_ns, 
     from . import offload, pools
 
     declared = layer_ns is not None
-    step = None
+    step = choice = None
     if not declared:
         from ..decode import phase_record
         from .. import decode_sum
 
         r = roof(device, w.compute_dtype, ce, me)
-        ops = ledger.operators(arch, w.replace(batch=1, tokens=1, history=history, logits="last"))
+        # --mla auto: the step takes the cheaper path, as decode charges its steps
+        step_w, choice = mla_path.for_pass(arch, w.replace(batch=1, tokens=1, history=history, logits="last"), r)
+        ops = ledger.operators(arch, step_w)
         step = phase_record(decode_sum.single(ops), r)["time_s"]
         layer_ns = ceil(step * 1e9 / len(arch.layers))
     out = offload.plan(arch, w, list(layers), slots, passes, layer_ns, bandwidth)
@@ -647,7 +655,7 @@ def offload_record(arch, w, device, layers, slots, passes, bandwidth, layer_ns, 
                      "weight_dtype": rec["inputs"]["weight_dtype"]}
     if step is not None:
         out["decode_step_estimate_s"] = step
-    rec["notes"] = []
+    rec["notes"] = [mla_path.note(choice, "decode step")] if choice else []
     rec["offload"] = pools.jsonable(out)
     rec.update(definitions=[DECLARED if declared else
                             "The layer time is the operator-sum estimate of one decode step over the layers; "
@@ -787,7 +795,9 @@ def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw,
         raise UserError("--offload-kv prices decode steps: --output-len of at least 2")
     r = roof(device, w.compute_dtype, ce, me)
     history = input_len + (output_len - 1) // 2
-    ops = ledger.operators(arch, w.replace(batch=batch, tokens=1, history=history, logits="last"))
+    # --mla auto: the step is charged the cheaper path, as decode charges its steps
+    w, choice = mla_path.for_pass(arch, w.replace(batch=batch, tokens=1, history=history, logits="last"), r)
+    ops = ledger.operators(arch, w)
     totals = tuple(sum(getattr(op, k) for op in ops)
                    for k in ("matrix_flops", "vector_flops", "weight_read", "kv_read", "kv_write"))
     step, host, link = offload.kv_step(totals, f, r, link_bw)
@@ -802,6 +812,8 @@ def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw,
 
     rec = _header(arch, w, device, input_len, output_len, Options(compute_efficiency=ce, memory_efficiency=me))
     rec["inputs"].update(offload_kv_fraction=f, offload_batch=batch, host_link_bytes_per_s=link_bw)
+    if choice:
+        rec["notes"].append(mla_path.note(choice, "decode step"))
     rec["kv_offload"] = {"history": history, "batch": batch, "fraction": f, "kv_bytes_read": totals[3],
                          "host_bytes_per_step": host, "link_s_per_step": link, "step_lower_bound_s": step,
                          "step_lower_bound_resident_s": resident, "slowdown": step / resident,
@@ -833,7 +845,7 @@ def reconfigure_record(arch, w, device, source, target, **kw):
                             f"(use bf16, fp16, fp8 or fp32)")
     out = reconfigure.reconfigure(arch, source, target, weight_bytes=w.weight_dtype.bits // 8,
                                   kv_bytes=w.kv_dtype.bits // 8, **kw)
-    rec = _header(arch, w, device, kw.get("history", 0), 1, Options())
+    rec = _header(arch, w, device, max(kw.get("history", 0), 1), 1, Options())
     rec["inputs"] = {"from": source.label(), "to": target.label(), "batch": kw.get("batch", 1),
                      "history": kw.get("history", 0), "aux_state_bytes": kw.get("aux_bytes", 0),
                      "replay": kw.get("replay", False),
