@@ -123,6 +123,8 @@ def state(arch, lay, chunks, batch, history, aux_bytes, weight_bytes, kv_bytes):
     expert-id ranges (the union of both layouts' EP boundaries) an expert tensor is kept in."""
     heads, kv_heads, head_dim = _attention(arch)
     experts = _experts(arch)
+    ranges = [split(experts, lay.ep, e) for e in range(lay.ep)]
+    chunk_ranks = [[e for e, (a, b) in enumerate(ranges) if a <= c0 < b] for c0, _ in chunks]
     out = {}
     for t in arch.tensors():
         axis = _axis(t)
@@ -150,8 +152,7 @@ def state(arch, lay, chunks, batch, history, aux_bytes, weight_bytes, kv_bytes):
         if t.role != "expert":
             out[t.name] = ("weight", unit, owners(range(lay.ep)))
             continue
-        for c0, c1 in chunks:
-            ranks = [e for e in range(lay.ep) if split(experts, lay.ep, e)[0] <= c0 < split(experts, lay.ep, e)[1]]
+        for (c0, c1), ranks in zip(chunks, chunk_ranks):
             out[f"{t.name}[{c0}:{c1}]"] = ("weight", unit * (c1 - c0), owners(ranks))
     if batch * history:
         unit = 2 * kv_bytes * len(arch.layers) * batch * history * head_dim
@@ -185,8 +186,13 @@ def plan(old, new):
     return pieces
 
 
-def resident(entries, device):
-    return sum((b - a) * unit for _, unit, owners in entries.values() for d, a, b in owners if d == device)
+def resident(entries):
+    """device -> the bytes it holds."""
+    out = {}
+    for _, unit, owners in entries.values():
+        for d, a, b in owners:
+            out[d] = out.get(d, 0) + (b - a) * unit
+    return out
 
 
 def payback(overhead_s, saving_s):
@@ -231,10 +237,11 @@ def reconfigure(arch, source, target, *, batch=1, history=0, aux_bytes=0, weight
     bound = max(known) if len(known) == 3 else None
     devices = sorted(set(source.devices) | set(target.devices))
     cards = []
+    held_old, held_new = resident(old), resident(new)
     for d in devices:
-        peak = resident(old, d) + resident(new, d) + (extra or {}).get(d, 0)
+        peak = held_old.get(d, 0) + held_new.get(d, 0) + (extra or {}).get(d, 0)
         cap = (capacity or {}).get(d)
-        cards.append({"device": d, "old_bytes": resident(old, d), "new_bytes": resident(new, d),
+        cards.append({"device": d, "old_bytes": held_old.get(d, 0), "new_bytes": held_new.get(d, 0),
                       "peak_bytes": peak, "capacity_bytes": cap, "fits": None if cap is None else peak <= cap})
     declared = serial_bound = None
     if transfer_s is not None:
