@@ -34,6 +34,8 @@ TOPOLOGIES = {"switch", "mesh", "torus"}
 # Non-integer link fields: latencies in seconds and efficiencies (floats), a flag (bool).
 FLOAT_FIELDS = {"alpha_s", "in_network_alpha_s", "in_network_efficiency"}
 BOOL_FIELDS = {"in_network_reduce"}
+# Optional top-level field (absent = unknown), right after scale_out when present.
+HOST_LINK = "host_link"
 SOURCE_KEYS = ["source", "status", "note"]
 STATUSES = {"V", "R", "3P"}
 # Fields that may be null (then "sources" must explain why under that key).
@@ -95,7 +97,11 @@ class HardwareDataTest(unittest.TestCase):
     def test_top_level_keys_in_order_and_id_matches_filename(self):
         for stem, (_, data) in self.records.items():
             with self.subTest(device=stem):
-                self.assertEqual(list(data.keys()), TOP_KEYS)
+                keys = list(data.keys())
+                if HOST_LINK in keys:
+                    self.assertEqual(keys.index(HOST_LINK), keys.index("scale_out") + 1)
+                    self.assertEqual(list(data[HOST_LINK]), ["name", "bytes_per_s_per_direction"])
+                self.assertEqual([k for k in keys if k != HOST_LINK], TOP_KEYS)
                 self.assertEqual(data["id"], stem)
                 for key in ("name", "vendor"):
                     self.assertIsInstance(data[key], str)
@@ -145,7 +151,7 @@ class HardwareDataTest(unittest.TestCase):
         for stem, (_, data) in self.records.items():
             for path, entry in data["sources"].items():
                 with self.subTest(device=stem, entry=path):
-                    self.assertIn(path.split(".")[0], TOP_KEYS[3:-1], "sources key must name a data field")
+                    self.assertIn(path.split(".")[0], TOP_KEYS[3:-1] + [HOST_LINK], "sources key must name a data field")
                     self.assertEqual(list(entry.keys()), SOURCE_KEYS)
                     self.assertIsInstance(entry["source"], str)
                     self.assertTrue(entry["source"].strip())

@@ -165,6 +165,19 @@ def host_link(text):
     return HOST_LINKS.get(text.strip().lower()) or round(common.bandwidth(text))
 
 
+def device_host_link(args, device, what):
+    """--host-link-bw when given, else the device file's host link; a device whose file has none is
+    an error naming it (its host link is unknown, never guessed)."""
+    from ..errors import UserError
+
+    if args.host_link_bw is not None:
+        return args.host_link_bw
+    if device.host_link is None:
+        raise UserError(f"{what} streams over the host link, and device '{device.id}' has no host link "
+                        f"in its file (unknown): give --host-link-bw BW|pcie4|pcie5|pcie6")
+    return device.host_link.bytes_per_s
+
+
 def route_times(text):
     """QA:QB:FULL:WARM:LOOKUP in integer ns."""
     parts = [common.digits(x) for x in text.split(":")]
@@ -376,7 +389,8 @@ def add_arguments(p):
     of.add_argument("--offload-passes", type=common.positive_int, default=1, metavar="N",
                     help="passes scheduled one after the other (default 1)")
     of.add_argument("--host-link-bw", type=host_link, default=None, metavar="BW|pcie4|pcie5|pcie6",
-                    help="host-to-device bandwidth per direction (pcie4/5/6: 32/64/128 GB/s, x16, PCI-SIG)")
+                    help="host-to-device bandwidth per direction (pcie4/5/6: 32/64/128 GB/s, x16, PCI-SIG); "
+                         "default for --offload-ffn-layers and --offload-kv: the device file's host_link")
     of.add_argument("--offload-kv", type=common.unit_interval, default=None, metavar="F",
                     help="the fraction of every request's KV cache kept in host memory and read over "
                          "--host-link-bw at each decode step (with --input-len, --output-len, --offload-batch)")
@@ -461,11 +475,11 @@ def run(args):
     if args.reconfigure is not None:
         return common.emit(args, _reconfigure(args, arch, w, device), render.markdown)
     if args.offload_kv is not None:
-        if args.host_link_bw is None or args.input_len is None or args.output_len is None:
-            raise UserError("--offload-kv needs --host-link-bw, --input-len and --output-len")
+        if args.input_len is None or args.output_len is None:
+            raise UserError("--offload-kv needs --input-len and --output-len")
         return common.emit(args, system.kv_offload_record(
             arch, w, device, args.input_len, args.output_len, args.offload_batch, args.offload_kv,
-            args.host_link_bw, common.reserve_bytes(args, device.memory_bytes), args.compute_efficiency,
+            device_host_link(args, device, "--offload-kv"), common.reserve_bytes(args, device.memory_bytes), args.compute_efficiency,
             args.memory_efficiency), render.markdown)
     if args.offload_ffn_layers is not None:
         return common.emit(args, _offload(args, arch, w, device), render.markdown)
@@ -665,14 +679,12 @@ def _offload(args, arch, w, device):
     from ..analyses.serve import system
     from ..errors import UserError
 
-    if args.host_link_bw is None:
-        raise UserError("--offload-ffn-layers streams over the host link: give --host-link-bw (e.g. pcie5)")
     if args.offload_passes > 16:
         raise UserError(f"--offload-passes {args.offload_passes}: at most 16")
     if args.layer_ns is None and args.input_len is None:
         raise UserError("give --layer-ns (declared) or --input-len (the history of the decode step priced)")
     return system.offload_record(arch, w, device, args.offload_ffn_layers, args.offload_slots,
-                                 args.offload_passes, args.host_link_bw, args.layer_ns, args.input_len,
+                                 args.offload_passes, device_host_link(args, device, "--offload-ffn-layers"), args.layer_ns, args.input_len,
                                  args.compute_efficiency, args.memory_efficiency)
 
 

@@ -46,6 +46,7 @@ class Device(Record):
     memory_bandwidth_bytes_per_s: int
     scale_up: Link = None
     scale_out: Link = None
+    host_link: Link = None    # the device's link to host memory (PCIe, NVLink-C2C); None: unknown
     tdp_watts: int = 0
     memory_label_bytes: int = 0   # the vendor's label (80 GB -> 80e9 B)
     memory_physical_bytes: int = 0   # the largest capacity a server can allocate (file's memory_bytes)
@@ -206,7 +207,7 @@ def _link(data, key, source):
 # LINK_SCHEMA); any other is refused, so that a misspelt field is never silently ignored.
 DEVICE_FIELDS = ("id", "name", "vendor", "matrix_flops_per_s", "vector_flops_per_s", "memory_bytes",
                  "memory_label_bytes", "memory_bandwidth_bytes_per_s", "scale_up", "scale_out",
-                 "tdp_watts", "sources")
+                 "host_link", "tdp_watts", "sources")
 
 _CACHE = {}
 
@@ -270,6 +271,6 @@ def _load(spec):
         memory_label_bytes=_int(data, "memory_label_bytes", source, required=False) or physical,
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
-        tdp_watts=_int(data, "tdp_watts", source, required=False), source=source)
+        host_link=_link(data, "host_link", source), tdp_watts=_int(data, "tdp_watts", source, required=False), source=source)
     _CACHE[key] = dev
     return dev
