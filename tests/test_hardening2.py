@@ -486,6 +486,13 @@ class SessionOptionsReview(Case):
          "--handoff-bw and --reconfigure"),
         (("serve", "--model", "qwen3-8b", "--input-len", "10", "--output-len", "5", "--fabric-bw", "25GB/s"),
          "--fabric-bw is read only with --reconfigure"),
+        (("serve", "--model", "qwen3-8b", "--reconfigure", "tp4", "tp8", "--switch-overhead-s", "1"),
+         "--switch-overhead-s and --step-saving-s go together"),
+        (("serve", "--model", "qwen3-8b", "--reconfigure", "tp4", "tp8", "--reconfigure-capacity", "1GB@zz"),
+         "'zz' is in neither layout"),
+        # Qwen3.5 declares an MTP module (mtp_num_hidden_layers) the tool does not model: not "has none"
+        (("serve", "--model", "qwen3.5-397b-a17b", "--mtp", "--acceptance", "0.8", "--input-len", "1024",
+          "--output-len", "16"), "mtp_num_hidden_layers is not yet"),
         # collective: --algorithm belongs to the reconfiguration rows
         (("collective", "all_reduce", "--ranks", "8", "--bytes", "8MiB", "--algorithm", "tree"), "--algorithm"),
     )

@@ -537,18 +537,8 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind == "window":
-        rec["result"] = _window(args)
-    elif args.kind == "energy":
-        rec["result"] = _energy(args)
-    elif args.kind == "fusion":
-        rec["result"] = _fusion(args)
-    elif args.kind == "capacity":
-        rec["result"] = _capacity(args)
-    elif args.kind == "batch":
-        rec["result"] = _batch(args)
-    elif args.kind == "straggler":
-        rec["result"] = _straggler(args)
+    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler"):
+        rec["result"] = globals()[f"_{args.kind}"](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))

@@ -693,12 +693,19 @@ def _reconfigure(args, arch, w, device):
     from ..analyses.serve import system
     from ..analyses.serve.reconfigure import Layout
 
+    from ..errors import UserError, quote
+
     source, target = (Layout(*spec) for spec in args.reconfigure)
     everyone = sorted(set(source.devices) | set(target.devices))
+    if (args.switch_overhead_s is None) != (args.step_saving_s is None):
+        raise UserError("--switch-overhead-s and --step-saving-s go together (the payback)")
 
     def per_device(specs):
         out = {}
         for size, names in specs or ():
+            unknown = sorted(set(names or ()) - set(everyone))
+            if unknown:
+                raise UserError(f"device {quote(unknown[0])} is in neither layout (devices: {', '.join(everyone)})")
             out.update((d, size) for d in (names or everyone))
         return out
 

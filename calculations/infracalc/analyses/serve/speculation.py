@@ -77,7 +77,8 @@ def mtp_drafter(target):
     from ...errors import UserError
 
     if not any(getattr(p, "name", "") == "MTP" for p in target.parts):
-        raise UserError(f"{target.id} has no multi-token-prediction module (num_nextn_predict_layers); "
+        raise UserError(f"{target.id}: no multi-token-prediction module is modelled (num_nextn_predict_layers of "
+                        "DeepSeek-V3/V4 and GLM-4.5 is; Qwen3.5's mtp_num_hidden_layers is not yet); "
                         "give --draft-model instead")
     layer = Layer(blocks=(MTPInput(hidden=target.hidden_size),) + tuple(target.layers[-1].blocks))
     return target.replace(id=f"{target.id}-mtp", layers=(layer,), parts=())
