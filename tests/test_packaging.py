@@ -27,10 +27,17 @@ class Packaging(unittest.TestCase):
         # Each file under a bundled data folder must match one of its package-data
         # patterns (fnmatch on the path relative to the folder, as setuptools globs it),
         # or the installed wheel lacks it: a scenario's declared device file once did.
+        # pyproject.toml is read as text (tomllib is Python 3.11+; the project supports 3.10):
+        # each package-data line is `"infracalc.bundled.NAME" = ["glob", ...]`.
         import fnmatch
-        import tomllib
-        with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-            patterns = tomllib.load(f)["tool"]["setuptools"]["package-data"]
+        import json
+        with open(os.path.join(ROOT, "pyproject.toml"), encoding="utf-8") as f:
+            lines = f.read().split("[tool.setuptools.package-data]", 1)[1].splitlines()
+        patterns = {}
+        for line in lines:
+            if line.startswith('"infracalc.bundled.'):
+                key, value = line.split(" = ", 1)
+                patterns[json.loads(key)] = json.loads(value)
         for name in ("models", "hardware", "results", "validation"):
             globs = patterns[f"infracalc.bundled.{name}"]
             top = os.path.join(CALC, name)
