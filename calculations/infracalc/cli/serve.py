@@ -71,17 +71,22 @@ def per_device_bytes(text):
     return common.byte_size(size), tuple(names.split(",")) if names else None
 
 
-def seconds_exact(text):
-    """Exact non-negative seconds: 10, 0.0002 or 1/5000."""
+def exact_in(text, high, what):
+    """An exact rational in [0, high] (10, 0.0002 or 1/5000), else one line naming `what`."""
     from fractions import Fraction
 
     try:
         v = Fraction(text.strip())
     except (ValueError, ZeroDivisionError):
         v = -1
-    if not 0 <= v <= 10**12:
-        raise argparse.ArgumentTypeError(f"must be exact non-negative seconds (10, 0.0002 or 1/5000), got '{text}'")
+    if not 0 <= v <= high:
+        raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
     return v
+
+
+def seconds_exact(text):
+    """Exact non-negative seconds: 10, 0.0002 or 1/5000."""
+    return exact_in(text, 10**12, "exact non-negative seconds (10, 0.0002 or 1/5000)")
 
 
 def acceptance(text):
@@ -189,15 +194,7 @@ def route_times(text):
 
 def probability(text):
     """An exact probability: 9/10, 0.9 or 1."""
-    from fractions import Fraction
-
-    try:
-        v = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        v = -1
-    if not 0 <= v <= 1:
-        raise argparse.ArgumentTypeError(f"must be a probability such as 9/10 or 0.9, got '{text}'")
-    return v
+    return exact_in(text, 1, "a probability such as 9/10 or 0.9")
 
 
 def prefix_candidate(text):
