@@ -24,6 +24,10 @@ KINDS = {
              "declared gradient noise scale (McCandlish et al.)",
     "capacity": "MoE capacity factor: capacity per expert, dropped and padded tokens under a declared "
                 "routing histogram, per capacity factor",
+    "nic": "host packet budget at line rate: packets/s of a declared frame mix (shares of packets, wire "
+           "overhead) and the cores a declared per-core packet rate needs",
+    "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
+                   "(peer, isolation class), bytes against a budget",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
 }
@@ -76,6 +80,170 @@ def _straggler(args):
         raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
     return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
                      ranks=args.ranks, k=args.k_sigma)
+
+
+def _exact(text, what, low=0, high=10**30):
+    """An exact non-negative number: 1, 0.75, 3/4, 10M (K, M, G = 10^3, 10^6, 10^9)."""
+    from fractions import Fraction
+
+    scale = {"K": 10**3, "M": 10**6, "G": 10**9}.get(text[-1:].upper(), 1)
+    try:
+        value = Fraction(text[:-1] if scale > 1 else text) * scale
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or not low <= value <= high or len(text) > 40:
+        raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
+    return value
+
+
+def _share(text):
+    """A fraction in (0, 1]: 1, 3/4, 0.25."""
+    from fractions import Fraction
+
+    value = _exact(text, "a fraction in (0, 1] such as 1, 3/4 or 0.25", 0, 1)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1] such as 1, 3/4 or 0.25, got '{text}'")
+    return Fraction(value)
+
+
+def _line_rate(text):
+    """A line rate in bits/s, exact: 40Gb/s, 100Gb/s, 4e10."""
+    from fractions import Fraction
+
+    factor = next((f for u, f in (("Tb/s", 10**12), ("Gb/s", 10**9), ("Mb/s", 10**6), ("b/s", 1))
+                   if text.endswith(u)), None)
+    number = text[:-4 if factor and factor > 1 else -3] if factor else text
+    try:
+        value = Fraction(number) * (factor or 1)
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value.denominator != 1 or not 0 < value <= 10**18 or len(text) > 40:
+        raise argparse.ArgumentTypeError(f"must be a whole number of bits/s up to 10^18 such as 40Gb/s or 4e10, "
+                                         f"got '{text}'")
+    return int(value)
+
+
+def _packet_classes(text):
+    """Frame classes F[:SHARE[:WORK]],...: 64, or 64:1/2,1518:1/2:3 (shares of the packet count)."""
+    from fractions import Fraction
+
+    out = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        frame = common.digits(parts[0])
+        if frame is None or frame < 64 or len(parts) > 3 or len(out) >= 64:
+            raise argparse.ArgumentTypeError(f"must be frame classes F[:SHARE[:WORK]] with frames of at least 64 B "
+                                             f"(64, or 64:1/2,1518:1/2), got '{text}'")
+        share = _share(parts[1]) if len(parts) > 1 else Fraction(1)
+        work = Fraction(_exact(parts[2], "a work multiplier such as 1 or 3/2")) if len(parts) > 2 else Fraction(1)
+        out.append((frame, share, work))
+    return tuple(out)
+
+
+def _nic_arguments(q):
+    q.add_argument("--line-rate", type=_line_rate, required=True, metavar="R",
+                   help="line rate in bits/s (40Gb/s, 100Gb/s)")
+    q.add_argument("--utilization", type=_share, default="1", metavar="U",
+                   help="fraction of the line filled (default 1)")
+    q.add_argument("--frames", type=_packet_classes, default=((64, 1, 1),), metavar="F[:SHARE[:WORK]],...",
+                   help="frame classes: bytes with FCS, share of the packet count, work multiplier (default 64)")
+    q.add_argument("--wire-overhead", type=common.non_negative_int, default=20, metavar="BYTES",
+                   help="per-packet wire bytes beside the frame (default 20: preamble/SFD 8 + gap 12)")
+    q.add_argument("--encapsulation", type=common.non_negative_int, default=0, metavar="BYTES",
+                   help="encapsulation bytes added to every frame (default 0)")
+    q.add_argument("--core-rate", type=_list(lambda t: _exact(t, "a packet rate such as 10M", 1)), required=True,
+                   metavar="PPS[,PPS...]", help="packets/s one core forwards (10M,20M: declared figures)")
+    q.add_argument("--target-utilization", type=_share, default="1", metavar="U",
+                   help="core utilization to provision for (default 1)")
+    q.add_argument("--retained", type=_exact_share_or_zero, default="1", metavar="H",
+                   help="share of the per-packet host work left on the host (default 1; 0 = offloaded)")
+
+
+def _exact_share_or_zero(text):
+    from fractions import Fraction
+
+    return Fraction(_exact(text, "a fraction in [0, 1] such as 1 or 1/4", 0, 1))
+
+
+def _nic(args):
+    from fractions import Fraction
+
+    from ..analyses.packet_budget import packet_budget
+    from ..errors import UserError
+
+    if sum(p for _, p, _ in args.frames) != 1:
+        raise UserError("--frames shares must sum to exactly 1 (they are shares of the packet count)")
+    return packet_budget(line_bits_per_s=args.line_rate, classes=args.frames,
+                         core_rates=[Fraction(r) for r in args.core_rate], utilization=Fraction(args.utilization),
+                         wire_overhead_bytes=args.wire_overhead, encapsulation_bytes=args.encapsulation,
+                         target_utilization=Fraction(args.target_utilization), retained=Fraction(args.retained))
+
+
+def _index_range(text):
+    a, dash, b = text.partition("-")
+    lo, hi = common.digits(a), common.digits(b) if dash else common.digits(a)
+    if lo is None or hi is None or hi < lo:
+        raise ValueError(text)
+    return range(lo, hi + 1)
+
+
+def _relations_text(text):
+    """Checks THREADS:PEERS,... and keeps the text (echoed as given; `_connections` expands it)."""
+    _relations(text)
+    return text
+
+
+def _relations(text):
+    """Directed relations THREADS:PEERS,...: 0-63:0 (every thread to peer 0), 0:0-127."""
+    out = []
+    try:
+        for item in text.split(","):
+            t, colon, p = item.strip().partition(":")
+            if not colon:
+                raise ValueError(item)
+            out += [(i, j) for i in _index_range(t) for j in _index_range(p)]
+            if len(out) > 10**6:
+                raise ValueError(item)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be relations THREADS:PEERS with ranges such as 0-63:0, "
+                                         f"at most 10^6, got '{text}'")
+    return tuple(out)
+
+
+def _connections_arguments(q):
+    q.add_argument("--threads", type=common.positive_int, required=True, metavar="T", help="local endpoints")
+    q.add_argument("--peers", type=common.positive_int, required=True, metavar="P", help="remote peers")
+    q.add_argument("--isolation-classes", type=common.positive_int, default=1, metavar="K",
+                   help="classes a shared transport never crosses (thread mod K; default 1)")
+    q.add_argument("--relations", type=_relations_text, default=None, metavar="THREADS:PEERS,...",
+                   help="active directed relations (0-63:0); default every thread to every peer")
+    q.add_argument("--endpoint-bytes", type=common.non_negative_int, default=256, metavar="B",
+                   help="state per local endpoint (default 256, a teaching size)")
+    q.add_argument("--relation-bytes", type=common.non_negative_int, default=64, metavar="B",
+                   help="binding state per active relation (default 64)")
+    q.add_argument("--transport-bytes", type=common.non_negative_int, default=1024, metavar="B",
+                   help="state per transport (default 1024)")
+    q.add_argument("--budget-bytes", type=byte_count, default=None, metavar="S",
+                   help="on-chip state budget to check against (e.g. 1MiB)")
+
+
+def _connections(args):
+    from ..analyses.connection_states import connection_states
+    from ..errors import UserError
+
+    if args.relations is None and args.threads * args.peers > 10**6:
+        raise UserError("--threads x --peers exceeds 10^6 relations; give the active ones with --relations")
+    rel = None if args.relations is None else _relations(args.relations)
+    if rel is not None:
+        bad = next(((t, p) for t, p in rel if t >= args.threads or p >= args.peers), None)
+        if bad:
+            raise UserError(f"relation {bad[0]}:{bad[1]} is out of range (threads 0-{args.threads - 1}, "
+                            f"peers 0-{args.peers - 1})")
+        if len(set(rel)) != len(rel):
+            raise UserError("--relations names a relation twice")
+    return connection_states(threads=args.threads, peers=args.peers, classes=args.isolation_classes, relations=rel,
+                             endpoint_bytes=args.endpoint_bytes, relation_bytes=args.relation_bytes,
+                             transport_bytes=args.transport_bytes, budget_bytes=args.budget_bytes)
 
 
 def _batch_arguments(q):
@@ -537,7 +705,7 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler"):
+    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections"):
         rec["result"] = globals()[f"_{args.kind}"](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history

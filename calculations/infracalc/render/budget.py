@@ -2,7 +2,9 @@
 
 from .table import inline, markdown_table
 
+from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
+from ..analyses.packet_budget import PACKET_CONVENTIONS
 
 CONVENTIONS = {
     "straggler": [
@@ -33,6 +35,8 @@ CONVENTIONS = {
         "ledger counts the routed tokens (no capacity limit).",
     ],
     "fusion": FUSION_CONVENTIONS,
+    "nic": PACKET_CONVENTIONS,
+    "connections": CONNECTION_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
