@@ -210,6 +210,8 @@ class Part(Record):
     params: int
     note: str
     tower: object = None
+    module: object = None   # MTP: the Layer a draft call runs (its input block first), when the
+                            # adapter builds it (DeepSeek-V4); else the drafter is derived
 
 
 class VisionTower(Record):
