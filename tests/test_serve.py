@@ -192,6 +192,14 @@ class Pools(unittest.TestCase):
         self.assertEqual(p["network_requests_per_s_exact"], "48828125/2359296")
         self.assertEqual((p["arrival_below_best_pd"], p["arrival_below_colocated"]), (True, False))
 
+    def test_pool_handoff_in_another_models_kv_layout(self):
+        # the handoff is DeepSeek-V3's compact MLA cache of 8,192 tokens, 575,668,224 B: the network
+        # carries 25e9 / 575,668,224 = 48828125/1124352 requests/s; the pools' rates do not move
+        p = self.run_pd("--handoff-kv-model", "deepseek-v3")
+        self.assertEqual(p["handoff_bytes_per_request"], 575_668_224)
+        self.assertEqual(p["network_requests_per_s_exact"], "48828125/1124352")
+        self.assertEqual(p["best_requests_per_s_exact"], "8")
+
     def test_book_pd_pool_prefix(self):
         # 6,144 cached tokens: 2,048 new; best P {2, 0}, D {2, 4}: P = 2 x 16,384 / 2,048 = 16,
         # D = (2 x 64 + 4 x 256) / 128 = 9; co-located 4 / (1/8 + 2) + 4 / (1/2 + 1/2) = 100/17
@@ -618,6 +626,31 @@ class Handoff(unittest.TestCase):
         self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (pd, af))
         h = run("--staging-bw", "25GB/s")
         self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (3 * pd, 3 * af))
+
+    def test_handoff_in_another_models_kv_layout(self):
+        """The book's MLA rows (pd-af-handoff-qwen8-mla, pd-pool-mla): Qwen3-8B's AF messages and stage
+        rates, the PD snapshot in DeepSeek-V3's compact MLA cache: 61 layers x (512 + 64) x 2 B = 70,272 B
+        per token, x 8,192 = 575,668,224 B; AF stays Qwen3-8B's 2 x 36 messages of 4,096 x 2 B."""
+        def run(*extra):
+            status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--handoff-bw",
+                                       "25GB/s", "--handoff-startup-ns", "5000", "--format", "json", *extra)
+            self.assertEqual(status, 0, err)
+            return json.loads(out)
+
+        rec = run("--handoff-kv-model", "deepseek-v3")
+        h = rec["handoff"]
+        self.assertEqual(h["pd_bytes"], 61 * 576 * 2 * 8192)
+        self.assertEqual((h["af_messages"], h["af_bytes"]), (72, 72 * 8192))
+        self.assertEqual(Fraction(h["pd_ns_exact"]), Fraction(61 * 576 * 2 * 8192, 25) + 5000)
+        self.assertEqual(rec["inputs"]["handoff_kv_model"], "deepseek-v3")
+        self.assertIn("70,272 B per token", rec["notes"][0])
+        plain = run()["handoff"]
+        self.assertEqual(plain["pd_bytes"], 36 * 2 * 8 * 128 * 2 * 8192)   # the model's own GQA cache
+        self.assertEqual(plain["af_ns_exact"], h["af_ns_exact"])
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "5",
+                                 "--handoff-kv-model", "deepseek-v3")
+        self.assertEqual(status, 2)
+        self.assertIn("--handoff-kv-model is read only with one of --handoff-bw, --worker", err)
 
 
 class ExpertLocality(unittest.TestCase):

@@ -15,6 +15,10 @@ def add_arguments(p):
     p.add_argument("--per-layer", action="store_true",
                    help="operator rows for one instance of each distinct layer (not summed over the "
                         "layers that share it); totals stay those of the whole pass")
+    p.add_argument("--fp8-tiles", type=common.positive_int, metavar="ROWS",
+                   help="add the block-scaled FP8 linears' kernel view: valid, tile (ROWS x 128 x 128) "
+                        "and scale FLOPs per linear (needs fp8-b128 weights, e.g. DeepSeek-V3/V4's "
+                        "native format; the book's v4-fp8-* tables use 32)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -31,4 +35,7 @@ def run(args):
     device = common.declared_figures(load_device(args.device), args)
     w = common.workload(args, arch, args.batch, args.tokens, args.history)
     rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency, args.per_layer)
+    if args.fp8_tiles:
+        from ..analyses.fp8_linears import fp8_linears
+        rec["fp8_linears"] = fp8_linears(arch, w, args.fp8_tiles)
     return common.emit(args, rec, render.markdown, render.csv)

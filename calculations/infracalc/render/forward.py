@@ -155,8 +155,28 @@ def markdown(rec):
              "", "## Totals", "",
              markdown_table(["quantity", "exact", "human"],
                             totals_rows(rec["totals"]) + predicted_rows(rec["totals"], rec), "lrr"),
+             *fp8_lines(rec.get("fp8_linears")),
              "", *conventions(rec["conventions"])]
     return "\n".join(parts)
+
+
+def fp8_lines(f):
+    """The `--fp8-tiles` section: one row per block-scaled FP8 linear, then the totals."""
+    if not f:
+        return []
+    keys = ("valid_matrix_flops", "tile_matrix_flops", "scale_product_flops", "scale_accumulation_flops",
+            "scale_flops", "padded_scale_flops")
+    t = f["totals"]
+    rows = [[inline(r["name"]), str(r["calls"]), "[{}, {}]".format(*r["weight_shape"]),
+             *(f"{r[k]:,}" for k in keys)] for r in f["linears"]]
+    rows.append(["**total**", str(t["calls"]), "", *(f"**{t[k]:,}**" for k in keys)])
+    tile = "x".join(map(str, f["tile"]))
+    return ["", f"## Block-scaled FP8 linears (tile {tile})", "",
+            f"M = {f['rows']:,} rows ({f['tile_rows']:,} padded to the tile); weights "
+            f"{t['weight_bytes']:,} B + scales {t['weight_scale_bytes']:,} B ({f['format']}).", "",
+            markdown_table(["linear", "calls", "weight [N, K]", "valid FLOPs", "tile FLOPs", "scale products",
+                            "scale accumulation", "scale FLOPs", "padded scale FLOPs"], rows, "lrlrrrrrr"),
+            "", f"Convention: {f['convention']}."]
 
 
 def csv(rec):

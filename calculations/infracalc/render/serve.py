@@ -542,6 +542,7 @@ def markdown(rec):
         return "\n".join(lines)
     if "handoff" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, PD and AF handoff", "", *verdict_lines(rec),
+                 *[f"- Note: {inline(n)}" for n in rec["notes"]], *([""] if rec["notes"] else []),
                  *handoff_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
                  *left_out_lines(rec), *conventions(rec["conventions"])]
         return "\n".join(lines)
