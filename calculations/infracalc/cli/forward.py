@@ -13,7 +13,7 @@ def add_arguments(p):
     p.add_argument("--logits", choices=("last", "all", "none"), default="last",
                    help="positions the output head runs on (default last)")
     p.add_argument("--per-layer", action="store_true",
-                   help="operator rows for one instance of each distinct layer (not summed over the "
+                   help="operator rows for one instance of each distinct block (not summed over the "
                         "layers that share it); totals stay those of the whole pass")
     p.add_argument("--fp8-tiles", type=common.positive_int, metavar="ROWS",
                    help="add the block-scaled FP8 linears' kernel view: valid, tile (ROWS x 128 x 128) "
