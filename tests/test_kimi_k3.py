@@ -106,6 +106,24 @@ class BookFigures(unittest.TestCase):
         self.assertEqual(self.arch.kv_bytes(bf16, 8192, "absorbed"), int(649.40625 * 2**20))
         self.assertEqual(self.arch.kv_bytes(bf16, 8192, "naive"), int(11953.40625 * 2**20))
 
+    def test_selected_history(self):
+        """The state-kimi-k3-* rows: selected history 216 (compact) / 11520 (expanded) MiB at n
+        8192 and 1,769,472 MiB for 64 requests at n 1,048,576 = a decode step's KV read minus
+        the KDA state it reads: per request 69 layers x (96 heads x 128 x 128 x 4 B fp32 +
+        3 x 12288 x 4 x 2 B conv slots) = 69 x 6,586,368 = 454,459,392 B (the book keeps the
+        recurrent read and write out of the history payload). 216 MiB = 8192 tokens x 24 MLA
+        layers x 576 x 2 B; 11520 MiB = 8192 x 24 x 96 heads x (192 + 128) x 2 B."""
+        state = 69 * (96 * 128 * 128 * 4 + 3 * 12288 * 4 * 2)
+        self.assertEqual(state, 454_459_392)
+        for batch, history, mla, want in ((1, 8191, "absorbed", 216), (1, 8191, "naive", 11520),
+                                          (64, 1048575, "absorbed", 1_769_472)):
+            ops = ledger.build(self.arch, Workload(batch=batch, tokens=1, history=history, mla=mla)).ops
+            kda = flops(ops, {"delta_rule"}, "kv_read")
+            self.assertEqual(kda, batch * state)
+            self.assertEqual(flops(ops, {op.name for op in ops}, "kv_read") - kda, want * 2**20, (batch, mla))
+        self.assertEqual(8192 * 24 * 576 * 2, 216 * 2**20)
+        self.assertEqual(8192 * 24 * 96 * (192 + 128) * 2, 11520 * 2**20)
+
 
 class KDAByHand(unittest.TestCase):
     """D = 8, H = 2 heads of d = 4 (j = 8), K = 4 taps. Tensors q, k, v, g 4 x 8x8 = 256,
