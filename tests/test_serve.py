@@ -622,7 +622,7 @@ class WeightOffload(unittest.TestCase):
         self.assertIsNone(o["slots_that_hide"])   # 9 copies take 105.5 ms > 36 ms of layers
 
     def test_needs_a_link(self):
-        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "b200", "--offload-ffn-layers", "3", "--layer-ns", "5")
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "h800", "--offload-ffn-layers", "3", "--layer-ns", "5")
         self.assertEqual(status, 2)
         self.assertIn("--host-link-bw", err)
 
