@@ -614,6 +614,36 @@ class TeacherCache(unittest.TestCase):
                               ops["lm_head"]["matrix_flops"]), row)
 
 
+class V4MoeTraining(unittest.TestCase):
+    def test_one_flash_moe_layer(self):
+        # bojieli/ai-infra-book:calculations/results/v4-moe-training-balanced.md and -hash.md (one
+        # DeepSeek-V4-Flash MoE layer, 128 rows, top-6 of 256): forward matrix 45,365,592,064 and
+        # backward 90,731,184,128 FLOPs in both; router 1,048,576, routed experts 6,442,450,944, shared
+        # 25,165,824 parameters, selection bias 256 (balanced) and a 775,680-element hash table (hash).
+        # By hand: router 2*128*4096*256 = 268,435,456; routed 768 assignments * 3 * 2*4096*2048 =
+        # 38,654,705,664; shared 3 * 2*128*4096*2048 = 6,442,450,944; the backward is dX + dW = 2x.
+        ops = result("train", "--model", "deepseek-v4-flash", "--seq", "128")["operators_per_micro_batch"]
+        moe = ("router", "experts.gate_proj", "experts.up_proj", "experts.down_proj",
+               "shared.gate_proj", "shared.up_proj", "shared.down_proj")
+        for layers, repeats in (("0-2", 3), ("3-42", 40)):  # layers 0-2 are hash-routed, 3-42 top-k
+            rows = [o for o in ops if o["layers"] == layers and o["name"] in moe]
+            with self.subTest(layers=layers):
+                self.assertEqual(len(rows), len(moe))
+                self.assertEqual(sum(o["forward_matrix_flops"] for o in rows), 45_365_592_064 * repeats)
+                self.assertEqual(sum(o["backward_matrix_flops"] for o in rows), 90_731_184_128 * repeats)
+        tensors = {t["tensor"]: t for t in result("models", "--model", "deepseek-v4-flash")["tensors"]}
+        top_k, hashed = "layers.3,5,...,41.ffn.", "layers.2.ffn."
+        self.assertEqual(tensors[top_k + "gate.weight"]["params_each"], 1_048_576)
+        self.assertEqual(sum(tensors[top_k + f"experts.{m}.weight"]["params_each"]
+                             for m in ("gate_proj", "up_proj", "down_proj")), 6_442_450_944)
+        self.assertEqual(sum(tensors[top_k + f"shared_experts.{m}.weight"]["params_each"]
+                             for m in ("gate_proj", "up_proj", "down_proj")), 25_165_824)
+        self.assertEqual(tensors[top_k + "gate.e_score_correction_bias"]["params_each"], 256)
+        self.assertNotIn(hashed + "gate.e_score_correction_bias", tensors)
+        rows, k = tensors[hashed + "gate.tid2eid"]["shape"]
+        self.assertEqual((tensors[hashed + "gate.tid2eid"]["params_each"], rows * k), (0, 775_680))
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =

@@ -22,6 +22,11 @@ from infracalc.load.hardware import load_device
 
 S = importlib.import_module("infracalc.analyses.parallel.search")
 
+
+def comm_tiers(lay, device):
+    from infracalc.analyses import stage_comm
+    return stage_comm.group_tiers(lay, device)
+
 H100, H200 = load_device("h100-sxm"), load_device("h200")
 
 
@@ -192,6 +197,37 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
                 self.assertGreater(floor, 0, (model, lay, setup))   # not vacuous
                 checked += 1
             self.assertGreater(checked, 3, (model, setup))
+
+    def test_floor_charges_every_layer_collective_the_step_charges(self):
+        # The floor's layer collectives (train_time.layer_comm_s x each layer's count) equal the
+        # step's own per-micro-batch collectives less the top blocks' (the vocab-parallel
+        # embedding's reduce-scatter and the loss's three all-reduces), with TP's, EP's and CP's
+        # runs as stage_collectives charges them: TP and EP forward + backward (+ a full
+        # recompute), CP forward + twice backward (+ any recompute); under overlap_tp no TP.
+        from infracalc import comm
+        from infracalc.analyses import train, train_flops, train_time
+        from infracalc.layout import Layout
+
+        arch, dev = load_model("qwen3-30b-a3b"), load_device("h100-sxm")
+        links = comm.links(dev)
+        w = Workload(batch=1, tokens=4096, logits="all")
+        lay = Layout(tp=2, ep=4, dp=8, cp=2, micro_batches=4, sp=True)
+        tw = train_flops.stored_workload(train_flops.training_workload(w))
+        seen = set()
+        for recompute in ("full", "selective", "none"):
+            s = train.Setup(recompute=recompute)
+            st = train.step_of(arch, w, lay, dev, s, links, train.stage_memory(arch, w, lay, s)).stages[0]
+            for overlap in (False, True):
+                want = sum(t.seconds for t in st.collectives if "embedding" not in t.collective.name
+                           and "cross-entropy" not in t.collective.name
+                           and not (overlap and t.collective.dim == "tp"))
+                tokens, traffic = train_time._traffic(arch, lay, tw, comm_tiers(lay, dev), ("", ""))
+                got = sum(train_time.layer_comm_s(layer, lay, tokens, traffic, links, s.recompute_spec, overlap)
+                          * count for layer, count, _ in placement.device_layers(arch, lay, placement.stages(
+                              arch, lay)[0]))
+                self.assertAlmostEqual(got, want, delta=want * 1e-12)
+                seen.add(round(want, 12))
+        self.assertEqual(len(seen), 6)   # each recipe and overlap charges a different amount
 
     def test_floor_composes_the_largest_stage_the_bubble_and_the_largest_update(self):
         # Llama-3.1-8B, pp 4 (8 layers per stage), 1F1B, ZeRO-1 over dp 2, m = 8: the floor is

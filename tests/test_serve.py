@@ -192,6 +192,14 @@ class Pools(unittest.TestCase):
         self.assertEqual(p["network_requests_per_s_exact"], "48828125/2359296")
         self.assertEqual((p["arrival_below_best_pd"], p["arrival_below_colocated"]), (True, False))
 
+    def test_pool_handoff_in_another_models_kv_layout(self):
+        # the handoff is DeepSeek-V3's compact MLA cache of 8,192 tokens, 575,668,224 B: the network
+        # carries 25e9 / 575,668,224 = 48828125/1124352 requests/s; the pools' rates do not move
+        p = self.run_pd("--handoff-kv-model", "deepseek-v3")
+        self.assertEqual(p["handoff_bytes_per_request"], 575_668_224)
+        self.assertEqual(p["network_requests_per_s_exact"], "48828125/1124352")
+        self.assertEqual(p["best_requests_per_s_exact"], "8")
+
     def test_book_pd_pool_prefix(self):
         # 6,144 cached tokens: 2,048 new; best P {2, 0}, D {2, 4}: P = 2 x 16,384 / 2,048 = 16,
         # D = (2 x 64 + 4 x 256) / 128 = 9; co-located 4 / (1/8 + 2) + 4 / (1/2 + 1/2) = 100/17
@@ -561,6 +569,27 @@ class GroupedExperts(unittest.TestCase):
         tight = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 32 * 2**20)
         self.assertEqual((tight["feasible_payback_batches"], tight["selected"]), (None, "baseline"))
 
+    def test_payback_compute_bound_padding(self):
+        """The book's replica-payback-padding: 33 concentrated tokens, expert 0 copied to rank 4, the
+        interface at 10^15 B/s so compute binds. Rank 0 keeps experts 1..7 and 17 rows of 0: still
+        8 row tiles of 64, 8 x 2 x 64 x 3 h f = 19,327,352,832 FLOPs at 100 TFLOP/s = 603979776/3125
+        ns either way, so the saving is 0 and the copy (37,748,736 B / 25 GB/s + 5,000 ns) never
+        pays back."""
+        from infracalc.analyses.serve import experts
+
+        hist = experts.histogram("concentrated", 128, 8, 33)
+        base = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2)
+        repl = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2, [(0, 4)])
+        p = experts.payback(base, repl, 128, 100 * 10**12, 10**15, 25 * 10**9, 5000, 64 * 2**20)
+        t = Fraction(8 * 2 * 64 * 3 * self.H * self.F, 100_000)
+        self.assertEqual((p["baseline_batch_ns"], p["replicated_batch_ns"]), (t, t))
+        self.assertEqual(t, Fraction(603979776, 3125))
+        self.assertEqual(p["setup_ns"], Fraction(3 * self.H * self.F * 2, 25) + 5000)
+        self.assertEqual((p["strict_payback_batches"], p["selected"]), (None, "baseline"))
+        # at the other rows' 1 TB/s the tile traffic binds and rank 0's shrinks: a positive saving
+        slow = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 64 * 2**20)
+        self.assertEqual(slow["baseline_batch_ns"] - slow["replicated_batch_ns"], Fraction(618496, 125))
+
 
 class WeightOffload(unittest.TestCase):
     """FFN weights streamed from the host (analyses/serve/offload), derived by hand."""
@@ -593,7 +622,7 @@ class WeightOffload(unittest.TestCase):
         self.assertIsNone(o["slots_that_hide"])   # 9 copies take 105.5 ms > 36 ms of layers
 
     def test_needs_a_link(self):
-        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "b200", "--offload-ffn-layers", "3", "--layer-ns", "5")
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "h800", "--offload-ffn-layers", "3", "--layer-ns", "5")
         self.assertEqual(status, 2)
         self.assertIn("--host-link-bw", err)
 
@@ -618,6 +647,31 @@ class Handoff(unittest.TestCase):
         self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (pd, af))
         h = run("--staging-bw", "25GB/s")
         self.assertEqual((Fraction(h["pd_ns_exact"]), Fraction(h["af_ns_exact"])), (3 * pd, 3 * af))
+
+    def test_handoff_in_another_models_kv_layout(self):
+        """The book's MLA rows (pd-af-handoff-qwen8-mla, pd-pool-mla): Qwen3-8B's AF messages and stage
+        rates, the PD snapshot in DeepSeek-V3's compact MLA cache: 61 layers x (512 + 64) x 2 B = 70,272 B
+        per token, x 8,192 = 575,668,224 B; AF stays Qwen3-8B's 2 x 36 messages of 4,096 x 2 B."""
+        def run(*extra):
+            status, out, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--handoff-bw",
+                                       "25GB/s", "--handoff-startup-ns", "5000", "--format", "json", *extra)
+            self.assertEqual(status, 0, err)
+            return json.loads(out)
+
+        rec = run("--handoff-kv-model", "deepseek-v3")
+        h = rec["handoff"]
+        self.assertEqual(h["pd_bytes"], 61 * 576 * 2 * 8192)
+        self.assertEqual((h["af_messages"], h["af_bytes"]), (72, 72 * 8192))
+        self.assertEqual(Fraction(h["pd_ns_exact"]), Fraction(61 * 576 * 2 * 8192, 25) + 5000)
+        self.assertEqual(rec["inputs"]["handoff_kv_model"], "deepseek-v3")
+        self.assertIn("70,272 B per token", rec["notes"][0])
+        plain = run()["handoff"]
+        self.assertEqual(plain["pd_bytes"], 36 * 2 * 8 * 128 * 2 * 8192)   # the model's own GQA cache
+        self.assertEqual(plain["af_ns_exact"], h["af_ns_exact"])
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--input-len", "8192", "--output-len", "5",
+                                 "--handoff-kv-model", "deepseek-v3")
+        self.assertEqual(status, 2)
+        self.assertIn("--handoff-kv-model is read only with one of --handoff-bw, --worker", err)
 
 
 class ExpertLocality(unittest.TestCase):

@@ -164,13 +164,10 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
     w = train_flops.stored_workload(w)    # activations travel in BF16 under an 8-bit compute format
     act = w.act_dtype.bits // 8
     hidden = arch.hidden_size
-    tokens = ceil_div(w.positions, cp)
     level, modules = train_flops.parse_recompute(recompute)
     full = level == "full"
     tiers = stage_comm.group_tiers(lay, device)
-    t = stage_comm.Traffic(hidden=hidden, act_bytes=act, tiers=tiers[:3] + tiers[4:], kv_dtype=w.kv_dtype,
-                           kv_path="naive", dispatch_bytes=comm.token_bytes(hidden, wire[0], act),
-                           combine_bytes=comm.token_bytes(hidden, wire[1], act))
+    tokens, t = _traffic(arch, lay, w, tiers, wire)
     layers = [c.replace(count=n) for c, n in stage_comm.stage_collectives(arch, lay, stage, tokens, t)]
     of = lambda dim: [c for c in layers if c.dim == dim]
     t_tp, l_tp = tiers[0], tiers[4]
@@ -201,6 +198,39 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
                 if (sends if c.kind == "p2p" else receives):
                     out.append((c.replace(count=chunks), phase))
     return out
+
+
+def _traffic(arch, lay, w, tiers, wire):
+    """(tokens per CP rank, stage_comm.Traffic) of a micro-batch's layer collectives; `w` is the
+    stored workload (the activations' format on the wire)."""
+    act = w.act_dtype.bits // 8
+    hidden = arch.hidden_size
+    return ceil_div(w.positions, lay.cp), stage_comm.Traffic(
+        hidden=hidden, act_bytes=act, tiers=tiers[:3] + tiers[4:], kv_dtype=w.kv_dtype, kv_path="naive",
+        dispatch_bytes=comm.token_bytes(hidden, wire[0], act), combine_bytes=comm.token_bytes(hidden, wire[1], act))
+
+
+def layer_runs(dim, recompute):
+    """How many times per micro-batch `stage_collectives` runs a forward layer collective of
+    dimension `dim`: TP and EP forward + backward (+ a full recompute); CP forward + twice in the
+    backward (+ the recompute of the attention)."""
+    level, modules = train_flops.parse_recompute(recompute)
+    if dim == "cp":
+        return 3 + (level != "none" or "core_attn" in modules)
+    return 2 + (level == "full")
+
+
+def layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp=False):
+    """Seconds of ONE layer's TP, EP and CP collectives (`stage_comm.layer_collectives`) in one
+    micro-batch, each run as often as `layer_runs` says (without TP's under `overlap_tp`, which
+    may hide them): what `stage_collectives` charges per layer of this shard (memoized)."""
+    def make():
+        return sum(comm.run_s(c, links, ALGORITHM) * c.count * layer_runs(c.dim, recompute)
+                   for c in stage_comm.layer_collectives(layer, lay, tokens, t)
+                   if not (overlap_tp and c.dim == "tp"))
+    key = ("train layer comm", layer, lay.tp, lay.ep, lay.cp, lay.sp, tokens, t, recompute, overlap_tp,
+           links.get("up"), links.get("out"))
+    return placement.memo(key, make)
 
 
 def cost(collectives, links):
@@ -353,7 +383,7 @@ def rank_params(arch, lay, st, schedule, stage_params=None):
     """(dense, expert) parameters on a device of stage `st`; DualPipe's rank also holds the
     reverse direction's stage p - 1 - i (train.stage_memory)."""
     def of(stage):
-        return stage_params(stage) if stage_params else train_memory.device_params(placement.shard(arch, lay, stage))
+        return stage_params(stage) if stage_params else train_memory.stage_params(arch, lay, stage)
     dense, expert = of(st)
     if schedule == "dualpipe":
         d, e = of(placement.stages(arch, lay)[lay.pp - 1 - st.index])
@@ -408,22 +438,33 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
 
 
 def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b", chunks=1,
-               weight_bytes=2, grad_bytes=2, optimizer_bytes=12, compute_efficiency=1.0,
-               memory_efficiency=1.0, stage_params=None, **_):
+               weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None, compute_efficiency=1.0,
+               memory_efficiency=1.0, stage_params=None, wire=("", ""), overlap_tp=False, **_):
     """A value never above step_time(...).step_s with the same arguments, for pruning a search.
-    With c_s = stage s's layers' compute (count x `layer_pass`, the top blocks' and every
-    collective left out: each >= 0) and t_s >= c_s its micro-batch time, t_b = max_s t_s:
+    With c_s = stage s's layers' compute and their TP, EP and CP collectives (count x
+    (`layer_pass` + `layer_comm_s`); the top blocks', the PP boundary's and, under
+    `overlap_tp`, TP's left out: each >= 0) and t_s >= c_s its micro-batch time, t_b = max_s t_s:
     the pipeline m t_b + bubble >= m max c + (1f1b: sum_{s != b} t_s >= sum c - max c;
     interleaved: that / v; zero-bubble and DualPipe: a max with 0, >= 0), and the sync, the
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
     r = roofs[0]
+    links = links or comm.links(device)
     sp_tp = lay.tp if lay.sp else 1
+    tokens, t = _traffic(arch, lay, train_flops.stored_workload(w), stage_comm.group_tiers(lay, device), wire)
+    per_layer = {}   # layer shard -> its compute + collectives (the stages share a few shards)
+
+    def of(layer):
+        got = per_layer.get(layer)
+        if got is None:
+            got = per_layer[layer] = (layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total
+                                      + layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp))
+        return got
+
     c, opt = [], 0.0
     for st in placement.stages(arch, lay):
-        c.append(sum(layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total * count
-                     for layer, count, _ in placement.device_layers(arch, lay, st)))
+        c.append(sum(of(layer) * count for layer, count, _ in placement.device_layers(arch, lay, st)))
         dense, expert = rank_params(arch, lay, st, schedule, stage_params)
         opt = max(opt, optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes))
     rest = sum(c) - max(c) if schedule in ("1f1b", "interleaved") else 0.0

@@ -409,6 +409,10 @@ def add_arguments(p):
     ho.add_argument("--staging-bw", type=int_bandwidth, default=None, metavar="BW",
                     help="stage every message through host memory: device-to-host and host-to-device "
                          "hops at this bandwidth around the network hop")
+    ho.add_argument("--handoff-kv-model", default=None, metavar="ID|CONFIG.json",
+                    help="with --handoff-bw or --worker: the PD handoff carries the prompt's cache in this "
+                         "model's KV layout (the book's MLA rows: deepseek-v3's compact MLA state on "
+                         "qwen3-8b's rates); the AF messages and stage rates stay the model's")
     pv = p.add_argument_group("prefix value (which prefixes a cache of fixed size keeps)")
     pv.add_argument("--prefix-candidate", type=prefix_candidate, action="append", default=None,
                     metavar="ID:PREFIX:SUFFIX:REUSES",
@@ -450,6 +454,7 @@ def run(args):
     arch = load_model(args.model)
     device = load_device(args.device, args.memory_convention)
     w = common.workload(args, arch, 1, 1, 0)
+    kv_arch = load_model(args.handoff_kv_model) if args.handoff_kv_model else None
     if args.prefix_candidate:
         if args.prefix_budget is None:
             raise UserError("--prefix-candidate chooses within a cache size: give --prefix-budget")
@@ -468,7 +473,7 @@ def run(args):
             raise UserError("--handoff-bw hands off the cache of --input-len tokens; give --input-len")
         return common.emit(args, system.handoff_record(
             arch, w, device, args.input_len, args.handoff_batch, args.af_steps, args.handoff_bw,
-            args.staging_bw, args.handoff_startup_ns), render.markdown)
+            args.staging_bw, args.handoff_startup_ns, kv_arch), render.markdown)
     if args.reconfigure is not None:
         return common.emit(args, _reconfigure(args, arch, w, device), render.markdown)
     if args.offload_kv is not None:
@@ -518,7 +523,7 @@ def run(args):
     if args.worker:
         rec = system.workers_record(arch, w, device, args.input_len, args.output_len, opts,
                                     [_worker(spec, args) for spec in args.worker], args.network_bw,
-                                    args.decode_batch)
+                                    args.decode_batch, kv_arch)
         return common.emit(args, rec, render.markdown)
     if (args.prefill_device is None) != (args.decode_device is None):
         raise UserError("give both --prefill-device and --decode-device")
@@ -575,6 +580,7 @@ COMPANIONS = (
     (("layer_ns",), ("offload_ffn_layers",)),
     (("prefix_budget",), ("prefix_candidate",)),
     (("network_bw",), ("worker",)),
+    (("handoff_kv_model",), ("handoff_bw", "worker")),
     (("draft_ns", "verify_ns", "commit_ns", "remaining_output"), ("accepted_counts",)),
     (("setup_ns",), ("spec_option",)),
     (("baseline_token_ns",), ("accepted_counts", "spec_option")),

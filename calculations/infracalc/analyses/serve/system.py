@@ -333,10 +333,11 @@ STAGE_BOUND = (
 
 
 def workers_record(arch, w, device, input_len, output_len, opts, workers, network_bytes_per_s=None,
-                   decode_batch=None):
+                   decode_batch=None, kv_arch=None):
     """Every split of the given worker types into a prefill and a decode pool (pools.pd_record);
     a type named by a device is rated by the ledger: worker_rates' estimate, or with
-    `decode_batch` the stage bound (stage_bound_rates)."""
+    `decode_batch` the stage bound (stage_bound_rates). The handoff carries the prompt's cache
+    in `kv_arch`'s layout when given (handoff_kv_bytes)."""
     from ...load.hardware import load_device
     from . import pools
 
@@ -359,7 +360,7 @@ def workers_record(arch, w, device, input_len, output_len, opts, workers, networ
 
     exact = (lambda x: None if x is None else Fraction(x))   # a float's exact binary value
     pd = pools.pd_record(rated, input_len, output_len, opts.cached,
-                         arch.kv_bytes(kv_w.kv_dtype, input_len, kv_w.mla),
+                         handoff_kv_bytes(arch, kv_w, input_len, kv_arch, rec),
                          exact(network_bytes_per_s), exact(opts.rate))
     rec["inputs"]["network_bytes_per_s"] = network_bytes_per_s
     rec["workers"] = pools.jsonable(pd)
@@ -674,9 +675,25 @@ HANDOFF_CONVENTION = (
     "queueing or overlap (the book's pd-af-handoff convention).")
 
 
-def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging_bw, startup_ns):
+def handoff_kv_bytes(arch, kv_w, tokens, kv_arch, rec):
+    """KV bytes of one request's `tokens`-token prompt as the PD handoff carries them: in the
+    model's own layout, or in `kv_arch`'s (another model's KV layout at the same dtype, MLA
+    compact where it has MLA), which the record's inputs and notes then name."""
+    if kv_arch is None:
+        return arch.kv_bytes(kv_w.kv_dtype, tokens, kv_w.mla)
+    per_token = kv_arch.kv_bytes_per_token(kv_w.kv_dtype, "absorbed")
+    rec["inputs"]["handoff_kv_model"] = kv_arch.id
+    rec["notes"] = list(rec.get("notes", [])) + [
+        f"handoff KV layout: {kv_arch.id}'s ({per_token:,} B per token at {kv_w.kv_dtype.name}; MLA, where it "
+        f"has it, as the compact latent cache), not {arch.id}'s; the stage rates and AF messages stay "
+        f"{arch.id}'s"]
+    return kv_arch.kv_bytes(kv_w.kv_dtype, tokens, "absorbed")
+
+
+def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging_bw, startup_ns,
+                   kv_arch=None):
     """The `serve --handoff-bw` record: the PD snapshot against the AF activations, serial over
-    declared hops, exact rationals of ns."""
+    declared hops, exact rationals of ns; the snapshot in `kv_arch`'s KV layout when given."""
     from fractions import Fraction
 
     from ...collectives import ceil_div
@@ -690,18 +707,18 @@ def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging
     def serial(nbytes, messages):
         return sum((Fraction(nbytes * 10**9, bw) + messages * startup_ns for _, bw in hops), Fraction(0))
 
-    pd_bytes = batch * arch.kv_bytes(kv_w.kv_dtype, input_len, kv_w.mla)
-    message = batch * arch.hidden_size * ceil_div(w.act_dtype.bits, 8)
-    count = 2 * len(arch.layers) * steps
-    out = {"pd_bytes": pd_bytes, "af_message_bytes": message, "af_messages": count, "af_bytes": message * count,
-           "hops": [name for name, _ in hops], "pd_ns": serial(pd_bytes, 1), "af_ns": serial(message * count, count)}
-    out["af_faster"] = out["af_ns"] < out["pd_ns"]
     rec = _header(arch, kv_w, device, input_len, steps + 1, Options())
     rec["inputs"] = {"input_len": input_len, "handoff_batch": batch, "af_steps": steps,
                      "network_bytes_per_s": network_bw, "staging_bytes_per_s": staging_bw,
                      "startup_ns": startup_ns, "kv_dtype": rec["inputs"]["kv_dtype"],
                      "act_dtype": rec["inputs"]["act_dtype"]}
     rec["notes"] = []
+    pd_bytes = batch * handoff_kv_bytes(arch, kv_w, input_len, kv_arch, rec)
+    message = batch * arch.hidden_size * ceil_div(w.act_dtype.bits, 8)
+    count = 2 * len(arch.layers) * steps
+    out = {"pd_bytes": pd_bytes, "af_message_bytes": message, "af_messages": count, "af_bytes": message * count,
+           "hops": [name for name, _ in hops], "pd_ns": serial(pd_bytes, 1), "af_ns": serial(message * count, count)}
+    out["af_faster"] = out["af_ns"] < out["pd_ns"]
     rec["handoff"] = pools.jsonable(out)
     rec.update(definitions=[DECLARED], left_out=["Compute, queueing and overlap of the messages."],
                conventions=[HANDOFF_CONVENTION])
