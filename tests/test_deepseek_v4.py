@@ -200,6 +200,46 @@ class PrefixBoundaries(unittest.TestCase):
             self.assertEqual(batch * r["serving"]["final_cache_bytes"], after)
 
 
+class MTPCall(unittest.TestCase):
+    """One call of V4-Flash's MTP block (`forward --mtp`: blocks.mtp.HCMTPInput, the layer of
+    compress_ratios[43] = 0, biased routing, hc_head, norm, the shared head). The book's
+    results/v4-mtp-first-call.md (batch 1, one token, start_pos 0, balanced routing):
+    1,796,997,120 matrix FLOPs = e_proj 2 x 4096^2 (33,554,432) + h_proj on the 4 streams
+    2 x 4 x 4096^2 (134,217,728) + the head 2 x 4096 x 129,280 (1,059,061,760) + attention
+    projections 213,909,504 (wq_a 8,388,608, wq_b and wo_a and wo_b 67,108,864 each, wkv
+    4,194,304) + QK and PV over one key 2 x 2 x 64 x 512 = 131,072 + router 2,097,152 + 6 routed
+    experts 3 x 100,663,296 + shared 3 x 16,777,216 + mHC mixes 2 x 786,432 + hc_head 131,072;
+    the MTP's own checkpoint payload 3,593,787,756 B; one 1,024 B window entry written.
+    -b2-prefill16 (2 x 16 tokens): 25,763,512,320, KV after 32,768 B; -history128 (1 token at
+    start_pos 128): 1,813,643,264, KV 131,072 B before and after (the 128-entry ring)."""
+
+    def call(self, **kw):
+        from infracalc.analyses.serve.speculation import mtp_drafter
+        arch = mtp_drafter(load_model("deepseek-v4-flash"))
+        w = native(load_model("deepseek-v4-flash")).replace(routing="balanced", **kw)
+        return arch, w, ledger.build(arch, w)
+
+    def test_first_call(self):
+        arch, w, L = self.call(tokens=1)
+        m = {op.name: op.matrix_flops for op in L.ops}
+        self.assertEqual((m["e_proj"], m["h_proj"], m["lm_head"]), (2 * 4096 ** 2, 2 * 4 * 4096 ** 2, 2 * 4096 * 129_280))
+        self.assertEqual(m["attn_qk"] + m["attn_pv"], 2 * 2 * 64 * 512)
+        self.assertEqual(sum(m.values()), 1_796_997_120)
+        self.assertEqual(L.totals.kv_bytes_written, 1024)
+        own = arch.layers[0].tensors() + tuple(arch.final_norm.tensors())
+        self.assertEqual(sum(w.weight_bytes(t) for t in own), 3_593_787_756)
+        part = next(p for p in load_model("deepseek-v4-flash").parts if p.name == "MTP")
+        self.assertEqual(sum(t.params for t in own), part.params)
+
+    def test_batch_and_history(self):
+        _, _, L = self.call(batch=2, tokens=16)
+        self.assertEqual((sum(op.matrix_flops for op in L.ops), L.totals.kv_bytes_resident_after),
+                         (25_763_512_320, 32_768))
+        _, _, L = self.call(tokens=1, history=128)
+        self.assertEqual(sum(op.matrix_flops for op in L.ops), 1_813_643_264)
+        self.assertEqual((L.totals.kv_bytes_resident_before, L.totals.kv_bytes_resident_after), (131_072, 131_072))
+
+
 class V41Refused(unittest.TestCase):
     """DeepSeek-V4.1 adds layers this adapter does not model (the book's V4.1-Flash config:
     kv_source_layer_ids [2, 8, 14, 20], index_source_layer_ids, CSA2 candidate blocks,

@@ -14,10 +14,16 @@ class HostLink(unittest.TestCase):
     def test_bundled_figures(self):
         # PCIe x16 per direction: Gen4 16 GT/s x 16 lanes / 8 = 32 GB/s, Gen5 32 GT/s x 16 / 8 = 64 GB/s
         for dev, gbps in (("h100-pcie", 64), ("h100-nvl", 64), ("l40s", 32), ("rtx-4090", 32), ("rtx-5090", 64),
-                          ("h100-sxm", 64), ("h200", 64)):
+                          ("h100-sxm", 64), ("h200", 64), ("a100-sxm-80gb", 32), ("b200", 64), ("mi300x", 64),
+                          ("mi325x", 64), ("mi355x", 64), ("rtx-3090", 32), ("rtx-pro-6000", 64),
+                          ("v100-sxm2", 16)):
             with self.subTest(dev=dev):
                 self.assertEqual(load_device(dev).host_link.bytes_per_s, gbps * 10**9)
-        self.assertIsNone(load_device("b200").host_link)   # no source read names it: unknown
+        # GB200: NVLink-C2C, 900 GB/s both directions between Grace and the two GPUs = 450 per direction
+        self.assertEqual(load_device("gb200").host_link.bytes_per_s, 450 * 10**9)
+        for dev in ("h800", "h20", "b300", "gaudi3", "tpu-v5e"):   # no source read names it: unknown
+            with self.subTest(dev=dev):
+                self.assertIsNone(load_device(dev).host_link)
 
     def test_misspelt_field_is_refused(self):
         with open(os.path.join(os.path.dirname(__file__), "..", "calculations", "hardware", "l40s.json")) as f:
@@ -45,10 +51,10 @@ class HostLink(unittest.TestCase):
         self.assertEqual(json.loads(out)["offload"]["link_ns_per_pass"], 84934656 // 2)
 
     def test_unknown_link_names_the_device(self):
-        code, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "b200", "--offload-kv", "0.5",
+        code, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "h800", "--offload-kv", "0.5",
                                "--input-len", "1024", "--output-len", "8")
         self.assertEqual(code, 2)
-        self.assertIn("device 'b200' has no host link", err)
+        self.assertIn("device 'h800' has no host link", err)
 
 
 if __name__ == "__main__":

@@ -101,10 +101,51 @@ class BookFigures(unittest.TestCase):
             total = sum(op.matrix_flops for op in ops)
             self.assertEqual(total - flops(ops, {"delta_rule"}), want, mla)
 
+    def test_block_kda_math_convention(self):
+        """The book's prefill totals 1744.701011 (expanded) / 1863.462762 (compact) TFLOPs add
+        7.550049 TFLOPs of block-wise KDA math to our matrix FLOPs without the delta rule. Per
+        chunk of C = 64 tokens and head (d_k = d_v = 128) our chunked form counts 9,020,800
+        (blocks.linear_attention.chunk_cost); the book's is 116,096 fewer: it does not count the
+        forward substitution (I + A)^-1 as matrix work (C(C-1)(C-2)/3 = 83,328) and applies the
+        unit diagonal of T in W = T(beta K) and U = T(beta V) without multiplying
+        (2 C (d_k + d_v) = 32,768). 128 chunks x 96 heads x 69 layers x 8,904,704 =
+        7,550,049,189,888. The same two terms close the four-model request (128-token prefill,
+        2 chunks): 27.129451655168 - 2 x 96 x 69 x 116,096 / 1e12 = 27.127914 (the book's)."""
+        from infracalc.blocks.linear_attention import chunk_cost
+        c, d = 64, 128
+        ours = chunk_cost(c, d, d)[0]
+        book = ours - c * (c - 1) * (c - 2) // 3 - 2 * c * (d + d)
+        self.assertEqual((ours, ours - book), (9_020_800, 116_096))
+        block_math = 128 * 96 * 69 * book
+        self.assertEqual(block_math, 7_550_049_189_888)
+        for mla, want in (("naive", 1744.701011), ("absorbed", 1863.462762)):
+            ops = ledger.build(self.arch, Workload(tokens=8192, mla=mla)).ops
+            total = sum(op.matrix_flops for op in ops) - flops(ops, {"delta_rule"}) + block_math
+            self.assertEqual(round(total / 1e12, 6), want, mla)
+        self.assertEqual(round((27_129_451_655_168 - 2 * 96 * 69 * 116_096) / 1e12, 6), 27.127914)
+
     def test_state(self):
         bf16 = dtype("bf16")
         self.assertEqual(self.arch.kv_bytes(bf16, 8192, "absorbed"), int(649.40625 * 2**20))
         self.assertEqual(self.arch.kv_bytes(bf16, 8192, "naive"), int(11953.40625 * 2**20))
+
+    def test_selected_history(self):
+        """The state-kimi-k3-* rows: selected history 216 (compact) / 11520 (expanded) MiB at n
+        8192 and 1,769,472 MiB for 64 requests at n 1,048,576 = a decode step's KV read minus
+        the KDA state it reads: per request 69 layers x (96 heads x 128 x 128 x 4 B fp32 +
+        3 x 12288 x 4 x 2 B conv slots) = 69 x 6,586,368 = 454,459,392 B (the book keeps the
+        recurrent read and write out of the history payload). 216 MiB = 8192 tokens x 24 MLA
+        layers x 576 x 2 B; 11520 MiB = 8192 x 24 x 96 heads x (192 + 128) x 2 B."""
+        state = 69 * (96 * 128 * 128 * 4 + 3 * 12288 * 4 * 2)
+        self.assertEqual(state, 454_459_392)
+        for batch, history, mla, want in ((1, 8191, "absorbed", 216), (1, 8191, "naive", 11520),
+                                          (64, 1048575, "absorbed", 1_769_472)):
+            ops = ledger.build(self.arch, Workload(batch=batch, tokens=1, history=history, mla=mla)).ops
+            kda = flops(ops, {"delta_rule"}, "kv_read")
+            self.assertEqual(kda, batch * state)
+            self.assertEqual(flops(ops, {op.name for op in ops}, "kv_read") - kda, want * 2**20, (batch, mla))
+        self.assertEqual(8192 * 24 * 576 * 2, 216 * 2**20)
+        self.assertEqual(8192 * 24 * 96 * (192 + 128) * 2, 11520 * 2**20)
 
 
 class KDAByHand(unittest.TestCase):

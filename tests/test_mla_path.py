@@ -15,7 +15,7 @@ from infracalc.load.models import load_model  # noqa: E402
 from infracalc.workload import Workload  # noqa: E402
 
 
-def op(ops, name, layers="3-60"):
+def op(ops, name, layers="0-60"):   # DeepSeek-V3's MLA block: one row group over its 61 layers
     return next(o for o in ops if o.name == name and o.layers == layers)
 
 
@@ -27,15 +27,15 @@ class Expanded(unittest.TestCase):
 
     def test_prefill_work_by_hand(self):
         # DeepSeek-V3: 128 heads, kv_lora 512, qk 128 + 64, v 128. A prefill of T = 4096 tokens:
-        # kv_b_proj up-projects 4096 latents: 2 x 4096 x 512 x 128 x (128 + 128) per layer;
+        # kv_b_proj up-projects 4096 latents: 2 x 4096 x 512 x 128 x (128 + 128) per layer (61 layers);
         # QK^T 2 x 128 x 192 per causal pair, PV 2 x 128 x 128 per pair, pairs = 4096 x 4097 / 2;
         # the cache written is the latent: 4096 x (512 + 64) x 2 B per layer (bf16).
         ops = ledger.operators(self.arch, Workload(tokens=4096, mla="expanded"))
         pairs = 4096 * 4097 // 2
-        self.assertEqual(op(ops, "kv_b_proj").matrix_flops, 58 * 2 * 4096 * 512 * 128 * 256)
-        self.assertEqual(op(ops, "attn_qk").matrix_flops, 58 * 2 * 128 * 192 * pairs)
-        self.assertEqual(op(ops, "attn_pv").matrix_flops, 58 * 2 * 128 * 128 * pairs)
-        self.assertEqual(op(ops, "kv_store").kv_write, 58 * 4096 * 576 * 2)
+        self.assertEqual(op(ops, "kv_b_proj").matrix_flops, 61 * 2 * 4096 * 512 * 128 * 256)
+        self.assertEqual(op(ops, "attn_qk").matrix_flops, 61 * 2 * 128 * 192 * pairs)
+        self.assertEqual(op(ops, "attn_pv").matrix_flops, 61 * 2 * 128 * 128 * pairs)
+        self.assertEqual(op(ops, "kv_store").kv_write, 61 * 4096 * 576 * 2)
         self.assertEqual(op(ops, "kv_b_proj").kv_read, 0)      # no history to read
         # same matrix FLOPs as the naive path (HF reference), same cache as the absorbed path
         naive = ledger.operators(self.arch, Workload(tokens=4096, mla="naive"))
@@ -47,8 +47,8 @@ class Expanded(unittest.TestCase):
         # T = 512 new tokens over H = 1024 cached: kv_b_proj runs on 1536 keys and reads 1024
         # cached latents of 576 values x 2 B per layer
         ops = ledger.operators(self.arch, Workload(tokens=512, history=1024, mla="expanded"))
-        self.assertEqual(op(ops, "kv_b_proj").matrix_flops, 58 * 2 * 1536 * 512 * 128 * 256)
-        self.assertEqual(op(ops, "kv_b_proj").kv_read, 58 * 1024 * 576 * 2)
+        self.assertEqual(op(ops, "kv_b_proj").matrix_flops, 61 * 2 * 1536 * 512 * 128 * 256)
+        self.assertEqual(op(ops, "kv_b_proj").kv_read, 61 * 1024 * 576 * 2)
 
     def test_auto_picks_expanded_for_prefill_absorbed_for_steps(self):
         w, choice = mla_path.for_pass(self.arch, Workload(tokens=4096, mla="auto"), self.r)

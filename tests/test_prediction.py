@@ -49,6 +49,30 @@ class Concurrency(unittest.TestCase):
         self.assertEqual(n, min(int(room // (65_536 * 1999)), limit))
 
 
+class SequenceWork(unittest.TestCase):
+    def test_per_sequence_per_layer(self):
+        # Llama 3.1 8B (32 layers) FP8 on H100, 1000/1000: at constants (0, 0, 1 us) the iteration is
+        # the operator sum plus 1 us x N x 32 on the GPU, no host time; at (0, 5 ms, 0) it is the
+        # operator sum plus 5 ms of host time.
+        from support import DTYPES, Workload, load_model
+        from infracalc.load.hardware import load_device
+
+        arch, d = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        fp8 = DTYPES["fp8"]
+        w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
+        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0))
+        seq = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 1e-6))
+        host = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 5e-3, 0.0))
+        n = base["concurrency"]
+        self.assertEqual(len(arch.layers), 32)
+        self.assertAlmostEqual(seq["sequence_s"], 1e-6 * n * 32, places=15)
+        self.assertAlmostEqual(seq["iteration_s"] - base["iteration_s"], 1e-6 * n * 32, places=12)
+        self.assertAlmostEqual(seq["gpu_s"] - base["gpu_s"], 1e-6 * n * 32, places=12)
+        self.assertEqual(seq["host_s"], 0.0)
+        self.assertAlmostEqual(host["iteration_s"] - base["iteration_s"], 5e-3, places=12)
+        self.assertEqual(host["host_s"], 5e-3)
+
+
 class LatencyLimit(unittest.TestCase):
     """MLPerf Server: the concurrency is the largest whose iteration (TPOT) meets the limit."""
 
@@ -85,11 +109,11 @@ class LatencyLimit(unittest.TestCase):
         s = case["setup"]
         arch, device = _model(case), _device(s["device"])
         w = _serving_workload(s, arch)
-        k, f, r = VP.constants_for(case)[0]
+        k, f, q = VP.constants_for(case)[0]
         rates = serving.predict.achievable(device, w.compute_dtype, k)
         n = rec["concurrency"] + 1
         gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
-        self.assertGreater(gpu + f + r * n, 0.200)
+        self.assertGreater(gpu + f + q * n * len(arch.layers), 0.200)
 
 
 class MixedIteration(unittest.TestCase):
@@ -234,11 +258,37 @@ class Fit(unittest.TestCase):
         self.assertEqual(collective.FITTED["all"], VP.COLLECTIVE_FITTED["all"])
 
     def test_errors_are_linear_in_the_constants(self):
-        # one sample: N = 100, GPU 10 ms, 1000 kernels, measured iteration 20 ms
-        s = [("p", 100, 0.010, 1000, 0.020)]
-        # (4 us x 1000) + 2 ms + 40 us x 100 = 10 ms more: predicted iteration 20 ms, error 0
-        self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 40e-6))[0], 0.0, places=12)
+        # one sample: N = 100 requests x 80 layers, GPU 10 ms, 1000 kernels, measured iteration 20 ms
+        s = [("p", 100 * 80, 0.010, 1000, 0.020)]
+        # (4 us x 1000) + 2 ms + 0.5 us x 100 x 80 = 10 ms more: predicted iteration 20 ms, error 0
+        self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 0.5e-6))[0], 0.0, places=12)
         self.assertAlmostEqual(fit.errors(s, (0, 0, 0))[0], 1.0, places=12)   # 2x optimistic
+
+    def test_held_out_within_the_engine(self):
+        # two engines, one publication each of A and B per engine: a publication's fit uses only the
+        # other publication of its own engine; "all" only the default engine's samples
+        gpu, meas = 0.010, 0.020
+        t1 = [("T1", 8000, gpu, 0, meas, "f", "TensorRT-LLM")]    # wants 10 ms more: q = 1.25 us (off grid)
+        t2 = [("T2", 8000, gpu, 0, 0.014, "f", "TensorRT-LLM")]   # wants 4 ms: host 4 ms exactly
+        v1 = [("V1", 8000, gpu, 0, 0.030, "f", "vLLM")]           # wants 20 ms: host 20 ms exactly
+        v2 = [("V2", 8000, gpu, 0, 0.026, "f", "vLLM")]           # wants 16 ms
+        got = fit.leave_one_out(t1 + t2 + v1 + v2)
+        self.assertEqual(got["T1"], fit.fit(t2))
+        self.assertEqual(got["V1"], fit.fit(v2))
+        self.assertEqual(got["V2"], fit.fit(v1))
+        self.assertAlmostEqual(fit.errors(v1, got["V2"])[0], 0.0, places=12)
+        self.assertEqual(got["all"], fit.fit(t1 + t2))
+
+    def test_every_serving_case_names_its_engine(self):
+        engines = {}
+        for p in V.case_paths():
+            case = V.load_case(p)
+            if case["kind"] == "serving-throughput":
+                engines.setdefault(VP.engine(case), set()).add(VP.publication(case))
+        self.assertEqual(set(engines), {"TensorRT-LLM", "vLLM"})
+        self.assertEqual(len(engines["vLLM"]), 4)       # AMD v4.1, ASUSTeK v5.1, Red Hat x2
+        with self.assertRaises(VP.UserError):
+            VP.engine({"id": "x", "source": {"title": "an engine we do not know"}})
 
 
 if __name__ == "__main__":

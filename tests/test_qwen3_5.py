@@ -28,7 +28,7 @@ TEXT = {"hidden_size": 8, "num_hidden_layers": 4, "layer_types": ["linear_attent
 #   merger LayerNorm 16 + fc1 32*32 + 32 = 1056 + fc2 8*32 + 8 = 264 -> 1336;
 #   deepstack merger LayerNorm over m 64 + 1056 + 264 = 1384;
 #   total 200 + 32 + 1200 + 1336 + 1384 = 4152.
-VISION = {"depth": 2, "hidden_size": 8, "intermediate_size": 16, "patch_size": 2, "temporal_patch_size": 2,
+VISION = {"depth": 2, "hidden_size": 8, "intermediate_size": 16, "num_heads": 2, "patch_size": 2, "temporal_patch_size": 2,
           "in_channels": 3, "num_position_embeddings": 4, "spatial_merge_size": 2, "out_hidden_size": 8,
           "deepstack_visual_indexes": [1]}
 

@@ -569,6 +569,27 @@ class GroupedExperts(unittest.TestCase):
         tight = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 32 * 2**20)
         self.assertEqual((tight["feasible_payback_batches"], tight["selected"]), (None, "baseline"))
 
+    def test_payback_compute_bound_padding(self):
+        """The book's replica-payback-padding: 33 concentrated tokens, expert 0 copied to rank 4, the
+        interface at 10^15 B/s so compute binds. Rank 0 keeps experts 1..7 and 17 rows of 0: still
+        8 row tiles of 64, 8 x 2 x 64 x 3 h f = 19,327,352,832 FLOPs at 100 TFLOP/s = 603979776/3125
+        ns either way, so the saving is 0 and the copy (37,748,736 B / 25 GB/s + 5,000 ns) never
+        pays back."""
+        from infracalc.analyses.serve import experts
+
+        hist = experts.histogram("concentrated", 128, 8, 33)
+        base = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2)
+        repl = experts.grouped(hist, self.H, self.F, 8, "contiguous", (64, 32, 128), 2, [(0, 4)])
+        p = experts.payback(base, repl, 128, 100 * 10**12, 10**15, 25 * 10**9, 5000, 64 * 2**20)
+        t = Fraction(8 * 2 * 64 * 3 * self.H * self.F, 100_000)
+        self.assertEqual((p["baseline_batch_ns"], p["replicated_batch_ns"]), (t, t))
+        self.assertEqual(t, Fraction(603979776, 3125))
+        self.assertEqual(p["setup_ns"], Fraction(3 * self.H * self.F * 2, 25) + 5000)
+        self.assertEqual((p["strict_payback_batches"], p["selected"]), (None, "baseline"))
+        # at the other rows' 1 TB/s the tile traffic binds and rank 0's shrinks: a positive saving
+        slow = experts.payback(base, repl, 128, 100 * 10**12, 10**12, 25 * 10**9, 5000, 64 * 2**20)
+        self.assertEqual(slow["baseline_batch_ns"] - slow["replicated_batch_ns"], Fraction(618496, 125))
+
 
 class WeightOffload(unittest.TestCase):
     """FFN weights streamed from the host (analyses/serve/offload), derived by hand."""
@@ -601,7 +622,7 @@ class WeightOffload(unittest.TestCase):
         self.assertIsNone(o["slots_that_hide"])   # 9 copies take 105.5 ms > 36 ms of layers
 
     def test_needs_a_link(self):
-        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "b200", "--offload-ffn-layers", "3", "--layer-ns", "5")
+        status, _, err = run_cli("serve", "--model", "qwen3-8b", "--device", "h800", "--offload-ffn-layers", "3", "--layer-ns", "5")
         self.assertEqual(status, 2)
         self.assertIn("--host-link-bw", err)
 

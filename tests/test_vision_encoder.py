@@ -104,5 +104,42 @@ class Book(unittest.TestCase):
             self.assertIn(text, err)
 
 
+class Qwen35Towers(unittest.TestCase):
+    """Qwen3.5-397B-A17B and Qwen3.6-35B-A3B carry the Qwen3-VL tower without DeepStack
+    (vision_config: 27 blocks, d 1152, I 4304, 16 heads, patch 16, t 2, merge 2, out 4096 /
+    2048). Its parameters (456,010,480 / 446,571,248) close the official checkpoints'
+    totals (test_qwen3_5.Bundled). One 640x640 image, N = 1,600 patches, T = 400, m = 4608:
+      patch embed 2 x 1600 x 1536 x 1152                              =     5,662,310,400
+      a block: qkv 2 x 1600 x 1152 x 3456 = 12,740,198,400, QK^T + PV 4 x 1600^2 x 1152 =
+        11,796,480,000, proj 2 x 1600 x 1152^2 = 4,246,732,800, MLP 4 x 1600 x 1152 x 4304 =
+        31,732,531,200: 60,515,942,400, x 27                           = 1,633,930,444,800
+      merger 2 x 400 x 4608 x 4608 + 2 x 400 x 4608 x o: o 2048 -> 24,536,678,400,
+                                                          o 4096 -> 32,086,425,600
+      Qwen3.6 total 1,664,129,433,600; Qwen3.5 total 1,671,679,180,800.
+    EC 400 x o x 2 B: 1,638,400 / 3,276,800. KV the image adds: 400 tokens x (10 / 15 gated
+    attention layers x 2 KV heads x 256 x 2 x 2 B) = 400 x 20,480 = 8,192,000 / 400 x 30,720 =
+    12,288,000; the Gated DeltaNet state is the request's, not the image's."""
+
+    def test_geometry(self):
+        for model, out in (("qwen3.6-35b-a3b", 2048), ("qwen3.5-397b-a17b", 4096)):
+            t = vision_encoder.tower_of(load_model(model))
+            self.assertEqual((t.depth, t.hidden, t.intermediate, t.heads, t.patch, t.temporal_patch, t.merge,
+                              t.out_hidden, t.deepstack), (27, 1152, 4304, 16, 16, 2, 2, out, ()), model)
+
+    def test_one_640_image(self):
+        for model, flops, ec, kv in (("qwen3.6-35b-a3b", 1_664_129_433_600, 1_638_400, 8_192_000),
+                                     ("qwen3.5-397b-a17b", 1_671_679_180_800, 3_276_800, 12_288_000)):
+            status, out, err = run_cli("encode", "--model", model, "--image", "640x640", "--format", "json")
+            self.assertEqual(status, 0, err)
+            rec = json.loads(out)
+            image = rec["images"][0]
+            self.assertIn("recurrent state", rec["conventions"][-1])
+            self.assertEqual((image["patches"], image["tokens"]), (1600, 400), model)
+            self.assertEqual((image["matrix_flops"], image["ec_bytes"], image["kv_bytes"]), (flops, ec, kv), model)
+            rows = {r["name"]: r["matrix_flops"] for r in image["rows"]}
+            self.assertNotIn("deepstack_mergers", rows)
+            self.assertEqual(rows["blocks.mlp_fc1"], 27 * 2 * 1600 * 1152 * 4304)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -210,6 +210,8 @@ class Part(Record):
     params: int
     note: str
     tower: object = None
+    module: object = None   # MTP: the Layer a draft call runs (its input block first), when the
+                            # adapter builds it (DeepSeek-V4); else the drafter is derived
 
 
 class VisionTower(Record):
@@ -278,6 +280,14 @@ class Architecture(Record):
         (computed once, when the architecture is built)."""
         return self._groups
 
+    def block_groups(self):
+        """block_groups(self.layer_groups()), computed once."""
+        d = self.__dict__
+        out = d.get("_block_groups")
+        if out is None:
+            out = d["_block_groups"] = block_groups(self._groups)
+        return out
+
     def _weight_tally(self):
         """[(tensor, copies)], one per distinct (shape, role, stored) — all a tensor's
         stored bytes depend on (Workload.weight_bytes) — built once per architecture:
@@ -328,6 +338,24 @@ class Architecture(Record):
         if len(kinds) == 1:
             return next(iter(kinds))
         return " + ".join(f"{n}x {k}" for k, n in kinds.items())
+
+
+def block_groups(layer_groups):
+    """[(block, count, indices)] for each distinct block place of `layer_groups`
+    ([(layer, count, indices)]), in first-seen order: a block equal in several layer
+    groups at the same occurrence within its layer (a layer's second residual add is
+    another place than its first) is one entry over all their layers (indices sorted)."""
+    places = {}
+    for layer, _, indices in layer_groups:
+        seen = {}
+        for block in layer.blocks:
+            k = seen[block] = seen.get(block, -1) + 1
+            places.setdefault((block, k), []).append(indices)
+    out = []
+    for (block, _), parts in places.items():
+        indices = parts[0] if len(parts) == 1 else tuple(sorted(i for p in parts for i in p))
+        out.append((block, len(indices), indices))
+    return out
 
 
 def layer_range_label(indices):

@@ -332,14 +332,13 @@ def stage_signature(arch, layout, stage):
 def device_operators(arch, layout, stage, w):
     """`ledger.operators` of one device of `stage`, row for row (layer labels
     name the model's global layer indices), from memoized per-block operators."""
-    from .arch import layer_range_label
+    from .arch import block_groups, layer_range_label
 
     emb, norm, head = top_shards(arch, layout, stage)
     ops = [op.times(1, "-") for op in block_ops(emb, w)]
-    for layer, count, indices in device_layers(arch, layout, stage):
+    for b, count, indices in block_groups(device_layers(arch, layout, stage)):
         label = layer_range_label(indices)
-        for b in layer.blocks:
-            ops.extend(op.times(count, label) for op in block_ops(b, w))
+        ops.extend(op.times(count, label) for op in block_ops(b, w))
     ops.extend(op.times(1, "-") for op in block_ops(norm, w))
     ops.extend(op.times(1, "-") for op in block_ops(head, w))
     return ops

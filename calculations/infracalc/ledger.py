@@ -1,7 +1,10 @@
 """The ledger: an architecture and a workload -> operator records and totals.
 
 This is the single source of truth every analysis composes: it never looks at
-a device. Each distinct layer is expanded once and multiplied by its count.
+a device. Each distinct block is expanded once and multiplied by the number of
+layers holding it: one row group per block place (Architecture.block_groups), over
+all its layers, however the layers differ elsewhere (Kimi K3's KDA projections are
+one row over their 69 layers, not one per attention-residual position).
 """
 
 from operator import attrgetter
@@ -87,12 +90,13 @@ def operators(arch, w, per_layer=False):
 
 def parts(arch):
     """[(block, count, layers label, per-layer rows allowed)] in the ledger's row order:
-    the embedding, each distinct layer group's blocks, the final norm, the head. A
+    the embedding, each block place of the layers (Architecture.block_groups: a block
+    over every layer holding it, in first-seen order), the final norm, the head. A
     block's rows are its ops, each times `count` (every FIELDS value scales by it)."""
     out = [(arch.embedding, 1, "-", False)]
-    for layer, count, indices in arch.layer_groups():
+    for block, count, indices in arch.block_groups():
         label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
-        out.extend((block, count, label, True) for block in layer.blocks)
+        out.append((block, count, label, True))
     out.append((arch.final_norm, 1, "-", False))
     out.append((arch.head, 1, "-", False))
     return out

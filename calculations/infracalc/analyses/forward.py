@@ -84,7 +84,7 @@ def workload_notes(arch, w):
     return []
 
 
-PER_LAYER = ("Operators are per layer: one instance of each distinct layer (the rows of the "
+PER_LAYER = ("Operators are per layer: one instance of each distinct block (the rows of the "
              "layers listed under 'layers'), not multiplied by the number of layers that share it "
              "(x); the totals are the whole pass.")
 

@@ -95,22 +95,40 @@ def model_states(params, dp, zero, weight_bytes=2, grad_bytes=2, optimizer_bytes
 
 def device_params(dev):
     """(dense, expert) parameters of a per-device architecture (`layout.shard`):
-    routed-expert tensors apart, since ZeRO shards them over another group
-    (memoized: a search meets the same shard in many layouts)."""
+    routed-expert tensors apart, since ZeRO shards them over another group."""
+    return parts_params([(block, 1) for block in dev.top_blocks()]
+                        + [(layer, count) for layer, count, _ in dev.layer_groups()])
+
+
+def stage_params(arch, lay, stage):
+    """`device_params` of one device of `stage`, from its top block shards and layer shards
+    (`layout.top_shards`, `layout.device_layers`) without building its architecture."""
+    from .. import layout as placement
+
+    return parts_params([(block, 1) for block in placement.top_shards(arch, lay, stage)]
+                        + [(layer, count) for layer, count, _ in placement.device_layers(arch, lay, stage)])
+
+
+def parts_params(parts):
+    """(dense, expert) parameters of [(block or layer, copies)]: each part's tensors, the
+    routed experts' apart (memoized per part: a search meets the same shards in many layouts)."""
     from ..layout import memo
 
-    return memo(("device params", dev), lambda: _device_params(dev))
-
-
-def _device_params(dev):
-    parts = [(block, 1) for block in dev.top_blocks()] + [(layer, count) for layer, count, _ in dev.layer_groups()]
     dense = expert = 0
     for part, count in parts:
-        for t in part.tensors():
-            if t.role == "expert":
-                expert += count * t.params
-            else:
-                dense += count * t.params
+        d, e = memo(("part params", part), lambda: _part_params(part))
+        dense += count * d
+        expert += count * e
+    return dense, expert
+
+
+def _part_params(part):
+    dense = expert = 0
+    for t in part.tensors():
+        if t.role == "expert":
+            expert += t.params
+        else:
+            dense += t.params
     return dense, expert
 
 
@@ -264,7 +282,7 @@ class StageMemory(Record):
         return self.states.total + self.activation_bytes + self.gather_bytes + self.offload_buffer_bytes
 
 
-def fsdp_gather_bytes(dev, weight_bytes, grad_bytes):
+def fsdp_gather_bytes(top, layers, weight_bytes, grad_bytes):
     """What ZeRO-3 holds unsharded on top of its shards, as PyTorch FSDP2 (and Megatron-FSDP)
     run it: every decoder layer and the embedding, final norm and head are units, gathered
     (all-gather) just before their forward and again before their backward and freed after
@@ -272,10 +290,9 @@ def fsdp_gather_bytes(dev, weight_bytes, grad_bytes):
     parameters are whole at once, and one unit's gradient is whole until its reduce-scatter:
     2 x W_max x weight bytes + W_max x gradient bytes, W_max the largest unit's parameters as
     the device places them (TP/EP shard; PyTorch FSDP docs, "FSDP2": forward and backward
-    prefetching of one unit ahead)."""
-    units = [sum(t.params for t in b.tensors()) for b in dev.top_blocks()]
-    units += [sum(t.params for t in layer.tensors()) for layer, _, _ in dev.layer_groups()]
-    unit = max(units)
+    prefetching of one unit ahead). `top`: the device's embedding, final norm and head shards;
+    `layers`: its distinct layer shards."""
+    unit = max(sum(parts_params([(part, 1)])) for part in (*top, *layers))
     return unit * (2 * weight_bytes + grad_bytes)
 
 
@@ -286,14 +303,16 @@ def offloaded(groups, n):
             for a, count, indices in groups]
 
 
-def _top_saved(dev, stage, w, tp, sp, cp):
-    """Saved bytes outside the layers on one device: the embedding's on the first
-    stage; the final norm's, the head's input and the loss's fp32 logits (of the
-    device's vocabulary slice) on the last. Returns (total, logits part)."""
-    ops = list(dev.embedding.ops(w)) if stage.has_embedding else []
-    loss = train_flops.CrossEntropy(dev.head.vocab).ops(w) if stage.has_head else []
+def _top_saved(top, stage, w, tp, sp, cp):
+    """Saved bytes outside the layers on one device (`top`: its embedding, final norm and
+    head shards): the embedding's on the first stage; the final norm's, the head's input and
+    the loss's fp32 logits (of the device's vocabulary slice) on the last. Returns (total,
+    logits part)."""
+    embedding, final_norm, head = top
+    ops = list(embedding.ops(w)) if stage.has_embedding else []
+    loss = train_flops.CrossEntropy(head.vocab).ops(w) if stage.has_head else []
     if stage.has_head:
-        ops += list(dev.final_norm.ops(w)) + list(dev.head.ops(w))
+        ops += list(final_norm.ops(w)) + list(head.ops(w))
     logits = sum(ceil_div(op.saved_bytes, cp) for op in loss)
     return sum(_split(op.saved_bytes, op.saved_replicated, tp, sp, cp) for op in ops) + logits, logits
 
@@ -322,13 +341,14 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
     one = lay.replace(micro_batches=1)   # the memo key's layout: a stage's figures do not depend on m
     for stage in placement.stages(arch, lay):
         def make():
-            dev = placement.shard(arch, lay, stage)
-            dense, expert = device_params(dev)
+            top = placement.top_shards(arch, lay, stage)
+            groups = placement.device_layers(arch, lay, stage)
+            dense, expert = stage_params(arch, lay, stage)
             states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
                       + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
             acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention, recompute,
-                                       fp8_activation_input), count, indices)
-                    for layer, count, indices in dev.layer_groups()]
+                                       fp8_activation_input), count, tuple(i - stage.lo for i in indices))
+                    for layer, count, indices in groups]   # indices local to the stage
             if offload_layers >= stage.layers:
                 raise UserError(f"--cpu-offloading-num-layers {offload_layers} offloads every layer of stage "
                                 f"{stage.index} ({stage.layers}); at least one must stay on the device")
@@ -336,9 +356,10 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
             layer_bytes = sum(getattr(a, level) * count for a, count, _ in kept)
             buffer = max((getattr(a, level) for a, _, off in kept if off), default=0)
             working = max(a.none for a, _, _ in acts) if level == "full" and acts else 0
-            extra, logits = _top_saved(dev, stage, train_flops.stored_workload(w), tp, sp, cp)
+            extra, logits = _top_saved(top, stage, train_flops.stored_workload(w), tp, sp, cp)
             sharded = zero >= 3 and (lay.dp * cp > 1 or edp > 1)
-            gather = fsdp_gather_bytes(dev, weight_bytes, grad_bytes) if sharded else 0
+            gather = fsdp_gather_bytes(top, [layer for layer, _, _ in groups], weight_bytes, grad_bytes) \
+                if sharded else 0
             return dense, expert, states, layer_bytes, extra, logits, working, gather, buffer
 
         # stages holding the same shards share their figures (memoized per signature)

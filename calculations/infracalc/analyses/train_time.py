@@ -383,7 +383,7 @@ def rank_params(arch, lay, st, schedule, stage_params=None):
     """(dense, expert) parameters on a device of stage `st`; DualPipe's rank also holds the
     reverse direction's stage p - 1 - i (train.stage_memory)."""
     def of(stage):
-        return stage_params(stage) if stage_params else train_memory.device_params(placement.shard(arch, lay, stage))
+        return stage_params(stage) if stage_params else train_memory.stage_params(arch, lay, stage)
     dense, expert = of(st)
     if schedule == "dualpipe":
         d, e = of(placement.stages(arch, lay)[lay.pp - 1 - st.index])
@@ -453,11 +453,18 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     links = links or comm.links(device)
     sp_tp = lay.tp if lay.sp else 1
     tokens, t = _traffic(arch, lay, train_flops.stored_workload(w), stage_comm.group_tiers(lay, device), wire)
+    per_layer = {}   # layer shard -> its compute + collectives (the stages share a few shards)
+
+    def of(layer):
+        got = per_layer.get(layer)
+        if got is None:
+            got = per_layer[layer] = (layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total
+                                      + layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp))
+        return got
+
     c, opt = [], 0.0
     for st in placement.stages(arch, lay):
-        c.append(sum((layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total
-                      + layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp)) * count
-                     for layer, count, _ in placement.device_layers(arch, lay, st)))
+        c.append(sum(of(layer) * count for layer, count, _ in placement.device_layers(arch, lay, st)))
         dense, expert = rank_params(arch, lay, st, schedule, stage_params)
         opt = max(opt, optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes))
     rest = sum(c) - max(c) if schedule in ("1f1b", "interleaved") else 0.0

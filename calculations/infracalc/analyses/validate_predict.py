@@ -11,6 +11,8 @@ its prediction. The accuracy table gives, per family, the median and 90th percen
 
 import statistics
 
+from ..errors import UserError
+
 FAMILIES = ("serving, one device", "serving, several devices", "training, dense", "training, MoE",
             "collectives")
 
@@ -19,6 +21,23 @@ def publication(case):
     """The publication a case comes from: publisher and title (its version included)."""
     src = case["source"] if isinstance(case["source"], dict) else {}
     return f"{src.get('publisher', '')}: {src.get('title', '')}"
+
+
+# The serving engine of a publication, by the name its title gives (every serving publication of
+# the corpus names one: TensorRT-LLM's performance pages, MLPerf submissions on "TensorRT" or
+# "vLLM"); the fitted engine constants (efficiency.fit) are the engine's.
+ENGINES = (("vLLM", "vLLM"), ("TensorRT", "TensorRT-LLM"))
+
+
+def engine(case):
+    """The serving engine a case ran on, from its publication's title; an error naming the case
+    when the title names none (no silent default)."""
+    title = case["source"].get("title", "") if isinstance(case["source"], dict) else ""
+    for word, name in ENGINES:
+        if word in title:
+            return name
+    raise UserError(f"validation case {case['id']}: its source title names no serving engine "
+                    f"({', '.join(w for w, _ in ENGINES)})")
 
 
 def family(case, arch=None):
@@ -92,10 +111,12 @@ def serving_prediction(case, constants=None):
 PREDICTION_CONVENTIONS = (
     "Predicted (beside the bound, not a bound): serving cases at efficiency.serving's steady "
     "state (the engine's concurrency and batch limit, one iteration of decode and chunked "
-    "prefill at achievable rates, TP all-reduces exposed, host time per iteration); error = "
-    "predicted / measured - 1 (positive: the prediction is optimistic). Its three fitted "
-    "constants are fitted leave one publication out: a case is predicted with those fitted on "
-    "every other publication (column fit). Training cases: train's step estimate at the "
+    "prefill at achievable rates, TP all-reduces exposed, a fixed GPU cost per request in flight "
+    "per layer, host time per iteration); error = predicted / measured - 1 (positive: the "
+    "prediction is optimistic). Its three fitted constants are the serving engine's (TensorRT-LLM "
+    "or vLLM, named by the publication) and are fitted leave one publication out within the "
+    "engine: a case is predicted with those fitted on the engine's other publications (column "
+    "fit). Training cases: train's step estimate at the "
     "achievable matmul and HBM fractions with each publication's recipe (TRAINING_RECIPES), "
     "times one fitted factor (what that model leaves unexplained), fitted leave one publisher out. "
     "Collective cases: NCCL's own cost model (per algorithm and protocol latency, link bandwidth at "
@@ -310,7 +331,9 @@ def cause(rec):
     held = (f", held by the {rec['tpot_limit_s'] * 1e3:.0f} ms TPOT limit below the memory's "
             f"{rec['memory_concurrency']}" if rec.get("tpot_limit_s") and rec["concurrency"] < rec["memory_concurrency"]
             else "")
-    return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration at concurrency "
+    seq = (f" (per-sequence work {rec['sequence_s'] / rec['iteration_s']:.0%})"
+           if name == "GPU work" and rec.get("sequence_s") else "")
+    return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration{seq} at concurrency "
             f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{held})")
 
 

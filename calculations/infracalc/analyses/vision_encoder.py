@@ -15,7 +15,8 @@ With d = hidden, I = intermediate, L = depth, m = d s^2, o = out_hidden, k = Dee
 Per image: the sum; per request: that x the images encoded (those not served from the encoder
 cache). Encoder cache (EC) per image: the merger's and the k DeepStack mergers' outputs the
 language model consumes, T o (1 + k) values in the activation format. KV per image: the language
-model's cache of T tokens (`kv`). Vector work (LayerNorms, GELU, softmax, position embedding) is
+model's cache of T tokens (`kv`), a fixed recurrent state excluded (`encode` passes kv(T) - kv(0):
+Qwen3.5/3.6's Gated DeltaNet state belongs to the request, not to an image). Vector work (LayerNorms, GELU, softmax, position embedding) is
 not counted: unknown here. Weights (params at the weight format) are read once per request that encodes.
 """
 
@@ -26,7 +27,7 @@ def tower_of(arch):
     for part in arch.parts:
         if part.tower is not None:
             return part.tower
-    raise UserError(f"model '{arch.id}' has no vision encoder this tool costs (modelled: qwen3_vl)")
+    raise UserError(f"model '{arch.id}' has no vision encoder this tool costs (modelled: qwen3_vl, qwen3_5, qwen3_5_moe)")
 
 
 def grid(tower, width, height):

@@ -43,8 +43,9 @@ def run(args):
     arch = load_model(args.model)
     w = common.workload(args, arch, 1, 1, 0)
     images = list(args.image) * args.images
+    state = kv.bytes_per_request(arch, w, 0)   # a recurrent state (Gated DeltaNet) is per request, not per image
     rec = vision_encoder.encode(arch, images, args.cached, w.weight_dtype, w.act_dtype,
-                                lambda t: kv.bytes_per_request(arch, w, t))
+                                lambda t: kv.bytes_per_request(arch, w, t) - state)
     request = None
     if args.output_len is not None:
         from ..analyses.serve.replay import request_matrix_flops
@@ -65,5 +66,7 @@ def run(args):
            "model": {"id": arch.id, "model_type": arch.model_type},
            "inputs": {"images": [f"{a}x{b}" for a, b in images], "cached": args.cached,
                       "weight_dtype": w.weight_dtype.name, "act_dtype": w.act_dtype.name, "kv_dtype": w.kv_dtype.name},
-           **rec, "request": request, "conventions": list(vision_encoder.CONVENTIONS)}
+           **rec, "request": request, "conventions": list(vision_encoder.CONVENTIONS) + (
+               [f"KV per image excludes the language model's fixed recurrent state ({state:,} B per request, "
+                "Gated DeltaNet): the image's tokens add only their attention cache."] if state else [])}
     return common.emit(args, out, render.markdown, render.csv)

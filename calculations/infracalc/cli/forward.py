@@ -13,8 +13,12 @@ def add_arguments(p):
     p.add_argument("--logits", choices=("last", "all", "none"), default="last",
                    help="positions the output head runs on (default last)")
     p.add_argument("--per-layer", action="store_true",
-                   help="operator rows for one instance of each distinct layer (not summed over the "
+                   help="operator rows for one instance of each distinct block (not summed over the "
                         "layers that share it); totals stay those of the whole pass")
+    p.add_argument("--mtp", action="store_true",
+                   help="run one call of the model's multi-token-prediction module instead of the main model "
+                        "(its input block, decoder layer, final norm and the shared embedding and head; "
+                        "DeepSeek-V3/V4, GLM-4.5)")
     p.add_argument("--fp8-tiles", type=common.positive_int, metavar="ROWS",
                    help="add the block-scaled FP8 linears' kernel view: valid, tile (ROWS x 128 x 128) "
                         "and scale FLOPs per linear (needs fp8-b128 weights, e.g. DeepSeek-V3/V4's "
@@ -32,6 +36,9 @@ def run(args):
     from ..render import forward as render
 
     arch = load_model(args.model)
+    if args.mtp:
+        from ..analyses.serve.speculation import mtp_drafter
+        arch = mtp_drafter(arch)
     device = common.declared_figures(load_device(args.device), args)
     w = common.workload(args, arch, args.batch, args.tokens, args.history)
     rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency, args.per_layer)

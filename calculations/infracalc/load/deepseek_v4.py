@@ -29,6 +29,7 @@ from ..blocks.basic import LMHead, RMSNorm
 from ..blocks.compressed_attention import Compressor, Indexer, WindowAttention
 from ..blocks.hyper_connections import HCEmbedding, HCHeadNorm, HCPost, HCPre
 from ..blocks.moe import MoE
+from ..blocks.mtp import HCMTPInput
 from ..errors import UserError
 
 V4_FORMATS = (("matrix", "fp8-b128-e8m0"), ("expert", "mxfp4"))
@@ -158,9 +159,11 @@ def deepseek_v4(cfg, model_id):
     if mtp:
         if mtp != 1:
             raise cfg.unsupported("num_nextn_predict_layers other than 1")
+        module = Layer((HCMTPInput(hidden=s.d, streams=s.streams), *s.layer(ratios[n], False).blocks))
         parts = (Part("MTP", s.mtp_params(ratios[n]),
                       f"1 multi-token-prediction block (layer {n}, compress ratio {ratios[n]}, biased routing) "
-                      "with e_proj, h_proj, enorm, hnorm, norm and hc_head; embedding and head shared"),)
+                      "with e_proj, h_proj, enorm, hnorm, norm and hc_head; embedding and head shared",
+                      module=module),)
     d = s.d
     try:
         return Architecture(

@@ -14,6 +14,15 @@ def bundled_ids():
     return sorted(f[:-5] for f in os.listdir(MODELS_DIR) if f.endswith(".json"))
 
 
+def config_crc32(model_id):
+    """CRC-32 of a bundled config file's bytes (zlib: no import beyond the interpreter's own):
+    what the stored model summaries are keyed by, to notice an edited config."""
+    import zlib
+
+    with open(os.path.join(MODELS_DIR, model_id + ".json"), "rb") as f:
+        return zlib.crc32(f.read())
+
+
 def looks_like_path(spec):
     """A path is a path: it names a directory or file by a separator or a `.json` ending
     (`./gpt2`, `models/x.json`, `config.json`). A bare word is an id."""

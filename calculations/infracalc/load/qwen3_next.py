@@ -124,16 +124,18 @@ def qwen3_5(cfg, model_id):
     in_proj_z, in_proj_b and in_proj_a: the same tensors' values, so the counts are
     Qwen3-Next's. The vision tower (vision_config, the Qwen3-VL tower) is counted by
     `vision.qwen3_vl_params` and reported apart."""
-    from .vision import qwen3_vl_params
+    from .vision import qwen3_vl_params, qwen3_vl_tower
     tc = cfg.sub("text_config") if cfg.has("text_config") else cfg
     if not tc.flag("attn_output_gate", True):
         raise tc.unsupported("attn_output_gate false")
     arch = qwen3_next(tc, model_id)
     if tc is not cfg and cfg.has("vision_config"):
         vc = cfg.sub("vision_config")
-        part = Part("vision", qwen3_vl_params(vc),
+        params = qwen3_vl_params(vc)
+        part = Part("vision", params,
                     f"vision tower ({vc.int('depth')} blocks, hidden {vc.int('hidden_size')}) and patch merger "
-                    "(vision_config); images are not part of the text workload, every command runs the text model")
+                    "(vision_config); images are not part of the text workload, every command runs the text model",
+                    tower=qwen3_vl_tower(vc, params))
         arch = arch.replace(parts=arch.parts + (part,), model_type=cfg.model_type)
     return arch
 

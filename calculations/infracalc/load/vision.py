@@ -171,13 +171,19 @@ def qwen3_vl(cfg, model_id):
                  f"Qwen3-VL vision transformer, merger and {len(layers)} DeepStack mergers {tower:,} "
                  f"(vision_config; by formula from transformers' Qwen3VLVisionModel, not checked against "
                  f"the checkpoint index)")
-    geometry = VisionTower(hidden=vc.int("hidden_size"), intermediate=vc.int("intermediate_size"),
-                           depth=vc.int("depth"), heads=vc.int("num_heads"), patch=vc.int("patch_size"),
-                           temporal_patch=vc.int("temporal_patch_size", 2), channels=vc.int("in_channels", 3),
-                           merge=vc.int("spatial_merge_size", 2), out_hidden=vc.int("out_hidden_size"),
-                           deepstack=layers, params=tower)
-    parts = arch.parts[:-1] + (arch.parts[-1].replace(tower=geometry),)
+    parts = arch.parts[:-1] + (arch.parts[-1].replace(tower=qwen3_vl_tower(vc, tower)),)
     return arch.replace(parts=parts)
+
+
+def qwen3_vl_tower(vc, params):
+    """The geometry `encode` costs (analyses/vision_encoder.py) of the Qwen3-VL tower, which
+    Qwen3.5 and Qwen3.6 carry too (their deepstack_visual_indexes is empty)."""
+    return VisionTower(hidden=vc.int("hidden_size"), intermediate=vc.int("intermediate_size"),
+                       depth=vc.int("depth"), heads=vc.int("num_heads"), patch=vc.int("patch_size"),
+                       temporal_patch=vc.int("temporal_patch_size", 2), channels=vc.int("in_channels", 3),
+                       merge=vc.int("spatial_merge_size", 2), out_hidden=vc.int("out_hidden_size"),
+                       deepstack=tuple(sorted(vc.layer_indices("deepstack_visual_indexes", vc.int("depth")))),
+                       params=params)
 
 
 MLLAMA_EXTRA_ROWS = 8   # MllamaTextModel: Embedding(vocab_size + 8, hidden)

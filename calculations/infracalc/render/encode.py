@@ -8,10 +8,11 @@ CSV_COLUMNS = ("image", "width", "height", "patches", "tokens", "encoded", "matr
 
 def markdown(rec):
     t, i = rec["tower"], rec["inputs"]
+    deepstack = f"DeepStack at blocks {', '.join(map(str, t['deepstack']))}" if t["deepstack"] else "no DeepStack"
     lines = [f"# encode: {rec['model']['id']} vision encoder, {len(rec['images'])} image(s), "
              f"{i['cached']} from the encoder cache", "",
              f"- Tower: {t['depth']} blocks of hidden {t['hidden']}, patch {t['patch']}, merge {t['merge']}x{t['merge']}, "
-             f"DeepStack at blocks {', '.join(map(str, t['deepstack'])) or 'none'}; {u.integer(t['params'])} params, "
+             f"{deepstack}; {u.integer(t['params'])} params, "
              f"{u.integer(t['weight_bytes'])} B of weights at {i['weight_dtype']}",
              f"- Formats: weights {i['weight_dtype']}, activations and encoder cache {i['act_dtype']}, KV {i['kv_dtype']}",
              "", "## Per image", "",

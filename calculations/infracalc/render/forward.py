@@ -146,7 +146,7 @@ def markdown(rec):
     m, d = rec["model"], rec["device"]
     parts = [f"# forward: {inline(m['id'])} on {inline(d['id'])}", "", *summary(rec), *header_lines(rec), "",
              "## Operators", "",
-             ("Values are for ONE layer: one instance of each distinct layer, not multiplied by x "
+             ("Values are for ONE layer: one instance of each distinct block, not multiplied by x "
               "(x = number of layers that share it)." if rec.get("per_layer") else
               "Values are per pass, summed over the listed layers (x = number of layers)."), "",
              markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",

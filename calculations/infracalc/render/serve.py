@@ -314,8 +314,11 @@ def verdict_lines(rec):
                               f"slots that hide the copies: {hide if hide else 'none (the link binds)'}"])
     if "experts" in rec:
         e = rec["experts"]
-        extra = ([f"replicas {e['payback']['selected']}: pay back after "
-                  f"{e['payback']['strict_payback_batches']} batches"] if "payback" in e else [])
+        pay = e.get("payback")
+        extra = [] if pay is None else [
+            f"replicas {pay['selected']}: " + (f"pay back after {pay['strict_payback_batches']} batches"
+                                               if pay["strict_payback_batches"] is not None
+                                               else "never pay back (no saving per batch)")]
         return verdict.block(f"Busiest rank {u.integer(e['busiest_rank_padded_flops'])} padded FLOPs; padding "
                              f"{_x(e, 'padding_ratio')}x the valid work",
                              [f"valid {u.integer(e['valid_flops'])} FLOPs over {e['active_experts']} experts"]

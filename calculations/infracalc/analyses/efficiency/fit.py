@@ -1,32 +1,40 @@
-"""Fitting efficiency.serving's three constants, leave one publication out.
+"""Fitting efficiency.serving's three constants, leave one publication out within an engine.
 
 The predicted iteration is linear in the constants:
 
     iteration = GPU work at zero kernel cost + kernel_s x kernels + host_fixed_s
-                + host_per_request_s x N
+                + sequence_layer_s x N x layers
 
-so each serving case is reduced once to (publication, N, GPU seconds, kernels, measured
-iteration = the iteration time that reproduces the measured throughput at N, family), and a
-fit is a search over GRID minimising, averaged over the serving families (one device, several
+so each serving case is reduced once to (publication, N x layers, GPU seconds, kernels, measured
+iteration = the iteration time that reproduces the measured throughput at N, family, engine), and
+a fit is a search over GRID minimising, averaged over the serving families (one device, several
 devices: the accuracy target holds per family, so neither family's cases outvote the other's),
 median |error| + 0.3 x p90 |error| (error = predicted / measured throughput - 1).
-`leave_one_out` fits once per publication on all the others.
+
+The constants are the engine's: a serving engine's scheduler, sampler and attention kernels set
+them, and the corpus holds two (validate_predict.engine: TensorRT-LLM, and vLLM). `leave_one_out`
+fits once per publication on the other publications of the same engine; "all" is the fit on every
+TensorRT-LLM case, the product default (the concurrency rule the prediction runs is
+trtllm-bench's).
 """
 
 import statistics
 
 # kernel_s is searched over 0-4 us only, the range of a kernel's launch gap and tail under
-# CUDA graphs (a larger figure would stand in for work the ledger does not model).
-GRID = tuple((k * 1e-6, f * 1e-3, r * 2.5e-6) for k in range(5)
-             for f in (0, 1, 2, 4, 6, 8, 10, 12, 16)
-             for r in range(0, 33, 2))
+# CUDA graphs (a larger figure would stand in for work the ledger does not model);
+# sequence_layer_s over 0-1.2 us in steps of 0.05 us.
+GRID = tuple((k * 1e-6, f * 1e-3, q * 5e-8) for k in range(5)
+             for f in (0, 1, 2, 4, 6, 8, 10, 12, 16, 20, 24)
+             for q in range(25))
+DEFAULT_ENGINE = "TensorRT-LLM"
 
 
 def sample(case):
-    """(publication, N, GPU seconds at zero kernel cost, kernels, measured iteration, family) of a
-    serving case, or None when it has no prediction or is latency-limited (an MLPerf Server
-    case: its concurrency depends on the constants, so the iteration is not linear in them)."""
-    from ..validate_predict import family, publication, serving_prediction, tpot_limit
+    """(publication, N x layers, GPU seconds at zero kernel cost, kernels, measured iteration, family,
+    engine) of a serving case, or None when it has no prediction or is latency-limited (an MLPerf
+    Server case: its concurrency depends on the constants, so the iteration is not linear in them)."""
+    from ..validate import _layout, _model
+    from ..validate_predict import engine, family, publication, serving_prediction, tpot_limit
 
     if tpot_limit(case) is not None:
         return None
@@ -36,13 +44,15 @@ def sample(case):
         return None
     # the prediction at zero constants is all GPU work: scale the iteration to the measurement
     measured_iteration = rec["iteration_s"] * value / case["measured"]["value"]
-    return (publication(case), rec["concurrency"], rec["gpu_s"], rec["kernels"], measured_iteration,
-            family(case))
+    arch = _model(case)
+    assert _layout(case, arch).pp == 1   # a TP shard keeps every layer (PP has no prediction)
+    return (publication(case), rec["concurrency"] * len(arch.layers), rec["gpu_s"], rec["kernels"],
+            measured_iteration, family(case), engine(case))
 
 
 def errors(samples, constants):
-    k, f, r = constants
-    return [meas / (gpu + k * kern + f + r * n) - 1 for _, n, gpu, kern, meas, *_ in samples]
+    k, f, q = constants
+    return [meas / (gpu + k * kern + f + q * seq) - 1 for _, seq, gpu, kern, meas, *_ in samples]
 
 
 def score(errs):
@@ -62,8 +72,9 @@ def fit(samples):
 
 
 def leave_one_out(samples):
-    """{"all": fit on every sample, publication: fit on the samples of every other one}."""
-    out = {"all": fit(samples)}
-    for pub in sorted({s[0] for s in samples}):
-        out[pub] = fit([s for s in samples if s[0] != pub])
+    """{"all": fit on every sample of the default engine, publication: fit on the samples of every
+    other publication of the same engine}."""
+    out = {"all": fit([s for s in samples if s[6] == DEFAULT_ENGINE])}
+    for pub, eng in sorted({(s[0], s[6]) for s in samples}):
+        out[pub] = fit([s for s in samples if s[0] != pub and s[6] == eng])
     return out

@@ -26,10 +26,18 @@ named:
    parallel communication (an all-reduce after attention and after the MLP, not
    overlapped: TensorRT-LLM runs them between the GEMMs) costed by comm.time_s.
 
-3. Host time per iteration (scheduling, sampling, detokenisation, launch of the step):
-   HOST_FIXED_S + HOST_PER_REQUEST_S x N, added to the GPU time (the engine does not
-   overlap them). These two constants, like predict.KERNEL_S, are FITTED on the
-   validation corpus (FITTED below; docs/prediction.md), not measured.
+3. Per-sequence work: every layer of the iteration does a fixed amount of work per request
+   in flight that the operator rows (FLOPs and bytes) do not carry: the decode attention
+   kernel's per-sequence setup (its page-table walk, the split-KV partial results and their
+   reduction), the cache append and RoPE per sequence. SEQUENCE_LAYER_S x N x layers, on
+   the GPU (a cost per request alone, independent of depth, fits the corpus worse: the
+   70B and 405B cases need 2-3x the per-request time of the 8B ones, 80 and 126 layers
+   against 32; a fit with both terms puts the per-request one at zero).
+
+4. Host time per iteration (scheduling, launch of the step): HOST_FIXED_S, added to the GPU
+   time (the engine does not overlap it). SEQUENCE_LAYER_S and HOST_FIXED_S, like
+   predict.KERNEL_S, are FITTED on the validation corpus (FITTED below; docs/prediction.md),
+   not measured.
 
    output tokens/s = N G / (G - 1) / iteration   (N (G - 1) / G requests finish per step
    ... each yields G tokens: N G / (G - 1) per iteration)
@@ -44,29 +52,29 @@ from . import predict
 KV_FRACTION = 0.9
 ENGINE_MAX_BATCH = 4096
 
-# Fitted constants: (kernel_s, host_fixed_s, host_per_request_s). "all" is fitted on every
-# serving case and is the product default; each other key is the fit without that
-# publication (leave one publication out), which `validate` uses for that publication's
-# cases. tests/test_prediction.py refits them and fails when a number drifts.
+# Fitted constants: (kernel_s, host_fixed_s, sequence_layer_s), an engine's (efficiency.fit).
+# "all" is fitted on every TensorRT-LLM case and is the product default; each other key is the
+# fit on the other publications of the same engine (leave one publication out), which `validate`
+# uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.004, 4e-05),
+        (3e-06, 0.006, 3.5e-07),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (4e-06, 0.004, 4e-05),
+        (1e-06, 0.024, 7.5e-07),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
-        (4e-06, 0.002, 4e-05),
+        (4e-06, 0.024, 1.2e-06),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (4e-06, 0.004, 4e-05),
+        (3e-06, 0.006, 3.5e-07),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (3e-06, 0.006, 4e-05),
+        (4e-06, 0.01, 3e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.004, 4e-05),
+        (3e-06, 0.006, 3.5e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (3e-06, 0.004, 4e-05),
+        (4e-06, 0.004, 3.5e-07),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
-        (4e-06, 0.004, 4e-05),
+        (1e-06, 0.024, 7.5e-07),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (4e-06, 0.004, 4e-05),
+        (1e-06, 0.024, 7.5e-07),
 }
 
 
@@ -169,7 +177,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     concurrency is lowered to the largest whose iteration meets the TPOT limit
     (latency_limited). None when the device has no prediction (no published peak) or
     nothing fits."""
-    kernel_s, host_fixed, host_per_request = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
@@ -177,23 +185,25 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     if n < 1:
         return None
     memory_n = n
+    layers = len(arch.layers)
     if tpot_limit_s is not None:
         def step_s(m):
             return (iteration(arch, w, rates, m, input_len, output_len, comm_s)[0]
-                    + host_fixed + host_per_request * m)
+                    + sequence_layer_s * m * layers + host_fixed)
         n = latency_limited(step_s, n, tpot_limit_s)
     gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s)
-    host = host_fixed + host_per_request * n
-    it = gpu + host
+    sequences = sequence_layer_s * n * layers
+    it = gpu + sequences + host_fixed
     steps = max(output_len - 1, 1)
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
         "kv_room_bytes": int(room),
         "iteration_s": it,
-        "gpu_s": gpu,
+        "gpu_s": gpu + sequences,
         "kernels": predict.kernel_count(rows),
-        "host_s": host,
+        "sequence_s": sequences,
+        "host_s": host_fixed,
         "output_tokens_per_s": n * output_len / steps / it,
     }
     if tpot_limit_s is not None:   # a latency-constrained load: the limit and the memory's N
@@ -253,21 +263,24 @@ def _replica(arch, device, lay):
 
 def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, constants=None):
     """The prediction at a given concurrency per replica (the SLO answer's batch), not the
-    engine's own: TPOT = one steady-state iteration at `batch` requests (iteration(), plus the
-    host time at `batch`); TTFT = one prompt's prefill alone (batch 1, the SLO sizing's TTFT
-    case) at the achievable rates, plus its all-reduces and one iteration's host time at one
-    request; output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
+    engine's own: TPOT = one steady-state iteration at `batch` requests (iteration(), plus
+    the per-sequence work of `batch` requests and the host time); TTFT = one prompt's
+    prefill alone (batch 1, the SLO sizing's TTFT case) at the achievable rates, plus its
+    all-reduces, one sequence's per-layer work and one iteration's host time; output
+    tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
     predicted_layout has none (PP, CP, EP; no achievable rates on the device)."""
-    kernel_s, host_fixed, host_per_request = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
     replica = _replica(arch, device, lay)
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if replica is None or rates is None:
         return None
     shard, comm_s = replica
     gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s)
-    tpot = gpu + (host_fixed + host_per_request * batch)   # predicted_serving's sum, term for term
+    layers = len(shard.layers)
+    tpot = gpu + sequence_layer_s * batch * layers + host_fixed   # predicted_serving's sum, term for term
     pre = ledger.operators(shard, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
-    ttft = predict.pass_time(pre, rates) + (comm_s(input_len) if comm_s else 0.0) + host_fixed + host_per_request
+    ttft = (predict.pass_time(pre, rates) + (comm_s(input_len) if comm_s else 0.0)
+            + sequence_layer_s * layers + host_fixed)
     steps = max(output_len - 1, 1)
     return {"ttft_s": ttft, "tpot_s": tpot,
             "output_tokens_per_s_per_device": batch * output_len / steps / tpot * lay.dp / lay.devices}

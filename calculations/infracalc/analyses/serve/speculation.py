@@ -71,7 +71,9 @@ def mtp_drafter(target):
     """The draft architecture of the target's multi-token-prediction module: the main embedding,
     the MTP input (blocks.mtp), one decoder layer of the target's last layer's kind (DeepSeek-V3:
     one full decoder layer per module, README_WEIGHTS), shared_head.norm (the target's final norm
-    kind) and the main output head; each draft token is one pass through it."""
+    kind) and the main output head; each draft token is one pass through it. Where the adapter
+    builds the module (DeepSeek-V4: HCMTPInput and the layer of compress_ratios[n]), that layer
+    runs on the embedding rows, and the target's hc_head and norm kind end it."""
     from ...arch import Layer
     from ...blocks.mtp import MTPInput
     from ...errors import UserError
@@ -80,5 +82,12 @@ def mtp_drafter(target):
         raise UserError(f"{target.id}: no multi-token-prediction module is modelled (num_nextn_predict_layers of "
                         "DeepSeek-V3/V4 and GLM-4.5 is; Qwen3.5's mtp_num_hidden_layers is not yet); "
                         "give --draft-model instead")
+    part = next(p for p in target.parts if getattr(p, "name", "") == "MTP")
+    if part.module is not None:   # DeepSeek-V4: the adapter's MTP block, on the plain embedding rows
+        from ...blocks.basic import Embedding
+        emb = target.embedding
+        return target.replace(id=f"{target.id}-mtp", layers=(part.module,), parts=(),
+                              embedding=Embedding(vocab=emb.vocab, hidden=emb.hidden),
+                              notes=(f"One call of {target.id}'s multi-token-prediction module: {part.note}.",))
     layer = Layer(blocks=(MTPInput(hidden=target.hidden_size),) + tuple(target.layers[-1].blocks))
     return target.replace(id=f"{target.id}-mtp", layers=(layer,), parts=())
