@@ -6,6 +6,7 @@ from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.retry_paths import RETRY_CONVENTIONS
 
 CONVENTIONS = {
     "straggler": [
@@ -39,6 +40,7 @@ CONVENTIONS = {
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
+    "retry": RETRY_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
