@@ -30,6 +30,12 @@ KINDS = {
                    "(peer, isolation class), bytes against a budget",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
+    "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
+                  "full-row-scale and prefix-scale fused casts under a declared tile",
+    "rmsnorm": "RMSNorm one group per row against a three-pass split-row reduction: partial and inverse "
+               "buffers, extra interface bytes",
+    "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
+            "row padding, ports, broadcast)",
 }
 
 
@@ -359,7 +365,7 @@ def add_arguments(p):
     sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
     for name, text in KINDS.items():
         q = sub.add_parser(name, help=text, description=text)
-        globals()[f"_{name}_arguments"](q)
+        globals()[f"_{name.replace('-', '_')}_arguments"](q)
         common.add_output(q)
         # the options this kind echoes as its inputs (argparse's own record of them)
         q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
@@ -705,8 +711,9 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections"):
-        rec["result"] = globals()[f"_{args.kind}"](args)   # one function per kind, as its _arguments
+    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections",
+                       "quant-gemm", "rmsnorm", "bank"):
+        rec["result"] = globals()[f"_{args.kind.replace('-', '_')}"](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))
@@ -775,3 +782,7 @@ def _checkpoint(args):
     out = checkpoint.interval(payload=payload, write_bandwidth=round(args.write_bandwidth), rate=rate,
                               recovery_s=args.recovery, candidates=args.intervals)
     return dict({"parameters": params}, **out)
+
+
+from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
+from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401

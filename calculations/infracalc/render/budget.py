@@ -5,6 +5,9 @@ from .table import inline, markdown_table
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.bank_mapping import BANK_CONVENTIONS
+from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
+from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 
 CONVENTIONS = {
     "straggler": [
@@ -35,6 +38,9 @@ CONVENTIONS = {
         "ledger counts the routed tokens (no capacity limit).",
     ],
     "fusion": FUSION_CONVENTIONS,
+    "quant-gemm": QUANT_GEMM_CONVENTIONS,
+    "rmsnorm": SPLIT_REDUCTION_CONVENTIONS,
+    "bank": BANK_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "history": [
