@@ -3,6 +3,7 @@ memory concurrency by Little's law, checkpoint intervals): the book's chapter-1 
 chapter-10 estimates, each one subcommand."""
 
 import argparse
+from fractions import Fraction
 
 from . import common
 
@@ -28,6 +29,8 @@ KINDS = {
            "overhead) and the cores a declared per-core packet rate needs",
     "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
                    "(peer, isolation class), bytes against a budget",
+    "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
+                     "connection, round trip, model; an optional compressed variant and local comparison",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -183,6 +186,64 @@ def _nic(args):
                          core_rates=[Fraction(r) for r in args.core_rate], utilization=Fraction(args.utilization),
                          wire_overhead_bytes=args.wire_overhead, encapsulation_bytes=args.encapsulation,
                          target_utilization=Fraction(args.target_utilization), retained=Fraction(args.retained))
+
+
+_EXACT_TIME_UNITS = (("min", 60), ("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)),
+                     ("h", 3600), ("s", 1))
+
+
+def exact_seconds(text):
+    """A declared time kept exact, unit required: 1/10s, 300ms, 0.2s, 5s (ns, us, ms, s, min, h)."""
+    unit = next(((u, f) for u, f in _EXACT_TIME_UNITS if text.endswith(u)), None)
+    try:
+        value = Fraction(text[:-len(unit[0])]) * unit[1] if unit and len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or not 0 <= value <= 10**9:
+        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 1/10s, 300ms or 5s, got '{text}'")
+    return value
+
+
+def _image_request_arguments(q):
+    q.add_argument("--input-bytes", type=common.byte_size, required=True, metavar="S",
+                   help="input file the client uploads (30MB = 3 x 10^7 B)")
+    q.add_argument("--output-bytes", type=common.byte_size, required=True, metavar="S",
+                   help="final image file it downloads (5MB)")
+    q.add_argument("--upload-rate", type=_line_rate, required=True, metavar="R", help="upload bits/s (20Mb/s)")
+    q.add_argument("--download-rate", type=_line_rate, required=True, metavar="R", help="download bits/s (100Mb/s)")
+    for flag, text in (("--rtt", "request round trip, charged once"), ("--model-time", "the model's service time")):
+        q.add_argument(flag, type=exact_seconds, required=True, metavar="T", help=f"{text} (e.g. 1/10s, 300ms)")
+    for flag, text in (("--prepare-time", "input preparation"), ("--connection-time", "connection setup"),
+                       ("--queue-time", "server queue"), ("--decode-time", "input decode"),
+                       ("--encode-time", "final image encode"), ("--use-time", "output use")):
+        q.add_argument(flag, type=exact_seconds, default=Fraction(0), metavar="T", help=f"{text} (default 0s)")
+    q.add_argument("--local-time", type=exact_seconds, default=None, metavar="T",
+                   help="a declared local time of the same boundary, to compare against (e.g. 5s)")
+    q.add_argument("--compressed-bytes", type=common.byte_size, default=None, metavar="S",
+                   help="add a compressed variant sending S bytes (same quality asserted by the caller)")
+    q.add_argument("--compress-time", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="its extra client-side compression (default 0s)")
+    q.add_argument("--decompress-time", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="its extra server-side decompression (default 0s)")
+
+
+def _image_request(args):
+    from ..analyses.image_request import image_request
+    from ..errors import UserError
+
+    compressed = None
+    if args.compressed_bytes is not None:
+        if args.compressed_bytes > args.input_bytes:
+            raise UserError(f"--compressed-bytes {args.compressed_bytes:,} exceeds --input-bytes {args.input_bytes:,}")
+        compressed = (args.compressed_bytes, args.compress_time, args.decompress_time)
+    elif args.compress_time or args.decompress_time:
+        raise UserError("--compress-time and --decompress-time need --compressed-bytes")
+    times = {"input_preparation": args.prepare_time, "connection": args.connection_time,
+             "request_round_trip": args.rtt, "queue": args.queue_time, "input_decode": args.decode_time,
+             "model": args.model_time, "final_image_encode": args.encode_time, "output_use": args.use_time}
+    return image_request(input_bytes=args.input_bytes, output_bytes=args.output_bytes,
+                         upload_bits_per_s=args.upload_rate, download_bits_per_s=args.download_rate, times=times,
+                         local_s=args.local_time, compressed=compressed)
 
 
 def _index_range(text):
@@ -712,8 +773,8 @@ def run(args):
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
     elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections",
-                       "quant-gemm", "rmsnorm", "bank"):
-        rec["result"] = globals()[f"_{args.kind.replace('-', '_')}"](args)   # one function per kind, as its _arguments
+                       "image-request", "quant-gemm", "rmsnorm", "bank"):
+        rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))
