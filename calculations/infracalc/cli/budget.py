@@ -35,6 +35,12 @@ KINDS = {
              "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
+    "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
+                  "full-row-scale and prefix-scale fused casts under a declared tile",
+    "rmsnorm": "RMSNorm one group per row against a three-pass split-row reduction: partial and inverse "
+               "buffers, extra interface bytes",
+    "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
+            "row padding, ports, broadcast)",
 }
 
 
@@ -839,7 +845,7 @@ def run(args):
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
     elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections",
-                       "image-request", "retry"):
+                       "image-request", "retry", "quant-gemm", "rmsnorm", "bank"):
         rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
@@ -909,3 +915,7 @@ def _checkpoint(args):
     out = checkpoint.interval(payload=payload, write_bandwidth=round(args.write_bandwidth), rate=rate,
                               recovery_s=args.recovery, candidates=args.intervals)
     return dict({"parameters": params}, **out)
+
+
+from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
+from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401

@@ -6,6 +6,9 @@ from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.bank_mapping import BANK_CONVENTIONS
+from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
+from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
 
 CONVENTIONS = {
@@ -37,6 +40,9 @@ CONVENTIONS = {
         "ledger counts the routed tokens (no capacity limit).",
     ],
     "fusion": FUSION_CONVENTIONS,
+    "quant-gemm": QUANT_GEMM_CONVENTIONS,
+    "rmsnorm": SPLIT_REDUCTION_CONVENTIONS,
+    "bank": BANK_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
