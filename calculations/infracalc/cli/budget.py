@@ -31,6 +31,8 @@ KINDS = {
                    "(peer, isolation class), bytes against a budget",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
                      "connection, round trip, model; an optional compressed variant and local comparison",
+    "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
+             "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -248,6 +250,76 @@ def _image_request(args):
     return image_request(input_bytes=args.input_bytes, output_bytes=args.output_bytes,
                          upload_bits_per_s=args.upload_rate, download_bits_per_s=args.download_rate, times=times,
                          local_s=args.local_time, compressed=compressed)
+
+
+_RETRY_FIELDS = {"cost": "cost", "time": "seconds", "cpu": "cpu_seconds", "resident": "resident_bytes"}
+
+
+def _retry_node(text):
+    """ID,cost=C,time=T,cpu=T,resident=BYTES,TARGET=P,...: initial,cost=1/100,time=10s,cpu=3s,resident=2GiB,
+    success=4/5,repair=3/25,upgrade=2/25 (targets are other nodes or success/failure)."""
+    from ..analyses.retry_paths import TERMINALS
+
+    name, *items = [t.strip() for t in text.split(",")]
+    node = {"cost": Fraction(0), "seconds": Fraction(0), "cpu_seconds": Fraction(0), "resident_bytes": 0,
+            "outcomes": []}
+    bad = not name or name in TERMINALS or "=" in name or len(text) > 1000
+    for item in items:
+        key, eq, value = item.partition("=")
+        if bad or not eq:
+            bad = True
+            break
+        if key == "resident":
+            node["resident_bytes"] = byte_count(value)
+        elif key in ("time", "cpu"):
+            node[_RETRY_FIELDS[key]] = exact_seconds(value)
+        elif key == "cost":
+            node["cost"] = Fraction(_exact(value, "a non-negative cost such as 1/100"))
+        else:
+            node["outcomes"].append((key, Fraction(_exact(value, "a probability such as 4/5", 0, 1))))
+    if bad or not node["outcomes"]:
+        raise argparse.ArgumentTypeError(f"must be ID,cost=C,time=T,cpu=T,resident=BYTES,TARGET=P,... with at least "
+                                         f"one outcome (initial,cost=1/100,time=10s,success=4/5,repair=1/5), "
+                                         f"got '{text}'")
+    return name, node
+
+
+def _retry_node_text(text):
+    """Checks one --node and keeps its text (echoed as given; `_retry` parses it)."""
+    _retry_node(text)
+    return text
+
+
+def _retry_arguments(q):
+    q.add_argument("--node", type=_retry_node_text, action="append", required=True, metavar="ID,KEY=VALUE,...",
+                   help="an attempt: cost=dollars, time=wall time, cpu=core time, resident=bytes held, and its "
+                        "outcomes TARGET=probability (another node, success or failure); repeatable, the first "
+                        "is the start")
+    q.add_argument("--deadline", type=exact_seconds, required=True, metavar="T",
+                   help="a success counts as on time when its path takes at most T (e.g. 20s)")
+    q.add_argument("--tasks", type=common.positive_int, default=1, metavar="N",
+                   help="submitted tasks, for the expected total cost and successes (default 1)")
+
+
+def _retry(args):
+    from ..analyses.retry_paths import TERMINALS, retry_paths
+    from ..errors import UserError
+
+    nodes, given = {}, [_retry_node(t) for t in args.node]
+    for name, node in given:
+        if name in nodes:
+            raise UserError(f"--node '{name}' is given twice")
+        nodes[name] = node
+    for name, node in nodes.items():
+        if sum(p for _, p in node["outcomes"]) != 1:
+            raise UserError(f"the outcome probabilities of node '{name}' must sum to exactly 1")
+        missing = next((t for t, _ in node["outcomes"] if t not in nodes and t not in TERMINALS), None)
+        if missing:
+            raise UserError(f"node '{name}' leads to unknown node '{missing}' (give it with --node, or success/failure)")
+    try:
+        return retry_paths(nodes=nodes, start=given[0][0], deadline_s=args.deadline, tasks=args.tasks)
+    except ValueError as e:
+        raise UserError(str(e))
 
 
 def _index_range(text):
@@ -777,7 +849,7 @@ def run(args):
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
     elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections",
-                       "image-request", "quant-gemm", "rmsnorm", "bank", "dag", "microbatch"):
+                       "image-request", "retry", "quant-gemm", "rmsnorm", "bank", "dag", "microbatch"):
         rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
