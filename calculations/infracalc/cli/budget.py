@@ -41,6 +41,10 @@ KINDS = {
                   "full-row-scale and prefix-scale fused casts under a declared tile",
     "rmsnorm": "RMSNorm one group per row against a three-pass split-row reduction: partial and inverse "
                "buffers, extra interface bytes",
+    "dag": "list schedule of a declared task graph on serial resources, as declared and with changed "
+           "durations or resources: finish, critical path, serial work",
+    "microbatch": "two micro-batches of a layer's FFN: full, split serial, ideal overlap and a declared joint "
+                  "window (contention) as task graphs",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -919,14 +923,11 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections",
-                       "image-request", "image-stream", "retry", "quant-gemm", "rmsnorm", "bank"):
-        rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))
-    else:
-        rec["result"] = _checkpoint(args)
+    else:   # one function per kind, beside its _arguments
+        rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)
     rec["conventions"] = render.CONVENTIONS[args.kind]
     if args.kind == "training" and args.price_per_device_hour is not None:
         rec["conventions"] = rec["conventions"] + render.CONVENTIONS["training-cost"]
@@ -994,3 +995,4 @@ def _checkpoint(args):
 
 from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
 from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
+from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401

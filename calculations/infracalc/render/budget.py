@@ -11,6 +11,7 @@ from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
+from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
 
 CONVENTIONS = {
     "straggler": [
@@ -44,6 +45,8 @@ CONVENTIONS = {
     "quant-gemm": QUANT_GEMM_CONVENTIONS,
     "rmsnorm": SPLIT_REDUCTION_CONVENTIONS,
     "bank": BANK_CONVENTIONS,
+    "dag": TASK_GRAPH_CONVENTIONS,
+    "microbatch": TASK_GRAPH_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
