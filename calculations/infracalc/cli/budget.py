@@ -31,6 +31,8 @@ KINDS = {
                    "(peer, isolation class), bytes against a budget",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
                      "connection, round trip, model; an optional compressed variant and local comparison",
+    "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
+             "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
     "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
                     "barriers or independent blocks, an optional preview",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
@@ -252,6 +254,53 @@ def _image_request(args):
     return image_request(input_bytes=args.input_bytes, output_bytes=args.output_bytes,
                          upload_bits_per_s=args.upload_rate, download_bits_per_s=args.download_rate, times=times,
                          local_s=args.local_time, compressed=compressed)
+
+
+def exact_ns(text):
+    """A declared time as whole nanoseconds: 20ms, 12ms, 1/20s (unit required)."""
+    value = exact_seconds(text) * 10**9
+    if value.denominator != 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of nanoseconds, got '{text}'")
+    return int(value)
+
+
+def _audio_arguments(q):
+    q.add_argument("--frame", dest="frame_ns", type=exact_ns, required=True, metavar="T", help="frame length (20ms)")
+    q.add_argument("--network-delays", dest="network_delays_ns", type=_list(exact_ns), required=True, metavar="T,T,...",
+                   help="each frame's network delay after its send, one per frame (5ms,5ms,50ms,...)")
+    q.add_argument("--model-times", dest="model_times_ns", type=_list(exact_ns), required=True, metavar="T[,T...]",
+                   help="model time per frame: one for every frame, or one per frame (12ms)")
+    q.add_argument("--send-time", dest="send_time_ns", type=exact_ns, default=0, metavar="T", help="link time per frame (default 0s)")
+    q.add_argument("--jitter-buffer", dest="jitter_buffer_ns", type=exact_ns, default=0, metavar="T",
+                   help="wait after frame 0 arrives before playback (default 0s)")
+    q.add_argument("--sample-rate", type=common.positive_int, required=True, metavar="HZ", help="PCM samples/s (24000)")
+    q.add_argument("--channels", type=common.positive_int, default=1, help="PCM channels (default 1)")
+    q.add_argument("--sample-bytes", type=common.positive_int, default=2, help="bytes per sample (default 2)")
+    q.add_argument("--interrupt", dest="interrupt_ns", type=exact_ns, default=None, metavar="T",
+                   help="a user interruption at this time: mute at the next device quantum after the control delay")
+    q.add_argument("--control-delay", dest="control_delay_ns", type=exact_ns, default=0, metavar="T", help="interrupt to mute command (default 0s)")
+    q.add_argument("--device-quantum", dest="device_quantum_ns", type=exact_ns, default=1, metavar="T",
+                   help="the audio device's period; mute takes effect on its boundaries (default 1ns)")
+
+
+def _audio(args):
+    from ..analyses.audio_timing import audio_timing
+    from ..errors import UserError
+
+    frames = len(args.network_delays_ns)
+    models = args.model_times_ns * frames if len(args.model_times_ns) == 1 else args.model_times_ns
+    if len(models) != frames or frames > 10**5:
+        raise UserError(f"--model-times gives {len(args.model_times_ns)} times for {frames} frames (--network-delays): "
+                        f"give one, or one per frame")
+    if not args.frame_ns or not args.device_quantum_ns or not all(models):
+        raise UserError("--frame, --model-times and --device-quantum must be positive")
+    try:
+        return audio_timing(frame_ns=args.frame_ns, model_ns=models, network_delay_ns=args.network_delays_ns,
+                            send_ns=args.send_time_ns, jitter_buffer_ns=args.jitter_buffer_ns, sample_rate=args.sample_rate,
+                            channels=args.channels, sample_bytes=args.sample_bytes, interrupt_ns=args.interrupt_ns,
+                            control_delay_ns=args.control_delay_ns, device_quantum_ns=args.device_quantum_ns)
+    except ValueError as e:
+        raise UserError(str(e))
 
 
 def _blocks(text):
