@@ -82,3 +82,133 @@ def _quant_gemm(args):
         raise UserError(f"model '{arch.id}' has no MoE layer (the projection is one routed expert's gate or up)")
     out = quant_gemm(m=args.tokens, k=moe.hidden, n=moe.expert_inter, tile=args.tile)
     return dict({"model": arch.id}, **out)
+
+
+_NS_PER = (("ns", 1), ("us", 10**3), ("ms", 10**6), ("s", 10**9))
+
+
+def exact_ns(text):
+    """A declared duration in whole nanoseconds from a number and a unit: 10us, 0.48ms, 2000ns."""
+    import argparse
+    from fractions import Fraction
+
+    raw = text.strip()
+    for unit, scale in _NS_PER:
+        number = raw[:-len(unit)]
+        if raw.endswith(unit) and number and len(raw) < 40 and number.replace(".", "", 1).isascii() \
+                and number.replace(".", "", 1).isdigit():
+            ns = Fraction(number) * scale
+            if ns.denominator == 1 and ns <= 10**18:
+                return int(ns)
+            break
+    raise argparse.ArgumentTypeError(f"must be a duration of whole nanoseconds with a unit (10us, 0.48ms, "
+                                     f"2000ns), got '{text}'")
+
+
+def _ns_pair(text):
+    import argparse
+
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"must be two durations A,B (200us,210us), got '{text}'")
+    return tuple(exact_ns(p) for p in parts)
+
+
+
+def _task_text(text):
+    """NAME:DURATION[:RESOURCE[:DEP+DEP...]]; an empty or '-' resource is none."""
+    import argparse
+
+    parts = text.split(":")
+    if not 2 <= len(parts) <= 4 or not parts[0]:
+        raise argparse.ArgumentTypeError(f"must be NAME:DURATION[:RESOURCE[:DEP+DEP]] (hotspot:60us:compute:prepare), "
+                                         f"got '{text}'")
+    resource = _resource(parts[2]) if len(parts) > 2 else None
+    deps = tuple(d for d in parts[3].split("+") if d) if len(parts) > 3 else ()
+    return {"task": parts[0], "duration_ns": exact_ns(parts[1]), "resource": resource, "deps": deps}
+
+
+def _assignment(parse):
+    def read(text):
+        import argparse
+
+        name, eq, value = text.partition("=")
+        if not eq or not name:
+            raise argparse.ArgumentTypeError(f"must be NAME=VALUE, got '{text}'")
+        return name, parse(value)
+    return read
+
+
+def _as_given(parse):
+    """An argument type that checks the text with `parse` and keeps the text (echoed as typed)."""
+    def check(text):
+        parse(text)
+        return text
+    return check
+
+
+def _dag_arguments(q):
+    q.add_argument("--task", type=_as_given(_task_text), action="append", required=True, metavar="NAME:T[:RES[:DEP+DEP]]",
+                   help="a task (repeatable, in order): its declared duration, resource and dependencies")
+    q.add_argument("--change", type=_as_given(_assignment(exact_ns)), action="append", default=[], metavar="NAME=T",
+                   help="a changed duration for the second schedule (repeatable)")
+    q.add_argument("--move", type=_as_given(_assignment(_resource)), action="append", default=[],
+                   metavar="NAME=RESOURCE", help="a changed resource for the second schedule ('-' = none; repeatable)")
+
+
+def _resource(text):
+    return None if text in ("", "-") else text
+
+
+def _dag(args):
+    from ..analyses.task_graph import request_dag
+    from ..errors import UserError
+
+    tasks = [_task_text(t) for t in args.task]
+    change = [_assignment(exact_ns)(t) for t in args.change]
+    move = [_assignment(_resource)(t) for t in args.move]
+    names = [t["task"] for t in tasks]
+    if len(set(names)) != len(names):
+        raise UserError("--task names a task twice")
+    for t in tasks:
+        bad = [d for d in t["deps"] if d not in names[:names.index(t["task"])]]
+        if bad:
+            raise UserError(f"task '{t['task']}' depends on '{bad[0]}', which is not a task given before it")
+    for flag, pairs in (("--change", change), ("--move", move)):
+        unknown = next((n for n, _ in pairs if n not in names), None)
+        if unknown:
+            raise UserError(f"{flag} names '{unknown}', not a task (tasks: {', '.join(names)})")
+    return request_dag(tasks, durations=dict(change), resources=dict(move))
+
+
+def _microbatch_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, help="rows of the layer's FFN batch")
+    q.add_argument("--first-tokens", type=common.positive_int, default=None,
+                   help="rows of the first micro-batch (default half, rounded down)")
+    q.add_argument("--full", type=_as_given(_ns_pair), required=True, metavar="N,C",
+                   help="declared memory/communication and compute times of the full batch (400us,800us)")
+    q.add_argument("--split-n", type=_as_given(_ns_pair), required=True, metavar="N0,N1", help="the micro-batches' N times")
+    q.add_argument("--split-c", type=_as_given(_ns_pair), required=True, metavar="C0,C1", help="the micro-batches' C times")
+    q.add_argument("--joint-window", type=_as_given(exact_ns), required=True, metavar="J",
+                   help="declared time of C0 and N1 run together (their contention)")
+
+
+def _microbatch(args):
+    from ..analyses.fusion import first_gated_mlp
+    from ..analyses.task_graph import microbatch_overlap
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    mlp = first_gated_mlp(arch)
+    first = args.tokens // 2 if args.first_tokens is None else args.first_tokens
+    if not 0 < first < args.tokens:
+        raise UserError(f"--first-tokens {first} leaves a micro-batch empty (tokens {args.tokens})")
+    params = 3 * arch.hidden_size * mlp.inter
+    out = microbatch_overlap(full=_ns_pair(args.full), split_n=_ns_pair(args.split_n),
+                             split_c=_ns_pair(args.split_c), joint_window=exact_ns(args.joint_window))
+    return dict({"model": arch.id, "ffn_parameters": params, "weight_bytes": 2 * params,
+                 "matrix_flops": 2 * args.tokens * params,
+                 "micro_batch_matrix_flops": [2 * first * params, 2 * (args.tokens - first) * params],
+                 "split_weight_reads_bytes": 4 * params}, **out)
