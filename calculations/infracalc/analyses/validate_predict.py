@@ -270,12 +270,14 @@ def collective_prediction(case, residual):
 
 
 def training_factor(case):
-    """(factor, basis) for a training case: the fit without its publisher, else all."""
+    """(factor, basis) for a training case: the fit without its publisher; a publisher with no
+    dense case has no key (fit_training's keys are the dense cases' publishers), so the fit on
+    every dense case holds none of its cases."""
     from .efficiency.training import FITTED as TRAINING_FITTED
 
     key = case["source"].get("publisher", "") if isinstance(case["source"], dict) else ""
     return ((TRAINING_FITTED[key], "without its publisher") if key in TRAINING_FITTED
-            else (TRAINING_FITTED["all"], "all cases (in-sample)"))
+            else (TRAINING_FITTED["all"], "all dense cases, none of them its publisher's: without its publisher"))
 
 
 def fit_training(cases):
