@@ -31,6 +31,10 @@ KINDS = {
                    "(peer, isolation class), bytes against a budget",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
                      "connection, round trip, model; an optional compressed variant and local comparison",
+    "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
+             "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
+    "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
+                    "barriers or independent blocks, an optional preview",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -256,6 +260,126 @@ def _image_request(args):
     return image_request(input_bytes=args.input_bytes, output_bytes=args.output_bytes,
                          upload_bits_per_s=args.upload_rate, download_bits_per_s=args.download_rate, times=times,
                          local_s=args.local_time, compressed=compressed)
+
+
+def exact_ns(text):
+    """A declared time as whole nanoseconds: 20ms, 12ms, 1/20s (unit required)."""
+    value = exact_seconds(text) * 10**9
+    if value.denominator != 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of nanoseconds, got '{text}'")
+    return int(value)
+
+
+def _audio_arguments(q):
+    q.add_argument("--frame", dest="frame_ns", type=exact_ns, required=True, metavar="T", help="frame length (20ms)")
+    q.add_argument("--network-delays", dest="network_delays_ns", type=_list(exact_ns), required=True, metavar="T,T,...",
+                   help="each frame's network delay after its send, one per frame (5ms,5ms,50ms,...)")
+    q.add_argument("--model-times", dest="model_times_ns", type=_list(exact_ns), required=True, metavar="T[,T...]",
+                   help="model time per frame: one for every frame, or one per frame (12ms)")
+    q.add_argument("--send-time", dest="send_time_ns", type=exact_ns, default=0, metavar="T", help="link time per frame (default 0s)")
+    q.add_argument("--jitter-buffer", dest="jitter_buffer_ns", type=exact_ns, default=0, metavar="T",
+                   help="wait after frame 0 arrives before playback (default 0s)")
+    q.add_argument("--sample-rate", type=common.positive_int, required=True, metavar="HZ", help="PCM samples/s (24000)")
+    q.add_argument("--channels", type=common.positive_int, default=1, help="PCM channels (default 1)")
+    q.add_argument("--sample-bytes", type=common.positive_int, default=2, help="bytes per sample (default 2)")
+    q.add_argument("--interrupt", dest="interrupt_ns", type=exact_ns, default=None, metavar="T",
+                   help="a user interruption at this time: mute at the next device quantum after the control delay")
+    q.add_argument("--control-delay", dest="control_delay_ns", type=exact_ns, default=0, metavar="T", help="interrupt to mute command (default 0s)")
+    q.add_argument("--device-quantum", dest="device_quantum_ns", type=exact_ns, default=1, metavar="T",
+                   help="the audio device's period; mute takes effect on its boundaries (default 1ns)")
+
+
+def _audio(args):
+    from ..analyses.audio_timing import audio_timing
+    from ..errors import UserError
+
+    frames = len(args.network_delays_ns)
+    models = args.model_times_ns * frames if len(args.model_times_ns) == 1 else args.model_times_ns
+    if len(models) != frames or frames > 10**5:
+        raise UserError(f"--model-times gives {len(args.model_times_ns)} times for {frames} frames (--network-delays): "
+                        f"give one, or one per frame")
+    if not args.frame_ns or not args.device_quantum_ns or not all(models):
+        raise UserError("--frame, --model-times and --device-quantum must be positive")
+    try:
+        return audio_timing(frame_ns=args.frame_ns, model_ns=models, network_delay_ns=args.network_delays_ns,
+                            send_ns=args.send_time_ns, jitter_buffer_ns=args.jitter_buffer_ns, sample_rate=args.sample_rate,
+                            channels=args.channels, sample_bytes=args.sample_bytes, interrupt_ns=args.interrupt_ns,
+                            control_delay_ns=args.control_delay_ns, device_quantum_ns=args.device_quantum_ns)
+    except ValueError as e:
+        raise UserError(str(e))
+
+
+def _blocks(text):
+    """Blocks IN:OUT:PROCESS:ENCODE,...: 10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s."""
+    out = []
+    for item in text.split(",") if len(text) <= 4000 else ():
+        parts = item.strip().split(":")
+        try:
+            if len(parts) != 4:
+                raise argparse.ArgumentTypeError(item)
+            out.append((common.byte_size(parts[0]), common.byte_size(parts[1]), exact_seconds(parts[2]),
+                        exact_seconds(parts[3])))
+        except argparse.ArgumentTypeError:
+            out = []
+            break
+    if not out or len(out) > 256:
+        raise argparse.ArgumentTypeError(f"must be blocks IN:OUT:PROCESS:ENCODE separated by commas "
+                                         f"(10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s), at most 256, got '{text}'")
+    return tuple(out)
+
+
+def _preview(text):
+    """AFTER:BYTES:ENCODE: 0:500KB:1/20s (a preview after block AFTER's encode)."""
+    parts = text.split(":")
+    after = common.digits(parts[0]) if len(parts) == 3 else None
+    try:
+        if after is None:
+            raise argparse.ArgumentTypeError(text)
+        return after, common.byte_size(parts[1]), exact_seconds(parts[2])
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be AFTER:BYTES:ENCODE (a block index, the preview's bytes and its "
+                                         f"encode time: 0:500KB:1/20s), got '{text}'")
+
+
+def _checked(parse):
+    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
+    def check(text):
+        parse(text)
+        return text
+    check.__name__ = parse.__name__
+    return check
+
+
+def _image_stream_arguments(q):
+    q.add_argument("--blocks", type=_checked(_blocks), required=True, metavar="IN:OUT:PROCESS:ENCODE,...",
+                   help="per block: input bytes, final output bytes, process and encode time, in upload order")
+    q.add_argument("--upload-rate", type=_line_rate, required=True, metavar="R", help="upload bits/s (20Mb/s)")
+    q.add_argument("--download-rate", type=_line_rate, required=True, metavar="R", help="download bits/s (100Mb/s)")
+    q.add_argument("--forward-delay", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="propagation after each upload serialization (e.g. 1/20s; default 0s)")
+    q.add_argument("--reverse-delay", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="propagation after each download serialization (default 0s)")
+    for flag, text in (("--prepare-time", "client preparation"), ("--connection-time", "connection setup"),
+                       ("--assembly-time", "client assembly after the last final block")):
+        q.add_argument(flag, type=exact_seconds, default=Fraction(0), metavar="T", help=f"{text} (default 0s)")
+    q.add_argument("--independent", action="store_true",
+                   help="block i needs only input i and its own encode (the caller asserts the same final quality); "
+                        "default: whole-image barriers")
+    q.add_argument("--preview", type=_checked(_preview), default=None, metavar="AFTER:BYTES:ENCODE",
+                   help="a preview encoded after block AFTER, of BYTES extra download (0:500KB:1/20s)")
+
+
+def _image_stream(args):
+    from ..analyses.image_stream import block_schedule
+    from ..errors import UserError
+
+    blocks, preview = _blocks(args.blocks), args.preview and _preview(args.preview)
+    if preview and preview[0] >= len(blocks):
+        raise UserError(f"--preview after block {preview[0]}: there are {len(blocks)} blocks (0 to {len(blocks) - 1})")
+    return block_schedule(blocks=blocks, independent=args.independent, upload_bits_per_s=args.upload_rate,
+                          download_bits_per_s=args.download_rate, forward_s=args.forward_delay,
+                          reverse_s=args.reverse_delay, prepare_s=args.prepare_time, connection_s=args.connection_time,
+                          assembly_s=args.assembly_time, preview=preview)
 
 
 _RETRY_FIELDS = {"cost": "cost", "time": "seconds", "cpu": "cpu_seconds", "resident": "resident_bytes"}
@@ -854,15 +978,11 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections",
-                       "image-request", "retry", "quant-gemm", "rmsnorm", "bank", "dag", "microbatch",
-                       "graph", "deployment", "specialization"):
-        rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))
-    else:
-        rec["result"] = _checkpoint(args)
+    else:   # one function per kind, beside its _arguments
+        rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)
     rec["conventions"] = render.CONVENTIONS[args.kind]
     if args.kind == "training" and args.price_per_device_hour is not None:
         rec["conventions"] = rec["conventions"] + render.CONVENTIONS["training-cost"]
