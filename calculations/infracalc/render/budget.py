@@ -5,6 +5,7 @@ from .table import inline, markdown_table
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 
 CONVENTIONS = {
     "straggler": [
@@ -37,6 +38,7 @@ CONVENTIONS = {
     "fusion": FUSION_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
+    "pipeline": PIPELINE_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
