@@ -260,14 +260,23 @@ class Architecture(Record):
 
     @property
     def params(self):
-        return sum(b.params for b in self.top_blocks()) + sum(
-            layer.params * count for layer, count, _ in self.layer_groups())
+        """Every block's parameters (computed once per instance: an immutable record)."""
+        d = self.__dict__
+        out = d.get("_params")
+        if out is None:
+            out = d["_params"] = sum(b.params for b in self.top_blocks()) + sum(
+                layer.params * count for layer, count, _ in self.layer_groups())
+        return out
 
     @property
     def active_params(self):
-        """Parameters used per token: top-k routed experts, not all of them."""
-        return sum(b.active_params() for b in self.top_blocks()) + sum(
-            layer.active_params() * count for layer, count, _ in self.layer_groups())
+        """Parameters used per token: top-k routed experts, not all of them (once per instance)."""
+        d = self.__dict__
+        out = d.get("_active_params")
+        if out is None:
+            out = d["_active_params"] = sum(b.active_params() for b in self.top_blocks()) + sum(
+                layer.active_params() * count for layer, count, _ in self.layer_groups())
+        return out
 
     def _check(self):
         groups = {}

@@ -167,10 +167,12 @@ def unfused_score_bytes(layer, w):
 
 def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused", recompute="none",
                       fp8_activation_input=False):
-    """`_layer_activations`, memoized (a search meets the same layer shard in many layouts)."""
+    """`_layer_activations`, memoized (a search meets the same layer shard in many layouts; the
+    figures of every level depend on the recipe's modules only, so the levels share them)."""
     from ..layout import memo
 
-    return memo(("layer activations", layer, w, hidden, tp, sp, cp, attention, recompute, fp8_activation_input),
+    _, modules = train_flops.parse_recompute(recompute)
+    return memo(("layer activations", layer, w, hidden, tp, sp, cp, attention, modules, fp8_activation_input),
                 lambda: _layer_activations(layer, w, hidden, tp, sp, cp, attention, recompute, fp8_activation_input))
 
 
@@ -339,16 +341,26 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
     k = optimizer_bytes(optimizer, master_bytes)
     out = []
     one = lay.replace(micro_batches=1)   # the memo key's layout: a stage's figures do not depend on m
+    _, modules = train_flops.parse_recompute(recompute)
     for stage in placement.stages(arch, lay):
-        def make():
+        signature = placement.stage_signature(arch, lay, stage)
+
+        def held():
+            """What the recipe's level and ZeRO stage do not change (memoized apart: `would_fit`
+            tries several of both on one layout)."""
             top = placement.top_shards(arch, lay, stage)
             groups = placement.device_layers(arch, lay, stage)
-            dense, expert = stage_params(arch, lay, stage)
-            states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
-                      + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
             acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention, recompute,
                                        fp8_activation_input), count, tuple(i - stage.lo for i in indices))
                     for layer, count, indices in groups]   # indices local to the stage
+            extra, logits = _top_saved(top, stage, train_flops.stored_workload(w), tp, sp, cp)
+            return top, groups, stage_params(arch, lay, stage), acts, extra, logits
+
+        def make():
+            top, groups, (dense, expert), acts, extra, logits = placement.memo(
+                ("stage held", arch, one, signature, w, modules, attention, fp8_activation_input), held)
+            states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
+                      + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
             if offload_layers >= stage.layers:
                 raise UserError(f"--cpu-offloading-num-layers {offload_layers} offloads every layer of stage "
                                 f"{stage.index} ({stage.layers}); at least one must stay on the device")
@@ -356,14 +368,13 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
             layer_bytes = sum(getattr(a, level) * count for a, count, _ in kept)
             buffer = max((getattr(a, level) for a, _, off in kept if off), default=0)
             working = max(a.none for a, _, _ in acts) if level == "full" and acts else 0
-            extra, logits = _top_saved(top, stage, train_flops.stored_workload(w), tp, sp, cp)
             sharded = zero >= 3 and (lay.dp * cp > 1 or edp > 1)
             gather = fsdp_gather_bytes(top, [layer for layer, _, _ in groups], weight_bytes, grad_bytes) \
                 if sharded else 0
             return dense, expert, states, layer_bytes, extra, logits, working, gather, buffer
 
         # stages holding the same shards share their figures (memoized per signature)
-        key = ("stage memory", arch, one, placement.stage_signature(arch, lay, stage),
+        key = ("stage memory", arch, one, signature,
                w, zero, recompute, weight_bytes, grad_bytes, k, attention, fp8_activation_input, offload_layers)
         dense, expert, states, layer_bytes, extra, logits, working, gather, buffer = placement.memo(key, make)
         out.append(StageMemory(stage.index, (stage.lo, stage.hi), placement.shard_id(arch, lay, stage),

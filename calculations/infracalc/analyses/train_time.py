@@ -90,11 +90,6 @@ class Pass(Record):
         return self.forward + self.backward + self.recompute
 
 
-def _op_s(r, matrix, vector, nbytes, weight_bytes, cp):
-    """Roofline of one operator on one CP rank: FLOPs and activation bytes / cp."""
-    return max(r.compute_s(matrix / cp, vector / cp), r.memory_s(weight_bytes + (nbytes - weight_bytes) / cp))
-
-
 def in_sequence_region(op):
     """True for the operators Megatron's sequence parallelism runs on 1/tp of the
     tokens (Korthikanti et al. 2022, arXiv:2205.05198, section 4.2.2): the residual
@@ -103,31 +98,60 @@ def in_sequence_region(op):
     return op.kind == "residual" or (op.kind == "norm" and op.saved_replicated > 0)
 
 
-def ops_pass(ops, w, vocab, roofs, cp, recompute, flash, sp_tp=1):
-    """Pass of a list of forward ledger rows (one micro-batch); `roofs` = (the compute format's
-    roof, BF16's): linear rows at the first, every other row at the second (the format
-    convention, train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the
-    sequence-region operators do 1/sp_tp of their work."""
-    total = Pass()
+def row_terms(op, w, vocab, recompute, flash):
+    """What the roofline of one forward row's pass reads, device-independent: (linear row?, in the
+    sequence region?, forward matrix FLOPs, vector FLOPs, bytes, weight bytes, the same four of
+    its backward (`train_flops.backward`; the weights read twice, dX = dY W^T and dW, none by a
+    memory row), a GEMM (its weight gradient = its forward time)?, run again by the recompute?)."""
+    b = train_flops.backward(op, w, vocab, flash)
+    wb = op.weight_read
+    return (train_flops.linear_row(op), in_sequence_region(op), op.matrix_flops, op.vector_flops,
+            op.bytes_moved, wb, b.matrix_flops, b.vector_flops, b.bytes, 0 if op.kind == "memory" else 2 * wb,
+            op.kind == "gemm", train_flops.recomputed(op, recompute))
+
+
+def terms_pass(terms, roofs, cp, sp_tp=1):
+    """Pass of forward rows given by their `row_terms`: each direction's roofline on one CP rank,
+    max(matrix / (cp peak) + vector / (cp vector peak), (weights + other bytes / cp) / bandwidth),
+    summed over the rows; `roofs` = (the compute format's roof, BF16's): linear rows at the first,
+    every other row at the second (the format convention, train_flops.stored_workload);
+    `sp_tp` = tp under sequence parallelism: the sequence-region rows do 1/sp_tp of their work."""
+    fwd_s = bwd_s = wgrad_s = rec_s = 0.0
     r_linear, r_other = roofs
-    for op in ops:
-        r = r_linear if train_flops.linear_row(op) else r_other
-        b = train_flops.backward(op, w, vocab, flash)
-        wb = op.weight_read
-        split = cp * sp_tp if in_sequence_region(op) else cp
-        fwd = _op_s(r, op.matrix_flops, op.vector_flops, op.bytes_moved, wb, split)
-        bwd = _op_s(r, b.matrix_flops, b.vector_flops, b.bytes, 0 if op.kind == "memory" else 2 * wb, split)
-        total += Pass(fwd, bwd, fwd if op.kind == "gemm" else 0.0,
-                      fwd if train_flops.recomputed(op, recompute) else 0.0)
-    return total
+    seq_split = cp * sp_tp
+    for linear, seq, fm, fv, fb, fw, bm, bv, bb, bw, gemm, rec in terms:
+        r = r_linear if linear else r_other
+        mps, vps, bps = r.matrix_flops_per_s, r.vector_flops_per_s, r.bytes_per_s
+        split = seq_split if seq else cp
+        fwd = max(fm / split / mps + fv / split / vps, (fw + (fb - fw) / split) / bps)
+        bwd = max(bm / split / mps + bv / split / vps, (bw + (bb - bw) / split) / bps)
+        fwd_s += fwd
+        bwd_s += bwd
+        if gemm:
+            wgrad_s += fwd
+        if rec:
+            rec_s += fwd
+    return Pass(fwd_s, bwd_s, wgrad_s, rec_s)
+
+
+def ops_pass(ops, w, vocab, roofs, cp, recompute, flash, sp_tp=1):
+    """Pass of a list of forward ledger rows (one micro-batch): `terms_pass` of their
+    `row_terms`."""
+    return terms_pass([row_terms(op, w, vocab, recompute, flash) for op in ops], roofs, cp, sp_tp)
+
+
+def block_terms(block, w, recompute, flash):
+    """The `row_terms` of one block's training rows (`train_flops.recipe_block_ops`), memoized: the
+    layers of a model share most blocks, and a step's estimate and prediction share all."""
+    return placement.memo(("train terms", block, w, recompute, flash), lambda: tuple(
+        row_terms(op, w, 0, recompute, flash) for op in train_flops.recipe_block_ops(block, w)))
 
 
 def layer_pass(layer, w, r, cp, recompute, flash, sp_tp=1):
     """Pass of one decoder layer as one device holds it (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
-    return placement.memo(key, lambda: ops_pass(
-        [op for b in layer.blocks for op in train_flops.recipe_block_ops(b, w)], w, 0, r, cp, recompute, flash,
-        sp_tp))
+    return placement.memo(key, lambda: terms_pass(
+        [t for b in layer.blocks for t in block_terms(b, w, recompute, flash)], r, cp, sp_tp))
 
 
 def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
@@ -243,7 +267,10 @@ def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links, wir
     compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
     for layer, count, _ in placement.device_layers(arch, lay, st):
         compute += layer_pass(layer, w, r, lay.cp, recompute, flash, lay.tp if lay.sp else 1).times(count)
-    return compute, tuple(cost(stage_collectives(arch, lay, st, w, device, recompute, chunks, wire), links))
+    key = ("stage collectives", arch, lay, placement.stage_signature(arch, lay, st), w, recompute, chunks, device,
+           links.get("up"), links.get("out"), wire)   # no roof: a step's estimate and prediction share them
+    return compute, placement.memo(key, lambda: tuple(cost(stage_collectives(arch, lay, st, w, device, recompute,
+                                                                             chunks, wire), links)))
 
 
 class StageTime(Record):

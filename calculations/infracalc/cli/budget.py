@@ -3,6 +3,7 @@ memory concurrency by Little's law, checkpoint intervals): the book's chapter-1 
 chapter-10 estimates, each one subcommand."""
 
 import argparse
+from fractions import Fraction
 
 from . import common
 
@@ -30,8 +31,26 @@ KINDS = {
                    "(peer, isolation class), bytes against a budget",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
                 "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
+    "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
+                     "connection, round trip, model; an optional compressed variant and local comparison",
+    "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
+             "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
+    "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
+                    "barriers or independent blocks, an optional preview",
+    "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
+             "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
+    "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
+                  "full-row-scale and prefix-scale fused casts under a declared tile",
+    "rmsnorm": "RMSNorm one group per row against a three-pass split-row reduction: partial and inverse "
+               "buffers, extra interface bytes",
+    "dag": "list schedule of a declared task graph on serial resources, as declared and with changed "
+           "durations or resources: finish, critical path, serial work",
+    "microbatch": "two micro-batches of a layer's FFN: full, split serial, ideal overlap and a declared joint "
+                  "window (contention) as task graphs",
+    "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
+            "row padding, ports, broadcast)",
 }
 
 
@@ -255,6 +274,254 @@ def _nic(args):
                          target_utilization=Fraction(args.target_utilization), retained=Fraction(args.retained))
 
 
+_EXACT_TIME_UNITS = (("min", 60), ("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)),
+                     ("h", 3600), ("s", 1))
+
+
+def exact_seconds(text):
+    """A declared time kept exact, unit required: 1/10s, 300ms, 0.2s, 5s (ns, us, ms, s, min, h)."""
+    unit = next(((u, f) for u, f in _EXACT_TIME_UNITS if text.endswith(u)), None)
+    try:
+        value = Fraction(text[:-len(unit[0])]) * unit[1] if unit and len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or not 0 <= value <= 10**9:
+        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 1/10s, 300ms or 5s, got '{text}'")
+    return value
+
+
+def _image_request_arguments(q):
+    q.add_argument("--input-bytes", type=common.byte_size, required=True, metavar="S",
+                   help="input file the client uploads (30MB = 3 x 10^7 B)")
+    q.add_argument("--output-bytes", type=common.byte_size, required=True, metavar="S",
+                   help="final image file it downloads (5MB)")
+    q.add_argument("--upload-rate", type=_line_rate, required=True, metavar="R", help="upload bits/s (20Mb/s)")
+    q.add_argument("--download-rate", type=_line_rate, required=True, metavar="R", help="download bits/s (100Mb/s)")
+    for flag, text in (("--rtt", "request round trip, charged once"), ("--model-time", "the model's service time")):
+        q.add_argument(flag, type=exact_seconds, required=True, metavar="T", help=f"{text} (e.g. 1/10s, 300ms)")
+    for flag, text in (("--prepare-time", "input preparation"), ("--connection-time", "connection setup"),
+                       ("--queue-time", "server queue"), ("--decode-time", "input decode"),
+                       ("--encode-time", "final image encode"), ("--use-time", "output use")):
+        q.add_argument(flag, type=exact_seconds, default=Fraction(0), metavar="T", help=f"{text} (default 0s)")
+    q.add_argument("--local-time", type=exact_seconds, default=None, metavar="T",
+                   help="a declared local time of the same boundary, to compare against (e.g. 5s)")
+    q.add_argument("--compressed-bytes", type=common.byte_size, default=None, metavar="S",
+                   help="add a compressed variant sending S bytes (same quality asserted by the caller)")
+    q.add_argument("--compress-time", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="its extra client-side compression (default 0s)")
+    q.add_argument("--decompress-time", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="its extra server-side decompression (default 0s)")
+
+
+def _image_request(args):
+    from ..analyses.image_request import image_request
+    from ..errors import UserError
+
+    compressed = None
+    if args.compressed_bytes is not None:
+        if args.compressed_bytes > args.input_bytes:
+            raise UserError(f"--compressed-bytes {args.compressed_bytes:,} exceeds --input-bytes {args.input_bytes:,}")
+        compressed = (args.compressed_bytes, args.compress_time, args.decompress_time)
+    elif args.compress_time or args.decompress_time:
+        raise UserError("--compress-time and --decompress-time need --compressed-bytes")
+    times = {"input_preparation": args.prepare_time, "connection": args.connection_time,
+             "request_round_trip": args.rtt, "queue": args.queue_time, "input_decode": args.decode_time,
+             "model": args.model_time, "final_image_encode": args.encode_time, "output_use": args.use_time}
+    return image_request(input_bytes=args.input_bytes, output_bytes=args.output_bytes,
+                         upload_bits_per_s=args.upload_rate, download_bits_per_s=args.download_rate, times=times,
+                         local_s=args.local_time, compressed=compressed)
+
+
+def exact_ns(text):
+    """A declared time as whole nanoseconds: 20ms, 12ms, 1/20s (unit required)."""
+    value = exact_seconds(text) * 10**9
+    if value.denominator != 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of nanoseconds, got '{text}'")
+    return int(value)
+
+
+def _audio_arguments(q):
+    q.add_argument("--frame", dest="frame_ns", type=exact_ns, required=True, metavar="T", help="frame length (20ms)")
+    q.add_argument("--network-delays", dest="network_delays_ns", type=_list(exact_ns), required=True, metavar="T,T,...",
+                   help="each frame's network delay after its send, one per frame (5ms,5ms,50ms,...)")
+    q.add_argument("--model-times", dest="model_times_ns", type=_list(exact_ns), required=True, metavar="T[,T...]",
+                   help="model time per frame: one for every frame, or one per frame (12ms)")
+    q.add_argument("--send-time", dest="send_time_ns", type=exact_ns, default=0, metavar="T", help="link time per frame (default 0s)")
+    q.add_argument("--jitter-buffer", dest="jitter_buffer_ns", type=exact_ns, default=0, metavar="T",
+                   help="wait after frame 0 arrives before playback (default 0s)")
+    q.add_argument("--sample-rate", type=common.positive_int, required=True, metavar="HZ", help="PCM samples/s (24000)")
+    q.add_argument("--channels", type=common.positive_int, default=1, help="PCM channels (default 1)")
+    q.add_argument("--sample-bytes", type=common.positive_int, default=2, help="bytes per sample (default 2)")
+    q.add_argument("--interrupt", dest="interrupt_ns", type=exact_ns, default=None, metavar="T",
+                   help="a user interruption at this time: mute at the next device quantum after the control delay")
+    q.add_argument("--control-delay", dest="control_delay_ns", type=exact_ns, default=0, metavar="T", help="interrupt to mute command (default 0s)")
+    q.add_argument("--device-quantum", dest="device_quantum_ns", type=exact_ns, default=1, metavar="T",
+                   help="the audio device's period; mute takes effect on its boundaries (default 1ns)")
+
+
+def _audio(args):
+    from ..analyses.audio_timing import audio_timing
+    from ..errors import UserError
+
+    frames = len(args.network_delays_ns)
+    models = args.model_times_ns * frames if len(args.model_times_ns) == 1 else args.model_times_ns
+    if len(models) != frames or frames > 10**5:
+        raise UserError(f"--model-times gives {len(args.model_times_ns)} times for {frames} frames (--network-delays): "
+                        f"give one, or one per frame")
+    if not args.frame_ns or not args.device_quantum_ns or not all(models):
+        raise UserError("--frame, --model-times and --device-quantum must be positive")
+    try:
+        return audio_timing(frame_ns=args.frame_ns, model_ns=models, network_delay_ns=args.network_delays_ns,
+                            send_ns=args.send_time_ns, jitter_buffer_ns=args.jitter_buffer_ns, sample_rate=args.sample_rate,
+                            channels=args.channels, sample_bytes=args.sample_bytes, interrupt_ns=args.interrupt_ns,
+                            control_delay_ns=args.control_delay_ns, device_quantum_ns=args.device_quantum_ns)
+    except ValueError as e:
+        raise UserError(str(e))
+
+
+def _blocks(text):
+    """Blocks IN:OUT:PROCESS:ENCODE,...: 10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s."""
+    out = []
+    for item in text.split(",") if len(text) <= 4000 else ():
+        parts = item.strip().split(":")
+        try:
+            if len(parts) != 4:
+                raise argparse.ArgumentTypeError(item)
+            out.append((common.byte_size(parts[0]), common.byte_size(parts[1]), exact_seconds(parts[2]),
+                        exact_seconds(parts[3])))
+        except argparse.ArgumentTypeError:
+            out = []
+            break
+    if not out or len(out) > 256:
+        raise argparse.ArgumentTypeError(f"must be blocks IN:OUT:PROCESS:ENCODE separated by commas "
+                                         f"(10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s), at most 256, got '{text}'")
+    return tuple(out)
+
+
+def _preview(text):
+    """AFTER:BYTES:ENCODE: 0:500KB:1/20s (a preview after block AFTER's encode)."""
+    parts = text.split(":")
+    after = common.digits(parts[0]) if len(parts) == 3 else None
+    try:
+        if after is None:
+            raise argparse.ArgumentTypeError(text)
+        return after, common.byte_size(parts[1]), exact_seconds(parts[2])
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be AFTER:BYTES:ENCODE (a block index, the preview's bytes and its "
+                                         f"encode time: 0:500KB:1/20s), got '{text}'")
+
+
+def _checked(parse):
+    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
+    def check(text):
+        parse(text)
+        return text
+    check.__name__ = parse.__name__
+    return check
+
+
+def _image_stream_arguments(q):
+    q.add_argument("--blocks", type=_checked(_blocks), required=True, metavar="IN:OUT:PROCESS:ENCODE,...",
+                   help="per block: input bytes, final output bytes, process and encode time, in upload order")
+    q.add_argument("--upload-rate", type=_line_rate, required=True, metavar="R", help="upload bits/s (20Mb/s)")
+    q.add_argument("--download-rate", type=_line_rate, required=True, metavar="R", help="download bits/s (100Mb/s)")
+    q.add_argument("--forward-delay", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="propagation after each upload serialization (e.g. 1/20s; default 0s)")
+    q.add_argument("--reverse-delay", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="propagation after each download serialization (default 0s)")
+    for flag, text in (("--prepare-time", "client preparation"), ("--connection-time", "connection setup"),
+                       ("--assembly-time", "client assembly after the last final block")):
+        q.add_argument(flag, type=exact_seconds, default=Fraction(0), metavar="T", help=f"{text} (default 0s)")
+    q.add_argument("--independent", action="store_true",
+                   help="block i needs only input i and its own encode (the caller asserts the same final quality); "
+                        "default: whole-image barriers")
+    q.add_argument("--preview", type=_checked(_preview), default=None, metavar="AFTER:BYTES:ENCODE",
+                   help="a preview encoded after block AFTER, of BYTES extra download (0:500KB:1/20s)")
+
+
+def _image_stream(args):
+    from ..analyses.image_stream import block_schedule
+    from ..errors import UserError
+
+    blocks, preview = _blocks(args.blocks), args.preview and _preview(args.preview)
+    if preview and preview[0] >= len(blocks):
+        raise UserError(f"--preview after block {preview[0]}: there are {len(blocks)} blocks (0 to {len(blocks) - 1})")
+    return block_schedule(blocks=blocks, independent=args.independent, upload_bits_per_s=args.upload_rate,
+                          download_bits_per_s=args.download_rate, forward_s=args.forward_delay,
+                          reverse_s=args.reverse_delay, prepare_s=args.prepare_time, connection_s=args.connection_time,
+                          assembly_s=args.assembly_time, preview=preview)
+
+
+_RETRY_FIELDS = {"cost": "cost", "time": "seconds", "cpu": "cpu_seconds", "resident": "resident_bytes"}
+
+
+def _retry_node(text):
+    """ID,cost=C,time=T,cpu=T,resident=BYTES,TARGET=P,...: initial,cost=1/100,time=10s,cpu=3s,resident=2GiB,
+    success=4/5,repair=3/25,upgrade=2/25 (targets are other nodes or success/failure)."""
+    from ..analyses.retry_paths import TERMINALS
+
+    name, *items = [t.strip() for t in text.split(",")]
+    node = {"cost": Fraction(0), "seconds": Fraction(0), "cpu_seconds": Fraction(0), "resident_bytes": 0,
+            "outcomes": []}
+    bad = not name or name in TERMINALS or "=" in name or len(text) > 1000
+    for item in items:
+        key, eq, value = item.partition("=")
+        if bad or not eq:
+            bad = True
+            break
+        if key == "resident":
+            node["resident_bytes"] = byte_count(value)
+        elif key in ("time", "cpu"):
+            node[_RETRY_FIELDS[key]] = exact_seconds(value)
+        elif key == "cost":
+            node["cost"] = Fraction(_exact(value, "a non-negative cost such as 1/100"))
+        else:
+            node["outcomes"].append((key, Fraction(_exact(value, "a probability such as 4/5", 0, 1))))
+    if bad or not node["outcomes"]:
+        raise argparse.ArgumentTypeError(f"must be ID,cost=C,time=T,cpu=T,resident=BYTES,TARGET=P,... with at least "
+                                         f"one outcome (initial,cost=1/100,time=10s,success=4/5,repair=1/5), "
+                                         f"got '{text}'")
+    return name, node
+
+
+def _retry_node_text(text):
+    """Checks one --node and keeps its text (echoed as given; `_retry` parses it)."""
+    _retry_node(text)
+    return text
+
+
+def _retry_arguments(q):
+    q.add_argument("--node", type=_retry_node_text, action="append", required=True, metavar="ID,KEY=VALUE,...",
+                   help="an attempt: cost=dollars, time=wall time, cpu=core time, resident=bytes held, and its "
+                        "outcomes TARGET=probability (another node, success or failure); repeatable, the first "
+                        "is the start")
+    q.add_argument("--deadline", type=exact_seconds, required=True, metavar="T",
+                   help="a success counts as on time when its path takes at most T (e.g. 20s)")
+    q.add_argument("--tasks", type=common.positive_int, default=1, metavar="N",
+                   help="submitted tasks, for the expected total cost and successes (default 1)")
+
+
+def _retry(args):
+    from ..analyses.retry_paths import TERMINALS, retry_paths
+    from ..errors import UserError
+
+    nodes, given = {}, [_retry_node(t) for t in args.node]
+    for name, node in given:
+        if name in nodes:
+            raise UserError(f"--node '{name}' is given twice")
+        nodes[name] = node
+    for name, node in nodes.items():
+        if sum(p for _, p in node["outcomes"]) != 1:
+            raise UserError(f"the outcome probabilities of node '{name}' must sum to exactly 1")
+        missing = next((t for t, _ in node["outcomes"] if t not in nodes and t not in TERMINALS), None)
+        if missing:
+            raise UserError(f"node '{name}' leads to unknown node '{missing}' (give it with --node, or success/failure)")
+    try:
+        return retry_paths(nodes=nodes, start=given[0][0], deadline_s=args.deadline, tasks=args.tasks)
+    except ValueError as e:
+        raise UserError(str(e))
+
+
 def _index_range(text):
     a, dash, b = text.partition("-")
     lo, hi = common.digits(a), common.digits(b) if dash else common.digits(a)
@@ -435,7 +702,7 @@ def add_arguments(p):
     sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
     for name, text in KINDS.items():
         q = sub.add_parser(name, help=text, description=text)
-        globals()[f"_{name}_arguments"](q)
+        globals()[f"_{name.replace('-', '_')}_arguments"](q)
         common.add_output(q)
         # the options this kind echoes as its inputs (argparse's own record of them)
         q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
@@ -781,14 +1048,11 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind in ("window", "energy", "fusion", "capacity", "batch", "straggler", "nic", "connections",
-                       "pipeline"):
-        rec["result"] = globals()[f"_{args.kind}"](args)   # one function per kind, as its _arguments
     elif args.kind == "history":
         from ..analyses.history import history
         rec["result"] = history(tuple(args.model or ()))
-    else:
-        rec["result"] = _checkpoint(args)
+    else:   # one function per kind, beside its _arguments
+        rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)
     rec["conventions"] = render.CONVENTIONS[args.kind]
     if args.kind == "training" and args.price_per_device_hour is not None:
         rec["conventions"] = rec["conventions"] + render.CONVENTIONS["training-cost"]
@@ -852,3 +1116,8 @@ def _checkpoint(args):
     out = checkpoint.interval(payload=payload, write_bandwidth=round(args.write_bandwidth), rate=rate,
                               recovery_s=args.recovery, candidates=args.intervals)
     return dict({"parameters": params}, **out)
+
+
+from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
+from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
+from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401

@@ -1,0 +1,214 @@
+"""The kernel-view `budget` kinds of chapter 5 (bank, rmsnorm, quant-gemm): arguments and run.
+
+Each `_<kind>_arguments(q)` adds the kind's options, each `_<kind>(args)` returns its result
+record; cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's name is '_' here).
+"""
+
+from . import common
+
+
+def _bank_arguments(q):
+    from ..analyses.bank_mapping import ACCESSES
+
+    q.add_argument("--access", choices=ACCESSES, required=True,
+                   help="row 0, column 0, or one word for every lane")
+    q.add_argument("--stride-words", type=common.positive_int, default=32, metavar="S",
+                   help="row stride of the stored tile in words, padding included (default 32)")
+    q.add_argument("--tile-rows", type=common.positive_int, default=32, metavar="R", help="rows of the tile (default 32)")
+    q.add_argument("--tile-columns", type=common.positive_int, default=32, metavar="C",
+                   help="words per row of the tile (default 32)")
+    q.add_argument("--lanes", type=common.positive_int, default=32, help="lanes issuing one word each (default 32)")
+    q.add_argument("--banks", type=common.positive_int, default=32, help="banks, word a in bank a mod B (default 32)")
+    q.add_argument("--ports", type=common.positive_int, default=1, help="requests a bank serves per round (default 1)")
+    q.add_argument("--broadcast", action="store_true", help="merge lanes reading the same word")
+    q.add_argument("--word-bytes", type=common.positive_int, default=4, help="bytes per word (default 4)")
+
+
+def _bank(args):
+    from ..analyses.bank_mapping import bank_budget
+    from ..errors import UserError
+
+    if args.stride_words < args.tile_columns:
+        raise UserError(f"--stride-words {args.stride_words} is below the {args.tile_columns} words of a row")
+    if args.access == "row" and args.lanes > args.tile_columns or args.access == "column" and args.lanes > args.tile_rows:
+        raise UserError(f"--lanes {args.lanes} exceeds the tile's {args.access} ({args.tile_rows} x {args.tile_columns})")
+    return bank_budget(access=args.access, stride_words=args.stride_words, rows=args.tile_rows,
+                       columns=args.tile_columns, lanes=args.lanes, banks=args.banks, ports=args.ports,
+                       broadcast=args.broadcast, word_bytes=args.word_bytes)
+
+
+def _rmsnorm_arguments(q):
+    common.add_model(q)
+    q.add_argument("--rows", type=common.positive_int, required=True, metavar="M", help="rows (tokens) normalized")
+    q.add_argument("--splits", type=common.positive_int, required=True, metavar="S", help="parts per row of the split path")
+    q.add_argument("--width-multiplier", type=common.positive_int, default=1, metavar="W",
+                   help="widen the row to W x hidden_size (a teaching variant; default 1)")
+    q.add_argument("--dtype", default="bf16", metavar="FMT", help="format of input, gamma and output (default bf16)")
+
+
+def _rmsnorm(args):
+    from ..analyses.split_reduction import split_rmsnorm
+    from ..analyses.tiles import element_bytes
+    from ..dtypes import dtype
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    width = arch.hidden_size * args.width_multiplier
+    if args.splits > width:
+        raise UserError(f"--splits {args.splits} exceeds the row width {width} (no empty part)")
+    out = split_rmsnorm(rows=args.rows, width=width, splits=args.splits,
+                        elem_bytes=element_bytes(dtype(args.dtype), "the row"))
+    return dict({"model": arch.id, "hidden_size": arch.hidden_size}, **out)
+
+
+def _quant_gemm_arguments(q):
+    from .gemm import tile_shape
+
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, metavar="M",
+                   help="tokens the expert receives (rows M of its gate or up projection)")
+    q.add_argument("--tile", type=tile_shape, required=True, metavar="MxKxN", help="output tile step (e.g. 128x128x128)")
+
+
+def _quant_gemm(args):
+    from ..analyses.quant_gemm import quant_gemm
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    moe = next((b for layer in arch.layers for b in layer.blocks if hasattr(b, "expert_inter")), None)
+    if moe is None:
+        raise UserError(f"model '{arch.id}' has no MoE layer (the projection is one routed expert's gate or up)")
+    out = quant_gemm(m=args.tokens, k=moe.hidden, n=moe.expert_inter, tile=args.tile)
+    return dict({"model": arch.id}, **out)
+
+
+_NS_PER = (("ns", 1), ("us", 10**3), ("ms", 10**6), ("s", 10**9))
+
+
+def exact_ns(text):
+    """A declared duration in whole nanoseconds from a number and a unit: 10us, 0.48ms, 2000ns."""
+    import argparse
+    from fractions import Fraction
+
+    raw = text.strip()
+    for unit, scale in _NS_PER:
+        number = raw[:-len(unit)]
+        if raw.endswith(unit) and number and len(raw) < 40 and number.replace(".", "", 1).isascii() \
+                and number.replace(".", "", 1).isdigit():
+            ns = Fraction(number) * scale
+            if ns.denominator == 1 and ns <= 10**18:
+                return int(ns)
+            break
+    raise argparse.ArgumentTypeError(f"must be a duration of whole nanoseconds with a unit (10us, 0.48ms, "
+                                     f"2000ns), got '{text}'")
+
+
+def _ns_pair(text):
+    import argparse
+
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"must be two durations A,B (200us,210us), got '{text}'")
+    return tuple(exact_ns(p) for p in parts)
+
+
+
+def _task_text(text):
+    """NAME:DURATION[:RESOURCE[:DEP+DEP...]]; an empty or '-' resource is none."""
+    import argparse
+
+    parts = text.split(":")
+    if not 2 <= len(parts) <= 4 or not parts[0]:
+        raise argparse.ArgumentTypeError(f"must be NAME:DURATION[:RESOURCE[:DEP+DEP]] (hotspot:60us:compute:prepare), "
+                                         f"got '{text}'")
+    resource = _resource(parts[2]) if len(parts) > 2 else None
+    deps = tuple(d for d in parts[3].split("+") if d) if len(parts) > 3 else ()
+    return {"task": parts[0], "duration_ns": exact_ns(parts[1]), "resource": resource, "deps": deps}
+
+
+def _assignment(parse):
+    def read(text):
+        import argparse
+
+        name, eq, value = text.partition("=")
+        if not eq or not name:
+            raise argparse.ArgumentTypeError(f"must be NAME=VALUE, got '{text}'")
+        return name, parse(value)
+    return read
+
+
+def _as_given(parse):
+    """An argument type that checks the text with `parse` and keeps the text (echoed as typed)."""
+    def check(text):
+        parse(text)
+        return text
+    return check
+
+
+def _dag_arguments(q):
+    q.add_argument("--task", type=_as_given(_task_text), action="append", required=True, metavar="NAME:T[:RES[:DEP+DEP]]",
+                   help="a task (repeatable, in order): its declared duration, resource and dependencies")
+    q.add_argument("--change", type=_as_given(_assignment(exact_ns)), action="append", default=[], metavar="NAME=T",
+                   help="a changed duration for the second schedule (repeatable)")
+    q.add_argument("--move", type=_as_given(_assignment(_resource)), action="append", default=[],
+                   metavar="NAME=RESOURCE", help="a changed resource for the second schedule ('-' = none; repeatable)")
+
+
+def _resource(text):
+    return None if text in ("", "-") else text
+
+
+def _dag(args):
+    from ..analyses.task_graph import request_dag
+    from ..errors import UserError
+
+    tasks = [_task_text(t) for t in args.task]
+    change = [_assignment(exact_ns)(t) for t in args.change]
+    move = [_assignment(_resource)(t) for t in args.move]
+    names = [t["task"] for t in tasks]
+    if len(set(names)) != len(names):
+        raise UserError("--task names a task twice")
+    for t in tasks:
+        bad = [d for d in t["deps"] if d not in names[:names.index(t["task"])]]
+        if bad:
+            raise UserError(f"task '{t['task']}' depends on '{bad[0]}', which is not a task given before it")
+    for flag, pairs in (("--change", change), ("--move", move)):
+        unknown = next((n for n, _ in pairs if n not in names), None)
+        if unknown:
+            raise UserError(f"{flag} names '{unknown}', not a task (tasks: {', '.join(names)})")
+    return request_dag(tasks, durations=dict(change), resources=dict(move))
+
+
+def _microbatch_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, help="rows of the layer's FFN batch")
+    q.add_argument("--first-tokens", type=common.positive_int, default=None,
+                   help="rows of the first micro-batch (default half, rounded down)")
+    q.add_argument("--full", type=_as_given(_ns_pair), required=True, metavar="N,C",
+                   help="declared memory/communication and compute times of the full batch (400us,800us)")
+    q.add_argument("--split-n", type=_as_given(_ns_pair), required=True, metavar="N0,N1", help="the micro-batches' N times")
+    q.add_argument("--split-c", type=_as_given(_ns_pair), required=True, metavar="C0,C1", help="the micro-batches' C times")
+    q.add_argument("--joint-window", type=_as_given(exact_ns), required=True, metavar="J",
+                   help="declared time of C0 and N1 run together (their contention)")
+
+
+def _microbatch(args):
+    from ..analyses.fusion import first_gated_mlp
+    from ..analyses.task_graph import microbatch_overlap
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    mlp = first_gated_mlp(arch)
+    first = args.tokens // 2 if args.first_tokens is None else args.first_tokens
+    if not 0 < first < args.tokens:
+        raise UserError(f"--first-tokens {first} leaves a micro-batch empty (tokens {args.tokens})")
+    params = 3 * arch.hidden_size * mlp.inter
+    out = microbatch_overlap(full=_ns_pair(args.full), split_n=_ns_pair(args.split_n),
+                             split_c=_ns_pair(args.split_c), joint_window=exact_ns(args.joint_window))
+    return dict({"model": arch.id, "ffn_parameters": params, "weight_bytes": 2 * params,
+                 "matrix_flops": 2 * args.tokens * params,
+                 "micro_batch_matrix_flops": [2 * first * params, 2 * (args.tokens - first) * params],
+                 "split_weight_reads_bytes": 4 * params}, **out)
