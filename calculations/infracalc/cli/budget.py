@@ -49,6 +49,12 @@ KINDS = {
            "durations or resources: finish, critical path, serial work",
     "microbatch": "two micro-batches of a layer's FFN: full, split serial, ideal overlap and a declared joint "
                   "window (contention) as task graphs",
+    "graph": "CUDA-graph boundary of one layer: eager, copy, indirect and direct-output paths with declared "
+             "costs, their payback calls, the padded FFN work, a configuration pipeline",
+    "deployment": "per-shape dispatch among declared candidate timings against the best uniform candidate: "
+                  "frequency-weighted cost, validation fallback, payback calls of the extra preparation",
+    "specialization": "shape policies of one FFN layer: generic, bucket padding, per-shape compilation with "
+                      "declared rates, preparation and cache; the cheapest lifetime",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -1121,3 +1127,5 @@ def _checkpoint(args):
 from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
 from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
+from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
+from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -14,6 +14,7 @@ from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
+from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
     "straggler": [
@@ -49,6 +50,9 @@ CONVENTIONS = {
     "bank": BANK_CONVENTIONS,
     "dag": TASK_GRAPH_CONVENTIONS,
     "microbatch": TASK_GRAPH_CONVENTIONS,
+    "graph": GRAPH_CONVENTIONS,
+    "deployment": DEPLOYMENT_CONVENTIONS,
+    "specialization": SPECIALIZATION_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
