@@ -29,6 +29,8 @@ KINDS = {
            "overhead) and the cores a declared per-core packet rate needs",
     "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
                    "(peer, isolation class), bytes against a budget",
+    "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
+                "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
                      "connection, round trip, model; an optional compressed variant and local comparison",
     "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
@@ -49,6 +51,12 @@ KINDS = {
            "durations or resources: finish, critical path, serial work",
     "microbatch": "two micro-batches of a layer's FFN: full, split serial, ideal overlap and a declared joint "
                   "window (contention) as task graphs",
+    "graph": "CUDA-graph boundary of one layer: eager, copy, indirect and direct-output paths with declared "
+             "costs, their payback calls, the padded FFN work, a configuration pipeline",
+    "deployment": "per-shape dispatch among declared candidate timings against the best uniform candidate: "
+                  "frequency-weighted cost, validation fallback, payback calls of the extra preparation",
+    "specialization": "shape policies of one FFN layer: generic, bucket padding, per-shape compilation with "
+                      "declared rates, preparation and cache; the cheapest lifetime",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -101,6 +109,80 @@ def _straggler(args):
         raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
     return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
                      ranks=args.ranks, k=args.k_sigma)
+
+
+def _exact_time(text):
+    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s."""
+    from fractions import Fraction
+
+    common.duration(text)   # the unit check and its message
+    raw = text.strip()
+    units = (("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)), ("min", 60),
+             ("s", 1), ("h", 3600), ("d", 86400))
+    suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
+    return Fraction(raw[:-len(suffix)].strip()) * factor
+
+
+def _pipeline_arguments(q):
+    common.add_model(q)
+    q.add_argument("--schedule", choices=("gpipe", "1f1b"), required=True,
+                   help="GPipe (all forwards, then backwards) or 1F1B (PipeDream-Flush)")
+    q.add_argument("--stages", type=common.positive_int, required=True, metavar="P",
+                   help="pipeline stages (equal runs of consecutive layers)")
+    q.add_argument("--microbatches", type=common.positive_int, required=True, metavar="M", help="micro-batches per step")
+    q.add_argument("--microbatch-size", type=common.positive_int, default=1, metavar="B",
+                   help="sequences per micro-batch (default 1)")
+    q.add_argument("--seq", type=common.tokens, required=True, metavar="T", help="tokens per sequence")
+    times = _list(_exact_time)
+    q.add_argument("--forward-times", dest="forward_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one micro-batch's forward per stage (one value for every stage, or P)")
+    q.add_argument("--backward-times", dest="backward_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one micro-batch's backward per stage (one value or P)")
+    q.add_argument("--activation-times", dest="activation_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one activation message s -> s+1 per boundary (one value or P-1)")
+    q.add_argument("--gradient-times", dest="gradient_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one gradient message s+1 -> s per boundary (one value or P-1)")
+    q.add_argument("--update-times", dest="update_times_s", type=times, default=(0,), metavar="T[,T...]",
+                   help="the optimizer update per stage after the last backward (one value or P; default 0s)")
+    q.add_argument("--setup-time", dest="setup_time_s", type=_exact_time, default=0, metavar="T",
+                   help="once per step before any micro-batch (default 0s)")
+    q.add_argument("--link", choices=("independent", "shared"), default="independent",
+                   help="one link per boundary and direction (default), or one shared half-duplex link")
+    q.add_argument("--activations", choices=("save", "recompute-silu"), default="save",
+                   help="keep SwiGLU's gate, sigmoid and up (default), or keep gate and up and recompute")
+    q.add_argument("--extra-saved-bytes", type=_list(byte_count), default=(0,), metavar="B[,B...]",
+                   help="declared extra bytes each micro-batch keeps per stage (one value or P; default 0)")
+
+
+def _per(values, count, option):
+    from ..errors import UserError
+
+    if len(values) == 1:
+        return tuple(values) * count
+    if len(values) != count:
+        raise UserError(f"{option} takes one value or {count}, got {len(values)}")
+    return tuple(values)
+
+
+def _pipeline(args):
+    from ..analyses.training_pipeline import pipeline
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    p = args.stages
+    if p < 2:
+        raise UserError("--stages must be at least 2 (a pipeline has boundaries)")
+    if args.microbatches > 4096 or p > 256:
+        raise UserError("budget pipeline schedules at most 4,096 micro-batches over 256 stages")
+    return pipeline(arch=load_model(args.model), schedule=args.schedule, link=args.link, stages=p,
+                    microbatches=args.microbatches, microbatch_size=args.microbatch_size, tokens=args.seq,
+                    forward=_per(args.forward_times_s, p, "--forward-times"),
+                    backward=_per(args.backward_times_s, p, "--backward-times"),
+                    act=_per(args.activation_times_s, p - 1, "--activation-times"),
+                    grad=_per(args.gradient_times_s, p - 1, "--gradient-times"),
+                    update=_per(args.update_times_s, p, "--update-times"), setup=args.setup_time_s,
+                    activations=args.activations,
+                    extra_saved=_per(args.extra_saved_bytes, p, "--extra-saved-bytes"))
 
 
 def _exact(text, what, low=0, high=10**30):
@@ -1099,3 +1181,5 @@ def _checkpoint(args):
 from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
 from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
+from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
+from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
