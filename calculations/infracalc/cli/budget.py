@@ -37,6 +37,8 @@ KINDS = {
              "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
     "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
                     "barriers or independent blocks, an optional preview",
+    "trace": "a short request trace on workers that serve one request each, with declared prefill and decode "
+             "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -386,6 +388,58 @@ def _audio(args):
                             control_delay_ns=args.control_delay_ns, device_quantum_ns=args.device_quantum_ns)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _trace_request(text):
+    """ARRIVAL:P:G:PREFILL:DECODE: 0ms:1024:128:1.024ms:1ms (times with units, whole ns)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 5:
+            raise argparse.ArgumentTypeError(text)
+        prompt, out = common.positive_int(parts[1]), common.positive_int(parts[2])
+        return exact_ns(parts[0]), prompt, out, exact_ns(parts[3]), exact_ns(parts[4])
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be ARRIVAL:P:G:PREFILL:DECODE (times with units: "
+                                         f"0ms:1024:128:1.024ms:1ms), got '{text}'")
+
+
+def _trace_arguments(q):
+    common.add_model(q)
+    q.add_argument("--request", type=_checked(_trace_request), action="append", required=True,
+                   metavar="ARRIVAL:P:G:PREFILL:DECODE",
+                   help="a request: arrival, prompt and output tokens, declared prefill time and time per decode "
+                        "step; repeatable (input order breaks arrival ties)")
+    q.add_argument("--workers", type=common.positive_int, default=1, help="workers, one request each (default 1)")
+    q.add_argument("--kv-capacity", type=common.byte_size, default=None, metavar="BYTES",
+                   help="a shared KV budget: each request reserves its final length from start to finish")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16")
+    q.add_argument("--kv-dtype", default=None, metavar="FMT", help="KV cache format (default bf16)")
+    common.add_architecture_options(q)
+
+
+def _trace(args):
+    from ..analyses.serve import iteration
+    from ..analyses.worker_trace import worker_trace
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    requests = [_trace_request(t) for t in args.request]
+    if len(requests) > 1000 or sum(r[2] for r in requests) > 10**6:
+        raise UserError("--request: at most 1,000 requests and 10^6 output tokens in all")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    per_token = arch.kv_bytes(w.kv_dtype, 1, w.mla)
+    big = next((r for r in requests if args.kv_capacity is not None and per_token * (r[1] + r[2] - 1) > args.kv_capacity),
+               None)
+    if big:
+        raise UserError(f"a request of {big[1]} + {big[2]} tokens reserves {per_token * (big[1] + big[2] - 1):,} B of KV, "
+                        f"more than --kv-capacity {args.kv_capacity:,} B: it could never start")
+    flops = {}
+    for _, prompt, out, _, _ in requests:
+        if (prompt, out) not in flops:
+            parts = iteration.Parts(arch, w, prompt, out)
+            flops[(prompt, out)] = (iteration.totals(parts.prefill)[0], iteration.totals(parts.decode)[0])
+    return dict({"model": arch.id}, **worker_trace(requests, args.workers, per_token, args.kv_capacity, flops))
 
 
 def _blocks(text):
