@@ -29,12 +29,16 @@ KINDS = {
            "overhead) and the cores a declared per-core packet rate needs",
     "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
                    "(peer, isolation class), bytes against a budget",
+    "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
+                "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
                      "connection, round trip, model; an optional compressed variant and local comparison",
     "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
              "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
     "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
                     "barriers or independent blocks, an optional preview",
+    "trace": "a short request trace on workers that serve one request each, with declared prefill and decode "
+             "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -111,6 +115,80 @@ def _straggler(args):
         raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
     return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
                      ranks=args.ranks, k=args.k_sigma)
+
+
+def _exact_time(text):
+    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s."""
+    from fractions import Fraction
+
+    common.duration(text)   # the unit check and its message
+    raw = text.strip()
+    units = (("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)), ("min", 60),
+             ("s", 1), ("h", 3600), ("d", 86400))
+    suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
+    return Fraction(raw[:-len(suffix)].strip()) * factor
+
+
+def _pipeline_arguments(q):
+    common.add_model(q)
+    q.add_argument("--schedule", choices=("gpipe", "1f1b"), required=True,
+                   help="GPipe (all forwards, then backwards) or 1F1B (PipeDream-Flush)")
+    q.add_argument("--stages", type=common.positive_int, required=True, metavar="P",
+                   help="pipeline stages (equal runs of consecutive layers)")
+    q.add_argument("--microbatches", type=common.positive_int, required=True, metavar="M", help="micro-batches per step")
+    q.add_argument("--microbatch-size", type=common.positive_int, default=1, metavar="B",
+                   help="sequences per micro-batch (default 1)")
+    q.add_argument("--seq", type=common.tokens, required=True, metavar="T", help="tokens per sequence")
+    times = _list(_exact_time)
+    q.add_argument("--forward-times", dest="forward_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one micro-batch's forward per stage (one value for every stage, or P)")
+    q.add_argument("--backward-times", dest="backward_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one micro-batch's backward per stage (one value or P)")
+    q.add_argument("--activation-times", dest="activation_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one activation message s -> s+1 per boundary (one value or P-1)")
+    q.add_argument("--gradient-times", dest="gradient_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one gradient message s+1 -> s per boundary (one value or P-1)")
+    q.add_argument("--update-times", dest="update_times_s", type=times, default=(0,), metavar="T[,T...]",
+                   help="the optimizer update per stage after the last backward (one value or P; default 0s)")
+    q.add_argument("--setup-time", dest="setup_time_s", type=_exact_time, default=0, metavar="T",
+                   help="once per step before any micro-batch (default 0s)")
+    q.add_argument("--link", choices=("independent", "shared"), default="independent",
+                   help="one link per boundary and direction (default), or one shared half-duplex link")
+    q.add_argument("--activations", choices=("save", "recompute-silu"), default="save",
+                   help="keep SwiGLU's gate, sigmoid and up (default), or keep gate and up and recompute")
+    q.add_argument("--extra-saved-bytes", type=_list(byte_count), default=(0,), metavar="B[,B...]",
+                   help="declared extra bytes each micro-batch keeps per stage (one value or P; default 0)")
+
+
+def _per(values, count, option):
+    from ..errors import UserError
+
+    if len(values) == 1:
+        return tuple(values) * count
+    if len(values) != count:
+        raise UserError(f"{option} takes one value or {count}, got {len(values)}")
+    return tuple(values)
+
+
+def _pipeline(args):
+    from ..analyses.training_pipeline import pipeline
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    p = args.stages
+    if p < 2:
+        raise UserError("--stages must be at least 2 (a pipeline has boundaries)")
+    if args.microbatches > 4096 or p > 256:
+        raise UserError("budget pipeline schedules at most 4,096 micro-batches over 256 stages")
+    return pipeline(arch=load_model(args.model), schedule=args.schedule, link=args.link, stages=p,
+                    microbatches=args.microbatches, microbatch_size=args.microbatch_size, tokens=args.seq,
+                    forward=_per(args.forward_times_s, p, "--forward-times"),
+                    backward=_per(args.backward_times_s, p, "--backward-times"),
+                    act=_per(args.activation_times_s, p - 1, "--activation-times"),
+                    grad=_per(args.gradient_times_s, p - 1, "--gradient-times"),
+                    update=_per(args.update_times_s, p, "--update-times"), setup=args.setup_time_s,
+                    activations=args.activations,
+                    extra_saved=_per(args.extra_saved_bytes, p, "--extra-saved-bytes"))
 
 
 def _exact(text, what, low=0, high=10**30):
@@ -313,6 +391,58 @@ def _audio(args):
                             control_delay_ns=args.control_delay_ns, device_quantum_ns=args.device_quantum_ns)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _trace_request(text):
+    """ARRIVAL:P:G:PREFILL:DECODE: 0ms:1024:128:1.024ms:1ms (times with units, whole ns)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 5:
+            raise argparse.ArgumentTypeError(text)
+        prompt, out = common.positive_int(parts[1]), common.positive_int(parts[2])
+        return exact_ns(parts[0]), prompt, out, exact_ns(parts[3]), exact_ns(parts[4])
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be ARRIVAL:P:G:PREFILL:DECODE (times with units: "
+                                         f"0ms:1024:128:1.024ms:1ms), got '{text}'")
+
+
+def _trace_arguments(q):
+    common.add_model(q)
+    q.add_argument("--request", type=_checked(_trace_request), action="append", required=True,
+                   metavar="ARRIVAL:P:G:PREFILL:DECODE",
+                   help="a request: arrival, prompt and output tokens, declared prefill time and time per decode "
+                        "step; repeatable (input order breaks arrival ties)")
+    q.add_argument("--workers", type=common.positive_int, default=1, help="workers, one request each (default 1)")
+    q.add_argument("--kv-capacity", type=common.byte_size, default=None, metavar="BYTES",
+                   help="a shared KV budget: each request reserves its final length from start to finish")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16")
+    q.add_argument("--kv-dtype", default=None, metavar="FMT", help="KV cache format (default bf16)")
+    common.add_architecture_options(q)
+
+
+def _trace(args):
+    from ..analyses.serve import iteration
+    from ..analyses.worker_trace import worker_trace
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    requests = [_trace_request(t) for t in args.request]
+    if len(requests) > 1000 or sum(r[2] for r in requests) > 10**6:
+        raise UserError("--request: at most 1,000 requests and 10^6 output tokens in all")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    per_token = arch.kv_bytes(w.kv_dtype, 1, w.mla)
+    big = next((r for r in requests if args.kv_capacity is not None and per_token * (r[1] + r[2] - 1) > args.kv_capacity),
+               None)
+    if big:
+        raise UserError(f"a request of {big[1]} + {big[2]} tokens reserves {per_token * (big[1] + big[2] - 1):,} B of KV, "
+                        f"more than --kv-capacity {args.kv_capacity:,} B: it could never start")
+    flops = {}
+    for _, prompt, out, _, _ in requests:
+        if (prompt, out) not in flops:
+            parts = iteration.Parts(arch, w, prompt, out)
+            flops[(prompt, out)] = (iteration.totals(parts.prefill)[0], iteration.totals(parts.decode)[0])
+    return dict({"model": arch.id}, **worker_trace(requests, args.workers, per_token, args.kv_capacity, flops))
 
 
 def _blocks(text):
