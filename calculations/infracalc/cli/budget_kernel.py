@@ -6,6 +6,15 @@ record; cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's 
 
 from . import common
 
+MAX_STEPS = 1024   # tiles, blocks, lanes or banks one schedule lists (its rows are printed)
+
+
+def _at_most(count, what):
+    from ..errors import UserError
+
+    if count > MAX_STEPS:
+        raise UserError(f"{count:,} {what} exceed the {MAX_STEPS:,} this schedule lists; use fewer or larger ones")
+
 
 def _bank_arguments(q):
     from ..analyses.bank_mapping import ACCESSES
@@ -29,6 +38,7 @@ def _bank(args):
     from ..analyses.bank_mapping import bank_budget
     from ..errors import UserError
 
+    _at_most(max(args.lanes, args.banks), "lanes or banks")
     if args.stride_words < args.tile_columns:
         raise UserError(f"--stride-words {args.stride_words} is below the {args.tile_columns} words of a row")
     if args.lanes > {"row": args.tile_columns, "column": args.tile_rows}.get(args.access, args.lanes):
@@ -409,6 +419,7 @@ def _persistent(args):
     from ..analyses.persistent_tiles import persistent_tiles
     from ..load.models import load_model
 
+    _at_most(-(-args.tokens // args.tile_rows), "tiles")
     arch = load_model(args.model)
     mlp = first_gated_mlp(arch)
     return dict({"model": arch.id}, **persistent_tiles(
@@ -436,6 +447,7 @@ def _stream_buffer(args):
     from ..errors import UserError
     from ..load.models import load_model
 
+    _at_most(args.blocks, "blocks")
     arch = load_model(args.model)
     head_dim = _geometry(arch)[2]
     if not head_dim:
@@ -463,6 +475,7 @@ def _host_transfer(args):
     from ..analyses.slot_pipelines import host_transfer
     from ..load.models import load_model
 
+    _at_most(args.blocks, "blocks")
     arch = load_model(args.model)
     return dict({"model": arch.id}, **host_transfer(
         block_bytes=2 * args.tokens * arch.hidden_size, blocks=args.blocks, host_slots=args.host_slots,
