@@ -39,6 +39,8 @@ KINDS = {
                     "barriers or independent blocks, an optional preview",
     "trace": "a short request trace on workers that serve one request each, with declared prefill and decode "
              "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
+    "routing": "routing between priced services with a prefix cache: attempt costs, cost per quality and per "
+               "quality-and-deadline success, the cost crossover hit fraction",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -516,6 +518,64 @@ def _image_stream(args):
                           download_bits_per_s=args.download_rate, forward_s=args.forward_delay,
                           reverse_s=args.reverse_delay, prepare_s=args.prepare_time, connection_s=args.connection_time,
                           assembly_s=args.assembly_time, preview=preview)
+
+
+_CANDIDATE_KEYS = {"input": "input_price", "cache": "cache_price", "output": "output_price", "reasoning": "reasoning",
+                   "visible": "visible", "quality": "quality", "hit": "hit", "hit-time": "hit_s", "miss-time": "miss_s"}
+
+
+def _candidate(text):
+    """NAME,input=P,cache=P,output=P,reasoning=N,visible=N,quality=Q,hit=F,hit-time=T,miss-time=T."""
+    name, *items = [t.strip() for t in text.split(",")]
+    c = {"name": name}
+    try:
+        for item in items:
+            key, eq, value = item.partition("=")
+            if not eq or key not in _CANDIDATE_KEYS or _CANDIDATE_KEYS[key] in c:
+                raise argparse.ArgumentTypeError(item)
+            if key in ("hit-time", "miss-time"):
+                parsed = exact_seconds(value)
+            elif key in ("quality", "hit"):
+                parsed = Fraction(_exact(value, "a probability", 0, 1))
+            elif key in ("reasoning", "visible"):
+                parsed = common.non_negative_int(value)
+            else:
+                parsed = Fraction(_exact(value, "a price per million tokens"))
+            c[_CANDIDATE_KEYS[key]] = parsed
+        if not name or "=" in name or len(c) != len(_CANDIDATE_KEYS) + 1 or not c["quality"]:
+            raise argparse.ArgumentTypeError(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be NAME,input=P,cache=P,output=P,reasoning=N,visible=N,quality=Q,hit=F,hit-time=T,miss-time=T "
+            f"(prices per million tokens, every key once, quality > 0), got '{text}'")
+    return c
+
+
+def _routing_arguments(q):
+    q.add_argument("--candidate", type=_checked(_candidate), action="append", required=True,
+                   metavar="NAME,KEY=VALUE,...",
+                   help="a service: input, cache, output prices per million tokens, reasoning and visible output "
+                        "tokens, quality probability, prefix hit fraction, hit-time and miss-time; repeatable, "
+                        "the first is the reference")
+    q.add_argument("--fresh-tokens", type=common.non_negative_int, required=True, metavar="N",
+                   help="input tokens outside the shared prefix")
+    q.add_argument("--prefix-tokens", type=common.non_negative_int, required=True, metavar="N",
+                   help="shared prefix tokens (cached on a hit)")
+    q.add_argument("--deadline", type=exact_seconds, required=True, metavar="T", help="request deadline (e.g. 6s)")
+    q.add_argument("--target", type=_share, default="9/10", metavar="F",
+                   help="joint quality-and-deadline target (default 9/10)")
+    q.add_argument("--tasks", type=common.positive_int, default=1, metavar="N", help="submitted tasks (default 1)")
+
+
+def _routing(args):
+    from ..analyses.routing_cost import routing_cost
+    from ..errors import UserError
+
+    candidates = [_candidate(t) for t in args.candidate]
+    if len({c["name"] for c in candidates}) != len(candidates):
+        raise UserError("--candidate names must be distinct")
+    return routing_cost(candidates=candidates, fresh=args.fresh_tokens, prefix=args.prefix_tokens, tasks=args.tasks,
+                        deadline_s=args.deadline, target=Fraction(args.target))
 
 
 _RETRY_FIELDS = {"cost": "cost", "time": "seconds", "cpu": "cpu_seconds", "resident": "resident_bytes"}
