@@ -325,7 +325,8 @@ def training_prediction(case, factor=None):
     vp = s["layout"].get("vp", 1) or 1
     schedule = ({"schedule": "interleaved", "chunks": vp} if vp > 1 and lay.pp > 1
                 else {"schedule": recipe["schedule"]} if "schedule" in recipe else {})
-    got = predicted_step(arch, w, lay, device, factor=k, recompute=recipe["recompute"], zero=recipe["zero"],
+    recompute = s.get("recompute", recipe["recompute"])   # the row's own, where the source prints it
+    got = predicted_step(arch, w, lay, device, factor=k, recompute=recompute, zero=recipe["zero"],
                          overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"], **schedule)
     if got is None:
         return None, None
