@@ -197,6 +197,21 @@ class TrainingRecipe(unittest.TestCase):
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "torchtitan-llama3-8b-bf16-a100-x64.json"))
         self.assertEqual(VP.training_prediction(case, 1.0)[1].schedule, "1f1b")
 
+    def test_the_rows_own_checkpointing(self):
+        # torchtitan's table prints the activation checkpointing per row: 70B 'full', 13B 'no'.
+        # Full recompute runs every layer's forward again, so its step exceeds the same case's
+        # step under the recipe's default (selective) by at least the layers' forward compute.
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "torchtitan-llama3-70b-bf16-a100-x64.json"))
+        self.assertEqual(case["setup"]["recompute"], "full")
+        _, full = VP.training_prediction(case, 1.0)
+        del case["setup"]["recompute"]
+        _, default = VP.training_prediction(case, 1.0)
+        st = full.stages[0]
+        self.assertGreater(st.compute.recompute, 0.9 * st.compute.forward)
+        self.assertGreater(full.step_s, default.step_s)
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "torchtitan-llama2-13b-bf16-a100-x64.json"))
+        self.assertEqual(VP.training_prediction(case, 1.0)[1].stages[0].compute.recompute, 0.0)
+
 
 class TpOverlap(unittest.TestCase):
     def test_tp_exposed_beyond_the_phase_compute(self):

@@ -296,7 +296,7 @@ def _header(arch, w, device, r, ce, me):
         "schema_version": SCHEMA_VERSION,
         "command": "decode",
         "model": model_record(arch),
-        "device": device_record(device, r, w.compute_dtype, ce, me),
+        "device": device_record(device, w.compute_dtype, ce, me),
     }
 
 

@@ -115,7 +115,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         "schema_version": SCHEMA_VERSION,
         "command": "forward",
         "model": model_record(arch),
-        "device": device_record(device, r, w.compute_dtype, compute_efficiency, memory_efficiency),
+        "device": device_record(device, w.compute_dtype, compute_efficiency, memory_efficiency),
         "inputs": workload_record(w, arch),
         "conventions": conventions(w) + [PREDICTION_CONVENTION] + ([PER_LAYER] if per_layer else []),
         **({"per_layer": True} if per_layer else {}),

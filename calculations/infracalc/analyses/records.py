@@ -50,7 +50,9 @@ def model_record(arch):
     return rec
 
 
-def device_record(device, r, compute_dtype, compute_efficiency, memory_efficiency):
+def device_record(device, compute_dtype, compute_efficiency, memory_efficiency):
+    """The one device record every command prints: the part, its peak at the compute format,
+    its memory and bandwidth, and the efficiency factors in force."""
     return {
         "id": device.id,
         "name": device.name,
@@ -65,6 +67,18 @@ def device_record(device, r, compute_dtype, compute_efficiency, memory_efficienc
         "compute_efficiency": compute_efficiency,
         "memory_efficiency": memory_efficiency,
     }
+
+
+def links_record(links):
+    """{tier: the Link's figures, or None} of a {"up": Link, "out": Link} mapping (comm.links):
+    the one link record every command prints (parallel, train, collective)."""
+    out = {}
+    for name, link in links.items():
+        out[name] = None if link is None else {
+            "name": link.name, "bytes_per_s": link.bytes_per_s, "alpha_s": link.alpha_s,
+            "efficiency": link.efficiency, "topology": link.topology, "domain_size": link.domain_size,
+            "in_network_reduce": link.in_network_reduce, "assumptions": list(link.assumptions)}
+    return out
 
 
 def workload_record(w, arch=None):

@@ -13,7 +13,7 @@ from ..errors import UserError
 from ..record import Record
 from . import ranking, train_flops, train_memory, train_time
 from .memory import binding_stage
-from .records import SCHEMA_VERSION, model_record
+from .records import SCHEMA_VERSION, device_record, links_record, model_record
 
 CONVENTIONS = (
     "Training pass = the forward ledger with the output head on every position plus a "
@@ -357,11 +357,6 @@ def check_formats(w):
                         f"got {w.act_dtype.name}")
 
 
-def _device_record(device):
-    return {"id": device.id, "name": device.name, "memory_bytes": device.memory_bytes,
-            "memory_convention": device.memory_convention}
-
-
 def _inputs(w, lay, s, global_batch, links):
     return {
         "devices": lay.devices, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
@@ -378,9 +373,7 @@ def _inputs(w, lay, s, global_batch, links):
         "act_dtype": w.act_dtype.name, "schedule": s.schedule, "virtual_stages": s.chunks,
         "overlap_dp": s.overlap_dp, "compute_efficiency": s.compute_efficiency,
         "memory_efficiency": s.memory_efficiency,
-        "links": {k: None if v is None else {"name": v.name, "bytes_per_s": v.bytes_per_s, "alpha_s": v.alpha_s,
-                                              "efficiency": v.efficiency, "assumptions": list(v.assumptions)}
-                  for k, v in links.items()},
+        "links": links_record(links),
     }
 
 
@@ -401,7 +394,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
         "schema_version": SCHEMA_VERSION,
         "command": "train",
         "model": model_record(arch),
-        "device": _device_record(device),
+        "device": device_record(device, w.compute_dtype, s.compute_efficiency, s.memory_efficiency),
         "inputs": _inputs(w, lay, s, global_batch, links),
         "flops_per_step": _flops_record(st),
         "closed_forms": [{"name": c.name, "formula": c.formula, "flops": c.flops,
@@ -574,7 +567,7 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         "schema_version": SCHEMA_VERSION,
         "command": "train --search",
         "model": model_record(arch),
-        "device": _device_record(device),
+        "device": device_record(device, w.compute_dtype, s.compute_efficiency, s.memory_efficiency),
         "inputs": {**_inputs(w, placement.Layout(dp=devices), s, global_batch, links),
                    "objective": objective, "top": top, "cp_values": list(cps)},
         "model_flops_per_step": st.model_flops,

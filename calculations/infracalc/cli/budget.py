@@ -33,12 +33,18 @@ KINDS = {
                       "final backlog, excess demand, compatibility",
     "feedback-queue": "a fluid queue whose arrival rate drops after a declared feedback delay, with a finite "
                       "buffer: backlog at feedback, drops, drain",
+    "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
+                "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
                      "connection, round trip, model; an optional compressed variant and local comparison",
     "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
              "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
     "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
                     "barriers or independent blocks, an optional preview",
+    "trace": "a short request trace on workers that serve one request each, with declared prefill and decode "
+             "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
+    "routing": "routing between priced services with a prefix cache: attempt costs, cost per quality and per "
+               "quality-and-deadline success, the cost crossover hit fraction",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -51,6 +57,12 @@ KINDS = {
            "durations or resources: finish, critical path, serial work",
     "microbatch": "two micro-batches of a layer's FFN: full, split serial, ideal overlap and a declared joint "
                   "window (contention) as task graphs",
+    "graph": "CUDA-graph boundary of one layer: eager, copy, indirect and direct-output paths with declared "
+             "costs, their payback calls, the padded FFN work, a configuration pipeline",
+    "deployment": "per-shape dispatch among declared candidate timings against the best uniform candidate: "
+                  "frequency-weighted cost, validation fallback, payback calls of the extra preparation",
+    "specialization": "shape policies of one FFN layer: generic, bucket padding, per-shape compilation with "
+                      "declared rates, preparation and cache; the cheapest lifetime",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -103,6 +115,80 @@ def _straggler(args):
         raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
     return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
                      ranks=args.ranks, k=args.k_sigma)
+
+
+def _exact_time(text):
+    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s."""
+    from fractions import Fraction
+
+    common.duration(text)   # the unit check and its message
+    raw = text.strip()
+    units = (("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)), ("min", 60),
+             ("s", 1), ("h", 3600), ("d", 86400))
+    suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
+    return Fraction(raw[:-len(suffix)].strip()) * factor
+
+
+def _pipeline_arguments(q):
+    common.add_model(q)
+    q.add_argument("--schedule", choices=("gpipe", "1f1b"), required=True,
+                   help="GPipe (all forwards, then backwards) or 1F1B (PipeDream-Flush)")
+    q.add_argument("--stages", type=common.positive_int, required=True, metavar="P",
+                   help="pipeline stages (equal runs of consecutive layers)")
+    q.add_argument("--microbatches", type=common.positive_int, required=True, metavar="M", help="micro-batches per step")
+    q.add_argument("--microbatch-size", type=common.positive_int, default=1, metavar="B",
+                   help="sequences per micro-batch (default 1)")
+    q.add_argument("--seq", type=common.tokens, required=True, metavar="T", help="tokens per sequence")
+    times = _list(_exact_time)
+    q.add_argument("--forward-times", dest="forward_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one micro-batch's forward per stage (one value for every stage, or P)")
+    q.add_argument("--backward-times", dest="backward_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one micro-batch's backward per stage (one value or P)")
+    q.add_argument("--activation-times", dest="activation_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one activation message s -> s+1 per boundary (one value or P-1)")
+    q.add_argument("--gradient-times", dest="gradient_times_s", type=times, required=True, metavar="T[,T...]",
+                   help="one gradient message s+1 -> s per boundary (one value or P-1)")
+    q.add_argument("--update-times", dest="update_times_s", type=times, default=(0,), metavar="T[,T...]",
+                   help="the optimizer update per stage after the last backward (one value or P; default 0s)")
+    q.add_argument("--setup-time", dest="setup_time_s", type=_exact_time, default=0, metavar="T",
+                   help="once per step before any micro-batch (default 0s)")
+    q.add_argument("--link", choices=("independent", "shared"), default="independent",
+                   help="one link per boundary and direction (default), or one shared half-duplex link")
+    q.add_argument("--activations", choices=("save", "recompute-silu"), default="save",
+                   help="keep SwiGLU's gate, sigmoid and up (default), or keep gate and up and recompute")
+    q.add_argument("--extra-saved-bytes", type=_list(byte_count), default=(0,), metavar="B[,B...]",
+                   help="declared extra bytes each micro-batch keeps per stage (one value or P; default 0)")
+
+
+def _per(values, count, option):
+    from ..errors import UserError
+
+    if len(values) == 1:
+        return tuple(values) * count
+    if len(values) != count:
+        raise UserError(f"{option} takes one value or {count}, got {len(values)}")
+    return tuple(values)
+
+
+def _pipeline(args):
+    from ..analyses.training_pipeline import pipeline
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    p = args.stages
+    if p < 2:
+        raise UserError("--stages must be at least 2 (a pipeline has boundaries)")
+    if args.microbatches > 4096 or p > 256:
+        raise UserError("budget pipeline schedules at most 4,096 micro-batches over 256 stages")
+    return pipeline(arch=load_model(args.model), schedule=args.schedule, link=args.link, stages=p,
+                    microbatches=args.microbatches, microbatch_size=args.microbatch_size, tokens=args.seq,
+                    forward=_per(args.forward_times_s, p, "--forward-times"),
+                    backward=_per(args.backward_times_s, p, "--backward-times"),
+                    act=_per(args.activation_times_s, p - 1, "--activation-times"),
+                    grad=_per(args.gradient_times_s, p - 1, "--gradient-times"),
+                    update=_per(args.update_times_s, p, "--update-times"), setup=args.setup_time_s,
+                    activations=args.activations,
+                    extra_saved=_per(args.extra_saved_bytes, p, "--extra-saved-bytes"))
 
 
 def _exact(text, what, low=0, high=10**30):
@@ -307,6 +393,58 @@ def _audio(args):
         raise UserError(str(e))
 
 
+def _trace_request(text):
+    """ARRIVAL:P:G:PREFILL:DECODE: 0ms:1024:128:1.024ms:1ms (times with units, whole ns)."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 5:
+            raise argparse.ArgumentTypeError(text)
+        prompt, out = common.positive_int(parts[1]), common.positive_int(parts[2])
+        return exact_ns(parts[0]), prompt, out, exact_ns(parts[3]), exact_ns(parts[4])
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be ARRIVAL:P:G:PREFILL:DECODE (times with units: "
+                                         f"0ms:1024:128:1.024ms:1ms), got '{text}'")
+
+
+def _trace_arguments(q):
+    common.add_model(q)
+    q.add_argument("--request", type=_checked(_trace_request), action="append", required=True,
+                   metavar="ARRIVAL:P:G:PREFILL:DECODE",
+                   help="a request: arrival, prompt and output tokens, declared prefill time and time per decode "
+                        "step; repeatable (input order breaks arrival ties)")
+    q.add_argument("--workers", type=common.positive_int, default=1, help="workers, one request each (default 1)")
+    q.add_argument("--kv-capacity", type=common.byte_size, default=None, metavar="BYTES",
+                   help="a shared KV budget: each request reserves its final length from start to finish")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16")
+    q.add_argument("--kv-dtype", default=None, metavar="FMT", help="KV cache format (default bf16)")
+    common.add_architecture_options(q)
+
+
+def _trace(args):
+    from ..analyses.serve import iteration
+    from ..analyses.worker_trace import worker_trace
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    requests = [_trace_request(t) for t in args.request]
+    if len(requests) > 1000 or sum(r[2] for r in requests) > 10**6:
+        raise UserError("--request: at most 1,000 requests and 10^6 output tokens in all")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    per_token = arch.kv_bytes(w.kv_dtype, 1, w.mla)
+    big = next((r for r in requests if args.kv_capacity is not None and per_token * (r[1] + r[2] - 1) > args.kv_capacity),
+               None)
+    if big:
+        raise UserError(f"a request of {big[1]} + {big[2]} tokens reserves {per_token * (big[1] + big[2] - 1):,} B of KV, "
+                        f"more than --kv-capacity {args.kv_capacity:,} B: it could never start")
+    flops = {}
+    for _, prompt, out, _, _ in requests:
+        if (prompt, out) not in flops:
+            parts = iteration.Parts(arch, w, prompt, out)
+            flops[(prompt, out)] = (iteration.totals(parts.prefill)[0], iteration.totals(parts.decode)[0])
+    return dict({"model": arch.id}, **worker_trace(requests, args.workers, per_token, args.kv_capacity, flops))
+
+
 def _blocks(text):
     """Blocks IN:OUT:PROCESS:ENCODE,...: 10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s."""
     out = []
@@ -378,6 +516,64 @@ def _image_stream(args):
                           download_bits_per_s=args.download_rate, forward_s=args.forward_delay,
                           reverse_s=args.reverse_delay, prepare_s=args.prepare_time, connection_s=args.connection_time,
                           assembly_s=args.assembly_time, preview=preview)
+
+
+_CANDIDATE_KEYS = {"input": "input_price", "cache": "cache_price", "output": "output_price", "reasoning": "reasoning",
+                   "visible": "visible", "quality": "quality", "hit": "hit", "hit-time": "hit_s", "miss-time": "miss_s"}
+
+
+def _candidate(text):
+    """NAME,input=P,cache=P,output=P,reasoning=N,visible=N,quality=Q,hit=F,hit-time=T,miss-time=T."""
+    name, *items = [t.strip() for t in text.split(",")]
+    c = {"name": name}
+    try:
+        for item in items:
+            key, eq, value = item.partition("=")
+            if not eq or key not in _CANDIDATE_KEYS or _CANDIDATE_KEYS[key] in c:
+                raise argparse.ArgumentTypeError(item)
+            if key in ("hit-time", "miss-time"):
+                parsed = exact_seconds(value)
+            elif key in ("quality", "hit"):
+                parsed = Fraction(_exact(value, "a probability", 0, 1))
+            elif key in ("reasoning", "visible"):
+                parsed = common.non_negative_int(value)
+            else:
+                parsed = Fraction(_exact(value, "a price per million tokens"))
+            c[_CANDIDATE_KEYS[key]] = parsed
+        if not name or "=" in name or len(c) != len(_CANDIDATE_KEYS) + 1 or not c["quality"]:
+            raise argparse.ArgumentTypeError(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be NAME,input=P,cache=P,output=P,reasoning=N,visible=N,quality=Q,hit=F,hit-time=T,miss-time=T "
+            f"(prices per million tokens, every key once, quality > 0), got '{text}'")
+    return c
+
+
+def _routing_arguments(q):
+    q.add_argument("--candidate", type=_checked(_candidate), action="append", required=True,
+                   metavar="NAME,KEY=VALUE,...",
+                   help="a service: input, cache, output prices per million tokens, reasoning and visible output "
+                        "tokens, quality probability, prefix hit fraction, hit-time and miss-time; repeatable, "
+                        "the first is the reference")
+    q.add_argument("--fresh-tokens", type=common.non_negative_int, required=True, metavar="N",
+                   help="input tokens outside the shared prefix")
+    q.add_argument("--prefix-tokens", type=common.non_negative_int, required=True, metavar="N",
+                   help="shared prefix tokens (cached on a hit)")
+    q.add_argument("--deadline", type=exact_seconds, required=True, metavar="T", help="request deadline (e.g. 6s)")
+    q.add_argument("--target", type=_share, default="9/10", metavar="F",
+                   help="joint quality-and-deadline target (default 9/10)")
+    q.add_argument("--tasks", type=common.positive_int, default=1, metavar="N", help="submitted tasks (default 1)")
+
+
+def _routing(args):
+    from ..analyses.routing_cost import routing_cost
+    from ..errors import UserError
+
+    candidates = [_candidate(t) for t in args.candidate]
+    if len({c["name"] for c in candidates}) != len(candidates):
+        raise UserError("--candidate names must be distinct")
+    return routing_cost(candidates=candidates, fresh=args.fresh_tokens, prefix=args.prefix_tokens, tasks=args.tasks,
+                        deadline_s=args.deadline, target=Fraction(args.target))
 
 
 _RETRY_FIELDS = {"cost": "cost", "time": "seconds", "cpu": "cpu_seconds", "resident": "resident_bytes"}
@@ -1051,3 +1247,5 @@ from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
 from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
 from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
+from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
+from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -212,3 +212,168 @@ def _microbatch(args):
                  "matrix_flops": 2 * args.tokens * params,
                  "micro_batch_matrix_flops": [2 * first * params, 2 * (args.tokens - first) * params],
                  "split_weight_reads_bytes": 4 * params}, **out)
+
+
+def _whole(parse, what):
+    """An argument type: `parse`, then a whole positive number (exact integers of bytes/s or FLOP/s)."""
+    def read(text):
+        import argparse
+
+        value = parse(text)
+        if value != int(value) or value < 1:
+            raise argparse.ArgumentTypeError(f"must be a whole {what}, got '{text}'")
+        return int(value)
+    return read
+
+
+def flop_rate(text):
+    """A declared FLOP/s: 100T, 2.5e14, 250000000000000."""
+    import argparse
+    from fractions import Fraction
+
+    raw = text.strip()
+    scale = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}.get(raw[-1:], 1)
+    number = raw[:-1] if scale > 1 else raw
+    try:
+        value = Fraction(number) * scale if len(raw) < 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value < 1 or value.denominator != 1:
+        raise argparse.ArgumentTypeError(f"must be a whole FLOP/s such as 100T or 2.5e14, got '{text}'")
+    return int(value)
+
+
+def _graph_arguments(q):
+    common.add_model(q)
+    add = q.add_argument
+    add("--input-tokens", type=common.positive_int, default=256, help="rows of the external input (default 256)")
+    add("--real-tokens", type=common.positive_int, default=1536, help="real rows of the padded batch (default 1536)")
+    add("--padded-tokens", type=common.positive_int, default=2048, help="rows the graph is captured for (default 2048)")
+    add("--copy-bw", type=_whole(common.bandwidth, "bytes/s"), default=2 * 10**12, metavar="BW",
+        help="declared copy traffic rate, read + write (default 2TB/s)")
+    for flag, ns, what in (("--device-time", "20us", "device time of the layer"),
+                           ("--submit", "20us", "exposed submission wait of the eager path"),
+                           ("--replay", "3us", "graph replay cost"), ("--metadata", "2us", "graph metadata update"),
+                           ("--indirect", "6us", "indirect addressing cost"),
+                           ("--config-time", "20us", "host configuration time of one pipeline segment")):
+        add(flag, type=_as_given(exact_ns), default=ns, metavar="T", help=f"{what} (declared; default {ns})")
+    add("--setup", type=_as_given(exact_ns), default="1s", metavar="T", help="one-off capture of a graph path (default 1s)")
+    add("--calls", type=common.positive_int, default=100000, help="calls over the instance's life (default 100000)")
+    add("--segments", type=common.positive_int, default=100, help="configuration pipeline segments (default 100)")
+    add("--device-speedup", type=common.positive_int, default=4, help="device speedup of the variants (default 4)")
+    add("--config-speedup", type=common.positive_int, default=4, help="host speedup of the last variant (default 4)")
+
+
+def _graph(args):
+    from ..analyses.fusion import first_gated_mlp
+    from ..analyses.runtime_choices import graph_boundary
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.padded_tokens < args.real_tokens:
+        raise UserError(f"--padded-tokens {args.padded_tokens} is below --real-tokens {args.real_tokens}")
+    arch = load_model(args.model)
+    mlp = first_gated_mlp(arch)
+    out = graph_boundary(hidden=arch.hidden_size, inter=mlp.inter, input_tokens=args.input_tokens,
+                         real_tokens=args.real_tokens, padded_tokens=args.padded_tokens, copy_bytes_per_s=args.copy_bw,
+                         device_ns=exact_ns(args.device_time), submit_ns=exact_ns(args.submit),
+                         replay_ns=exact_ns(args.replay), metadata_ns=exact_ns(args.metadata),
+                         indirect_ns=exact_ns(args.indirect), setup_ns=exact_ns(args.setup), calls=args.calls,
+                         config_ns=exact_ns(args.config_time), segments=args.segments,
+                         device_speedup=args.device_speedup, config_speedup=args.config_speedup)
+    return dict({"model": arch.id}, **out)
+
+
+def _deployment_shape(text):
+    """NAME:CALLS:BASELINE:CAND=T,CAND=T."""
+    import argparse
+
+    parts = text.split(":")
+    if len(parts) != 4 or not parts[0] or common.digits(parts[1]) is None:
+        raise argparse.ArgumentTypeError(f"must be NAME:CALLS:BASELINE:CAND=T,CAND=T (x:1:100us:A=10us,B=50us), "
+                                         f"got '{text}'")
+    cands = dict(_assignment(exact_ns)(c) for c in parts[3].split(",") if c)
+    if "baseline" in cands or any(v <= 0 for v in cands.values()) or exact_ns(parts[2]) <= 0:
+        raise argparse.ArgumentTypeError(f"times must be positive and no candidate may be named baseline: '{text}'")
+    return parts[0], int(parts[1]), exact_ns(parts[2]), cands
+
+
+def _deployment_arguments(q):
+    q.add_argument("--shape", type=_as_given(_deployment_shape), action="append", required=True,
+                   metavar="NAME:CALLS:BASELINE:CAND=T,...", help="a shape, its calls per cohort, baseline and candidate times")
+    q.add_argument("--invalid", action="append", default=[], metavar="SHAPE:CAND",
+                   help="a candidate that failed validation on a shape (falls back to the baseline; repeatable)")
+    q.add_argument("--dispatch", type=_as_given(exact_ns), default="0ns", metavar="T",
+                   help="dispatch cost per call of per-shape selection (default 0ns)")
+    q.add_argument("--extra-setup", type=_as_given(exact_ns), default="600s", metavar="T",
+                   help="extra preparation of per-shape dispatch over the best uniform candidate (default 600s)")
+    q.add_argument("--repetitions", type=common.positive_int, default=1, help="cohorts over the life (default 1)")
+
+
+def _deployment(args):
+    from ..analyses.runtime_choices import deployment
+    from ..errors import UserError
+
+    shapes = [_deployment_shape(s) for s in args.shape]
+    names = [s[0] for s in shapes]
+    if len(set(names)) != len(names):
+        raise UserError("--shape names a shape twice")
+    if sum(s[1] for s in shapes) == 0:
+        raise UserError("the shapes' calls sum to 0")
+    failed = {n: set() for n in names}
+    for item in args.invalid:
+        shape, _, cand = item.partition(":")
+        if shape not in failed or cand not in shapes[names.index(shape)][3]:
+            raise UserError(f"--invalid {item}: not a SHAPE:CANDIDATE of the given shapes")
+        failed[shape].add(cand)
+    return deployment([s + (failed[s[0]],) for s in shapes], dispatch_ns=exact_ns(args.dispatch),
+                      extra_setup_ns=exact_ns(args.extra_setup), repetitions=args.repetitions)
+
+
+def _shape_count(text):
+    import argparse
+
+    tokens, _, count = text.partition(":")
+    if common.digits(tokens) is None or common.digits(count) is None or not int(tokens) or not int(count):
+        raise argparse.ArgumentTypeError(f"must be TOKENS:CALLS of positive integers (256:8), got '{text}'")
+    return text
+
+
+def _specialization_arguments(q):
+    common.add_model(q)
+    q.add_argument("--shape", type=_shape_count, action="append", required=True, metavar="TOKENS:CALLS",
+                   help="a shape's rows and calls per cohort (repeatable)")
+    q.add_argument("--buckets", type=common.positive_ints, required=True, metavar="B,B", help="bucket sizes in rows")
+    q.add_argument("--specialized", type=common.positive_ints, required=True, metavar="T,T",
+                   help="shapes compiled for their exact rows")
+    q.add_argument("--cached", action="append", default=[], metavar="ARTIFACT",
+                   help="an artifact already prepared: generic, bucket:B or specialized:T (repeatable)")
+    q.add_argument("--repetitions", type=common.positive_int, required=True, help="cohorts over the instance's life")
+    for kind, rate, ms in (("generic", "100T", "100ms"), ("bucket", "200T", "200ms"), ("specialized", "250T", "300ms")):
+        q.add_argument(f"--{kind}-rate", type=flop_rate, default=rate, metavar="FLOP/S",
+                       help=f"declared matrix rate of the {kind} code (default {rate})")
+        q.add_argument(f"--{kind}-compile", type=_as_given(exact_ns), default=ms, metavar="T",
+                       help=f"preparation of one {kind} artifact (default {ms})")
+
+
+def _specialization(args):
+    from ..analyses.fusion import first_gated_mlp
+    from ..analyses.runtime_choices import specialization
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    shapes = [tuple(int(x) for x in s.split(":")) for s in args.shape]
+    if len({t for t, _ in shapes}) != len(shapes):
+        raise UserError("--shape gives the same rows twice")
+    known = {"generic"} | {f"bucket:{b}" for b in args.buckets} | {f"specialized:{t}" for t in args.specialized}
+    bad = next((c for c in args.cached if c not in known), None)
+    if bad:
+        raise UserError(f"--cached {bad} is not an artifact of the policies ({', '.join(sorted(known))})")
+    arch = load_model(args.model)
+    mlp = first_gated_mlp(arch)
+    kinds = ("generic", "bucket", "specialized")
+    return dict({"model": arch.id}, **specialization(
+        hidden=arch.hidden_size, inter=mlp.inter, shapes=shapes, buckets=args.buckets, specialized=args.specialized,
+        cached=set(args.cached), repetitions=args.repetitions,
+        rates={k: getattr(args, f"{k}_rate") for k in kinds},
+        compile_ns={k: exact_ns(getattr(args, f"{k}_compile")) for k in kinds}))

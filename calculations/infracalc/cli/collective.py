@@ -59,7 +59,7 @@ def run(args):
         return _ring(args)
     from .. import comm
     from ..analyses.collective import record, sizes
-    from ..analyses.parallel.records import links_record
+    from ..analyses.records import links_record
     from ..render import collective as render
 
     from ..load.hardware import load_device

@@ -9,11 +9,15 @@ from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
+from ..analyses.routing_cost import ROUTING_CONVENTIONS
+from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
+from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
     "straggler": [
@@ -49,14 +53,20 @@ CONVENTIONS = {
     "bank": BANK_CONVENTIONS,
     "dag": TASK_GRAPH_CONVENTIONS,
     "microbatch": TASK_GRAPH_CONVENTIONS,
+    "graph": GRAPH_CONVENTIONS,
+    "deployment": DEPLOYMENT_CONVENTIONS,
+    "specialization": SPECIALIZATION_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "periodic-queue": FLUID_CONVENTIONS,
     "feedback-queue": FLUID_CONVENTIONS,
+    "pipeline": PIPELINE_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
     "retry": RETRY_CONVENTIONS,
+    "routing": ROUTING_CONVENTIONS,
+    "trace": TRACE_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "

@@ -5,7 +5,7 @@ from ...collectives import ceil_div
 from ...errors import UserError
 from .. import mla_path
 from ..memory import RESERVE_RULE, cache_room, engine_defaults
-from ..records import CONVENTIONS, SCHEMA_VERSION, device_record, model_record, workload_record
+from ..records import CONVENTIONS, SCHEMA_VERSION, device_record, links_record, model_record, workload_record
 from ..serving import SERVING_CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, PARALLEL_CONVENTIONS, SERVING_LAYOUT, comm_conventions
 from .communication import tier
@@ -118,21 +118,10 @@ def inputs_record(plan, batch):
     return rec
 
 
-def links_record(links):
-    """{tier: the Link's figures, or None} of a {"up": Link, "out": Link} mapping (comm.links)."""
-    out = {}
-    for name, link in links.items():
-        out[name] = None if link is None else {
-            "name": link.name, "bytes_per_s": link.bytes_per_s, "alpha_s": link.alpha_s,
-            "efficiency": link.efficiency, "topology": link.topology, "domain_size": link.domain_size,
-            "in_network_reduce": link.in_network_reduce, "assumptions": list(link.assumptions)}
-    return out
-
-
 def header(plan, command="parallel"):
     ce, me = plan.efficiency
     return {"schema_version": SCHEMA_VERSION, "command": command, "model": model_record(plan.arch),
-            "device": device_record(plan.device, plan.r, plan.w.compute_dtype, ce, me),
+            "device": device_record(plan.device, plan.w.compute_dtype, ce, me),
             "links": links_record(plan.links)}
 
 

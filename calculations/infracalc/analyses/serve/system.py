@@ -92,7 +92,7 @@ def serve(arch, w, device, input_len, output_len, opts):
         "schema_version": SCHEMA_VERSION,
         "command": "serve",
         "model": model_record(arch),
-        "device": device_record(device, r, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency),
+        "device": device_record(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency),
         "inputs": dict(workload_record(w), input_len=input_len, output_len=output_len, **opts.record()),
         "notes": notes,
         "capacity": {k: cap[k] for k in ("weight_bytes", "reserve_bytes", "cache_room_bytes",
@@ -154,7 +154,7 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
     else:
         r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
         rec = {"schema_version": SCHEMA_VERSION, "command": "serve", "model": model_record(arch),
-               "device": device_record(device, r, w.compute_dtype, opts.compute_efficiency,
+               "device": device_record(device, w.compute_dtype, opts.compute_efficiency,
                                        opts.memory_efficiency),
                "inputs": dict(input_len=input_len, output_len=output_len, **opts.record()),
                "notes": [], "policies": [],
@@ -279,7 +279,7 @@ def _header(arch, w, device, input_len, output_len, opts, r=None):
     for k in ("batch", "tokens", "history", "logits"):
         del inputs[k]
     return {"schema_version": SCHEMA_VERSION, "command": "serve", "model": model_record(arch),
-            "device": device_record(device, r, w.compute_dtype, opts.compute_efficiency,
+            "device": device_record(device, w.compute_dtype, opts.compute_efficiency,
                                     opts.memory_efficiency),
             "inputs": inputs, "notes": check_lengths(arch, input_len, output_len), "policies": []}
 
