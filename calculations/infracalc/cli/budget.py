@@ -63,6 +63,12 @@ KINDS = {
                   "frequency-weighted cost, validation fallback, payback calls of the extra preparation",
     "specialization": "shape policies of one FFN layer: generic, bucket padding, per-shape compilation with "
                       "declared rates, preparation and cache; the cheapest lifetime",
+    "persistent": "one layer's up projection and activation as per-tile device tasks on two declared workers "
+                  "against two kernels with a barrier: finish times, intermediate live peak",
+    "stream-buffer": "a producer-consumer FIFO in ticks with reserved reorder slots: the slots the free-running "
+                     "schedule needs, and the last take under a byte budget (back-pressure)",
+    "host-transfer": "host prepare, host-to-device copy and device consume of blocks through host and device slot "
+                     "pools: serial, unbounded and slot-bound finish",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -1248,4 +1254,7 @@ from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_argume
 from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
 from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
+from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
+from .budget_kernel import _host_transfer, _host_transfer_arguments  # noqa: E402,F401
+from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E402,F401

@@ -17,6 +17,8 @@ from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
+from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
+from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
 from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
@@ -56,6 +58,9 @@ CONVENTIONS = {
     "graph": GRAPH_CONVENTIONS,
     "deployment": DEPLOYMENT_CONVENTIONS,
     "specialization": SPECIALIZATION_CONVENTIONS,
+    "persistent": PERSISTENT_CONVENTIONS,
+    "stream-buffer": FIFO_CONVENTIONS,
+    "host-transfer": HOST_TRANSFER_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "periodic-queue": FLUID_CONVENTIONS,
