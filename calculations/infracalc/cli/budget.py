@@ -162,6 +162,9 @@ def _pipeline_arguments(q):
                    help="one link per boundary and direction (default), or one shared half-duplex link")
     q.add_argument("--activations", choices=("save", "recompute-silu"), default="save",
                    help="keep SwiGLU's gate, sigmoid and up (default), or keep gate and up and recompute")
+    q.add_argument("--gemm-inputs", choices=("none", "save", "recompute-products"), default="none",
+                   help="also reserve the GEMMs' saved inputs: none (default), save them all, or keep Q/K/V/context "
+                        "and rebuild the norm and SwiGLU products before backward")
     q.add_argument("--extra-saved-bytes", type=_list(byte_count), default=(0,), metavar="B[,B...]",
                    help="declared extra bytes each micro-batch keeps per stage (one value or P; default 0)")
 
@@ -193,7 +196,7 @@ def _pipeline(args):
                     act=_per(args.activation_times_s, p - 1, "--activation-times"),
                     grad=_per(args.gradient_times_s, p - 1, "--gradient-times"),
                     update=_per(args.update_times_s, p, "--update-times"), setup=args.setup_time_s,
-                    activations=args.activations,
+                    activations=args.activations, gemm_inputs=args.gemm_inputs,
                     extra_saved=_per(args.extra_saved_bytes, p, "--extra-saved-bytes"))
 
 
