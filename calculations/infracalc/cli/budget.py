@@ -47,6 +47,8 @@ KINDS = {
                "quality-and-deadline success, the cost crossover hit fraction",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
+    "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
+                    "added and total capacity, with a declared gain and baseline of servers",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -452,6 +454,32 @@ def _trace(args):
             parts = iteration.Parts(arch, w, prompt, out)
             flops[(prompt, out)] = (iteration.totals(parts.prefill)[0], iteration.totals(parts.decode)[0])
     return dict({"model": arch.id}, **worker_trace(requests, args.workers, per_token, args.kv_capacity, flops))
+
+
+def _ratio_at_least_zero(text):
+    return Fraction(_exact(text, "a non-negative number such as 1, 3/2 or 0.5"))
+
+
+def _voice_demand_arguments(q):
+    q.add_argument("--minutes", type=_ratio_at_least_zero, required=True, metavar="M",
+                   help="voice minutes per person per day (the anchor: 3 doubles the capacity)")
+    for flag, text in (("--population", "relative population"), ("--work-per-audio-second", "relative work per audio "
+                       "second"), ("--peak-factor", "relative peak requirement")):
+        q.add_argument(flag, type=_ratio_at_least_zero, default=Fraction(1), metavar="X", help=f"{text} (default 1)")
+    q.add_argument("--baseline-servers", type=common.positive_int, default=None, metavar="S",
+                   help="declared server equivalents of today's capacity, for whole added servers")
+    q.add_argument("--effective-gain", type=_ratio_at_least_zero, default=None, metavar="G",
+                   help="a declared throughput gain on the added work only (e.g. 4)")
+
+
+def _voice_demand(args):
+    from ..analyses.voice_demand import voice_demand
+    from ..errors import UserError
+
+    if args.effective_gain is not None and not args.effective_gain:
+        raise UserError("--effective-gain must be positive")
+    return voice_demand(minutes=args.minutes, population=args.population, work=args.work_per_audio_second,
+                        peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
 
 
 def _blocks(text):

@@ -15,6 +15,7 @@ from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
+from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
 from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
@@ -71,6 +72,7 @@ CONVENTIONS = {
     "image-stream": IMAGE_STREAM_CONVENTIONS,
     "retry": RETRY_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
+    "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
