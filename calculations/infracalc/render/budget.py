@@ -13,8 +13,12 @@ from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
+from ..analyses.routing_cost import ROUTING_CONVENTIONS
+from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
+from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
+from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
 from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
@@ -54,6 +58,9 @@ CONVENTIONS = {
     "graph": GRAPH_CONVENTIONS,
     "deployment": DEPLOYMENT_CONVENTIONS,
     "specialization": SPECIALIZATION_CONVENTIONS,
+    "persistent": PERSISTENT_CONVENTIONS,
+    "stream-buffer": FIFO_CONVENTIONS,
+    "host-transfer": HOST_TRANSFER_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
@@ -61,6 +68,8 @@ CONVENTIONS = {
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
     "retry": RETRY_CONVENTIONS,
+    "routing": ROUTING_CONVENTIONS,
+    "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
