@@ -29,6 +29,10 @@ KINDS = {
            "overhead) and the cores a declared per-core packet rate needs",
     "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
                    "(peer, isolation class), bytes against a budget",
+    "periodic-queue": "a fluid queue of declared periodic demands on one link: exact queue segments, peak and "
+                      "final backlog, excess demand, compatibility",
+    "feedback-queue": "a fluid queue whose arrival rate drops after a declared feedback delay, with a finite "
+                      "buffer: backlog at feedback, drops, drain",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
                 "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
@@ -45,6 +49,8 @@ KINDS = {
              "resources; success and quality-and-deadline rates, cost per success",
     "optimizer": "optimizer groups of a checkpoint: Muon or AdamW per tensor (DeepSeek-V4's rule), Newton-Schulz "
                  "matrix FLOPs and scalar operations of one update step",
+    "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
+                    "added and total capacity, with a declared gain and baseline of servers",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -472,6 +478,32 @@ def _trace(args):
             parts = iteration.Parts(arch, w, prompt, out)
             flops[(prompt, out)] = (iteration.totals(parts.prefill)[0], iteration.totals(parts.decode)[0])
     return dict({"model": arch.id}, **worker_trace(requests, args.workers, per_token, args.kv_capacity, flops))
+
+
+def _ratio_at_least_zero(text):
+    return Fraction(_exact(text, "a non-negative number such as 1, 3/2 or 0.5"))
+
+
+def _voice_demand_arguments(q):
+    q.add_argument("--minutes", type=_ratio_at_least_zero, required=True, metavar="M",
+                   help="voice minutes per person per day (the anchor: 3 doubles the capacity)")
+    for flag, text in (("--population", "relative population"), ("--work-per-audio-second", "relative work per audio "
+                       "second"), ("--peak-factor", "relative peak requirement")):
+        q.add_argument(flag, type=_ratio_at_least_zero, default=Fraction(1), metavar="X", help=f"{text} (default 1)")
+    q.add_argument("--baseline-servers", type=common.positive_int, default=None, metavar="S",
+                   help="declared server equivalents of today's capacity, for whole added servers")
+    q.add_argument("--effective-gain", type=_ratio_at_least_zero, default=None, metavar="G",
+                   help="a declared throughput gain on the added work only (e.g. 4)")
+
+
+def _voice_demand(args):
+    from ..analyses.voice_demand import voice_demand
+    from ..errors import UserError
+
+    if args.effective_gain is not None and not args.effective_gain:
+        raise UserError("--effective-gain must be positive")
+    return voice_demand(minutes=args.minutes, population=args.population, work=args.work_per_audio_second,
+                        peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
 
 
 def _blocks(text):
@@ -1274,6 +1306,8 @@ def _checkpoint(args):
 from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
 from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
+from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
+from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
