@@ -29,6 +29,10 @@ KINDS = {
            "overhead) and the cores a declared per-core packet rate needs",
     "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
                    "(peer, isolation class), bytes against a budget",
+    "periodic-queue": "a fluid queue of declared periodic demands on one link: exact queue segments, peak and "
+                      "final backlog, excess demand, compatibility",
+    "feedback-queue": "a fluid queue whose arrival rate drops after a declared feedback delay, with a finite "
+                      "buffer: backlog at feedback, drops, drain",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
                 "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
@@ -43,6 +47,8 @@ KINDS = {
                "quality-and-deadline success, the cost crossover hit fraction",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
+    "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
+                    "added and total capacity, with a declared gain and baseline of servers",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -59,6 +65,12 @@ KINDS = {
                   "frequency-weighted cost, validation fallback, payback calls of the extra preparation",
     "specialization": "shape policies of one FFN layer: generic, bucket padding, per-shape compilation with "
                       "declared rates, preparation and cache; the cheapest lifetime",
+    "persistent": "one layer's up projection and activation as per-tile device tasks on two declared workers "
+                  "against two kernels with a barrier: finish times, intermediate live peak",
+    "stream-buffer": "a producer-consumer FIFO in ticks with reserved reorder slots: the slots the free-running "
+                     "schedule needs, and the last take under a byte budget (back-pressure)",
+    "host-transfer": "host prepare, host-to-device copy and device consume of blocks through host and device slot "
+                     "pools: serial, unbounded and slot-bound finish",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -152,6 +164,9 @@ def _pipeline_arguments(q):
                    help="one link per boundary and direction (default), or one shared half-duplex link")
     q.add_argument("--activations", choices=("save", "recompute-silu"), default="save",
                    help="keep SwiGLU's gate, sigmoid and up (default), or keep gate and up and recompute")
+    q.add_argument("--gemm-inputs", choices=("none", "save", "recompute-products"), default="none",
+                   help="also reserve the GEMMs' saved inputs: none (default), save them all, or keep Q/K/V/context "
+                        "and rebuild the norm and SwiGLU products before backward")
     q.add_argument("--extra-saved-bytes", type=_list(byte_count), default=(0,), metavar="B[,B...]",
                    help="declared extra bytes each micro-batch keeps per stage (one value or P; default 0)")
 
@@ -183,7 +198,7 @@ def _pipeline(args):
                     act=_per(args.activation_times_s, p - 1, "--activation-times"),
                     grad=_per(args.gradient_times_s, p - 1, "--gradient-times"),
                     update=_per(args.update_times_s, p, "--update-times"), setup=args.setup_time_s,
-                    activations=args.activations,
+                    activations=args.activations, gemm_inputs=args.gemm_inputs,
                     extra_saved=_per(args.extra_saved_bytes, p, "--extra-saved-bytes"))
 
 
@@ -439,6 +454,32 @@ def _trace(args):
             parts = iteration.Parts(arch, w, prompt, out)
             flops[(prompt, out)] = (iteration.totals(parts.prefill)[0], iteration.totals(parts.decode)[0])
     return dict({"model": arch.id}, **worker_trace(requests, args.workers, per_token, args.kv_capacity, flops))
+
+
+def _ratio_at_least_zero(text):
+    return Fraction(_exact(text, "a non-negative number such as 1, 3/2 or 0.5"))
+
+
+def _voice_demand_arguments(q):
+    q.add_argument("--minutes", type=_ratio_at_least_zero, required=True, metavar="M",
+                   help="voice minutes per person per day (the anchor: 3 doubles the capacity)")
+    for flag, text in (("--population", "relative population"), ("--work-per-audio-second", "relative work per audio "
+                       "second"), ("--peak-factor", "relative peak requirement")):
+        q.add_argument(flag, type=_ratio_at_least_zero, default=Fraction(1), metavar="X", help=f"{text} (default 1)")
+    q.add_argument("--baseline-servers", type=common.positive_int, default=None, metavar="S",
+                   help="declared server equivalents of today's capacity, for whole added servers")
+    q.add_argument("--effective-gain", type=_ratio_at_least_zero, default=None, metavar="G",
+                   help="a declared throughput gain on the added work only (e.g. 4)")
+
+
+def _voice_demand(args):
+    from ..analyses.voice_demand import voice_demand
+    from ..errors import UserError
+
+    if args.effective_gain is not None and not args.effective_gain:
+        raise UserError("--effective-gain must be positive")
+    return voice_demand(minutes=args.minutes, population=args.population, work=args.work_per_audio_second,
+                        peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
 
 
 def _blocks(text):
@@ -1241,5 +1282,10 @@ def _checkpoint(args):
 from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
 from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
+from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
+from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
+from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
+from .budget_kernel import _host_transfer, _host_transfer_arguments  # noqa: E402,F401
+from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E402,F401
