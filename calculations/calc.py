@@ -10,7 +10,7 @@ sys.path.insert(0, HERE)
 # cache file of a module is recovered from by the package itself (infracalc/__init__.py);
 # one of the package's own __init__ is removed here and the import tried once more.
 try:
-    from infracalc.cli import main
+    from infracalc.cli import console
 except (EOFError, ValueError, TypeError):
     import glob
 
@@ -22,7 +22,7 @@ except (EOFError, ValueError, TypeError):
     for name in [m for m in sys.modules if m == "infracalc" or m.startswith("infracalc.")]:
         del sys.modules[name]
     sys.dont_write_bytecode = True
-    from infracalc.cli import main
+    from infracalc.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -19,10 +19,10 @@ MS = F(1, 1000)
 
 
 def step(schedule, m, fw=(10 * MS,) * 4, bw=(20 * MS,) * 4, link_time=MS, link="independent", acts="save",
-         update=MS, setup=F(0)):
+         update=MS, setup=F(0), gemm="none"):
     return tp.pipeline(arch=QWEN8, schedule=schedule, link=link, stages=4, microbatches=m, microbatch_size=1,
                        tokens=128, forward=fw, backward=bw, act=(link_time,) * 3, grad=(link_time,) * 3,
-                       update=(update,) * 4, setup=setup, activations=acts)
+                       update=(update,) * 4, setup=setup, activations=acts, gemm_inputs=gemm)
 
 
 def times(schedule, m, **kw):
@@ -195,6 +195,37 @@ class Buffers(unittest.TestCase):
         self.assertEqual(r["recompute_workspace_bytes"], 12582912)
         self.assertEqual(r["stage_rows"][0]["saved_bytes_per_microbatch"], 184292352)
         self.assertEqual(r["stage_rows"][0]["peak_reserved_bytes"], 1489018880)
+
+
+class GemmInputs(unittest.TestCase):
+    def test_layer_inputs_by_hand(self):
+        # Qwen3-8B at T = 128: weighted norm outputs 2 x 128 x 4096 = 1,048,576; Q and context 2 x 128 x 32 x 128 =
+        # 1,048,576; K and V 2 x 128 x 8 x 128 = 262,144; a u 128 x 12288 = 1,572,864: 3,932,160 elements, 7 identities
+        self.assertEqual(tp.gemm_input_elements(QWEN8.layers[0], 128, "save"), (3932160, 7, 0, 0))
+        # recompute-products keeps Q, K, V, context (1,310,720) and rebuilds 2 x 524,288 + 1,572,864 = 2,621,440
+        self.assertEqual(tp.gemm_input_elements(QWEN8.layers[0], 128, "recompute-products"), (1310720, 7, 2621440, 1572864))
+
+    def test_saved_inputs_raise_the_1f1b_peaks(self):
+        # save: 9 x 3,932,160 x 4 = 141,557,760 B more per micro-batch (the last stage + 128 x 4096 x 4 = 2,097,152 for
+        # the head's input); 1F1B M = 4 holds 4, 3, 2, 1 sets: 965,758,976 + 4 x 141,557,760 = 1,531,990,016, ...,
+        # 322,901,504 + 143,654,912 = 466,556,416 (the book's pipeline-gemm-save-1f1b); 36 x 7 + 1 = 253 identities
+        r = step("1f1b", 4, gemm="save")
+        self.assertEqual([x["gemm_input_bytes_per_microbatch"] for x in r["stage_rows"]], [141557760] * 3 + [143654912])
+        self.assertEqual([x["peak_reserved_bytes"] for x in r["stage_rows"]],
+                         [1531990016, 1150565376, 768092160, 466556416])
+        self.assertEqual(r["gemm_input_identities"], 253)
+
+    def test_rebuilt_products_hold_one_buffer_over_backward(self):
+        # recompute-products: 9 x 1,310,720 x 4 = 47,185,920 B more per set and a 128 x 12288 x 4 = 6,291,456 B product
+        # buffer over each backward: stage 0 at B(0,0)'s start holds 4 sets and the buffer, 963,661,824 + 188,743,680 +
+        # 6,291,456 = 1,158,696,960 (the book's pipeline-gemm-recompute-products); rebuilt 36 x 2,621,440 + 524,288
+        r = step("1f1b", 4, gemm="recompute-products")
+        self.assertEqual((r["recompute_workspace_bytes"], r["rebuilt_product_flops_per_microbatch"]), (6291456, 94896128))
+        self.assertEqual([x["peak_reserved_bytes"] for x in r["stage_rows"]], [1158696960, 871644160, 583542784, 375330304])
+        # with recompute-silu the two-vector workspace (12,582,912) and the product buffer are both held:
+        # 4 x (184,292,352 + 47,185,920) + 18,874,368 = 944,787,456 (the book's -silu file)
+        r = step("1f1b", 4, gemm="recompute-products", acts="recompute-silu")
+        self.assertEqual([x["peak_reserved_bytes"] for x in r["stage_rows"]], [944787456, 714357760, 482879488, 331290112])
 
 
 class Cli(unittest.TestCase):

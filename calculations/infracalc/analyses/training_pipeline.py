@@ -43,6 +43,17 @@ Buffers (declared reservations, the book's chapter-10 rule; FP32 objects, 4 B pe
     activation send [end of F(s,m), end of A(s,m)) on s, receive [start of A(s,m), start of
         F(s+1,m)) on s+1: BF16 b T h bytes; gradient send/receive likewise with B: FP32 4 b T h bytes.
 
+GEMM inputs (`--gemm-inputs`, the book's pipeline-gemm rule; FP32, 4 B per element): each linear's
+weight gradient needs its forward input and each bilinear attention matmul both operands, so a
+layer adds 7 saved-input identities beyond the nonlinear objects: the two RMSNorms' weighted
+outputs T h (the norm's z is pre-gamma, not the GEMM input), Q and K after norm and RoPE T n_q d
+and T n_kv d, V T n_kv d, the attention context T n_q d and the SwiGLU product a u T I; the head
+adds the final norm's weighted output T h (36 x 7 + 1 = 253 for Qwen3-8B). `save` keeps them all
+with the micro-batch's saved set; `recompute-products` keeps Q, K, V and the context and rebuilds
+the weighted norm outputs and a u (one multiply per element, T (2h + I) per layer and T h for the
+head) just before their backward GEMMs, holding one product buffer, the largest of T h and T I,
+over each backward.
+
 A stage's peak is the largest sum of its reservations live at one instant (an interval holds
 [start, end): releases come before allocations at equal times). Weights, optimizer state, GEMM
 inputs, temporaries and allocator workspace are outside this ledger: a partial peak, not a device's.
@@ -79,6 +90,28 @@ def layer_saved_elements(layer, tokens, policy="save"):
             raise UserError(f"budget pipeline's saved-object rule covers RMSNorm, full causal softmax attention "
                             f"and SwiGLU layers (Qwen3, Llama dense); this model has {b.label or kind.__name__}")
     return total
+
+
+def gemm_input_elements(layer, tokens, policy):
+    """(FP32 elements kept, saved-input identities, elements rebuilt before backward, largest rebuilt
+    product) of one decoder layer's GEMM inputs per sequence under `policy` (module docstring)."""
+    from ..blocks.attention import Attention
+    from ..blocks.basic import RMSNorm
+    from ..blocks.mlp import GatedMLP
+
+    t, kept, identities, rebuilt, largest = tokens, 0, 0, 0, 0
+    for b in layer.blocks:
+        if isinstance(b, RMSNorm) or isinstance(b, GatedMLP):
+            n = t * (b.width if isinstance(b, RMSNorm) else b.inter)   # weighted norm output, or a u
+            identities += 1
+            if policy == "save":
+                kept += n
+            else:
+                rebuilt, largest = rebuilt + n, max(largest, n)
+        elif isinstance(b, Attention):
+            kept += 2 * t * b.heads * b.head_dim + 2 * t * b.kv_heads * b.head_dim   # Q, context; K, V
+            identities += 4
+    return kept, identities, rebuilt, largest
 
 
 def head_saved_elements(arch, tokens):
@@ -159,7 +192,7 @@ def peak(intervals):
 
 
 def pipeline(*, arch, schedule, link, stages, microbatches, microbatch_size, tokens, forward, backward, act, grad,
-             update, setup, activations="save", extra_saved=None):
+             update, setup, activations="save", gemm_inputs="none", extra_saved=None):
     """The step's events, per-stage buffers and totals (module docstring). Durations are Fractions
     of a second; forward/backward/update per stage, act/grad per boundary."""
     p, m, b, t = stages, microbatches, microbatch_size, tokens
@@ -168,14 +201,28 @@ def pipeline(*, arch, schedule, link, stages, microbatches, microbatch_size, tok
         raise UserError(f"{layers} layers do not split into {p} equal stages (choose --stages dividing {layers})")
     per = layers // p
     extra_saved = extra_saved or (0,) * p
-    saved = []
+    saved, gemm_saved, identities, rebuilt, largest = [], [], 0, 0, 0
     for s in range(p):
-        elements = sum(layer_saved_elements(layer, t, activations) for layer in arch.layers[s * per:(s + 1) * per])
+        stage_layers = arch.layers[s * per:(s + 1) * per]
+        elements = sum(layer_saved_elements(layer, t, activations) for layer in stage_layers)
+        gemm = 0
+        if gemm_inputs != "none":
+            for layer in stage_layers:
+                kept, ids, rb, big = gemm_input_elements(layer, t, gemm_inputs)
+                gemm, identities, rebuilt, largest = gemm + kept, identities + ids, rebuilt + rb, max(largest, big)
         if s == p - 1:
             elements += head_saved_elements(arch, t)
-        saved.append(FP32 * b * elements + extra_saved[s])
+            if gemm_inputs != "none":   # the final norm's weighted output, the head's input
+                head = t * arch.hidden_size
+                identities += 1
+                if gemm_inputs == "save":
+                    gemm += head
+                else:
+                    rebuilt, largest = rebuilt + head, max(largest, head)
+        gemm_saved.append(FP32 * b * gemm)
+        saved.append(FP32 * b * (elements + gemm) + extra_saved[s])
     inter = {blk.inter for layer in arch.layers for blk in layer.blocks if hasattr(blk, "inter")}
-    workspace = 2 * FP32 * b * t * max(inter) if activations == "recompute-silu" else 0
+    workspace = (2 * FP32 * b * t * max(inter) if activations == "recompute-silu" else 0) + FP32 * b * largest
     act_bytes, grad_bytes = 2 * b * t * arch.hidden_size, FP32 * b * t * arch.hidden_size
 
     # exact times as integers of 1/unit s (unit = the denominators' lcm): the schedule compares integers
@@ -219,6 +266,7 @@ def pipeline(*, arch, schedule, link, stages, microbatches, microbatch_size, tok
         rows.append({"stage": s, "layers": f"{s * per}-{(s + 1) * per - 1}",
                      "forward_backward_s": seconds(busy[s]), "idle_s": seconds(span - busy[s]),
                      "update_s": seconds(update[s]), "saved_bytes_per_microbatch": saved[s],
+                     "gemm_input_bytes_per_microbatch": gemm_saved[s],
                      "peak_reserved_bytes": top, "peak_at_s": seconds(when)})
     events = [{"event": f"{k[0]}:{k[1]}" + ("" if k[0] == "U" else f":{k[2]}"),
                "start_s": seconds(times[k][0]), "end_s": seconds(times[k][1])}
@@ -230,6 +278,8 @@ def pipeline(*, arch, schedule, link, stages, microbatches, microbatch_size, tok
         "activation_bytes_per_message": act_bytes, "gradient_bytes_per_message": grad_bytes,
         "forward_messages": (p - 1) * m, "backward_messages": (p - 1) * m,
         "transfer_payload_bytes": (p - 1) * m * (act_bytes + grad_bytes),
+        "gemm_inputs": gemm_inputs, "gemm_input_identities": identities,
+        "rebuilt_product_flops_per_microbatch": b * rebuilt,
         "recompute_workspace_bytes": workspace,
         "gradient_ready_s": seconds(ready), "step_makespan_s": seconds(makespan),
         "zero_transfer_makespan_s": seconds(zero_makespan), "exposed_transfer_s": seconds(makespan - zero_makespan),
@@ -254,6 +304,10 @@ PIPELINE_CONVENTIONS = [
     "gate/sigmoid/up, on the last stage the final norm and T x V softmax; recompute-silu keeps gate and up and "
     "holds 8 b T I bytes over the backward); BF16 activation and FP32 gradient messages on the sender from "
     "producer end to transfer end, on the receiver from transfer start to consumer start. Peak = the largest "
-    "live sum (releases first at equal times); weights, optimizer state, GEMM inputs and workspaces are "
-    "outside it: a partial ledger, not a device's peak.",
+    "live sum (releases first at equal times); weights, optimizer state, GEMM inputs (unless --gemm-inputs) and "
+    "workspaces are outside it: a partial ledger, not a device's peak.",
+    "--gemm-inputs save adds each layer's 7 FP32 GEMM inputs to the saved set (weighted outputs of both norms T h, "
+    "Q and context T n_q d, K and V T n_kv d, the SwiGLU product T I; the head's input T h); recompute-products "
+    "keeps Q, K, V and the context, rebuilds the other products (one multiply per element) before their backward "
+    "GEMMs and holds the largest, max(T h, T I), over each backward. The declared times must include the rebuild.",
 ]

@@ -364,6 +364,29 @@ def main(argv=None):
         _restore_signals(saved)
 
 
+def console():
+    """The process entry point (calc.py, the `infra-calc` script): main(), then the exit without
+    tearing the interpreter down. Everything is written by then (stdout and stderr through
+    os.write, files closed by cli/files.py), and freeing every object of the process one by one
+    (the modules, the memo tables) cost 10-15% of a command's own instructions (parallel --tp 8:
+    10.4 M of 85.3 M). Under a tracer or profiler (coverage, cProfile), or when a stream will
+    not flush, the interpreter exits as usual."""
+    status = main()
+    monitoring = getattr(sys, "monitoring", None)   # 3.12+: coverage may trace through it
+    traced = sys.gettrace() is not None or sys.getprofile() is not None or (
+        monitoring is not None and any(monitoring.get_tool(i) for i in range(6)))
+    if not traced:
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                if stream is not None:
+                    stream.flush()
+        except (OSError, ValueError):
+            pass
+        else:
+            os._exit(status)
+    sys.exit(status)
+
+
 def _main(argv):
     status = 0
     try:

@@ -29,6 +29,14 @@ KINDS = {
            "overhead) and the cores a declared per-core packet rate needs",
     "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
                    "(peer, isolation class), bytes against a budget",
+    "periodic-queue": "a fluid queue of declared periodic demands on one link: exact queue segments, peak and "
+                      "final backlog, excess demand, compatibility",
+    "feedback-queue": "a fluid queue whose arrival rate drops after a declared feedback delay, with a finite "
+                      "buffer: backlog at feedback, drops, drain",
+    "collective-tail": "a barrier collective over a finite record of declared per-rank ready times: mean, nearest-"
+                       "rank p50/p99 and max completion, and paired counterfactuals (faster exchange, aligned, no recovery)",
+    "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
+                "and a stale speculative-read witness",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
                 "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
@@ -39,8 +47,12 @@ KINDS = {
                     "barriers or independent blocks, an optional preview",
     "trace": "a short request trace on workers that serve one request each, with declared prefill and decode "
              "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
+    "routing": "routing between priced services with a prefix cache: attempt costs, cost per quality and per "
+               "quality-and-deadline success, the cost crossover hit fraction",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
+    "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
+                    "added and total capacity, with a declared gain and baseline of servers",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -57,6 +69,12 @@ KINDS = {
                   "frequency-weighted cost, validation fallback, payback calls of the extra preparation",
     "specialization": "shape policies of one FFN layer: generic, bucket padding, per-shape compilation with "
                       "declared rates, preparation and cache; the cheapest lifetime",
+    "persistent": "one layer's up projection and activation as per-tile device tasks on two declared workers "
+                  "against two kernels with a barrier: finish times, intermediate live peak",
+    "stream-buffer": "a producer-consumer FIFO in ticks with reserved reorder slots: the slots the free-running "
+                     "schedule needs, and the last take under a byte budget (back-pressure)",
+    "host-transfer": "host prepare, host-to-device copy and device consume of blocks through host and device slot "
+                     "pools: serial, unbounded and slot-bound finish",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -150,6 +168,9 @@ def _pipeline_arguments(q):
                    help="one link per boundary and direction (default), or one shared half-duplex link")
     q.add_argument("--activations", choices=("save", "recompute-silu"), default="save",
                    help="keep SwiGLU's gate, sigmoid and up (default), or keep gate and up and recompute")
+    q.add_argument("--gemm-inputs", choices=("none", "save", "recompute-products"), default="none",
+                   help="also reserve the GEMMs' saved inputs: none (default), save them all, or keep Q/K/V/context "
+                        "and rebuild the norm and SwiGLU products before backward")
     q.add_argument("--extra-saved-bytes", type=_list(byte_count), default=(0,), metavar="B[,B...]",
                    help="declared extra bytes each micro-batch keeps per stage (one value or P; default 0)")
 
@@ -181,7 +202,7 @@ def _pipeline(args):
                     act=_per(args.activation_times_s, p - 1, "--activation-times"),
                     grad=_per(args.gradient_times_s, p - 1, "--gradient-times"),
                     update=_per(args.update_times_s, p, "--update-times"), setup=args.setup_time_s,
-                    activations=args.activations,
+                    activations=args.activations, gemm_inputs=args.gemm_inputs,
                     extra_saved=_per(args.extra_saved_bytes, p, "--extra-saved-bytes"))
 
 
@@ -439,6 +460,32 @@ def _trace(args):
     return dict({"model": arch.id}, **worker_trace(requests, args.workers, per_token, args.kv_capacity, flops))
 
 
+def _ratio_at_least_zero(text):
+    return Fraction(_exact(text, "a non-negative number such as 1, 3/2 or 0.5"))
+
+
+def _voice_demand_arguments(q):
+    q.add_argument("--minutes", type=_ratio_at_least_zero, required=True, metavar="M",
+                   help="voice minutes per person per day (the anchor: 3 doubles the capacity)")
+    for flag, text in (("--population", "relative population"), ("--work-per-audio-second", "relative work per audio "
+                       "second"), ("--peak-factor", "relative peak requirement")):
+        q.add_argument(flag, type=_ratio_at_least_zero, default=Fraction(1), metavar="X", help=f"{text} (default 1)")
+    q.add_argument("--baseline-servers", type=common.positive_int, default=None, metavar="S",
+                   help="declared server equivalents of today's capacity, for whole added servers")
+    q.add_argument("--effective-gain", type=_ratio_at_least_zero, default=None, metavar="G",
+                   help="a declared throughput gain on the added work only (e.g. 4)")
+
+
+def _voice_demand(args):
+    from ..analyses.voice_demand import voice_demand
+    from ..errors import UserError
+
+    if args.effective_gain is not None and not args.effective_gain:
+        raise UserError("--effective-gain must be positive")
+    return voice_demand(minutes=args.minutes, population=args.population, work=args.work_per_audio_second,
+                        peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
+
+
 def _blocks(text):
     """Blocks IN:OUT:PROCESS:ENCODE,...: 10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s."""
     out = []
@@ -510,6 +557,64 @@ def _image_stream(args):
                           download_bits_per_s=args.download_rate, forward_s=args.forward_delay,
                           reverse_s=args.reverse_delay, prepare_s=args.prepare_time, connection_s=args.connection_time,
                           assembly_s=args.assembly_time, preview=preview)
+
+
+_CANDIDATE_KEYS = {"input": "input_price", "cache": "cache_price", "output": "output_price", "reasoning": "reasoning",
+                   "visible": "visible", "quality": "quality", "hit": "hit", "hit-time": "hit_s", "miss-time": "miss_s"}
+
+
+def _candidate(text):
+    """NAME,input=P,cache=P,output=P,reasoning=N,visible=N,quality=Q,hit=F,hit-time=T,miss-time=T."""
+    name, *items = [t.strip() for t in text.split(",")]
+    c = {"name": name}
+    try:
+        for item in items:
+            key, eq, value = item.partition("=")
+            if not eq or key not in _CANDIDATE_KEYS or _CANDIDATE_KEYS[key] in c:
+                raise argparse.ArgumentTypeError(item)
+            if key in ("hit-time", "miss-time"):
+                parsed = exact_seconds(value)
+            elif key in ("quality", "hit"):
+                parsed = Fraction(_exact(value, "a probability", 0, 1))
+            elif key in ("reasoning", "visible"):
+                parsed = common.non_negative_int(value)
+            else:
+                parsed = Fraction(_exact(value, "a price per million tokens"))
+            c[_CANDIDATE_KEYS[key]] = parsed
+        if not name or "=" in name or len(c) != len(_CANDIDATE_KEYS) + 1 or not c["quality"]:
+            raise argparse.ArgumentTypeError(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be NAME,input=P,cache=P,output=P,reasoning=N,visible=N,quality=Q,hit=F,hit-time=T,miss-time=T "
+            f"(prices per million tokens, every key once, quality > 0), got '{text}'")
+    return c
+
+
+def _routing_arguments(q):
+    q.add_argument("--candidate", type=_checked(_candidate), action="append", required=True,
+                   metavar="NAME,KEY=VALUE,...",
+                   help="a service: input, cache, output prices per million tokens, reasoning and visible output "
+                        "tokens, quality probability, prefix hit fraction, hit-time and miss-time; repeatable, "
+                        "the first is the reference")
+    q.add_argument("--fresh-tokens", type=common.non_negative_int, required=True, metavar="N",
+                   help="input tokens outside the shared prefix")
+    q.add_argument("--prefix-tokens", type=common.non_negative_int, required=True, metavar="N",
+                   help="shared prefix tokens (cached on a hit)")
+    q.add_argument("--deadline", type=exact_seconds, required=True, metavar="T", help="request deadline (e.g. 6s)")
+    q.add_argument("--target", type=_share, default="9/10", metavar="F",
+                   help="joint quality-and-deadline target (default 9/10)")
+    q.add_argument("--tasks", type=common.positive_int, default=1, metavar="N", help="submitted tasks (default 1)")
+
+
+def _routing(args):
+    from ..analyses.routing_cost import routing_cost
+    from ..errors import UserError
+
+    candidates = [_candidate(t) for t in args.candidate]
+    if len({c["name"] for c in candidates}) != len(candidates):
+        raise UserError("--candidate names must be distinct")
+    return routing_cost(candidates=candidates, fresh=args.fresh_tokens, prefix=args.prefix_tokens, tasks=args.tasks,
+                        deadline_s=args.deadline, target=Fraction(args.target))
 
 
 _RETRY_FIELDS = {"cost": "cost", "time": "seconds", "cpu": "cpu_seconds", "resident": "resident_bytes"}
@@ -1181,5 +1286,11 @@ def _checkpoint(args):
 from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
 from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
+from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
+from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
+from .budget_net import _collective_tail, _collective_tail_arguments, _ordering, _ordering_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
+from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
+from .budget_kernel import _host_transfer, _host_transfer_arguments  # noqa: E402,F401
+from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E402,F401

@@ -6,6 +6,15 @@ record; cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's 
 
 from . import common
 
+MAX_STEPS = 1024   # tiles, blocks, lanes or banks one schedule lists (its rows are printed)
+
+
+def _at_most(count, what):
+    from ..errors import UserError
+
+    if count > MAX_STEPS:
+        raise UserError(f"{count:,} {what} exceed the {MAX_STEPS:,} this schedule lists; use fewer or larger ones")
+
 
 def _bank_arguments(q):
     from ..analyses.bank_mapping import ACCESSES
@@ -14,7 +23,8 @@ def _bank_arguments(q):
                    help="row 0, column 0, or one word for every lane")
     q.add_argument("--stride-words", type=common.positive_int, default=32, metavar="S",
                    help="row stride of the stored tile in words, padding included (default 32)")
-    q.add_argument("--tile-rows", type=common.positive_int, default=32, metavar="R", help="rows of the tile (default 32)")
+    q.add_argument("--tile-rows", type=common.positive_int, default=32, metavar="R",
+                   help="rows of the tile (default 32)")
     q.add_argument("--tile-columns", type=common.positive_int, default=32, metavar="C",
                    help="words per row of the tile (default 32)")
     q.add_argument("--lanes", type=common.positive_int, default=32, help="lanes issuing one word each (default 32)")
@@ -28,10 +38,12 @@ def _bank(args):
     from ..analyses.bank_mapping import bank_budget
     from ..errors import UserError
 
+    _at_most(max(args.lanes, args.banks), "lanes or banks")
     if args.stride_words < args.tile_columns:
         raise UserError(f"--stride-words {args.stride_words} is below the {args.tile_columns} words of a row")
-    if args.access == "row" and args.lanes > args.tile_columns or args.access == "column" and args.lanes > args.tile_rows:
-        raise UserError(f"--lanes {args.lanes} exceeds the tile's {args.access} ({args.tile_rows} x {args.tile_columns})")
+    if args.lanes > {"row": args.tile_columns, "column": args.tile_rows}.get(args.access, args.lanes):
+        raise UserError(f"--lanes {args.lanes} exceeds the tile's {args.access} "
+                        f"({args.tile_rows} x {args.tile_columns})")
     return bank_budget(access=args.access, stride_words=args.stride_words, rows=args.tile_rows,
                        columns=args.tile_columns, lanes=args.lanes, banks=args.banks, ports=args.ports,
                        broadcast=args.broadcast, word_bytes=args.word_bytes)
@@ -40,7 +52,8 @@ def _bank(args):
 def _rmsnorm_arguments(q):
     common.add_model(q)
     q.add_argument("--rows", type=common.positive_int, required=True, metavar="M", help="rows (tokens) normalized")
-    q.add_argument("--splits", type=common.positive_int, required=True, metavar="S", help="parts per row of the split path")
+    q.add_argument("--splits", type=common.positive_int, required=True, metavar="S",
+                   help="parts per row of the split path")
     q.add_argument("--width-multiplier", type=common.positive_int, default=1, metavar="W",
                    help="widen the row to W x hidden_size (a teaching variant; default 1)")
     q.add_argument("--dtype", default="bf16", metavar="FMT", help="format of input, gamma and output (default bf16)")
@@ -214,16 +227,25 @@ def _microbatch(args):
                  "split_weight_reads_bytes": 4 * params}, **out)
 
 
-def _whole(parse, what):
-    """An argument type: `parse`, then a whole positive number (exact integers of bytes/s or FLOP/s)."""
-    def read(text):
-        import argparse
 
-        value = parse(text)
-        if value != int(value) or value < 1:
-            raise argparse.ArgumentTypeError(f"must be a whole {what}, got '{text}'")
-        return int(value)
-    return read
+_BYTE_RATES = (("TiB/s", 2**40), ("GiB/s", 2**30), ("MiB/s", 2**20), ("TB/s", 10**12), ("GB/s", 10**9),
+               ("MB/s", 10**6), ("B/s", 1))
+
+
+def byte_rate(text):
+    """A declared whole bytes/s: 2TB/s, 1792GB/s, 24GiB/s (binary units kept exact)."""
+    import argparse
+    from fractions import Fraction
+
+    raw = text.strip()
+    unit, scale = next(((u, k) for u, k in _BYTE_RATES if raw.endswith(u)), ("", 1))
+    try:
+        value = Fraction(raw[:len(raw) - len(unit)]) * scale if len(raw) < 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value < 1 or value.denominator != 1:
+        raise argparse.ArgumentTypeError(f"must be a whole bytes/s such as 2TB/s or 24GiB/s, got '{text}'")
+    return int(value)
 
 
 def flop_rate(text):
@@ -249,7 +271,7 @@ def _graph_arguments(q):
     add("--input-tokens", type=common.positive_int, default=256, help="rows of the external input (default 256)")
     add("--real-tokens", type=common.positive_int, default=1536, help="real rows of the padded batch (default 1536)")
     add("--padded-tokens", type=common.positive_int, default=2048, help="rows the graph is captured for (default 2048)")
-    add("--copy-bw", type=_whole(common.bandwidth, "bytes/s"), default=2 * 10**12, metavar="BW",
+    add("--copy-bw", type=_as_given(byte_rate), default="2TB/s", metavar="BW",
         help="declared copy traffic rate, read + write (default 2TB/s)")
     for flag, ns, what in (("--device-time", "20us", "device time of the layer"),
                            ("--submit", "20us", "exposed submission wait of the eager path"),
@@ -275,7 +297,7 @@ def _graph(args):
     arch = load_model(args.model)
     mlp = first_gated_mlp(arch)
     out = graph_boundary(hidden=arch.hidden_size, inter=mlp.inter, input_tokens=args.input_tokens,
-                         real_tokens=args.real_tokens, padded_tokens=args.padded_tokens, copy_bytes_per_s=args.copy_bw,
+                         real_tokens=args.real_tokens, padded_tokens=args.padded_tokens, copy_bytes_per_s=byte_rate(args.copy_bw),
                          device_ns=exact_ns(args.device_time), submit_ns=exact_ns(args.submit),
                          replay_ns=exact_ns(args.replay), metadata_ns=exact_ns(args.metadata),
                          indirect_ns=exact_ns(args.indirect), setup_ns=exact_ns(args.setup), calls=args.calls,
@@ -377,3 +399,85 @@ def _specialization(args):
         cached=set(args.cached), repetitions=args.repetitions,
         rates={k: getattr(args, f"{k}_rate") for k in kinds},
         compile_ns={k: exact_ns(getattr(args, f"{k}_compile")) for k in kinds}))
+
+
+def _persistent_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, help="rows M of the up projection")
+    q.add_argument("--tile-rows", type=common.positive_int, required=True, metavar="ROWS", help="rows per tile")
+    q.add_argument("--matrix-rate", type=flop_rate, default="200T", metavar="FLOP/S",
+                   help="declared matrix worker rate (default 200T, a teaching input)")
+    q.add_argument("--activation-rate", type=flop_rate, default="20G", metavar="ELEMENTS/S",
+                   help="declared activation worker rate in elements/s (default 20G)")
+    for flag, ns, what in (("--launch", "5us", "host launch of a kernel"), ("--dispatch", "500ns", "dispatch of a device task"),
+                           ("--publish", "200ns", "completion event publication of a device task")):
+        q.add_argument(flag, type=_as_given(exact_ns), default=ns, metavar="T", help=f"{what} (default {ns})")
+
+
+def _persistent(args):
+    from ..analyses.fusion import first_gated_mlp
+    from ..analyses.persistent_tiles import persistent_tiles
+    from ..load.models import load_model
+
+    _at_most(-(-args.tokens // args.tile_rows), "tiles")
+    arch = load_model(args.model)
+    mlp = first_gated_mlp(arch)
+    return dict({"model": arch.id}, **persistent_tiles(
+        hidden=arch.hidden_size, inter=mlp.inter, tokens=args.tokens, tile_rows=args.tile_rows,
+        matrix_rate=args.matrix_rate, activation_rate=args.activation_rate, launch_ns=exact_ns(args.launch),
+        dispatch_ns=exact_ns(args.dispatch), publish_ns=exact_ns(args.publish)))
+
+
+def _stream_buffer_arguments(q):
+    common.add_model(q)
+    add = q.add_argument
+    add("--block-rows", type=common.positive_int, default=64, help="rows per block, of head_dim BF16 values (default 64)")
+    add("--blocks", type=common.positive_int, default=5, help="blocks handed over (default 5)")
+    add("--first-produce", type=common.non_negative_int, default=4, metavar="TICK", help="tick of the first publication (default 4)")
+    add("--produce-interval", type=common.positive_int, default=1, metavar="TICKS", help="ticks between publications (default 1)")
+    add("--first-consume", type=common.non_negative_int, default=5, metavar="TICK", help="earliest tick of the first take (default 5)")
+    add("--consume-interval", type=common.positive_int, default=2, metavar="TICKS", help="ticks between takes (default 2)")
+    add("--budget-bytes", type=common.byte_size, default=65536, metavar="BYTES", help="on-chip handoff budget (default 65536)")
+    add("--reorder-slots", type=common.non_negative_int, default=2, help="layout conversion slots reserved apart (default 2)")
+
+
+def _stream_buffer(args):
+    from ..analyses.models import _geometry
+    from ..analyses.slot_pipelines import stream_buffer
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    _at_most(args.blocks, "blocks")
+    arch = load_model(args.model)
+    head_dim = _geometry(arch)[2]
+    if not head_dim:
+        raise UserError(f"model '{arch.id}' has no attention head_dim (a block is rows x head_dim values)")
+    return dict({"model": arch.id, "head_dim": head_dim}, **stream_buffer(
+        block_bytes=2 * args.block_rows * head_dim, blocks=args.blocks, first_produce=args.first_produce,
+        produce_interval=args.produce_interval, first_consume=args.first_consume,
+        consume_interval=args.consume_interval, budget_bytes=args.budget_bytes, reorder_slots=args.reorder_slots))
+
+
+def _host_transfer_arguments(q):
+    common.add_model(q)
+    add = q.add_argument
+    add("--tokens", type=common.tokens, default=8192, help="rows of one block's activations (default 8192)")
+    add("--blocks", type=common.positive_int, default=8, help="blocks moved (default 8)")
+    add("--host-slots", type=common.positive_int, default=2, help="host staging slots (default 2)")
+    add("--device-slots", type=common.positive_int, default=2, help="device slots (default 2)")
+    add("--prepare", type=_as_given(exact_ns), default="1ms", metavar="T", help="host preparation per block (default 1ms)")
+    add("--consume", type=_as_given(exact_ns), default="4ms", metavar="T", help="device consumption per block (default 4ms)")
+    add("--h2d-bw", type=_as_given(byte_rate), default="24GiB/s", metavar="BW",
+        help="declared host-to-device copy rate (default 24GiB/s)")
+
+
+def _host_transfer(args):
+    from ..analyses.slot_pipelines import host_transfer
+    from ..load.models import load_model
+
+    _at_most(args.blocks, "blocks")
+    arch = load_model(args.model)
+    return dict({"model": arch.id}, **host_transfer(
+        block_bytes=2 * args.tokens * arch.hidden_size, blocks=args.blocks, host_slots=args.host_slots,
+        device_slots=args.device_slots, prepare_ns=exact_ns(args.prepare), consume_ns=exact_ns(args.consume),
+        bandwidth=byte_rate(args.h2d_bw)))

@@ -3,18 +3,25 @@
 from .table import inline, markdown_table
 
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
+from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
+from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
+from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
+from ..analyses.routing_cost import ROUTING_CONVENTIONS
+from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
+from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
+from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
 from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
@@ -54,13 +61,22 @@ CONVENTIONS = {
     "graph": GRAPH_CONVENTIONS,
     "deployment": DEPLOYMENT_CONVENTIONS,
     "specialization": SPECIALIZATION_CONVENTIONS,
+    "persistent": PERSISTENT_CONVENTIONS,
+    "stream-buffer": FIFO_CONVENTIONS,
+    "host-transfer": HOST_TRANSFER_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
+    "periodic-queue": FLUID_CONVENTIONS,
+    "feedback-queue": FLUID_CONVENTIONS,
+    "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
+    "ordering": ORDERING_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
     "retry": RETRY_CONVENTIONS,
+    "routing": ROUTING_CONVENTIONS,
+    "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "

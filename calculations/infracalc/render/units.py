@@ -27,9 +27,20 @@ def flops(n):
                        (1e6, "MFLOP"), (1e3, "kFLOP"), (1, "FLOP")))
 
 
+_BINARY = ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B"))
+
+
 def nbytes(n):
-    """Bytes in binary units: 1.500 GiB."""
-    return _scaled(n, ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")))
+    """Bytes in binary units: 1.500 GiB (each nonzero count formatted once per process, as `seconds`)."""
+    text = _NBYTES.get(n)
+    if text is None:
+        text = _scaled(n, _BINARY)
+        if n and len(_NBYTES) < 4096:
+            _NBYTES[n] = text
+    return text
+
+
+_NBYTES = {}
 
 
 def rate_flops(x):
@@ -42,14 +53,24 @@ def rate_bytes(x):
 
 
 def seconds(s):
-    """Seconds in the unit that reads best: 12.345 ms."""
-    if s is None:
-        return "-"
-    if s >= 1:
-        return f"{s:,.3f} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:,.3f} ms"
-    return f"{s * 1e6:,.3f} us"
+    """Seconds in the unit that reads best: 12.345 ms. Each nonzero value is formatted once per
+    process (a deep pipeline's tables repeat a few values thousands of times)."""
+    text = _SECONDS.get(s)
+    if text is None:
+        if s is None:
+            return "-"
+        if s >= 1:
+            text = f"{s:,.3f} s"
+        elif s >= 1e-3:
+            text = f"{s * 1e3:,.3f} ms"
+        else:
+            text = f"{s * 1e6:,.3f} us"
+        if s and len(_SECONDS) < 4096:   # zero (and -0.0, which would share its entry) is not kept
+            _SECONDS[s] = text
+    return text
+
+
+_SECONDS = {}
 
 
 def ratio(x, digits=1):
