@@ -51,6 +51,7 @@ min(K, blocks * b) of K and V once:
 """
 
 from ..errors import UserError
+from ..splits import ceil_div
 
 ACCUMULATOR_BYTES = 4   # FP32 accumulator, partial sums, S/P and row statistics
 SCHEDULES = ("output-stationary", "k-outer")
@@ -65,16 +66,18 @@ TILE_CONVENTIONS = (
 )
 
 
-def ceil_div(a, b):
-    return -(-a // b)
-
-
 def element_bytes(fmt, role):
     """Bytes per element of a format the tile view can count whole elements of."""
     if fmt.group or fmt.block or fmt.bits % 8:
         raise UserError(f"the tile view counts whole elements: {role} format {fmt.name} has "
                         f"sub-byte values or scales; use a plain format (bf16, fp16, fp32, fp8, int8)")
     return fmt.bits // 8
+
+
+def padded_flops(m, k, n, tile):
+    """2 * bm tm * bk tk * bn tn: the work of every tile that holds a valid element, padding included."""
+    tm, tk, tn = tile
+    return 2 * ceil_div(m, tm) * tm * ceil_div(k, tk) * tk * ceil_div(n, tn) * tn
 
 
 def gemm_tile(m, k, n, tile, *, a_bytes, b_bytes, c_bytes, schedule="output-stationary", buffers=1):
@@ -93,7 +96,7 @@ def gemm_tile(m, k, n, tile, *, a_bytes, b_bytes, c_bytes, schedule="output-stat
         "partial_store_bytes": partials, "partial_load_bytes": partials,
         "next_level_bytes": next_level,
         "valid_matrix_flops": 2 * m * k * n,
-        "padded_matrix_flops": 2 * bm * bk * bn * tm * tk * tn,
+        "padded_matrix_flops": padded_flops(m, k, n, tile),
         "arithmetic_intensity_flops_per_byte": 2 * m * k * n / next_level,
     }
 
