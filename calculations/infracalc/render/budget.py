@@ -7,6 +7,7 @@ from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
+from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
@@ -62,6 +63,7 @@ CONVENTIONS = {
     "stream-buffer": FIFO_CONVENTIONS,
     "host-transfer": HOST_TRANSFER_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
+    "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
