@@ -229,6 +229,65 @@ class TpOverlap(unittest.TestCase):
         plain = TT._pass_of(timed)
         self.assertEqual((plain.forward, plain.backward), (3.5, 1.0))
 
+    def test_ep_hidden_with_tp_under_an_overlapping_schedule(self):
+        from infracalc.analyses import train_time as TT
+        from infracalc.collectives import Collective
+
+        tp = Collective("tp", "all_reduce", 1, 4, "up", dim="tp")
+        ep = Collective("ep", "all_to_all", 1, 4, "up", dim="ep")
+        timed = [TT.Timed(tp, "forward", 1.5), TT.Timed(ep, "forward", 1.0), TT.Timed(ep, "backward", 5.0)]
+        compute = TT.Pass(forward=2.0, backward=4.0)
+        # TP and EP together under the phase's compute: forward max(0, 1.5 + 1 - 2) = 0.5,
+        # backward max(0, 5 - 4) = 1
+        got = TT._pass_of(timed, compute, TT.hidden_dims(True, True))
+        self.assertEqual((got.forward, got.backward), (0.5, 1.0))
+        # EP alone hidden: TP's 1.5 stays exposed in the forward
+        got = TT._pass_of(timed, compute, TT.hidden_dims(False, True))
+        self.assertEqual((got.forward, got.backward), (1.5, 1.0))
+
+    def test_deepseek_recipe_hides_its_all_to_all_and_dispatches_fp8(self):
+        # DeepSeek-V3 report 3.2.1 (DualPipe overlaps the all-to-all) and 3.3 (FP8 dispatch)
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "deepseek-v3-report-pretrain-h800-x2048.json"))
+        _, t = VP.training_prediction(case, 1.0)
+        st = t.stages[1]
+        ep = [x for x in st.collectives if x.collective.dim == "ep"]
+        dispatch = next(x.collective for x in ep if "dispatch" in x.collective.name)
+        combine = next(x.collective for x in ep if "combine" in x.collective.name)
+        # fp8 with a 4-byte scale per 128 values: 7168 + 4 x 56 = 7392 B per copy against bf16's 14,336
+        self.assertEqual(dispatch.bytes * 14336, combine.bytes * 7392)
+        self.assertLess(st.comm.forward, sum(x.seconds for x in st.collectives if x.phase == "forward"))
+
+    def test_predicted_step_prices_collectives_with_nccls_model(self):
+        from infracalc import comm
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.efficiency import collective as EC
+        from infracalc.analyses.validate import _device
+
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64.json"))
+        _, t = VP.training_prediction(case, 1.0)
+        device = _device("h100-sxm")
+        links = comm.links(device)
+        for x in t.stages[0].collectives:
+            want = EC.predicted_s(x.collective, links, device.id)[0] * x.collective.count
+            self.assertAlmostEqual(x.seconds, want, places=15)
+            self.assertEqual(TT.run_s(x.collective, links, "ring"), comm.run_s(x.collective, links, "ring"))
+
+    def test_floor_stays_below_the_predicted_recipes_step(self):
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.validate import _device
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("qwen3-30b-a3b")
+        w = Workload(batch=1, tokens=4096, logits="all", weight_dtype=dtype("bf16"), act_dtype=dtype("bf16"),
+                     kv_dtype=dtype("bf16"))
+        lay = placement.Layout(tp=1, pp=2, dp=8, cp=1, ep=8, micro_batches=8)
+        opts = dict(overlap_tp=True, overlap_ep=True, collective_model="nccl")
+        step = TT.step_time(arch, w, lay, _device("h100-sxm"), **opts).step_s
+        self.assertLessEqual(TT.step_floor(arch, w, lay, _device("h100-sxm"), **opts), step)
+
     def test_nemo_recipe_overlaps_tp(self):
         self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_tp"])
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64.json"))

@@ -244,33 +244,51 @@ def layer_runs(dim, recompute):
     return 2 + (level == "full")
 
 
-def layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp=False):
+def layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp=False, overlap_ep=False, model="ring",
+                 device_id=None):
     """Seconds of ONE layer's TP, EP and CP collectives (`stage_comm.layer_collectives`) in one
-    micro-batch, each run as often as `layer_runs` says (without TP's under `overlap_tp`, which
-    may hide them): what `stage_collectives` charges per layer of this shard (memoized)."""
+    micro-batch, each run as often as `layer_runs` says (without TP's under `overlap_tp` and EP's
+    under `overlap_ep`, which may hide them): what `stage_collectives` charges per layer of this
+    shard (memoized), each priced by `run_s` under `model`."""
+    hidden = hidden_dims(overlap_tp, overlap_ep)
+
     def make():
-        return sum(comm.run_s(c, links, ALGORITHM) * c.count * layer_runs(c.dim, recompute)
+        return sum(run_s(c, links, model, device_id) * c.count * layer_runs(c.dim, recompute)
                    for c in stage_comm.layer_collectives(layer, lay, tokens, t)
-                   if not (overlap_tp and c.dim == "tp"))
-    key = ("train layer comm", layer, lay.tp, lay.ep, lay.cp, lay.sp, tokens, t, recompute, overlap_tp,
-           links.get("up"), links.get("out"))
+                   if c.dim not in hidden)
+    key = ("train layer comm", layer, lay.tp, lay.ep, lay.cp, lay.sp, tokens, t, recompute, hidden,
+           links.get("up"), links.get("out"), model, device_id)
     return placement.memo(key, make)
 
 
-def cost(collectives, links):
-    """[Timed] of (Collective, phase) pairs over the device's links (`comm.run_s`, ring algorithm)."""
-    return [Timed(c, phase, comm.run_s(c, links, ALGORITHM) * c.count) for c, phase in collectives]
+COLLECTIVE_MODELS = ("ring", "nccl")
 
 
-def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links, wire=("", "")):
+def run_s(c, links, model="ring", device_id=None):
+    """Seconds of one run of `c`: the estimate's (`comm.run_s`, ring algorithm), or under
+    model "nccl" the predicted figure's, NCCL's own cost model with its fitted residual
+    (`efficiency.collective.predicted_s`: the algorithm and protocol NCCL picks for the size)."""
+    if model == "nccl":
+        from .efficiency.collective import predicted_s
+        return predicted_s(c, links, device_id)[0]
+    return comm.run_s(c, links, ALGORITHM)
+
+
+def cost(collectives, links, model="ring", device_id=None):
+    """[Timed] of (Collective, phase) pairs over the device's links (`run_s`: ring algorithm, or
+    NCCL's model)."""
+    return [Timed(c, phase, run_s(c, links, model, device_id) * c.count) for c, phase in collectives]
+
+
+def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links, wire=("", ""), model="ring"):
     """(compute Pass, [Timed] collectives) of one micro-batch on one device of stage `st`."""
     compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
     for layer, count, _ in placement.device_layers(arch, lay, st):
         compute += layer_pass(layer, w, r, lay.cp, recompute, flash, lay.tp if lay.sp else 1).times(count)
     key = ("stage collectives", arch, lay, placement.stage_signature(arch, lay, st), w, recompute, chunks, device,
-           links.get("up"), links.get("out"), wire)   # no roof: a step's estimate and prediction share them
+           links.get("up"), links.get("out"), wire, model)   # no roof: the roofs do not change them
     return compute, placement.memo(key, lambda: tuple(cost(stage_collectives(arch, lay, st, w, device, recompute,
-                                                                             chunks, wire), links)))
+                                                                             chunks, wire), links, model, device.id)))
 
 
 class StageTime(Record):
@@ -287,14 +305,20 @@ class StageTime(Record):
         return self.compute + self.comm
 
 
-def _pass_of(timed, hide_tp_under=None):
+def hidden_dims(overlap_tp=False, overlap_ep=False):
+    """The parallel dimensions whose per-micro-batch collectives a recipe runs under compute."""
+    return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep)
+
+
+def _pass_of(timed, hide_tp_under=None, dims=("tp",)):
     """The seconds of per-micro-batch collectives summed by phase, as a Pass; with
-    `hide_tp_under` (the stage's compute Pass) the TP collectives of a phase are exposed only
-    beyond that phase's compute: max(0, TP seconds - compute seconds)."""
+    `hide_tp_under` (the stage's compute Pass) the collectives of `dims` (TP's; EP's too under
+    an all-to-all overlapping schedule) of a phase are exposed only beyond that phase's compute:
+    max(0, their seconds - compute seconds)."""
     p = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     tp = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     for t in timed:
-        if hide_tp_under is not None and t.collective.dim == "tp":
+        if hide_tp_under is not None and t.collective.dim in dims:
             tp[t.phase] += t.seconds
         else:
             p[t.phase] += t.seconds
@@ -304,7 +328,7 @@ def _pass_of(timed, hide_tp_under=None):
     return Pass(p["forward"], p["backward"], 0.0, p["recompute"])
 
 
-def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_batches):
+def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_batches, model="ring"):
     """[Timed] of the data-parallel traffic of one step for one device holding
     `dense` + `expert` parameters; ZeRO-3's gathers repeat per micro-batch."""
     out = []
@@ -323,7 +347,7 @@ def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_bat
             c = c.replace(name=c.name + what)
             if c.name.startswith("ZeRO-3"):
                 c = c.replace(name=c.name + ", every micro-batch", count=c.count * micro_batches)
-            out.append(Timed(c, "step", comm.run_s(c, links, ALGORITHM) * c.count))
+            out.append(Timed(c, "step", run_s(c, links, model, device.id) * c.count))
     return out
 
 
@@ -429,13 +453,17 @@ def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
-              wire=("", ""), overlap_tp=False):
+              wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring"):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
     `overlap_tp`: the TP/SP collectives run under the same phase's compute (Megatron/NeMo
     tp_comm_overlap, Transformer Engine userbuffers): per phase only max(0, TP - compute) of
-    them is exposed (`_pass_of`); off by default (every collective exposed)."""
+    them is exposed (`_pass_of`); off by default (every collective exposed). `overlap_ep`: the
+    EP dispatch and combine likewise (DeepSeek-V3's DualPipe overlaps each chunk's all-to-all with
+    another chunk's compute, arXiv:2412.19437 section 3.2.1; Megatron-LM's combined-1F1B
+    all-to-all overlap): off by default. `collective_model`: "ring" (the estimate's alpha-beta
+    ring at the links' figures) or "nccl" (the predicted figure's NCCL model, `run_s`)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
@@ -446,15 +474,18 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     stages = []
     for st in placement.stages(arch, lay):
         key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, roofs, recompute, flash,
-               chunks, device, link_key, wire)
+               chunks, device, link_key, wire, collective_model)
         compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, roofs, recompute, flash,
-                                                                chunks, device, links, wire))
+                                                                chunks, device, links, wire, collective_model))
         dense, expert = rank_params(arch, lay, st, schedule, stage_params)
-        dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key),
-                            lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m))
+        dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key,
+                             collective_model),
+                            lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m,
+                                            collective_model))
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         opt_s = optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes)
-        stages.append(StageTime(st.index, compute, _pass_of(timed, compute if overlap_tp else None), tuple(timed),
+        hidden = hidden_dims(overlap_tp, overlap_ep)
+        stages.append(StageTime(st.index, compute, _pass_of(timed, compute if hidden else None, hidden), tuple(timed),
                                 tuple(dp), exposed, opt_s))
     times = [s.micro_batch for s in stages]
     b = max(range(len(times)), key=lambda i: (times[i].total, -i))
@@ -466,11 +497,13 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
 
 def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b", chunks=1,
                weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None, compute_efficiency=1.0,
-               memory_efficiency=1.0, stage_params=None, wire=("", ""), overlap_tp=False, **_):
+               memory_efficiency=1.0, stage_params=None, wire=("", ""), overlap_tp=False, overlap_ep=False,
+               collective_model="ring", **_):
     """A value never above step_time(...).step_s with the same arguments, for pruning a search.
     With c_s = stage s's layers' compute and their TP, EP and CP collectives (count x
     (`layer_pass` + `layer_comm_s`); the top blocks', the PP boundary's and, under
-    `overlap_tp`, TP's left out: each >= 0) and t_s >= c_s its micro-batch time, t_b = max_s t_s:
+    `overlap_tp`, TP's, under `overlap_ep`, EP's left out: each >= 0) and t_s >= c_s its micro-batch
+    time, t_b = max_s t_s:
     the pipeline m t_b + bubble >= m max c + (1f1b: sum_{s != b} t_s >= sum c - max c;
     interleaved: that / v; zero-bubble and DualPipe: a max with 0, >= 0), and the sync, the
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
@@ -486,7 +519,8 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
         got = per_layer.get(layer)
         if got is None:
             got = per_layer[layer] = (layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total
-                                      + layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp))
+                                      + layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp,
+                                                     overlap_ep, collective_model, device.id))
         return got
 
     c, opt = [], 0.0

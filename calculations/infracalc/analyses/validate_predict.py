@@ -183,10 +183,12 @@ TRAINING_RECIPES = {
     "PyTorch (Meta)": {"zero": 3, "overlap_dp": True, "overlap_tp": False, "recompute": "selective",
                        "why": "torchtitan FSDP2 (parameters, gradients and optimizer sharded, ZeRO-3) "
                               "with prefetched all-gathers; selective activation checkpointing"},
-    "DeepSeek": {"zero": 1, "overlap_dp": True, "overlap_tp": False, "recompute": "none", "schedule": "dualpipe",
-                 "why": "DeepSeek-V3 report, sections 3.2.1-3.2.3: DualPipe (computation and all-to-all "
-                        "overlapped inside each forward/backward chunk pair), ZeRO-1 data parallelism, no "
-                        "TP; its recompute of RMSNorm and the MLA up-projections is not charged"},
+    "DeepSeek": {"zero": 1, "overlap_dp": True, "overlap_tp": False, "overlap_ep": True, "recompute": "none",
+                 "schedule": "dualpipe", "wire": ("fp8", "bf16"),
+                 "why": "DeepSeek-V3 report, sections 3.2.1-3.2.3 and 3.3: DualPipe (each chunk's "
+                        "all-to-all overlapped with another chunk's computation), ZeRO-1 data "
+                        "parallelism, no TP, FP8 dispatch and BF16 combine; its recompute of RMSNorm "
+                        "and the MLA up-projections is not charged"},
 }
 
 
@@ -327,7 +329,8 @@ def training_prediction(case, factor=None):
                 else {"schedule": recipe["schedule"]} if "schedule" in recipe else {})
     recompute = s.get("recompute", recipe["recompute"])   # the row's own, where the source prints it
     got = predicted_step(arch, w, lay, device, factor=k, recompute=recompute, zero=recipe["zero"],
-                         overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"], **schedule)
+                         overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"],
+                         overlap_ep=recipe.get("overlap_ep", False), wire=recipe.get("wire", ("", "")), **schedule)
     if got is None:
         return None, None
     step, t = got

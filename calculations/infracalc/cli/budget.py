@@ -29,6 +29,10 @@ KINDS = {
            "overhead) and the cores a declared per-core packet rate needs",
     "connections": "connection state of one host: endpoints x peers, a transport per relation against one per "
                    "(peer, isolation class), bytes against a budget",
+    "periodic-queue": "a fluid queue of declared periodic demands on one link: exact queue segments, peak and "
+                      "final backlog, excess demand, compatibility",
+    "feedback-queue": "a fluid queue whose arrival rate drops after a declared feedback delay, with a finite "
+                      "buffer: backlog at feedback, drops, drain",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
                 "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
@@ -1304,6 +1308,8 @@ def _checkpoint(args):
 from .budget_kernel import _bank, _bank_arguments, _quant_gemm, _quant_gemm_arguments  # noqa: E402,F401
 from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
+from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
+from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

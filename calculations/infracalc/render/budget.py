@@ -4,6 +4,7 @@ from .table import inline, markdown_table
 
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
+from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
@@ -65,6 +66,8 @@ CONVENTIONS = {
     "nic": PACKET_CONVENTIONS,
     "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
+    "periodic-queue": FLUID_CONVENTIONS,
+    "feedback-queue": FLUID_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,

@@ -14,9 +14,9 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.442939504799132,
+    'all': 1.4221493156140432,
     'NVIDIA': 1.3905748457912845,
-    'PyTorch (Meta)': 1.442939504799132,
+    'PyTorch (Meta)': 1.4221493156140432,
 }
 
 
@@ -27,6 +27,7 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     overlap_tp defaults to True here (validate's recipes state it per publication). None when
     the device has no prediction (no published peak)."""
     options.setdefault("overlap_tp", True)
+    options.setdefault("collective_model", "nccl")
     from ..train_time import step_time
     from .predict import achievable
 
