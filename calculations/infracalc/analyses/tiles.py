@@ -77,6 +77,12 @@ def element_bytes(fmt, role):
     return fmt.bits // 8
 
 
+def padded_flops(m, k, n, tile):
+    """2 * bm tm * bk tk * bn tn: the work of every tile that holds a valid element, padding included."""
+    tm, tk, tn = tile
+    return 2 * ceil_div(m, tm) * tm * ceil_div(k, tk) * tk * ceil_div(n, tn) * tn
+
+
 def gemm_tile(m, k, n, tile, *, a_bytes, b_bytes, c_bytes, schedule="output-stationary", buffers=1):
     """One GEMM tile candidate (tm, tk, tn): its next-level bytes and working bytes."""
     tm, tk, tn = tile
@@ -93,7 +99,7 @@ def gemm_tile(m, k, n, tile, *, a_bytes, b_bytes, c_bytes, schedule="output-stat
         "partial_store_bytes": partials, "partial_load_bytes": partials,
         "next_level_bytes": next_level,
         "valid_matrix_flops": 2 * m * k * n,
-        "padded_matrix_flops": 2 * bm * bk * bn * tm * tk * tn,
+        "padded_matrix_flops": padded_flops(m, k, n, tile),
         "arithmetic_intensity_flops_per_byte": 2 * m * k * n / next_level,
     }
 

@@ -23,10 +23,18 @@ def add_arguments(p):
                    help="add the block-scaled FP8 linears' kernel view: valid, tile (ROWS x 128 x 128) "
                         "and scale FLOPs per linear (needs fp8-b128 weights, e.g. DeepSeek-V3/V4's "
                         "native format; the book's v4-fp8-* tables use 32)")
+    p.add_argument("--tile", type=_tile_shape, metavar="MxKxN",
+                   help="add every matrix product padded to this kernel tile: valid, rectangular and padded "
+                        "FLOPs per linear, QK^T and PV (dense decoders; the book's architecture-tile-* use 64x64x128)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
     common.add_output(p)
+
+
+def _tile_shape(text):
+    from .gemm import tile_shape
+    return tile_shape(text)
 
 
 def run(args):
@@ -45,4 +53,8 @@ def run(args):
     if args.fp8_tiles:
         from ..analyses.fp8_linears import fp8_linears
         rec["fp8_linears"] = fp8_linears(arch, w, args.fp8_tiles)
+    if args.tile:
+        from ..analyses.tile_padding import tile_padding
+        head_rows = {"last": args.batch, "all": args.batch * args.tokens, "none": 0}[args.logits]
+        rec["tile_padding"] = tile_padding(arch, w, args.tile, head_rows)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -156,6 +156,7 @@ def markdown(rec):
              markdown_table(["quantity", "exact", "human"],
                             totals_rows(rec["totals"]) + predicted_rows(rec["totals"], rec), "lrr"),
              *fp8_lines(rec.get("fp8_linears")),
+             *tile_lines(rec.get("tile_padding")),
              "", *conventions(rec["conventions"])]
     return "\n".join(parts)
 
@@ -176,6 +177,20 @@ def fp8_lines(f):
             f"{t['weight_bytes']:,} B + scales {t['weight_scale_bytes']:,} B ({f['format']}).", "",
             markdown_table(["linear", "calls", "weight [N, K]", "valid FLOPs", "tile FLOPs", "scale products",
                             "scale accumulation", "scale FLOPs", "padded scale FLOPs"], rows, "lrlrrrrrr"),
+            "", f"Convention: {f['convention']}."]
+
+
+def tile_lines(f):
+    """The `--tile` section: one row per distinct matrix product, then the totals."""
+    if not f:
+        return []
+    keys = ("valid_matrix_flops", "rectangular_matrix_flops", "padded_matrix_flops")
+    rows = [[inline(r["name"]), f"[{r['m']}, {r['k']}, {r['n']}]", f"{r['calls']:,}", *(f"{r[k]:,}" for k in keys)]
+            for r in f["products"]]
+    rows.append(["**total**", "", "", *(f"**{f['totals'][k]:,}**" for k in keys)])
+    return ["", "## Tile padding (tile {})".format("x".join(map(str, f["tile"]))), "",
+            markdown_table(["product", "[M, K, N]", "calls", "valid FLOPs", "rectangular FLOPs", "padded FLOPs"],
+                           rows, "llrrrr"),
             "", f"Convention: {f['convention']}."]
 
 
