@@ -33,6 +33,10 @@ KINDS = {
                       "final backlog, excess demand, compatibility",
     "feedback-queue": "a fluid queue whose arrival rate drops after a declared feedback delay, with a finite "
                       "buffer: backlog at feedback, drops, drain",
+    "collective-tail": "a barrier collective over a finite record of declared per-rank ready times: mean, nearest-"
+                       "rank p50/p99 and max completion, and paired counterfactuals (faster exchange, aligned, no recovery)",
+    "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
+                "and a stale speculative-read witness",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
                 "idle and bubble, exposed transfer, and each stage's activation-buffer peak",
     "image-request": "a remote image request as serial declared stages: upload and download of declared file sizes, "
@@ -1310,6 +1314,7 @@ from .budget_kernel import _rmsnorm, _rmsnorm_arguments  # noqa: E402,F401
 from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_arguments  # noqa: E402,F401
 from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
 from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
+from .budget_net import _collective_tail, _collective_tail_arguments, _ordering, _ordering_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
