@@ -59,9 +59,10 @@ under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 
 from .. import comm
 from .. import layout as placement
-from ..collectives import Collective, ceil_div, dp_gradient_collectives, pp_boundary_collectives
+from ..collectives import Collective, dp_gradient_collectives, pp_boundary_collectives
 from ..errors import UserError
 from ..record import Record
+from ..splits import ceil_div
 from . import stage_comm, train_flops, train_memory
 from .roofline import roof as make_roof
 
