@@ -3,6 +3,7 @@
 import os
 
 from ..errors import UserError, quote, unknown
+from ..memo import remember
 from ..paths import data_dir
 from .config import Config
 from .jsonfile import read_json, regular_file  # noqa: F401  (read_json: the one JSON reader)
@@ -182,6 +183,7 @@ def hf_cache_snapshot(repo):
 
 
 _CACHE = {}
+_CACHE_KEPT = 1 << 8   # architectures kept (memo.remember): reproduce loads a few dozen
 
 
 def load_model(spec):
@@ -192,12 +194,15 @@ def load_model(spec):
         return _CACHE[key]
     from .adapters import FAMILIES, adapter, nearest
 
-    cfg = Config(read_json(path, "model config file"), model_id)
+    data = read_json(path, "model config file")
+    if isinstance(data, dict) and "DFlashDraftModel" in (data.get("architectures") or ()):
+        raise UserError(f"{model_id}: a DFlash block-diffusion drafter (DFlashDraftModel), not a causal LM: "
+                        "give it to serve --draft-model")
+    cfg = Config(data, model_id)
     model_type = cfg.string("model_type")
     adapt = adapter(model_type)
     if adapt is None:
         raise UserError(f"{model_id}: unsupported model_type {quote(model_type)}; nearest supported: "
                         f"{', '.join(nearest(model_type))} (all {len(FAMILIES)} are listed in docs/models.md)")
     arch = adapt(cfg, model_id)
-    _CACHE[key] = arch
-    return arch
+    return remember(_CACHE, _CACHE_KEPT, key, arch)
