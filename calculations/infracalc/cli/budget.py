@@ -49,10 +49,16 @@ KINDS = {
              "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
     "routing": "routing between priced services with a prefix cache: attempt costs, cost per quality and per "
                "quality-and-deadline success, the cost crossover hit fraction",
+    "sampling": "one speculative-sampling step on a declared vocabulary: acceptance, the corrected output "
+                "against the target and the wrong resampling's, every rejection branch, exact fractions",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
+    "optimizer": "optimizer groups of a checkpoint: Muon or AdamW per tensor (DeepSeek-V4's rule), Newton-Schulz "
+                 "matrix FLOPs and scalar operations of one update step",
     "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
                     "added and total capacity, with a declared gain and baseline of servers",
+    "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
+                 "kernel's buffers and known live subset",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -139,6 +145,28 @@ def _exact_time(text):
              ("s", 1), ("h", 3600), ("d", 86400))
     suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
     return Fraction(raw[:-len(suffix)].strip()) * factor
+
+
+def _optimizer_arguments(q):
+    common.add_model(q)
+    q.add_argument("--sink", choices=("unresolved", "row-muon", "adamw"), default="unresolved",
+                   help="the attention sinks' optimizer, which the report does not state (default unresolved; "
+                        "row-muon: one 1 x n matrix)")
+    q.add_argument("--head-mixer", choices=("unresolved", "adamw", "muon"), default="unresolved",
+                   help="the mHC head mixer hc_head_fn's optimizer (default unresolved)")
+    q.add_argument("--iterations", type=common.positive_int, default=10, metavar="K",
+                   help="Newton-Schulz iterations per Muon update (default 10)")
+
+
+def _optimizer(args):
+    from ..analyses.optimizer_groups import optimizer_groups
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.iterations > 1000:
+        raise UserError("--iterations takes at most 1,000 Newton-Schulz steps")
+    return optimizer_groups(load_model(args.model), sink=args.sink, head_mixer=args.head_mixer,
+                            iterations=args.iterations)
 
 
 def _pipeline_arguments(q):
@@ -486,6 +514,30 @@ def _voice_demand(args):
                         peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
 
 
+def _kda_chunk_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.positive_int, required=True, help="tokens T of the sequence")
+    q.add_argument("--chunk", type=common.positive_int, default=None,
+                   help="chunk size C (default the model's; the kernel supports 32 and 64)")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="sequences (default 1)")
+
+
+def _kda_chunk(args):
+    from ..analyses.kda_chunk import kda_chunk
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    kda = [b for layer in arch.layers for b in layer.blocks if getattr(b, "kind", None) == "KDA"]
+    if not kda:
+        raise UserError(f"model '{arch.id}' has no KDA (Kimi Delta Attention) layer")
+    chunk = args.chunk or kda[0].chunk
+    if chunk not in (32, 64):
+        raise UserError(f"--chunk {chunk}: the chunked KDA kernel supports 32 and 64")
+    return dict({"model": arch.id, "chunk": chunk}, **kda_chunk(batch=args.batch, tokens=args.tokens, chunk=chunk,
+                                                            heads=kda[0].heads, d=kda[0].head_dim, layers=len(kda)))
+
+
 def _blocks(text):
     """Blocks IN:OUT:PROCESS:ENCODE,...: 10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s."""
     out = []
@@ -685,6 +737,35 @@ def _retry(args):
         return retry_paths(nodes=nodes, start=given[0][0], deadline_s=args.deadline, tasks=args.tasks)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _distribution(text):
+    """P0,P1,...: exact probabilities (1/2, 0.25, 0), 1 to 4,096 tokens, summing to exactly 1."""
+    from fractions import Fraction
+
+    parts = text.split(",") if len(text) <= 100_000 else []
+    values = [_exact(t.strip(), "a probability such as 1/3", 0, 1) for t in parts]
+    if not 1 <= len(values) <= 4096 or sum(values, Fraction(0)) != 1:
+        raise argparse.ArgumentTypeError(f"must be 1 to 4,096 probabilities P0,P1,... summing to exactly 1 "
+                                         f"(normalized, after temperature and top-k/top-p), got '{text[:80]}'")
+    return tuple(values)
+
+
+def _sampling_arguments(q):
+    q.add_argument("--target-probs", type=_distribution, required=True, metavar="P0,P1,...",
+                   help="the target's next-token distribution p on a shared vocabulary (e.g. 1/2,1/3,1/6)")
+    q.add_argument("--draft-probs", type=_distribution, required=True, metavar="Q0,Q1,...",
+                   help="the draft's distribution q on the same vocabulary (e.g. 1/6,1/3,1/2)")
+
+
+def _sampling(args):
+    from ..analyses.speculative_sampling import sampling
+    from ..errors import UserError
+
+    if len(args.target_probs) != len(args.draft_probs):
+        raise UserError(f"--target-probs has {len(args.target_probs)} tokens, --draft-probs "
+                        f"{len(args.draft_probs)}: the two share one vocabulary")
+    return sampling(target=args.target_probs, draft=args.draft_probs)
 
 
 def _index_range(text):
