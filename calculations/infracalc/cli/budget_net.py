@@ -7,6 +7,8 @@ record; cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's 
 import argparse
 from fractions import Fraction
 
+from . import common
+
 _BYTE_RATES = (("TB/s", 10**12), ("GB/s", 10**9), ("MB/s", 10**6), ("KB/s", 10**3), ("B/s", 1))
 
 
@@ -45,6 +47,15 @@ def _job(text):
     return period, on, offset, rate
 
 
+def _checked(parse):
+    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
+    def check(text):
+        parse(text)
+        return text
+    check.__name__ = parse.__name__
+    return check
+
+
 def _capacity(q):
     q.add_argument("--capacity", type=byte_rate, required=True, metavar="R",
                    help="the shared link's service rate in bytes/s (50GB/s)")
@@ -65,18 +76,13 @@ def byte_count_text(text):
 
 
 def _periodic_queue_arguments(q):
-    q.add_argument("--job", dest="jobs", type=_checked_job, action="append", required=True,
+    q.add_argument("--job", dest="jobs", type=_checked(_job), action="append", required=True,
                    metavar="PERIOD:ON:OFFSET:RATE",
                    help="a periodic demand: sends RATE during [k PERIOD + OFFSET, + ON) (repeat for each job)")
     _capacity(q)
     q.add_argument("--window", type=_ns, default=None, metavar="T",
                    help="observation window from 0 (default: the least common multiple of the periods)")
     _queue_limits(q)
-
-
-def _checked_job(text):
-    _job(text)
-    return text
 
 
 def _limits(args):
@@ -122,3 +128,105 @@ def _feedback_queue(args):
     return feedback_queue(offered=args.offered, reduced=args.reduced, capacity=args.capacity,
                           feedback_ns=args.feedback, after_ns=args.after_feedback, initial_bytes=args.initial_queue,
                           buffer_bytes=args.buffer)
+
+
+def _record(text):
+    """[NAME=]COUNT:EXCHANGE:RECOVERY:READY,READY,...: late-rank=1:400us:0s:0s,0s,0s,2ms."""
+    name, eq, body = text.rpartition("=")
+    parts = body.split(":")
+    try:
+        count = int(parts[0]) if len(parts) == 4 and parts[0].isdigit() else 0
+        if not count or len(text) > 4000:
+            raise argparse.ArgumentTypeError(text)
+        exchange, recovery = _ns(parts[1]), _ns(parts[2])
+        ready = [_ns(t) for t in parts[3].split(",")]
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be [NAME=]COUNT:EXCHANGE:RECOVERY:READY,READY,... with times in units "
+                                         f"(normal=98:400us:0s:0s,0s,0s,0s), got '{text}'")
+    return name or "observation", count, ready, exchange, recovery
+
+
+def _payload_options(q, what):
+    q.add_argument("--model", default=None, help=f"a bundled model: {what} is BF16 [tokens, hidden] (optional)")
+    q.add_argument("--tokens", type=common.positive_int, default=1, help="tokens of that payload (default 1)")
+
+
+def _payload(args):
+    if args.model is None:
+        return None
+    from ..load.models import load_model
+
+    return 2 * args.tokens * load_model(args.model).hidden_size
+
+
+def _collective_tail_arguments(q):
+    q.add_argument("--record", dest="records", type=_checked(_record), action="append", required=True,
+                   metavar="[NAME=]COUNT:EXCHANGE:RECOVERY:READY,...",
+                   help="an observation repeated COUNT times: exchange and recovery times, each rank's ready time")
+    q.add_argument("--exchange-speedup", type=_speedup, default=Fraction(2), metavar="S",
+                   help="the faster-exchange counterfactual's factor (default 2)")
+    q.add_argument("--post-compute", type=_ns, default=0, metavar="T", help="compute after the collective (default 0s)")
+    _payload_options(q, "each rank's payload")
+
+
+def _speedup(text):
+    try:
+        value = Fraction(text) if len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a factor of at least 1 such as 2 or 3/2, got '{text}'")
+    return value
+
+
+def _collective_tail(args):
+    from ..analyses.collective_tail import collective_tail
+    from ..errors import UserError
+
+    records = [_record(r) for r in args.records]
+    if len({len(r[2]) for r in records}) != 1:
+        raise UserError("every --record must give the same number of ranks")
+    return collective_tail(observations=records, speedup=args.exchange_speedup, post_ns=args.post_compute,
+                           payload_bytes=_payload(args))
+
+
+def _read_witness(text):
+    """SAMPLE:DATA:FLAG:FLAGREAD:RESPONSE:REREAD: 1us:2us:3us:4us:5us:2us."""
+    parts = text.split(":")
+    try:
+        if len(parts) != 6:
+            raise argparse.ArgumentTypeError(text)
+        s, d, f, g, t, reread = (_ns(p) for p in parts)
+        if not (d <= f <= g <= t and s <= g):
+            raise argparse.ArgumentTypeError(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be SAMPLE:DATA:FLAG:FLAGREAD:RESPONSE:REREAD times with DATA <= FLAG <= "
+                                         f"FLAGREAD <= RESPONSE and SAMPLE <= FLAGREAD (1us:2us:3us:4us:5us:2us), "
+                                         f"got '{text}'")
+    return s, d, f, g, t, reread
+
+
+def _ordering_arguments(q):
+    for flag, text in (("--write", "data write (20us)"), ("--recovery", "recovery until the data is visible (80us)"),
+                       ("--notification", "notification publish (2us)"),
+                       ("--independent", "the independent transfer (10us)")):
+        q.add_argument(flag, type=_ns, required=True, metavar="T", help=text)
+    q.add_argument("--shared-resource", action="store_true",
+                   help="the independent transfer shares the publication resource")
+    q.add_argument("--read", type=_checked(_read_witness), default=None, metavar="SAMPLE:DATA:FLAG:FLAGREAD:RESPONSE:REREAD",
+                   help="a speculative-read witness: sample D, D visible, F visible, read F, respond, re-read latency")
+    _payload_options(q, "each data transfer")
+
+
+def _ordering(args):
+    from ..analyses.operation_ordering import ordering_schedules, stale_read
+
+    out = {}
+    if args.model is not None:
+        out["transfer_bytes"] = _payload(args)
+    out.update(ordering_schedules(write_ns=args.write, recovery_ns=args.recovery, notification_ns=args.notification,
+                                  independent_ns=args.independent, shared_resource=args.shared_resource))
+    if args.read is not None:
+        keys = ("sample_ns", "data_visible_ns", "flag_visible_ns", "flag_read_ns", "response_ns", "reread_ns")
+        out["stale_read"] = stale_read(**dict(zip(keys, _read_witness(args.read))))
+    return out

@@ -3,13 +3,16 @@
 from .table import inline, markdown_table
 
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
+from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
+from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
+from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -69,7 +72,10 @@ CONVENTIONS = {
     "connections": CONNECTION_CONVENTIONS,
     "periodic-queue": FLUID_CONVENTIONS,
     "feedback-queue": FLUID_CONVENTIONS,
+    "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
+    "ordering": ORDERING_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
+    "optimizer": OPTIMIZER_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
