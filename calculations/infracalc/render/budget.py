@@ -4,6 +4,7 @@ from .table import inline, markdown_table
 
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
+from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
@@ -70,6 +71,7 @@ CONVENTIONS = {
     "feedback-queue": FLUID_CONVENTIONS,
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
     "ordering": ORDERING_CONVENTIONS,
+    "completion-reclaim": COMPLETION_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
