@@ -331,6 +331,10 @@ class DeviceMemory(unittest.TestCase):
         self.assertEqual(per_stage[1].kv_bytes_per_request, 83_886_080)
         self.assertEqual(per_stage[1].shortfall_bytes(10**4), 10**4 * 83_886_080 + 8 * 10**9
                          + 8_820_375_552 - 80 * 10**9)
+        # a context CP does not split evenly: the last rank may hold ceil(8,191 / 2) = 4,096 tokens,
+        # 40 x 2 x 1 x 128 x 2 B x 4,096 = 83,886,080 B (not 4,095 tokens' 83,865,600 B)
+        per_stage, _ = L.device_memory(arch, BF16, L.Layout(tp=8, pp=2, cp=2), 8191, 80 * 10**9)
+        self.assertEqual(per_stage[1].kv_bytes_per_request, 83_886_080)
 
     def test_kv_uses_the_same_weights(self):
         arch = load_model("qwen3-30b-a3b")

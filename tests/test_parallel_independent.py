@@ -103,7 +103,8 @@ class Independent:
         return max(L, self.m * max(sums))
 
 
-LAYOUTS = (Layout(tp=2, pp=2, dp=2), Layout(tp=4, pp=2), Layout(tp=2, cp=2, dp=2), Layout(pp=4, dp=2))
+LAYOUTS = (Layout(tp=2, pp=2, dp=2), Layout(tp=4, pp=2), Layout(tp=2, cp=2, dp=2), Layout(pp=4, dp=2),
+           Layout(tp=2, pp=2, cp=2))   # a PP boundary under CP crosses b ceil(P/cp) prompt tokens
 
 
 class SearchAndRecordEqualTheIndependentFigures(unittest.TestCase):
@@ -114,7 +115,15 @@ class SearchAndRecordEqualTheIndependentFigures(unittest.TestCase):
                 want = Independent(model, lay, batch, P_, G)
                 ttft, decode = want.ttft(), want.decode_s()
                 steps = G - 1
-                rec = P.parallel(plan, lay, batch)["latency"]
+                full = P.parallel(plan, lay, batch)
+                rec, ph = full["latency"], full["phases"]
+                # the boundary transfers each phase states: b ceil(P/cp) prompt tokens in the prefill,
+                # b tokens per decode step, G - 1 steps in the decode
+                c = -(-P_ // lay.cp)
+                for phase, tokens, passes in (("prefill", want.b * c, 1), ("first", want.b, 1),
+                                              ("decode", want.b, steps)):
+                    x = want.transfer(tokens) * passes
+                    self.assertAlmostEqual(ph[phase]["transfer_s"], x, delta=x * 1e-12)
                 self.assertAlmostEqual(rec["ttft_s"], ttft, delta=ttft * 1e-12)
                 self.assertAlmostEqual(rec["decode_s"], decode, delta=decode * 1e-12)
                 self.assertAlmostEqual(rec["tpot_mean_s"], decode / steps, delta=decode * 1e-12)

@@ -14,6 +14,7 @@ import math
 
 from .errors import UserError
 from .record import Record
+from .splits import ceil_div, expert_tp
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p", "broadcast")
 TIERS = ("up", "out")
@@ -218,7 +219,7 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
         dispatch = math.ceil(copies * out_bytes)
         combine = math.ceil(copies * back_bytes)
     else:
-        copies = -(-tokens * top_k // share)
+        copies = ceil_div(tokens * top_k, share)
         dispatch = copies * out_bytes
         combine = copies * back_bytes
     how = " (one copy per destination rank)" if dedup else ""
@@ -228,12 +229,6 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
                        local, share),
             Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, moe_layers, "ep", skew,
                        local, share)]
-
-
-def expert_tp(tp, ep):
-    """Ways each routed expert is tensor-split when EP ranks are taken from the TP group first
-    (the layout library's convention): tp / ep when ep <= tp, else 1."""
-    return tp // ep if ep <= tp else 1
 
 
 def moe_keeps_tp_reduction(tp, ep, sp, shared):
@@ -283,10 +278,6 @@ def moe_collectives(tokens, top_k, hidden, act_bytes, *, tp, ep, moe_layers, tie
                 Collective("EP expert-TP reduce-scatter of the expert outputs", "reduce_scatter",
                            etp * combine.bytes, etp, tier_tp, moe_layers, "ep", combine.skew, min(local_tp, etp))]
     return out
-
-
-def ceil_div(a, b):
-    return -(-a // b)
 
 
 def pp_boundary_collectives(tokens, hidden, act_bytes, *, tp, sp, tier_pp, tier_tp, direction="activations",

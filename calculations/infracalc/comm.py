@@ -83,6 +83,7 @@ from .collectives import (Collective, cp_attention_pairs, cp_collectives, distin
                           WIRE_FORMATS)
 from .errors import MissingLink, UserError
 from .record import Record
+from .splits import ceil_div
 
 DEFAULT_ALPHA_S = 1e-6   # stated default when a device publishes no latency (order of NCCL PCI/LL, ICI hop)
 MAX_ALPHA_S = 1.0
@@ -411,7 +412,7 @@ def group_local(span_ranks, stride, size, domain):
     (Layout.group_span)."""
     if span_ranks <= domain:
         return size
-    return max(1, min(size, -(-domain // stride)))
+    return max(1, min(size, ceil_div(domain, stride)))
 
 
 def ranks_per_domain(lay, dim, domain):
@@ -430,7 +431,7 @@ def ranks_per_domain(lay, dim, domain):
 def _domains(c, up):
     """(g, m): ranks per scale-up domain and domains of a group on the "out" tier."""
     g = c.local if up is not None else 1
-    return g, -(-c.group // g)
+    return g, ceil_div(c.group, g)
 
 
 def _up_bandwidth(up, g):

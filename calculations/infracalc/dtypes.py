@@ -22,6 +22,8 @@ one E4M3 scale per 16 values and one FP32 per tensor (NVIDIA Blackwell).
 from .record import Record
 
 from .errors import UserError
+from .memo import remember
+from .splits import ceil_div
 
 
 class Dtype(Record):
@@ -39,14 +41,14 @@ class Dtype(Record):
         n = 1
         for d in shape:
             n *= d
-        total = -(-n * self.bits // 8)
+        total = ceil_div(n * self.bits, 8)
         if self.group:
             last = shape[-1]
-            groups = (n // last) * -(-last // self.group)
+            groups = (n // last) * ceil_div(last, self.group)
             total += groups * self.scale_bits // 8
         if self.block and len(shape) >= 2:
             lead = n // (shape[-1] * shape[-2])
-            blocks = lead * -(-shape[-2] // self.block) * -(-shape[-1] // self.block)
+            blocks = lead * ceil_div(shape[-2], self.block) * ceil_div(shape[-1], self.block)
             total += blocks * self.scale_bits // 8
         return total + self.tensor_scale_bytes
 
@@ -55,7 +57,7 @@ class Dtype(Record):
         activations or KV-cache entry): group scales counted; a per-tensor
         scale is not, being one per layer's whole cache, not one per row."""
         if not self.group:   # no group scales (a block scale needs two dimensions): ceil(n * bits / 8)
-            return -(-n * self.bits // 8)
+            return ceil_div(n * self.bits, 8)
         return self.nbytes((n,)) - self.tensor_scale_bytes if n else 0
 
     @property
@@ -130,6 +132,7 @@ BOOK_FORMATS = (
 )
 
 _CACHE = {}
+_CACHE_KEPT = 1 << 10   # parsed names kept (memo.remember)
 
 
 def parse(name):
@@ -171,7 +174,7 @@ def dtype(name):
             raise UserError(f"unknown dtype '{name}'{hint} (or BASE-gG[-SCALE] / BASE-bB[-SCALE] with "
                             f"BASE one of {', '.join(b for b in BASES if BASES[b][0] <= 8)} and SCALE "
                             f"one of {', '.join(SCALES)})") from None
-        _CACHE[name] = d
+        return remember(_CACHE, _CACHE_KEPT, name, d)
     return _CACHE[name]
 
 

@@ -4,7 +4,7 @@ stages and the per-device shard.
 A `Layout` says how many ways each parallel dimension splits the work. The
 devices are tp * cp * dp * pp; expert parallelism is carved out of the dp * tp
 devices of a stage (EP ranks from the TP group first, then from data-parallel
-replicas: expert TP = tp / ep when ep <= tp, else 1; `blocks.moe.MoE.expert_tp`).
+replicas: expert TP = tp / ep when ep <= tp, else 1; `splits.expert_tp`).
 
 Sharding acts on the architecture, not on the ledger: `shard(arch, layout,
 stage)` is an ordinary `Architecture` holding what one device of that stage
@@ -27,6 +27,7 @@ from .capacity import binding_stage, cache_room, requests_in, reserve_of
 from .errors import UserError
 from .memo import remember
 from .record import Record
+from .splits import ceil_div, expert_tp
 
 DIMS = ("tp", "cp", "ep", "dp", "pp")
 
@@ -59,8 +60,8 @@ class Layout(Record):
 
     @property
     def expert_tp(self):
-        """Ways each routed expert is tensor-split: tp / ep when ep <= tp, else 1."""
-        return self.tp // self.ep if self.ep <= self.tp else 1
+        """Ways each routed expert is tensor-split (`splits.expert_tp`)."""
+        return expert_tp(self.tp, self.ep)
 
     def _size(self, dim):
         return {"tp": self.tp, "cp": self.cp, "dp": self.dp, "pp": self.pp}[dim]
@@ -413,7 +414,7 @@ def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=No
     search passes one stage per distinct kind, first stage first: the binding kind's first
     stage is then the one `device_memory` names (its ties go to the first stage)."""
     reserve = reserve_of(memory_bytes, reserve_bytes)
-    tokens = -(-context // layout.cp)
+    tokens = ceil_div(context, layout.cp)
     out = []
     fits = []
     for st in sts:   # not memoized per stage: its parts are, and a search meets each stage about once

@@ -74,6 +74,7 @@ def build(arch, w):
 _ROWS = {}
 _ROWS_KEPT = 256
 _LABELS = {}   # layer_range_label by layer indices (a few per model)
+_LABELS_KEPT = 1 << 12
 
 
 def operators(arch, w, per_layer=False):
@@ -95,7 +96,7 @@ def parts(arch):
     block's rows are its ops, each times `count` (every FIELDS value scales by it)."""
     out = [(arch.embedding, 1, "-", False)]
     for block, count, indices in arch.block_groups():
-        label = _LABELS.get(indices) or _LABELS.setdefault(indices, layer_range_label(indices))
+        label = _LABELS.get(indices) or remember(_LABELS, _LABELS_KEPT, indices, layer_range_label(indices))
         out.append((block, count, label, True))
     out.append((arch.final_norm, 1, "-", False))
     out.append((arch.head, 1, "-", False))

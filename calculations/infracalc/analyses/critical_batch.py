@@ -20,6 +20,7 @@ declared. Exact rationals; floats only in the output.
 from fractions import Fraction
 
 from ..errors import UserError
+from ..splits import ceil_div
 
 
 def critical_batch(*, noise_tokens, tokens, sequence_tokens, reference_sequences, reference_cards,
@@ -31,7 +32,7 @@ def critical_batch(*, noise_tokens, tokens, sequence_tokens, reference_sequences
     per_card = reference_sequences // reference_cards
     noise = Fraction(noise_tokens)
     b_ref = reference_sequences * sequence_tokens
-    s_ref = -(-tokens // b_ref)
+    s_ref = ceil_div(tokens, b_ref)
     s_min = s_ref / (1 + noise / b_ref)
     e_min = s_min * noise
     step = Fraction(compute_s) + Fraction(overhead_s)

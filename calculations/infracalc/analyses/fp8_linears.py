@@ -28,12 +28,9 @@ replaces them for a tile comparison, it is never added to them.
 """
 
 from ..errors import UserError
+from ..splits import ceil_div
 
 GROUPED = ("wo_a",)   # run as a grouped einsum over the weight, not as a Linear
-
-
-def _cdiv(a, b):
-    return -(-a // b)
 
 
 def _selected(arch, w):
@@ -60,14 +57,14 @@ def fp8_linears(arch, w, rows):
     fmt, linears = _selected(arch, w)
     b = fmt.block
     m = w.batch * w.tokens
-    m_tile = _cdiv(m, rows) * rows
+    m_tile = ceil_div(m, rows) * rows
     scale_bytes = fmt.scale_bits // 8
     out, totals = [], dict.fromkeys((
         "calls", "valid_matrix_flops", "tile_matrix_flops", "scale_product_flops",
         "scale_accumulation_flops", "scale_flops", "padded_scale_flops",
         "weight_bytes", "weight_scale_bytes"), 0)
     for name, (n, k), calls in linears:
-        kb, nb = _cdiv(k, b), _cdiv(n, b)
+        kb, nb = ceil_div(k, b), ceil_div(n, b)
         per_row = nb * kb + 2 * n * kb
         row = {
             "name": name, "calls": calls, "weight_shape": [n, k],
@@ -77,7 +74,7 @@ def fp8_linears(arch, w, rows):
             "scale_accumulation_flops": calls * 2 * m * n * kb,
             "scale_flops": calls * m * per_row,
             "padded_scale_flops": calls * m_tile * per_row,
-            "weight_bytes": calls * -(-n * k * fmt.bits // 8),
+            "weight_bytes": calls * ceil_div(n * k * fmt.bits, 8),
             "weight_scale_bytes": calls * nb * kb * scale_bytes,
         }
         out.append(row)

@@ -25,6 +25,7 @@ from .. import layout as placement
 from ..arch import Block, layer_range_label
 from ..errors import UserError
 from ..record import Record
+from ..splits import ceil_div
 
 CONVENTIONS = (
     "Cache bytes per token = the sum over layers of each layer type's bytes per token "
@@ -94,8 +95,8 @@ def pages_held(n, context, page, align=None):
     `align` tokens with page dividing align), else the worst case
     ceil((n + page - 1)/page) (a sliding span straddling a page boundary)."""
     if n == context or (align and align % page == 0):
-        return -(-n // page)
-    return -(-(n + page - 1) // page)
+        return ceil_div(n, page)
+    return ceil_div(n + page - 1, page)
 
 
 def held_tokens(n, context, page, align=None):

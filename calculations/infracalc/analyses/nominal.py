@@ -15,12 +15,14 @@ vendor label in decimal bytes, as the book reads them.
 from fractions import Fraction
 from math import isqrt
 
+from ..splits import ceil_div
+
 SECONDS_PER_DAY = 86400
 
 
 def weight_bytes(params, bits):
     """ceil(N x bits / 8): the packed bytes of N values (no scales, no padding)."""
-    return -(-params * bits // 8)
+    return ceil_div(params * bits, 8)
 
 
 def ceil_frac(x):
@@ -124,7 +126,7 @@ def training_scale(*, params, tokens, tokens_per_param, peak, efficiency, deadli
     useful = (deadline_days - unavailable_days) * SECONDS_PER_DAY
     compute_cards = ceil_frac(Fraction(work) / (rate * useful)) if useful > 0 else None
     state = state_bytes_per_param * params
-    capacity_cards = -(-state // capacity)
+    capacity_cards = ceil_div(state, capacity)
     budget = cards * rate * useful
     if tokens_per_param is None:
         compute_params = floor_frac(budget / (6 * tokens))

@@ -11,7 +11,7 @@ costs it."""
 
 from .. import comm
 from .. import layout as placement
-from ..collectives import ceil_div
+from ..splits import ceil_div
 from ..record import Record
 
 DIMS = ("tp", "ep", "cp", "pp")

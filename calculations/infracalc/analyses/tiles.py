@@ -51,6 +51,7 @@ min(K, blocks * b) of K and V once:
 """
 
 from ..errors import UserError
+from ..splits import ceil_div
 
 ACCUMULATOR_BYTES = 4   # FP32 accumulator, partial sums, S/P and row statistics
 SCHEDULES = ("output-stationary", "k-outer")
@@ -63,10 +64,6 @@ TILE_CONVENTIONS = (
     "candidate that fits and moves the fewest next-level bytes (the first given on a tie): the best "
     "of the candidates, not a global I/O lower bound, and no time is predicted.",
 )
-
-
-def ceil_div(a, b):
-    return -(-a // b)
 
 
 def element_bytes(fmt, role):

@@ -11,6 +11,7 @@ step (`train_time`).
 
 from ..errors import UserError
 from ..record import Record
+from ..splits import ceil_div
 from . import ranking, train_flops, train_memory, train_time
 from .memory import binding_stage
 from .records import SCHEMA_VERSION, device_record, links_record, model_record
@@ -194,7 +195,7 @@ def predicted_record(step, global_batch, w, lay, train_tokens):
     out = {"step_s": _s(step), "tokens_per_s_per_device": _ratio(tokens / step / lay.devices),
            "fitted_factor": FITTED["all"]}
     if train_tokens:
-        steps = -(-train_tokens // tokens)
+        steps = ceil_div(train_tokens, tokens)
         out["train_days"] = _ratio(steps * step / 86400)
     return out
 
@@ -329,7 +330,7 @@ def throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens):
         "megatron_eq3_fraction_of_peak": _ratio(megatron / denom) if megatron and denom else None,
     }
     if train_tokens:
-        steps = -(-train_tokens // tokens)
+        steps = ceil_div(train_tokens, tokens)
         out["train"] = {"tokens": train_tokens, "steps": steps, "time_s": _s(steps * step),
                         "days": _ratio(steps * step / 86400),
                         "device_hours": _ratio(steps * step * lay.devices / 3600)}

@@ -30,6 +30,7 @@ recompute level runs again. Conventions (docs/train.md, "Conventions: FLOPs"):
 from .. import ledger
 from ..arch import Block
 from ..errors import UserError
+from ..memo import remember
 from ..ops import STAT_BYTES, Op
 from ..dtypes import DTYPES
 from ..record import Record
@@ -150,6 +151,7 @@ def recompute_spec(level, modules=()):
 
 
 _PARSED = {}
+_PARSED_KEPT = 1 << 10
 
 
 def parse_recompute(spec):
@@ -158,7 +160,7 @@ def parse_recompute(spec):
     if got is None:
         level, *modules = spec.split("+") if isinstance(spec, str) else ("",)
         recompute_spec(level, modules)    # validates
-        got = _PARSED[spec] = (level, frozenset(modules))
+        got = remember(_PARSED, _PARSED_KEPT, spec, (level, frozenset(modules)))
     return got
 
 

@@ -36,7 +36,7 @@ layers (Narayanan et al. 2021, arXiv:2104.04473; stage 0: p + (p - 1)/v
 micro-batches' worth, Megatron-LM's 1 + (p - 1)/(p v) factor).
 """
 
-from ..collectives import ceil_div
+from ..splits import ceil_div
 from ..errors import UserError
 from ..record import Record
 from . import train_flops

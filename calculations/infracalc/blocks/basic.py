@@ -4,6 +4,7 @@
 from ..arch import Block, Tensor
 from ..errors import UserError
 from ..ops import VECTOR_FLOPS, Op, elementwise, gathered_rows, gemm, residual, rmsnorm, with_dropout_mask
+from ..splits import ceil_div
 
 
 class Embedding(Block):
@@ -42,7 +43,7 @@ class Embedding(Block):
         """Vocab-parallel (Megatron VocabParallelEmbedding): each TP device holds
         ceil(vocab / tp) rows, the last one fewer when tp does not divide the
         vocabulary (the count states the largest shard; no padding rows)."""
-        return self.replace(vocab=-(-self.vocab // tp))
+        return self.replace(vocab=ceil_div(self.vocab, tp))
 
 
 class WeightsOnly(Block):
@@ -126,4 +127,4 @@ class LMHead(Block):
     def shard(self, tp, ep=1):
         """Vocab-parallel head (column-parallel over the vocabulary): ceil(vocab / tp)
         rows per TP device, as the embedding."""
-        return self.replace(vocab=-(-self.vocab // tp))
+        return self.replace(vocab=ceil_div(self.vocab, tp))

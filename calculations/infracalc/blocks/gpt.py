@@ -17,6 +17,7 @@ the MLP keeps fc's input, the GELU's input and proj's input (its output).
 from ..arch import Block, Tensor
 from ..errors import UserError
 from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gathered_rows, gemm, saved_inputs, with_dropout_mask
+from ..splits import ceil_div
 
 
 class GPTEmbedding(Block):
@@ -38,7 +39,7 @@ class GPTEmbedding(Block):
     def shard(self, tp, ep=1):
         """Vocab-parallel wte (ceil(vocab / tp) rows per TP device, as `Embedding`);
         the position table is replicated."""
-        return self.replace(vocab=-(-self.vocab // tp))
+        return self.replace(vocab=ceil_div(self.vocab, tp))
 
     def ops(self, w):
         if w.context > self.positions:

@@ -36,6 +36,7 @@ import math
 from ..arch import Block, Tensor
 from ..errors import UserError
 from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs
+from ..splits import ceil_div, expert_tp
 
 from ..workload import ROUTING_MODELS  # noqa: F401  (re-exported: the routing models below)
 ROUTER_FLOPS_PER_SCORE = 5   # score function (softmax or sigmoid) and top-k selection
@@ -95,17 +96,10 @@ class MoE(Block):
     def local_experts(self):
         return self.experts // self.ep
 
-    @staticmethod
-    def expert_tp(tp, ep):
-        """Expert tensor-parallel degree: EP ranks are carved out of the TP group
-        first, then out of data-parallel replicas, so each expert is split
-        tp / ep ways when ep <= tp and held whole when ep >= tp."""
-        return tp // ep if ep <= tp else 1
-
     def shard(self, tp, ep=1):
         """One device of a TP x EP layout: experts / ep local routed experts
         (EP ranks taken from the TP group first, then from DP replicas: see
-        `expert_tp`), each expert's gate/up split by columns and down by rows
+        `splits.expert_tp`), each expert's gate/up split by columns and down by rows
         over the expert TP degree (biases alike; the down bias replicated);
         shared experts TP-split over tp like a dense MLP; the router and its
         biases replicated. Routed token copies per device: the n*k copies of the
@@ -117,7 +111,7 @@ class MoE(Block):
         if (tp % ep if ep <= tp else ep % tp):
             raise UserError(f"EP {ep} and TP {tp}: one must divide the other (EP ranks are taken "
                             "from the TP group first, then from data-parallel replicas)")
-        etp = self.expert_tp(tp, ep)
+        etp = expert_tp(tp, ep)
         if self.expert_inter % etp:
             raise UserError(f"expert TP {etp} does not divide the expert intermediate size "
                             f"{self.expert_inter} of {self.label}")
@@ -173,7 +167,7 @@ class MoE(Block):
     def ops(self, w):
         n, h, e, k, i = w.positions, self.hidden, self.experts, self.top_k, self.expert_inter
         ways = min(self.tp, self.ep)
-        routed = -(-n * k // ways)   # this device's share of the routed copies
+        routed = ceil_div(n * k, ways)   # this device's share of the routed copies
         router = self._router()
         table = router[-1] if self.score_bias or self.hash_vocab else None
         if self.hash_vocab:   # the token ids' rows of tid2eid replace the top-k choice
@@ -189,7 +183,7 @@ class MoE(Block):
         # ep > tp), this device's 1/ep share of them, rounded up
         group = n * max(1, self.ep // self.tp)
         touched = min(self.local_experts,
-                      -(-experts_touched(w.routing, e, k, group, w.routing_loads) // self.ep))
+                      ceil_div(experts_touched(w.routing, e, k, group, w.routing_loads), self.ep))
         local = self.local_experts
         gate, up, down = self._expert()[:3]
         biases = self._expert()[3:] if self.expert_bias else (None, None, None)

@@ -53,6 +53,8 @@ KINDS = {
                "quality-and-deadline success, the cost crossover hit fraction",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
+    "optimizer": "optimizer groups of a checkpoint: Muon or AdamW per tensor (DeepSeek-V4's rule), Newton-Schulz "
+                 "matrix FLOPs and scalar operations of one update step",
     "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
                     "added and total capacity, with a declared gain and baseline of servers",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -141,6 +143,28 @@ def _exact_time(text):
              ("s", 1), ("h", 3600), ("d", 86400))
     suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
     return Fraction(raw[:-len(suffix)].strip()) * factor
+
+
+def _optimizer_arguments(q):
+    common.add_model(q)
+    q.add_argument("--sink", choices=("unresolved", "row-muon", "adamw"), default="unresolved",
+                   help="the attention sinks' optimizer, which the report does not state (default unresolved; "
+                        "row-muon: one 1 x n matrix)")
+    q.add_argument("--head-mixer", choices=("unresolved", "adamw", "muon"), default="unresolved",
+                   help="the mHC head mixer hc_head_fn's optimizer (default unresolved)")
+    q.add_argument("--iterations", type=common.positive_int, default=10, metavar="K",
+                   help="Newton-Schulz iterations per Muon update (default 10)")
+
+
+def _optimizer(args):
+    from ..analyses.optimizer_groups import optimizer_groups
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.iterations > 1000:
+        raise UserError("--iterations takes at most 1,000 Newton-Schulz steps")
+    return optimizer_groups(load_model(args.model), sink=args.sink, head_mixer=args.head_mixer,
+                            iterations=args.iterations)
 
 
 def _pipeline_arguments(q):

@@ -47,7 +47,7 @@ def attention(cfg, window=None, **flags):
                      head_dim=hd, rope_dim=rope, window=window, **flags)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=1 << 12)
 def prenorm_layer(hidden, mixer, mlp):
     """x += mixer(norm(x)); x += mlp(norm(x)) (Llama-style pre-norm decoder layer).
 

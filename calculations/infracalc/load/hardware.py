@@ -4,6 +4,7 @@ import os
 from ..record import Record
 
 from ..errors import UserError, quote, unknown
+from ..memo import remember
 from ..paths import data_dir
 from .jsonfile import read_json, regular_file
 
@@ -210,6 +211,7 @@ DEVICE_FIELDS = ("id", "name", "vendor", "matrix_flops_per_s", "vector_flops_per
                  "host_link", "tdp_watts", "sources")
 
 _CACHE = {}
+_CACHE_KEPT = 1 << 8   # devices kept (memo.remember)
 
 
 def load_device(spec, memory_convention="physical"):
@@ -272,5 +274,4 @@ def _load(spec):
         memory_bandwidth_bytes_per_s=_int(data, "memory_bandwidth_bytes_per_s", source),
         scale_up=_link(data, "scale_up", source), scale_out=_link(data, "scale_out", source),
         host_link=_link(data, "host_link", source), tdp_watts=_int(data, "tdp_watts", source, required=False), source=source)
-    _CACHE[key] = dev
-    return dev
+    return remember(_CACHE, _CACHE_KEPT, key, dev)

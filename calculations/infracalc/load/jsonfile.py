@@ -10,7 +10,6 @@ config with two values for one field is ambiguous), no nesting deeper than
 MAX_DEPTH and no integer longer than MAX_DIGITS digits.
 """
 
-import json
 import math
 import os
 import stat
@@ -83,6 +82,57 @@ def _depth_ok(value):
     return True
 
 
+class _Strict:
+    """The parser's settings as json.loads(text, object_pairs_hook=_pairs, parse_int=_int,
+    parse_float=_float, parse_constant=_constant) gives them to the scanner."""
+    strict = True
+    object_hook = None
+    object_pairs_hook = staticmethod(_pairs)
+    parse_int = staticmethod(_int)
+    parse_float = staticmethod(_float)
+    parse_constant = staticmethod(_constant)
+
+
+_WHITESPACE = " \t\n\r"   # what json's decoder skips around the document
+
+
+def _loads(text):
+    """json.loads(text) with the _Strict settings, errors included (json.JSONDecodeError, whose
+    module is imported only then), through json's C scanner alone: the json package compiles six
+    regular expressions as it loads (~5.8 M instructions, every command that reads a file).
+    Without the C scanner (another Python), json.loads itself."""
+    try:
+        from _json import make_scanner
+    except ImportError:
+        import json
+        return json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
+                          parse_constant=_constant)
+    if text.startswith("\ufeff"):
+        from json import JSONDecodeError
+        raise JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        try:
+            value, end = make_scanner(_Strict)(text, start)
+        except SystemError:   # a syntax error: the scanner raises json.decoder's error only once it is loaded
+            import json.decoder   # noqa: F401
+            value, end = make_scanner(_Strict)(text, start)
+    except StopIteration as e:
+        from json import JSONDecodeError
+        raise JSONDecodeError("Expecting value", text, e.value) from None
+    end = len(text) - len(text[end:].lstrip(_WHITESPACE))
+    if end != len(text):
+        from json import JSONDecodeError
+        raise JSONDecodeError("Extra data", text, end)
+    return value
+
+
+def _malformed(e):
+    """True for json.JSONDecodeError (a ValueError whose module may not be loaded)."""
+    from json import JSONDecodeError
+    return isinstance(e, JSONDecodeError)
+
+
 def read_json(path, what="file"):
     """Parse the JSON file at `path` under the rules of this module."""
     regular_file(path, what)
@@ -105,11 +155,12 @@ def read_json(path, what="file"):
     except UnicodeDecodeError as e:
         raise UserError(f"{where}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     try:
-        data = json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
-                          parse_constant=_constant)
+        data = _loads(text)
     except _Refused as e:
         raise UserError(f"{where}: {e}") from None
-    except json.JSONDecodeError as e:
+    except ValueError as e:
+        if not _malformed(e):
+            raise
         raise UserError(f"{where}: malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except RecursionError:
         data = _Refused

@@ -3,6 +3,7 @@
 import os
 
 from ..errors import UserError, quote, unknown
+from ..memo import remember
 from ..paths import data_dir
 from .config import Config
 from .jsonfile import read_json, regular_file  # noqa: F401  (read_json: the one JSON reader)
@@ -182,6 +183,7 @@ def hf_cache_snapshot(repo):
 
 
 _CACHE = {}
+_CACHE_KEPT = 1 << 8   # architectures kept (memo.remember): reproduce loads a few dozen
 
 
 def load_model(spec):
@@ -199,5 +201,4 @@ def load_model(spec):
         raise UserError(f"{model_id}: unsupported model_type {quote(model_type)}; nearest supported: "
                         f"{', '.join(nearest(model_type))} (all {len(FAMILIES)} are listed in docs/models.md)")
     arch = adapt(cfg, model_id)
-    _CACHE[key] = arch
-    return arch
+    return remember(_CACHE, _CACHE_KEPT, key, arch)

@@ -1,7 +1,5 @@
 """Markdown tables, CSV and JSON serialization."""
 
-import json
-
 from ..errors import one_line
 
 
@@ -269,7 +267,10 @@ def _json_key(k):
 
 
 _INF = float("inf")
-_json_string = json.encoder.encode_basestring   # the C encoder where built (ensure_ascii=False)
+try:   # json.encoder.encode_basestring (ensure_ascii=False): the C encoder where built, without
+    from _json import encode_basestring as _json_string   # importing json (its regexes: ~5.8 M instructions)
+except ImportError:
+    from json.encoder import encode_basestring as _json_string
 
 
 def to_csv(header, rows):

@@ -26,7 +26,7 @@ Composed by `pipeline.ranked_phase` (its figures grow with every stage time) and
 `search.score` reads the exact figures, the result bounds the value a layout is ranked
 by: never above it (up to float rounding, which `ranking.PRUNE_MARGIN` covers)."""
 
-from ...collectives import ceil_div
+from ...splits import ceil_div
 from . import communication as comms
 from .costs import prefill_ranks, unit, unit_cost
 from .plan import stage_kinds

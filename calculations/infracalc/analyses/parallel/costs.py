@@ -11,7 +11,7 @@ from operator import add
 
 from ... import ledger
 from ...arch import Block, Layer
-from ...collectives import ceil_div
+from ...splits import ceil_div
 from .. import decode_sum
 from ..decode import account
 

@@ -2,7 +2,7 @@
 
 import math
 
-from ...collectives import ceil_div
+from ...splits import ceil_div
 from ...errors import UserError
 from .conventions import LOWER_BOUND
 from .communication import transfer

@@ -8,7 +8,7 @@ records and searches were asked of it."""
 
 from ... import comm
 from ... import layout as placement
-from ...collectives import ceil_div
+from ...splits import ceil_div
 from ...errors import UserError
 from ...memo import remember
 from ...record import Record

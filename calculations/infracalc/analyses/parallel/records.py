@@ -1,7 +1,7 @@
 """The `parallel` record of one layout and the `--batch-sweep` record."""
 
 from ... import layout as placement
-from ...collectives import ceil_div
+from ...splits import ceil_div
 from ...errors import UserError
 from .. import mla_path
 from ..memory import RESERVE_RULE, cache_room, engine_defaults

@@ -2,7 +2,7 @@
 
 from ... import comm
 from ... import layout as placement
-from ...collectives import ceil_div
+from ...splits import ceil_div
 from ...errors import UserError
 from .. import mla_path
 from .. import ranking

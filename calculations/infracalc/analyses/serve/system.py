@@ -525,7 +525,7 @@ def af_messages(arch, w, link):
     state [hidden] in the activation format from the attention to the FFN side and its output
     back, 2 x layers one-way messages of hidden x act bytes; over the handoff's link each costs
     alpha + bytes / bandwidth (one round trip per layer on the critical path)."""
-    from ...collectives import ceil_div
+    from ...splits import ceil_div
 
     message = arch.hidden_size * ceil_div(w.act_dtype.bits, 8)
     directions = 2 * len(arch.layers)
@@ -584,7 +584,7 @@ DECLARED = ("Declared costs (teaching inputs, not a device): every time is exact
 def experts_record(arch, w, device, tokens, ranks, placement, tile, replicas, pay=None, local=None):
     """The `serve --expert-tokens` record (experts.grouped, and experts.payback with `pay` =
     (batches, compute FLOP/s, interface B/s, copy B/s, startup ns, budget bytes or None))."""
-    from ...collectives import ceil_div
+    from ...splits import ceil_div
     from . import experts, pools
 
     block = experts.moe_block(arch)
@@ -696,7 +696,7 @@ def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging
     declared hops, exact rationals of ns; the snapshot in `kv_arch`'s KV layout when given."""
     from fractions import Fraction
 
-    from ...collectives import ceil_div
+    from ...splits import ceil_div
     from . import pools
 
     kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w

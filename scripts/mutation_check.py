@@ -1,0 +1,180 @@
+"""Mutation check of the parallel and train math: each mutant is a one-line change of a formula
+(a file, the exact text it replaces, the text it puts in); the unit tests of those commands
+must fail on every one. Runs on a copy of calculations/ and tests/ (the tree is never
+touched), one mutant at a time, and prints each mutant's verdict and the count caught.
+
+    python3 scripts/mutation_check.py            # every mutant (about 5 s each)
+    python3 scripts/mutation_check.py --match pipeline
+
+A mutant that escapes is a formula no unit test pins: add an exact, hand-derived test for it.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = "calculations/infracalc/"
+
+# The unit tests of the multi-device and training math (no stored-result comparison).
+TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_parallel_options test_parallel_speed "
+         "test_search_prune test_search_size test_search_predicted test_train test_train_acceptance "
+         "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
+         "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
+         "test_mla test_collective_pins test_train_pins").split()
+
+# (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
+MUTANTS = (
+    # pipeline composition (analyses/parallel/pipeline.py)
+    ("analyses/parallel/pipeline.py", "+ (pp - 1) * transfer_s", "+ pp * transfer_s", "pass: pp-1 boundary transfers"),
+    ("analyses/parallel/pipeline.py", '"ttft_s": L + full - slowest', '"ttft_s": L + full', "prefill TTFT of m micro-batches"),
+    ("analyses/parallel/pipeline.py", "1 - full / (L + full - slowest) if L", "1 - full / (L + full) if L", "prefill bubble"),
+    ("analyses/parallel/pipeline.py", "cycle = max(L, full)", "cycle = full", "decode cycle max(L, m x slowest)"),
+    ("analyses/parallel/pipeline.py", "e2e = batch * plan.G / total", "e2e = batch * plan.steps / total", "end-to-end tokens G"),
+    ("analyses/parallel/pipeline.py", '"tpot_mean_s": dec / steps if', '"tpot_mean_s": dec / plan.G if', "mean TPOT over G-1 steps"),
+    ("analyses/parallel/pipeline.py", '"decode_tokens_per_s_per_device": rate * dp / n', '"decode_tokens_per_s_per_device": rate / n', "per-device decode rate"),
+    ("analyses/parallel/pipeline.py", "else math.gcd(batch, lay.pp)", "else min(batch, lay.pp)", "micro-batches gcd(B, pp)"),
+    ("analyses/parallel/pipeline.py", "    c = ceil_div(plan.P, lay.cp)\n", "    c = plan.P // lay.cp\n", "prompt tokens per CP rank"),
+    ("analyses/parallel/pipeline.py", "xc, xs = transfer(plan, lay, b * c)", "xc, xs = transfer(plan, lay, b * plan.P)", "prefill boundary tokens b ceil(P/cp)"),
+    ("analyses/parallel/pipeline.py", "transfer_s=xs * runs,", "transfer_s=xs,", "decode boundary transfers per step"),
+    # per-part costs (analyses/parallel/costs.py)
+    ("analyses/parallel/costs.py", "return [(2 * h, (cp - 1) * h)]", "return [(2 * h, cp * h)]", "zig-zag rank history"),
+    ("analyses/parallel/costs.py", "return [(last, (cp - 1) * c)]", "return [(last, (cp - 1) * c - 1)]", "contiguous last rank history"),
+    ("analyses/parallel/costs.py", "x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi", "x, y = lo - cp * (lo2 - 1), cp * hi2 - hi", "CP decode end correction"),
+    ("analyses/parallel/costs.py", "plan.P, plan.P + plan.steps - 1", "plan.P, plan.P + plan.steps", "decode history range"),
+    ("analyses/parallel/costs.py", "total = total.plus(unit_cost(plan, unit(plan, layer), w, spec)[i].times(count))", "total = total.plus(unit_cost(plan, unit(plan, layer), w, spec)[i])", "stage = top + count x layer"),
+    # stage evaluation and communication (analyses/parallel/stage.py, communication.py)
+    ("analyses/parallel/stage.py", "comm_s = sum(times) * runs", "comm_s = sum(times)", "collectives recur per decode step"),
+    ("analyses/parallel/communication.py", "return max(roofline_s, comm_s) if plan.overlap", "return min(roofline_s, comm_s) if plan.overlap", "--overlap stage time"),
+    ("analyses/parallel/stage.py", '(f("weight_read") + f("kv_read") + f("kv_write"))', '(f("weight_read") + f("kv_read"))', "ideal bytes include KV writes"),
+    ("analyses/parallel/stage.py", "return ideal, fastest, max(ideal, fastest)", "return ideal, fastest, ideal", "stage lower bound max(ideal, comm)"),
+    ("analyses/parallel/search.py", "        b *= 4\n", "        b *= 2\n", "search batches: powers of 4"),
+    # collectives (collectives.py, analyses/stage_comm.py)
+    ("collectives.py", "    s = tokens * hidden * act_bytes\n", "    s = tokens * hidden * 2\n", "TP buffer bytes"),
+    ("collectives.py", "logits = head_tokens * vocab * (logits_bytes or act_bytes)", "logits = tokens * vocab * (logits_bytes or act_bytes)", "head logits gather of the last positions"),
+    ("collectives.py", "copies = ceil_div(tokens * top_k, share)", "copies = tokens * top_k // share", "EP copies rounded up"),
+    ("collectives.py", '"all_gather", etp * dispatch.bytes,', '"all_gather", dispatch.bytes,', "expert-TP gather etp x S"),
+    ("collectives.py", "pp_collectives(1, ceil_div(tokens * hidden, tp), act_bytes, 1, tier_pp)", "pp_collectives(1, tokens * hidden, act_bytes, 1, tier_pp)", "PP send 1/tp slice"),
+    ("collectives.py", "cp, tier, (cp - 1) * layers, \"cp\"", "cp, tier, cp * layers, \"cp\"", "CP ring cp-1 steps"),
+    ("collectives.py", '"all_gather", params, 2)]', '"all_gather", params, 1)]', "ZeRO-3 gathers forward and backward"),
+    ("collectives.py", "    return bool(shared) or not sp\n", "    return bool(shared)\n", "MoE keeps TP reduction without SP"),
+    ("analyses/stage_comm.py", "vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp)", "vocab=arch.vocab_size", "padded vocabulary"),
+    ("analyses/stage_comm.py", 'lay.group_stride("pp") + 1 if d == "pp"', 'lay.group_stride("pp") if d == "pp"', "PP pair span"),
+    ("analyses/stage_comm.py", "tokens * t.hidden * t.act_bytes, cp, cp_tier", "tokens * t.hidden, cp, cp_tier", "CP decode merge bytes"),
+    # alpha-beta costing (comm.py)
+    ("comm.py", "        return 2 * (n - 1) / n\n", "        return (n - 1) / n\n", "all-reduce bus factor"),
+    ("comm.py", "        return 2 * (n - 1)\n", "        return n - 1\n", "all-reduce ring steps"),
+    ("comm.py", "max(1 / (g * b_o), inside)", "1 / (g * b_o)", "ring across domains: inside traffic"),
+    # train collectives and step time (analyses/train_time.py)
+    ("analyses/train_time.py", "CE_ALLREDUCES = 3 ", "CE_ALLREDUCES = 2 ", "three cross-entropy all-reduces"),
+    ("analyses/train_time.py", '"all_reduce", tokens * 4, tp, t_tp', '"all_reduce", tokens * 2, tp, t_tp', "CE all-reduce fp32 per token"),
+    ("analyses/train_time.py", "count=2 * c.count), \"backward\")", "count=c.count), \"backward\")", "CP backward K/V and dK/dV"),
+    ("analyses/train_time.py", "out += [(c, \"recompute\")] if level != \"none\"", "out += [(c, \"recompute\")] if level == \"full\"", "CP ring recomputed under selective"),
+    ("analyses/train_time.py", "out.append((c.replace(count=chunks), phase))", "out.append((c.replace(count=1), phase))", "PP sends per chunk"),
+    ("analyses/train_time.py", "    return 2 + (level == \"full\")\n", "    return 2\n", "layer collectives re-run by full recompute"),
+    ("analyses/train_time.py", "rest = sum(t.total for t in times) - tb.total", "rest = sum(t.total for t in times)", "1F1B bubble"),
+    ("analyses/train_time.py", "return rest / chunks, ", "return rest, ", "interleaved bubble / v"),
+    ("analyses/train_time.py", "(pp - 1) * (f + b - 2 * w)", "(pp - 1) * (f + b - w)", "zero-bubble ZB-H1 bubble"),
+    ("analyses/train_time.py", "(pp // 2 - 1) * ((f + b) + b - 3 * w)", "(pp // 2) * ((f + b) + b - 3 * w)", "DualPipe bubble"),
+    ("analyses/train_time.py", "r.memory_s(updated * (2 * optimizer_bytes", "r.memory_s(updated * (optimizer_bytes", "optimizer update bytes"),
+    ("analyses/train_time.py", "(ceil_div(dense, lay.dp * lay.cp)", "(ceil_div(dense, lay.dp)", "ZeRO update share over dp x cp"),
+    ("analyses/train_time.py", "sync = max(s.dp_exposed_s + s.optimizer_s for s in stages)", "sync = sum(s.dp_exposed_s + s.optimizer_s for s in stages)", "sync of the slowest stage"),
+    ("analyses/train_time.py", "pipeline = m * times[b].total + bub", "pipeline = (m - 1) * times[b].total + bub", "pipeline m t_b + bubble"),
+    ("analyses/train_time.py", "exposed += max(0.0, t.seconds - compute.forward)", "exposed += max(0.0, t.seconds - compute.backward)", "--overlap-dp: gathers under the forward"),
+    ("analyses/train_time.py", "count=c.count * micro_batches)", "count=c.count)", "ZeRO-3 gathers every micro-batch"),
+    ("analyses/train_time.py", "(fw + (fb - fw) / split) / bps)", "(fb / split) / bps)", "forward bytes: weights not split by CP"),
+    ("analyses/train_time.py", "split = seq_split if seq else cp", "split = cp", "sequence-parallel rows split tp ways"),
+    ("analyses/train_time.py", "0 if op.kind == \"memory\" else 2 * wb,", "0 if op.kind == \"memory\" else wb,", "backward reads the weights twice"),
+    ("analyses/train_time.py", "weights = 2 * lay.micro_batches * shard", "weights = lay.micro_batches * shard", "step bound: weights read twice"),
+    ("analyses/train_time.py", "ceil_div(w.positions, lay.cp), stage_comm.Traffic(", "w.positions, stage_comm.Traffic(", "tokens per CP rank in training"),
+    ("analyses/train_time.py", "d, e = of(placement.stages(arch, lay)[lay.pp - 1 - st.index])", "d, e = of(placement.stages(arch, lay)[lay.pp - 1])", "DualPipe reverse stage"),
+    # train memory (analyses/train_memory.py)
+    ("analyses/train_memory.py", "ceil_div(g, dp) if zero >= 2", "ceil_div(g, dp) if zero >= 1", "ZeRO-2 shards gradients"),
+    ("analyses/train_memory.py", "layout.tp * layout.dp * layout.cp // (layout.expert_tp", "layout.tp * layout.dp // (layout.expert_tp", "expert-DP group"),
+    ("analyses/train_memory.py", "return min(pp - stage, micro_batches), 1", "return min(pp - stage + 1, micro_batches), 1", "1F1B micro-batches in flight"),
+    ("analyses/train_memory.py", "held = 2 * (pp - stage - 1) + (chunks - 1) * pp + 1", "held = 2 * (pp - stage - 1) + (chunks - 1) * pp", "interleaved chunks in flight"),
+    ("analyses/train_memory.py", "return unit * (2 * weight_bytes + grad_bytes)", "return unit * (weight_bytes + grad_bytes)", "FSDP gather buffers"),
+    ("analyses/train_memory.py", "seq = ceil_div(replicated, tp) if sp else replicated", "seq = replicated", "SP splits the sequence region"),
+    ("analyses/train_memory.py", "full = ceil_div(ceil_div(full_in, tp) if sp else full_in, cp)", "full = ceil_div(full_in, cp)", "full recompute keeps the input / tp under SP"),
+    # train FLOPs (analyses/train_flops.py) and the train record (analyses/train.py)
+    ("analyses/train_flops.py", "return Backward(2 * op.matrix_flops, op.vector_flops, 2 * op.bytes_moved)", "return Backward(op.matrix_flops, op.vector_flops, 2 * op.bytes_moved)", "GEMM backward 2x"),
+    ("analyses/train_flops.py", "extra = op.matrix_flops if flash_recompute", "extra = op.matrix_flops // 2 if flash_recompute", "flash backward recomputes QK^T"),
+    ("analyses/train_flops.py", "return Backward(0, w.positions * hidden, op.act_write", "return Backward(0, 0, op.act_write", "embedding scatter-add"),
+    ("analyses/train_flops.py", "+ 6 * b * s * h * v", "+ 4 * b * s * h * v", "Megatron eq. 3 head term"),
+    ("analyses/train_flops.py", "passes = 4 if recompute else 3", "passes = 3 if recompute else 3", "Megatron eq. 3 recompute passes"),
+    ("analyses/train.py", "return global_batch // (dp * micro_batch)", "return global_batch // micro_batch", "micro-batches per step"),
+    ("analyses/train.py", "steps = ceil_div(train_tokens, tokens)\n        out[\"train\"] =", "steps = train_tokens // tokens\n        out[\"train\"] =", "training steps rounded up"),
+    # search floors (a floor above the exact value would prune a layout that belongs in the top)
+    ("analyses/parallel/bound.py", "r = r * cp - first.time_s * x - last.time_s * y", "r = r * cp", "CP decode floor's end correction"),
+    ("analyses/parallel/bound.py", "comms.stage_time(plan, max(R), min(C) if comm", "comms.stage_time(plan, max(R), max(C) if comm", "prefill floor takes the least collective time"),
+    ("analyses/train_time.py", "return lay.micro_batches * max(c) + (rest", "return (lay.micro_batches + 1) * max(c) + (rest", "train step floor m x max c"),
+    # more train and parallel formulas
+    ("analyses/parallel/costs.py", "return max(options, key=lambda o: o[0].time_s)", "return min(options, key=lambda o: o[0].time_s)", "slowest CP rank bounds the prefill"),
+    ("analyses/parallel/pipeline.py", '"ttft_first_s": L,', '"ttft_first_s": L + slowest,', "first micro-batch's TTFT"),
+    ("analyses/train_time.py", "p[phase] += max(0.0, tp[phase] - getattr(hide_tp_under, phase))", "p[phase] += tp[phase]", "--overlap-tp hides TP under compute"),
+    ("analyses/train_memory.py", "ModelStates(ceil_div(w, dp) if zero >= 3 else w,", "ModelStates(w,", "ZeRO-3 shards the weights"),
+    ("collectives.py", 'return [c("DP gradient all-reduce", "all_reduce", grad_bytes)]', 'return [c("DP gradient all-reduce", "reduce_scatter", grad_bytes)]', "ZeRO-0 all-reduces the gradients"),
+    ("splits.py", "return tp // ep if ep <= tp else 1", "return tp // ep if ep < tp else ep // tp", "expert TP 1 when ep >= tp"),
+    ("analyses/stage_comm.py", "mlp = 1 if not moe or comm.moe_keeps_tp_reduction", "mlp = 0 if not moe or comm.moe_keeps_tp_reduction", "dense layer keeps its MLP all-reduce"),
+    # serving memory (layout.py)
+    ("layout.py", "    tokens = ceil_div(context, layout.cp)\n", "    tokens = context // layout.cp\n", "KV per CP rank ceil(context/cp)"),
+    ("layout.py", "return self.weight_bytes + self.reserve_bytes + batch * self.kv_bytes_per_request", "return self.weight_bytes + batch * self.kv_bytes_per_request", "stage memory needs the reserve"),
+    ("layout.py", "return self.group_stride(dim) * (self._size(dim) - 1) + 1", "return self.group_stride(dim) * self._size(dim)", "group span"),
+)
+
+
+def run_tests(tree, tests, timeout):
+    """True when the tests fail (the mutant is caught)."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "unittest", "-f", *tests], cwd=os.path.join(tree, "tests"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout,
+                           env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    except subprocess.TimeoutExpired:
+        return True   # a mutant that hangs the tests is caught
+    return p.returncode != 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--match", default="", help="only mutants whose file or description contains TEXT")
+    ap.add_argument("--tests", default=" ".join(TESTS), help="the unit test modules to run")
+    ap.add_argument("--timeout", type=float, default=600)
+    args = ap.parse_args()
+    tests = args.tests.split()
+    chosen = [m for m in MUTANTS if args.match in m[0] or args.match in m[3]]
+    tree = tempfile.mkdtemp(prefix="mutants-")
+    try:
+        shutil.copytree(os.path.join(ROOT, "calculations"), os.path.join(tree, "calculations"),
+                        ignore=shutil.ignore_patterns("__pycache__", "results"))
+        os.symlink(os.path.join(ROOT, "calculations", "results"), os.path.join(tree, "calculations", "results"))
+        shutil.copytree(os.path.join(ROOT, "tests"), os.path.join(tree, "tests"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        if run_tests(tree, tests, args.timeout):
+            sys.exit("the unmutated tests fail: fix them first")
+        escaped = []
+        for path, old, new, what in chosen:
+            f = os.path.join(tree, PKG, path)
+            text = open(f, encoding="utf-8").read()
+            if text.count(old) != 1:
+                sys.exit(f"{path}: the text of mutant '{what}' occurs {text.count(old)} times, not once")
+            with open(f, "w", encoding="utf-8") as out:
+                out.write(text.replace(old, new))
+            try:
+                caught = run_tests(tree, tests, args.timeout)
+            finally:
+                with open(f, "w", encoding="utf-8") as out:
+                    out.write(text)
+            print(f"{'caught ' if caught else 'ESCAPED'}  {path}: {what}", flush=True)
+            if not caught:
+                escaped.append(what)
+        print(f"{len(chosen) - len(escaped)} of {len(chosen)} mutants caught")
+        sys.exit(1 if escaped else 0)
+    finally:
+        shutil.rmtree(tree)
+
+
+if __name__ == "__main__":
+    main()
