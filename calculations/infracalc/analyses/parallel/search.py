@@ -18,7 +18,7 @@ TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
-NOT_PREDICTED = "no predicted figure: pipeline, context or expert parallelism (not modelled yet)"
+NOT_PREDICTED = "no predicted figure: context parallelism or EP beyond the TP group (not modelled yet)"
 
 
 def predicted(plan, lay):
@@ -156,7 +156,7 @@ def admitted_batches(plan, lay, batch):
     return batches
 
 
-def search(plan, devices, objective="throughput", tpot_limit=None, top=None, batch=None):
+def search(plan, devices, *, objective="throughput", tpot_limit=None, top=None, batch=None):
     """Every layout of `devices` the model admits, ranked by the objective (best first).
 
     throughput: decode tokens/s per device (cluster decode tokens/s / devices) at the best
@@ -166,12 +166,12 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=None, bat
     layouts considered): every admitted layout, or with `top` only the best `top` of them
     (`search_top`, which also returns how many were admitted)."""
     if top is not None:
-        return search_top(plan, devices, objective, tpot_limit, top, batch)[:3]
+        return search_top(plan, devices, objective=objective, tpot_limit=tpot_limit, top=top, batch=batch)[:3]
     batch = _checked(plan, objective, batch)
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
-        if objective == "predicted" and (lay.pp > 1 or lay.cp > 1 or lay.ep > 1):
+        if objective == "predicted" and (lay.cp > 1 or lay.ep > lay.tp):
             raise Rejected(NOT_PREDICTED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):
@@ -186,7 +186,7 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=None, bat
     return ranked, rejections.records(), len(layouts)
 
 
-def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
+def search_top(plan, devices, *, objective="throughput", tpot_limit=None, top=10, batch=None):
     """(the best `top` entries of `search`'s ranking, its rejection records, layouts
     considered, layouts admitted), equal to search(...)[0][:top] and the rest, pruned:
     without --tpot-limit every admitted layout is ranked at its last batch, so each gets a
@@ -199,13 +199,14 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
     if tpot_limit is not None or objective == "predicted":
         # the predicted figure has no bound of its own to prune by: every layout is scored (the
         # ones it does not model are refused before any figure is computed)
-        ranked, rejected, total = search(plan, devices, objective, tpot_limit, None, batch)
+        ranked, rejected, total = search(plan, devices, objective=objective, tpot_limit=tpot_limit, top=None,
+                                         batch=batch)
         return ranked[:top], rejected, total, len(ranked)
     batch = _checked(plan, objective, batch)
     layouts = list(placement.candidate_layouts(plan.arch, devices))
     rejections = Rejections()
     if not comm.prunable(plan.links):
-        ranked, rejected, total = search(plan, devices, objective, None, None, batch)
+        ranked, rejected, total = search(plan, devices, objective=objective, tpot_limit=None, top=None, batch=batch)
         return ranked[:top], rejected, total, len(ranked)
 
     def bounded(lay):
@@ -219,13 +220,15 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
         value, lat, _ = score(plan, lay, b, objective)
         return value, b, lat
 
-    ranked, admitted = ranking.rank_top(layouts, bounded, exact, _collective_span, rejections, top, refined)
+    ranked, admitted = ranking.rank_top(layouts, bound=bounded, exact=exact, tie_break=_collective_span,
+                                        rejections=rejections, top=top, refine=refined)
     return ranked, rejections.records(), len(layouts), admitted
 
 
-def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
+def search_record(plan, devices, *, objective="throughput", tpot_limit=None, top=10, batch=None):
     """The `parallel --search` record: the top K layouts with their breakdown, rejections by reason."""
-    ranked, rejected, total, admitted = search_top(plan, devices, objective, tpot_limit, top, batch)
+    ranked, rejected, total, admitted = search_top(plan, devices, objective=objective, tpot_limit=tpot_limit,
+                                                   top=top, batch=batch)
     rec = header(plan, "parallel --search")
     rec["inputs"] = inputs_record(plan, batch)
     rec["inputs"].update({"devices": devices, "objective": objective, "tpot_limit_s": tpot_limit, "top": top})
@@ -265,7 +268,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
         "tpot": "mean TPOT (--batch, default 1), smallest first",
         "predicted": "predicted output tokens/s per device (efficiency.serving: a tuned engine's steady "
-                     "state at its own concurrency; TP and DP layouts), the estimate's figures shown at the "
+                     "state at its own concurrency; TP, PP and DP layouts), the estimate's figures shown at the "
                      "largest batch that fits (or --batch) with mean TPOT within --tpot-limit"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
     rec["definitions"] = [ESTIMATE, LOWER_BOUND]
