@@ -2,6 +2,7 @@
 
 from .table import inline, markdown_table
 
+from ..analyses.ack_window import ACK_WINDOW_CONVENTIONS
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
@@ -75,6 +76,7 @@ CONVENTIONS = {
     "ordering": ORDERING_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
+    "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
