@@ -35,6 +35,8 @@ KINDS = {
                       "buffer: backlog at feedback, drops, drain",
     "collective-tail": "a barrier collective over a finite record of declared per-rank ready times: mean, nearest-"
                        "rank p50/p99 and max completion, and paired counterfactuals (faster exchange, aligned, no recovery)",
+    "completion-reclaim": "finite credits held until a periodic poll consumes each completion: submit, complete and "
+                          "reclaim times, peaks of outstanding, in-flight and unconsumed operations",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
                 "and a stale speculative-read witness",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
@@ -51,6 +53,8 @@ KINDS = {
              "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
     "routing": "routing between priced services with a prefix cache: attempt costs, cost per quality and per "
                "quality-and-deadline success, the cost crossover hit fraction",
+    "sampling": "one speculative-sampling step on a declared vocabulary: acceptance, the corrected output "
+                "against the target and the wrong resampling's, every rejection branch, exact fractions",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
     "optimizer": "optimizer groups of a checkpoint: Muon or AdamW per tensor (DeepSeek-V4's rule), Newton-Schulz "
@@ -832,6 +836,35 @@ def _retry(args):
         raise UserError(str(e))
 
 
+def _distribution(text):
+    """P0,P1,...: exact probabilities (1/2, 0.25, 0), 1 to 4,096 tokens, summing to exactly 1."""
+    from fractions import Fraction
+
+    parts = text.split(",") if len(text) <= 100_000 else []
+    values = [_exact(t.strip(), "a probability such as 1/3", 0, 1) for t in parts]
+    if not 1 <= len(values) <= 4096 or sum(values, Fraction(0)) != 1:
+        raise argparse.ArgumentTypeError(f"must be 1 to 4,096 probabilities P0,P1,... summing to exactly 1 "
+                                         f"(normalized, after temperature and top-k/top-p), got '{text[:80]}'")
+    return tuple(values)
+
+
+def _sampling_arguments(q):
+    q.add_argument("--target-probs", type=_distribution, required=True, metavar="P0,P1,...",
+                   help="the target's next-token distribution p on a shared vocabulary (e.g. 1/2,1/3,1/6)")
+    q.add_argument("--draft-probs", type=_distribution, required=True, metavar="Q0,Q1,...",
+                   help="the draft's distribution q on the same vocabulary (e.g. 1/6,1/3,1/2)")
+
+
+def _sampling(args):
+    from ..analyses.speculative_sampling import sampling
+    from ..errors import UserError
+
+    if len(args.target_probs) != len(args.draft_probs):
+        raise UserError(f"--target-probs has {len(args.target_probs)} tokens, --draft-probs "
+                        f"{len(args.draft_probs)}: the two share one vocabulary")
+    return sampling(target=args.target_probs, draft=args.draft_probs)
+
+
 def _index_range(text):
     a, dash, b = text.partition("-")
     lo, hi = common.digits(a), common.digits(b) if dash else common.digits(a)
@@ -1434,6 +1467,7 @@ from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_argume
 from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
 from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_net import _collective_tail, _collective_tail_arguments, _ordering, _ordering_arguments  # noqa: E402,F401
+from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -5,6 +5,7 @@ from .table import inline, markdown_table
 from ..analyses.ack_window import ACK_WINDOW_CONVENTIONS
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
+from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
@@ -19,6 +20,7 @@ from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
+from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
 from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
@@ -74,6 +76,7 @@ CONVENTIONS = {
     "feedback-queue": FLUID_CONVENTIONS,
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
     "ordering": ORDERING_CONVENTIONS,
+    "completion-reclaim": COMPLETION_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
@@ -81,6 +84,7 @@ CONVENTIONS = {
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
     "retry": RETRY_CONVENTIONS,
+    "sampling": SAMPLING_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
     "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
