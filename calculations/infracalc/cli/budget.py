@@ -55,6 +55,8 @@ KINDS = {
                  "matrix FLOPs and scalar operations of one update step",
     "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
                     "added and total capacity, with a declared gain and baseline of servers",
+    "cast": "where to cast one gradient from BF16 to FP32: on the CPU after a BF16 copy or on the GPU before an "
+            "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -141,6 +143,34 @@ def _exact_time(text):
              ("s", 1), ("h", 3600), ("d", 86400))
     suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
     return Fraction(raw[:-len(suffix)].strip()) * factor
+
+
+def _cast_arguments(q):
+    common.add_model(q)
+    q.add_argument("--link-bw", type=common.bandwidth, required=True, metavar="BW",
+                   help="effective device-to-host copy rate (e.g. 32GB/s)")
+    q.add_argument("--cpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the CPU cast's throughput over its read + write bytes (e.g. 100GB/s)")
+    q.add_argument("--gpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the GPU cast's throughput over its read + write bytes (e.g. 1500GB/s)")
+    for flag, what in (("--copy-startup", "each copy"), ("--cpu-cast-startup", "the CPU cast"),
+                       ("--gpu-cast-startup", "the GPU cast")):
+        q.add_argument(flag, dest=flag[2:].replace("-", "_") + "_s", type=_exact_time, default=0, metavar="T",
+                       help=f"startup of {what} (default 0s)")
+    q.add_argument("--gpu-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="extra GPU memory the cast may use beyond the source gradient (e.g. 256MiB)")
+    q.add_argument("--host-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="host staging memory (e.g. 512MiB)")
+
+
+def _cast(args):
+    from ..analyses.gradient_cast import gradient_cast
+    from ..load.models import load_model
+
+    return gradient_cast(load_model(args.model), link=round(args.link_bw), cpu_rate=round(args.cpu_cast_rate),
+                         gpu_rate=round(args.gpu_cast_rate), copy_startup=args.copy_startup_s,
+                         cpu_startup=args.cpu_cast_startup_s, gpu_startup=args.gpu_cast_startup_s,
+                         gpu_budget=args.gpu_budget, host_budget=args.host_budget)
 
 
 def _optimizer_arguments(q):

@@ -13,6 +13,7 @@ from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
+from ..analyses.gradient_cast import CAST_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -73,6 +74,7 @@ CONVENTIONS = {
     "ordering": ORDERING_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
+    "cast": CAST_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
