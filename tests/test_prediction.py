@@ -288,6 +288,40 @@ class TpOverlap(unittest.TestCase):
         step = TT.step_time(arch, w, lay, _device("h100-sxm"), **opts).step_s
         self.assertLessEqual(TT.step_floor(arch, w, lay, _device("h100-sxm"), **opts), step)
 
+    def test_expert_host_pass_by_hand(self):
+        # Qwen3-30B-A3B at EP 8 on one stage: 48 MoE layers x 128 / 8 = 16 local experts = 768;
+        # 240 us each per micro-batch: forward a third (61.44 ms), backward two thirds (122.88 ms),
+        # a full recompute the forward's share again
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.load.models import load_model
+
+        arch = load_model("qwen3-30b-a3b")
+        lay = placement.Layout(tp=1, pp=1, dp=8, cp=1, ep=8, micro_batches=4)
+        st = placement.stages(arch, lay)[0]
+        self.assertEqual(TT.local_expert_layers(arch, lay, st), 768)
+        got = TT.expert_host_pass(arch, lay, st, 240e-6, "full")
+        self.assertAlmostEqual(got.forward, 0.06144, places=12)
+        self.assertAlmostEqual(got.backward, 0.12288, places=12)
+        self.assertAlmostEqual(got.recompute, 0.06144, places=12)
+        self.assertEqual(TT.expert_host_pass(arch, lay, st, 240e-6, "none").recompute, 0.0)
+        # a dense model has no local experts
+        self.assertEqual(TT.local_expert_layers(load_model("llama-3.1-8b"), placement.Layout(dp=8),
+                                                placement.stages(load_model("llama-3.1-8b"), placement.Layout(dp=8))[0]), 0)
+
+    def test_expert_host_charged_per_recipe_and_held_out_by_model(self):
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8.json"))
+        base, t0 = VP.training_prediction(case, 1.0, expert_host_s=0.0)
+        got, t1 = VP.training_prediction(case, 1.0, expert_host_s=1e-4)
+        # one stage, 64 micro-batches, no bubble: the step grows by 64 x 768 x 100 us (the DP sync's
+        # overlap unchanged)
+        self.assertAlmostEqual(t1.step_s - t0.step_s, 64 * 768 * 1e-4, places=6)
+        self.assertEqual(VP.expert_host_for(case), (training.EXPERT_HOST_FITTED["qwen3-30b-a3b"], "without its model"))
+        # DeepSeek's own stack is not charged (its recipe names no per-expert GEMM launches)
+        ds = V.load_case(os.path.join(V.VALIDATION_DIR, "deepseek-v3-report-pretrain-h800-x2048.json"))
+        self.assertEqual(VP.training_prediction(ds, 1.0, expert_host_s=0.0)[0],
+                         VP.training_prediction(ds, 1.0, expert_host_s=1e-3)[0])
+
     def test_nemo_recipe_overlaps_tp(self):
         self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_tp"])
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64.json"))
@@ -320,6 +354,11 @@ class Fit(unittest.TestCase):
         self.assertEqual(set(got), set(training.FITTED))
         for key, value in got.items():
             self.assertAlmostEqual(value, training.FITTED[key], places=12, msg=key)
+
+    def test_expert_host_is_the_fit(self):
+        cases = [V.load_case(p) for p in V.case_paths()]
+        got = VP.fit_expert_host([c for c in cases if c["kind"] == "training-step"])
+        self.assertEqual(got, training.EXPERT_HOST_FITTED)
 
     def test_collective_efficiency_is_the_fit(self):
         cases = [c for c in (V.load_case(p) for p in V.case_paths()) if c["kind"] == "collective"]

@@ -31,9 +31,12 @@ def expected_tokens(alpha, k):
 def verification_step(target, draft, w, wd, history, k, r):
     """(draft record, verify record) of one verification step at `history`."""
     drafting = phase_record(decode_sum.decode_pieces(draft, wd, history, history + k - 1), r)
-    verify = phase_record(decode_sum.single(ledger.operators(
-        target, w.replace(tokens=k + 1, history=history))), r)
-    return drafting, verify
+    return drafting, verify_record(target, w, history, k, r)
+
+
+def verify_record(target, w, history, k, r):
+    """The target's pass over k + 1 tokens after `history` cached ones."""
+    return phase_record(decode_sum.single(ledger.operators(target, w.replace(tokens=k + 1, history=history))), r)
 
 
 def _step_record(history, drafting, verify, e):

@@ -306,6 +306,26 @@ class StageTime(Record):
         return self.compute + self.comm
 
 
+def local_expert_layers(arch, lay, st):
+    """Sum over the MoE layers one device of stage `st` runs of its local routed experts."""
+    from ..blocks.moe import MoE
+
+    return sum(count * b.local_experts for layer, count, _ in placement.device_layers(arch, lay, st)
+               for b in layer.blocks if isinstance(b, MoE))
+
+
+def expert_host_pass(arch, lay, st, per_expert_s, recompute):
+    """The Pass of a fixed cost per local expert per MoE layer and micro-batch, `per_expert_s`
+    for the forward and backward together: a third in the forward (each expert's two GEMMs,
+    gate/up and down), two thirds in the backward (their data and weight gradients), the forward's
+    share again under full recompute. What it stands for: a grouped expert MLP that runs every
+    local expert's GEMM (and its casts) as a launch of its own, host-issued per split
+    (Transformer Engine's GroupedLinear over `m_splits`), costs the host a fixed time per expert
+    that the GPU waits for when each expert's GEMM is short."""
+    f = per_expert_s * local_expert_layers(arch, lay, st) / 3
+    return Pass(forward=f, backward=2 * f, recompute=f if recompute == "full" else 0.0)
+
+
 def hidden_dims(overlap_tp=False, overlap_ep=False):
     """The parallel dimensions whose per-micro-batch collectives a recipe runs under compute."""
     return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep)
@@ -454,7 +474,8 @@ def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
-              wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring"):
+              wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring",
+              expert_gemm_host_s=0.0):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
@@ -464,7 +485,10 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     EP dispatch and combine likewise (DeepSeek-V3's DualPipe overlaps each chunk's all-to-all with
     another chunk's compute, arXiv:2412.19437 section 3.2.1; Megatron-LM's combined-1F1B
     all-to-all overlap): off by default. `collective_model`: "ring" (the estimate's alpha-beta
-    ring at the links' figures) or "nccl" (the predicted figure's NCCL model, `run_s`)."""
+    ring at the links' figures) or "nccl" (the predicted figure's NCCL model, `run_s`).
+    `expert_gemm_host_s`: seconds per local expert per MoE layer per micro-batch that a stack
+    running each expert's GEMMs as their own launches adds (`expert_host_pass`; 0 in the
+    estimate)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
@@ -483,6 +507,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                              collective_model),
                             lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m,
                                             collective_model))
+        if expert_gemm_host_s:
+            compute = compute + expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         opt_s = optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes)
         hidden = hidden_dims(overlap_tp, overlap_ep)

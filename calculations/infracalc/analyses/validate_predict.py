@@ -144,7 +144,11 @@ def with_prediction(case, row):
         else:
             error = value / case["measured"]["value"] - 1
         factor, basis = training_factor(case)
-        row.update(predicted=value, predicted_error=error, predicted_fit=f"step x {factor:.3f}, {basis}",
+        fit = f"step x {factor:.3f}, {basis}"
+        if TRAINING_RECIPES[case["source"]["publisher"]].get("per_expert_gemms") and family(case) == "training, MoE":
+            h, why = expert_host_for(case)
+            fit = f"{h * 1e6:.0f} us per local expert and MoE layer, {why}; {fit}"
+        row.update(predicted=value, predicted_error=error, predicted_fit=fit,
                    predicted_cause=training_cause(t))
         return row
     if case["kind"] == "collective" and row.get("ratio"):
@@ -175,11 +179,12 @@ def training_cause(t):
 
 # Each training publication's recipe, as its pages and default configs state it.
 TRAINING_RECIPES = {
-    "NVIDIA": {"zero": 1, "overlap_dp": True, "overlap_tp": True, "recompute": "none",
-               "why": "NeMo 24.07 performance recipes: Megatron distributed optimizer (ZeRO-1) with "
-                      "gradient reduce-scatter and parameter all-gather overlapped, TP communication "
+    "NVIDIA": {"zero": 1, "overlap_dp": True, "overlap_tp": True, "recompute": "none", "per_expert_gemms": True,
+               "why": "NeMo 24.07 and 25.11 performance recipes: Megatron distributed optimizer (ZeRO-1) "
+                      "with gradient reduce-scatter and parameter all-gather overlapped, TP communication "
                       "overlapped with the GEMMs (tp_comm_overlap, Transformer Engine userbuffers), "
-                      "no recompute"},
+                      "no recompute; MoE experts in Transformer Engine's GroupedLinear (one GEMM "
+                      "launch per local expert)"},
     "PyTorch (Meta)": {"zero": 3, "overlap_dp": True, "overlap_tp": False, "recompute": "selective",
                        "why": "torchtitan FSDP2 (parameters, gradients and optimizer sharded, ZeRO-3) "
                               "with prefetched all-gathers; selective activation checkpointing"},
@@ -271,6 +276,48 @@ def collective_prediction(case, residual):
     return comm.busbw(c, t) / 1e9, name, proto
 
 
+def model_id(case):
+    return case["setup"]["model"]
+
+
+def expert_host_for(case):
+    """(seconds per local expert per MoE layer and micro-batch, basis) for a training case: the fit
+    without the case's model (efficiency.training.EXPERT_HOST_FITTED), else the fit on all."""
+    from .efficiency.training import EXPERT_HOST_FITTED
+
+    key = model_id(case)
+    return ((EXPERT_HOST_FITTED[key], "without its model") if key in EXPERT_HOST_FITTED
+            else (EXPERT_HOST_FITTED["all"], "all MoE cases, none of its model's: without its model"))
+
+
+def fit_expert_host(cases):
+    """efficiency.training.EXPERT_HOST_FITTED from the MoE training cases whose recipe runs per-expert
+    GEMMs: the grid value (0-2 ms in steps of 10 us) of minimal median |error|, over all and over
+    all but each model (leave one model out). The predicted step is linear in the constant on these
+    layouts (every stage gains the same share), so each case is evaluated at 0 and 1 ms once and
+    interpolated."""
+    rows = []
+    for case in cases:
+        recipe = TRAINING_RECIPES.get(case["source"].get("publisher", ""), {})
+        if family(case) != "training, MoE" or not recipe.get("per_expert_gemms"):
+            continue
+        a, _ = training_prediction(case, expert_host_s=0.0)
+        b, _ = training_prediction(case, expert_host_s=1e-3)
+        rows.append((model_id(case), 1 / a, 1 / b, 1 / case["measured"]["value"]))   # seconds per token
+
+    def err(h, rs):
+        return [r[3] / (r[1] + (r[2] - r[1]) * h / 1e-3) - 1 for r in rs]
+
+    def best(rs):
+        return min((round(i * 1e-5, 8) for i in range(201)),
+                   key=lambda h: statistics.median(abs(e) for e in err(h, rs)))
+
+    out = {"all": best(rows)}
+    for model in sorted({r[0] for r in rows}):
+        out[model] = best([r for r in rows if r[0] != model])
+    return out
+
+
 def training_factor(case):
     """(factor, basis) for a training case: the fit without its publisher; a publisher with no
     dense case has no key (fit_training's keys are the dense cases' publishers), so the fit on
@@ -304,10 +351,12 @@ def fit_training(cases):
     return out
 
 
-def training_prediction(case, factor=None):
+def training_prediction(case, factor=None, expert_host_s=None):
     """(predicted figure in the case's unit, the StepTime) of a training case: train_time's
     step estimate (operators, exposed communication, bubble, DP sync, optimizer) at the
-    achievable matmul and HBM fractions, with the publication's recipe; (None, None) when
+    achievable matmul and HBM fractions, with the publication's recipe (a recipe that runs each
+    expert's GEMMs as their own launches pays `expert_host_s` per local expert per MoE layer and
+    micro-batch: by default the fit without the case's model, expert_host_for); (None, None) when
     the unit or the publisher has none."""
     from ..dtypes import dtype
     from ..workload import Workload
@@ -328,9 +377,13 @@ def training_prediction(case, factor=None):
     schedule = ({"schedule": "interleaved", "chunks": vp} if vp > 1 and lay.pp > 1
                 else {"schedule": recipe["schedule"]} if "schedule" in recipe else {})
     recompute = s.get("recompute", recipe["recompute"])   # the row's own, where the source prints it
+    h = 0.0
+    if recipe.get("per_expert_gemms"):
+        h = expert_host_for(case)[0] if expert_host_s is None else expert_host_s
     got = predicted_step(arch, w, lay, device, factor=k, recompute=recompute, zero=recipe["zero"],
                          overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"],
-                         overlap_ep=recipe.get("overlap_ep", False), wire=recipe.get("wire", ("", "")), **schedule)
+                         overlap_ep=recipe.get("overlap_ep", False), wire=recipe.get("wire", ("", "")),
+                         expert_gemm_host_s=h, **schedule)
     if got is None:
         return None, None
     step, t = got

@@ -118,6 +118,15 @@ def spec_option(text):
     return parts[0], ns[0] + ns[1], counts(parts[3])
 
 
+def draft_round(text):
+    """CACHED:NEW:BLOCK, a DFlash round's context rows (cached, new) and block positions."""
+    parts = [common.digits(x) for x in text.split(":")]
+    if len(parts) != 3 or None in parts or parts[2] < 2 or max(parts) > 2**24:
+        raise argparse.ArgumentTypeError(f"must be CACHED:NEW:BLOCK (non-negative context rows, a block of "
+                                         f"at least 2 positions), got '{text}'")
+    return tuple(parts)
+
+
 def tile(text):
     """MxKxN GEMM tile sizes (positive integers)."""
     parts = [common.digits(x) for x in text.lower().split("x")]
@@ -287,7 +296,13 @@ def add_arguments(p):
                         help=f"declared {text}, integer ns (all three needed with --request)")
     sp = p.add_argument_group("speculative decoding")
     sp.add_argument("--draft-model", default=None, metavar="ID|CONFIG.json",
-                    help="a draft model (same tokenizer): price draft lengths 1..--max-draft-tokens")
+                    help="a draft model (same tokenizer): price draft lengths 1..--max-draft-tokens; "
+                         "a DFlash block-diffusion drafter (bundled: qwen3-8b-dflash-b16, or a config whose "
+                         "architectures name DFlashDraftModel) drafts them in one block forward")
+    sp.add_argument("--draft-round", type=draft_round, default=None, metavar="CACHED:NEW:BLOCK",
+                    help="with a DFlash --draft-model: the work of one drafting round at CACHED context "
+                         "rows, NEW fused target features and a BLOCK of positions, and the target's "
+                         "verification of it (no --acceptance)")
     sp.add_argument("--mtp", action="store_true",
                     help="draft with the target's own multi-token-prediction module (DeepSeek-V3 style) "
                          "instead of --draft-model")
@@ -489,6 +504,12 @@ def run(args):
         return common.emit(args, _experts(args, arch, w, device), render.markdown)
     if args.accepted_counts or args.spec_option:
         return common.emit(args, _declared_rounds(args, arch, w, device), render.markdown)
+    if args.draft_round is not None:
+        from ..load.dflash import load_drafter
+        if args.acceptance is not None:
+            raise UserError("--draft-round prices one round's work; --acceptance belongs to the speculative table")
+        return common.emit(args, system.dflash_round_record(arch, w, device, load_drafter(args.draft_model),
+                                                            *args.draft_round), render.markdown)
     if not args.request and (args.input_len is None or args.output_len is None):
         raise UserError("give --input-len and --output-len (or --request for a replay)")
     if args.request:
@@ -550,12 +571,16 @@ def run(args):
             from ..analyses.serve.speculation import mtp_drafter
             draft = mtp_drafter(arch)
         else:
-            draft = load_model(args.draft_model)
+            from ..load.dflash import is_dflash, load_drafter
+            draft = load_drafter(args.draft_model) if is_dflash(args.draft_model) else load_model(args.draft_model)
         rec["speculative"] = system.speculative_record(
-            arch, draft, common.workload(args, arch, 1, 1, 0), common.workload(args, draft, 1, 1, 0),
+            arch, draft, common.workload(args, arch, 1, 1, 0),
+            None if system.is_drafter(draft) else common.workload(args, draft, 1, 1, 0),
             device, args.input_len, args.output_len,
             args.acceptance, args.max_draft_tokens, args.spec_batch, opts)
         rec["conventions"].append(system.SPEC_CONVENTION)
+        if rec["speculative"]["drafter"] == "dflash":
+            rec["conventions"].append(system.DFLASH_SPEC_CONVENTION)
     return common.emit(args, rec, render.markdown)
 
 
@@ -583,6 +608,7 @@ COMPANIONS = (
     (("handoff_kv_model",), ("handoff_bw", "worker")),
     (("draft_ns", "verify_ns", "commit_ns", "remaining_output"), ("accepted_counts",)),
     (("setup_ns",), ("spec_option",)),
+    (("draft_round",), ("draft_model",)),
     (("baseline_token_ns",), ("accepted_counts", "spec_option")),
     (("replica", "resident_experts"), ("expert_tokens",)),
     (("payback_batches",), ("replica",)),

@@ -194,7 +194,11 @@ def load_model(spec):
         return _CACHE[key]
     from .adapters import FAMILIES, adapter, nearest
 
-    cfg = Config(read_json(path, "model config file"), model_id)
+    data = read_json(path, "model config file")
+    if isinstance(data, dict) and "DFlashDraftModel" in (data.get("architectures") or ()):
+        raise UserError(f"{model_id}: a DFlash block-diffusion drafter (DFlashDraftModel), not a causal LM: "
+                        "give it to serve --draft-model")
+    cfg = Config(data, model_id)
     model_type = cfg.string("model_type")
     adapt = adapter(model_type)
     if adapt is None:

@@ -516,8 +516,32 @@ def reconfigure_lines(rec):
     return lines
 
 
+def dflash_lines(rec):
+    d, i = rec["dflash"], rec["inputs"]
+    keys = ("checkpoint_tensors", "draft_parameters", "draft_weight_bytes", "new_target_feature_bytes",
+            "fused_target_feature_bytes", "noise_embedding_bytes", "shared_head_weight_bytes", "draft_candidates",
+            "draft_matrix_flops", "target_verify_matrix_flops", "draft_kv_bytes_per_context_token",
+            "draft_kv_peak_bytes", "draft_kv_after_crop_bytes", "draft_noise_kv_discarded_bytes",
+            "target_verify_peak_kv_bytes")
+    layers = ", ".join(map(str, d["target_feature_layers"]))
+    return [f"## DFlash round: `{inline(d['draft_model'])}`, {i['cached_context']:,} cached and {i['new_context']:,} "
+            f"new context rows, a block of {i['block_size']} (target layers {layers} tapped)", "",
+            markdown_table(["figure", "value"], [[k, u.integer(d[k])] for k in keys]
+                           + [["draft round (estimate)", _s(d["draft_round_s"])],
+                              ["target verify (estimate)", _s(d["target_verify_s"])]], "lr"), "",
+            markdown_table(["operator", "m", "k", "n", "count", "matrix FLOPs", "operand B / instance"],
+                           [[x["operator"], u.integer(x["m"]), u.integer(x["k"]), u.integer(x["n"]), x["count"],
+                             u.integer(x["matrix_flops"]), u.integer(x["logical_operand_bytes_per_instance"])]
+                            for x in d["draft_matrices"]]), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "dflash" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}` with a DFlash drafter, one round", "",
+                 device_line(rec["device"], memory=False), "", *dflash_lines(rec), "## Definitions", "",
+                 *[f"- {t}" for t in rec["definitions"]], "", *left_out_lines(rec), *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "reconfigure" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, TP/EP reconfiguration", "",
                  f"- State: {i['batch']} requests x {i['history']:,} tokens of cache"

@@ -20,6 +20,22 @@ FITTED = {
 }
 
 
+# Seconds per local expert per MoE layer and micro-batch (forward + backward) that a stack running
+# each expert's GEMMs as launches of their own (Transformer Engine's GroupedLinear over a host list
+# of splits: per expert its GEMMs, casts, split-K reduces and fills; NVIDIA/TransformerEngine issue
+# #2939 counts them) adds when the experts' GEMMs are short: train_time.expert_host_pass. Fitted on
+# the MoE training cases (Megatron Bridge 25.11), leave one MODEL out: a case is predicted with the
+# fit on the other models' cases (validate_predict.fit_expert_host; tests/test_prediction.py refits).
+# "all" is the product default for MoE layers in `train`'s predicted step.
+EXPERT_HOST_FITTED = {
+    'all': 0.00024,
+    'deepseek-v3': 0.00026,
+    'gpt-oss-120b': 0.00024,
+    'qwen3-235b-a22b': 0.00026,
+    'qwen3-30b-a3b': 0.00024,
+}
+
+
 def predicted_step(arch, w, lay, device, *, factor=None, **options):
     """(predicted step seconds, the StepTime at achievable rates) of one layout; `options` are
     step_time's recipe options (recompute, zero, schedule, ...; no efficiencies). A tuned stack
@@ -28,6 +44,7 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     the device has no prediction (no published peak)."""
     options.setdefault("overlap_tp", True)
     options.setdefault("collective_model", "nccl")
+    options.setdefault("expert_gemm_host_s", EXPERT_HOST_FITTED["all"])
     from ..train_time import step_time
     from .predict import achievable
 

@@ -15,6 +15,12 @@ position beyond the given list keeps the last rate. A verify step at history h a
 B costs k draft decode steps (histories h .. h + k - 1) plus one target pass over k + 1
 tokens (analyses/speculative.verification_step, both from the ledger); TPOT = its time /
 E(k), charged at the mid-generation history. The best k minimises TPOT.
+
+A DFlash drafter (load/dflash.py) drafts all k tokens in one forward of a block of k + 1
+positions (analyses/serve/dflash.py) instead of k decode steps: at history h it fuses the
+target features of the k + 1 tokens a fully accepted previous round commits (the most
+fusion work) and attends to h context rows, so its round is dflash.round_time_s(h - (k+1),
+k + 1, k + 1); k runs to the drafter's block_size - 1.
 """
 
 from .. import speculative
@@ -46,16 +52,32 @@ def position_table(alphas, k):
              "probability": ge[j] - ge[j + 1]} for j in range(k + 1)]
 
 
+def dflash_round_s(drafter, history, k, r):
+    """One DFlash round drafting k tokens at `history` (module docstring)."""
+    from . import dflash
+
+    new = min(k + 1, history)
+    return dflash.round_time_s(drafter, history - new, new, k + 1, r)
+
+
 def draft_lengths(target, draft, w, wd, input_len, output_len, alphas, max_k, r, plain_step_s):
     """One row per k = 1 .. max_k: E(k), the draft's and the verify step's time (operator-sum
-    estimate, at the mid-generation history), TPOT and the speed-up over a plain decode step."""
+    estimate, at the mid-generation history), TPOT and the speed-up over a plain decode step.
+    `draft` is a causal draft architecture or a DFlash Drafter (then wd is unused)."""
+    from ...load.dflash import Drafter
+
     mid = input_len + (output_len - 1) // 2
     rows = []
     for k in range(1, max_k + 1):
-        drafting, verify = speculative.verification_step(target, draft, w, wd, mid, k, r)
+        if isinstance(draft, Drafter):
+            verify = speculative.verify_record(target, w, mid, k, r)
+            draft_s = dflash_round_s(draft, mid, k, r)
+        else:
+            drafting, verify = speculative.verification_step(target, draft, w, wd, mid, k, r)
+            draft_s = drafting["time_s"]
         e = expected_tokens(alphas, k)
-        step = drafting["time_s"] + verify["time_s"]
-        rows.append({"draft_tokens": k, "expected_tokens_per_step": e, "draft_s": drafting["time_s"],
+        step = draft_s + verify["time_s"]
+        rows.append({"draft_tokens": k, "expected_tokens_per_step": e, "draft_s": draft_s,
                      "verify_s": verify["time_s"], "step_s": step, "tpot_s": step / e,
                      "speedup_vs_plain": plain_step_s / (step / e) if step else None,
                      "verify_bound": verify["bound"]})

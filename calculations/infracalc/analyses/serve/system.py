@@ -407,6 +407,18 @@ SPEC_CONVENTION = (
     "operator-sum estimate at --spec-batch requests; TPOT = step / E(k); the best k minimises it. "
     "Draft and target share the device; sampling and rejection tests are not costed.")
 
+DFLASH_SPEC_CONVENTION = (
+    "DFlash drafter: the k drafts come from one forward of a block of k + 1 positions (not k decode "
+    "steps), at the history's context rows with the k + 1 features of a fully accepted previous round "
+    "fused; its time is the operator-sum of its products' logical operands (analyses/serve/dflash.py); "
+    "k is at most the drafter's block_size - 1; one request per round.")
+
+
+def is_drafter(draft):
+    """True for a DFlash Drafter (not a causal draft Architecture)."""
+    from ...load.dflash import Drafter
+    return isinstance(draft, Drafter)
+
 
 def speculative_record(target, draft, w, w_draft, device, input_len, output_len, alphas, max_k, batch, opts):
     """The `serve --draft-model` section: every draft length 1..max_k, the best, its positions."""
@@ -415,19 +427,33 @@ def speculative_record(target, draft, w, w_draft, device, input_len, output_len,
     from .. import decode_sum
     from . import speculation
 
+    from ...errors import UserError
+    from ...load.dflash import Drafter
+
     r = roof(device, w.compute_dtype, opts.compute_efficiency, opts.memory_efficiency)
     lo, hi = step_histories(input_len, output_len)
     wt = decode_path(target, w.replace(batch=batch, tokens=1, history=0, logits="last"), lo, hi, r)[0]
-    wd = decode_path(draft, w_draft.replace(batch=batch, tokens=1, history=0, logits="last"), lo, hi, r)[0]
-    if target.vocab_size != draft.vocab_size:
-        from ...errors import UserError
+    if isinstance(draft, Drafter):
+        from . import dflash
+        dflash.check(draft, target, input_len, 1, 2)
+        if batch != 1:
+            raise UserError(f"--spec-batch {batch}: a DFlash drafter's round is modelled for one request")
+        if max_k > draft.block_size - 1:
+            raise UserError(f"--max-draft-tokens {max_k}: the DFlash drafter {draft.id} drafts at most "
+                            f"block_size - 1 = {draft.block_size - 1} tokens a round")
+        wd, draft_params = None, dflash.params(draft)
+    else:
+        wd = decode_path(draft, w_draft.replace(batch=batch, tokens=1, history=0, logits="last"), lo, hi, r)[0]
+        draft_params = draft.params
+    if not isinstance(draft, Drafter) and target.vocab_size != draft.vocab_size:
         raise UserError(f"draft model {draft.id} has vocabulary {draft.vocab_size:,}, the target "
                         f"{target.vocab_size:,}: speculative decoding needs a shared tokenizer")
     mid = input_len + (output_len - 1) // 2
     plain = phase_record(decode_sum.single(ledger.operators(target, wt.replace(history=mid))), r)["time_s"]
     rows = speculation.draft_lengths(target, draft, wt, wd, input_len, output_len, alphas, max_k, r, plain)
     top = speculation.best(rows)
-    return {"draft_model": draft.id, "draft_params": draft.params, "acceptance": list(alphas),
+    return {"draft_model": draft.id, "drafter": "dflash" if wd is None else "causal",
+            "draft_params": draft_params, "acceptance": list(alphas),
             "batch": batch, "history": mid, "plain_step_s": plain, "rows": rows, "best": top,
             "positions": speculation.position_table(alphas, top["draft_tokens"])}
 
@@ -876,4 +902,60 @@ def reconfigure_record(arch, w, device, source, target, **kw):
                conventions=[RECONFIGURE_CONVENTION],
                left_out=["Compute during the move, link contention beyond the three declared rates, and the "
                          "time of the serial steps unless declared."])
+    return rec
+
+
+DFLASH_CONVENTION = (
+    "DFlash round (analyses/serve/dflash.py): one forward of the block-diffusion drafter over a block of B "
+    "positions (the known token and B - 1 drafts) at C cached and N new context rows; matrix FLOPs "
+    "2 m k n per product (FMA = 2), operand bytes 2 (m k + k n + m n) per instance (BF16, no GQA reuse, "
+    "fusion or workspace: logical, not measured HBM); the embedding and the head are the target's, shared "
+    "(not the drafter's parameters; their work is counted); the target verifies the block as one pass of B "
+    "tokens after C + N, the head on all B rows; the two KV pools are reported apart.")
+
+
+def dflash_round_record(arch, w, device, drafter, cached, new, block):
+    """The `serve --draft-model DFLASH --draft-round C:N:B` record: one drafting round's
+    products (dflash.rows), the drafter's parameters and KV, the features handed over, and the
+    target's verification pass from the ledger (matrix FLOPs, KV peak)."""
+    from ... import ledger
+    from ..decode import phase_record
+    from .. import decode_sum
+    from . import dflash
+
+    dflash.check(drafter, arch, cached, new, block)
+    r = roof(device, w.compute_dtype, 1.0, 1.0)
+    rec = _header(arch, w, device, cached + new, block, Options(), r)
+    rec["inputs"] = {"draft_model": drafter.id, "cached_context": cached, "new_context": new,
+                     "block_size": block, "act_dtype": rec["inputs"]["act_dtype"],
+                     "kv_dtype": rec["inputs"]["kv_dtype"]}
+    verify = phase_record(decode_sum.single(ledger.operators(
+        arch, w.replace(batch=1, tokens=block, history=cached + new, logits="all"))), r)
+    rows = dflash.rows(drafter, cached, new, block)
+    per_row = dflash.kv_bytes_per_row(drafter)
+    nbytes = dflash.BYTES
+    params = dflash.params(drafter)
+    rec["dflash"] = {
+        "draft_model": drafter.id, "checkpoint_tensors": dflash.tensors(drafter), "draft_parameters": params,
+        "draft_weight_bytes": params * nbytes, "target_feature_layers": list(drafter.target_layer_ids),
+        "new_target_feature_bytes": new * len(drafter.target_layer_ids) * drafter.hidden * nbytes,
+        "fused_target_feature_bytes": new * drafter.hidden * nbytes,
+        "noise_embedding_bytes": block * drafter.hidden * nbytes,
+        "shared_head_weight_bytes": drafter.vocab * drafter.hidden * nbytes,
+        "draft_candidates": block - 1, "draft_matrices": rows,
+        "draft_matrix_flops": sum(row["matrix_flops"] for row in rows),
+        "target_verify_matrix_flops": verify["linear_flops"] + verify["attention_flops_causal"],
+        "draft_kv_bytes_per_context_token": per_row,
+        "draft_kv_peak_bytes": (cached + new + block) * per_row,
+        "draft_kv_after_crop_bytes": (cached + new) * per_row,
+        "draft_noise_kv_discarded_bytes": block * per_row,
+        "target_verify_peak_kv_bytes": arch.kv_bytes(w.kv_dtype, cached + new + block, w.mla),
+        "draft_round_s": dflash.round_time_s(drafter, cached, new, block, r),
+        "target_verify_s": verify["time_s"]}
+    rec.update(definitions=["Work of one round (integers); the two times are the operator-sum estimate on the "
+                            "device (the drafter's by its products' logical operands), not bounds."],
+               left_out=["Norms, RoPE, SiLU, softmax and sampling (non-matrix work) in the matrix FLOPs; "
+                         "acceptance (a measured quality of the trained drafter): give --acceptance for the "
+                         "speculative table."],
+               conventions=[DFLASH_CONVENTION])
     return rec
