@@ -57,6 +57,8 @@ KINDS = {
                     "added and total capacity, with a declared gain and baseline of servers",
     "cast": "where to cast one gradient from BF16 to FP32: on the CPU after a BF16 copy or on the GPU before an "
             "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
+    "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
+                 "kernel's buffers and known live subset",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -538,6 +540,30 @@ def _voice_demand(args):
         raise UserError("--effective-gain must be positive")
     return voice_demand(minutes=args.minutes, population=args.population, work=args.work_per_audio_second,
                         peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
+
+
+def _kda_chunk_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.positive_int, required=True, help="tokens T of the sequence")
+    q.add_argument("--chunk", type=common.positive_int, default=None,
+                   help="chunk size C (default the model's; the kernel supports 32 and 64)")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="sequences (default 1)")
+
+
+def _kda_chunk(args):
+    from ..analyses.kda_chunk import kda_chunk
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    kda = [b for layer in arch.layers for b in layer.blocks if getattr(b, "kind", None) == "KDA"]
+    if not kda:
+        raise UserError(f"model '{arch.id}' has no KDA (Kimi Delta Attention) layer")
+    chunk = args.chunk or kda[0].chunk
+    if chunk not in (32, 64):
+        raise UserError(f"--chunk {chunk}: the chunked KDA kernel supports 32 and 64")
+    return dict({"model": arch.id, "chunk": chunk}, **kda_chunk(batch=args.batch, tokens=args.tokens, chunk=chunk,
+                                                            heads=kda[0].heads, d=kda[0].head_dim, layers=len(kda)))
 
 
 def _blocks(text):

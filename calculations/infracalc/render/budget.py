@@ -9,6 +9,7 @@ from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
+from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
 from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
@@ -67,6 +68,7 @@ CONVENTIONS = {
     "stream-buffer": FIFO_CONVENTIONS,
     "host-transfer": HOST_TRANSFER_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
+    "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
     "periodic-queue": FLUID_CONVENTIONS,
     "feedback-queue": FLUID_CONVENTIONS,
