@@ -33,20 +33,25 @@ class SearchByPredicted(unittest.TestCase):
         self.assertGreaterEqual(len(top), 2)
         values = [t["predicted"]["output_tokens_per_s_per_device"] for t in top]
         self.assertEqual(values, sorted(values, reverse=True))
+        from infracalc.analyses.parallel import Plan, memory_record, serving_record
+        plan = Plan(arch, w, dev, 2048, 256)
         for t in top:
-            lay = placement.Layout(tp=t["layout"]["tp"], dp=t["layout"]["dp"])
+            lay = placement.Layout(tp=t["layout"]["tp"], pp=t["layout"]["pp"], dp=t["layout"]["dp"])
             want = predicted_layout(arch, w, dev, lay, 2048, 256)
             self.assertAlmostEqual(t["predicted"]["output_tokens_per_s_per_device"],
                                    want["output_tokens_per_s_per_device"], places=9)
-            # the predicted rate is a figure of a real engine: never above the bound's rate
+            # the predicted rate is a figure of a real engine: never above the layout's serving bound
+            # (its replica's throughput at the memory's largest concurrency, at peak)
+            bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
             self.assertLessEqual(t["predicted"]["output_tokens_per_s_per_device"],
-                                 t["lower_bound"]["decode_tokens_per_s_per_device"] * (1 + 1e-12))
+                                 bound["output_tokens_per_s_per_device"] * (1 + 1e-12))
+        self.assertTrue(any(t["layout"]["pp"] > 1 for t in top))   # PP layouts are ranked too
 
     def test_unmodelled_layouts_are_refused_by_name(self):
         reasons = {r["reason"]: r["layouts"] for r in self.rec["rejected"]}
         self.assertIn(NOT_PREDICTED, reasons)
         for t in self.rec["top"]:
-            self.assertEqual((t["layout"]["pp"], t["layout"]["cp"], t["layout"]["ep"]), (1, 1, 1))
+            self.assertEqual((t["layout"]["cp"], t["layout"]["ep"]), (1, 1))
 
     def test_first_screen_and_csv(self):
         status, md, _ = run_cli(*ARGS)

@@ -62,11 +62,52 @@ class ServePredicted(unittest.TestCase):
         self.assertIn("predicted TTFT", self.md)
         self.assertIn(slo.PREDICTED_CONVENTION.split(":")[0], self.md)
 
-    def test_not_modelled_layouts(self):
-        """PP, CP and EP layouts have no prediction: stated, not guessed."""
+    def test_pipeline_at_its_own_concurrency_is_the_steady_state(self):
+        """Under PP too, predicted_at_batch's TPOT at the engine's concurrency is predicted_layout's
+        iteration: pp x the slowest stage's time for ceil(N / pp) requests, plus the host time."""
         arch = load_model("meta-llama/Llama-3.1-70B")
         plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
-        for lay in (Layout(pp=2), Layout(tp=2, cp=2)):
+        lay = Layout(tp=2, pp=2)
+        whole = serving.predicted_layout(arch, plan.wd, plan.device, lay, 2048, 256)
+        at = serving.predicted_at_batch(arch, plan.wd, plan.device, lay, 2048, 256, whole["concurrency"])
+        self.assertEqual(at["tpot_s"], whole["iteration_s"])
+        self.assertEqual(whole["pipeline_micro_batches"], 2)
+
+    def test_pipeline_iteration_by_its_formula(self):
+        """pipelined: N = the smallest stage's concurrency; iteration = pp x max over stages of
+        (GPU time of ceil(N / pp) requests + per-sequence work + the boundary send) + host."""
+        import math
+        from infracalc import layout as placement
+        from infracalc.analyses.efficiency import predict
+
+        arch = load_model("meta-llama/Llama-3.1-8B")
+        device = load_device("h100")
+        plan = Plan(arch, _workload(arch), device, 1000, 1000)
+        lay = Layout(pp=4)
+        k, host, q = serving.FITTED["all"]
+        rates = predict.achievable(device, plan.wd.compute_dtype, k)
+        shards = [placement.shard(arch, lay, st) for st in placement.stages(arch, lay)]
+        n = min(serving.concurrency(sh, plan.wd, device.memory_bytes, 1000, 1000)[0] for sh in shards)
+        per = math.ceil(n / 4)
+        send = serving.pp_send_s(device, lay, arch.hidden_size)(per + per * 1000 / 999)
+        worst = max(serving.iteration(sh, plan.wd, rates, per, 1000, 1000)[0] + q * per * len(sh.layers) + send
+                    for sh in shards)
+        got = serving.predicted_layout(arch, plan.wd, device, lay, 1000, 1000)
+        self.assertEqual(got["concurrency"], n)
+        self.assertAlmostEqual(got["iteration_s"], 4 * worst + host, places=12)
+        # one replica of 4 devices: its tokens/s per device is a quarter of the replica's
+        self.assertAlmostEqual(got["output_tokens_per_s_per_device"], got["output_tokens_per_s"] / 4, places=9)
+        # pipelining costs the weights once per micro-batch: never faster than the same cache on one
+        # stage at peak, and a real figure below the replica's serving bound
+        from infracalc.analyses.parallel import memory_record, serving_record
+        bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
+        self.assertLessEqual(got["output_tokens_per_s_per_device"], bound["output_tokens_per_s_per_device"])
+
+    def test_not_modelled_layouts(self):
+        """CP and EP layouts have no prediction: stated, not guessed."""
+        arch = load_model("meta-llama/Llama-3.1-70B")
+        plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
+        for lay in (Layout(tp=2, cp=2),):
             got = slo.chosen_predicted(plan, {"layout_record": lay, "batch_per_replica": 4})
             self.assertIsNone(got["predicted_tpot_s"])
             self.assertIsNone(got["predicted_ttft_s"])

@@ -49,6 +49,8 @@ KINDS = {
              "times: FIFO waits, TTFT, p95, live and reserved KV, the ledger's matrix FLOPs",
     "routing": "routing between priced services with a prefix cache: attempt costs, cost per quality and per "
                "quality-and-deadline success, the cost crossover hit fraction",
+    "sampling": "one speculative-sampling step on a declared vocabulary: acceptance, the corrected output "
+                "against the target and the wrong resampling's, every rejection branch, exact fractions",
     "retry": "a finite retry graph of declared attempts: every terminal path's probability, cost, time and "
              "resources; success and quality-and-deadline rates, cost per success",
     "optimizer": "optimizer groups of a checkpoint: Muon or AdamW per tensor (DeepSeek-V4's rule), Newton-Schulz "
@@ -765,6 +767,35 @@ def _retry(args):
         return retry_paths(nodes=nodes, start=given[0][0], deadline_s=args.deadline, tasks=args.tasks)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _distribution(text):
+    """P0,P1,...: exact probabilities (1/2, 0.25, 0), 1 to 4,096 tokens, summing to exactly 1."""
+    from fractions import Fraction
+
+    parts = text.split(",") if len(text) <= 100_000 else []
+    values = [_exact(t.strip(), "a probability such as 1/3", 0, 1) for t in parts]
+    if not 1 <= len(values) <= 4096 or sum(values, Fraction(0)) != 1:
+        raise argparse.ArgumentTypeError(f"must be 1 to 4,096 probabilities P0,P1,... summing to exactly 1 "
+                                         f"(normalized, after temperature and top-k/top-p), got '{text[:80]}'")
+    return tuple(values)
+
+
+def _sampling_arguments(q):
+    q.add_argument("--target-probs", type=_distribution, required=True, metavar="P0,P1,...",
+                   help="the target's next-token distribution p on a shared vocabulary (e.g. 1/2,1/3,1/6)")
+    q.add_argument("--draft-probs", type=_distribution, required=True, metavar="Q0,Q1,...",
+                   help="the draft's distribution q on the same vocabulary (e.g. 1/6,1/3,1/2)")
+
+
+def _sampling(args):
+    from ..analyses.speculative_sampling import sampling
+    from ..errors import UserError
+
+    if len(args.target_probs) != len(args.draft_probs):
+        raise UserError(f"--target-probs has {len(args.target_probs)} tokens, --draft-probs "
+                        f"{len(args.draft_probs)}: the two share one vocabulary")
+    return sampling(target=args.target_probs, draft=args.draft_probs)
 
 
 def _index_range(text):

@@ -271,7 +271,13 @@ def _predicted_lines(p):
     return [f"- Predicted (a well-tuned engine, not a bound): cluster {_rate(p['output_tokens_per_s_cluster'])} "
             f"output tokens/s, per device {_rate(p['output_tokens_per_s_per_device'])}, at "
             f"{p['concurrency']:,} requests in flight per replica; one iteration {u.seconds(p['iteration_s'])} "
-            f"(GPU and TP all-reduces {u.seconds(p['gpu_s'])}, host {u.seconds(p['host_s'])}; docs/prediction.md)"]
+            f"({_gpu_part(p)} {u.seconds(p['gpu_s'])}, host {u.seconds(p['host_s'])}; docs/prediction.md)"]
+
+
+def _gpu_part(p):
+    mb = p.get("pipeline_micro_batches")
+    return (f"GPU, TP all-reduces and stage sends of {mb} pipeline micro-batches on the slowest stage" if mb
+            else "GPU and TP all-reduces")
 
 
 def _distinct_stages(stages):

@@ -234,15 +234,19 @@ def tp_comm(device, tp, arch):
 
 
 def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None):
-    """The predicted steady state of a layout: one tensor-parallel replica (each device
-    holds the TP shard, the all-reduces exposed), dp replicas adding up; the replica's
-    record plus `output_tokens_per_s_cluster`. None under pipeline, context or expert
+    """The predicted steady state of a layout: one replica of tp x pp devices (each device holds
+    its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
+    replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
+    replica runs `pipelined` (pp micro-batches in flight). None under context or expert
     parallelism (not modelled yet), or without a prediction on the device."""
     replica = _replica(arch, device, lay)
     if replica is None:
         return None
-    rec = predicted_serving(replica[0], w, device, input_len, output_len, constants, replica[1],
-                            tpot_limit_s)
+    if lay.pp > 1:
+        rec = pipelined(replica, w, device, lay, input_len, output_len, constants, tpot_limit_s)
+    else:
+        rec = predicted_serving(replica[0][0], w, device, input_len, output_len, constants, replica[0][1],
+                                tpot_limit_s)
     if rec is None:
         return None
     return {**rec, "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
@@ -250,37 +254,132 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
 
 
 def _replica(arch, device, lay):
-    """(the shard each device of a TP replica holds, its all-reduces' seconds per token count or
-    None); None under pipeline, context or expert parallelism (not modelled)."""
+    """[(the shard each device of a stage holds, its TP all-reduces' seconds per token count or
+    None, the stages that hold an equal shard)], one entry per distinct stage (equal
+    `stage_signature`s have equal figures: computed once); None under context or expert
+    parallelism (not modelled)."""
     from ... import layout as placement
 
-    if lay.pp > 1 or lay.cp > 1 or lay.ep > 1:
+    if lay.cp > 1 or lay.ep > 1:
         return None
-    if lay.tp == 1:
-        return arch, None
-    return placement.shard(arch, lay, placement.stages(arch, lay)[0]), tp_comm(device, lay.tp, arch)
+    if lay.tp == 1 and lay.pp == 1:
+        return [(arch, None, 1)]
+    groups = {}
+    for st in placement.stages(arch, lay):
+        key = placement.stage_signature(arch, lay, st)
+        if key in groups:
+            groups[key][2] += 1
+        else:
+            shard = placement.shard(arch, lay, st)
+            groups[key] = [shard, tp_comm(device, lay.tp, shard) if lay.tp > 1 else None, 1]
+    return [tuple(g) for g in groups.values()]
+
+
+def pp_send_s(device, lay, hidden):
+    """tokens -> seconds of one pipeline boundary's send of [tokens, hidden] in 16 bits (the
+    residual stream), as NCCL runs a point-to-point send on the tier the replica spans."""
+    from ... import comm
+    from ...collectives import pp_collectives
+    from . import collective
+
+    tier = comm.tier(lay.tp * lay.pp, device)
+    links = comm.links(device)
+
+    def seconds(tokens):
+        (c,) = pp_collectives(max(1, round(tokens)), hidden, TP_REDUCE_BYTES, 1, tier)
+        return collective.predicted_s(c, links, device.id)[0]
+    return seconds
+
+
+def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None, batch=None):
+    """A pipeline-parallel replica's steady state (`predicted_layout` under pp > 1): the engine
+    keeps pp micro-batches of N / pp requests in flight, one per stage, so that every stage is
+    busy (TensorRT-LLM's and vLLM's pipeline parallelism); each stage holds its layers' cache of
+    all N requests, so N is the smallest stage's concurrency (`concurrency` per stage shard). In
+    one iteration (every request advances one token) each stage runs the pp micro-batches in
+    turn and the slowest stage sets the pace:
+
+        iteration = pp x max over stages of (GPU time of ceil(N / pp) requests on the stage
+                    + its per-sequence work + the boundary send of the micro-batch's tokens)
+                    + host time
+
+    (the boundary sends are charged on the stage's time: a stage receives its micro-batch before
+    it can run it). With `batch` the iteration at that concurrency (predicted_at_batch) instead
+    of the engine's."""
+    kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
+    rates = predict.achievable(device, w.compute_dtype, kernel_s)
+    if rates is None:
+        return None
+    got = [concurrency(shard, w, device.memory_bytes, input_len, output_len) for shard, _, _ in replica]
+    n, room, limit = min(got, key=lambda g: g[0])
+    if batch is not None:
+        n = batch
+    if n < 1:
+        return None
+    memory_n = n
+    pp = lay.pp
+    send = pp_send_s(device, lay, replica[0][0].hidden_size)
+    steps = max(output_len - 1, 1)
+
+    def stage_s(m):
+        per = math.ceil(m / pp)
+        tokens = per + per * input_len / steps
+        worst = (0.0, 0)
+        for shard, comm_s, _ in replica:
+            gpu, rows = iteration(shard, w, rates, per, input_len, output_len, comm_s)
+            t = gpu + sequence_layer_s * per * len(shard.layers) + send(tokens)
+            worst = max(worst, (t, predict.kernel_count(rows)))
+        return worst
+
+    if tpot_limit_s is not None:
+        n = latency_limited(lambda m: pp * stage_s(m)[0] + host_fixed, n, tpot_limit_s)
+    t, kernels = stage_s(n)
+    sequences = sequence_layer_s * math.ceil(n / pp) * max(len(sh.layers) for sh, _, _ in replica) * pp
+    it = pp * t + host_fixed
+    rec = {
+        "concurrency": n,
+        "engine_batch_limit": limit,
+        "kv_room_bytes": int(room),
+        "iteration_s": it,
+        "gpu_s": pp * t,
+        "kernels": kernels * pp,
+        "sequence_s": sequences,
+        "host_s": host_fixed,
+        "pipeline_micro_batches": pp,
+        "output_tokens_per_s": n * output_len / steps / it,
+    }
+    if tpot_limit_s is not None:
+        rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
+    return rec
 
 
 def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, constants=None):
     """The prediction at a given concurrency per replica (the SLO answer's batch), not the
     engine's own: TPOT = one steady-state iteration at `batch` requests (iteration(), plus
-    the per-sequence work of `batch` requests and the host time); TTFT = one prompt's
-    prefill alone (batch 1, the SLO sizing's TTFT case) at the achievable rates, plus its
-    all-reduces, one sequence's per-layer work and one iteration's host time; output
-    tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
-    predicted_layout has none (PP, CP, EP; no achievable rates on the device)."""
+    the per-sequence work of `batch` requests and the host time; under pipeline parallelism
+    `pipelined`'s iteration at that batch); TTFT = one prompt's prefill alone (batch 1, the SLO
+    sizing's TTFT case) at the achievable rates, through every stage in turn, plus its
+    all-reduces and boundary sends, one sequence's per-layer work and one iteration's host time;
+    output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
+    predicted_layout has none (CP, EP; no achievable rates on the device)."""
     kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
     replica = _replica(arch, device, lay)
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if replica is None or rates is None:
         return None
-    shard, comm_s = replica
-    gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s)
-    layers = len(shard.layers)
-    tpot = gpu + sequence_layer_s * batch * layers + host_fixed   # predicted_serving's sum, term for term
-    pre = ledger.operators(shard, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
-    ttft = (predict.pass_time(pre, rates) + (comm_s(input_len) if comm_s else 0.0)
-            + sequence_layer_s * layers + host_fixed)
+    if lay.pp > 1:
+        tpot = pipelined(replica, w, device, lay, input_len, output_len, constants, batch=batch)["iteration_s"]
+        send = pp_send_s(device, lay, replica[0][0].hidden_size)(input_len) * (lay.pp - 1)
+    else:
+        shard, comm_s, _ = replica[0]
+        gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s)
+        tpot = gpu + sequence_layer_s * batch * len(shard.layers) + host_fixed   # predicted_serving's sum
+        send = 0.0
+    ttft = send + host_fixed
+    for shard, comm_s, count in replica:
+        pre = ledger.operators(shard, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
+        ttft += count * (predict.pass_time(pre, rates) + (comm_s(input_len) if comm_s else 0.0)
+                         + sequence_layer_s * len(shard.layers))
     steps = max(output_len - 1, 1)
     return {"ttft_s": ttft, "tpot_s": tpot,
             "output_tokens_per_s_per_device": batch * output_len / steps / tpot * lay.dp / lay.devices}

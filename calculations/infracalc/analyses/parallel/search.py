@@ -17,7 +17,7 @@ TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
-NOT_PREDICTED = "no predicted figure: pipeline, context or expert parallelism (not modelled yet)"
+NOT_PREDICTED = "no predicted figure: context or expert parallelism (not modelled yet)"
 
 
 def predicted(plan, lay):
@@ -162,7 +162,7 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=None, bat
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
-        if objective == "predicted" and (lay.pp > 1 or lay.cp > 1 or lay.ep > 1):
+        if objective == "predicted" and (lay.cp > 1 or lay.ep > 1):
             raise Rejected(NOT_PREDICTED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):
@@ -256,7 +256,7 @@ def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
         "tpot": "mean TPOT (--batch, default 1), smallest first",
         "predicted": "predicted output tokens/s per device (efficiency.serving: a tuned engine's steady "
-                     "state at its own concurrency; TP and DP layouts), the estimate's figures shown at the "
+                     "state at its own concurrency; TP, PP and DP layouts), the estimate's figures shown at the "
                      "largest batch that fits (or --batch) with mean TPOT within --tpot-limit"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
     rec["definitions"] = [ESTIMATE, LOWER_BOUND]
