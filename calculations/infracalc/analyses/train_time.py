@@ -287,9 +287,10 @@ def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links, wir
     for layer, count, _ in placement.device_layers(arch, lay, st):
         compute += layer_pass(layer, w, r, lay.cp, recompute, flash, lay.tp if lay.sp else 1).times(count)
     key = ("stage collectives", arch, lay, placement.stage_signature(arch, lay, st), w, recompute, chunks, device,
-           links.get("up"), links.get("out"), wire, model)   # no roof: the roofs do not change them
-    return compute, placement.memo(key, lambda: tuple(cost(stage_collectives(arch, lay, st, w, device, recompute,
-                                                                             chunks, wire), links, model, device.id)))
+           wire)   # no roof, links or pricing model: the estimate and the prediction share the list
+    collectives = placement.memo(key, lambda: stage_collectives(arch, lay, st, w, device, recompute, chunks, wire))
+    return compute, placement.memo(key + (links.get("up"), links.get("out"), model),
+                                   lambda: tuple(cost(collectives, links, model, device.id)))
 
 
 class StageTime(Record):

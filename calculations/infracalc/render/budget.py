@@ -4,6 +4,7 @@ from .table import inline, markdown_table
 
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
+from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
@@ -75,6 +76,7 @@ CONVENTIONS = {
     "feedback-queue": FLUID_CONVENTIONS,
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
     "ordering": ORDERING_CONVENTIONS,
+    "completion-reclaim": COMPLETION_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,

@@ -1,5 +1,7 @@
 """Markdown tables, CSV and JSON serialization."""
 
+from operator import itemgetter
+
 from ..errors import one_line
 
 
@@ -30,7 +32,7 @@ def cell(value):
 def _cells(row):
     """[cell(c) for c in row], with the common case (printable text without '|' in every
     cell) checked once for the whole row."""
-    texts = [c if type(c) is str else str(c) for c in row]
+    texts = list(map(str, row))   # str(c) is c itself for a str
     joined = "".join(texts)
     if joined.isprintable() and "|" not in joined:
         return texts
@@ -120,12 +122,12 @@ def _width(widths):
 
 def _lines(header, rows, align, widths):
     """The table's lines: each cell padded to its column's width (right- or left-aligned;
-    one format string per table, filled row by row)."""
-    line = ("| " + " | ".join(f"{{:{'>' if a == 'r' else '<'}{w}}}" for a, w in zip(align, widths))
-            + " |").format
+    one printf-style format per table, filled row by row: '%12s' pads as '{:>12}' does, and
+    costs about half as much to fill)."""
+    line = "| " + " | ".join(f"%{'' if a == 'r' else '-'}{w}s" for a, w in zip(align, widths)) + " |"
     sep = "| " + " | ".join("-" * (w - 1) + ":" if a == "r" else "-" * w
                             for a, w in zip(align, widths)) + " |"
-    return [line(*header), sep] + [line(*r) for r in rows]
+    return [line % tuple(header), sep] + [line % tuple(r) for r in rows]
 
 
 def _groups(widths):
@@ -168,9 +170,15 @@ def markdown_table(header, rows, align=None):
         if notes:
             w = widths()
     out = []
-    for g in _groups(w):
-        out += ([""] if out else []) + _lines([header[i] for i in g], [[r[i] for i in g] for r in rows],
-                                              [align[i] for i in g], [w[i] for i in g])
+    groups = _groups(w)
+    for g in groups:
+        if len(groups) == 1:
+            part = rows
+        else:   # each group's columns of every row (itemgetter: a tuple per row, in C)
+            get = itemgetter(*g)
+            part = [get(r) for r in rows] if len(g) > 1 else [[r[g[0]]] for r in rows]
+        out += ([""] if out else []) + _lines([header[i] for i in g], part, [align[i] for i in g],
+                                              [w[i] for i in g])
     if notes:
         out += [""] + [f"[{n}] {text}" for n, text in enumerate(notes, 1)]
     return "\n".join(out)
