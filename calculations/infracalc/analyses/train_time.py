@@ -57,6 +57,8 @@ gradient sync under one micro-batch's backward, the parameter all-gather
 under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 """
 
+import functools
+
 from .. import comm
 from .. import layout as placement
 from ..collectives import Collective, dp_gradient_collectives, pp_boundary_collectives
@@ -270,9 +272,16 @@ def run_s(c, links, model="ring", device_id=None):
     model "nccl" the predicted figure's, NCCL's own cost model with its fitted residual
     (`efficiency.collective.predicted_s`: the algorithm and protocol NCCL picks for the size)."""
     if model == "nccl":
-        from .efficiency.collective import predicted_s
-        return predicted_s(c, links, device_id)[0]
+        return _nccl_s(c, links.get("up"), links.get("out"), device_id)
     return comm.run_s(c, links, ALGORITHM)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _nccl_s(c, up, out, device_id):
+    """`run_s` under NCCL's model, memoized by its (hashable) records: a search meets the same
+    collective on the same links under many layouts."""
+    from .efficiency.collective import predicted_s
+    return predicted_s(c, {"up": up, "out": out}, device_id)[0]
 
 
 def cost(collectives, links, model="ring", device_id=None):

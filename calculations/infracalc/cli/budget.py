@@ -85,6 +85,10 @@ KINDS = {
                      "schedule needs, and the last take under a byte budget (back-pressure)",
     "host-transfer": "host prepare, host-to-device copy and device consume of blocks through host and device slot "
                      "pools: serial, unbounded and slot-bound finish",
+    "attention-input": "input slots of one QK^T tile in declared ticks: synchronous register staging against "
+                       "asynchronous copies, finish per slot count, capacity screen",
+    "matrix-vector": "QK^T -> materialized softmax -> PV of one head in row groups on matrix, vector and handoff "
+                     "servers in declared ticks: staged or direct path, slots",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -1408,3 +1412,5 @@ from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
 from .budget_kernel import _host_transfer, _host_transfer_arguments  # noqa: E402,F401
 from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E402,F401
+from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
+from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
