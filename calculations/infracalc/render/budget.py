@@ -2,6 +2,7 @@
 
 from .table import inline, markdown_table
 
+from ..analyses.ack_window import ACK_WINDOW_CONVENTIONS
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
@@ -83,6 +84,7 @@ CONVENTIONS = {
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
+    "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,

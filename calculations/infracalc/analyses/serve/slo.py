@@ -132,7 +132,7 @@ def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
     batch 1 (one score per layout: the mean TPOT grows with the batch, so a layout over the
     limit at batch 1 is over it at every batch) keeps the layouts that can meet the TPOT and
     TTFT limits; only when one can does the throughput search run over the batches."""
-    ranked, rejected, total = parallel.search(plan, n, "tpot", tpot_limit, batch=1)
+    ranked, rejected, total = parallel.search(plan, n, objective="tpot", tpot_limit=tpot_limit, batch=1)
     fastest, feasible = None, False
     for value, _, lay, batch, lat in ranked:
         ttft = _ttft(plan, lay)
@@ -144,7 +144,7 @@ def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
     if not feasible:
         return {"devices": n, "meets": False, "layouts_considered": total,
                 "layouts_meeting_tpot": len(ranked), "why": _failure(rejected, fastest, ttft_limit)}
-    ranked, rejected, total = parallel.search(plan, n, "throughput", tpot_limit)
+    ranked, rejected, total = parallel.search(plan, n, objective="throughput", tpot_limit=tpot_limit)
     if figure == "predicted":
         memo = {} if memo is None else memo
         row = _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo)
