@@ -28,10 +28,10 @@ class Sizes(unittest.TestCase):
     def test_ep_copies_are_whole(self):
         # 3 tokens x top-1 spread over a TP group of 2: one rank sends ceil(3/2) = 2 copies of
         # hidden 4 x 2 bytes = 16 B (not 1 copy: the compute split rounds up too)
-        dispatch, combine = ep_collectives(3, 1, 4, 2, 2, 1, "up", share=2)
+        dispatch, combine = ep_collectives(3, 1, 4, 2, ep=2, moe_layers=1, tier="up", share=2)
         self.assertEqual((dispatch.bytes, combine.bytes), (16, 16))
         # 5 tokens x top-3 over 4 ranks: ceil(15/4) = 4 copies x 8 B = 32 B
-        self.assertEqual(ep_collectives(5, 3, 4, 2, 2, 1, "up", share=4)[0].bytes, 32)
+        self.assertEqual(ep_collectives(5, 3, 4, 2, ep=2, moe_layers=1, tier="up", share=4)[0].bytes, 32)
 
     def test_head_gathers_the_padded_vocabulary(self):
         # GPT-2's 50,257-word vocabulary over TP 4: each rank holds ceil(50257/4) = 12,565 rows, so the

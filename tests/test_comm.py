@@ -27,13 +27,13 @@ class EpTest(unittest.TestCase):
     def test_qwen3_30b_a3b_dispatch_and_combine_per_token(self):
         # top-8 of 128, hidden 2048, bf16, ep 8: S = 8 * 2048 * 2 = 32,768 B per token (sent +
         # kept); 7/8 of the copies leave the rank: 8 * 2048 * 2 * 7/8 = 28,672 B.
-        cs = comm.ep_collectives(1, 8, 2048, 2, 8, 48, "up", experts=128)
+        cs = comm.ep_collectives(1, 8, 2048, 2, ep=8, moe_layers=48, tier="up", experts=128)
         self.assertEqual([c.name for c in cs], ["EP dispatch all-to-all", "EP combine all-to-all"])
         for c in cs:
             self.assertEqual((c.kind, c.bytes, c.group, c.count), ("all_to_all", 32768, 8, 48))
             self.assertEqual(comm.wire_bytes(c), 28672)
         # Linear in tokens: 4096 tokens send 4096 * 28,672 = 117,440,512 B per dispatch.
-        c = comm.ep_collectives(4096, 8, 2048, 2, 8, 48, "up")[0]
+        c = comm.ep_collectives(4096, 8, 2048, 2, ep=8, moe_layers=48, tier="up")[0]
         self.assertEqual(comm.wire_bytes(c), 117_440_512)
 
     def test_distinct_destination_ranks_exact(self):
@@ -51,8 +51,9 @@ class EpTest(unittest.TestCase):
     def test_dedup_never_sends_more_than_per_copy(self):
         for experts, k, ep in ((128, 8, 8), (256, 8, 32), (8, 2, 8), (64, 6, 4), (128, 1, 16)):
             with self.subTest(experts=experts, k=k, ep=ep):
-                per_copy = comm.ep_collectives(1000, k, 1024, 2, ep, 1, "up", experts=experts)[0]
-                dedup = comm.ep_collectives(1000, k, 1024, 2, ep, 1, "up", dedup=True, experts=experts)[0]
+                per_copy = comm.ep_collectives(1000, k, 1024, 2, ep=ep, moe_layers=1, tier="up", experts=experts)[0]
+                dedup = comm.ep_collectives(1000, k, 1024, 2, ep=ep, moe_layers=1, tier="up", dedup=True,
+                                            experts=experts)[0]
                 self.assertLessEqual(dedup.bytes, per_copy.bytes)
                 # S = ceil(tokens * hidden * bytes * E[distinct ranks]).
                 expect = math.ceil(1000 * 1024 * 2 * comm.distinct_devices(experts, k, ep))
@@ -61,22 +62,25 @@ class EpTest(unittest.TestCase):
     def test_hot_experts_skew(self):
         # Concentrated: all tokens pick experts 0..7, which sit on rank 0 (16 experts per rank):
         # rank 0 receives all copies, 8 times the mean: skew = ep * min(k, m) / k = 8.
-        c = comm.ep_collectives(64, 8, 2048, 2, 8, 1, "up", routing="concentrated", experts=128)[0]
+        c = comm.ep_collectives(64, 8, 2048, 2, ep=8, moe_layers=1, tier="up", routing="concentrated", experts=128)[0]
         self.assertEqual(c.skew, 8.0)
         # Histogram: 4 experts on 2 ranks, loads 3,1 | 0,0: rank 0 has all: skew = 2 * 4/4 = 2.
-        c = comm.ep_collectives(64, 1, 16, 2, 2, 1, "up", routing="histogram", experts=4, loads=(3, 1, 0, 0))[0]
+        c = comm.ep_collectives(64, 1, 16, 2, ep=2, moe_layers=1, tier="up", routing="histogram", experts=4,
+                                loads=(3, 1, 0, 0))[0]
         self.assertEqual(c.skew, 2.0)
         link = comm.links(H100, alpha_up=0)["up"]
-        even = comm.ep_collectives(64, 1, 16, 2, 2, 1, "up", experts=4)[0]
+        even = comm.ep_collectives(64, 1, 16, 2, ep=2, moe_layers=1, tier="up", experts=4)[0]
         self.assertAlmostEqual(comm.time_s(c, link) / comm.time_s(even, link), 2.0)
 
     def test_errors(self):
         with self.assertRaises(UserError):
-            comm.ep_collectives(1, 8, 2048, 2, 6, 1, "up", experts=128)      # 6 does not divide 128
+            comm.ep_collectives(1, 8, 2048, 2, ep=6, moe_layers=1, tier="up",
+                                experts=128)      # 6 does not divide 128
         with self.assertRaises(UserError):
-            comm.ep_collectives(1, 8, 2048, 2, 8, 1, "up", dedup=True)       # experts unknown
+            comm.ep_collectives(1, 8, 2048, 2, ep=8, moe_layers=1, tier="up", dedup=True)       # experts unknown
         with self.assertRaises(UserError):
-            comm.ep_collectives(1, 8, 2048, 2, 8, 1, "up", dedup=True, routing="concentrated", experts=128)
+            comm.ep_collectives(1, 8, 2048, 2, ep=8, moe_layers=1, tier="up", dedup=True, routing="concentrated",
+                                experts=128)
 
 
 class CostTest(unittest.TestCase):

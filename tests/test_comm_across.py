@@ -136,7 +136,7 @@ class ExpertParallelAllToAll(unittest.TestCase):
         self.assertEqual(token_bytes(7168, "bf16", 1), 14336)
         self.assertEqual(token_bytes(7168, "", 2), 14336)
         self.assertEqual(token_bytes(100, "fp8", 2), 100 + 4)    # ceil(100/128) = 1 scale
-        cs = comm.ep_collectives(128, 8, 7168, 2, 256, 58, "out", experts=256,
+        cs = comm.ep_collectives(128, 8, 7168, 2, ep=256, moe_layers=58, tier="out", experts=256,
                                  dispatch_token_bytes=7392, combine_token_bytes=14336, local=8)
         # DeepEP's low-latency table setting: 128 tokens x 8 copies x 7,392 B = 7,569,408 B out,
         # x 14,336 B = 14,680,064 B back.
@@ -182,7 +182,7 @@ class NodeDedup(unittest.TestCase):
     def test_bound_uses_the_share(self):
         # EP 64 on H800, 8 per node, S = 2^30: bound = 0.662 x 56/64 S / 50e9 + 2.7 us, below the
         # per-copy direct time; the estimate (ring, direct) is unchanged.
-        cs = comm.ep_collectives(128, 8, 7168, 1, 64, 1, "out", experts=256, local=8)
+        cs = comm.ep_collectives(128, 8, 7168, 1, ep=64, moe_layers=1, tier="out", experts=256, local=8)
         c = cs[0]
         self.assertAlmostEqual(c.nic_share, 0.6618, places=4)
         out, up = H800["out"], H800["up"]

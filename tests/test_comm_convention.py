@@ -75,8 +75,9 @@ class SameInBothCommands(unittest.TestCase):
             plan = P.Plan(arch, Workload(), H100, 2048, 2)
             st = placement.stages(arch, lay)[0]
             ours = communication.merged_collectives(
-                communication.stage_collectives(plan, lay, st, "prefill", 1, 2048))
-            theirs = [c for c, phase in train_time.stage_collectives(arch, lay, st, w, H100, "none", 1)
+                communication.stage_collectives(plan, lay, st, "prefill", 1, tokens_per_rank=2048))
+            theirs = [c for c, phase in train_time.stage_collectives(arch, lay, st, w, H100, recompute="none",
+                                                                     chunks=1)
                       if phase == "forward"]
             self.assertEqual(rows(ours, "ep"), rows(theirs, "ep"), (tp, ep, sp))
             mlp = lambda cs: sorted((c.kind, c.bytes, c.count) for c in cs if c.dim == "tp" and "MLP" in c.name)
@@ -99,7 +100,7 @@ class SameInBothCommands(unittest.TestCase):
         lay = Layout(tp=8, cp=2, ep=8, dp=1)
         st = placement.stages(arch, lay)[0]
         cs = train_time.stage_collectives(arch, lay, st, Workload(batch=1, tokens=4096, logits="all"),
-                                          load_device("h200"), "full", 1)
+                                          load_device("h200"), recompute="full", chunks=1)
         cp = [(c.bytes, c.count, phase) for c, phase in cs if c.dim == "cp"]
         self.assertEqual(cp, [(20_971_520, 61, "forward"), (20_971_520, 122, "backward"),
                               (20_971_520, 61, "recompute")])

@@ -201,10 +201,10 @@ class Search(unittest.TestCase):
 
     def test_tpot_limit_and_objectives(self):
         p = plan(output_len=64)
-        rec = P.search_record(p, 8, "throughput", tpot_limit=0.015, top=20)
+        rec = P.search_record(p, 8, objective="throughput", tpot_limit=0.015, top=20)
         self.assertTrue(rec["top"])   # not vacuous: some layout meets the limit
         self.assertTrue(all(t["latency"]["tpot_mean_s"] <= 0.015 for t in rec["top"]))
-        ttft = P.search_record(p, 8, "ttft", top=20)["top"]
+        ttft = P.search_record(p, 8, objective="ttft", top=20)["top"]
         values = [t["latency"]["ttft_s"] for t in ttft]
         self.assertEqual(values, sorted(values))
 

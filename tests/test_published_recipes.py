@@ -147,10 +147,10 @@ class Fp8LinearOnly(unittest.TestCase):
         # attn_qk: 2 x 32 heads x 128 x T(T+1)/2 causal pairs, compute-bound at 8192 tokens
         flops = 2 * 32 * 128 * 8192 * 8193 // 2
         self.assertEqual(qk.matrix_flops, flops)
-        got = train_time.ops_pass([qk], w, 0, roofs, 1, "none", False).forward
+        got = train_time.ops_pass([qk], w, 0, roofs, cp=1, recompute="none", flash=False).forward
         self.assertAlmostEqual(got, flops / dev.peak(BF16), delta=1e-12)
         # q_proj [8192, 4096] x [4096, 4096] at the FP8 peak
-        got = train_time.ops_pass([q], w, 0, roofs, 1, "none", False).forward
+        got = train_time.ops_pass([q], w, 0, roofs, cp=1, recompute="none", flash=False).forward
         self.assertAlmostEqual(got, max(2 * 8192 * 4096 * 4096 / dev.peak(FP8),
                                         q.bytes_moved / dev.memory_bandwidth_bytes_per_s), delta=1e-12)
 

@@ -71,12 +71,14 @@ class PrunedSearchEqualsUnpruned(unittest.TestCase):
         for model, device, n, P_, G, objective, limit, batch, options in CASES:
             ranked, rejected, total = reference(plan_of(model, device, P_, G, options), n, objective, limit, batch)
             with self.subTest(model=model, n=n, objective=objective, limit=limit, options=options):
-                full = S.search(plan_of(model, device, P_, G, options), n, objective, limit, None, batch)
+                full = S.search(plan_of(model, device, P_, G, options), n, objective=objective, tpot_limit=limit,
+                                top=None, batch=batch)
                 self.assertEqual(full, (ranked, rejected, total))
             for top in (1, 3, 10):
                 with self.subTest(model=model, n=n, objective=objective, limit=limit, options=options, top=top):
                     self.assertGreater(len(ranked), top)   # the top list is a real cut
-                    got = S.search_top(plan_of(model, device, P_, G, options), n, objective, limit, top, batch)
+                    got = S.search_top(plan_of(model, device, P_, G, options), n, objective=objective,
+                                       tpot_limit=limit, top=top, batch=batch)
                     self.assertEqual(got, (ranked[:top], rejected, total, len(ranked)))
 
     def test_the_pruned_search_scores_few_layouts_exactly(self):
@@ -92,8 +94,8 @@ class PrunedSearchEqualsUnpruned(unittest.TestCase):
 
         S.score = counting
         try:
-            _, _, _, admitted = S.search_top(plan_of("deepseek-v3", H200, 2048, 1024, {}), 64, "throughput",
-                                             None, 3, None)
+            _, _, _, admitted = S.search_top(plan_of("deepseek-v3", H200, 2048, 1024, {}), 64, objective="throughput",
+                                             tpot_limit=None, top=3, batch=None)
         finally:
             S.score = exact
         self.assertGreater(admitted, 30)
@@ -192,7 +194,7 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
                 mem = train.stage_memory(arch, w, lay, s)
                 opts = train.recipe_options(s, links, mem)
                 floor = train_time.step_floor(arch, w, lay, dev, **opts)
-                exact = train.step_of(arch, w, lay, dev, s, links, mem).step_s
+                exact = train.step_of(arch, w, lay, dev, s, links=links, mem=mem).step_s
                 self.assertLessEqual(floor, exact * (1 + 1e-12), (model, lay, setup))
                 self.assertGreater(floor, 0, (model, lay, setup))   # not vacuous
                 checked += 1
@@ -216,13 +218,14 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
         seen = set()
         for recompute in ("full", "selective", "none"):
             s = train.Setup(recompute=recompute)
-            st = train.step_of(arch, w, lay, dev, s, links, train.stage_memory(arch, w, lay, s)).stages[0]
+            st = train.step_of(arch, w, lay, dev, s, links=links, mem=train.stage_memory(arch, w, lay, s)).stages[0]
             for overlap in (False, True):
                 want = sum(t.seconds for t in st.collectives if "embedding" not in t.collective.name
                            and "cross-entropy" not in t.collective.name
                            and not (overlap and t.collective.dim == "tp"))
                 tokens, traffic = train_time._traffic(arch, lay, tw, comm_tiers(lay, dev), ("", ""))
-                got = sum(train_time.layer_comm_s(layer, lay, tokens, traffic, links, s.recompute_spec, overlap)
+                got = sum(train_time.layer_comm_s(layer, lay, tokens, traffic, links=links,
+                                                  recompute=s.recompute_spec, overlap_tp=overlap)
                           * count for layer, count, _ in placement.device_layers(arch, lay, placement.stages(
                               arch, lay)[0]))
                 self.assertAlmostEqual(got, want, delta=want * 1e-12)
@@ -242,12 +245,13 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
         lay = Layout(pp=4, dp=2, micro_batches=8)
         mem = train.stage_memory(arch, w, lay, s)
         opts = train.recipe_options(s, comm.links(dev), mem)
-        exact = train.step_of(arch, w, lay, dev, s, comm.links(dev), mem)
+        exact = train.step_of(arch, w, lay, dev, s, links=comm.links(dev), mem=mem)
         from infracalc.analyses.train_flops import training_workload
 
         tw = training_workload(w)
-        c = 8 * train_time.layer_pass(arch.layers[0], tw, train_time.roofs_of(dev, tw, 1.0, 1.0), 1, "none", False,
-                                      1).total
+        c = 8 * train_time.layer_pass(arch.layers[0], tw, train_time.roofs_of(dev, tw, 1.0, 1.0), cp=1,
+                                      recompute="none", flash=False,
+                                      sp_tp=1).total
         want = 8 * c + (4 * c - c) + max(st.optimizer_s for st in exact.stages)
         self.assertAlmostEqual(train_time.step_floor(arch, w, lay, dev, **opts), want, delta=want * 1e-12)
         self.assertGreater(len({st.optimizer_s for st in exact.stages}), 1)   # the stages' updates differ
@@ -273,3 +277,43 @@ class PipelineComposition(unittest.TestCase):
         step = pipeline.step_pipeline([1.0, 2.0, 3.0], 0.5, 2, 3)
         self.assertEqual(step["cycle_s"], 7.0)
         self.assertAlmostEqual(step["bubble_fraction"], 1 - 6 / 7, places=15)
+
+
+class OverLimitSharedAcrossReplicas(unittest.TestCase):
+    """`search.over_limit` is memoized on what its bound reads (tp, ep, cp, sp, pp, micro-batches,
+    the stage split and the group tiers, not dp). Over many device counts: layouts with one key
+    have one bound TPOT (each from a fresh plan, so no memo answers for another layout), the
+    tiers are needed in the key (dp moves the PP neighbours off a server and changes the
+    bound), and the memoized answer equals the fresh bound's at limits around each value."""
+
+    def test_the_key_determines_the_bound(self):
+        def key(lay, t):
+            return (lay.tp, lay.ep, lay.cp, lay.sp, lay.pp, lay.micro_batches, lay.pp_layers, t)
+
+        for model in ("llama-3.1-70b", "qwen3-30b-a3b"):
+            shared, values, without_tiers = plan_of(model, H100, 2048, 256, {}), {}, {}
+            for n in (8, 16, 24, 32, 64, 128):
+                fresh = plan_of(model, H100, 2048, 256, {})   # no layout of another count in its memo
+                for lay in placement.candidate_layouts(shared.arch, n):
+                    try:
+                        S.admitted_batches(shared, lay, 1)
+                        tpot = P.latency(fresh, lay, 1, P.ranked_phase(fresh, lay, 1, "decode",
+                                                                     bound.stage_time_bounds))["tpot_mean_s"]
+                    except Exception:   # a layout the search rejects before or while scoring
+                        continue
+                    t = comm_tiers(lay, H100)
+                    values.setdefault(key(lay, t), set()).add(tpot)
+                    without_tiers.setdefault(key(lay, None), {})[tpot] = lay
+                    for limit in (tpot * 0.999, tpot * (1 + 2 * ranking.PRUNE_MARGIN)):
+                        self.assertEqual(S.over_limit(shared, lay, [1], limit),
+                                         tpot > limit * (1 + ranking.PRUNE_MARGIN), (model, lay))
+            self.assertTrue(all(len(v) == 1 for v in values.values()), model)
+            split = [v for v in without_tiers.values() if len(v) > 1]
+            self.assertTrue(split, model)
+            for group in split:   # one limit between the two bounds: the two layouts answer differently
+                (low, a), (high, b) = sorted(group.items())[:2]
+                limit = (low + high) / 2 / (1 + ranking.PRUNE_MARGIN)
+                if not low <= limit * (1 + ranking.PRUNE_MARGIN) < high:
+                    continue
+                self.assertEqual((S.over_limit(shared, a, [1], limit), S.over_limit(shared, b, [1], limit)),
+                                 (False, True), (model, a, b))

@@ -103,6 +103,19 @@ class ServePredicted(unittest.TestCase):
         bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
         self.assertLessEqual(got["output_tokens_per_s_per_device"], bound["output_tokens_per_s_per_device"])
 
+    def test_expert_parallel_inside_the_tp_group(self):
+        """EP <= TP: each device holds experts / ep whole experts, the replica keeps its TP
+        all-reduces; the same weight bytes per device as the TP split of every expert; EP beyond
+        the TP group (attention data parallelism) is not modelled."""
+        arch = load_model("Qwen/Qwen3-30B-A3B")
+        plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
+        tp = serving.predicted_layout(arch, plan.wd, plan.device, Layout(tp=4), 2048, 256)
+        ep = serving.predicted_layout(arch, plan.wd, plan.device, Layout(tp=4, ep=4), 2048, 256)
+        self.assertIsNotNone(ep)
+        self.assertEqual(ep["kv_room_bytes"], tp["kv_room_bytes"])   # equal weights per device
+        self.assertEqual(ep["concurrency"], tp["concurrency"])
+        self.assertIsNone(serving.predicted_layout(arch, plan.wd, plan.device, Layout(tp=2, dp=2, ep=4), 2048, 256))
+
     def test_not_modelled_layouts(self):
         """CP and EP layouts have no prediction: stated, not guessed."""
         arch = load_model("meta-llama/Llama-3.1-70B")

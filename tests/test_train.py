@@ -119,21 +119,21 @@ class Bubble(unittest.TestCase):
     def test_1f1b_and_interleaved(self):
         # Four equal stages, m = 8: 1F1B (p-1) t = 3 x 3 s (fraction 3/8); interleaved v = 2: half.
         times = [self.t] * 4
-        self.assertAlmostEqual(train_time.bubble("1f1b", times, 0, 4, 8, 1)[0], 9.0)
-        self.assertAlmostEqual(train_time.bubble("interleaved", times, 0, 4, 8, 2)[0], 4.5)
+        self.assertAlmostEqual(train_time.bubble("1f1b", times, 0, pp=4, micro_batches=8, chunks=1)[0], 9.0)
+        self.assertAlmostEqual(train_time.bubble("interleaved", times, 0, pp=4, micro_batches=8, chunks=2)[0], 4.5)
         self.assertAlmostEqual(9.0 / (8 * 3.0), 3 / 8)
 
     def test_zero_bubble_and_dualpipe(self):
         # F = 1, B = 2 (of which W = 1): ZB-H1 (p-1)(F + B - 2W) = 3 x 1 = 3;
         # DualPipe (p/2 - 1)(F&B + B - 3W) with F&B = F + B: 1 x (3 + 2 - 3) = 2.
         times = [self.t] * 4
-        self.assertAlmostEqual(train_time.bubble("zero-bubble", times, 0, 4, 8, 1)[0], 3.0)
-        self.assertAlmostEqual(train_time.bubble("dualpipe", times, 0, 4, 8, 1)[0], 2.0)
+        self.assertAlmostEqual(train_time.bubble("zero-bubble", times, 0, pp=4, micro_batches=8, chunks=1)[0], 3.0)
+        self.assertAlmostEqual(train_time.bubble("dualpipe", times, 0, pp=4, micro_batches=8, chunks=1)[0], 2.0)
 
     def test_uneven_stages_pay_the_slowest(self):
         # Stage times 3, 3, 6: m x 6 + (3 + 3) (the first micro-batch crosses every stage).
         times = [self.t, self.t, self.t.times(2)]
-        self.assertAlmostEqual(train_time.bubble("1f1b", times, 2, 3, 5, 1)[0], 6.0)
+        self.assertAlmostEqual(train_time.bubble("1f1b", times, 2, pp=3, micro_batches=5, chunks=1)[0], 6.0)
 
     def test_pipeline_bubble_in_a_step(self):
         # GPT-3 175B, pp 8 (12 layers per stage), m = 16: bubble / (m t_slowest) <= (p - 1)/m, with

@@ -53,7 +53,7 @@ class CrossEntropyAllReduces(unittest.TestCase):
         for st, want in ((first, []), (last, [("all_reduce", 4096 * 4, 3, 2, "forward")])):
             ce = [(c.kind, c.bytes, c.count, c.group, phase)
                   for c, phase in train_time.stage_collectives(arch, lay, st, train_flops_workload(), H100,
-                                                               "none", 1)
+                                                               recompute="none", chunks=1)
                   if "cross-entropy" in c.name]
             self.assertEqual(ce, want, st.index)
 
@@ -72,8 +72,9 @@ class PipelineBoundary(unittest.TestCase):
 
         def pp(st):
             return sorted((c.kind, c.bytes, c.count, phase)
-                          for c, phase in train_time.stage_collectives(arch, lay, st, train_flops_workload(),
-                                                                       H100, "none", 1) if c.dim == "pp")
+                          for c, phase in train_time.stage_collectives(arch, lay, st, train_flops_workload(), H100,
+                                                                       recompute="none", chunks=1)
+                          if c.dim == "pp")
         self.assertEqual(pp(first), [("all_gather", full, 1, "backward"), ("p2p", slice_bytes, 1, "forward")])
         self.assertEqual(pp(last), [("all_gather", full, 1, "forward"), ("p2p", slice_bytes, 1, "backward")])
 
@@ -138,7 +139,7 @@ class SyncOfTheSlowestStage(unittest.TestCase):
         arch, dev = load_model("llama-3.1-8b"), load_device("h100-sxm")
         s, w = train.Setup(zero=1), Workload(batch=1, tokens=4096, logits="all")
         lay = Layout(pp=4, dp=2, micro_batches=8)
-        t = train.step_of(arch, w, lay, dev, s, comm.links(dev), train.stage_memory(arch, w, lay, s))
+        t = train.step_of(arch, w, lay, dev, s, links=comm.links(dev), mem=train.stage_memory(arch, w, lay, s))
         per_stage = [st.dp_exposed_s + st.optimizer_s for st in t.stages]
         self.assertLess(min(per_stage), max(per_stage))
         self.assertEqual(t.sync_s, max(per_stage))

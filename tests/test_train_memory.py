@@ -62,7 +62,8 @@ class ZeroTable1(unittest.TestCase):
         self.assertEqual(tm.optimizer_bytes("adamw-bf16"), 8)
         self.assertEqual(tm.optimizer_bytes("sgd"), 8)
         # Megatron distributed optimizer, bf16 params / fp32 grads: 6 + 12/d bytes per param
-        self.assertEqual(tm.model_states(1000, 4, 1, 2, 4, 12).total, 1000 * 6 + 12 * 1000 // 4)
+        self.assertEqual(tm.model_states(1000, 4, 1, weight_bytes=2, grad_bytes=4, optimizer_bytes=12).total,
+                         1000 * 6 + 12 * 1000 // 4)
         with self.assertRaises(UserError):
             tm.optimizer_bytes("lion")
         with self.assertRaises(UserError):
@@ -80,7 +81,8 @@ class Korthikanti(unittest.TestCase):
         self.lse = 4 * self.a * self.s * self.b       # fused kernel's log-sum-exp rows
 
     def acts(self, tp=1, sp=False, attention="unfused"):
-        return tm.layer_activations(layout.shard_layer(self.layer, tp), self.w, self.h, tp, sp, 1, attention)
+        return tm.layer_activations(layout.shard_layer(self.layer, tp), self.w, self.h, tp=tp, sp=sp, cp=1,
+                                    attention=attention)
 
     def test_no_parallelism(self):
         got = self.acts()

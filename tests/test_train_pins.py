@@ -6,6 +6,7 @@ import unittest
 from support import load_model  # noqa: F401  (sets the path)
 
 from infracalc import layout as placement
+from infracalc.collectives import Collective
 from infracalc.analyses import train_flops, train_memory, train_time
 from infracalc.layout import Layout
 from infracalc.load.hardware import load_device
@@ -61,6 +62,24 @@ class ExpertDataParallelGroup(unittest.TestCase):
                  (Layout(tp=1, dp=16, cp=4, ep=8), 16 * 4 // 8))            # 8
         for lay, want in cases:
             self.assertEqual(train_memory.expert_dp(lay), want, lay.label())
+
+
+class OverlapTp(unittest.TestCase):
+    def test_tp_exposed_beyond_each_phase_compute(self):
+        # --overlap-tp: a phase's TP collectives run under that phase's compute, so only
+        # max(0, TP seconds - compute seconds) is exposed; every other collective is exposed whole.
+        # compute F 1.0, B 2.0, R 0.5 s; TP F 1.5, B 1.0, R 0.7 s; a PP send of 0.25 s in F:
+        #   exposed F = 0.25 + max(0, 1.5 - 1.0) = 0.75, B = max(0, 1.0 - 2.0) = 0, R = 0.7 - 0.5 = 0.2
+        tp = Collective("TP all-reduce", "all_reduce", 1, 2, "up", dim="tp")
+        pp = Collective("PP send", "p2p", 1, 2, "up", dim="pp")
+        timed = [train_time.Timed(tp, "forward", 1.5), train_time.Timed(tp, "backward", 1.0),
+                 train_time.Timed(tp, "recompute", 0.7), train_time.Timed(pp, "forward", 0.25)]
+        compute = train_time.Pass(forward=1.0, backward=2.0, recompute=0.5)
+        hidden = train_time._pass_of(timed, compute)
+        self.assertEqual((hidden.forward, hidden.backward), (0.75, 0.0))
+        self.assertAlmostEqual(hidden.recompute, 0.2, places=15)
+        exposed = train_time._pass_of(timed)
+        self.assertEqual((exposed.forward, exposed.backward, exposed.recompute), (1.75, 1.0, 0.7))
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def tp_collectives(tokens, hidden, act_bytes, *, tp, sp, layers, tier, mlp_layer
         return []
     mlp_layers = layers if mlp_layers is None else mlp_layers
     s = tokens * hidden * act_bytes
-    c = lambda name, kind, size, count: Collective(name, kind, size, tp, tier, count, "tp",
+    c = lambda name, kind, size, count: Collective(name, kind, size, tp, tier, count=count, dim="tp",
                                                                local=local)
     out = []
     if embedding:
@@ -179,8 +179,8 @@ def token_bytes(hidden, dtype_name, act_bytes):
 WIRE_FORMATS = ("fp8", "bf16", "fp16", "fp32")
 
 
-def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup=False,
-                   routing="uniform", *, experts=0, loads=(), dispatch_token_bytes=None,
+def ep_collectives(tokens, top_k, hidden, act_bytes, *, ep, moe_layers, tier, dedup=False,
+                   routing="uniform", experts=0, loads=(), dispatch_token_bytes=None,
                    combine_token_bytes=None, share=1, local=1):
     """Expert parallelism: all-to-all dispatch and combine per MoE layer (GShard, Lepikhin et
     al. 2020, arXiv:2006.16668; DeepEP, deepseek-ai/DeepEP).
@@ -225,10 +225,12 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier, dedup
     how = " (one copy per destination rank)" if dedup else ""
     share = node_share(experts, top_k, ep, local, dedup) if tier == "out" and routing in ("uniform", "balanced") \
         else 1.0
-    return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, moe_layers, "ep", skew,
-                       local, share),
-            Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, moe_layers, "ep", skew,
-                       local, share)]
+    return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, count=moe_layers, dim="ep",
+                       skew=skew,
+                       local=local, nic_share=share),
+            Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, count=moe_layers, dim="ep",
+                       skew=skew,
+                       local=local, nic_share=share)]
 
 
 def moe_keeps_tp_reduction(tp, ep, sp, shared):
@@ -267,16 +269,18 @@ def moe_collectives(tokens, top_k, hidden, act_bytes, *, tp, ep, moe_layers, tie
     routed copies (`blocks.moe.MoE.ops`): tokens x k / tp received, times etp when ep < tp.
     Whether the layer's TP reduction stays is `moe_keeps_tp_reduction`."""
     _positive(tokens=tokens, tp=tp)
-    out = ep_collectives(tokens, top_k, hidden, act_bytes, ep, moe_layers, tier_ep, dedup, routing,
+    out = ep_collectives(tokens, top_k, hidden, act_bytes, ep=ep, moe_layers=moe_layers, tier=tier_ep, dedup=dedup,
+                         routing=routing,
                          experts=experts, loads=loads, dispatch_token_bytes=dispatch_token_bytes,
                          combine_token_bytes=combine_token_bytes, share=tp, local=local_ep)
     etp = expert_tp(tp, ep)
     if out and etp > 1:
         dispatch, combine = out
         out += [Collective("EP expert-TP all-gather of the received copies", "all_gather", etp * dispatch.bytes,
-                           etp, tier_tp, moe_layers, "ep", dispatch.skew, min(local_tp, etp)),
+                           etp, tier_tp, count=moe_layers, dim="ep", skew=dispatch.skew, local=min(local_tp, etp)),
                 Collective("EP expert-TP reduce-scatter of the expert outputs", "reduce_scatter",
-                           etp * combine.bytes, etp, tier_tp, moe_layers, "ep", combine.skew, min(local_tp, etp))]
+                           etp * combine.bytes, etp, tier_tp, count=moe_layers, dim="ep", skew=combine.skew,
+                           local=min(local_tp, etp))]
     return out
 
 
@@ -296,7 +300,7 @@ def pp_boundary_collectives(tokens, hidden, act_bytes, *, tp, sp, tier_pp, tier_
     if tp == 1 or sp:
         return [send]
     return [send, Collective(f"PP {direction} all-gather over TP at the receiving stage", "all_gather",
-                             tokens * hidden * act_bytes, tp, tier_tp, 1, "pp", local=local_tp)]
+                             tokens * hidden * act_bytes, tp, tier_tp, count=1, dim="pp", local=local_tp)]
 
 
 def pp_collectives(tokens, hidden, act_bytes, boundaries, tier):
@@ -307,7 +311,7 @@ def pp_collectives(tokens, hidden, act_bytes, boundaries, tier):
     if not boundaries:
         return []
     return [Collective("PP activations send (stage boundary)", "p2p", tokens * hidden * act_bytes, 2,
-                       tier, boundaries, "pp")]
+                       tier, count=boundaries, dim="pp")]
 
 
 def cp_collectives(tokens_per_rank, kv_bytes_per_token_per_layer, cp, layers, tier, local=1):
@@ -320,7 +324,7 @@ def cp_collectives(tokens_per_rank, kv_bytes_per_token_per_layer, cp, layers, ti
     if cp == 1 or not layers:
         return []
     return [Collective("CP ring pass of K/V shards", "p2p", tokens_per_rank * kv_bytes_per_token_per_layer,
-                       cp, tier, (cp - 1) * layers, "cp", local=local)]
+                       cp, tier, count=(cp - 1) * layers, dim="cp", local=local)]
 
 
 def cp_attention_pairs(tokens_per_rank, cp, zigzag=False):
@@ -358,7 +362,7 @@ def dp_gradient_collectives(grad_bytes, dp, zero_stage, tier, *, param_bytes=Non
     if dp == 1:
         return []
     params = grad_bytes if param_bytes is None else param_bytes
-    c = lambda name, kind, size, count=1: Collective(name, kind, size, dp, tier, count, "dp",
+    c = lambda name, kind, size, count=1: Collective(name, kind, size, dp, tier, count=count, dim="dp",
                                                                          local=local)
     if zero_stage == 0:
         return [c("DP gradient all-reduce", "all_reduce", grad_bytes)]

@@ -238,9 +238,11 @@ def _link(tier, data, alpha, bw, efficiency):
         total = data.bytes_per_s
     if efficiency != 1.0:
         notes.append(f"efficiency {efficiency:g}")
-    return Link(tier, data.name, total, a, efficiency, data.in_network_reduce, topology, data.domain_size,
-                links, per_link, data.wraparound_axis, data.in_network_efficiency or 0.0,
-                data.in_network_alpha_s or 0.0, tuple(notes))
+    return Link(tier, data.name, total, alpha_s=a, efficiency=efficiency, in_network_reduce=data.in_network_reduce,
+                topology=topology, domain_size=data.domain_size, links_per_device=links,
+                bytes_per_s_per_link=per_link, wraparound_axis=data.wraparound_axis,
+                in_network_efficiency=data.in_network_efficiency or 0.0,
+                in_network_alpha_s=data.in_network_alpha_s or 0.0, assumptions=tuple(notes))
 
 
 def links(device, alpha_up=None, alpha_out=None, link_bw_up=None, link_bw_out=None, comm_efficiency=None):
@@ -323,7 +325,7 @@ def group_bandwidth(c, link):
     return link.bytes_per_s
 
 
-def time_s(c, link, algorithm="ring", axes=1, wrap=None, up=None):
+def time_s(c, link, algorithm="ring", *, axes=1, wrap=None, up=None):
     """Seconds for ONE run of collective `c` over `link` (multiply by c.count for a pass).
     `axes` and `wrap` apply to a torus: the number of axes the group spans (its n chips spread
     evenly, n^(1/axes) per axis; the caller that knows the slice shape passes it), and whether
@@ -396,7 +398,7 @@ def choose(c, link, axes=1, wrap=None, up=None):
     """(algorithm, seconds) of the fastest applicable algorithm; ties keep the earlier one."""
     best = None
     for name in applicable(c, link, up):
-        t = time_s(c, link, name, axes, wrap, up)
+        t = time_s(c, link, name, axes=axes, wrap=wrap, up=up)
         if best is None or t < best[1]:
             best = (name, t)
     return best

@@ -398,17 +398,18 @@ class StageMemory(Record):
         return max(0, self.need(batch) - self.memory_bytes)
 
 
-def device_memory(arch, w, layout, context, memory_bytes, reserve_bytes=None):
+def device_memory(arch, w, layout, context, memory_bytes, *, reserve_bytes=None):
     """(per-stage StageMemory, index of the binding stage) for requests of
     `context` tokens: weights + reserve + batch x per-request cache per device
     (analyses.memory's rule), the cache of each stage's sharded layers (the
     peak a request reserves); with context parallelism each rank holds its
     sequence shard, ceil(context / cp) tokens. The binding stage fits the
     fewest requests (ties: the least memory left, then the first)."""
-    return binding_memory(arch, w, layout, stages(arch, layout), context, memory_bytes, reserve_bytes)
+    return binding_memory(arch, w, layout, stages(arch, layout), context=context, memory_bytes=memory_bytes,
+                          reserve_bytes=reserve_bytes)
 
 
-def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=None):
+def binding_memory(arch, w, layout, sts, *, context, memory_bytes, reserve_bytes=None):
     """`device_memory` over the stages `sts` only: (their StageMemory rows, index in `sts` of
     the binding one). Stages holding the same layers and top blocks hold the same, so a
     search passes one stage per distinct kind, first stage first: the binding kind's first
@@ -421,8 +422,9 @@ def binding_memory(arch, w, layout, sts, context, memory_bytes, reserve_bytes=No
         kv = sum(count * memo(("layer kv", layer, w.kv_dtype, tokens, w.mla),
                               lambda: layer.kv_bytes(w.kv_dtype, tokens, w.mla, peak=True))
                  for layer, count, _ in device_layers(arch, layout, st))
-        row = StageMemory(st.index, st.lo, st.hi, stage_weight_bytes(arch, w, layout, st), kv, reserve,
-                          memory_bytes)
+        row = StageMemory(st.index, lo=st.lo, hi=st.hi, weight_bytes=stage_weight_bytes(arch, w, layout, st),
+                          kv_bytes_per_request=kv, reserve_bytes=reserve,
+                          memory_bytes=memory_bytes)
         out.append(row)
         fits.append(row.max_requests)
     return out, binding_stage([memory_bytes - s.need(m or 0) for s, m in zip(out, fits)], fits)

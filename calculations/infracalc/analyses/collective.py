@@ -23,7 +23,7 @@ def domain_of(device):
     return device.scale_up.domain_size if device.scale_up else 1
 
 
-def placed(operation, size, ranks, ranks_per_node, device, experts=0, top_k=0):
+def placed(operation, size, ranks, ranks_per_node, device, *, experts=0, top_k=0):
     """The Collective of one run: its tier and ranks per domain from n and g (errors name the
     impossible ones). `experts` and `top_k` make an all-to-all an EP dispatch or combine under
     uniform routing, whose bound lets a node-deduplicating dispatch send less through the NICs
@@ -115,17 +115,17 @@ def sizes(min_bytes, max_bytes, factor):
     return out
 
 
-def record(device, operation, ranks, ranks_per_node, byte_sizes, links, link_record, experts=0, top_k=0,
+def record(device, operation, ranks, ranks_per_node, byte_sizes, *, links, link_record, experts=0, top_k=0,
            reconfigure=None):
     """The `collective` record: inputs, links, one row per (size, algorithm); with `reconfigure`
     (new_links, algorithm, setup_s, calls) one reconfiguration row per size."""
     table, moved = [], []
     for size in byte_sizes:
-        c = placed(operation, size, ranks, ranks_per_node, device, experts, top_k)
+        c = placed(operation, size, ranks, ranks_per_node, device=device, experts=experts, top_k=top_k)
         table += rows(c, links, device.id)
         if reconfigure:
             moved.append(reconfiguration(c, links, *reconfigure))
-    c = placed(operation, byte_sizes[0], ranks, ranks_per_node, device, experts, top_k)
+    c = placed(operation, byte_sizes[0], ranks, ranks_per_node, device=device, experts=experts, top_k=top_k)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "collective",

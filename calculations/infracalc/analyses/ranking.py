@@ -68,7 +68,7 @@ def rank(layouts, score, tie_break, rejections):
     return ranked
 
 
-def rank_top(layouts, bound, exact, tie_break, rejections, top, refine=None):
+def rank_top(layouts, *, bound, exact, tie_break, rejections, top, refine=None):
     """(rank(layouts, ...)[:top] of the exact scores, how many layouts were admitted), pruned.
 
     bound(lay) returns (floor, *state) or refuses the layout as a scoring function does (every

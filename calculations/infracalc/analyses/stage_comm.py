@@ -66,7 +66,8 @@ def layer_collectives(layer, lay, tokens, t):
             out += comm.cp_collectives(tokens, per_token, cp, 1, cp_tier, local=cp_local)
         elif per_token:
             out.append(comm.Collective("CP decode merge of partial attention", "all_reduce",
-                                       tokens * t.hidden * t.act_bytes, cp, cp_tier, 1, "cp", local=cp_local))
+                                       tokens * t.hidden * t.act_bytes, cp, cp_tier, count=1, dim="cp",
+                                       local=cp_local))
     return out
 
 

@@ -134,11 +134,11 @@ def binding(mem, capacity):
     return binding_stage([capacity - m.total for m in mem])
 
 
-def lower_bound(arch, w, lay, device, s, mem, model_flops):
+def lower_bound(arch, w, lay, device, s, *, mem, model_flops):
     """train_time.StepBound of the step (`model_flops` of the whole step)."""
     return train_time.step_lower_bound(
         model_flops, arch.params, [m.dense_params + m.expert_params for m in mem], lay, device,
-        w.compute_dtype, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
+        compute_dtype=w.compute_dtype, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
         optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes))
 
 
@@ -165,19 +165,19 @@ def recipe_options(s, links, mem):
                 wire=(s.dispatch_dtype, s.combine_dtype))
 
 
-def evaluate(arch, w, lay, device, s, links):
+def evaluate(arch, w, lay, device, s, *, links):
     """(memory per stage, binding stage, StepTime) of one layout."""
     mem = stage_memory(arch, w, lay, s)
-    return mem, binding(mem, device.memory_bytes), step_of(arch, w, lay, device, s, links, mem)
+    return mem, binding(mem, device.memory_bytes), step_of(arch, w, lay, device, s, links=links, mem=mem)
 
 
-def step_of(arch, w, lay, device, s, links, mem):
+def step_of(arch, w, lay, device, s, *, links, mem):
     """train_time.StepTime of one layout whose memory per stage is `mem`."""
     return train_time.step_time(arch, w, lay, device, compute_efficiency=s.compute_efficiency,
                                 memory_efficiency=s.memory_efficiency, **recipe_options(s, links, mem))
 
 
-def predicted(arch, w, lay, device, s, links, mem):
+def predicted(arch, w, lay, device, s, *, links, mem):
     """The predicted step seconds (efficiency.training), None without a prediction."""
     from .efficiency.training import predicted_step
 
@@ -307,7 +307,7 @@ def time_record(t):
     }
 
 
-def throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens):
+def throughput_record(arch, st, t, lay, device, *, w, global_batch, train_tokens):
     tokens = global_batch * w.tokens
     step = t.step_s
     peak = device.peak(w.compute_dtype)
@@ -388,9 +388,9 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
         raise UserError(reason)
     st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute_spec, s.flash_recompute)
     micro = train_flops.step(arch, w, s.recompute_spec, s.flash_recompute)
-    mem, bind, t = evaluate(arch, w, lay, device, s, links)
+    mem, bind, t = evaluate(arch, w, lay, device, s, links=links)
     peaks = unknown_peaks(device, w)
-    step_pred = predicted(arch, w, lay, device, s, links, mem)
+    step_pred = predicted(arch, w, lay, device, s, links=links, mem=mem)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "train",
@@ -405,9 +405,10 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
         "time": {**time_record(t), "predicted_step_s": _s(step_pred) if step_pred else None,
                  "unknown_peaks": peaks},
         "predicted": predicted_record(step_pred, global_batch, w, lay, train_tokens),
-        "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem, st.model_flops),
+        "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem=mem, model_flops=st.model_flops),
                                           global_batch * w.tokens),
-        "throughput": throughput_record(arch, st, t, lay, device, w, global_batch, train_tokens),
+        "throughput": throughput_record(arch, st, t, lay, device, w=w, global_batch=global_batch,
+                                        train_tokens=train_tokens),
         "memory": {
             "device_memory_bytes": device.memory_bytes,
             "binding_stage": bind,
@@ -525,9 +526,9 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
 
     def scored(lay):
         checked(lay)
-        mem, bind, t = evaluate(arch, w, lay, device, s, links)   # a missing link: ranking.rank counts it
+        mem, bind, t = evaluate(arch, w, lay, device, s, links=links)   # a missing link: ranking.rank counts it
         need = fits(mem, bind)
-        pred = predicted(arch, w, lay, device, s, links, mem) if objective == "predicted" else None
+        pred = predicted(arch, w, lay, device, s, links=links, mem=mem) if objective == "predicted" else None
         return (pred if objective == "predicted" and pred is not None else t.step_s), need, t, pred
 
     def bounded(lay):   # the step time's floor, after every refusal but the step time's own
@@ -539,12 +540,13 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
             mem, need
 
     def exact(lay, mem, need):
-        t = step_of(arch, w, lay, device, s, links, mem)
+        t = step_of(arch, w, lay, device, s, links=links, mem=mem)
         return t.step_s, need, t, None
 
     tie = lambda lay: (lay.tp * lay.cp, lay.pp)
     if objective != "predicted" and comm.prunable(links):   # step_time refuses no layout on these links
-        ranked, admitted = ranking.rank_top(layouts, bounded, exact, tie, rejections, top)
+        ranked, admitted = ranking.rank_top(layouts, bound=bounded, exact=exact, tie_break=tie,
+                                            rejections=rejections, top=top)
     else:
         ranked = ranking.rank(layouts, scored, tie, rejections)
         admitted = len(ranked)

@@ -275,10 +275,12 @@ def step(arch, w, recompute="none", flash_recompute=False):
     for op in ops:
         b = backward(op, w, arch.vocab_size, flash_recompute)
         again = recomputed(op, recompute)
-        rows.append(OpFlops(op.name, op.layers, op.repeats, op.kind, op.matrix_flops, op.vector_flops,
-                            b.matrix_flops, b.vector_flops, b.bytes,
-                            op.matrix_flops if again else 0, op.vector_flops if again else 0,
-                            op.saved_bytes))
+        rows.append(OpFlops(op.name, layers=op.layers, repeats=op.repeats, kind=op.kind,
+                            forward_matrix_flops=op.matrix_flops, forward_vector_flops=op.vector_flops,
+                            backward_matrix_flops=b.matrix_flops, backward_vector_flops=b.vector_flops,
+                            backward_bytes=b.bytes, recompute_matrix_flops=op.matrix_flops if again else 0,
+                            recompute_vector_flops=op.vector_flops if again else 0,
+                            saved_bytes=op.saved_bytes))
 
     flash = sum(op.matrix_flops for op in ops if flash_recompute and op.name == "attn_qk")
     return StepFlops(
@@ -348,27 +350,28 @@ def conventions(arch, st, sequences, seq):
     # an MoE model's 6ND also with N = all parameters, as scaling tables (and the book) quote it
     six_all = (Convention("6ND, all parameters", f"6 x N x D, N = {arch.params:,} parameters, every "
                           f"expert included, D = {d:,} tokens", 6 * arch.params * d, "model", st.model_flops,
-                          "charges every token for every stored expert, not the top-k it uses"),) if moe else ()
+                          reason="charges every token for every stored expert, not the top-k it uses"),) \
+        if moe else ()
     return (
         Convention("exact (model FLOPs)", "3 x forward matrix FLOPs from the ledger",
                    st.model_flops, "model", st.model_flops,
-                   "causal attention pairs, head and loss on every position, gathers cost no FLOPs"),
+                   reason="causal attention pairs, head and loss on every position, gathers cost no FLOPs"),
         Convention("6ND", f"6 x N x D, N = {n:,} {'active' if moe else 'all'} parameters, D = {d:,} tokens",
                    6 * n * d, "model", st.model_flops,
-                   "counts every parameter as a matmul weight (the embedding gather too, "
+                   reason="counts every parameter as a matmul weight (the embedding gather too, "
                    "a tied head once) and no attention score work"),
         *six_all,
         Convention("PaLM / torchtitan",
                    f"6 x N_non-embedding x D + 12 L H Q T x D, N_non-embedding = {non_emb:,}, "
                    f"sum of L H (Q_k + Q_v) / 2 = {attn // 2:,}, T = {seq:,}",
                    palm, "model", st.model_flops,
-                   ("drops the embedding table, which the tied head also multiplies by (its FLOPs "
+                   reason=("drops the embedding table, which the tied head also multiplies by (its FLOPs "
                     "go missing)" if arch.tied_embeddings else "drops the embedding table, keeps the head")
                    + "; attention over all T keys (not halved for causality, windows ignored)"),
         Convention("Megatron (Narayanan et al. 2021, eq. 3)",
                    "96 B s l h^2 (1 + s/(6h) + V/(16 l h)), full recompute",
                    megatron_closed_form(sequences, seq, len(arch.layers), arch.hidden_size,
                                         arch.vocab_size), "hardware, full recompute", full,
-                   "attention over the full s x s square (not halved for causality); "
+                   reason="attention over the full s x s square (not halved for causality); "
                    "biases and norms not counted; recomputes the layers once." + shape_note),
     )

@@ -82,7 +82,7 @@ class ModelStates(Record):
                            self.optimizer + other.optimizer)
 
 
-def model_states(params, dp, zero, weight_bytes=2, grad_bytes=2, optimizer_bytes=12):
+def model_states(params, dp, zero, *, weight_bytes=2, grad_bytes=2, optimizer_bytes=12):
     """Bytes per device of `params` parameters replicated over `dp` ranks
     under ZeRO stage `zero` (shares rounded up: the largest rank's):
     0: (W + G + K) x params; 1: W + G + K/dp; 2: W + (G + K)/dp; 3: (W + G + K)/dp."""
@@ -165,7 +165,7 @@ def unfused_score_bytes(layer, w):
     return total
 
 
-def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused", recompute="none",
+def layer_activations(layer, w, hidden, *, tp=1, sp=False, cp=1, attention="fused", recompute="none",
                       fp8_activation_input=False):
     """`_layer_activations`, memoized (a search meets the same layer shard in many layouts; the
     figures of every level depend on the recipe's modules only, so the levels share them)."""
@@ -173,7 +173,8 @@ def layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused",
 
     _, modules = train_flops.parse_recompute(recompute)
     return memo(("layer activations", layer, w, hidden, tp, sp, cp, attention, modules, fp8_activation_input),
-                lambda: _layer_activations(layer, w, hidden, tp, sp, cp, attention, recompute, fp8_activation_input))
+                lambda: _layer_activations(layer, w, hidden, tp=tp, sp=sp, cp=cp, attention=attention,
+                                           recompute=recompute, fp8_activation_input=fp8_activation_input))
 
 
 def kept_rows(layer, w, modules=frozenset(), fp8_activation_input=False):
@@ -221,7 +222,7 @@ def _input_recomputed(prev, modules):
     return prev.kind == "activation" and prev.name.startswith("experts.") and "moe_act" in modules
 
 
-def _layer_activations(layer, w, hidden, tp=1, sp=False, cp=1, attention="fused", recompute="none",
+def _layer_activations(layer, w, hidden, *, tp=1, sp=False, cp=1, attention="fused", recompute="none",
                        fp8_activation_input=False):
     """Saved bytes per device of one decoder layer as one device holds it (a
     `layout.shard_layer`: heads and MLP already split by TP), by recompute level
@@ -305,7 +306,7 @@ def offloaded(groups, n):
             for a, count, indices in groups]
 
 
-def _top_saved(top, stage, w, tp, sp, cp):
+def _top_saved(top, stage, w, *, tp, sp, cp):
     """Saved bytes outside the layers on one device (`top`: its embedding, final norm and
     head shards): the embedding's on the first stage; the final norm's, the head's input and
     the loss's fp32 logits (of the device's vocabulary slice) on the last. Returns (total,
@@ -350,17 +351,20 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
             tries several of both on one layout)."""
             top = placement.top_shards(arch, lay, stage)
             groups = placement.device_layers(arch, lay, stage)
-            acts = [(layer_activations(layer, w, arch.hidden_size, tp, sp, cp, attention, recompute,
-                                       fp8_activation_input), count, tuple(i - stage.lo for i in indices))
+            acts = [(layer_activations(layer, w, arch.hidden_size, tp=tp, sp=sp, cp=cp, attention=attention,
+                                       recompute=recompute, fp8_activation_input=fp8_activation_input),
+                     count, tuple(i - stage.lo for i in indices))
                     for layer, count, indices in groups]   # indices local to the stage
-            extra, logits = _top_saved(top, stage, train_flops.stored_workload(w), tp, sp, cp)
+            extra, logits = _top_saved(top, stage, train_flops.stored_workload(w), tp=tp, sp=sp, cp=cp)
             return top, groups, stage_params(arch, lay, stage), acts, extra, logits
 
         def make():
             top, groups, (dense, expert), acts, extra, logits = placement.memo(
                 ("stage held", arch, one, signature, w, modules, attention, fp8_activation_input), held)
-            states = (model_states(dense, lay.dp * cp, zero, weight_bytes, grad_bytes, k)
-                      + model_states(expert, edp, zero, weight_bytes, grad_bytes, k))
+            states = (model_states(dense, lay.dp * cp, zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
+                                   optimizer_bytes=k)
+                      + model_states(expert, edp, zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
+                                     optimizer_bytes=k))
             if offload_layers >= stage.layers:
                 raise UserError(f"--cpu-offloading-num-layers {offload_layers} offloads every layer of stage "
                                 f"{stage.index} ({stage.layers}); at least one must stay on the device")
@@ -377,8 +381,9 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
         key = ("stage memory", arch, one, signature,
                w, zero, recompute, weight_bytes, grad_bytes, k, attention, fp8_activation_input, offload_layers)
         dense, expert, states, layer_bytes, extra, logits, working, gather, buffer = placement.memo(key, make)
-        out.append(StageMemory(stage.index, (stage.lo, stage.hi), placement.shard_id(arch, lay, stage),
-                               dense, expert, states, layer_bytes, extra, logits,
-                               in_flight(stage.index, lay.pp, lay.micro_batches, chunks), working,
-                               gather_bytes=gather, offload_buffer_bytes=buffer))
+        out.append(StageMemory(stage.index, layers=(stage.lo, stage.hi), device=placement.shard_id(arch, lay, stage),
+                               dense_params=dense, expert_params=expert, states=states,
+                               layer_activation_bytes=layer_bytes, extra_activation_bytes=extra, logits_bytes=logits,
+                               in_flight=in_flight(stage.index, lay.pp, lay.micro_batches, chunks),
+                               recompute_working_bytes=working, gather_bytes=gather, offload_buffer_bytes=buffer))
     return out

@@ -57,6 +57,8 @@ gradient sync under one micro-batch's backward, the parameter all-gather
 under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 """
 
+import functools
+
 from .. import comm
 from .. import layout as placement
 from ..collectives import Collective, dp_gradient_collectives, pp_boundary_collectives
@@ -135,7 +137,7 @@ def terms_pass(terms, roofs, cp, sp_tp=1):
     return Pass(fwd_s, bwd_s, wgrad_s, rec_s)
 
 
-def ops_pass(ops, w, vocab, roofs, cp, recompute, flash, sp_tp=1):
+def ops_pass(ops, w, vocab, roofs, *, cp, recompute, flash, sp_tp=1):
     """Pass of a list of forward ledger rows (one micro-batch): `terms_pass` of their
     `row_terms`."""
     return terms_pass([row_terms(op, w, vocab, recompute, flash) for op in ops], roofs, cp, sp_tp)
@@ -148,14 +150,14 @@ def block_terms(block, w, recompute, flash):
         row_terms(op, w, 0, recompute, flash) for op in train_flops.recipe_block_ops(block, w)))
 
 
-def layer_pass(layer, w, r, cp, recompute, flash, sp_tp=1):
+def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
     """Pass of one decoder layer as one device holds it (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
     return placement.memo(key, lambda: terms_pass(
         [t for b in layer.blocks for t in block_terms(b, w, recompute, flash)], r, cp, sp_tp))
 
 
-def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
+def top_pass(arch, lay, stage, w, *, r, cp, recompute, flash):
     """Embedding on the first stage; final norm, head and loss on the last (in BF16 under an
     8-bit compute format: train_flops.stored_workload)."""
     w, r = train_flops.stored_workload(w), (r[1], r[1])
@@ -165,7 +167,7 @@ def top_pass(arch, lay, stage, w, r, cp, recompute, flash):
     if stage.has_head:
         vocab = head.vocab
         ops += [op.times(1, "-") for op in train_flops.CrossEntropy(vocab).ops(w)]
-    return ops_pass(ops, w, vocab, r, cp, recompute, flash)
+    return ops_pass(ops, w, vocab, r, cp=cp, recompute=recompute, flash=flash)
 
 
 class Timed(Record):
@@ -175,7 +177,7 @@ class Timed(Record):
     seconds: float
 
 
-def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", "")):
+def stage_collectives(arch, lay, stage, w, device, *, recompute, chunks, wire=("", "")):
     """[(Collective, phase)] one device of `stage` runs per micro-batch; `wire`: the formats of
     the EP dispatch and combine ("" = the activation format; `collectives.token_bytes`). The
     forward's layer collectives are `stage_comm.stage_collectives`' (the builder `parallel`
@@ -201,7 +203,7 @@ def stage_collectives(arch, lay, stage, w, device, recompute, chunks, wire=("", 
         fwd = stage_comm.top_collectives(arch, lay, stage, tokens, t) + of("tp")
         if stage.has_head:
             fwd.append(Collective("TP vocab-parallel cross-entropy all-reduces (fp32 per token)",
-                                  "all_reduce", tokens * 4, tp, t_tp, CE_ALLREDUCES, "tp", local=l_tp))
+                                  "all_reduce", tokens * 4, tp, t_tp, count=CE_ALLREDUCES, dim="tp", local=l_tp))
         out += [(c, "forward") for c in fwd] + [(c, "backward") for c in of("tp")]
         out += [(c, "recompute") for c in of("tp")] if full else []
     cs = of("ep")
@@ -245,7 +247,7 @@ def layer_runs(dim, recompute):
     return 2 + (level == "full")
 
 
-def layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp=False, overlap_ep=False, model="ring",
+def layer_comm_s(layer, lay, tokens, t, *, links, recompute, overlap_tp=False, overlap_ep=False, model="ring",
                  device_id=None):
     """Seconds of ONE layer's TP, EP and CP collectives (`stage_comm.layer_collectives`) in one
     micro-batch, each run as often as `layer_runs` says (without TP's under `overlap_tp` and EP's
@@ -270,9 +272,16 @@ def run_s(c, links, model="ring", device_id=None):
     model "nccl" the predicted figure's, NCCL's own cost model with its fitted residual
     (`efficiency.collective.predicted_s`: the algorithm and protocol NCCL picks for the size)."""
     if model == "nccl":
-        from .efficiency.collective import predicted_s
-        return predicted_s(c, links, device_id)[0]
+        return _nccl_s(c, links.get("up"), links.get("out"), device_id)
     return comm.run_s(c, links, ALGORITHM)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _nccl_s(c, up, out, device_id):
+    """`run_s` under NCCL's model, memoized by its (hashable) records: a search meets the same
+    collective on the same links under many layouts."""
+    from .efficiency.collective import predicted_s
+    return predicted_s(c, {"up": up, "out": out}, device_id)[0]
 
 
 def cost(collectives, links, model="ring", device_id=None):
@@ -281,14 +290,16 @@ def cost(collectives, links, model="ring", device_id=None):
     return [Timed(c, phase, run_s(c, links, model, device_id) * c.count) for c, phase in collectives]
 
 
-def stage_pass(arch, lay, st, w, r, recompute, flash, chunks, device, links, wire=("", ""), model="ring"):
+def stage_pass(arch, lay, st, w, *, r, recompute, flash, chunks, device, links, wire=("", ""), model="ring"):
     """(compute Pass, [Timed] collectives) of one micro-batch on one device of stage `st`."""
-    compute = top_pass(arch, lay, st, w, r, lay.cp, recompute, flash)
+    compute = top_pass(arch, lay, st, w, r=r, cp=lay.cp, recompute=recompute, flash=flash)
     for layer, count, _ in placement.device_layers(arch, lay, st):
-        compute += layer_pass(layer, w, r, lay.cp, recompute, flash, lay.tp if lay.sp else 1).times(count)
+        compute += layer_pass(layer, w, r, cp=lay.cp, recompute=recompute, flash=flash,
+                              sp_tp=lay.tp if lay.sp else 1).times(count)
     key = ("stage collectives", arch, lay, placement.stage_signature(arch, lay, st), w, recompute, chunks, device,
            wire)   # no roof, links or pricing model: the estimate and the prediction share the list
-    collectives = placement.memo(key, lambda: stage_collectives(arch, lay, st, w, device, recompute, chunks, wire))
+    collectives = placement.memo(key, lambda: stage_collectives(arch, lay, st, w, device, recompute=recompute,
+                                                                chunks=chunks, wire=wire))
     return compute, placement.memo(key + (links.get("up"), links.get("out"), model),
                                    lambda: tuple(cost(collectives, links, model, device.id)))
 
@@ -350,7 +361,7 @@ def _pass_of(timed, hide_tp_under=None, dims=("tp",)):
     return Pass(p["forward"], p["backward"], 0.0, p["recompute"])
 
 
-def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_batches, model="ring"):
+def dp_step(dense, expert, lay, *, w_bytes, g_bytes, zero, device, links, micro_batches, model="ring"):
     """[Timed] of the data-parallel traffic of one step for one device holding
     `dense` + `expert` parameters; ZeRO-3's gathers repeat per micro-batch."""
     out = []
@@ -360,17 +371,35 @@ def dp_step(dense, expert, lay, w_bytes, g_bytes, zero, device, links, micro_bat
     # the DP x CP group: members tp apart (cp, then dp, outside tp in the rank order)
     local = 1 if t == "up" else comm.group_local(span, lay.group_stride("cp" if lay.cp > 1 else "dp"),
                                                   lay.dp * lay.cp, domain)
+    placed = {"": (t, local)}
+    edp = train_memory.expert_dp(lay)
+    placed[" (experts, expert-DP group)"] = expert_dp_placement(lay, edp, domain, device) or (t, local)
     for params, group, what in ((dense, lay.dp * lay.cp, ""),
-                                (expert, train_memory.expert_dp(lay), " (experts, expert-DP group)")):
+                                (expert, edp, " (experts, expert-DP group)")):
         if not params or group == 1:
             continue
-        for c in dp_gradient_collectives(params * g_bytes, group, zero, t, param_bytes=params * w_bytes,
-                                         local=min(local, group)):
+        tier, here = placed[what]
+        for c in dp_gradient_collectives(params * g_bytes, group, zero, tier, param_bytes=params * w_bytes,
+                                         local=min(here, group)):
             c = c.replace(name=c.name + what)
             if c.name.startswith("ZeRO-3"):
                 c = c.replace(name=c.name + ", every micro-batch", count=c.count * micro_batches)
             out.append(Timed(c, "step", run_s(c, links, model, device.id) * c.count))
     return out
+
+
+def expert_dp_placement(lay, edp, domain, device):
+    """(tier, members per scale-up domain) of the expert data-parallel group: the ranks that hold
+    the same expert shard are expert_tp x ep apart in the rank order (an EP group, with the TP
+    ranks inside it, is expert_tp x ep consecutive ranks; Megatron-LM's expert-parallel groups), so
+    an EP group that fills a domain leaves one member of the expert-DP group per domain. None under
+    context parallelism (the dense group's placement is kept)."""
+    if lay.cp > 1 or edp == 1:
+        return None
+    stride = lay.expert_tp * lay.ep
+    span = stride * (edp - 1) + 1
+    tier = comm.tier(span, device)
+    return tier, 1 if tier == "up" else comm.group_local(span, stride, edp, domain)
 
 
 def _exposed_dp(timed, compute, micro_batches, overlap):
@@ -404,7 +433,7 @@ class StepTime(Record):
     bubble_formula: str
 
 
-def bubble(schedule, times, bottleneck, pp, micro_batches, chunks):
+def bubble(schedule, times, bottleneck, *, pp, micro_batches, chunks):
     """(bubble seconds, formula) of the schedule (module doc)."""
     tb = times[bottleneck]
     rest = sum(t.total for t in times) - tb.total
@@ -443,7 +472,7 @@ def check_schedule(arch, lay, schedule, chunks):
         raise UserError(f"DualPipe needs an even number of pipeline stages, got pp = {lay.pp}")
 
 
-def optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes):
+def optimizer_s(r, lay, dense, expert, *, zero, weight_bytes, grad_bytes, optimizer_bytes):
     """The optimizer update of one device, memory-bound: it reads and writes every optimizer
     state, reads the gradient and writes the weight of the parameters it updates (with ZeRO its
     share over DP x CP, the experts' over the expert-data-parallel group)."""
@@ -501,26 +530,30 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     for st in placement.stages(arch, lay):
         key = ("stage pass", arch, lay, placement.stage_signature(arch, lay, st), w, roofs, recompute, flash,
                chunks, device, link_key, wire, collective_model)
-        compute, timed = placement.memo(key, lambda: stage_pass(arch, lay, st, w, roofs, recompute, flash,
-                                                                chunks, device, links, wire, collective_model))
+        compute, timed = placement.memo(key, lambda: stage_pass(
+            arch, lay, st, w, r=roofs, recompute=recompute, flash=flash, chunks=chunks, device=device, links=links,
+            wire=wire, model=collective_model))
         dense, expert = rank_params(arch, lay, st, schedule, stage_params)
         dp = placement.memo(("dp step", dense, expert, lay, weight_bytes, grad_bytes, zero, device, link_key,
                              collective_model),
-                            lambda: dp_step(dense, expert, lay, weight_bytes, grad_bytes, zero, device, links, m,
-                                            collective_model))
+                            lambda: dp_step(dense, expert, lay, w_bytes=weight_bytes, g_bytes=grad_bytes, zero=zero,
+                                            device=device, links=links, micro_batches=m, model=collective_model))
         if expert_gemm_host_s:
             compute = compute + expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
-        opt_s = optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes)
+        opt_s = optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
+                            optimizer_bytes=optimizer_bytes)
         hidden = hidden_dims(overlap_tp, overlap_ep)
-        stages.append(StageTime(st.index, compute, _pass_of(timed, compute if hidden else None, hidden), tuple(timed),
-                                tuple(dp), exposed, opt_s))
+        stages.append(StageTime(st.index, compute=compute, comm=_pass_of(timed, compute if hidden else None, hidden),
+                                collectives=tuple(timed),
+                                dp_collectives=tuple(dp), dp_exposed_s=exposed, optimizer_s=opt_s))
     times = [s.micro_batch for s in stages]
     b = max(range(len(times)), key=lambda i: (times[i].total, -i))
-    bub, formula = bubble(schedule, times, b, lay.pp, m, chunks)
+    bub, formula = bubble(schedule, times, b, pp=lay.pp, micro_batches=m, chunks=chunks)
     pipeline = m * times[b].total + bub
     sync = max(s.dp_exposed_s + s.optimizer_s for s in stages)
-    return StepTime(schedule, chunks, m, tuple(stages), b, pipeline, bub, sync, pipeline + sync, formula)
+    return StepTime(schedule, chunks=chunks, micro_batches=m, stages=tuple(stages), bottleneck=b,
+                    pipeline_s=pipeline, bubble_s=bub, sync_s=sync, step_s=pipeline + sync, bubble_formula=formula)
 
 
 def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b", chunks=1,
@@ -546,16 +579,19 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     def of(layer):
         got = per_layer.get(layer)
         if got is None:
-            got = per_layer[layer] = (layer_pass(layer, w, roofs, lay.cp, recompute, flash, sp_tp).total
-                                      + layer_comm_s(layer, lay, tokens, t, links, recompute, overlap_tp,
-                                                     overlap_ep, collective_model, device.id))
+            got = per_layer[layer] = (layer_pass(layer, w, roofs, cp=lay.cp, recompute=recompute, flash=flash,
+                                                 sp_tp=sp_tp).total
+                                      + layer_comm_s(layer, lay, tokens, t, links=links, recompute=recompute,
+                                                     overlap_tp=overlap_tp, overlap_ep=overlap_ep,
+                                                     model=collective_model, device_id=device.id))
         return got
 
     c, opt = [], 0.0
     for st in placement.stages(arch, lay):
         c.append(sum(of(layer) * count for layer, count, _ in placement.device_layers(arch, lay, st)))
         dense, expert = rank_params(arch, lay, st, schedule, stage_params)
-        opt = max(opt, optimizer_s(r, lay, dense, expert, zero, weight_bytes, grad_bytes, optimizer_bytes))
+        opt = max(opt, optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes,
+                                   grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes))
     rest = sum(c) - max(c) if schedule in ("1f1b", "interleaved") else 0.0
     return lay.micro_batches * max(c) + (rest / chunks if schedule == "interleaved" else rest) + opt
 
@@ -575,7 +611,7 @@ class StepBound(Record):
     bound: str                      # compute | memory
 
 
-def step_lower_bound(model_flops, params, stage_params, lay, device, compute_dtype, *,
+def step_lower_bound(model_flops, params, stage_params, lay, device, *, compute_dtype,
                      weight_bytes=2, grad_bytes=2, optimizer_bytes=12):
     """A step can take no less than max(compute_s, memory_s), per device:
 
@@ -605,5 +641,6 @@ def step_lower_bound(model_flops, params, stage_params, lay, device, compute_dty
     weights = 2 * lay.micro_batches * shard
     update = params * (2 * optimizer_bytes + grad_bytes + weight_bytes) // n
     memory = (weights + update) / device.memory_bandwidth_bytes_per_s
-    return StepBound(n, model_flops // n, peak or None, compute, weights, update, memory,
-                     max(compute, memory), "compute" if compute >= memory else "memory")
+    return StepBound(n, model_flops_per_device=model_flops // n, peak_flops_per_s=peak or None, compute_s=compute,
+                     weight_read_bytes=weights, optimizer_bytes=update, memory_s=memory,
+                     step_s=max(compute, memory), bound="compute" if compute >= memory else "memory")

@@ -222,7 +222,8 @@ def training_case(case):
     stage_params = [sum(train_memory.device_params(placement.shard(arch, lay, st)))
                     for st in placement.stages(arch, lay)]
     opt = train_memory.optimizer_bytes(s.get("optimizer", "adamw"), s.get("master_bytes", 4))
-    bound = step_lower_bound(flops, arch.params, stage_params, lay, _device(s["device"]), w.compute_dtype,
+    bound = step_lower_bound(flops, arch.params, stage_params, lay, _device(s["device"]),
+                             compute_dtype=w.compute_dtype,
                              weight_bytes=dtype(s["weight_dtype"]).bits // 8,
                              grad_bytes=s.get("grad_bytes", 2), optimizer_bytes=opt)
     return arch, gb * s["seq_len"], bound

@@ -35,6 +35,8 @@ KINDS = {
                       "buffer: backlog at feedback, drops, drain",
     "collective-tail": "a barrier collective over a finite record of declared per-rank ready times: mean, nearest-"
                        "rank p50/p99 and max completion, and paired counterfactuals (faster exchange, aligned, no recovery)",
+    "completion-reclaim": "finite credits held until a periodic poll consumes each completion: submit, complete and "
+                          "reclaim times, peaks of outstanding, in-flight and unconsumed operations",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
                 "and a stale speculative-read witness",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
@@ -43,6 +45,8 @@ KINDS = {
                      "connection, round trip, model; an optional compressed variant and local comparison",
     "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
              "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
+    "ack-window": "image requests over a finite ACK-window teaching protocol: serial links, segment windows, "
+                  "one declared loss, handshakes and consecutive requests on fresh or reused connections",
     "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
                     "barriers or independent blocks, an optional preview",
     "trace": "a short request trace on workers that serve one request each, with declared prefill and decode "
@@ -81,6 +85,10 @@ KINDS = {
                      "schedule needs, and the last take under a byte budget (back-pressure)",
     "host-transfer": "host prepare, host-to-device copy and device consume of blocks through host and device slot "
                      "pools: serial, unbounded and slot-bound finish",
+    "attention-input": "input slots of one QK^T tile in declared ticks: synchronous register staging against "
+                       "asynchronous copies, finish per slot count, capacity screen",
+    "matrix-vector": "QK^T -> materialized softmax -> PV of one head in row groups on matrix, vector and handoff "
+                     "servers in declared ticks: staged or direct path, slots",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -536,6 +544,99 @@ def _kda_chunk(args):
         raise UserError(f"--chunk {chunk}: the chunked KDA kernel supports 32 and 64")
     return dict({"model": arch.id, "chunk": chunk}, **kda_chunk(batch=args.batch, tokens=args.tokens, chunk=chunk,
                                                             heads=kda[0].heads, d=kda[0].head_dim, layers=len(kda)))
+
+
+def _handshake(text):
+    """Messages DIR:BYTES,...: c2s:400,s2c:800 (each sent when the previous one arrives)."""
+    out = []
+    for item in text.split(",") if text else ():
+        d, colon, b = item.strip().partition(":")
+        size = common.digits(b)
+        if d not in ("c2s", "s2c") or not size or len(out) >= 8:
+            raise argparse.ArgumentTypeError(f"must be up to 8 messages c2s:BYTES or s2c:BYTES separated by commas "
+                                             f"(c2s:400,s2c:800), got '{text}'")
+        out.append((d, size))
+    return tuple(out)
+
+
+def _drop(text):
+    name, colon, p = text.partition(":")
+    segment = common.digits(p)
+    if name not in ("upload", "download") or segment is None:
+        raise argparse.ArgumentTypeError(f"must be upload:SEGMENT or download:SEGMENT (upload:12), got '{text}'")
+    return name, segment
+
+
+def _ack_window_arguments(q):
+    q.add_argument("--input-bytes", type=common.byte_size, required=True, metavar="S", help="upload file (30MB)")
+    q.add_argument("--output-bytes", type=common.byte_size, required=True, metavar="S", help="download file (5MB)")
+    q.add_argument("--segment-bytes", type=common.positive_int, required=True, metavar="B", help="payload per segment")
+    q.add_argument("--upload-rate", type=_line_rate, required=True, metavar="R", help="client-to-server bits/s")
+    q.add_argument("--download-rate", type=_line_rate, required=True, metavar="R", help="server-to-client bits/s")
+    q.add_argument("--forward-delay", type=exact_seconds, required=True, metavar="T", help="one-way delay up (1/20s)")
+    q.add_argument("--reverse-delay", type=exact_seconds, required=True, metavar="T", help="one-way delay down")
+    q.add_argument("--initial-window", type=common.positive_int, required=True, metavar="B",
+                   help="initial congestion window, payload bytes")
+    q.add_argument("--max-window", type=common.positive_int, required=True, metavar="B", help="window cap")
+    q.add_argument("--receive-window", type=common.positive_int, required=True, metavar="B",
+                   help="fixed receive window beyond the acknowledged prefix")
+    q.add_argument("--window-growth", type=common.non_negative_int, required=True, metavar="B",
+                   help="window growth per newly acknowledged segment, at most its payload")
+    q.add_argument("--header-bytes", type=common.non_negative_int, required=True, metavar="B", help="per data segment")
+    q.add_argument("--ack-bytes", type=common.non_negative_int, required=True, metavar="B", help="per ACK")
+    q.add_argument("--rto", type=exact_seconds, required=True, metavar="T", help="fixed retransmission timeout")
+    q.add_argument("--model-time", type=exact_seconds, required=True, metavar="T", help="server model time")
+    q.add_argument("--handshake", type=_checked(_handshake), default="", metavar="DIR:BYTES,...",
+                   help="messages opening a connection, in order (default none)")
+    q.add_argument("--drop", type=_checked(_drop), default=None, metavar="upload|download:SEGMENT",
+                   help="the one first transmission lost (retransmitted at its timeout)")
+    q.add_argument("--start-time", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="when the first request is submitted (default 0s)")
+    q.add_argument("--requests", type=common.positive_int, default=1, metavar="N", help="consecutive requests (default 1)")
+    q.add_argument("--strategy", choices=("fresh", "ticket", "reuse_reset", "reuse_warm"), default="fresh",
+                   help="connection per later request: fresh (full handshake), ticket (first two messages), "
+                        "reuse_reset / reuse_warm (the first connection, windows reset or kept); default fresh")
+    q.add_argument("--submit-on", choices=("complete_received", "quiet"), default="complete_received",
+                   help="the next request follows the response's arrival or its last ACK (default complete_received)")
+    q.add_argument("--think-time", type=exact_seconds, default=Fraction(0), metavar="T", help="before the next request")
+    q.add_argument("--initial-upload-window", type=common.positive_int, default=None, metavar="B",
+                   help="a different initial window client to server")
+    q.add_argument("--initial-download-window", type=common.positive_int, default=None, metavar="B",
+                   help="a different initial window server to client")
+    q.add_argument("--loss-request", type=common.positive_int, default=1, metavar="K",
+                   help="the request whose segment --drop loses (default 1)")
+
+
+def _ack_window(args):
+    from ..analyses.ack_window import ack_window
+    from ..errors import UserError
+
+    drop = args.drop and _drop(args.drop)
+    packets = {"upload": -(-args.input_bytes // args.segment_bytes), "download": -(-args.output_bytes // args.segment_bytes)}
+    if args.requests * sum(packets.values()) > 10**5:
+        raise UserError("at most 10^5 segments in all (--requests x segments per request)")
+    if drop and drop[1] >= packets[drop[0]]:
+        raise UserError(f"--drop {args.drop}: the {drop[0]} has segments 0 to {packets[drop[0]] - 1}")
+    if args.loss_request > args.requests:
+        raise UserError(f"--loss-request {args.loss_request} exceeds --requests {args.requests}")
+    windows = {"upload": args.initial_upload_window or args.initial_window,
+               "download": args.initial_download_window or args.initial_window}
+    for name, size in (("upload", args.input_bytes), ("download", args.output_bytes)):
+        if windows[name] > args.max_window or windows[name] < min(args.segment_bytes, size):
+            raise UserError(f"the initial {name} window must hold one segment and not exceed --max-window")
+    if args.receive_window < min(args.segment_bytes, max(args.input_bytes, args.output_bytes)):
+        raise UserError("--receive-window must hold one segment")
+    try:
+        return ack_window(input_bytes=args.input_bytes, output_bytes=args.output_bytes, segment_bytes=args.segment_bytes,
+                          upload_bits_per_s=args.upload_rate, download_bits_per_s=args.download_rate,
+                          forward_s=args.forward_delay, reverse_s=args.reverse_delay, initial_window=args.initial_window,
+                          max_window=args.max_window, receive_window=args.receive_window, growth=args.window_growth,
+                          header_bytes=args.header_bytes, ack_bytes=args.ack_bytes, rto_s=args.rto,
+                          model_s=args.model_time, handshake=_handshake(args.handshake), requests=args.requests,
+                          strategy=args.strategy, submit_on=args.submit_on, think_s=args.think_time,
+                          start_s=args.start_time, drop=drop, loss_request=args.loss_request, initial_windows=windows)
+    except ValueError as e:
+        raise UserError(str(e))
 
 
 def _blocks(text):
@@ -1370,8 +1471,11 @@ from .budget_kernel import _dag, _dag_arguments, _microbatch, _microbatch_argume
 from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402,F401
 from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_net import _collective_tail, _collective_tail_arguments, _ordering, _ordering_arguments  # noqa: E402,F401
+from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
 from .budget_kernel import _host_transfer, _host_transfer_arguments  # noqa: E402,F401
 from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E402,F401
+from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
+from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401

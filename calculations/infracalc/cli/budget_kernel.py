@@ -481,3 +481,73 @@ def _host_transfer(args):
         block_bytes=2 * args.tokens * arch.hidden_size, blocks=args.blocks, host_slots=args.host_slots,
         device_slots=args.device_slots, prepare_ns=exact_ns(args.prepare), consume_ns=exact_ns(args.consume),
         bandwidth=byte_rate(args.h2d_bw)))
+
+
+def _head_dim(arch):
+    from ..analyses.models import _geometry
+    from ..errors import UserError
+
+    head_dim = _geometry(arch)[2]
+    if not head_dim:
+        raise UserError(f"model '{arch.id}' has no attention head_dim")
+    return head_dim
+
+
+def _attention_input_arguments(q):
+    from .gemm import tile_shape
+
+    common.add_model(q)
+    add = q.add_argument
+    add("--tile", type=tile_shape, default=(128, 32, 128), metavar="MxKxN",
+        help="queries x head-dimension chunk x keys of the QK^T tile (default 128x32x128)")
+    add("--latency", type=common.non_negative_int, default=128, metavar="TICKS", help="copy completion latency (default 128)")
+    add("--input-rate", type=common.positive_int, default=256, metavar="B/TICK", help="input bytes per tick (default 256)")
+    add("--matrix-rate", type=common.positive_int, default=8192, metavar="FLOP/TICK", help="matrix FLOPs per tick (default 8192)")
+    add("--register-rate", type=common.positive_int, default=256, metavar="B/TICK",
+        help="register staging bytes per tick, in or out (default 256)")
+    add("--capacity-bytes", type=common.byte_size, default=65536, metavar="BYTES", help="input slot capacity (default 65536)")
+    add("--slots", type=common.positive_ints, default=(1, 2, 4, 8), metavar="S,S", help="slot counts listed (default 1,2,4,8)")
+
+
+def _attention_input(args):
+    from ..analyses.attention_handoff import attention_input
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    d = _head_dim(arch)
+    if d % args.tile[1]:
+        raise UserError(f"the tile's K {args.tile[1]} must divide the head dimension {d} (whole chunks)")
+    _at_most(max(args.slots), "slots")
+    return dict({"model": arch.id, "head_dim": d}, **attention_input(
+        head_dim=d, tile=args.tile, latency=args.latency, input_rate=args.input_rate, matrix_rate=args.matrix_rate,
+        register_rate=args.register_rate, capacity=args.capacity_bytes, slot_counts=tuple(args.slots)))
+
+
+def _matrix_vector_arguments(q):
+    common.add_model(q)
+    add = q.add_argument
+    add("--length", type=common.positive_int, default=128, help="positions of the causal score matrix (default 128)")
+    add("--group-rows", type=common.positive_int, default=32, metavar="R", help="query rows per group (default 32)")
+    add("--slots", type=common.positive_int, default=2, help="handoff slots (default 2)")
+    add("--path", choices=("staged", "direct"), default="staged", help="staged (write and read) or direct handoff")
+    for flag, value, what in (("--matrix-rate", 8192, "matrix FLOPs"), ("--scalar-rate", 128, "scalar operations"),
+                              ("--exp-rate", 16, "exponentials"), ("--div-rate", 16, "divisions"),
+                              ("--compare-rate", 128, "comparisons"), ("--link-rate", 128, "handoff bytes")):
+        add(flag, type=common.positive_int, default=value, metavar="PER_TICK", help=f"{what} per tick (default {value})")
+    add("--capacity-bytes", type=common.byte_size, default=98304, metavar="BYTES", help="handoff capacity (default 98304)")
+
+
+def _matrix_vector(args):
+    from ..analyses.attention_handoff import matrix_vector
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.length % args.group_rows:
+        raise UserError(f"--group-rows {args.group_rows} must divide --length {args.length} (whole row groups)")
+    _at_most(args.length // args.group_rows, "row groups")
+    arch = load_model(args.model)
+    rates = {k: getattr(args, f"{k}_rate") for k in ("matrix", "scalar", "exp", "div", "compare", "link")}
+    return dict({"model": arch.id}, **matrix_vector(
+        head_dim=_head_dim(arch), length=args.length, group_rows=args.group_rows, slots=args.slots,
+        direct=args.path == "direct", rates=rates, capacity=args.capacity_bytes))

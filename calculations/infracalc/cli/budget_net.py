@@ -230,3 +230,30 @@ def _ordering(args):
         keys = ("sample_ns", "data_visible_ns", "flag_visible_ns", "flag_read_ns", "response_ns", "reread_ns")
         out["stale_read"] = stale_read(**dict(zip(keys, _read_witness(args.read))))
     return out
+
+
+def _completion_reclaim_arguments(q):
+    q.add_argument("--operations", type=common.positive_int, required=True, help="operations offered (16)")
+    q.add_argument("--slots", type=common.positive_int, required=True, help="credits, each held until consumed (8)")
+    q.add_argument("--submit-interval", type=_ns, required=True, metavar="T",
+                   help="offer spacing and minimum submit interval (1us)")
+    q.add_argument("--latency", type=_ns, required=True, metavar="T", help="fixed transfer latency (5us)")
+    q.add_argument("--poll-interval", type=_ns, required=True, metavar="T", help="completion poll period, first at T (20us)")
+    q.add_argument("--poll-batch", type=common.positive_int, required=True, metavar="B",
+                   help="completions one poll consumes at most (4)")
+    q.add_argument("--entry-bytes", type=common.positive_int, default=64, metavar="BYTES",
+                   help="bytes of one completion entry (default 64)")
+    _payload_options(q, "each operation's payload")
+
+
+def _completion_reclaim(args):
+    from ..analyses.completion_reclaim import completion_reclaim
+    from ..errors import UserError
+
+    if not args.poll_interval:
+        raise UserError("--poll-interval must be positive")
+    if max(args.operations, args.slots) > 100_000:
+        raise UserError("--operations and --slots take at most 100,000")
+    return completion_reclaim(operations=args.operations, slots=args.slots, submit_interval_ns=args.submit_interval,
+                              latency_ns=args.latency, poll_interval_ns=args.poll_interval, poll_batch=args.poll_batch,
+                              entry_bytes=args.entry_bytes, payload_bytes=_payload(args))

@@ -84,8 +84,9 @@ def run(args):
             "--algorithm chooses the reconfiguration rows' algorithm"
         raise UserError(f"{flag}; give --reconfigure-bw and --setup-cost")
     rec = record(device, args.operation, args.ranks, args.ranks_per_node,
-                 sizes(args.min_bytes, args.max_bytes, args.step_factor), links, links_record(links),
-                 args.experts, args.top_k, reconfigure)
+                 sizes(args.min_bytes, args.max_bytes,
+                       args.step_factor), links=links, link_record=links_record(links),
+                 experts=args.experts, top_k=args.top_k, reconfigure=reconfigure)
     return common.emit(args, rec, render.markdown, render.csv)
 
 

@@ -152,7 +152,8 @@ def run(args):
     if args.search and args.devices is None:
         raise UserError("--search needs --devices N (the device count whose layouts it ranks)")
     if args.search:
-        rec = parallel.search_record(plan, args.devices, args.objective, args.tpot_limit, args.top, args.batch)
+        rec = parallel.search_record(plan, args.devices, objective=args.objective, tpot_limit=args.tpot_limit,
+                                     top=args.top, batch=args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)
     lay = _layout(args, args.devices)
     if args.batch_sweep:

@@ -2,8 +2,10 @@
 
 from .table import inline, markdown_table
 
+from ..analyses.ack_window import ACK_WINDOW_CONVENTIONS
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
+from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
@@ -25,6 +27,7 @@ from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
 from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
 from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
+from ..analyses.attention_handoff import INPUT_SLOT_CONVENTIONS, MATRIX_VECTOR_CONVENTIONS
 from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
@@ -67,6 +70,8 @@ CONVENTIONS = {
     "persistent": PERSISTENT_CONVENTIONS,
     "stream-buffer": FIFO_CONVENTIONS,
     "host-transfer": HOST_TRANSFER_CONVENTIONS,
+    "attention-input": INPUT_SLOT_CONVENTIONS,
+    "matrix-vector": MATRIX_VECTOR_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
@@ -74,8 +79,10 @@ CONVENTIONS = {
     "feedback-queue": FLUID_CONVENTIONS,
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
     "ordering": ORDERING_CONVENTIONS,
+    "completion-reclaim": COMPLETION_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
+    "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,

@@ -237,8 +237,9 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
     """The predicted steady state of a layout: one replica of tp x pp devices (each device holds
     its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
-    replica runs `pipelined` (pp micro-batches in flight). None under context or expert
-    parallelism (not modelled yet), or without a prediction on the device."""
+    replica runs `pipelined` (pp micro-batches in flight). None under context parallelism or
+    expert parallelism beyond the TP group (not modelled yet, `_replica`), or without a
+    prediction on the device."""
     replica = _replica(arch, device, lay)
     if replica is None:
         return None
@@ -256,11 +257,17 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
 def _replica(arch, device, lay):
     """[(the shard each device of a stage holds, its TP all-reduces' seconds per token count or
     None, the stages that hold an equal shard)], one entry per distinct stage (equal
-    `stage_signature`s have equal figures: computed once); None under context or expert
-    parallelism (not modelled)."""
+    `stage_signature`s have equal figures: computed once). Expert parallelism inside the TP group
+    (ep <= tp: each device holds experts / ep whole experts, split tp / ep ways, instead of a
+    1/tp slice of every expert; TensorRT-LLM's moe_ep_size x moe_tp_size = tp_size) keeps the TP
+    replica's collectives: the tokens are replicated over the group, each device runs its experts'
+    share of the routed copies (the shard's ledger: the mean share, uniform routing) and the
+    all-reduce after the MLP sums the experts' outputs, as it sums a TP MLP's partial outputs.
+    None under context parallelism or EP beyond the TP group (attention data parallelism with an
+    all-to-all dispatch: not modelled)."""
     from ... import layout as placement
 
-    if lay.cp > 1 or lay.ep > 1:
+    if lay.cp > 1 or lay.ep > lay.tp:
         return None
     if lay.tp == 1 and lay.pp == 1:
         return [(arch, None, 1)]

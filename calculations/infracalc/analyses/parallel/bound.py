@@ -53,17 +53,18 @@ def layer_roofs(plan, lay, layer, phase, b):
     return plan.memo(("layer roofs", lay.tp, lay.ep, lay.cp, layer, phase, b), make)
 
 
-def layer_comms(plan, lay, layer, phase, b, ct):
+def layer_comms(plan, lay, layer, phase, b, *, ct):
     """[C] of the same shard and phase: its collectives' seconds in one pass (per CP rank
     option in "prefill"; x the G - 1 steps in "decode"); `ct`: comm_tiers(plan, lay)."""
     def make():
         if phase == "prefill":
-            return [_layer_comm(plan, lay, layer, "prefill", b * tokens, ct) for tokens, _ in prefill_ranks(plan, lay.cp)]
-        return [_layer_comm(plan, lay, layer, "decode", b, ct) * plan.steps]
+            return [_layer_comm(plan, lay, layer, "prefill", b * tokens, ct=ct)
+                    for tokens, _ in prefill_ranks(plan, lay.cp)]
+        return [_layer_comm(plan, lay, layer, "decode", b, ct=ct) * plan.steps]
     return plan.memo(("layer comms", lay.tp, lay.ep, lay.cp, lay.sp, ct, layer, phase, b), make)
 
 
-def _layer_comm(plan, lay, layer, phase, tokens, ct):
+def _layer_comm(plan, lay, layer, phase, tokens, *, ct):
     """Seconds of one layer's collectives in one pass (the units `stage_collectives` merges)."""
     cs = comms.units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, ct, layer, phase, tokens),
                      lambda: comms.layer_collectives(plan, lay, layer, phase, tokens))
@@ -82,7 +83,7 @@ def stage_time_bounds(plan, lay, phase, b, comm=True):
             rs = layer_roofs(plan, lay, layer, phase, b)
             R = [count * r for r in rs] if R is None else [x + count * r for x, r in zip(R, rs)]
             if comm:
-                cs = layer_comms(plan, lay, layer, phase, b, ct)
+                cs = layer_comms(plan, lay, layer, phase, b, ct=ct)
                 C = [count * c for c in cs] if C is None else [x + count * c for x, c in zip(C, cs)]
         bound[k] = 0.0 if R is None else comms.stage_time(plan, max(R), min(C) if comm else 0.0)
     return [bound[k] for k in ids]

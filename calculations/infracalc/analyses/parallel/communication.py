@@ -38,7 +38,7 @@ def traffic(plan, lay, phase):
     return plan.memo(("traffic", comm_tiers(plan, lay), phase), make)
 
 
-def stage_collectives(plan, lay, stage, phase, b, tokens_per_rank):
+def stage_collectives(plan, lay, stage, phase, b, *, tokens_per_rank):
     """((Collective with count 1, runs), ...) of one device of `stage` in one micro-batch pass
     of `phase` ("prefill" or "decode"), b requests of tokens_per_rank new tokens each
     (`stage_comm.stage_collectives`, the builder `train` shares): its top blocks' (with the

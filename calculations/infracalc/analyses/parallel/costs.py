@@ -129,7 +129,7 @@ def pieces(plan, a, w, lo, hi):
     return base.extended(lo, hi)
 
 
-def stage_cost(plan, lay, stage, w, spec, i=0):
+def stage_cost(plan, lay, stage, w, spec, *, i=0):
     """unit_cost(...)[i] of one device of `stage`: its top blocks' + count x each distinct
     layer's (i: 0 the pass or the summed steps, 1 the first step, 2 the last). Not memoized:
     `stage.evaluate`, its one caller, is (a memo here saved nothing, by instruction count)."""
@@ -178,10 +178,10 @@ def decode_cost(plan, lay, stage, b, which="total"):
     w = plan.workload(plan.wd, batch=b, tokens=1, history=0)
     spec = ("steps", lo2, hi2)
     if which != "total":
-        return stage_cost(plan, lay, stage, w, spec, 1 if which == "first" else 2)
-    total = stage_cost(plan, lay, stage, w, spec, 0)
+        return stage_cost(plan, lay, stage, w, spec, i=1 if which == "first" else 2)
+    total = stage_cost(plan, lay, stage, w, spec, i=0)
     if cp > 1:
         x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
-        first, last = stage_cost(plan, lay, stage, w, spec, 1), stage_cost(plan, lay, stage, w, spec, 2)
+        first, last = stage_cost(plan, lay, stage, w, spec, i=1), stage_cost(plan, lay, stage, w, spec, i=2)
         total = total.times(cp).plus(first.times(-x).plus(last.times(-y)))
     return total

@@ -18,7 +18,7 @@ def memory(plan, lay, batch):
     holds does not depend on dp or the batch; asked once per record, so not memoized)."""
     context = plan.P + plan.G - 1
     rows, binding = placement.device_memory(plan.arch, plan.wd, lay, context, plan.device.memory_bytes,
-                                            plan.reserve)
+                                            reserve_bytes=plan.reserve)
     return rows, binding, rows[binding].max_requests   # the binding stage fits the fewest
 
 
@@ -28,8 +28,8 @@ def search_memory(plan, lay):
     and the first of a kind stands for it, as `memory`'s ties go to the first stage)."""
     def make():
         firsts = [st for _, st in stage_kinds(plan, lay)[1]]
-        rows, binding = placement.binding_memory(plan.arch, plan.wd, lay, firsts, plan.P + plan.G - 1,
-                                                 plan.device.memory_bytes, plan.reserve)
+        rows, binding = placement.binding_memory(plan.arch, plan.wd, lay, firsts, context=plan.P + plan.G - 1,
+                                                 memory_bytes=plan.device.memory_bytes, reserve_bytes=plan.reserve)
         return rows[binding], rows[binding].max_requests
     return plan.memo(("search memory", lay.tp, lay.ep, lay.pp, lay.cp, lay.pp_layers), make)
 

@@ -12,12 +12,13 @@ from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_C
 from .bound import comm_free_bounds, stage_time_bounds
 from .pipeline import latency, latency_bound, phases, ranked_phase
 from .stage import stage_times
+from .communication import tiers
 
 TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
-NOT_PREDICTED = "no predicted figure: context or expert parallelism (not modelled yet)"
+NOT_PREDICTED = "no predicted figure: context parallelism or EP beyond the TP group (not modelled yet)"
 
 
 def predicted(plan, lay):
@@ -60,12 +61,20 @@ def score_bound(plan, lay, batch, objective, times=stage_time_bounds):
 def over_limit(plan, lay, batches, tpot_limit):
     """True when a lower bound on the mean TPOT exceeds `tpot_limit` at every batch: then
     `best_batch` finds none within it (whichever it tries), so the layout is rejected
-    without its exact figures."""
-    for b in batches:
-        tpot = latency(plan, lay, b, ranked_phase(plan, lay, b, "decode", stage_time_bounds))["tpot_mean_s"]
-        if tpot is None or tpot <= tpot_limit * (1 + PRUNE_MARGIN):
-            return False
-    return True
+    without its exact figures. The bound reads the layout only through its tp, ep, cp, sp,
+    pp, micro-batches, stage split and group tiers (`bound.stage_time_bounds`, the PP
+    transfer, `pipeline.ranked_phase`; the mean TPOT is per replica), so layouts that differ
+    in dp alone with the same tiers share one answer: memoized on those (an SLO sizing meets
+    the same replica at many device counts)."""
+    def make():
+        for b in batches:
+            tpot = latency(plan, lay, b, ranked_phase(plan, lay, b, "decode", stage_time_bounds))["tpot_mean_s"]
+            if tpot is None or tpot <= tpot_limit * (1 + PRUNE_MARGIN):
+                return False
+        return True
+    key = ("over limit", lay.tp, lay.ep, lay.cp, lay.sp, lay.pp, lay.micro_batches, lay.pp_layers,
+           tiers(plan, lay), tuple(batches), tpot_limit)
+    return plan.memo(key, make)
 
 
 def search_batches(cap, batch, pp):
@@ -147,7 +156,7 @@ def admitted_batches(plan, lay, batch):
     return batches
 
 
-def search(plan, devices, objective="throughput", tpot_limit=None, top=None, batch=None):
+def search(plan, devices, *, objective="throughput", tpot_limit=None, top=None, batch=None):
     """Every layout of `devices` the model admits, ranked by the objective (best first).
 
     throughput: decode tokens/s per device (cluster decode tokens/s / devices) at the best
@@ -157,12 +166,12 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=None, bat
     layouts considered): every admitted layout, or with `top` only the best `top` of them
     (`search_top`, which also returns how many were admitted)."""
     if top is not None:
-        return search_top(plan, devices, objective, tpot_limit, top, batch)[:3]
+        return search_top(plan, devices, objective=objective, tpot_limit=tpot_limit, top=top, batch=batch)[:3]
     batch = _checked(plan, objective, batch)
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
-        if objective == "predicted" and (lay.cp > 1 or lay.ep > 1):
+        if objective == "predicted" and (lay.cp > 1 or lay.ep > lay.tp):
             raise Rejected(NOT_PREDICTED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):
@@ -177,7 +186,7 @@ def search(plan, devices, objective="throughput", tpot_limit=None, top=None, bat
     return ranked, rejections.records(), len(layouts)
 
 
-def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
+def search_top(plan, devices, *, objective="throughput", tpot_limit=None, top=10, batch=None):
     """(the best `top` entries of `search`'s ranking, its rejection records, layouts
     considered, layouts admitted), equal to search(...)[0][:top] and the rest, pruned:
     without --tpot-limit every admitted layout is ranked at its last batch, so each gets a
@@ -190,13 +199,14 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
     if tpot_limit is not None or objective == "predicted":
         # the predicted figure has no bound of its own to prune by: every layout is scored (the
         # ones it does not model are refused before any figure is computed)
-        ranked, rejected, total = search(plan, devices, objective, tpot_limit, None, batch)
+        ranked, rejected, total = search(plan, devices, objective=objective, tpot_limit=tpot_limit, top=None,
+                                         batch=batch)
         return ranked[:top], rejected, total, len(ranked)
     batch = _checked(plan, objective, batch)
     layouts = list(placement.candidate_layouts(plan.arch, devices))
     rejections = Rejections()
     if not comm.prunable(plan.links):
-        ranked, rejected, total = search(plan, devices, objective, None, None, batch)
+        ranked, rejected, total = search(plan, devices, objective=objective, tpot_limit=None, top=None, batch=batch)
         return ranked[:top], rejected, total, len(ranked)
 
     def bounded(lay):
@@ -210,13 +220,15 @@ def search_top(plan, devices, objective="throughput", tpot_limit=None, top=10, b
         value, lat, _ = score(plan, lay, b, objective)
         return value, b, lat
 
-    ranked, admitted = ranking.rank_top(layouts, bounded, exact, _collective_span, rejections, top, refined)
+    ranked, admitted = ranking.rank_top(layouts, bound=bounded, exact=exact, tie_break=_collective_span,
+                                        rejections=rejections, top=top, refine=refined)
     return ranked, rejections.records(), len(layouts), admitted
 
 
-def search_record(plan, devices, objective="throughput", tpot_limit=None, top=10, batch=None):
+def search_record(plan, devices, *, objective="throughput", tpot_limit=None, top=10, batch=None):
     """The `parallel --search` record: the top K layouts with their breakdown, rejections by reason."""
-    ranked, rejected, total, admitted = search_top(plan, devices, objective, tpot_limit, top, batch)
+    ranked, rejected, total, admitted = search_top(plan, devices, objective=objective, tpot_limit=tpot_limit,
+                                                   top=top, batch=batch)
     rec = header(plan, "parallel --search")
     rec["inputs"] = inputs_record(plan, batch)
     rec["inputs"].update({"devices": devices, "objective": objective, "tpot_limit_s": tpot_limit, "top": top})

@@ -44,7 +44,7 @@ def evaluate(plan, lay, stage, phase, b):
         else:
             cost = decode_cost(plan, lay, stage, b, "total" if phase == "decode" else phase)
             runs = plan.steps if phase == "decode" else 1
-        cs = comms.stage_collectives(plan, lay, stage, kind, b, tokens)
+        cs = comms.stage_collectives(plan, lay, stage, kind, b, tokens_per_rank=tokens)
         times = tuple([comms.comm_time(plan, c, n) for c, n in cs])
         comm_s = sum(times) * runs
         return StageFigures(cost=cost, collectives=cs, times=times, runs=runs, comm_s=comm_s,

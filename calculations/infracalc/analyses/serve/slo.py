@@ -22,7 +22,7 @@ SLO_PREDICTED = (
     "estimate admits at a count, each at its estimate batch B, the largest batch b <= B of the "
     "search's list whose predicted TPOT and TTFT meet the limits; the answer is the best by "
     "predicted output tokens/s per device (its estimate and lower bounds at b meet the limits too); "
-    "a count whose candidates the prediction does not model at all (CP, EP only) is judged by "
+    "a count whose candidates the prediction does not model at all (CP, or EP beyond TP, only) is judged by "
     "the estimate, said so; a count the estimate rejects is not tried.")
 
 SLO_CONVENTION = (
@@ -73,7 +73,7 @@ def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
     search's list whose predicted TPOT is within the limit, kept when its predicted TTFT is
     too; ranked by predicted output tokens/s per device (the estimate batch's lower bounds and
     estimate meet the limits, so every figure of the answer does). Only when the prediction models
-    none of the candidates (CP, EP) is the estimate's best taken, said so; {'meets': False,
+    none of the candidates (CP, EP beyond TP) is the estimate's best taken, said so; {'meets': False,
     ...} when modelled candidates exist and none meets the predicted limits; None when no layout
     meets the TTFT limit (the caller reports why)."""
     from ..efficiency.serving import predicted_at_batch
@@ -132,7 +132,7 @@ def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
     batch 1 (one score per layout: the mean TPOT grows with the batch, so a layout over the
     limit at batch 1 is over it at every batch) keeps the layouts that can meet the TPOT and
     TTFT limits; only when one can does the throughput search run over the batches."""
-    ranked, rejected, total = parallel.search(plan, n, "tpot", tpot_limit, batch=1)
+    ranked, rejected, total = parallel.search(plan, n, objective="tpot", tpot_limit=tpot_limit, batch=1)
     fastest, feasible = None, False
     for value, _, lay, batch, lat in ranked:
         ttft = _ttft(plan, lay)
@@ -144,7 +144,7 @@ def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
     if not feasible:
         return {"devices": n, "meets": False, "layouts_considered": total,
                 "layouts_meeting_tpot": len(ranked), "why": _failure(rejected, fastest, ttft_limit)}
-    ranked, rejected, total = parallel.search(plan, n, "throughput", tpot_limit)
+    ranked, rejected, total = parallel.search(plan, n, objective="throughput", tpot_limit=tpot_limit)
     if figure == "predicted":
         memo = {} if memo is None else memo
         row = _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo)
@@ -193,8 +193,8 @@ PREDICTED_CONVENTION = (
     "iteration and per request), TTFT = one prompt's prefill alone plus one iteration's host "
     "time, output tokens/s per device from that TPOT; the answer is chosen by --slo-figure; "
     "under pipeline parallelism pp micro-batches in flight (pp x the slowest stage's time for "
-    "b / pp requests per iteration; TTFT through every stage); under context or expert "
-    "parallelism: 'not modelled for this layout'.")
+    "b / pp requests per iteration; TTFT through every stage); under context parallelism or "
+    "expert parallelism beyond the TP group: 'not modelled for this layout'.")
 
 
 def chosen_predicted(plan, row):
