@@ -35,22 +35,8 @@ from .pipeline import check_cp, latency, latency_bound, micro_batches, phases, p
 from .plan import Plan, ServingOptions, stage_kinds, stages
 from .records import (SWEEP_COLUMNS, header, inputs_record, layout_record, memory, memory_record,
                       notes, parallel, search_memory, serving_record, sweep)
+from .search import score, search, search_batches, search_record
 from .stage import StageFigures, evaluate, ideal_s, stage_figures, stage_records, stage_times
-
-_SEARCH = ("score", "search", "search_batches", "search_record")
-
-
-def __getattr__(name):
-    """The search's names, imported on first use: a command on one layout needs neither the
-    search nor its ranking and bound modules (about 2.5 M instructions to import)."""
-    if name in _SEARCH:
-        from importlib import import_module
-
-        module = import_module(f"{__name__}.search")   # binds `search` here to the submodule: rebound below
-        globals().update({n: getattr(module, n) for n in _SEARCH})
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 __all__ = [
     'ALGORITHMS', 'check_cp', 'comm_conventions', 'Cost', 'CP_SPLITS', 'ESTIMATE', 'evaluate',
