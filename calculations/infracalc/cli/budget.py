@@ -91,6 +91,8 @@ KINDS = {
                        "asynchronous copies, finish per slot count, capacity screen",
     "matrix-vector": "QK^T -> materialized softmax -> PV of one head in row groups on matrix, vector and handoff "
                      "servers in declared ticks: staged or direct path, slots",
+    "sm-balance": "one attention tile on one SM: tensor-core, exponential and shared-memory cycles at per-SM "
+                  "rates (FlashAttention-4's B200 figures by default) under supply multipliers",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -1516,3 +1518,4 @@ from .budget_kernel import _host_transfer, _host_transfer_arguments  # noqa: E40
 from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E402,F401
 from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
 from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
+from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401

@@ -551,3 +551,52 @@ def _matrix_vector(args):
     return dict({"model": arch.id}, **matrix_vector(
         head_dim=_head_dim(arch), length=args.length, group_rows=args.group_rows, slots=args.slots,
         direct=args.path == "direct", rates=rates, capacity=args.capacity_bytes))
+
+
+def _mxn(text):
+    import argparse
+
+    parts = text.split("x")
+    values = [common.digits(p) for p in parts]
+    if len(parts) != 2 or None in values or any(v <= 0 or v % 128 for v in values):
+        raise argparse.ArgumentTypeError(f"must be MxN, positive multiples of 128 (256x128), got '{text}'")
+    return tuple(values)
+
+
+def _supply(text):
+    import argparse
+
+    parts = text.split(":")
+    values = [common.digits(p) for p in parts]
+    if len(parts) != 3 or None in values or 0 in values:
+        raise argparse.ArgumentTypeError(f"must be MATRIX:EXP:SMEM positive multipliers (2:1:1), got '{text}'")
+    return dict(zip(("matrix", "exp", "smem"), values))
+
+
+def _sm_balance_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tile", type=_mxn, action="append", metavar="MxN",
+                   help="queries x keys of the tile, multiples of 128 (repeatable; default 128x128, 256x128, "
+                        "128x256, 256x256)")
+    q.add_argument("--supply", type=_supply, action="append", metavar="MATRIX:EXP:SMEM",
+                   help="supply multipliers (repeatable; default 1:1:1, 2:1:1, 2:2:1, 2:2:2)")
+    for flag, value, what in (("--matrix-per-cycle", 8192, "BF16 MMA FLOPs"), ("--exp-per-cycle", 16, "exponentials"),
+                              ("--smem-per-cycle", 128, "shared-memory read bytes")):
+        q.add_argument(flag, type=common.positive_int, default=value, metavar="N",
+                       help=f"{what} per SM cycle (default {value}: FlashAttention-4 paper, Table 1, B200)")
+
+
+def _sm_balance(args):
+    from ..analyses.sm_balance import MMA, sm_balance
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    d = _head_dim(arch)
+    if d % MMA:
+        raise UserError(f"the head dimension {d} of {arch.id} is not a multiple of the {MMA}-wide MMA tile")
+    tiles = args.tile or [(128, 128), (256, 128), (128, 256), (256, 256)]
+    supplies = args.supply or [_supply(s) for s in ("1:1:1", "2:1:1", "2:2:1", "2:2:2")]
+    _at_most(len(tiles) * len(supplies), "tile and supply rows")
+    rates = {"matrix": args.matrix_per_cycle, "exp": args.exp_per_cycle, "smem": args.smem_per_cycle}
+    return dict({"model": arch.id}, **sm_balance(head_dim=d, tiles=tiles, supplies=supplies, rates=rates))
