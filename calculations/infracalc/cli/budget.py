@@ -37,6 +37,8 @@ KINDS = {
                        "rank p50/p99 and max completion, and paired counterfactuals (faster exchange, aligned, no recovery)",
     "completion-reclaim": "finite credits held until a periodic poll consumes each completion: submit, complete and "
                           "reclaim times, peaks of outstanding, in-flight and unconsumed operations",
+    "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
+                    "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
                 "and a stale speculative-read witness",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
@@ -1477,6 +1479,7 @@ from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402
 from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_net import _collective_tail, _collective_tail_arguments, _ordering, _ordering_arguments  # noqa: E402,F401
 from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # noqa: E402,F401
+from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -19,6 +19,7 @@ from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
+from ..analyses.remote_state import REMOTE_STATE_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
@@ -85,6 +86,7 @@ CONVENTIONS = {
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
     "ordering": ORDERING_CONVENTIONS,
     "completion-reclaim": COMPLETION_CONVENTIONS,
+    "remote-state": REMOTE_STATE_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
