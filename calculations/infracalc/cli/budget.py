@@ -63,6 +63,8 @@ KINDS = {
                  "matrix FLOPs and scalar operations of one update step",
     "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
                     "added and total capacity, with a declared gain and baseline of servers",
+    "cast": "where to cast one gradient from BF16 to FP32: on the CPU after a BF16 copy or on the GPU before an "
+            "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
     "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
                  "kernel's buffers and known live subset",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -151,15 +153,47 @@ def _straggler(args):
 
 
 def _exact_time(text):
-    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s."""
+    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s (at most 10^6 s)."""
+    import re
     from fractions import Fraction
 
-    common.duration(text)   # the unit check and its message
-    raw = text.strip()
-    units = (("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)), ("min", 60),
-             ("s", 1), ("h", 3600), ("d", 86400))
-    suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
-    return Fraction(raw[:-len(suffix)].strip()) * factor
+    units = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "ms": Fraction(1, 1000), "s": 1, "min": 60,
+             "h": 3600, "d": 86400}
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(ns|us|ms|s|min|h|d)", text.strip()) \
+        if len(text) <= 40 else None
+    value = Fraction(m.group(1)) * units[m.group(2)] if m else None
+    if value is None or value > 10**6:
+        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 10ms or 0.02s (ns, us, ms, s, min, h, "
+                                         f"d), at most 1e6 s, got '{text}'")
+    return value
+
+
+def _cast_arguments(q):
+    common.add_model(q)
+    q.add_argument("--link-bw", type=common.bandwidth, required=True, metavar="BW",
+                   help="effective device-to-host copy rate (e.g. 32GB/s)")
+    q.add_argument("--cpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the CPU cast's throughput over its read + write bytes (e.g. 100GB/s)")
+    q.add_argument("--gpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the GPU cast's throughput over its read + write bytes (e.g. 1500GB/s)")
+    for flag, what in (("--copy-startup", "each copy"), ("--cpu-cast-startup", "the CPU cast"),
+                       ("--gpu-cast-startup", "the GPU cast")):
+        q.add_argument(flag, dest=flag[2:].replace("-", "_") + "_s", type=_exact_time, default=0, metavar="T",
+                       help=f"startup of {what} (default 0s)")
+    q.add_argument("--gpu-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="extra GPU memory the cast may use beyond the source gradient (e.g. 256MiB)")
+    q.add_argument("--host-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="host staging memory (e.g. 512MiB)")
+
+
+def _cast(args):
+    from ..analyses.gradient_cast import gradient_cast
+    from ..load.models import load_model
+
+    return gradient_cast(load_model(args.model), link=round(args.link_bw), cpu_rate=round(args.cpu_cast_rate),
+                         gpu_rate=round(args.gpu_cast_rate), copy_startup=args.copy_startup_s,
+                         cpu_startup=args.cpu_cast_startup_s, gpu_startup=args.gpu_cast_startup_s,
+                         gpu_budget=args.gpu_budget, host_budget=args.host_budget)
 
 
 def _optimizer_arguments(q):

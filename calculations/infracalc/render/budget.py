@@ -16,6 +16,7 @@ from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
+from ..analyses.gradient_cast import CAST_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -89,6 +90,7 @@ CONVENTIONS = {
     "remote-state": REMOTE_STATE_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
+    "cast": CAST_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
