@@ -69,6 +69,8 @@ KINDS = {
                  "kernel's buffers and known live subset",
     "routing-metadata": "routing replay metadata: the routed expert ids of T tokens in a whole-byte encoding, "
                         "declared identity fields and header, stored and per-second transport bytes",
+    "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
+                    "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -703,6 +705,41 @@ def _ack_window(args):
                           start_s=args.start_time, drop=drop, loss_request=args.loss_request, initial_windows=windows)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _environments_arguments(q):
+    q.add_argument("--environments", type=common.positive_int, required=True, metavar="N", help="environments (100)")
+    for flag, text in (("--template-bytes", "template state (2GiB)"), ("--touched-bytes", "bytes an environment touches"),
+                       ("--dirty-bytes", "bytes it writes (within touched)"),
+                       ("--hot-readonly-bytes", "hot read-only bytes (within touched, beside dirty)"),
+                       ("--overhead-bytes", "private overhead per environment"),
+                       ("--local-budget-bytes", "local memory budget"), ("--snapshot-delta-bytes", "one branch's delta"),
+                       ("--environment-bytes", "bytes a prewarmed environment holds")):
+        q.add_argument(flag, type=byte_count, required=True, metavar="BYTES", help=text)
+    q.add_argument("--transfer-rate", type=common.byte_size, required=True, metavar="BYTES",
+                   help="declared effective byte service per second (1GiB)")
+    q.add_argument("--preparation-time", type=exact_seconds, required=True, metavar="T", help="environment preparation")
+    q.add_argument("--lead-time", type=exact_seconds, required=True, metavar="T", help="prewarm start before the call")
+    q.add_argument("--hit", type=_exact_share_or_zero, required=True, metavar="P", help="prediction hit probability")
+    q.add_argument("--timeout", type=exact_seconds, required=True, metavar="T",
+                   help="a wrong prewarm is cancelled this long after the call")
+
+
+def _environments(args):
+    from ..analyses.environment_budget import environment_budget
+    from ..errors import UserError
+
+    if not args.dirty_bytes <= args.touched_bytes <= args.template_bytes or \
+            args.hot_readonly_bytes > args.touched_bytes - args.dirty_bytes:
+        raise UserError("need dirty <= touched <= template and hot read-only <= touched - dirty")
+    if args.snapshot_delta_bytes > args.template_bytes:
+        raise UserError("--snapshot-delta-bytes exceeds --template-bytes")
+    return environment_budget(environments=args.environments, template=args.template_bytes,
+                              touched=args.touched_bytes, dirty=args.dirty_bytes, hot_readonly=args.hot_readonly_bytes,
+                              overhead=args.overhead_bytes, local_budget=args.local_budget_bytes,
+                              delta=args.snapshot_delta_bytes, bytes_per_s=args.transfer_rate,
+                              preparation_s=args.preparation_time, lead_s=args.lead_time, hit=Fraction(args.hit),
+                              timeout_s=args.timeout, environment_bytes=args.environment_bytes)
 
 
 def _blocks(text):

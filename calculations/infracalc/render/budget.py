@@ -7,6 +7,7 @@ from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
+from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
@@ -80,6 +81,7 @@ CONVENTIONS = {
     "nic": PACKET_CONVENTIONS,
     "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
+    "environments": ENVIRONMENT_CONVENTIONS,
     "periodic-queue": FLUID_CONVENTIONS,
     "feedback-queue": FLUID_CONVENTIONS,
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
