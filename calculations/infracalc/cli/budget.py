@@ -69,6 +69,8 @@ KINDS = {
                  "kernel's buffers and known live subset",
     "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
+    "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
+                    "reused state, state bytes, dependency chains",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -97,6 +99,9 @@ KINDS = {
                      "servers in declared ticks: staged or direct path, slots",
     "sm-balance": "one attention tile on one SM: tensor-core, exponential and shared-memory cycles at per-SM "
                   "rates (FlashAttention-4's B200 figures by default) under supply multipliers",
+    "online-softmax": "online-softmax states (max, exp-sum, weighted sum) of a declared row merged block by block "
+                      "and as a tree against the direct softmax and the mean of block outputs",
+    "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -712,6 +717,24 @@ def _environments(args):
                               delta=args.snapshot_delta_bytes, bytes_per_s=args.transfer_rate,
                               preparation_s=args.preparation_time, lead_s=args.lead_time, hit=Fraction(args.hit),
                               timeout_s=args.timeout, environment_bytes=args.environment_bytes)
+
+
+def _sequence_toy_arguments(q):
+    q.add_argument("--tokens", type=common.positive_int, default=4, help="known tokens T (default 4; one more is supplied)")
+    q.add_argument("--layers", type=common.positive_int, default=3, help="layers L (default 3)")
+    q.add_argument("--width", type=common.positive_int, default=4, help="width D (default 4)")
+    q.add_argument("--ff-width", type=common.positive_int, default=8, help="Transformer feed-forward width F (default 8)")
+    q.add_argument("--vocabulary", type=common.positive_int, default=5, help="input table rows (default 5)")
+
+
+def _sequence_toy(args):
+    from ..analyses.sequence_toy import sequence_toy
+    from ..errors import UserError
+
+    if args.tokens > 4096 or args.layers * args.width * args.ff_width > 10**9:
+        raise UserError("--tokens at most 4096 (a teaching sequence)")
+    return sequence_toy(tokens=args.tokens, layers=args.layers, d=args.width, f=args.ff_width,
+                        vocabulary=args.vocabulary)
 
 
 def _blocks(text):
@@ -1556,3 +1579,4 @@ from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E40
 from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
 from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
 from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
+from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401

@@ -25,6 +25,7 @@ from ..analyses.remote_state import REMOTE_STATE_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
+from ..analyses.sequence_toy import SEQUENCE_TOY_CONVENTIONS
 from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
@@ -32,6 +33,7 @@ from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
 from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
 from ..analyses.attention_handoff import INPUT_SLOT_CONVENTIONS, MATRIX_VECTOR_CONVENTIONS
 from ..analyses.sm_balance import SM_BALANCE_CONVENTIONS
+from ..analyses.merge_numerics import FP8_CONVENTIONS, NUMERICS_CONVENTIONS
 from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
@@ -77,6 +79,8 @@ CONVENTIONS = {
     "attention-input": INPUT_SLOT_CONVENTIONS,
     "matrix-vector": MATRIX_VECTOR_CONVENTIONS,
     "sm-balance": SM_BALANCE_CONVENTIONS,
+    "online-softmax": NUMERICS_CONVENTIONS,
+    "fp8-scale": FP8_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
@@ -97,6 +101,7 @@ CONVENTIONS = {
     "retry": RETRY_CONVENTIONS,
     "sampling": SAMPLING_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
+    "sequence-toy": SEQUENCE_TOY_CONVENTIONS,
     "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
     "history": [
