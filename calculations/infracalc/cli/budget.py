@@ -67,8 +67,12 @@ KINDS = {
             "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
     "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
                  "kernel's buffers and known live subset",
+    "routing-metadata": "routing replay metadata: the routed expert ids of T tokens in a whole-byte encoding, "
+                        "declared identity fields and header, stored and per-second transport bytes",
     "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
+    "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
+                    "reused state, state bytes, dependency chains",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -196,6 +200,32 @@ def _cast(args):
                          gpu_rate=round(args.gpu_cast_rate), copy_startup=args.copy_startup_s,
                          cpu_startup=args.cpu_cast_startup_s, gpu_startup=args.gpu_cast_startup_s,
                          gpu_budget=args.gpu_budget, host_budget=args.host_budget)
+
+
+def _routing_metadata_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, metavar="T", help="recorded token positions")
+    q.add_argument("--encoding", choices=("uint8", "uint16", "int32"), default="uint16",
+                   help="bytes per expert id (default uint16)")
+    q.add_argument("--token-rate", type=common.token_budget, required=True, metavar="TOKENS/S",
+                   help="tokens recorded per second (1M = 10^6)")
+    q.add_argument("--bandwidth", type=common.bandwidth, required=True, metavar="BW",
+                   help="the metadata transport's effective rate (e.g. 1GB/s)")
+    q.add_argument("--retained-copies", type=common.positive_int, default=1, metavar="N",
+                   help="stored copies of the payload (default 1)")
+    q.add_argument("--header-bytes", type=common.non_negative_int, default=128, metavar="B",
+                   help="declared stream header (default 128)")
+    q.add_argument("--identity-bytes", type=common.non_negative_int, default=24, metavar="B",
+                   help="declared identity fields per token (default 24: sequence id, position, weight version)")
+
+
+def _routing_metadata(args):
+    from ..analyses.routing_metadata import routing_metadata
+    from ..load.models import load_model
+
+    return routing_metadata(load_model(args.model), tokens=args.tokens, encoding=args.encoding,
+                            token_rate=args.token_rate, retained=args.retained_copies, bandwidth=round(args.bandwidth),
+                            header_bytes=args.header_bytes, identity_bytes=args.identity_bytes)
 
 
 def _optimizer_arguments(q):
@@ -715,6 +745,24 @@ def _environments(args):
                               delta=args.snapshot_delta_bytes, bytes_per_s=args.transfer_rate,
                               preparation_s=args.preparation_time, lead_s=args.lead_time, hit=Fraction(args.hit),
                               timeout_s=args.timeout, environment_bytes=args.environment_bytes)
+
+
+def _sequence_toy_arguments(q):
+    q.add_argument("--tokens", type=common.positive_int, default=4, help="known tokens T (default 4; one more is supplied)")
+    q.add_argument("--layers", type=common.positive_int, default=3, help="layers L (default 3)")
+    q.add_argument("--width", type=common.positive_int, default=4, help="width D (default 4)")
+    q.add_argument("--ff-width", type=common.positive_int, default=8, help="Transformer feed-forward width F (default 8)")
+    q.add_argument("--vocabulary", type=common.positive_int, default=5, help="input table rows (default 5)")
+
+
+def _sequence_toy(args):
+    from ..analyses.sequence_toy import sequence_toy
+    from ..errors import UserError
+
+    if args.tokens > 4096 or args.layers * args.width * args.ff_width > 10**9:
+        raise UserError("--tokens at most 4096 (a teaching sequence)")
+    return sequence_toy(tokens=args.tokens, layers=args.layers, d=args.width, f=args.ff_width,
+                        vocabulary=args.vocabulary)
 
 
 def _blocks(text):

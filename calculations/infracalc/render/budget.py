@@ -18,6 +18,7 @@ from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
 from ..analyses.gradient_cast import CAST_CONVENTIONS
+from ..analyses.routing_metadata import ROUTING_METADATA_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -25,6 +26,7 @@ from ..analyses.remote_state import REMOTE_STATE_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
+from ..analyses.sequence_toy import SEQUENCE_TOY_CONVENTIONS
 from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
@@ -93,6 +95,7 @@ CONVENTIONS = {
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
+    "routing-metadata": ROUTING_METADATA_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
@@ -100,6 +103,7 @@ CONVENTIONS = {
     "retry": RETRY_CONVENTIONS,
     "sampling": SAMPLING_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
+    "sequence-toy": SEQUENCE_TOY_CONVENTIONS,
     "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
     "history": [
