@@ -58,6 +58,7 @@ under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 """
 
 import functools
+import sys
 
 from .. import comm
 from .. import layout as placement
@@ -320,10 +321,11 @@ class StageTime(Record):
 
 def local_expert_layers(arch, lay, st):
     """Sum over the MoE layers one device of stage `st` runs of its local routed experts."""
-    from ..blocks.moe import MoE
-
+    moe = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.moe")
+    if moe is None:   # no MoE block exists before blocks.moe is imported (by the adapters that build one)
+        return 0
     return sum(count * b.local_experts for layer, count, _ in placement.device_layers(arch, lay, st)
-               for b in layer.blocks if isinstance(b, MoE))
+               for b in layer.blocks if isinstance(b, moe.MoE))
 
 
 def expert_host_pass(arch, lay, st, per_expert_s, recompute):

@@ -65,8 +65,12 @@ KINDS = {
                  "matrix FLOPs and scalar operations of one update step",
     "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
                     "added and total capacity, with a declared gain and baseline of servers",
+    "cast": "where to cast one gradient from BF16 to FP32: on the CPU after a BF16 copy or on the GPU before an "
+            "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
     "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
                  "kernel's buffers and known live subset",
+    "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
+                    "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -150,15 +154,47 @@ def _straggler(args):
 
 
 def _exact_time(text):
-    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s."""
+    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s (at most 10^6 s)."""
+    import re
     from fractions import Fraction
 
-    common.duration(text)   # the unit check and its message
-    raw = text.strip()
-    units = (("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)), ("min", 60),
-             ("s", 1), ("h", 3600), ("d", 86400))
-    suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
-    return Fraction(raw[:-len(suffix)].strip()) * factor
+    units = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "ms": Fraction(1, 1000), "s": 1, "min": 60,
+             "h": 3600, "d": 86400}
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(ns|us|ms|s|min|h|d)", text.strip()) \
+        if len(text) <= 40 else None
+    value = Fraction(m.group(1)) * units[m.group(2)] if m else None
+    if value is None or value > 10**6:
+        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 10ms or 0.02s (ns, us, ms, s, min, h, "
+                                         f"d), at most 1e6 s, got '{text}'")
+    return value
+
+
+def _cast_arguments(q):
+    common.add_model(q)
+    q.add_argument("--link-bw", type=common.bandwidth, required=True, metavar="BW",
+                   help="effective device-to-host copy rate (e.g. 32GB/s)")
+    q.add_argument("--cpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the CPU cast's throughput over its read + write bytes (e.g. 100GB/s)")
+    q.add_argument("--gpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the GPU cast's throughput over its read + write bytes (e.g. 1500GB/s)")
+    for flag, what in (("--copy-startup", "each copy"), ("--cpu-cast-startup", "the CPU cast"),
+                       ("--gpu-cast-startup", "the GPU cast")):
+        q.add_argument(flag, dest=flag[2:].replace("-", "_") + "_s", type=_exact_time, default=0, metavar="T",
+                       help=f"startup of {what} (default 0s)")
+    q.add_argument("--gpu-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="extra GPU memory the cast may use beyond the source gradient (e.g. 256MiB)")
+    q.add_argument("--host-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="host staging memory (e.g. 512MiB)")
+
+
+def _cast(args):
+    from ..analyses.gradient_cast import gradient_cast
+    from ..load.models import load_model
+
+    return gradient_cast(load_model(args.model), link=round(args.link_bw), cpu_rate=round(args.cpu_cast_rate),
+                         gpu_rate=round(args.gpu_cast_rate), copy_startup=args.copy_startup_s,
+                         cpu_startup=args.cpu_cast_startup_s, gpu_startup=args.gpu_cast_startup_s,
+                         gpu_budget=args.gpu_budget, host_budget=args.host_budget)
 
 
 def _optimizer_arguments(q):
@@ -643,6 +679,41 @@ def _ack_window(args):
                           start_s=args.start_time, drop=drop, loss_request=args.loss_request, initial_windows=windows)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _environments_arguments(q):
+    q.add_argument("--environments", type=common.positive_int, required=True, metavar="N", help="environments (100)")
+    for flag, text in (("--template-bytes", "template state (2GiB)"), ("--touched-bytes", "bytes an environment touches"),
+                       ("--dirty-bytes", "bytes it writes (within touched)"),
+                       ("--hot-readonly-bytes", "hot read-only bytes (within touched, beside dirty)"),
+                       ("--overhead-bytes", "private overhead per environment"),
+                       ("--local-budget-bytes", "local memory budget"), ("--snapshot-delta-bytes", "one branch's delta"),
+                       ("--environment-bytes", "bytes a prewarmed environment holds")):
+        q.add_argument(flag, type=byte_count, required=True, metavar="BYTES", help=text)
+    q.add_argument("--transfer-rate", type=common.byte_size, required=True, metavar="BYTES",
+                   help="declared effective byte service per second (1GiB)")
+    q.add_argument("--preparation-time", type=exact_seconds, required=True, metavar="T", help="environment preparation")
+    q.add_argument("--lead-time", type=exact_seconds, required=True, metavar="T", help="prewarm start before the call")
+    q.add_argument("--hit", type=_exact_share_or_zero, required=True, metavar="P", help="prediction hit probability")
+    q.add_argument("--timeout", type=exact_seconds, required=True, metavar="T",
+                   help="a wrong prewarm is cancelled this long after the call")
+
+
+def _environments(args):
+    from ..analyses.environment_budget import environment_budget
+    from ..errors import UserError
+
+    if not args.dirty_bytes <= args.touched_bytes <= args.template_bytes or \
+            args.hot_readonly_bytes > args.touched_bytes - args.dirty_bytes:
+        raise UserError("need dirty <= touched <= template and hot read-only <= touched - dirty")
+    if args.snapshot_delta_bytes > args.template_bytes:
+        raise UserError("--snapshot-delta-bytes exceeds --template-bytes")
+    return environment_budget(environments=args.environments, template=args.template_bytes,
+                              touched=args.touched_bytes, dirty=args.dirty_bytes, hot_readonly=args.hot_readonly_bytes,
+                              overhead=args.overhead_bytes, local_budget=args.local_budget_bytes,
+                              delta=args.snapshot_delta_bytes, bytes_per_s=args.transfer_rate,
+                              preparation_s=args.preparation_time, lead_s=args.lead_time, hit=Fraction(args.hit),
+                              timeout_s=args.timeout, environment_bytes=args.environment_bytes)
 
 
 def _blocks(text):

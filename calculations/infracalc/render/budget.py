@@ -8,6 +8,7 @@ from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
 from ..analyses.fifo_pipeline import FIFO_PIPELINE_CONVENTIONS
+from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
@@ -17,6 +18,7 @@ from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
+from ..analyses.gradient_cast import CAST_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -79,6 +81,7 @@ CONVENTIONS = {
     "nic": PACKET_CONVENTIONS,
     "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
+    "environments": ENVIRONMENT_CONVENTIONS,
     "periodic-queue": FLUID_CONVENTIONS,
     "feedback-queue": FLUID_CONVENTIONS,
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
@@ -88,6 +91,7 @@ CONVENTIONS = {
     "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
+    "cast": CAST_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
