@@ -338,6 +338,17 @@ class TpOverlap(unittest.TestCase):
         lay = placement.Layout(tp=8, pp=1, dp=2, cp=1, ep=4, micro_batches=2)
         self.assertEqual(TT.expert_dp_placement(lay, 4, 8, load_device("b200")), ("out", 1))
 
+    def test_training_cause_shares_add_up(self):
+        # the worst-case cause names the step's parts; they add up to the step (up to rounding)
+        import re
+        rows = {r["id"]: r for r in V.validate()["cases"]}
+        for cid in ("mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8", "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64"):
+            cause = rows[cid]["predicted_cause"]
+            shares = [int(x) for x in re.findall(r"(\d+)%", cause)]
+            self.assertLessEqual(abs(sum(shares) - 100), len(shares), cause)
+        self.assertIn("per-expert host cost", rows["mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8"]["predicted_cause"])
+        self.assertNotIn("per-expert", rows["nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64"]["predicted_cause"])
+
     def test_nemo_recipe_overlaps_tp(self):
         self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_tp"])
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64.json"))

@@ -99,6 +99,9 @@ KINDS = {
                      "servers in declared ticks: staged or direct path, slots",
     "sm-balance": "one attention tile on one SM: tensor-core, exponential and shared-memory cycles at per-SM "
                   "rates (FlashAttention-4's B200 figures by default) under supply multipliers",
+    "online-softmax": "online-softmax states (max, exp-sum, weighted sum) of a declared row merged block by block "
+                      "and as a tree against the direct softmax and the mean of block outputs",
+    "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -1559,3 +1562,4 @@ from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E40
 from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
 from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
 from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
+from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401

@@ -600,3 +600,80 @@ def _sm_balance(args):
     _at_most(len(tiles) * len(supplies), "tile and supply rows")
     rates = {"matrix": args.matrix_per_cycle, "exp": args.exp_per_cycle, "smem": args.smem_per_cycle}
     return dict({"model": arch.id}, **sm_balance(head_dim=d, tiles=tiles, supplies=supplies, rates=rates))
+
+
+def _score(item):
+    import math
+
+    item = item.strip()
+    if item in ("-", "masked"):
+        return None
+    if item.startswith("ln"):
+        x = float(item[2:])
+        if x <= 0:
+            raise ValueError(item)
+        return math.log(x)
+    value = float(item)
+    if value != value or value in (math.inf, -math.inf):
+        raise ValueError(item)
+    return value
+
+
+def _scores(text):
+    import argparse
+
+    try:
+        values = [_score(t) for t in text.split(",")] if len(text) < 4000 else None
+    except ValueError:
+        values = None
+    if not values:
+        raise argparse.ArgumentTypeError(f"must be scores separated by commas: numbers, lnX (the natural log of X) "
+                                         f"or masked, e.g. 0,ln2,ln4; got '{text}'")
+    return text
+
+
+def _vectors(text):
+    import argparse
+    import math
+
+    try:
+        rows = [[float(c) for c in item.split(":")] for item in text.split(",")] if len(text) < 4000 else []
+    except ValueError:
+        rows = []
+    if not rows or len({len(r) for r in rows}) != 1 or any(not math.isfinite(c) for r in rows for c in r):
+        raise argparse.ArgumentTypeError(f"must be finite value vectors of one width, components joined by ':' and "
+                                         f"vectors by ',' (1,3,-2 or 0:0,1:2), got '{text}'")
+    return text
+
+
+def _online_softmax_arguments(q):
+    q.add_argument("--scores", type=_scores, required=True, metavar="S,S", help="one score per position: a number, lnX (the natural log of X) or masked")
+    q.add_argument("--values", type=_vectors, required=True, metavar="V,V", help="one value vector per position")
+    q.add_argument("--blocks", required=True, metavar="N,N", help="positions per block, in order (0 = an empty block)")
+
+
+def _online_softmax(args):
+    from ..analyses.merge_numerics import online_softmax
+    from ..errors import UserError
+
+    scores = [_score(t) for t in args.scores.split(",")]
+    values = [[float(c) for c in item.split(":")] for item in args.values.split(",")]
+    blocks = [common.digits(t.strip()) for t in args.blocks.split(",")]
+    if None in blocks or len(blocks) > 1024:
+        raise UserError(f"--blocks must be at most 1,024 non-negative counts, got '{args.blocks}'")
+    if len(values) != len(scores) or sum(blocks) != len(scores):
+        raise UserError(f"{len(scores)} scores, {len(values)} values and blocks summing to {sum(blocks)}: "
+                        f"all three must cover the same positions")
+    return online_softmax(scores, values, blocks)
+
+
+def _fp8_scale_arguments(q):
+    q.add_argument("--block", type=common.positive_int, default=128, help="elements per scale block (default 128)")
+    q.add_argument("--larger-first", action="store_true", help="put the block holding the row's maximum first")
+
+
+def _fp8_scale(args):
+    from ..analyses.merge_numerics import prefix_scale_witness
+
+    _at_most(args.block, "elements per block")
+    return prefix_scale_witness(args.block, args.larger_first)

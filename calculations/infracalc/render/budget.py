@@ -33,6 +33,7 @@ from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
 from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
 from ..analyses.attention_handoff import INPUT_SLOT_CONVENTIONS, MATRIX_VECTOR_CONVENTIONS
 from ..analyses.sm_balance import SM_BALANCE_CONVENTIONS
+from ..analyses.merge_numerics import FP8_CONVENTIONS, NUMERICS_CONVENTIONS
 from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
@@ -78,6 +79,8 @@ CONVENTIONS = {
     "attention-input": INPUT_SLOT_CONVENTIONS,
     "matrix-vector": MATRIX_VECTOR_CONVENTIONS,
     "sm-balance": SM_BALANCE_CONVENTIONS,
+    "online-softmax": NUMERICS_CONVENTIONS,
+    "fp8-scale": FP8_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
