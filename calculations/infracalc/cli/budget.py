@@ -71,6 +71,8 @@ KINDS = {
                  "kernel's buffers and known live subset",
     "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
+    "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
+                    "reused state, state bytes, dependency chains",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -717,6 +719,24 @@ def _environments(args):
                               delta=args.snapshot_delta_bytes, bytes_per_s=args.transfer_rate,
                               preparation_s=args.preparation_time, lead_s=args.lead_time, hit=Fraction(args.hit),
                               timeout_s=args.timeout, environment_bytes=args.environment_bytes)
+
+
+def _sequence_toy_arguments(q):
+    q.add_argument("--tokens", type=common.positive_int, default=4, help="known tokens T (default 4; one more is supplied)")
+    q.add_argument("--layers", type=common.positive_int, default=3, help="layers L (default 3)")
+    q.add_argument("--width", type=common.positive_int, default=4, help="width D (default 4)")
+    q.add_argument("--ff-width", type=common.positive_int, default=8, help="Transformer feed-forward width F (default 8)")
+    q.add_argument("--vocabulary", type=common.positive_int, default=5, help="input table rows (default 5)")
+
+
+def _sequence_toy(args):
+    from ..analyses.sequence_toy import sequence_toy
+    from ..errors import UserError
+
+    if args.tokens > 4096 or args.layers * args.width * args.ff_width > 10**9:
+        raise UserError("--tokens at most 4096 (a teaching sequence)")
+    return sequence_toy(tokens=args.tokens, layers=args.layers, d=args.width, f=args.ff_width,
+                        vocabulary=args.vocabulary)
 
 
 def _blocks(text):
