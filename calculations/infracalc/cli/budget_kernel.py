@@ -97,25 +97,10 @@ def _quant_gemm(args):
     return dict({"model": arch.id}, **out)
 
 
-_NS_PER = (("ns", 1), ("us", 10**3), ("ms", 10**6), ("s", 10**9))
-
-
 def exact_ns(text):
-    """A declared duration in whole nanoseconds from a number and a unit: 10us, 0.48ms, 2000ns."""
-    import argparse
-    from fractions import Fraction
-
-    raw = text.strip()
-    for unit, scale in _NS_PER:
-        number = raw[:-len(unit)]
-        if raw.endswith(unit) and number and len(raw) < 40 and number.replace(".", "", 1).isascii() \
-                and number.replace(".", "", 1).isdigit():
-            ns = Fraction(number) * scale
-            if ns.denominator == 1 and ns <= 10**18:
-                return int(ns)
-            break
-    raise argparse.ArgumentTypeError(f"must be a duration of whole nanoseconds with a unit (10us, 0.48ms, "
-                                     f"2000ns), got '{text}'")
+    """A declared duration in whole nanoseconds (budget.exact_ns: 10us, 0.48ms, 2000ns)."""
+    from .budget import exact_ns as parse
+    return parse(text)
 
 
 def _ns_pair(text):
@@ -228,24 +213,16 @@ def _microbatch(args):
 
 
 
-_BYTE_RATES = (("TiB/s", 2**40), ("GiB/s", 2**30), ("MiB/s", 2**20), ("TB/s", 10**12), ("GB/s", 10**9),
-               ("MB/s", 10**6), ("B/s", 1))
-
-
 def byte_rate(text):
-    """A declared whole bytes/s: 2TB/s, 1792GB/s, 24GiB/s (binary units kept exact)."""
+    """A declared positive whole bytes/s (budget_net.byte_rate: 2TB/s, 1792GB/s, 24GiB/s)."""
     import argparse
-    from fractions import Fraction
 
-    raw = text.strip()
-    unit, scale = next(((u, k) for u, k in _BYTE_RATES if raw.endswith(u)), ("", 1))
-    try:
-        value = Fraction(raw[:len(raw) - len(unit)]) * scale if len(raw) < 40 else None
-    except (ValueError, ZeroDivisionError):
-        value = None
-    if value is None or value < 1 or value.denominator != 1:
-        raise argparse.ArgumentTypeError(f"must be a whole bytes/s such as 2TB/s or 24GiB/s, got '{text}'")
-    return int(value)
+    from .budget_net import byte_rate as parse
+
+    value = parse(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive rate, got '{text}'")
+    return value
 
 
 def flop_rate(text):
