@@ -116,6 +116,8 @@ COMMANDS = [
      "384", "--reference-cards", "48", "--compute-time", "52.2s", "--overhead-time", "0.5s", "--cards", "48,96,1536"],
     ["budget", "straggler", "--mean-time", "52.2s", "--sigma", "1.044s", "--ranks", "8,48,1024"],
     ["budget", "optimizer", "--model", "deepseek-v4-flash"],
+    ["budget", "cast", "--model", "qwen3-235b-a22b", "--link-bw", "32GB/s", "--cpu-cast-rate", "100GB/s",
+     "--gpu-cast-rate", "1500GB/s", "--gpu-budget", "256MiB", "--host-budget", "512MiB"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",
      "--gradient-times", "20ms", "--link", "shared", "--format", "json"],

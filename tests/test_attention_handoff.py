@@ -10,6 +10,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.attention_handoff import attention_input, input_schedule, matrix_vector  # noqa: E402
+from infracalc.analyses.sm_balance import tile_balance  # noqa: E402
 
 RATES = {"matrix": 8192, "scalar": 128, "exp": 16, "div": 16, "compare": 128, "link": 128}
 
@@ -73,6 +74,42 @@ class MatrixVector(unittest.TestCase):
     def test_capacity(self):
         r = matrix_vector(head_dim=128, length=128, group_rows=32, slots=4, direct=False, rates=RATES, capacity=65536)
         self.assertEqual((r["fits"], r["capacity_qualified_finish_tick"]), (False, None))
+
+
+class SMBalance(unittest.TestCase):
+    RATES = {"matrix": 8192, "exp": 16, "smem": 128}
+
+    def test_square_tile(self):
+        # 128 x 128, d = 128: 4 x 128^3 = 8,388,608 FLOPs / 8,192 = 1,024 cycles; 16,384 exponentials / 16 = 1,024;
+        # shared memory: one QK^T output tile reads Q and K (2 x 128 x 128 x 2 B = 65,536) and one PV tile reads V
+        # (128 x 128 x 2 = 32,768): 98,304 B / 128 = 768 cycles; bound 1,024, matrix and exp tied.
+        r = tile_balance(128, 128, 128, rates=self.RATES, supply={"matrix": 1, "exp": 1, "smem": 1})
+        self.assertEqual((r["matrix_cycles"], r["exp_cycles"], r["smem_cycles"]), (1024, 1024, 768))
+        self.assertEqual((r["bound_cycles"], r["limited_by"]), (1024, "matrix, exp"))
+
+    def test_doubling_moves_the_bottleneck(self):
+        # matrix and exp doubled: 512, 512, smem still 768 -> bound 768 on shared memory (3/4 of the baseline)
+        r = tile_balance(128, 128, 128, rates=self.RATES, supply={"matrix": 2, "exp": 2, "smem": 1})
+        self.assertEqual((r["bound_cycles"], r["limited_by"]), (768, "smem"))
+        # 256 x 128: two QK^T and two PV output tiles, each PV tile reads all N = 128 rows of V: 4 x 32,768 +
+        # 2 x 32,768 = 196,608 B; unique Q, K, V 2 x (256 + 2 x 128) x 128 = 131,072 B
+        r = tile_balance(256, 128, 128, rates=self.RATES, supply={"matrix": 1, "exp": 1, "smem": 1})
+        self.assertEqual((r["smem_read_bytes"], r["unique_qkv_bytes"], r["smem_cycles"]), (196608, 131072, 1536))
+        # 128 x 256: one PV tile reads N = 256 rows of V: 2 x 65,536 + 65,536 = 196,608 B as well
+        r = tile_balance(128, 256, 128, rates=self.RATES, supply={"matrix": 1, "exp": 1, "smem": 1})
+        self.assertEqual((r["qk_output_tiles"], r["pv_output_tiles"], r["smem_read_bytes"]), (2, 1, 196608))
+
+    def test_wider_head(self):
+        # d = 256: one QK^T output tile reads Q and K of 2 x 128 x 256 x 2 = 131,072 B; PV has two 128-wide output
+        # tiles, each reading V's 128 rows x 128 columns: 2 x 32,768; total 196,608 B
+        r = tile_balance(128, 128, 256, rates=self.RATES, supply={"matrix": 1, "exp": 1, "smem": 1})
+        self.assertEqual((r["pv_output_tiles"], r["smem_read_bytes"], r["matrix_flops"]), (2, 196608, 16777216))
+
+    def test_book_table(self):
+        # the book's 16 rows: bounds per tile for supplies 1:1:1, 2:1:1, 2:2:1, 2:2:2
+        r = budget("sm-balance", "--model", "qwen3-8b")
+        self.assertEqual([x["bound_cycles"] for x in r["rows"]],
+                         [1024, 1024, 768, 512, 2048, 2048, 1536, 1024, 2048, 2048, 1536, 1024, 4096, 4096, 3072, 2048])
 
 
 if __name__ == "__main__":

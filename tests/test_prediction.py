@@ -322,6 +322,33 @@ class TpOverlap(unittest.TestCase):
         self.assertEqual(VP.training_prediction(ds, 1.0, expert_host_s=0.0)[0],
                          VP.training_prediction(ds, 1.0, expert_host_s=1e-3)[0])
 
+    def test_expert_dp_group_placement(self):
+        # 64 ranks, tp 1, ep 8 carved out of dp 64: an EP group is 8 consecutive ranks, so the
+        # ranks holding the same experts are 8 apart: the expert-DP group (64 / 8 = 8 members) spans
+        # ranks 0..56. On 8-GPU NVLink domains (B200) it crosses domains with one member in each;
+        # inside a 72-GPU NVL72 domain (GB200) it stays on NVLink.
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.load.hardware import load_device
+
+        lay = placement.Layout(tp=1, pp=1, dp=64, cp=1, ep=8, micro_batches=2)
+        self.assertEqual(TT.expert_dp_placement(lay, 8, 8, load_device("b200")), ("out", 1))
+        self.assertEqual(TT.expert_dp_placement(lay, 8, 72, load_device("gb200")), ("up", 1))
+        # EP inside TP (ep <= tp): the expert-DP group is the dense DP group, tp apart
+        lay = placement.Layout(tp=8, pp=1, dp=2, cp=1, ep=4, micro_batches=2)
+        self.assertEqual(TT.expert_dp_placement(lay, 4, 8, load_device("b200")), ("out", 1))
+
+    def test_training_cause_shares_add_up(self):
+        # the worst-case cause names the step's parts; they add up to the step (up to rounding)
+        import re
+        rows = {r["id"]: r for r in V.validate()["cases"]}
+        for cid in ("mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8", "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64"):
+            cause = rows[cid]["predicted_cause"]
+            shares = [int(x) for x in re.findall(r"(\d+)%", cause)]
+            self.assertLessEqual(abs(sum(shares) - 100), len(shares), cause)
+        self.assertIn("per-expert host cost", rows["mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8"]["predicted_cause"])
+        self.assertNotIn("per-expert", rows["nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64"]["predicted_cause"])
+
     def test_nemo_recipe_overlaps_tp(self):
         self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_tp"])
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64.json"))

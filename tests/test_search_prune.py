@@ -277,3 +277,43 @@ class PipelineComposition(unittest.TestCase):
         step = pipeline.step_pipeline([1.0, 2.0, 3.0], 0.5, 2, 3)
         self.assertEqual(step["cycle_s"], 7.0)
         self.assertAlmostEqual(step["bubble_fraction"], 1 - 6 / 7, places=15)
+
+
+class OverLimitSharedAcrossReplicas(unittest.TestCase):
+    """`search.over_limit` is memoized on what its bound reads (tp, ep, cp, sp, pp, micro-batches,
+    the stage split and the group tiers, not dp). Over many device counts: layouts with one key
+    have one bound TPOT (each from a fresh plan, so no memo answers for another layout), the
+    tiers are needed in the key (dp moves the PP neighbours off a server and changes the
+    bound), and the memoized answer equals the fresh bound's at limits around each value."""
+
+    def test_the_key_determines_the_bound(self):
+        def key(lay, t):
+            return (lay.tp, lay.ep, lay.cp, lay.sp, lay.pp, lay.micro_batches, lay.pp_layers, t)
+
+        for model in ("llama-3.1-70b", "qwen3-30b-a3b"):
+            shared, values, without_tiers = plan_of(model, H100, 2048, 256, {}), {}, {}
+            for n in (8, 16, 24, 32, 64, 128):
+                fresh = plan_of(model, H100, 2048, 256, {})   # no layout of another count in its memo
+                for lay in placement.candidate_layouts(shared.arch, n):
+                    try:
+                        S.admitted_batches(shared, lay, 1)
+                        tpot = P.latency(fresh, lay, 1, P.ranked_phase(fresh, lay, 1, "decode",
+                                                                     bound.stage_time_bounds))["tpot_mean_s"]
+                    except Exception:   # a layout the search rejects before or while scoring
+                        continue
+                    t = comm_tiers(lay, H100)
+                    values.setdefault(key(lay, t), set()).add(tpot)
+                    without_tiers.setdefault(key(lay, None), {})[tpot] = lay
+                    for limit in (tpot * 0.999, tpot * (1 + 2 * ranking.PRUNE_MARGIN)):
+                        self.assertEqual(S.over_limit(shared, lay, [1], limit),
+                                         tpot > limit * (1 + ranking.PRUNE_MARGIN), (model, lay))
+            self.assertTrue(all(len(v) == 1 for v in values.values()), model)
+            split = [v for v in without_tiers.values() if len(v) > 1]
+            self.assertTrue(split, model)
+            for group in split:   # one limit between the two bounds: the two layouts answer differently
+                (low, a), (high, b) = sorted(group.items())[:2]
+                limit = (low + high) / 2 / (1 + ranking.PRUNE_MARGIN)
+                if not low <= limit * (1 + ranking.PRUNE_MARGIN) < high:
+                    continue
+                self.assertEqual((S.over_limit(shared, a, [1], limit), S.over_limit(shared, b, [1], limit)),
+                                 (False, True), (model, a, b))

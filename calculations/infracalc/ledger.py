@@ -171,7 +171,7 @@ def field_sums(arch, w, fields):
     """The sums of `fields` (Op attributes) over the ledger's rows of `arch` under `w`,
     from each distinct block's rows once times the layers holding it (a row's every
     additive field scales with its count): sum_field's answers without the rows."""
-    get = attrgetter(*fields)
+    get = attrgetter(*fields) if len(fields) > 1 else (lambda op, one=attrgetter(*fields): (one(op),))
     free = w.without_history()
     counts = {}
     for block, count, _, _ in parts(arch):

@@ -122,8 +122,8 @@ def request_work(arch, w, input_len, output_len, prefill_w=None):
 
 def step_weight_bytes(arch, w, batch, history):
     """Weight bytes one decode step at `batch` reads (MoE: the experts it touches)."""
-    ops = ledger.operators(arch, w.replace(batch=max(batch, 1), tokens=1, history=history, logits="last"))
-    return ledger.sum_field(ops, "weight_read")
+    return ledger.field_sums(arch, w.replace(batch=max(batch, 1), tokens=1, history=history, logits="last"),
+                             ("weight_read",))[0]
 
 
 def request_time(work, weights_per_step, output_len, n, r):

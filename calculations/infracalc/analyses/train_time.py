@@ -58,6 +58,7 @@ under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 """
 
 import functools
+import sys
 
 from .. import comm
 from .. import layout as placement
@@ -320,10 +321,11 @@ class StageTime(Record):
 
 def local_expert_layers(arch, lay, st):
     """Sum over the MoE layers one device of stage `st` runs of its local routed experts."""
-    from ..blocks.moe import MoE
-
+    moe = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.moe")
+    if moe is None:   # no MoE block exists before blocks.moe is imported (by the adapters that build one)
+        return 0
     return sum(count * b.local_experts for layer, count, _ in placement.device_layers(arch, lay, st)
-               for b in layer.blocks if isinstance(b, MoE))
+               for b in layer.blocks if isinstance(b, moe.MoE))
 
 
 def expert_host_pass(arch, lay, st, per_expert_s, recompute):
@@ -371,17 +373,35 @@ def dp_step(dense, expert, lay, *, w_bytes, g_bytes, zero, device, links, micro_
     # the DP x CP group: members tp apart (cp, then dp, outside tp in the rank order)
     local = 1 if t == "up" else comm.group_local(span, lay.group_stride("cp" if lay.cp > 1 else "dp"),
                                                   lay.dp * lay.cp, domain)
+    placed = {"": (t, local)}
+    edp = train_memory.expert_dp(lay)
+    placed[" (experts, expert-DP group)"] = expert_dp_placement(lay, edp, domain, device) or (t, local)
     for params, group, what in ((dense, lay.dp * lay.cp, ""),
-                                (expert, train_memory.expert_dp(lay), " (experts, expert-DP group)")):
+                                (expert, edp, " (experts, expert-DP group)")):
         if not params or group == 1:
             continue
-        for c in dp_gradient_collectives(params * g_bytes, group, zero, t, param_bytes=params * w_bytes,
-                                         local=min(local, group)):
+        tier, here = placed[what]
+        for c in dp_gradient_collectives(params * g_bytes, group, zero, tier, param_bytes=params * w_bytes,
+                                         local=min(here, group)):
             c = c.replace(name=c.name + what)
             if c.name.startswith("ZeRO-3"):
                 c = c.replace(name=c.name + ", every micro-batch", count=c.count * micro_batches)
             out.append(Timed(c, "step", run_s(c, links, model, device.id) * c.count))
     return out
+
+
+def expert_dp_placement(lay, edp, domain, device):
+    """(tier, members per scale-up domain) of the expert data-parallel group: the ranks that hold
+    the same expert shard are expert_tp x ep apart in the rank order (an EP group, with the TP
+    ranks inside it, is expert_tp x ep consecutive ranks; Megatron-LM's expert-parallel groups), so
+    an EP group that fills a domain leaves one member of the expert-DP group per domain. None under
+    context parallelism (the dense group's placement is kept)."""
+    if lay.cp > 1 or edp == 1:
+        return None
+    stride = lay.expert_tp * lay.ep
+    span = stride * (edp - 1) + 1
+    tier = comm.tier(span, device)
+    return tier, 1 if tier == "up" else comm.group_local(span, stride, edp, domain)
 
 
 def _exposed_dp(timed, compute, micro_batches, overlap):

@@ -148,8 +148,17 @@ def with_prediction(case, row):
         if TRAINING_RECIPES[case["source"]["publisher"]].get("per_expert_gemms") and family(case) == "training, MoE":
             h, why = expert_host_for(case)
             fit = f"{h * 1e6:.0f} us per local expert and MoE layer, {why}; {fit}"
+        host = 0.0
+        if TRAINING_RECIPES[case["source"]["publisher"]].get("per_expert_gemms") and family(case) == "training, MoE":
+            from .train_time import local_expert_layers
+            from .validate import _layout, _model
+            arch = _model(case)
+            lay = _layout(case, arch, case["setup"]["micro_batch"])
+            from .. import layout as placement
+            st = placement.stages(arch, lay)[t.bottleneck]
+            host = t.micro_batches * local_expert_layers(arch, lay, st) * expert_host_for(case)[0]
         row.update(predicted=value, predicted_error=error, predicted_fit=fit,
-                   predicted_cause=training_cause(t))
+                   predicted_cause=training_cause(t, host))
         return row
     if case["kind"] == "collective" and row.get("ratio"):
         eff, basis = collective_factor(case)
@@ -170,11 +179,18 @@ def with_prediction(case, row):
     return row
 
 
-def training_cause(t):
-    """The shares of a predicted step: the pipeline's compute, its bubble, the exposed DP sync
-    and optimizer."""
-    return (f"compute {(t.pipeline_s - t.bubble_s) / t.step_s:.0%}, bubble {t.bubble_s / t.step_s:.0%}, "
-            f"DP sync and optimizer {t.sync_s / t.step_s:.0%} of the step")
+def training_cause(t, host_s=0.0):
+    """The shares of a predicted step: the pipeline's micro-batches (of them the bottleneck stage's
+    exposed communication and, for MoE, the per-expert host cost `host_s` per step), its bubble,
+    the exposed DP sync and optimizer."""
+    st = t.stages[t.bottleneck]
+    comm = t.micro_batches * st.comm.total
+    parts = [f"compute {(t.pipeline_s - t.bubble_s - comm - host_s) / t.step_s:.0%}",
+             f"exposed communication {comm / t.step_s:.0%}"]
+    if host_s:
+        parts.append(f"per-expert host cost {host_s / t.step_s:.0%}")
+    return ", ".join(parts) + (f", bubble {t.bubble_s / t.step_s:.0%}, "
+                               f"DP sync and optimizer {t.sync_s / t.step_s:.0%} of the step")
 
 
 # Each training publication's recipe, as its pages and default configs state it.

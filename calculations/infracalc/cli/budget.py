@@ -37,6 +37,8 @@ KINDS = {
                        "rank p50/p99 and max completion, and paired counterfactuals (faster exchange, aligned, no recovery)",
     "completion-reclaim": "finite credits held until a periodic poll consumes each completion: submit, complete and "
                           "reclaim times, peaks of outstanding, in-flight and unconsumed operations",
+    "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
+                    "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
                 "and a stale speculative-read witness",
     "pipeline": "a pipeline-parallel training step from declared stage durations: GPipe or 1F1B event times, "
@@ -45,6 +47,8 @@ KINDS = {
                      "connection, round trip, model; an optional compressed variant and local comparison",
     "audio": "real-time audio frames through a model stage, a send link and a jitter-buffered player: "
              "arrivals, deadlines, stalls, ready-queue peak, mute after an interruption",
+    "ack-window": "image requests over a finite ACK-window teaching protocol: serial links, segment windows, "
+                  "one declared loss, handshakes and consecutive requests on fresh or reused connections",
     "image-stream": "an image request in blocks over an uplink, a server and a downlink that overlap: whole-image "
                     "barriers or independent blocks, an optional preview",
     "trace": "a short request trace on workers that serve one request each, with declared prefill and decode "
@@ -59,8 +63,16 @@ KINDS = {
                  "matrix FLOPs and scalar operations of one update step",
     "voice-demand": "the TPU paper's voice-search anchor (3 minutes a day doubles 2013 capacity) scaled linearly: "
                     "added and total capacity, with a declared gain and baseline of servers",
+    "cast": "where to cast one gradient from BF16 to FP32: on the CPU after a BF16 copy or on the GPU before an "
+            "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
     "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
                  "kernel's buffers and known live subset",
+    "routing-metadata": "routing replay metadata: the routed expert ids of T tokens in a whole-byte encoding, "
+                        "declared identity fields and header, stored and per-second transport bytes",
+    "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
+                    "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
+    "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
+                    "reused state, state bytes, dependency chains",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -87,6 +99,11 @@ KINDS = {
                        "asynchronous copies, finish per slot count, capacity screen",
     "matrix-vector": "QK^T -> materialized softmax -> PV of one head in row groups on matrix, vector and handoff "
                      "servers in declared ticks: staged or direct path, slots",
+    "sm-balance": "one attention tile on one SM: tensor-core, exponential and shared-memory cycles at per-SM "
+                  "rates (FlashAttention-4's B200 figures by default) under supply multipliers",
+    "online-softmax": "online-softmax states (max, exp-sum, weighted sum) of a declared row merged block by block "
+                      "and as a tree against the direct softmax and the mean of block outputs",
+    "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
 }
@@ -142,15 +159,73 @@ def _straggler(args):
 
 
 def _exact_time(text):
-    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s."""
+    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s (at most 10^6 s)."""
+    import re
     from fractions import Fraction
 
-    common.duration(text)   # the unit check and its message
-    raw = text.strip()
-    units = (("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)), ("min", 60),
-             ("s", 1), ("h", 3600), ("d", 86400))
-    suffix, factor = next((u, f) for u, f in units if raw.endswith(u))
-    return Fraction(raw[:-len(suffix)].strip()) * factor
+    units = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "ms": Fraction(1, 1000), "s": 1, "min": 60,
+             "h": 3600, "d": 86400}
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(ns|us|ms|s|min|h|d)", text.strip()) \
+        if len(text) <= 40 else None
+    value = Fraction(m.group(1)) * units[m.group(2)] if m else None
+    if value is None or value > 10**6:
+        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 10ms or 0.02s (ns, us, ms, s, min, h, "
+                                         f"d), at most 1e6 s, got '{text}'")
+    return value
+
+
+def _cast_arguments(q):
+    common.add_model(q)
+    q.add_argument("--link-bw", type=common.bandwidth, required=True, metavar="BW",
+                   help="effective device-to-host copy rate (e.g. 32GB/s)")
+    q.add_argument("--cpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the CPU cast's throughput over its read + write bytes (e.g. 100GB/s)")
+    q.add_argument("--gpu-cast-rate", type=common.bandwidth, required=True, metavar="BW",
+                   help="the GPU cast's throughput over its read + write bytes (e.g. 1500GB/s)")
+    for flag, what in (("--copy-startup", "each copy"), ("--cpu-cast-startup", "the CPU cast"),
+                       ("--gpu-cast-startup", "the GPU cast")):
+        q.add_argument(flag, dest=flag[2:].replace("-", "_") + "_s", type=_exact_time, default=0, metavar="T",
+                       help=f"startup of {what} (default 0s)")
+    q.add_argument("--gpu-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="extra GPU memory the cast may use beyond the source gradient (e.g. 256MiB)")
+    q.add_argument("--host-budget", type=byte_count, required=True, metavar="BYTES",
+                   help="host staging memory (e.g. 512MiB)")
+
+
+def _cast(args):
+    from ..analyses.gradient_cast import gradient_cast
+    from ..load.models import load_model
+
+    return gradient_cast(load_model(args.model), link=round(args.link_bw), cpu_rate=round(args.cpu_cast_rate),
+                         gpu_rate=round(args.gpu_cast_rate), copy_startup=args.copy_startup_s,
+                         cpu_startup=args.cpu_cast_startup_s, gpu_startup=args.gpu_cast_startup_s,
+                         gpu_budget=args.gpu_budget, host_budget=args.host_budget)
+
+
+def _routing_metadata_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, metavar="T", help="recorded token positions")
+    q.add_argument("--encoding", choices=("uint8", "uint16", "int32"), default="uint16",
+                   help="bytes per expert id (default uint16)")
+    q.add_argument("--token-rate", type=common.token_budget, required=True, metavar="TOKENS/S",
+                   help="tokens recorded per second (1M = 10^6)")
+    q.add_argument("--bandwidth", type=common.bandwidth, required=True, metavar="BW",
+                   help="the metadata transport's effective rate (e.g. 1GB/s)")
+    q.add_argument("--retained-copies", type=common.positive_int, default=1, metavar="N",
+                   help="stored copies of the payload (default 1)")
+    q.add_argument("--header-bytes", type=common.non_negative_int, default=128, metavar="B",
+                   help="declared stream header (default 128)")
+    q.add_argument("--identity-bytes", type=common.non_negative_int, default=24, metavar="B",
+                   help="declared identity fields per token (default 24: sequence id, position, weight version)")
+
+
+def _routing_metadata(args):
+    from ..analyses.routing_metadata import routing_metadata
+    from ..load.models import load_model
+
+    return routing_metadata(load_model(args.model), tokens=args.tokens, encoding=args.encoding,
+                            token_rate=args.token_rate, retained=args.retained_copies, bandwidth=round(args.bandwidth),
+                            header_bytes=args.header_bytes, identity_bytes=args.identity_bytes)
 
 
 def _optimizer_arguments(q):
@@ -542,6 +617,152 @@ def _kda_chunk(args):
         raise UserError(f"--chunk {chunk}: the chunked KDA kernel supports 32 and 64")
     return dict({"model": arch.id, "chunk": chunk}, **kda_chunk(batch=args.batch, tokens=args.tokens, chunk=chunk,
                                                             heads=kda[0].heads, d=kda[0].head_dim, layers=len(kda)))
+
+
+def _handshake(text):
+    """Messages DIR:BYTES,...: c2s:400,s2c:800 (each sent when the previous one arrives)."""
+    out = []
+    for item in text.split(",") if text else ():
+        d, colon, b = item.strip().partition(":")
+        size = common.digits(b)
+        if d not in ("c2s", "s2c") or not size or len(out) >= 8:
+            raise argparse.ArgumentTypeError(f"must be up to 8 messages c2s:BYTES or s2c:BYTES separated by commas "
+                                             f"(c2s:400,s2c:800), got '{text}'")
+        out.append((d, size))
+    return tuple(out)
+
+
+def _drop(text):
+    name, colon, p = text.partition(":")
+    segment = common.digits(p)
+    if name not in ("upload", "download") or segment is None:
+        raise argparse.ArgumentTypeError(f"must be upload:SEGMENT or download:SEGMENT (upload:12), got '{text}'")
+    return name, segment
+
+
+def _ack_window_arguments(q):
+    q.add_argument("--input-bytes", type=common.byte_size, required=True, metavar="S", help="upload file (30MB)")
+    q.add_argument("--output-bytes", type=common.byte_size, required=True, metavar="S", help="download file (5MB)")
+    q.add_argument("--segment-bytes", type=common.positive_int, required=True, metavar="B", help="payload per segment")
+    q.add_argument("--upload-rate", type=_line_rate, required=True, metavar="R", help="client-to-server bits/s")
+    q.add_argument("--download-rate", type=_line_rate, required=True, metavar="R", help="server-to-client bits/s")
+    q.add_argument("--forward-delay", type=exact_seconds, required=True, metavar="T", help="one-way delay up (1/20s)")
+    q.add_argument("--reverse-delay", type=exact_seconds, required=True, metavar="T", help="one-way delay down")
+    q.add_argument("--initial-window", type=common.positive_int, required=True, metavar="B",
+                   help="initial congestion window, payload bytes")
+    q.add_argument("--max-window", type=common.positive_int, required=True, metavar="B", help="window cap")
+    q.add_argument("--receive-window", type=common.positive_int, required=True, metavar="B",
+                   help="fixed receive window beyond the acknowledged prefix")
+    q.add_argument("--window-growth", type=common.non_negative_int, required=True, metavar="B",
+                   help="window growth per newly acknowledged segment, at most its payload")
+    q.add_argument("--header-bytes", type=common.non_negative_int, required=True, metavar="B", help="per data segment")
+    q.add_argument("--ack-bytes", type=common.non_negative_int, required=True, metavar="B", help="per ACK")
+    q.add_argument("--rto", type=exact_seconds, required=True, metavar="T", help="fixed retransmission timeout")
+    q.add_argument("--model-time", type=exact_seconds, required=True, metavar="T", help="server model time")
+    q.add_argument("--handshake", type=_checked(_handshake), default="", metavar="DIR:BYTES,...",
+                   help="messages opening a connection, in order (default none)")
+    q.add_argument("--drop", type=_checked(_drop), default=None, metavar="upload|download:SEGMENT",
+                   help="the one first transmission lost (retransmitted at its timeout)")
+    q.add_argument("--start-time", type=exact_seconds, default=Fraction(0), metavar="T",
+                   help="when the first request is submitted (default 0s)")
+    q.add_argument("--requests", type=common.positive_int, default=1, metavar="N", help="consecutive requests (default 1)")
+    q.add_argument("--strategy", choices=("fresh", "ticket", "reuse_reset", "reuse_warm"), default="fresh",
+                   help="connection per later request: fresh (full handshake), ticket (first two messages), "
+                        "reuse_reset / reuse_warm (the first connection, windows reset or kept); default fresh")
+    q.add_argument("--submit-on", choices=("complete_received", "quiet"), default="complete_received",
+                   help="the next request follows the response's arrival or its last ACK (default complete_received)")
+    q.add_argument("--think-time", type=exact_seconds, default=Fraction(0), metavar="T", help="before the next request")
+    q.add_argument("--initial-upload-window", type=common.positive_int, default=None, metavar="B",
+                   help="a different initial window client to server")
+    q.add_argument("--initial-download-window", type=common.positive_int, default=None, metavar="B",
+                   help="a different initial window server to client")
+    q.add_argument("--loss-request", type=common.positive_int, default=1, metavar="K",
+                   help="the request whose segment --drop loses (default 1)")
+
+
+def _ack_window(args):
+    from ..analyses.ack_window import ack_window
+    from ..errors import UserError
+
+    drop = args.drop and _drop(args.drop)
+    packets = {"upload": -(-args.input_bytes // args.segment_bytes), "download": -(-args.output_bytes // args.segment_bytes)}
+    if args.requests * sum(packets.values()) > 10**5:
+        raise UserError("at most 10^5 segments in all (--requests x segments per request)")
+    if drop and drop[1] >= packets[drop[0]]:
+        raise UserError(f"--drop {args.drop}: the {drop[0]} has segments 0 to {packets[drop[0]] - 1}")
+    if args.loss_request > args.requests:
+        raise UserError(f"--loss-request {args.loss_request} exceeds --requests {args.requests}")
+    windows = {"upload": args.initial_upload_window or args.initial_window,
+               "download": args.initial_download_window or args.initial_window}
+    for name, size in (("upload", args.input_bytes), ("download", args.output_bytes)):
+        if windows[name] > args.max_window or windows[name] < min(args.segment_bytes, size):
+            raise UserError(f"the initial {name} window must hold one segment and not exceed --max-window")
+    if args.receive_window < min(args.segment_bytes, max(args.input_bytes, args.output_bytes)):
+        raise UserError("--receive-window must hold one segment")
+    try:
+        return ack_window(input_bytes=args.input_bytes, output_bytes=args.output_bytes, segment_bytes=args.segment_bytes,
+                          upload_bits_per_s=args.upload_rate, download_bits_per_s=args.download_rate,
+                          forward_s=args.forward_delay, reverse_s=args.reverse_delay, initial_window=args.initial_window,
+                          max_window=args.max_window, receive_window=args.receive_window, growth=args.window_growth,
+                          header_bytes=args.header_bytes, ack_bytes=args.ack_bytes, rto_s=args.rto,
+                          model_s=args.model_time, handshake=_handshake(args.handshake), requests=args.requests,
+                          strategy=args.strategy, submit_on=args.submit_on, think_s=args.think_time,
+                          start_s=args.start_time, drop=drop, loss_request=args.loss_request, initial_windows=windows)
+    except ValueError as e:
+        raise UserError(str(e))
+
+
+def _environments_arguments(q):
+    q.add_argument("--environments", type=common.positive_int, required=True, metavar="N", help="environments (100)")
+    for flag, text in (("--template-bytes", "template state (2GiB)"), ("--touched-bytes", "bytes an environment touches"),
+                       ("--dirty-bytes", "bytes it writes (within touched)"),
+                       ("--hot-readonly-bytes", "hot read-only bytes (within touched, beside dirty)"),
+                       ("--overhead-bytes", "private overhead per environment"),
+                       ("--local-budget-bytes", "local memory budget"), ("--snapshot-delta-bytes", "one branch's delta"),
+                       ("--environment-bytes", "bytes a prewarmed environment holds")):
+        q.add_argument(flag, type=byte_count, required=True, metavar="BYTES", help=text)
+    q.add_argument("--transfer-rate", type=common.byte_size, required=True, metavar="BYTES",
+                   help="declared effective byte service per second (1GiB)")
+    q.add_argument("--preparation-time", type=exact_seconds, required=True, metavar="T", help="environment preparation")
+    q.add_argument("--lead-time", type=exact_seconds, required=True, metavar="T", help="prewarm start before the call")
+    q.add_argument("--hit", type=_exact_share_or_zero, required=True, metavar="P", help="prediction hit probability")
+    q.add_argument("--timeout", type=exact_seconds, required=True, metavar="T",
+                   help="a wrong prewarm is cancelled this long after the call")
+
+
+def _environments(args):
+    from ..analyses.environment_budget import environment_budget
+    from ..errors import UserError
+
+    if not args.dirty_bytes <= args.touched_bytes <= args.template_bytes or \
+            args.hot_readonly_bytes > args.touched_bytes - args.dirty_bytes:
+        raise UserError("need dirty <= touched <= template and hot read-only <= touched - dirty")
+    if args.snapshot_delta_bytes > args.template_bytes:
+        raise UserError("--snapshot-delta-bytes exceeds --template-bytes")
+    return environment_budget(environments=args.environments, template=args.template_bytes,
+                              touched=args.touched_bytes, dirty=args.dirty_bytes, hot_readonly=args.hot_readonly_bytes,
+                              overhead=args.overhead_bytes, local_budget=args.local_budget_bytes,
+                              delta=args.snapshot_delta_bytes, bytes_per_s=args.transfer_rate,
+                              preparation_s=args.preparation_time, lead_s=args.lead_time, hit=Fraction(args.hit),
+                              timeout_s=args.timeout, environment_bytes=args.environment_bytes)
+
+
+def _sequence_toy_arguments(q):
+    q.add_argument("--tokens", type=common.positive_int, default=4, help="known tokens T (default 4; one more is supplied)")
+    q.add_argument("--layers", type=common.positive_int, default=3, help="layers L (default 3)")
+    q.add_argument("--width", type=common.positive_int, default=4, help="width D (default 4)")
+    q.add_argument("--ff-width", type=common.positive_int, default=8, help="Transformer feed-forward width F (default 8)")
+    q.add_argument("--vocabulary", type=common.positive_int, default=5, help="input table rows (default 5)")
+
+
+def _sequence_toy(args):
+    from ..analyses.sequence_toy import sequence_toy
+    from ..errors import UserError
+
+    if args.tokens > 4096 or args.layers * args.width * args.ff_width > 10**9:
+        raise UserError("--tokens at most 4096 (a teaching sequence)")
+    return sequence_toy(tokens=args.tokens, layers=args.layers, d=args.width, f=args.ff_width,
+                        vocabulary=args.vocabulary)
 
 
 def _blocks(text):
@@ -1377,6 +1598,7 @@ from .budget_net import _feedback_queue, _feedback_queue_arguments  # noqa: E402
 from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402,F401
 from .budget_net import _collective_tail, _collective_tail_arguments, _ordering, _ordering_arguments  # noqa: E402,F401
 from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # noqa: E402,F401
+from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
@@ -1384,3 +1606,5 @@ from .budget_kernel import _host_transfer, _host_transfer_arguments  # noqa: E40
 from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E402,F401
 from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
 from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
+from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
+from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401

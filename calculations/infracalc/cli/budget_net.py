@@ -9,11 +9,12 @@ from fractions import Fraction
 
 from . import common
 
-_BYTE_RATES = (("TB/s", 10**12), ("GB/s", 10**9), ("MB/s", 10**6), ("KB/s", 10**3), ("B/s", 1))
+_BYTE_RATES = (("TiB/s", 2**40), ("GiB/s", 2**30), ("MiB/s", 2**20), ("KiB/s", 2**10),
+               ("TB/s", 10**12), ("GB/s", 10**9), ("MB/s", 10**6), ("KB/s", 10**3), ("B/s", 1))
 
 
 def byte_rate(text):
-    """A whole number of bytes/s, exact: 50GB/s, 40e9, 0 (zero allowed: an idle source)."""
+    """A whole number of bytes/s, exact: 50GB/s, 24GiB/s, 40e9, 0 (zero allowed: an idle source)."""
     unit, factor = next(((u, f) for u, f in _BYTE_RATES if text.endswith(u)), ("", 1))
     try:
         value = Fraction(text[:len(text) - len(unit)]) * factor if len(text) <= 40 else None
@@ -257,3 +258,48 @@ def _completion_reclaim(args):
     return completion_reclaim(operations=args.operations, slots=args.slots, submit_interval_ns=args.submit_interval,
                               latency_ns=args.latency, poll_interval_ns=args.poll_interval, poll_batch=args.poll_batch,
                               entry_bytes=args.entry_bytes, payload_bytes=_payload(args))
+
+
+def _remote_state_arguments(q):
+    common.add_model(q, required=False)
+    q.add_argument("--context", type=common.tokens, default=None, help="tokens of the snapshot (with --model)")
+    q.add_argument("--payload-bytes", type=common.byte_size, default=None, metavar="BYTES",
+                   help="a declared snapshot instead of --model's KV cache")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16")
+    q.add_argument("--kv-dtype", default=None, metavar="FMT", help="KV cache format (default bf16)")
+    q.add_argument("--reuses", type=common.positive_int, required=True, metavar="N", help="reads of the snapshot")
+    q.add_argument("--remote-bandwidth", type=byte_rate, required=True, metavar="R", help="remote link bytes/s (40GB/s)")
+    q.add_argument("--latency", type=_ns, required=True, metavar="T", help="remote transaction latency (2us)")
+    q.add_argument("--transaction-bytes", type=common.positive_int, required=True, metavar="S", help="bytes per transaction (256)")
+    q.add_argument("--transactions", type=common.positive_int, required=True, metavar="N", help="transactions in flight (313)")
+    q.add_argument("--bulk-bandwidth", type=byte_rate, required=True, metavar="R", help="staging copy bytes/s (25GB/s)")
+    q.add_argument("--local-bandwidth", type=byte_rate, required=True, metavar="R", help="local memory bytes/s (1TB/s)")
+    for flag, text in (("--remote-startup", "per remote read"), ("--bulk-startup", "of the staging copy"),
+                       ("--local-startup", "per local read")):
+        q.add_argument(flag, type=_ns, default=0, metavar="T", help=f"declared start {text} (default 0s)")
+    q.add_argument("--local-available", type=byte_count_text, default=None, metavar="BYTES",
+                   help="local bytes available for the copy (default unlimited)")
+
+
+def _remote_state(args):
+    from ..analyses.remote_state import remote_state
+    from ..errors import UserError
+
+    if (args.model is None) == (args.payload_bytes is None):
+        raise UserError("give --model (with --context) for a request's KV cache, or --payload-bytes")
+    payload = args.payload_bytes
+    if args.model is not None:
+        from ..analyses.kv import bytes_per_request
+        from ..load.models import load_model
+
+        if args.context is None:
+            raise UserError("--model needs --context (tokens of the snapshot)")
+        arch = load_model(args.model)
+        payload = bytes_per_request(arch, common.workload(args, arch, 1, 1, 0), args.context)
+    if not (args.remote_bandwidth and args.bulk_bandwidth and args.local_bandwidth and args.latency):
+        raise UserError("the bandwidths and --latency must be positive")
+    return remote_state(payload_bytes=payload, reuses=args.reuses, remote_bandwidth=args.remote_bandwidth,
+                        latency_ns=args.latency, transaction_bytes=args.transaction_bytes, transactions=args.transactions,
+                        remote_startup_ns=args.remote_startup, bulk_bandwidth=args.bulk_bandwidth,
+                        bulk_startup_ns=args.bulk_startup, local_bandwidth=args.local_bandwidth,
+                        local_startup_ns=args.local_startup, local_available_bytes=args.local_available)

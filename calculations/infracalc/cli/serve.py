@@ -428,6 +428,21 @@ def add_arguments(p):
                     help="with --handoff-bw or --worker: the PD handoff carries the prompt's cache in this "
                          "model's KV layout (the book's MLA rows: deepseek-v3's compact MLA state on "
                          "qwen3-8b's rates); the AF messages and stage rates stay the model's")
+    kr = p.add_argument_group("KV restore (keep, offload and prefetch, or drop and recompute one snapshot)")
+    kr.add_argument("--kv-restore", type=common.non_negative_int, default=None, metavar="NEXT_USE_NS",
+                    help="the snapshot of --input-len tokens is next used this many ns from now: its ready "
+                         "time, stall and freed byte-ns under the three policies (with --offload-bw, "
+                         "--transfer-startup-ns, --recompute-ns, --host-capacity)")
+    kr.add_argument("--offload-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="device-to-host bandwidth of the offload (e.g. 25GB/s)")
+    kr.add_argument("--restore-bw", type=int_bandwidth, default=None, metavar="BW",
+                    help="host-to-device bandwidth of the prefetch (default: --offload-bw)")
+    kr.add_argument("--transfer-startup-ns", type=common.non_negative_int, default=None, metavar="NS",
+                    help="startup of each direction's copy (integer ns; default 0)")
+    kr.add_argument("--recompute-ns", type=common.positive_int, default=None, metavar="NS",
+                    help="declared time of replaying the prefill (integer ns)")
+    kr.add_argument("--host-capacity", type=common.byte_size, default=None, metavar="BYTES",
+                    help="host memory free for the snapshot (e.g. 256MiB); the offload needs all of it")
     pv = p.add_argument_group("prefix value (which prefixes a cache of fixed size keeps)")
     pv.add_argument("--prefix-candidate", type=prefix_candidate, action="append", default=None,
                     metavar="ID:PREFIX:SUFFIX:REUSES",
@@ -491,6 +506,12 @@ def run(args):
             args.staging_bw, args.handoff_startup_ns, kv_arch), render.markdown)
     if args.reconfigure is not None:
         return common.emit(args, _reconfigure(args, arch, w, device), render.markdown)
+    if args.kv_restore is not None:
+        if None in (args.input_len, args.offload_bw, args.recompute_ns, args.host_capacity):
+            raise UserError("--kv-restore needs --input-len, --offload-bw, --recompute-ns and --host-capacity")
+        return common.emit(args, system.restore_record(
+            arch, w, device, args.input_len, args.kv_restore, args.offload_bw, args.restore_bw or args.offload_bw,
+            args.transfer_startup_ns or 0, args.recompute_ns, args.host_capacity), render.markdown)
     if args.offload_kv is not None:
         if args.input_len is None or args.output_len is None:
             raise UserError("--offload-kv needs --input-len and --output-len")
@@ -589,6 +610,7 @@ def run(args):
 # (two drafters, two round ledgers) have their own, more specific message.
 QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--cache-route"),),
              (("handoff_bw", "--handoff-bw"),), (("reconfigure", "--reconfigure"),), (("offload_kv", "--offload-kv"),),
+             (("kv_restore", "--kv-restore"),),
              (("offload_ffn_layers", "--offload-ffn-layers"),), (("expert_tokens", "--expert-tokens"),),
              (("accepted_counts", "--accepted-counts"), ("spec_option", "--spec-option")),
              (("request", "--request"),), (("worker", "--worker"),), (("prefill_device", "--prefill-device"),),
@@ -603,6 +625,7 @@ COMPANIONS = (
     (("fabric_bw", "sender_bw", "receiver_bw", "reconfigure_capacity", "reconfigure_extra", "transfer_s",
       "switch_runtime_s", "switch_overhead_s", "step_saving_s"), ("reconfigure",)),
     (("layer_ns",), ("offload_ffn_layers",)),
+    (("offload_bw", "restore_bw", "transfer_startup_ns", "recompute_ns", "host_capacity"), ("kv_restore",)),
     (("prefix_budget",), ("prefix_candidate",)),
     (("network_bw",), ("worker",)),
     (("handoff_kv_model",), ("handoff_bw", "worker")),

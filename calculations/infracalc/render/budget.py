@@ -2,10 +2,12 @@
 
 from .table import inline, markdown_table
 
+from ..analyses.ack_window import ACK_WINDOW_CONVENTIONS
 from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
+from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
@@ -15,18 +17,24 @@ from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
+from ..analyses.gradient_cast import CAST_CONVENTIONS
+from ..analyses.routing_metadata import ROUTING_METADATA_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
+from ..analyses.remote_state import REMOTE_STATE_CONVENTIONS
 from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
+from ..analyses.sequence_toy import SEQUENCE_TOY_CONVENTIONS
 from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
 from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
 from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
 from ..analyses.attention_handoff import INPUT_SLOT_CONVENTIONS, MATRIX_VECTOR_CONVENTIONS
+from ..analyses.sm_balance import SM_BALANCE_CONVENTIONS
+from ..analyses.merge_numerics import FP8_CONVENTIONS, NUMERICS_CONVENTIONS
 from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
 
 CONVENTIONS = {
@@ -71,22 +79,31 @@ CONVENTIONS = {
     "host-transfer": HOST_TRANSFER_CONVENTIONS,
     "attention-input": INPUT_SLOT_CONVENTIONS,
     "matrix-vector": MATRIX_VECTOR_CONVENTIONS,
+    "sm-balance": SM_BALANCE_CONVENTIONS,
+    "online-softmax": NUMERICS_CONVENTIONS,
+    "fp8-scale": FP8_CONVENTIONS,
     "nic": PACKET_CONVENTIONS,
     "kda-chunk": KDA_CHUNK_CONVENTIONS,
     "connections": CONNECTION_CONVENTIONS,
+    "environments": ENVIRONMENT_CONVENTIONS,
     "periodic-queue": FLUID_CONVENTIONS,
     "feedback-queue": FLUID_CONVENTIONS,
     "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
     "ordering": ORDERING_CONVENTIONS,
     "completion-reclaim": COMPLETION_CONVENTIONS,
+    "remote-state": REMOTE_STATE_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
+    "cast": CAST_CONVENTIONS,
+    "routing-metadata": ROUTING_METADATA_CONVENTIONS,
+    "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
     "image-stream": IMAGE_STREAM_CONVENTIONS,
     "retry": RETRY_CONVENTIONS,
     "sampling": SAMPLING_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
+    "sequence-toy": SEQUENCE_TOY_CONVENTIONS,
     "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
     "history": [

@@ -535,8 +535,29 @@ def dflash_lines(rec):
                             for x in d["draft_matrices"]]), ""]
 
 
+def restore_lines(rec):
+    k, i = rec["kv_restore"], rec["inputs"]
+    keys = ("kv_snapshot_bytes", "input_token_id_bytes", "replay_backbone_matrix_flops", "replay_new_kv_write_bytes",
+            "offload_ns", "restore_ns", "prefetch_start_ns", "offload_return_stall_ns", "recompute_start_ns",
+            "recompute_stall_ns", "host_snapshot_fits")
+    rows = [[key, _x(k, key) if f"{key}_exact" in k else (("yes" if k[key] else "no") if isinstance(k[key], bool)
+                                                        else u.integer(k[key]))] for key in keys]
+    pol = [[p["policy"], "yes" if p["feasible"] else "no", _x(p, "ready_ns"), _x(p, "stall_ns"),
+            _x(p, "kv_free_interval_ns"), _x(p, "released_byte_ns"), u.integer(p["transfer_bytes"]),
+            u.integer(p["replayed_matrix_flops"])] for p in k["policies"]]
+    return [f"## KV restore: {i['input_len']:,} tokens, next use at {i['next_use_ns']:,} ns", "",
+            markdown_table(["figure", "value"], rows, "lr"), "",
+            markdown_table(["policy", "feasible", "ready ns", "stall ns", "free interval ns", "released byte-ns",
+                            "moved B", "replayed matrix FLOPs"], pol), ""]
+
+
 def markdown(rec):
     i = rec["inputs"]
+    if "kv_restore" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, KV keep / offload / recompute", "",
+                 *restore_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",
+                 *left_out_lines(rec), *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "dflash" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}` with a DFlash drafter, one round", "",
                  device_line(rec["device"], memory=False), "", *dflash_lines(rec), "## Definitions", "",

@@ -12,12 +12,13 @@ from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_C
 from .bound import comm_free_bounds, stage_time_bounds
 from .pipeline import latency, latency_bound, phases, ranked_phase
 from .stage import stage_times
+from .communication import tiers
 
 TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
-NOT_PREDICTED = "no predicted figure: context parallelism or EP beyond the TP group (not modelled yet)"
+NOT_PREDICTED = "no predicted figure: context parallelism, or EP beyond a TP group of several devices (not modelled yet)"
 
 
 def predicted(plan, lay):
@@ -60,12 +61,20 @@ def score_bound(plan, lay, batch, objective, times=stage_time_bounds):
 def over_limit(plan, lay, batches, tpot_limit):
     """True when a lower bound on the mean TPOT exceeds `tpot_limit` at every batch: then
     `best_batch` finds none within it (whichever it tries), so the layout is rejected
-    without its exact figures."""
-    for b in batches:
-        tpot = latency(plan, lay, b, ranked_phase(plan, lay, b, "decode", stage_time_bounds))["tpot_mean_s"]
-        if tpot is None or tpot <= tpot_limit * (1 + PRUNE_MARGIN):
-            return False
-    return True
+    without its exact figures. The bound reads the layout only through its tp, ep, cp, sp,
+    pp, micro-batches, stage split and group tiers (`bound.stage_time_bounds`, the PP
+    transfer, `pipeline.ranked_phase`; the mean TPOT is per replica), so layouts that differ
+    in dp alone with the same tiers share one answer: memoized on those (an SLO sizing meets
+    the same replica at many device counts)."""
+    def make():
+        for b in batches:
+            tpot = latency(plan, lay, b, ranked_phase(plan, lay, b, "decode", stage_time_bounds))["tpot_mean_s"]
+            if tpot is None or tpot <= tpot_limit * (1 + PRUNE_MARGIN):
+                return False
+        return True
+    key = ("over limit", lay.tp, lay.ep, lay.cp, lay.sp, lay.pp, lay.micro_batches, lay.pp_layers,
+           tiers(plan, lay), tuple(batches), tpot_limit)
+    return plan.memo(key, make)
 
 
 def search_batches(cap, batch, pp):
@@ -162,7 +171,7 @@ def search(plan, devices, *, objective="throughput", tpot_limit=None, top=None, 
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
-        if objective == "predicted" and (lay.cp > 1 or lay.ep > lay.tp):
+        if objective == "predicted" and (lay.cp > 1 or (lay.ep > lay.tp and lay.tp > 1)):
             raise Rejected(NOT_PREDICTED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):

@@ -959,3 +959,37 @@ def dflash_round_record(arch, w, device, drafter, cached, new, block):
                          "speculative table."],
                conventions=[DFLASH_CONVENTION])
     return rec
+
+
+def restore_record(arch, w, device, tokens, next_use, offload_bw, restore_bw, startup, recompute, host_capacity):
+    """The `serve --kv-restore T` record: keep, offload + prefetch or drop + recompute one request's
+    snapshot of `tokens` tokens until its next use (restore.policies), with the ledger's snapshot
+    bytes and its replay's backbone pass."""
+    from ... import ledger
+    from ..decode import phase_record
+    from .. import decode_sum
+    from . import pools, restore
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    r = roof(device, w.compute_dtype, 1.0, 1.0)
+    replay = phase_record(decode_sum.single(ledger.operators(
+        arch, kv_w.replace(batch=1, tokens=tokens, history=0, logits="none"))), r)
+    snapshot = arch.kv_bytes(kv_w.kv_dtype, tokens, kv_w.mla)
+    flops = replay["linear_flops"] + replay["attention_flops_causal"]
+    rows, summary = restore.policies(snapshot=snapshot, next_use=next_use, offload_bw=offload_bw,
+                                     restore_bw=restore_bw, startup=startup, recompute=recompute,
+                                     host_capacity=host_capacity, replay_flops=flops)
+    rec = _header(arch, kv_w, device, tokens, 1, Options(), r)
+    rec["inputs"] = {"input_len": tokens, "next_use_ns": next_use, "offload_bytes_per_s": offload_bw,
+                     "restore_bytes_per_s": restore_bw, "transfer_startup_ns": startup, "recompute_ns": recompute,
+                     "host_capacity_bytes": host_capacity, "kv_dtype": rec["inputs"]["kv_dtype"]}
+    rec["notes"] = []
+    rec["kv_restore"] = pools.jsonable({
+        "kv_snapshot_bytes": snapshot, "input_token_id_bytes": 4 * tokens,
+        "replay_backbone_matrix_flops": flops, "replay_new_kv_write_bytes": replay["kv_bytes_written"],
+        **summary, "policies": rows})
+    rec.update(definitions=[DECLARED], left_out=[
+        "Contention for the links, the device room and the host memory; pinned allocation; a wrong "
+        "next-use prediction; the replay's declared time is not derived from the device."],
+               conventions=[restore.RESTORE_CONVENTION])
+    return rec
