@@ -140,12 +140,19 @@ def concurrency(arch, w, memory_bytes, input_len, output_len):
 def iteration(arch, w, rates, n, input_len, output_len, comm_s=None):
     """(GPU seconds of one steady-state iteration at concurrency n, its rows); `comm_s`
     maps the iteration's token count to its exposed communication seconds."""
+    from ... import layout as placement
+
+    def make():
+        steps = max(output_len - 1, 1)
+        dec = ledger.operators(arch, w.replace(batch=n, tokens=1, history=input_len + output_len // 2,
+                                               logits="last"))
+        pre = ledger.operators(arch, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
+        rows = mixed_ops(dec, pre, n / steps)
+        return predict.pass_time(rows, rates), rows
+
+    # memoized: a search meets the same shard at the same concurrency under many layouts
+    gpu, rows = placement.memo(("serving iteration", arch, w, rates, n, input_len, output_len), make)
     steps = max(output_len - 1, 1)
-    dec = ledger.operators(arch, w.replace(batch=n, tokens=1, history=input_len + output_len // 2,
-                                           logits="last"))
-    pre = ledger.operators(arch, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
-    rows = mixed_ops(dec, pre, n / steps)
-    gpu = predict.pass_time(rows, rates)
     if comm_s is not None:
         gpu += comm_s(n + n * input_len / steps)
     return gpu, rows
