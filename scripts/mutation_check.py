@@ -58,7 +58,7 @@ MUTANTS = (
     ("collectives.py", "copies = ceil_div(tokens * top_k, share)", "copies = tokens * top_k // share", "EP copies rounded up"),
     ("collectives.py", '"all_gather", etp * dispatch.bytes,', '"all_gather", dispatch.bytes,', "expert-TP gather etp x S"),
     ("collectives.py", "pp_collectives(1, ceil_div(tokens * hidden, tp), act_bytes, 1, tier_pp)", "pp_collectives(1, tokens * hidden, act_bytes, 1, tier_pp)", "PP send 1/tp slice"),
-    ("collectives.py", "cp, tier, (cp - 1) * layers, \"cp\"", "cp, tier, cp * layers, \"cp\"", "CP ring cp-1 steps"),
+    ("collectives.py", "count=(cp - 1) * layers, dim=\"cp\"", "count=cp * layers, dim=\"cp\"", "CP ring cp-1 steps"),
     ("collectives.py", '"all_gather", params, 2)]', '"all_gather", params, 1)]', "ZeRO-3 gathers forward and backward"),
     ("collectives.py", "    return bool(shared) or not sp\n", "    return bool(shared)\n", "MoE keeps TP reduction without SP"),
     ("analyses/stage_comm.py", "vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp)", "vocab=arch.vocab_size", "padded vocabulary"),
@@ -145,6 +145,10 @@ def main():
     args = ap.parse_args()
     tests = args.tests.split()
     chosen = [m for m in MUTANTS if args.match in m[0] or args.match in m[3]]
+    for path, old, _, what in chosen:   # every mutant's text must still be in the code, once
+        n = open(os.path.join(ROOT, PKG, path), encoding="utf-8").read().count(old)
+        if n != 1:
+            sys.exit(f"{path}: the text of mutant '{what}' occurs {n} times, not once: update the mutant")
     tree = tempfile.mkdtemp(prefix="mutants-")
     try:
         shutil.copytree(os.path.join(ROOT, "calculations"), os.path.join(tree, "calculations"),
@@ -158,8 +162,6 @@ def main():
         for path, old, new, what in chosen:
             f = os.path.join(tree, PKG, path)
             text = open(f, encoding="utf-8").read()
-            if text.count(old) != 1:
-                sys.exit(f"{path}: the text of mutant '{what}' occurs {text.count(old)} times, not once")
             with open(f, "w", encoding="utf-8") as out:
                 out.write(text.replace(old, new))
             try:

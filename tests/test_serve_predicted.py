@@ -116,6 +116,31 @@ class ServePredicted(unittest.TestCase):
         self.assertEqual(ep["concurrency"], tp["concurrency"])
         self.assertIsNone(serving.predicted_layout(arch, plan.wd, plan.device, Layout(tp=2, dp=2, ep=4), 2048, 256))
 
+    def test_attention_data_parallel_with_expert_parallelism(self):
+        """tp 1, ep > 1: each device runs its own requests and experts / ep experts; the iteration adds
+        each MoE layer's dispatch and combine as NCCL runs them (ep_collectives' bytes); the figure
+        stays below the layout's serving bound."""
+        from infracalc import comm
+        from infracalc.analyses.efficiency import collective
+        from infracalc.analyses.parallel import memory_record, serving_record
+        from infracalc.collectives import ep_collectives
+        from infracalc import layout as placement
+
+        arch = load_model("Qwen/Qwen3-30B-A3B")
+        device = load_device("h100")
+        plan = Plan(arch, _workload(arch), device, 2048, 256)
+        lay = Layout(dp=8, ep=8)
+        got = serving.predicted_layout(arch, plan.wd, device, lay, 2048, 256)
+        shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
+        self.assertEqual(got["concurrency"], serving.concurrency(shard, plan.wd, device.memory_bytes, 2048, 256)[0])
+        tokens = got["concurrency"] * (1 + 2048 / 255)
+        cs = ep_collectives(round(tokens), 8, 2048, 2, ep=8, moe_layers=48, tier="up", experts=128)
+        want = sum(c.count * collective.predicted_s(c, comm.links(device), device.id)[0] for c in cs)
+        self.assertAlmostEqual(serving.ep_comm(device, lay, shard)(tokens), want, places=12)
+        self.assertGreater(want, 0)
+        bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
+        self.assertLess(got["output_tokens_per_s_per_device"], bound["output_tokens_per_s_per_device"])
+
     def test_not_modelled_layouts(self):
         """CP and EP layouts have no prediction: stated, not guessed."""
         arch = load_model("meta-llama/Llama-3.1-70B")

@@ -68,9 +68,16 @@ def shifted(v0, d, j):
 
 
 def _blocks(arch):
-    blocks = list(arch.top_blocks())
-    for layer, _, _ in arch.layer_groups():
-        blocks.extend(layer.blocks)
+    """The distinct blocks of `arch` (its top blocks and its layers'), first seen first: what the
+    plans gather breakpoints, periods and segments from, as sets (a block that many layers share
+    counts once); computed once per architecture (an immutable record)."""
+    d = arch.__dict__
+    blocks = d.get("_distinct_blocks")
+    if blocks is None:
+        seen = dict.fromkeys(arch.top_blocks())
+        for layer, _, _ in arch.layer_groups():
+            seen.update(dict.fromkeys(layer.blocks))
+        blocks = d["_distinct_blocks"] = tuple(seen)
     return blocks
 
 

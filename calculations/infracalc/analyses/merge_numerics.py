@@ -108,7 +108,8 @@ def e4m3fn_values():
     out = []
     for code in range(127):
         exponent, mantissa = divmod(code, 8)
-        out.append((code, Fraction(mantissa, 512) if exponent == 0 else Fraction(8 + mantissa, 8) * Fraction(2) ** (exponent - 7)))
+        normal = Fraction(8 + mantissa, 8) * Fraction(2) ** (exponent - 7)
+        out.append((code, Fraction(mantissa, 512) if exponent == 0 else normal))
     return out
 
 

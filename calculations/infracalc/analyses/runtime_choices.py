@@ -88,17 +88,20 @@ def graph_boundary(*, hidden, inter, input_tokens, real_tokens, padded_tokens, c
                           ("indirect", replay + indirect_ns, setup_ns), ("direct output", replay, setup_ns)):
         even, strict = amortized_calls(prep, eager - t)
         paths.append({"path": name, "per_call_ns": exact(t), "setup_ns": prep, "lifetime_ns": exact(prep + calls * t),
-                      "saving_per_call_ns": exact(eager - t), "break_even_calls": even, "strictly_faster_calls": strict})
+                      "saving_per_call_ns": exact(eager - t), "break_even_calls": even,
+                      "strictly_faster_calls": strict})
     external = paths[:3]
     pipeline = []
     for name, h, g in (("base", Fraction(config_ns), Fraction(device_ns)),
                        ("faster device", Fraction(config_ns), Fraction(device_ns, device_speedup)),
                        ("faster both", Fraction(config_ns, config_speedup), Fraction(device_ns, device_speedup))):
         pipeline.append({"variant": name, "config_ns": exact(h), "device_ns": exact(g),
-                         "serial_ns": exact(segments * (h + g)), "overlapped_ns": exact(h + g + (segments - 1) * max(h, g))})
+                         "serial_ns": exact(segments * (h + g)),
+                         "overlapped_ns": exact(h + g + (segments - 1) * max(h, g))})
     ffn = 3 * hidden * inter
     return {
-        "input_tensor_bytes": 2 * input_tokens * hidden, "extra_copy_bytes": copy_bytes, "extra_copy_ns": exact(copy_ns),
+        "input_tensor_bytes": 2 * input_tokens * hidden, "extra_copy_bytes": copy_bytes,
+        "extra_copy_ns": exact(copy_ns),
         "ffn_parameters": ffn, "real_ffn_matrix_flops": 2 * real_tokens * ffn,
         "padding_ffn_matrix_flops": 2 * (padded_tokens - real_tokens) * ffn,
         "steady_path": min(external, key=lambda r: Fraction(r["per_call_ns"]))["path"],

@@ -67,6 +67,8 @@ KINDS = {
             "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
     "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
                  "kernel's buffers and known live subset",
+    "routing-metadata": "routing replay metadata: the routed expert ids of T tokens in a whole-byte encoding, "
+                        "declared identity fields and header, stored and per-second transport bytes",
     "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
@@ -200,6 +202,32 @@ def _cast(args):
                          gpu_rate=round(args.gpu_cast_rate), copy_startup=args.copy_startup_s,
                          cpu_startup=args.cpu_cast_startup_s, gpu_startup=args.gpu_cast_startup_s,
                          gpu_budget=args.gpu_budget, host_budget=args.host_budget)
+
+
+def _routing_metadata_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.tokens, required=True, metavar="T", help="recorded token positions")
+    q.add_argument("--encoding", choices=("uint8", "uint16", "int32"), default="uint16",
+                   help="bytes per expert id (default uint16)")
+    q.add_argument("--token-rate", type=common.token_budget, required=True, metavar="TOKENS/S",
+                   help="tokens recorded per second (1M = 10^6)")
+    q.add_argument("--bandwidth", type=common.bandwidth, required=True, metavar="BW",
+                   help="the metadata transport's effective rate (e.g. 1GB/s)")
+    q.add_argument("--retained-copies", type=common.positive_int, default=1, metavar="N",
+                   help="stored copies of the payload (default 1)")
+    q.add_argument("--header-bytes", type=common.non_negative_int, default=128, metavar="B",
+                   help="declared stream header (default 128)")
+    q.add_argument("--identity-bytes", type=common.non_negative_int, default=24, metavar="B",
+                   help="declared identity fields per token (default 24: sequence id, position, weight version)")
+
+
+def _routing_metadata(args):
+    from ..analyses.routing_metadata import routing_metadata
+    from ..load.models import load_model
+
+    return routing_metadata(load_model(args.model), tokens=args.tokens, encoding=args.encoding,
+                            token_rate=args.token_rate, retained=args.retained_copies, bandwidth=round(args.bandwidth),
+                            header_bytes=args.header_bytes, identity_bytes=args.identity_bytes)
 
 
 def _optimizer_arguments(q):

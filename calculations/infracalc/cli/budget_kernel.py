@@ -81,7 +81,8 @@ def _quant_gemm_arguments(q):
     common.add_model(q)
     q.add_argument("--tokens", type=common.tokens, required=True, metavar="M",
                    help="tokens the expert receives (rows M of its gate or up projection)")
-    q.add_argument("--tile", type=tile_shape, required=True, metavar="MxKxN", help="output tile step (e.g. 128x128x128)")
+    q.add_argument("--tile", type=tile_shape, required=True, metavar="MxKxN",
+                   help="output tile step (e.g. 128x128x128)")
 
 
 def _quant_gemm(args):
@@ -97,25 +98,10 @@ def _quant_gemm(args):
     return dict({"model": arch.id}, **out)
 
 
-_NS_PER = (("ns", 1), ("us", 10**3), ("ms", 10**6), ("s", 10**9))
-
-
 def exact_ns(text):
-    """A declared duration in whole nanoseconds from a number and a unit: 10us, 0.48ms, 2000ns."""
-    import argparse
-    from fractions import Fraction
-
-    raw = text.strip()
-    for unit, scale in _NS_PER:
-        number = raw[:-len(unit)]
-        if raw.endswith(unit) and number and len(raw) < 40 and number.replace(".", "", 1).isascii() \
-                and number.replace(".", "", 1).isdigit():
-            ns = Fraction(number) * scale
-            if ns.denominator == 1 and ns <= 10**18:
-                return int(ns)
-            break
-    raise argparse.ArgumentTypeError(f"must be a duration of whole nanoseconds with a unit (10us, 0.48ms, "
-                                     f"2000ns), got '{text}'")
+    """A declared duration in whole nanoseconds (budget.exact_ns: 10us, 0.48ms, 2000ns)."""
+    from .budget import exact_ns as parse
+    return parse(text)
 
 
 def _ns_pair(text):
@@ -161,7 +147,8 @@ def _as_given(parse):
 
 
 def _dag_arguments(q):
-    q.add_argument("--task", type=_as_given(_task_text), action="append", required=True, metavar="NAME:T[:RES[:DEP+DEP]]",
+    q.add_argument("--task", type=_as_given(_task_text), action="append", required=True,
+                   metavar="NAME:T[:RES[:DEP+DEP]]",
                    help="a task (repeatable, in order): its declared duration, resource and dependencies")
     q.add_argument("--change", type=_as_given(_assignment(exact_ns)), action="append", default=[], metavar="NAME=T",
                    help="a changed duration for the second schedule (repeatable)")
@@ -201,8 +188,10 @@ def _microbatch_arguments(q):
                    help="rows of the first micro-batch (default half, rounded down)")
     q.add_argument("--full", type=_as_given(_ns_pair), required=True, metavar="N,C",
                    help="declared memory/communication and compute times of the full batch (400us,800us)")
-    q.add_argument("--split-n", type=_as_given(_ns_pair), required=True, metavar="N0,N1", help="the micro-batches' N times")
-    q.add_argument("--split-c", type=_as_given(_ns_pair), required=True, metavar="C0,C1", help="the micro-batches' C times")
+    q.add_argument("--split-n", type=_as_given(_ns_pair), required=True, metavar="N0,N1",
+                   help="the micro-batches' N times")
+    q.add_argument("--split-c", type=_as_given(_ns_pair), required=True, metavar="C0,C1",
+                   help="the micro-batches' C times")
     q.add_argument("--joint-window", type=_as_given(exact_ns), required=True, metavar="J",
                    help="declared time of C0 and N1 run together (their contention)")
 
@@ -228,24 +217,16 @@ def _microbatch(args):
 
 
 
-_BYTE_RATES = (("TiB/s", 2**40), ("GiB/s", 2**30), ("MiB/s", 2**20), ("TB/s", 10**12), ("GB/s", 10**9),
-               ("MB/s", 10**6), ("B/s", 1))
-
-
 def byte_rate(text):
-    """A declared whole bytes/s: 2TB/s, 1792GB/s, 24GiB/s (binary units kept exact)."""
+    """A declared positive whole bytes/s (budget_net.byte_rate: 2TB/s, 1792GB/s, 24GiB/s)."""
     import argparse
-    from fractions import Fraction
 
-    raw = text.strip()
-    unit, scale = next(((u, k) for u, k in _BYTE_RATES if raw.endswith(u)), ("", 1))
-    try:
-        value = Fraction(raw[:len(raw) - len(unit)]) * scale if len(raw) < 40 else None
-    except (ValueError, ZeroDivisionError):
-        value = None
-    if value is None or value < 1 or value.denominator != 1:
-        raise argparse.ArgumentTypeError(f"must be a whole bytes/s such as 2TB/s or 24GiB/s, got '{text}'")
-    return int(value)
+    from .budget_net import byte_rate as parse
+
+    value = parse(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive rate, got '{text}'")
+    return value
 
 
 def flop_rate(text):
@@ -279,7 +260,8 @@ def _graph_arguments(q):
                            ("--indirect", "6us", "indirect addressing cost"),
                            ("--config-time", "20us", "host configuration time of one pipeline segment")):
         add(flag, type=_as_given(exact_ns), default=ns, metavar="T", help=f"{what} (declared; default {ns})")
-    add("--setup", type=_as_given(exact_ns), default="1s", metavar="T", help="one-off capture of a graph path (default 1s)")
+    add("--setup", type=_as_given(exact_ns), default="1s", metavar="T",
+        help="one-off capture of a graph path (default 1s)")
     add("--calls", type=common.positive_int, default=100000, help="calls over the instance's life (default 100000)")
     add("--segments", type=common.positive_int, default=100, help="configuration pipeline segments (default 100)")
     add("--device-speedup", type=common.positive_int, default=4, help="device speedup of the variants (default 4)")
@@ -297,7 +279,8 @@ def _graph(args):
     arch = load_model(args.model)
     mlp = first_gated_mlp(arch)
     out = graph_boundary(hidden=arch.hidden_size, inter=mlp.inter, input_tokens=args.input_tokens,
-                         real_tokens=args.real_tokens, padded_tokens=args.padded_tokens, copy_bytes_per_s=byte_rate(args.copy_bw),
+                         real_tokens=args.real_tokens, padded_tokens=args.padded_tokens,
+                         copy_bytes_per_s=byte_rate(args.copy_bw),
                          device_ns=exact_ns(args.device_time), submit_ns=exact_ns(args.submit),
                          replay_ns=exact_ns(args.replay), metadata_ns=exact_ns(args.metadata),
                          indirect_ns=exact_ns(args.indirect), setup_ns=exact_ns(args.setup), calls=args.calls,
@@ -322,7 +305,8 @@ def _deployment_shape(text):
 
 def _deployment_arguments(q):
     q.add_argument("--shape", type=_as_given(_deployment_shape), action="append", required=True,
-                   metavar="NAME:CALLS:BASELINE:CAND=T,...", help="a shape, its calls per cohort, baseline and candidate times")
+                   metavar="NAME:CALLS:BASELINE:CAND=T,...",
+                   help="a shape, its calls per cohort, baseline and candidate times")
     q.add_argument("--invalid", action="append", default=[], metavar="SHAPE:CAND",
                    help="a candidate that failed validation on a shape (falls back to the baseline; repeatable)")
     q.add_argument("--dispatch", type=_as_given(exact_ns), default="0ns", metavar="T",
@@ -409,7 +393,8 @@ def _persistent_arguments(q):
                    help="declared matrix worker rate (default 200T, a teaching input)")
     q.add_argument("--activation-rate", type=flop_rate, default="20G", metavar="ELEMENTS/S",
                    help="declared activation worker rate in elements/s (default 20G)")
-    for flag, ns, what in (("--launch", "5us", "host launch of a kernel"), ("--dispatch", "500ns", "dispatch of a device task"),
+    for flag, ns, what in (("--launch", "5us", "host launch of a kernel"),
+                           ("--dispatch", "500ns", "dispatch of a device task"),
                            ("--publish", "200ns", "completion event publication of a device task")):
         q.add_argument(flag, type=_as_given(exact_ns), default=ns, metavar="T", help=f"{what} (default {ns})")
 
@@ -431,14 +416,21 @@ def _persistent(args):
 def _stream_buffer_arguments(q):
     common.add_model(q)
     add = q.add_argument
-    add("--block-rows", type=common.positive_int, default=64, help="rows per block, of head_dim BF16 values (default 64)")
+    add("--block-rows", type=common.positive_int, default=64,
+        help="rows per block, of head_dim BF16 values (default 64)")
     add("--blocks", type=common.positive_int, default=5, help="blocks handed over (default 5)")
-    add("--first-produce", type=common.non_negative_int, default=4, metavar="TICK", help="tick of the first publication (default 4)")
-    add("--produce-interval", type=common.positive_int, default=1, metavar="TICKS", help="ticks between publications (default 1)")
-    add("--first-consume", type=common.non_negative_int, default=5, metavar="TICK", help="earliest tick of the first take (default 5)")
-    add("--consume-interval", type=common.positive_int, default=2, metavar="TICKS", help="ticks between takes (default 2)")
-    add("--budget-bytes", type=common.byte_size, default=65536, metavar="BYTES", help="on-chip handoff budget (default 65536)")
-    add("--reorder-slots", type=common.non_negative_int, default=2, help="layout conversion slots reserved apart (default 2)")
+    add("--first-produce", type=common.non_negative_int, default=4, metavar="TICK",
+        help="tick of the first publication (default 4)")
+    add("--produce-interval", type=common.positive_int, default=1, metavar="TICKS",
+        help="ticks between publications (default 1)")
+    add("--first-consume", type=common.non_negative_int, default=5, metavar="TICK",
+        help="earliest tick of the first take (default 5)")
+    add("--consume-interval", type=common.positive_int, default=2, metavar="TICKS",
+        help="ticks between takes (default 2)")
+    add("--budget-bytes", type=common.byte_size, default=65536, metavar="BYTES",
+        help="on-chip handoff budget (default 65536)")
+    add("--reorder-slots", type=common.non_negative_int, default=2,
+        help="layout conversion slots reserved apart (default 2)")
 
 
 def _stream_buffer(args):
@@ -465,8 +457,10 @@ def _host_transfer_arguments(q):
     add("--blocks", type=common.positive_int, default=8, help="blocks moved (default 8)")
     add("--host-slots", type=common.positive_int, default=2, help="host staging slots (default 2)")
     add("--device-slots", type=common.positive_int, default=2, help="device slots (default 2)")
-    add("--prepare", type=_as_given(exact_ns), default="1ms", metavar="T", help="host preparation per block (default 1ms)")
-    add("--consume", type=_as_given(exact_ns), default="4ms", metavar="T", help="device consumption per block (default 4ms)")
+    add("--prepare", type=_as_given(exact_ns), default="1ms", metavar="T",
+        help="host preparation per block (default 1ms)")
+    add("--consume", type=_as_given(exact_ns), default="4ms", metavar="T",
+        help="device consumption per block (default 4ms)")
     add("--h2d-bw", type=_as_given(byte_rate), default="24GiB/s", metavar="BW",
         help="declared host-to-device copy rate (default 24GiB/s)")
 
@@ -500,13 +494,18 @@ def _attention_input_arguments(q):
     add = q.add_argument
     add("--tile", type=tile_shape, default=(128, 32, 128), metavar="MxKxN",
         help="queries x head-dimension chunk x keys of the QK^T tile (default 128x32x128)")
-    add("--latency", type=common.non_negative_int, default=128, metavar="TICKS", help="copy completion latency (default 128)")
-    add("--input-rate", type=common.positive_int, default=256, metavar="B/TICK", help="input bytes per tick (default 256)")
-    add("--matrix-rate", type=common.positive_int, default=8192, metavar="FLOP/TICK", help="matrix FLOPs per tick (default 8192)")
+    add("--latency", type=common.non_negative_int, default=128, metavar="TICKS",
+        help="copy completion latency (default 128)")
+    add("--input-rate", type=common.positive_int, default=256, metavar="B/TICK",
+        help="input bytes per tick (default 256)")
+    add("--matrix-rate", type=common.positive_int, default=8192, metavar="FLOP/TICK",
+        help="matrix FLOPs per tick (default 8192)")
     add("--register-rate", type=common.positive_int, default=256, metavar="B/TICK",
         help="register staging bytes per tick, in or out (default 256)")
-    add("--capacity-bytes", type=common.byte_size, default=65536, metavar="BYTES", help="input slot capacity (default 65536)")
-    add("--slots", type=common.positive_ints, default=(1, 2, 4, 8), metavar="S,S", help="slot counts listed (default 1,2,4,8)")
+    add("--capacity-bytes", type=common.byte_size, default=65536, metavar="BYTES",
+        help="input slot capacity (default 65536)")
+    add("--slots", type=common.positive_ints, default=(1, 2, 4, 8), metavar="S,S",
+        help="slot counts listed (default 1,2,4,8)")
 
 
 def _attention_input(args):
@@ -534,8 +533,10 @@ def _matrix_vector_arguments(q):
     for flag, value, what in (("--matrix-rate", 8192, "matrix FLOPs"), ("--scalar-rate", 128, "scalar operations"),
                               ("--exp-rate", 16, "exponentials"), ("--div-rate", 16, "divisions"),
                               ("--compare-rate", 128, "comparisons"), ("--link-rate", 128, "handoff bytes")):
-        add(flag, type=common.positive_int, default=value, metavar="PER_TICK", help=f"{what} per tick (default {value})")
-    add("--capacity-bytes", type=common.byte_size, default=98304, metavar="BYTES", help="handoff capacity (default 98304)")
+        add(flag, type=common.positive_int, default=value, metavar="PER_TICK",
+            help=f"{what} per tick (default {value})")
+    add("--capacity-bytes", type=common.byte_size, default=98304, metavar="BYTES",
+        help="handoff capacity (default 98304)")
 
 
 def _matrix_vector(args):
@@ -647,7 +648,8 @@ def _vectors(text):
 
 
 def _online_softmax_arguments(q):
-    q.add_argument("--scores", type=_scores, required=True, metavar="S,S", help="one score per position: a number, lnX (the natural log of X) or masked")
+    q.add_argument("--scores", type=_scores, required=True, metavar="S,S",
+                   help="one score per position: a number, lnX (the natural log of X) or masked")
     q.add_argument("--values", type=_vectors, required=True, metavar="V,V", help="one value vector per position")
     q.add_argument("--blocks", required=True, metavar="N,N", help="positions per block, in order (0 = an empty block)")
 

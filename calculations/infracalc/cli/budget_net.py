@@ -9,11 +9,12 @@ from fractions import Fraction
 
 from . import common
 
-_BYTE_RATES = (("TB/s", 10**12), ("GB/s", 10**9), ("MB/s", 10**6), ("KB/s", 10**3), ("B/s", 1))
+_BYTE_RATES = (("TiB/s", 2**40), ("GiB/s", 2**30), ("MiB/s", 2**20), ("KiB/s", 2**10),
+               ("TB/s", 10**12), ("GB/s", 10**9), ("MB/s", 10**6), ("KB/s", 10**3), ("B/s", 1))
 
 
 def byte_rate(text):
-    """A whole number of bytes/s, exact: 50GB/s, 40e9, 0 (zero allowed: an idle source)."""
+    """A whole number of bytes/s, exact: 50GB/s, 24GiB/s, 40e9, 0 (zero allowed: an idle source)."""
     unit, factor = next(((u, f) for u, f in _BYTE_RATES if text.endswith(u)), ("", 1))
     try:
         value = Fraction(text[:len(text) - len(unit)]) * factor if len(text) <= 40 else None

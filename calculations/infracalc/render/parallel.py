@@ -276,8 +276,9 @@ def _predicted_lines(p):
 
 def _gpu_part(p):
     mb = p.get("pipeline_micro_batches")
-    return (f"GPU, TP all-reduces and stage sends of {mb} pipeline micro-batches on the slowest stage" if mb
-            else "GPU and TP all-reduces")
+    what = p.get("exposed_collectives", "TP all-reduces")
+    return (f"GPU, {what} and stage sends of {mb} pipeline micro-batches on the slowest stage" if mb
+            else f"GPU and {what}")
 
 
 def _distinct_stages(stages):

@@ -140,12 +140,19 @@ def concurrency(arch, w, memory_bytes, input_len, output_len):
 def iteration(arch, w, rates, n, input_len, output_len, comm_s=None):
     """(GPU seconds of one steady-state iteration at concurrency n, its rows); `comm_s`
     maps the iteration's token count to its exposed communication seconds."""
+    from ... import layout as placement
+
+    def make():
+        steps = max(output_len - 1, 1)
+        dec = ledger.operators(arch, w.replace(batch=n, tokens=1, history=input_len + output_len // 2,
+                                               logits="last"))
+        pre = ledger.operators(arch, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
+        rows = mixed_ops(dec, pre, n / steps)
+        return predict.pass_time(rows, rates), rows
+
+    # memoized: a search meets the same shard at the same concurrency under many layouts
+    gpu, rows = placement.memo(("serving iteration", arch, w, rates, n, input_len, output_len), make)
     steps = max(output_len - 1, 1)
-    dec = ledger.operators(arch, w.replace(batch=n, tokens=1, history=input_len + output_len // 2,
-                                           logits="last"))
-    pre = ledger.operators(arch, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
-    rows = mixed_ops(dec, pre, n / steps)
-    gpu = predict.pass_time(rows, rates)
     if comm_s is not None:
         gpu += comm_s(n + n * input_len / steps)
     return gpu, rows
@@ -240,7 +247,7 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
     replica runs `pipelined` (pp micro-batches in flight). None under context parallelism or
     expert parallelism beyond the TP group (not modelled yet, `_replica`), or without a
     prediction on the device."""
-    replica = _replica(arch, device, lay)
+    replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay)
     if replica is None:
         return None
     if lay.pp > 1:
@@ -250,8 +257,16 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
                                 tpot_limit_s)
     if rec is None:
         return None
-    return {**rec, "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
+    exposed = "EP dispatch and combine all-to-alls" if lay.ep > lay.tp else "TP all-reduces"
+    return {**rec, "exposed_collectives": exposed,
+            "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
             "output_tokens_per_s_per_device": rec["output_tokens_per_s"] * lay.dp / lay.devices}
+
+
+def _routing_unmodelled(w, lay):
+    """Expert parallelism under a skewed routing model (concentrated, a histogram): the busiest
+    rank's expert GEMMs set the pace, and a shard's ledger carries the mean share: no prediction."""
+    return lay.ep > 1 and getattr(w, "routing", "uniform") not in ("uniform", "balanced")
 
 
 def _replica(arch, device, lay):
@@ -263,12 +278,21 @@ def _replica(arch, device, lay):
     replica's collectives: the tokens are replicated over the group, each device runs its experts'
     share of the routed copies (the shard's ledger: the mean share, uniform routing) and the
     all-reduce after the MLP sums the experts' outputs, as it sums a TP MLP's partial outputs.
-    None under context parallelism or EP beyond the TP group (attention data parallelism with an
-    all-to-all dispatch: not modelled)."""
+    Expert parallelism beyond the TP group with tp 1 (attention data parallelism: each device runs
+    its own requests' attention and its experts / ep experts for the copies the EP group routes
+    to them, the shard's ledger) adds each MoE layer's dispatch and combine all-to-all of the
+    iteration's tokens (`ep_comm`). None under context parallelism or EP beyond a TP group of
+    more than one device (not modelled)."""
     from ... import layout as placement
 
-    if lay.cp > 1 or lay.ep > lay.tp:
+    if lay.cp > 1 or (lay.ep > lay.tp and lay.tp > 1):
         return None
+    if lay.ep > lay.tp:
+        out = []
+        for st in placement.stages(arch, lay):
+            shard = placement.shard(arch, lay, st)
+            out.append((shard, ep_comm(device, lay, shard), 1))
+        return out
     if lay.tp == 1 and lay.pp == 1:
         return [(arch, None, 1)]
     groups = {}
@@ -280,6 +304,33 @@ def _replica(arch, device, lay):
             shard = placement.shard(arch, lay, st)
             groups[key] = [shard, tp_comm(device, lay.tp, shard) if lay.tp > 1 else None, 1]
     return [tuple(g) for g in groups.values()]
+
+
+def ep_comm(device, lay, shard):
+    """tokens -> exposed seconds of one iteration's expert-parallel all-to-alls on a device of an
+    attention-data-parallel replica (tp 1, ep > 1): per MoE layer a dispatch and a combine of
+    the tokens' top-k copies in 16 bits (`collectives.ep_collectives`, uniform routing, the
+    convention `parallel` and `train` share), each as NCCL runs it on the tier the EP group spans,
+    not overlapped."""
+    from ... import comm
+    from ...blocks.moe import MoE
+    from ...collectives import ep_collectives
+    from . import collective
+
+    blocks = [b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE)]
+    if not blocks:
+        return None
+    b = blocks[0]
+    tier = comm.tier(lay.group_span("ep"), device)
+    links = comm.links(device)
+    domain = device.scale_up.domain_size if device.scale_up else 1
+    local = comm.ranks_per_domain(lay, "ep", domain)
+
+    def seconds(tokens):
+        cs = ep_collectives(max(1, round(tokens)), b.top_k, b.hidden, TP_REDUCE_BYTES, ep=lay.ep,
+                            moe_layers=len(blocks), tier=tier, experts=b.experts, local=local)
+        return sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
+    return seconds
 
 
 def pp_send_s(device, lay, hidden):
@@ -370,7 +421,7 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
     output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
     predicted_layout has none (CP, EP; no achievable rates on the device)."""
     kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
-    replica = _replica(arch, device, lay)
+    replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay)
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if replica is None or rates is None:
         return None

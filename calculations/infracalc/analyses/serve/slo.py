@@ -193,8 +193,9 @@ PREDICTED_CONVENTION = (
     "iteration and per request), TTFT = one prompt's prefill alone plus one iteration's host "
     "time, output tokens/s per device from that TPOT; the answer is chosen by --slo-figure; "
     "under pipeline parallelism pp micro-batches in flight (pp x the slowest stage's time for "
-    "b / pp requests per iteration; TTFT through every stage); under context parallelism or "
-    "expert parallelism beyond the TP group: 'not modelled for this layout'.")
+    "b / pp requests per iteration; TTFT through every stage); under attention data "
+    "parallelism with EP the all-to-alls; under context parallelism or EP beyond a TP group of "
+    "several devices: 'not modelled for this layout'.")
 
 
 def chosen_predicted(plan, row):
