@@ -262,6 +262,11 @@ class HardwareDataTest(unittest.TestCase):
             d = self.rec(apple)
             self.assertEqual(d["memory_bandwidth_bytes_per_s"], bw * GB)
             self.assertEqual(set(d["matrix_flops_per_s"].values()), {None})   # not published, not invented
+        # Atlas 300I A2 product page: "560 TOPS INT8, 280 TFLOPS FP16", "64 GB, 带宽1.6 TB/s", "最大350W"; no BF16 rate
+        d = self.rec("atlas-300i-a2")
+        self.assertEqual(d["matrix_flops_per_s"], {"bf16": None, "fp16": 280 * TERA, "int8": 560 * TERA})
+        self.assertEqual((d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"], d["tdp_watts"]),
+                         (64 * GB, 1600 * GB, 350))
 
     def test_h100_sxm_dense_is_half_of_datasheet_sparse(self):
         d = self.rec("h100-sxm")

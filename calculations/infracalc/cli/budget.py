@@ -37,6 +37,8 @@ KINDS = {
                        "rank p50/p99 and max completion, and paired counterfactuals (faster exchange, aligned, no recovery)",
     "completion-reclaim": "finite credits held until a periodic poll consumes each completion: submit, complete and "
                           "reclaim times, peaks of outstanding, in-flight and unconsumed operations",
+    "fifo-pipeline": "a FIFO generation pipeline from declared stage, link and feedback times: completions, "
+                     "finish, boundary buffer peaks, with unbounded or finite slots",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -1689,6 +1691,7 @@ from .budget_net import _periodic_queue, _periodic_queue_arguments  # noqa: E402
 from .budget_net import _collective_tail, _collective_tail_arguments, _ordering, _ordering_arguments  # noqa: E402,F401
 from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # noqa: E402,F401
 from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
+from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -303,3 +303,43 @@ def _remote_state(args):
                         remote_startup_ns=args.remote_startup, bulk_bandwidth=args.bulk_bandwidth,
                         bulk_startup_ns=args.bulk_startup, local_bandwidth=args.local_bandwidth,
                         local_startup_ns=args.local_startup, local_available_bytes=args.local_available)
+
+
+def _fifo_pipeline_arguments(q):
+    common.add_model(q)
+    q.add_argument("--groups", type=common.positive_int, required=True, metavar="G", help="request groups (micro-batches)")
+    q.add_argument("--requests-per-group", type=common.positive_int, default=1, metavar="R", help="requests per group (default 1)")
+    q.add_argument("--steps", type=common.positive_int, required=True, help="decode steps per group")
+    q.add_argument("--stage-times", type=_list_ns, required=True, metavar="T,T,...", help="one per stage (1ms,1ms,1ms,1ms)")
+    q.add_argument("--transfer-times", type=_list_ns, default=(), metavar="T,T,...",
+                   help="one per stage boundary (100us,100us,100us)")
+    q.add_argument("--feedback", type=_ns, default=0, metavar="T", help="completion to the group's next step (default 0s)")
+    q.add_argument("--buffer-slots", type=common.positive_int, default=None, metavar="N",
+                   help="sender and receiver slots per boundary (default unbounded)")
+
+
+def _list_ns(text):
+    items = text.split(",")
+    if len(items) > 256:
+        raise argparse.ArgumentTypeError("at most 256 times")
+    return tuple(_ns(t.strip()) for t in items)
+
+
+def _fifo_pipeline(args):
+    from ..analyses.fifo_pipeline import fifo_pipeline
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    stages = len(args.stage_times)
+    if len(args.transfer_times) != stages - 1:
+        raise UserError(f"--transfer-times needs {stages - 1} times, one per boundary of the {stages} stages")
+    if stages > len(arch.layers):
+        raise UserError(f"{stages} stages exceed the {len(arch.layers)} layers of {arch.id}")
+    if not all(args.stage_times):
+        raise UserError("--stage-times must be positive")
+    if args.groups * args.steps * stages > 10**6:
+        raise UserError("at most 10^6 stage operations (groups x steps x stages)")
+    return fifo_pipeline(stage_ns=args.stage_times, transfer_ns=args.transfer_times, groups=args.groups, steps=args.steps,
+                         feedback_ns=args.feedback, activation_bytes=2 * args.requests_per_group * arch.hidden_size,
+                         slots=args.buffer_slots)

@@ -7,6 +7,7 @@ from ..analyses.audio_timing import AUDIO_CONVENTIONS
 from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
 from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
 from ..analyses.connection_states import CONNECTION_CONVENTIONS
+from ..analyses.fifo_pipeline import FIFO_PIPELINE_CONVENTIONS
 from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
@@ -93,6 +94,7 @@ CONVENTIONS = {
     "ordering": ORDERING_CONVENTIONS,
     "completion-reclaim": COMPLETION_CONVENTIONS,
     "remote-state": REMOTE_STATE_CONVENTIONS,
+    "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
