@@ -11,7 +11,9 @@ budget is ~30 ms of own CPU per command (the layout searches: ~1 s each). Uses t
 running interpreter directly, so a version-manager shim does not distort the figures.
 
 --quick (what CI runs) times each command once and leaves out the bulk checks
-(reproduce --check, validate), which CI has just run itself. --instructions counts
+(reproduce --check, validate), which CI has just run itself; a command whose one pair is
+over its budget is timed twice more and given the median of the three (a single pair on a
+busy machine can double a command's figure). --instructions counts
 instructions instead (valgrind --tool=callgrind, one run each: exact and repeatable on
 any load, about 50x slower; use it with --match). The exit status is 1 when a command
 fails, or, with --strict, when a budget is exceeded.
@@ -116,8 +118,6 @@ COMMANDS = [
      "384", "--reference-cards", "48", "--compute-time", "52.2s", "--overhead-time", "0.5s", "--cards", "48,96,1536"],
     ["budget", "straggler", "--mean-time", "52.2s", "--sigma", "1.044s", "--ranks", "8,48,1024"],
     ["budget", "optimizer", "--model", "deepseek-v4-flash"],
-    ["budget", "cast", "--model", "qwen3-235b-a22b", "--link-bw", "32GB/s", "--cpu-cast-rate", "100GB/s",
-     "--gpu-cast-rate", "1500GB/s", "--gpu-budget", "256MiB", "--host-budget", "512MiB"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",
      "--gradient-times", "20ms", "--link", "shared", "--format", "json"],
@@ -258,6 +258,12 @@ def main():
             failures += 1
             continue
         wall, own_wall, own_cpu = own_figures(pairs)
+        budget = SEARCH_BUDGET_S if cmd in SEARCHES else BUDGET_S
+        if len(pairs) < 3 and own_cpu > budget:   # one pair over budget (--quick): confirm with two more
+            more, err = paired([sys.executable, CALC, *cmd], 3 - len(pairs))
+            if more:
+                pairs += more
+                wall, own_wall, own_cpu = own_figures(pairs)
         if cmd in SEARCHES:
             worst_search = max(worst_search or (own_cpu, cmd), (own_cpu, cmd))
         elif cmd not in BULK:

@@ -24,7 +24,7 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_search_prune test_search_size test_search_predicted test_train test_train_acceptance "
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
-         "test_mla test_collective_pins test_train_pins").split()
+         "test_mla test_collective_pins test_train_pins test_one_vocabulary").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
@@ -119,6 +119,8 @@ MUTANTS = (
     ("collectives.py", 'return [c("DP gradient all-reduce", "all_reduce", grad_bytes)]', 'return [c("DP gradient all-reduce", "reduce_scatter", grad_bytes)]', "ZeRO-0 all-reduces the gradients"),
     ("splits.py", "return tp // ep if ep <= tp else 1", "return tp // ep if ep < tp else ep // tp", "expert TP 1 when ep >= tp"),
     ("analyses/stage_comm.py", "mlp = 1 if not moe or comm.moe_keeps_tp_reduction", "mlp = 0 if not moe or comm.moe_keeps_tp_reduction", "dense layer keeps its MLP all-reduce"),
+    # the search skeleton (analyses/ranking.py)
+    ("analyses/ranking.py", "rejections.add(e.reason, lay.label())", "rejections.add(str(e), lay.label())", "a missing tier counted by its one reason"),
     # serving memory (layout.py)
     ("layout.py", "    tokens = ceil_div(context, layout.cp)\n", "    tokens = context // layout.cp\n", "KV per CP rank ceil(context/cp)"),
     ("layout.py", "return self.weight_bytes + self.reserve_bytes + batch * self.kv_bytes_per_request", "return self.weight_bytes + batch * self.kv_bytes_per_request", "stage memory needs the reserve"),

@@ -2,9 +2,15 @@
 the same search keys and rejection record shape (issue 21)."""
 
 import json
+import os
 import unittest
 
-from support import run_cli  # noqa: F401  (sets the path)
+from support import CALC, run_cli, write_config  # noqa: F401  (sets the path)
+
+from infracalc import comm
+from infracalc.collectives import Collective
+from infracalc.errors import MissingLink
+from infracalc.load.hardware import load_device
 
 
 def _json(*argv):
@@ -46,6 +52,38 @@ class OneVocabulary(unittest.TestCase):
             self.assertLessEqual(rec["layouts_admitted"], rec["layouts_considered"])
             for r in rec["rejected"]:
                 self.assertEqual(list(r), ["reason", "layouts", "example", "least_shortfall_bytes"])
+
+
+class MissingTier(unittest.TestCase):
+    """A collective over a tier the device lacks is the typed MissingLink, which both searches
+    count under one canonical reason (the tier's, not the collective's name): no text parsed."""
+
+    def test_typed_error(self):
+        links = {"up": comm.links(load_device("h100-sxm"))["up"], "out": None}
+        errors = []
+        for name in ("DP gradient all-reduce", "TP all-reduce after MLP"):
+            with self.assertRaises(MissingLink) as e:
+                comm.run_s(Collective(name, "all_reduce", 1 << 20, 16, "out", local=8), links, "ring")
+            errors.append(e.exception)
+        self.assertEqual([e.tier for e in errors], ["out", "out"])
+        self.assertEqual(errors[0].reason, errors[1].reason)
+        self.assertNotEqual(str(errors[0]), str(errors[1]))   # the message names the collective
+
+    def test_both_searches_count_it_alike(self):
+        with open(os.path.join(CALC, "hardware", "h100-sxm.json"), encoding="utf-8") as f:
+            data = json.load(f)
+        del data["scale_out"]   # one 8-GPU NVLink domain, no NIC
+        path = write_config(self, data)
+        want = "a collective crosses the scale-out tier, but the device has no such link; give --link-bw-out"
+        for argv in (("parallel", "--model", "qwen3-8b", "--device", path, "--devices", "16", "--search",
+                      "--input-len", "128", "--output-len", "8"),
+                     ("train", "--model", "qwen3-8b", "--device", path, "--devices", "16", "--search",
+                      "--seq", "128", "--global-batch", "16")):
+            rec = _json(*argv)
+            reasons = {r["reason"]: r["layouts"] for r in rec["rejected"]}
+            self.assertIn(want, reasons, argv[0])
+            self.assertGreater(reasons[want], 0)
+            self.assertTrue(rec["top"])   # the layouts inside one domain are still ranked
 
 
 if __name__ == "__main__":

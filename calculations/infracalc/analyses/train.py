@@ -476,8 +476,10 @@ def unknown_peak_note(peaks):
 
 def _conventions(peaks):
     """CONVENTIONS, plus `unknown_peak_note` when a peak is unknown."""
+    from .efficiency.training import convention
+
     note = unknown_peak_note(peaks)
-    return list(CONVENTIONS) + ([note] if note else [])
+    return list(CONVENTIONS) + [convention()] + ([note] if note else [])
 
 
 def search(arch, w, device, s, *, devices, global_batch, links, objective="step", top=10, cps=(1,)):

@@ -127,6 +127,19 @@ def draft_round(text):
     return tuple(parts)
 
 
+def page_event(text):
+    """create:ID:N, fork:PARENT:ID, append:ID:N or cancel:ID (a KV page event)."""
+    parts = text.split(":")
+    shapes = {"create": ("id", "n"), "fork": ("id", "id"), "append": ("id", "n"), "cancel": ("id",)}
+    shape = shapes.get(parts[0])
+    if shape and len(parts) == len(shape) + 1 and len(text) <= 200:
+        values = [common.digits(v) if kind == "n" else v for kind, v in zip(shape, parts[1:])]
+        if all(v not in (None, "", 0) for v in values) and all(k == "id" or v <= 10**7 for k, v in zip(shape, values)):
+            return (parts[0],) + tuple(values)
+    raise argparse.ArgumentTypeError(f"must be create:ID:N, fork:PARENT:ID, append:ID:N or cancel:ID "
+                                     f"(N positive), got '{text}'")
+
+
 def tile(text):
     """MxKxN GEMM tile sizes (positive integers)."""
     parts = [common.digits(x) for x in text.lower().split("x")]
@@ -443,6 +456,14 @@ def add_arguments(p):
                     help="declared time of replaying the prefill (integer ns)")
     kr.add_argument("--host-capacity", type=common.byte_size, default=None, metavar="BYTES",
                     help="host memory free for the snapshot (e.g. 256MiB); the offload needs all of it")
+    pg = p.add_argument_group("KV pages and branches (a paged cache under declared events)")
+    pg.add_argument("--page-event", type=page_event, action="append", default=None,
+                    metavar="create:ID:N|fork:PARENT:ID|append:ID:N|cancel:ID",
+                    help="one event on the paged cache, in order; repeatable (pages of --page-tokens)")
+    pg.add_argument("--reservation-tokens", type=common.positive_int, default=None, metavar="R",
+                    help="the fixed reservation per request compared with paging (tokens; default 0)")
+    pg.add_argument("--page-capacity", type=common.byte_size, default=None, metavar="BYTES",
+                    help="cache bytes for pages (whole pages); an event needing more is rejected")
     pv = p.add_argument_group("prefix value (which prefixes a cache of fixed size keeps)")
     pv.add_argument("--prefix-candidate", type=prefix_candidate, action="append", default=None,
                     metavar="ID:PREFIX:SUFFIX:REUSES",
@@ -506,6 +527,9 @@ def run(args):
             args.staging_bw, args.handoff_startup_ns, kv_arch), render.markdown)
     if args.reconfigure is not None:
         return common.emit(args, _reconfigure(args, arch, w, device), render.markdown)
+    if args.page_event:
+        return common.emit(args, system.pages_record(arch, w, device, args.page_event, args.page_tokens,
+                                                     args.reservation_tokens or 0, args.page_capacity), render.markdown)
     if args.kv_restore is not None:
         if None in (args.input_len, args.offload_bw, args.recompute_ns, args.host_capacity):
             raise UserError("--kv-restore needs --input-len, --offload-bw, --recompute-ns and --host-capacity")
@@ -610,7 +634,7 @@ def run(args):
 # (two drafters, two round ledgers) have their own, more specific message.
 QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--cache-route"),),
              (("handoff_bw", "--handoff-bw"),), (("reconfigure", "--reconfigure"),), (("offload_kv", "--offload-kv"),),
-             (("kv_restore", "--kv-restore"),),
+             (("kv_restore", "--kv-restore"),), (("page_event", "--page-event"),),
              (("offload_ffn_layers", "--offload-ffn-layers"),), (("expert_tokens", "--expert-tokens"),),
              (("accepted_counts", "--accepted-counts"), ("spec_option", "--spec-option")),
              (("request", "--request"),), (("worker", "--worker"),), (("prefill_device", "--prefill-device"),),
@@ -625,6 +649,7 @@ COMPANIONS = (
     (("fabric_bw", "sender_bw", "receiver_bw", "reconfigure_capacity", "reconfigure_extra", "transfer_s",
       "switch_runtime_s", "switch_overhead_s", "step_saving_s"), ("reconfigure",)),
     (("layer_ns",), ("offload_ffn_layers",)),
+    (("reservation_tokens", "page_capacity"), ("page_event",)),
     (("offload_bw", "restore_bw", "transfer_startup_ns", "recompute_ns", "host_capacity"), ("kv_restore",)),
     (("prefix_budget",), ("prefix_candidate",)),
     (("network_bw",), ("worker",)),

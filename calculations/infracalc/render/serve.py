@@ -535,6 +535,24 @@ def dflash_lines(rec):
                             for x in d["draft_matrices"]]), ""]
 
 
+def pages_lines(rec):
+    k = rec["kv_pages"]
+    keys = ("kv_bytes_per_token", "page_bytes", "capacity_pages", "unusable_capacity_bytes", "rejected_events",
+            "peak_allocated_page_bytes", "final_allocated_page_bytes", "final_logical_request_bytes",
+            "final_unique_live_bytes", "final_unused_page_bytes", "final_private_paged_bytes",
+            "final_fixed_reservation_bytes", "total_copied_valid_bytes")
+    rows = [[key, "-" if k[key] is None else u.integer(k[key])] for key in keys]
+    ev = [[e["event"], ":".join(map(str, e["operation"])), "yes" if e["accepted"] else e["rejection_reason"],
+           e["additional_pages_required"], u.integer(e["logical_request_bytes"]), u.integer(e["unique_live_bytes"]),
+           u.integer(e["allocated_page_bytes"]), u.integer(e["unused_page_bytes"]), u.integer(e["private_paged_bytes"]),
+           u.integer(e["fixed_reservation_bytes"]), u.integer(e["copied_valid_bytes"]),
+           ", ".join(map(str, e["freed_page_ids"])) or "-"] for e in k["events"]]
+    return [f"## KV pages of {rec['inputs']['page_tokens']} tokens", "", markdown_table(["figure", "value"], rows, "lr"),
+            "", markdown_table(["event", "operation", "accepted", "new pages", "logical B", "unique live B",
+                                "allocated B", "unused B", "private paged B", "fixed reservation B", "copied B",
+                                "freed pages"], ev), ""]
+
+
 def restore_lines(rec):
     k, i = rec["kv_restore"], rec["inputs"]
     keys = ("kv_snapshot_bytes", "input_token_id_bytes", "replay_backbone_matrix_flops", "replay_new_kv_write_bytes",
@@ -553,6 +571,11 @@ def restore_lines(rec):
 
 def markdown(rec):
     i = rec["inputs"]
+    if "kv_pages" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, KV pages and branches", "", *pages_lines(rec),
+                 "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "", *left_out_lines(rec),
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "kv_restore" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, KV keep / offload / recompute", "",
                  *restore_lines(rec), "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "",

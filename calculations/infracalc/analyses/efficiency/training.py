@@ -36,6 +36,17 @@ EXPERT_HOST_FITTED = {
 }
 
 
+def convention():
+    """The predicted step's convention line (train's output)."""
+    return ("Predicted step (a third figure, not a bound; efficiency.training, docs/prediction.md): the "
+            "step estimate at the device's achievable matmul and HBM fractions, the TP collectives under "
+            "the same phase's compute, every collective priced as NCCL runs it (its algorithm and "
+            "protocol for the size, the fitted residual), MoE layers charged "
+            f"{EXPERT_HOST_FITTED['all'] * 1e6:.0f} us per local expert per micro-batch (fitted, leave one "
+            f"model out), times the fitted step factor {FITTED['all']:.3f} (leave one publisher out on the "
+            "dense training cases).")
+
+
 def predicted_step(arch, w, lay, device, *, factor=None, **options):
     """(predicted step seconds, the StepTime at achievable rates) of one layout; `options` are
     step_time's recipe options (recompute, zero, schedule, ...; no efficiencies). A tuned stack

@@ -993,3 +993,29 @@ def restore_record(arch, w, device, tokens, next_use, offload_bw, restore_bw, st
         "next-use prediction; the replay's declared time is not derived from the device."],
                conventions=[restore.RESTORE_CONVENTION])
     return rec
+
+
+def pages_record(arch, w, device, events, page_tokens, reservation_tokens, capacity_bytes):
+    """The `serve --page-event ...` record: a paged cache of `page_tokens`-token pages under the
+    events (pages.replay), c = the model's KV bytes per token (full attention: linear in tokens)."""
+    from ...errors import UserError
+    from . import pages
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    c = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
+    if c * page_tokens != arch.kv_bytes(kv_w.kv_dtype, page_tokens, kv_w.mla) or not c:
+        raise UserError(f"{arch.id}: its cache is not the same bytes for every token (windows or states): "
+                        "pages of whole tokens across layers are not modelled")
+    rows, summary = pages.replay(events, page_tokens=page_tokens, token_bytes=c,
+                                 reservation_tokens=reservation_tokens, capacity_bytes=capacity_bytes)
+    rec = _header(arch, kv_w, device, 1, 1, Options())
+    rec["inputs"] = {"page_tokens": page_tokens, "reservation_tokens": reservation_tokens,
+                     "page_capacity_bytes": capacity_bytes, "kv_dtype": rec["inputs"]["kv_dtype"],
+                     "events": [":".join(map(str, e)) for e in events]}
+    rec["notes"] = []
+    rec["kv_pages"] = dict(summary, events=rows)
+    rec.update(definitions=["Bytes of a declared event sequence (integers): no time, no bound."],
+               left_out=["Block-table and reference-count metadata, weights and workspace; eviction, swapping "
+                         "and queueing of rejected events; a kernel that copies whole blocks."],
+               conventions=[pages.PAGES_CONVENTION])
+    return rec
