@@ -41,6 +41,8 @@ KINDS = {
                      "finish, boundary buffer peaks, with unbounded or finite slots",
     "moe-dedup": "MoE dispatch and combine bytes per assignment against once per destination rank, from a declared "
                  "per-token destination pattern; reduction adds moved, pairwise all-to-all times",
+    "staging": "a ring all-reduce staged through host buffers on a declared PCIe/NUMA host: each physical "
+               "resource's bytes and busy time, aggregate and per-round lower bounds",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -1718,6 +1720,7 @@ from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # no
 from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
 from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F401
 from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
+from .budget_net import _staging, _staging_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401
