@@ -75,6 +75,8 @@ KINDS = {
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
                     "reused state, state bytes, dependency chains",
+    "reshard": "checkpoint reshard plan: the byte ranges of each source file every new rank reads when S ranks' "
+               "row-major shards load on T ranks (rows or flat layouts)",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -228,6 +230,27 @@ def _routing_metadata(args):
     return routing_metadata(load_model(args.model), tokens=args.tokens, encoding=args.encoding,
                             token_rate=args.token_rate, retained=args.retained_copies, bandwidth=round(args.bandwidth),
                             header_bytes=args.header_bytes, identity_bytes=args.identity_bytes)
+
+
+def _reshard_arguments(q):
+    common.add_model(q)
+    q.add_argument("--source-parts", type=common.positive_int, required=True, metavar="S", help="ranks that saved")
+    q.add_argument("--target-parts", type=common.positive_int, required=True, metavar="T", help="ranks that load")
+    for side in ("source", "target"):
+        q.add_argument(f"--{side}-layout", choices=("rows", "flat"), default="rows",
+                       help=f"the {side} split: whole rows (default) or flat elements")
+    q.add_argument("--weights-only", action="store_true", help="BF16 weights only (no master, Adam m and v)")
+
+
+def _reshard(args):
+    from ..analyses.checkpoint_reshard import reshard
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if max(args.source_parts, args.target_parts) > 4096:
+        raise UserError("budget reshard plans at most 4,096 ranks a side")
+    return reshard(load_model(args.model), source_parts=args.source_parts, target_parts=args.target_parts,
+                   source_layout=args.source_layout, target_layout=args.target_layout, weights_only=args.weights_only)
 
 
 def _optimizer_arguments(q):
