@@ -75,6 +75,8 @@ KINDS = {
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
                     "reused state, state bytes, dependency chains",
+    "server-scope": "one server at TP C against two at TP C/2 x PP 2: per-card capacity and the declared serial "
+                    "communication of decode forwards, with the crossover remote bandwidth and startup",
     "reshard": "checkpoint reshard plan: the byte ranges of each source file every new rank reads when S ranks' "
                "row-major shards load on T ranks (rows or flat layouts)",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
@@ -788,6 +790,94 @@ def _sequence_toy(args):
         raise UserError("--tokens at most 4096 (a teaching sequence)")
     return sequence_toy(tokens=args.tokens, layers=args.layers, d=args.width, f=args.ff_width,
                         vocabulary=args.vocabulary)
+
+
+def _byte_rate(text):
+    """Bytes per second: a size (50GB, 25GiB) or an exact positive number or fraction (256025000000000/25901553)."""
+    from fractions import Fraction
+
+    try:
+        return Fraction(common.byte_size(text))
+    except (argparse.ArgumentTypeError, ValueError):
+        pass
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or not 0 < value <= 10**18 or len(text) > 60:
+        raise argparse.ArgumentTypeError(f"must be a byte rate such as 50GB or an exact number such as "
+                                         f"256025000000000/25901553 bytes/s, got '{text}'")
+    return value
+
+
+def _server_scope_arguments(q):
+    common.add_model(q)
+    q.add_argument("--cards", type=common.positive_int, default=8, help="cards in all (default 8)")
+    q.add_argument("--history", type=common.non_negative_int, required=True, metavar="H", help="history tokens")
+    q.add_argument("--decode-steps", type=common.positive_int, required=True, metavar="S", help="decode forwards")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests (default 1)")
+    q.add_argument("--capacity-bytes", type=common.byte_size, required=True, metavar="BYTES", help="per card")
+    q.add_argument("--workspace-bytes", type=byte_count, default=0, metavar="BYTES", help="declared per card (default 0)")
+    q.add_argument("--local-bw", type=_byte_rate, required=True, metavar="BYTES/S",
+                   help="local collective edge bandwidth in bytes/s (50GB)")
+    q.add_argument("--local-startup", type=exact_seconds, required=True, metavar="T", help="per local startup (2us)")
+    q.add_argument("--remote-bw", type=_byte_rate, required=True, metavar="BYTES/S",
+                   help="shared inter-server egress bandwidth in bytes/s (25GB)")
+    q.add_argument("--remote-startup", type=exact_seconds, required=True, metavar="T", help="per remote startup (5us)")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16", kv_dtype=None)
+
+
+def _server_scope(args):
+    from ..analyses import kv
+    from ..analyses import server_scope as ss
+    from ..errors import UserError
+    from ..layout import Layout
+    from ..load.models import load_model
+
+    if args.cards % 2:
+        raise UserError("--cards must be even (two servers of C/2 cards)")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    context = args.history + args.decode_steps
+    candidates, paths = [], []
+    for name, tp, pp in ((f"single_server_tp{args.cards}", args.cards, 1),
+                         (f"two_servers_tp{args.cards // 2}_pp2", args.cards // 2, 2)):
+        stages = kv.plan(arch, w, Layout(tp=tp, pp=pp))
+        cards = []
+        for st in stages:
+            kv_bytes = args.batch * kv.demand(st, w, context, tp, None, 0).own
+            resident = st.weight_bytes + kv_bytes + args.workspace_bytes
+            cards.append({"server": st.index if pp > 1 else 0, "stage": st.index, "cards": tp, "layers": f"{st.first}-{st.last}",
+                          "weight_bytes": st.weight_bytes, "kv_bytes": kv_bytes, "workspace_bytes": args.workspace_bytes,
+                          "resident_bytes": resident, "fits": resident <= args.capacity_bytes})
+        ops = ss.decode_collectives(layers_per_stage=[st.last - st.first + 1 for st in stages], tp=tp, pp=pp,
+                                    hidden=arch.hidden_size, vocab=arch.vocab_size, batch=args.batch)
+        local, payload, calls, remote = ss.path_seconds(ops, args.local_startup, args.local_bw, args.remote_startup,
+                                                        args.remote_bw)
+        paths.append((local, payload, calls, local + remote))
+        candidates.append({"candidate": name, "servers": pp, "cards_per_server": tp, "final_positions": context,
+                           "max_card_resident_bytes": max(c["resident_bytes"] for c in cards),
+                           "all_cards_fit": all(c["fits"] for c in cards), "local_s_exact": str(local),
+                           "interserver_payload_bytes": payload, "interserver_startups": calls,
+                           "per_forward_s_exact": str(local + remote), "per_forward_s": float(local + remote),
+                           "all_forwards_s_exact": str(args.decode_steps * (local + remote)),
+                           "cards": cards, "operations": [
+                               {"operation": n, "stage": s, "layer": l, "path": "interserver" if r else "local",
+                                "startups": k, "bytes": int(b) if b == int(b) else str(b),
+                                "all_forwards_s_exact": str(args.decode_steps * ss.operation_seconds(
+                                    k, b, *((args.remote_startup, args.remote_bw) if r else
+                                            (args.local_startup, args.local_bw))))}
+                               for n, s, l, r, k, b in ops]})
+    single, two = paths[0][3], paths[1][3]
+    bw, startup = ss.crossover(single, paths[1][0], paths[1][1], paths[1][2], args.remote_startup, args.remote_bw)
+    preference = "tie" if single == two else candidates[0 if single < two else 1]["candidate"]
+    return {"model": arch.id, "candidates": [{k: v for k, v in c.items() if k not in ("cards", "operations")}
+                                              for c in candidates],
+            "cards": [dict(candidate=c["candidate"], **card) for c in candidates for card in c["cards"]],
+            "communication_preference": preference, "both_fit": all(c["all_cards_fit"] for c in candidates),
+            "two_servers_cheaper_above_remote_bw_exact": None if bw is None else str(bw),
+            "two_servers_cheaper_below_remote_startup_s_exact": None if startup is None else str(startup),
+            "operations": [dict(candidate=c["candidate"], **op) for c in candidates for op in c["operations"]]}
 
 
 def _blocks(text):
