@@ -39,6 +39,8 @@ KINDS = {
                           "reclaim times, peaks of outstanding, in-flight and unconsumed operations",
     "fifo-pipeline": "a FIFO generation pipeline from declared stage, link and feedback times: completions, "
                      "finish, boundary buffer peaks, with unbounded or finite slots",
+    "moe-dedup": "MoE dispatch and combine bytes per assignment against once per destination rank, from a declared "
+                 "per-token destination pattern; reduction adds moved, pairwise all-to-all times",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -1715,6 +1717,7 @@ from .budget_net import _collective_tail, _collective_tail_arguments, _ordering,
 from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # noqa: E402,F401
 from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
 from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F401
+from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -14,6 +14,7 @@ from ..analyses.fusion import FUSION_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
 from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
+from ..analyses.moe_dedup import MOE_DEDUP_CONVENTIONS
 from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
@@ -96,6 +97,7 @@ CONVENTIONS = {
     "completion-reclaim": COMPLETION_CONVENTIONS,
     "remote-state": REMOTE_STATE_CONVENTIONS,
     "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
+    "moe-dedup": MOE_DEDUP_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
