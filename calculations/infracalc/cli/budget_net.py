@@ -343,3 +343,39 @@ def _fifo_pipeline(args):
     return fifo_pipeline(stage_ns=args.stage_times, transfer_ns=args.transfer_times, groups=args.groups, steps=args.steps,
                          feedback_ns=args.feedback, activation_bytes=2 * args.requests_per_group * arch.hidden_size,
                          slots=args.buffer_slots)
+
+
+def _moe_dedup_arguments(q):
+    common.add_model(q)
+    q.add_argument("--ranks", type=common.positive_int, required=True, metavar="P", help="expert-parallel ranks (8)")
+    q.add_argument("--tokens-per-rank", type=common.positive_int, required=True, metavar="T", help="tokens on each rank (64)")
+    q.add_argument("--pattern", choices=("clustered", "spread"), required=True,
+                   help="each token's experts all on one rank, or one per rank in turn")
+    q.add_argument("--combine-bytes", type=common.positive_int, default=4, metavar="B",
+                   help="bytes of a returned element (default 4; dispatch is BF16)")
+    q.add_argument("--bandwidth", type=byte_rate, default=None, metavar="R",
+                   help="per-rank link bytes/s for the pairwise all-to-all times (50GB/s; default: no times)")
+    q.add_argument("--startup", type=_ns, default=0, metavar="T", help="per-round startup (2us; default 0s)")
+
+
+def _moe_dedup(args):
+    from ..analyses.moe_dedup import moe_dedup
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    moe = next((b for layer in arch.layers for b in layer.blocks if hasattr(b, "experts") and hasattr(b, "top_k")), None)
+    if moe is None:
+        raise UserError(f"model '{arch.id}' has no MoE layer")
+    if moe.experts % args.ranks:
+        raise UserError(f"--ranks {args.ranks} does not divide the {moe.experts} experts")
+    if args.ranks * args.tokens_per_rank > 10**6:
+        raise UserError("at most 10^6 tokens in all (--ranks x --tokens-per-rank)")
+    if args.bandwidth == 0:
+        raise UserError("--bandwidth must be positive")
+    try:
+        return moe_dedup(ranks=args.ranks, tokens_per_rank=args.tokens_per_rank, experts=moe.experts, top_k=moe.top_k,
+                         hidden=arch.hidden_size, pattern=args.pattern, combine_bytes=args.combine_bytes,
+                         bandwidth=args.bandwidth, startup_ns=args.startup)
+    except ValueError as e:
+        raise UserError(str(e))
