@@ -41,6 +41,8 @@ KINDS = {
                      "finish, boundary buffer peaks, with unbounded or finite slots",
     "moe-dedup": "MoE dispatch and combine bytes per assignment against once per destination rank, from a declared "
                  "per-token destination pattern; reduction adds moved, pairwise all-to-all times",
+    "staging": "a ring all-reduce staged through host buffers on a declared PCIe/NUMA host: each physical "
+               "resource's bytes and busy time, aggregate and per-round lower bounds",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -81,6 +83,8 @@ KINDS = {
                     "communication of decode forwards, with the crossover remote bandwidth and startup",
     "reshard": "checkpoint reshard plan: the byte ranges of each source file every new rank reads when S ranks' "
                "row-major shards load on T ranks (rows or flat layouts)",
+    "async-checkpoint": "asynchronous checkpoints with finite snapshot buffers: capture, staging, upload and durable "
+                        "times, training pauses, buffer peak and the snapshot a failure recovers",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -255,6 +259,40 @@ def _reshard(args):
         raise UserError("budget reshard plans at most 4,096 ranks a side")
     return reshard(load_model(args.model), source_parts=args.source_parts, target_parts=args.target_parts,
                    source_layout=args.source_layout, target_layout=args.target_layout, weights_only=args.weights_only)
+
+
+def _async_checkpoint_arguments(q):
+    common.add_model(q, required=False)
+    q.add_argument("--payload-bytes", type=common.byte_size, default=None, metavar="BYTES",
+                   help="a declared snapshot size instead of the model's 14 B per parameter")
+    q.add_argument("--snapshots", type=common.positive_int, required=True, metavar="N", help="save requests")
+    for flag, dest, what, default in (("--first-request", "first_request_s", "the first save request", None),
+                                      ("--interval", "interval_s", "between save requests", None),
+                                      ("--staging-time", "staging_time_s", "staging one snapshot (training paused)", None),
+                                      ("--durability-delay", "durability_delay_s", "after the upload until durable", 0),
+                                      ("--failure-at", "failure_at_s", "the failure's time", None)):
+        q.add_argument(flag, dest=dest, type=_exact_time, required=default is None, default=default, metavar="T",
+                       help=f"{what}" + ("" if default is None else " (default 0s)"))
+    q.add_argument("--upload-bw", type=common.bandwidth, required=True, metavar="BW", help="the writer's rate (8GB/s)")
+    q.add_argument("--slots", type=common.positive_int, default=2, metavar="B", help="snapshot buffers (default 2)")
+
+
+def _async_checkpoint(args):
+    from ..analyses.checkpoint_async import async_checkpoint
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.model is None and args.payload_bytes is None:
+        raise UserError("give --model (14 B per parameter) or --payload-bytes")
+    if not args.interval_s > 0 or not args.staging_time_s > 0:
+        raise UserError("--interval and --staging-time must be positive")
+    if args.snapshots > 10**5:
+        raise UserError("--snapshots takes at most 100,000 requests")
+    params = load_model(args.model).params if args.model else 0
+    return async_checkpoint(parameters=params, payload=args.payload_bytes, snapshots=args.snapshots,
+                            first=args.first_request_s, interval=args.interval_s, staging=args.staging_time_s,
+                            bandwidth=round(args.upload_bw), slots=args.slots, durability=args.durability_delay_s,
+                            failure=args.failure_at_s)
 
 
 def _optimizer_arguments(q):
@@ -1288,14 +1326,27 @@ def _capacity(args):
             "max_load": max(loads), "min_load": min(loads), "rows": rows}
 
 
+class _KindParsers(dict):
+    """The kinds' parsers, each given its options the first time it is looked up (argparse does so
+    for the kind named on the command line, `budget KIND --help` included): building all of them
+    on every `budget` command cost about 30 ms of its start-up."""
+
+    def __getitem__(self, name):
+        q = dict.__getitem__(self, name)
+        if not getattr(q, "_kind_built", False):
+            q._kind_built = True
+            globals()[f"_{name.replace('-', '_')}_arguments"](q)
+            common.add_output(q)
+            # the options this kind echoes as its inputs (argparse's own record of them)
+            q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+        return q
+
+
 def add_arguments(p):
     sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    sub._name_parser_map = sub.choices = _KindParsers()
     for name, text in KINDS.items():
-        q = sub.add_parser(name, help=text, description=text)
-        globals()[f"_{name.replace('-', '_')}_arguments"](q)
-        common.add_output(q)
-        # the options this kind echoes as its inputs (argparse's own record of them)
-        q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+        sub.add_parser(name, help=text, description=text)
 
 
 def _params(q, required=True):
@@ -1718,6 +1769,7 @@ from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # no
 from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
 from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F401
 from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
+from .budget_net import _staging, _staging_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

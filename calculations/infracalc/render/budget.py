@@ -11,6 +11,7 @@ from ..analyses.fifo_pipeline import FIFO_PIPELINE_CONVENTIONS
 from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
+from ..analyses.host_staging import STAGING_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
 from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
@@ -22,6 +23,7 @@ from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
 from ..analyses.gradient_cast import CAST_CONVENTIONS
 from ..analyses.routing_metadata import ROUTING_METADATA_CONVENTIONS
 from ..analyses.checkpoint_reshard import RESHARD_CONVENTIONS
+from ..analyses.checkpoint_async import ASYNC_CHECKPOINT_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -98,11 +100,13 @@ CONVENTIONS = {
     "remote-state": REMOTE_STATE_CONVENTIONS,
     "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
     "moe-dedup": MOE_DEDUP_CONVENTIONS,
+    "staging": STAGING_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
     "routing-metadata": ROUTING_METADATA_CONVENTIONS,
     "reshard": RESHARD_CONVENTIONS,
+    "async-checkpoint": ASYNC_CHECKPOINT_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
