@@ -33,6 +33,7 @@ from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
 from ..analyses.sequence_toy import SEQUENCE_TOY_CONVENTIONS
+from ..analyses.ec_pool import EC_POOL_CONVENTIONS
 from ..analyses.server_scope import SERVER_SCOPE_CONVENTIONS
 from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
@@ -117,6 +118,7 @@ CONVENTIONS = {
     "sampling": SAMPLING_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
     "sequence-toy": SEQUENCE_TOY_CONVENTIONS,
+    "ec-pool": EC_POOL_CONVENTIONS,
     "server-scope": SERVER_SCOPE_CONVENTIONS,
     "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
