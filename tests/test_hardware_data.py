@@ -262,6 +262,11 @@ class HardwareDataTest(unittest.TestCase):
             d = self.rec(apple)
             self.assertEqual(d["memory_bandwidth_bytes_per_s"], bw * GB)
             self.assertEqual(set(d["matrix_flops_per_s"].values()), {None})   # not published, not invented
+        # RTX PRO 6000 Server Edition page: "Memory Bandwidth 1597 GB/s", "96 GB GDDR7", "Up to 600W"; its
+        # "FP16 | BF16 Tensor Core 1 PFLOP" is rounded and dense/sparse unstated: unknown
+        d = self.rec("rtx-pro-6000-server")
+        self.assertEqual((d["memory_bandwidth_bytes_per_s"], d["memory_label_bytes"], d["tdp_watts"]), (1597 * GB, 96 * GB, 600))
+        self.assertEqual(set(d["matrix_flops_per_s"].values()), {None})
         # Atlas 300I A2 product page: "560 TOPS INT8, 280 TFLOPS FP16", "64 GB, 带宽1.6 TB/s", "最大350W"; no BF16 rate
         d = self.rec("atlas-300i-a2")
         self.assertEqual(d["matrix_flops_per_s"], {"bf16": None, "fp16": 280 * TERA, "int8": 560 * TERA})

@@ -97,11 +97,11 @@ class Qwen3On100(unittest.TestCase):
         last = 0.0
         for room in (10**9, 10**10, 3 * 10**10, 6 * 10**10, 10**11, 10**12):
             for p, g in ((128, 2048), (2048, 128), (1000, 1)):
-                b = S.serving_bound(self.arch, w, r, p, g, room)
+                b = S.serving_bound(self.arch, w, r, p, g, room_bytes=room)
                 self.assertGreaterEqual(b["steady_state_concurrency"], b["guaranteed_concurrency"])
                 self.assertGreaterEqual(b["steady_state"]["output_tokens_per_s"],
                                         b["guaranteed"]["output_tokens_per_s"])
-            b = S.serving_bound(self.arch, w, r, 1024, 1024, room)
+            b = S.serving_bound(self.arch, w, r, 1024, 1024, room_bytes=room)
             self.assertGreaterEqual(b["steady_state"]["output_tokens_per_s"], last)
             last = b["steady_state"]["output_tokens_per_s"]
 

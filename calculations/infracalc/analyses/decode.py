@@ -323,7 +323,7 @@ def serving_record(arch, w, r, input_len, output_len, cap, prefill_w=None):
     """The serving-throughput bound (analyses/serving) in the capacity's room."""
     from .serving import serving_bound
 
-    return serving_bound(arch, w, r, input_len, output_len, cap["cache_room_bytes"], prefill_w)
+    return serving_bound(arch, w, r, input_len, output_len, room_bytes=cap["cache_room_bytes"], prefill_w=prefill_w)
 
 
 def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0,

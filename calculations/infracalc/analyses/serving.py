@@ -153,7 +153,7 @@ def throughput(work, weights_per_step, input_len, output_len, n, r):
     }
 
 
-def serving_bound(arch, w, r, input_len, output_len, room_bytes, prefill_w=None):
+def serving_bound(arch, w, r, input_len, output_len, *, room_bytes, prefill_w=None):
     """The serving-throughput bound of one device (or one device's shard `arch`) with
     `room_bytes` left for caches beside its weights and reserve."""
     final = request_bytes(arch, w, input_len + output_len - 1)   # the peak at P + G - 1 cached tokens

@@ -199,7 +199,7 @@ def serving_case(case):
     r = roof(device, w.compute_dtype)
     wp, _ = for_pass(arch, w.replace(tokens=s["input_len"]), r)
     ws = decode_path(arch, w, *step_histories(s["input_len"], s["output_len"]), r)[0]
-    return arch, device, serving_bound(arch, ws, r, s["input_len"], s["output_len"], room, wp)
+    return arch, device, serving_bound(arch, ws, r, s["input_len"], s["output_len"], room_bytes=room, prefill_w=wp)
 
 
 def training_case(case):

@@ -81,8 +81,8 @@ def serving_record(plan, lay, rows):
         key = (placement.stage_signature(plan.arch, lay, st), room)   # equal shards, one bound
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)
-            seen[key] = serving_bound(shard, plan.wd, plan.r, plan.P, plan.G, room,
-                                      plan.wp.replace(tokens=plan.P))
+            seen[key] = serving_bound(shard, plan.wd, plan.r, plan.P, plan.G, room_bytes=room,
+                                      prefill_w=plan.wp.replace(tokens=plan.P))
         b = seen[key]
         s = b["steady_state"]
         per_stage.append({"stage": st.index, "guaranteed_concurrency": b["guaranteed_concurrency"],
