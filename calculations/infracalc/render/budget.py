@@ -18,6 +18,7 @@ from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
 from ..analyses.moe_dedup import MOE_DEDUP_CONVENTIONS
 from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.packet_reorder import PACKET_REORDER_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
 from ..analyses.gradient_cast import CAST_CONVENTIONS
@@ -102,6 +103,7 @@ CONVENTIONS = {
     "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
     "moe-dedup": MOE_DEDUP_CONVENTIONS,
     "staging": STAGING_CONVENTIONS,
+    "packet-reorder": PACKET_REORDER_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
