@@ -39,6 +39,12 @@ KINDS = {
                           "reclaim times, peaks of outstanding, in-flight and unconsumed operations",
     "fifo-pipeline": "a FIFO generation pipeline from declared stage, link and feedback times: completions, "
                      "finish, boundary buffer peaks, with unbounded or finite slots",
+    "moe-dedup": "MoE dispatch and combine bytes per assignment against once per destination rank, from a declared "
+                 "per-token destination pattern; reduction adds moved, pairwise all-to-all times",
+    "staging": "a ring all-reduce staged through host buffers on a declared PCIe/NUMA host: each physical "
+               "resource's bytes and busy time, aggregate and per-round lower bounds",
+    "packet-reorder": "one message striped over paths of declared delays, in-order delivery from a reorder buffer, "
+                      "declared losses resent: completion, retained peak, resent bytes",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -75,6 +81,14 @@ KINDS = {
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
                     "reused state, state bytes, dependency chains",
+    "ec-pool": "a vision-language request's encoder-cache bytes and the best request rate of an encoder / "
+               "prefill-decode worker split (encoding, PD and shared-network bounds, cache hits)",
+    "server-scope": "one server at TP C against two at TP C/2 x PP 2: per-card capacity and the declared serial "
+                    "communication of decode forwards, with the crossover remote bandwidth and startup",
+    "reshard": "checkpoint reshard plan: the byte ranges of each source file every new rank reads when S ranks' "
+               "row-major shards load on T ranks (rows or flat layouts)",
+    "async-checkpoint": "asynchronous checkpoints with finite snapshot buffers: capture, staging, upload and durable "
+                        "times, training pauses, buffer peak and the snapshot a failure recovers",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -228,6 +242,61 @@ def _routing_metadata(args):
     return routing_metadata(load_model(args.model), tokens=args.tokens, encoding=args.encoding,
                             token_rate=args.token_rate, retained=args.retained_copies, bandwidth=round(args.bandwidth),
                             header_bytes=args.header_bytes, identity_bytes=args.identity_bytes)
+
+
+def _reshard_arguments(q):
+    common.add_model(q)
+    q.add_argument("--source-parts", type=common.positive_int, required=True, metavar="S", help="ranks that saved")
+    q.add_argument("--target-parts", type=common.positive_int, required=True, metavar="T", help="ranks that load")
+    for side in ("source", "target"):
+        q.add_argument(f"--{side}-layout", choices=("rows", "flat"), default="rows",
+                       help=f"the {side} split: whole rows (default) or flat elements")
+    q.add_argument("--weights-only", action="store_true", help="BF16 weights only (no master, Adam m and v)")
+
+
+def _reshard(args):
+    from ..analyses.checkpoint_reshard import reshard
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if max(args.source_parts, args.target_parts) > 4096:
+        raise UserError("budget reshard plans at most 4,096 ranks a side")
+    return reshard(load_model(args.model), source_parts=args.source_parts, target_parts=args.target_parts,
+                   source_layout=args.source_layout, target_layout=args.target_layout, weights_only=args.weights_only)
+
+
+def _async_checkpoint_arguments(q):
+    common.add_model(q, required=False)
+    q.add_argument("--payload-bytes", type=common.byte_size, default=None, metavar="BYTES",
+                   help="a declared snapshot size instead of the model's 14 B per parameter")
+    q.add_argument("--snapshots", type=common.positive_int, required=True, metavar="N", help="save requests")
+    for flag, dest, what, default in (("--first-request", "first_request_s", "the first save request", None),
+                                      ("--interval", "interval_s", "between save requests", None),
+                                      ("--staging-time", "staging_time_s", "staging one snapshot (training paused)", None),
+                                      ("--durability-delay", "durability_delay_s", "after the upload until durable", 0),
+                                      ("--failure-at", "failure_at_s", "the failure's time", None)):
+        q.add_argument(flag, dest=dest, type=_exact_time, required=default is None, default=default, metavar="T",
+                       help=f"{what}" + ("" if default is None else " (default 0s)"))
+    q.add_argument("--upload-bw", type=common.bandwidth, required=True, metavar="BW", help="the writer's rate (8GB/s)")
+    q.add_argument("--slots", type=common.positive_int, default=2, metavar="B", help="snapshot buffers (default 2)")
+
+
+def _async_checkpoint(args):
+    from ..analyses.checkpoint_async import async_checkpoint
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.model is None and args.payload_bytes is None:
+        raise UserError("give --model (14 B per parameter) or --payload-bytes")
+    if not args.interval_s > 0 or not args.staging_time_s > 0:
+        raise UserError("--interval and --staging-time must be positive")
+    if args.snapshots > 10**5:
+        raise UserError("--snapshots takes at most 100,000 requests")
+    params = load_model(args.model).params if args.model else 0
+    return async_checkpoint(parameters=params, payload=args.payload_bytes, snapshots=args.snapshots,
+                            first=args.first_request_s, interval=args.interval_s, staging=args.staging_time_s,
+                            bandwidth=round(args.upload_bw), slots=args.slots, durability=args.durability_delay_s,
+                            failure=args.failure_at_s)
 
 
 def _optimizer_arguments(q):
@@ -767,6 +836,169 @@ def _sequence_toy(args):
                         vocabulary=args.vocabulary)
 
 
+def _ec_pool_arguments(q):
+    from .encode import image_size
+
+    common.add_model(q)
+    q.add_argument("--image", type=image_size, required=True, metavar="WxH", help="the image after preprocessing")
+    q.add_argument("--images", type=common.positive_int, default=1, metavar="N", help="images per request (default 1)")
+    q.add_argument("--text-tokens", type=common.tokens_or_zero, default=0, metavar="T",
+                   help="other input positions, for the declared input KV (default 0)")
+    q.add_argument("--workers", type=common.positive_int, required=True, help="encoder + PD workers (at least 2)")
+    q.add_argument("--encoder-rate", type=lambda t: _exact(t, "images/s, e.g. 12", 0), required=True,
+                   metavar="IMAGES/S", help="uncached images per second of one encoder worker")
+    q.add_argument("--pd-rate", type=lambda t: _exact(t, "requests/s, e.g. 4", 0), required=True,
+                   metavar="REQUESTS/S", help="requests per second of one PD worker")
+    q.add_argument("--network", type=_byte_rate, required=True, metavar="BYTES/S",
+                   help="shared E-to-PD network in bytes/s (300MB)")
+    q.add_argument("--hit", type=lambda t: _exact(t, "a fraction in [0, 1] such as 3/4", 0, 1), default=Fraction(0),
+                   metavar="H", help="fraction of images served from the encoder cache (default 0)")
+    q.add_argument("--arrival", type=lambda t: _exact(t, "requests/s", 0), default=Fraction(0), metavar="REQUESTS/S",
+                   help="offered requests/s, compared with the bound (default 0)")
+    q.add_argument("--compressed-bytes", type=byte_count, default=None, metavar="BYTES",
+                   help="one compressed image, for the uplink comparison")
+    q.add_argument("--uplink-rate", type=_line_rate, default=None, metavar="R", help="uplink bits/s (6.4Mb/s)")
+    common.add_dtypes(q)
+
+
+def _ec_pool(args):
+    from ..analyses import ec_pool, kv, vision_encoder
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.workers < 2:
+        raise UserError("--workers must be at least 2 (a positive encoder and PD pool)")
+    if args.encoder_rate == 0 or args.pd_rate == 0:
+        raise UserError("--encoder-rate and --pd-rate must be positive")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    state = kv.bytes_per_request(arch, w, 0)
+    rec = vision_encoder.encode(arch, [args.image], 0, w.weight_dtype, w.act_dtype,
+                                lambda t: kv.bytes_per_request(arch, w, t) - state)
+    image, tower = rec["images"][0], rec["tower"]
+    tokens, ec = image["tokens"], image["ec_bytes"]
+    final = ec // (1 + len(tower["deepstack"]))
+    request_ec = args.images * ec
+    per_position = kv.bytes_per_request(arch, w, 1) - state
+    positions = args.images * tokens + args.text_tokens
+    if positions > arch.max_context:
+        raise UserError(f"the request's {positions:,} input positions exceed the model's context of {arch.max_context:,}")
+    rows = ec_pool.pool_splits(args.workers, args.images, args.hit, args.encoder_rate, args.pd_rate, args.network,
+                               request_ec)
+    best = max(r["bound"] for r in rows)
+    out = {"model": arch.id, "patches": image["patches"], "image_positions": tokens,
+           "deepstack_blocks": tower["deepstack"], "final_embedding_bytes_per_image": final,
+           "deepstack_bytes_per_image": ec - final, "ec_bytes_per_image": ec, "ec_bytes_per_request": request_ec,
+           "visual_positions_per_request": args.images * tokens, "input_positions": positions,
+           "kv_bytes_per_position": per_position, "visual_kv_bytes_per_image": image["kv_bytes"],
+           "visual_kv_bytes_per_request": args.images * image["kv_bytes"],
+           "text_kv_bytes": args.text_tokens * per_position, "input_kv_bytes": positions * per_position,
+           "one_image_ec_network_s_exact": str(Fraction(ec) / args.network),
+           "one_request_ec_network_s_exact": str(Fraction(request_ec) / args.network),
+           "uncached_images_per_request_exact": str(args.images * (1 - args.hit))}
+    if args.compressed_bytes is not None:
+        out["ec_to_compressed_ratio_exact"] = str(Fraction(ec, args.compressed_bytes))
+    if args.uplink_rate is not None:
+        uplink = Fraction(args.uplink_rate, 8)
+        if args.compressed_bytes is not None:
+            out["compressed_image_uplink_s_exact"] = str(args.compressed_bytes / uplink)
+        out["ec_uplink_s_exact"] = str(ec / uplink)
+    out.update({"best_bound_requests_per_s_exact": str(best),
+                "best_splits": ", ".join(f"{r['encoder_workers']}E+{r['pd_workers']}PD" for r in rows
+                                         if r["bound"] == best),
+                "arrival_below_best_bound": args.arrival < best,
+                "splits": [{k: v for k, v in r.items() if k != "bound"} for r in rows]})
+    return out
+
+
+def _byte_rate(text):
+    """Bytes per second: a size (50GB, 25GiB) or an exact positive number or fraction (256025000000000/25901553)."""
+    from fractions import Fraction
+
+    try:
+        return Fraction(common.byte_size(text))
+    except (argparse.ArgumentTypeError, ValueError):
+        pass
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or not 0 < value <= 10**18 or len(text) > 60:
+        raise argparse.ArgumentTypeError(f"must be a byte rate such as 50GB or an exact number such as "
+                                         f"256025000000000/25901553 bytes/s, got '{text}'")
+    return value
+
+
+def _server_scope_arguments(q):
+    common.add_model(q)
+    q.add_argument("--cards", type=common.positive_int, default=8, help="cards in all (default 8)")
+    q.add_argument("--history", type=common.non_negative_int, required=True, metavar="H", help="history tokens")
+    q.add_argument("--decode-steps", type=common.positive_int, required=True, metavar="S", help="decode forwards")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests (default 1)")
+    q.add_argument("--capacity-bytes", type=common.byte_size, required=True, metavar="BYTES", help="per card")
+    q.add_argument("--workspace-bytes", type=byte_count, default=0, metavar="BYTES", help="declared per card (default 0)")
+    q.add_argument("--local-bw", type=_byte_rate, required=True, metavar="BYTES/S",
+                   help="local collective edge bandwidth in bytes/s (50GB)")
+    q.add_argument("--local-startup", type=exact_seconds, required=True, metavar="T", help="per local startup (2us)")
+    q.add_argument("--remote-bw", type=_byte_rate, required=True, metavar="BYTES/S",
+                   help="shared inter-server egress bandwidth in bytes/s (25GB)")
+    q.add_argument("--remote-startup", type=exact_seconds, required=True, metavar="T", help="per remote startup (5us)")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16", kv_dtype=None)
+
+
+def _server_scope(args):
+    from ..analyses import kv
+    from ..analyses import server_scope as ss
+    from ..errors import UserError
+    from ..layout import Layout
+    from ..load.models import load_model
+
+    if args.cards % 2:
+        raise UserError("--cards must be even (two servers of C/2 cards)")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    context = args.history + args.decode_steps
+    candidates, paths = [], []
+    for name, tp, pp in ((f"single_server_tp{args.cards}", args.cards, 1),
+                         (f"two_servers_tp{args.cards // 2}_pp2", args.cards // 2, 2)):
+        stages = kv.plan(arch, w, Layout(tp=tp, pp=pp))
+        cards = []
+        for st in stages:
+            kv_bytes = args.batch * kv.demand(st, w, context, tp, None, 0).own
+            resident = st.weight_bytes + kv_bytes + args.workspace_bytes
+            cards.append({"server": st.index if pp > 1 else 0, "stage": st.index, "cards": tp, "layers": f"{st.first}-{st.last}",
+                          "weight_bytes": st.weight_bytes, "kv_bytes": kv_bytes, "workspace_bytes": args.workspace_bytes,
+                          "resident_bytes": resident, "fits": resident <= args.capacity_bytes})
+        ops = ss.decode_collectives(layers_per_stage=[st.last - st.first + 1 for st in stages], tp=tp, pp=pp,
+                                    hidden=arch.hidden_size, vocab=arch.vocab_size, batch=args.batch)
+        local, payload, calls, remote = ss.path_seconds(ops, args.local_startup, args.local_bw, args.remote_startup,
+                                                        args.remote_bw)
+        paths.append((local, payload, calls, local + remote))
+        candidates.append({"candidate": name, "servers": pp, "cards_per_server": tp, "final_positions": context,
+                           "max_card_resident_bytes": max(c["resident_bytes"] for c in cards),
+                           "all_cards_fit": all(c["fits"] for c in cards), "local_s_exact": str(local),
+                           "interserver_payload_bytes": payload, "interserver_startups": calls,
+                           "per_forward_s_exact": str(local + remote), "per_forward_s": float(local + remote),
+                           "all_forwards_s_exact": str(args.decode_steps * (local + remote)),
+                           "cards": cards, "operations": [
+                               {"operation": n, "stage": s, "layer": l, "path": "interserver" if r else "local",
+                                "startups": k, "bytes": int(b) if b == int(b) else str(b),
+                                "all_forwards_s_exact": str(args.decode_steps * ss.operation_seconds(
+                                    k, b, *((args.remote_startup, args.remote_bw) if r else
+                                            (args.local_startup, args.local_bw))))}
+                               for n, s, l, r, k, b in ops]})
+    single, two = paths[0][3], paths[1][3]
+    bw, startup = ss.crossover(single, paths[1][0], paths[1][1], paths[1][2], args.remote_startup, args.remote_bw)
+    preference = "tie" if single == two else candidates[0 if single < two else 1]["candidate"]
+    return {"model": arch.id, "candidates": [{k: v for k, v in c.items() if k not in ("cards", "operations")}
+                                              for c in candidates],
+            "cards": [dict(candidate=c["candidate"], **card) for c in candidates for card in c["cards"]],
+            "communication_preference": preference, "both_fit": all(c["all_cards_fit"] for c in candidates),
+            "two_servers_cheaper_above_remote_bw_exact": None if bw is None else str(bw),
+            "two_servers_cheaper_below_remote_startup_s_exact": None if startup is None else str(startup),
+            "operations": [dict(candidate=c["candidate"], **op) for c in candidates for op in c["operations"]]}
+
+
 def _blocks(text):
     """Blocks IN:OUT:PROCESS:ENCODE,...: 10MB:1MB:1/10s:0s,10MB:2MB:1/10s:0s."""
     out = []
@@ -1173,14 +1405,27 @@ def _capacity(args):
             "max_load": max(loads), "min_load": min(loads), "rows": rows}
 
 
+class _KindParsers(dict):
+    """The kinds' parsers, each given its options the first time it is looked up (argparse does so
+    for the kind named on the command line, `budget KIND --help` included): building all of them
+    on every `budget` command cost about 30 ms of its start-up."""
+
+    def __getitem__(self, name):
+        q = dict.__getitem__(self, name)
+        if not getattr(q, "_kind_built", False):
+            q._kind_built = True
+            globals()[f"_{name.replace('-', '_')}_arguments"](q)
+            common.add_output(q)
+            # the options this kind echoes as its inputs (argparse's own record of them)
+            q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+        return q
+
+
 def add_arguments(p):
     sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    sub._name_parser_map = sub.choices = _KindParsers()
     for name, text in KINDS.items():
-        q = sub.add_parser(name, help=text, description=text)
-        globals()[f"_{name.replace('-', '_')}_arguments"](q)
-        common.add_output(q)
-        # the options this kind echoes as its inputs (argparse's own record of them)
-        q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+        sub.add_parser(name, help=text, description=text)
 
 
 def _params(q, required=True):
@@ -1602,6 +1847,9 @@ from .budget_net import _collective_tail, _collective_tail_arguments, _ordering,
 from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # noqa: E402,F401
 from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
 from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F401
+from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
+from .budget_net import _staging, _staging_arguments  # noqa: E402,F401
+from .budget_net import _packet_reorder, _packet_reorder_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

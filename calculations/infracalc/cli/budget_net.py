@@ -343,3 +343,113 @@ def _fifo_pipeline(args):
     return fifo_pipeline(stage_ns=args.stage_times, transfer_ns=args.transfer_times, groups=args.groups, steps=args.steps,
                          feedback_ns=args.feedback, activation_bytes=2 * args.requests_per_group * arch.hidden_size,
                          slots=args.buffer_slots)
+
+
+def _moe_dedup_arguments(q):
+    common.add_model(q)
+    q.add_argument("--ranks", type=common.positive_int, required=True, metavar="P", help="expert-parallel ranks (8)")
+    q.add_argument("--tokens-per-rank", type=common.positive_int, required=True, metavar="T", help="tokens on each rank (64)")
+    q.add_argument("--pattern", choices=("clustered", "spread"), required=True,
+                   help="each token's experts all on one rank, or one per rank in turn")
+    q.add_argument("--combine-bytes", type=common.positive_int, default=4, metavar="B",
+                   help="bytes of a returned element (default 4; dispatch is BF16)")
+    q.add_argument("--bandwidth", type=byte_rate, default=None, metavar="R",
+                   help="per-rank link bytes/s for the pairwise all-to-all times (50GB/s; default: no times)")
+    q.add_argument("--startup", type=_ns, default=0, metavar="T", help="per-round startup (2us; default 0s)")
+
+
+def _moe_dedup(args):
+    from ..analyses.moe_dedup import moe_dedup
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    moe = next((b for layer in arch.layers for b in layer.blocks if hasattr(b, "experts") and hasattr(b, "top_k")), None)
+    if moe is None:
+        raise UserError(f"model '{arch.id}' has no MoE layer")
+    if moe.experts % args.ranks:
+        raise UserError(f"--ranks {args.ranks} does not divide the {moe.experts} experts")
+    if args.ranks * args.tokens_per_rank > 10**6:
+        raise UserError("at most 10^6 tokens in all (--ranks x --tokens-per-rank)")
+    if args.bandwidth == 0:
+        raise UserError("--bandwidth must be positive")
+    try:
+        return moe_dedup(ranks=args.ranks, tokens_per_rank=args.tokens_per_rank, experts=moe.experts, top_k=moe.top_k,
+                         hidden=arch.hidden_size, pattern=args.pattern, combine_bytes=args.combine_bytes,
+                         bandwidth=args.bandwidth, startup_ns=args.startup)
+    except ValueError as e:
+        raise UserError(str(e))
+
+
+def _staging_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.positive_int, required=True, help="tokens of the all-reduced BF16 activation")
+    q.add_argument("--gpu-numa", type=_names, default=("A", "A", "B", "B"), metavar="NODE,...",
+                   help="each GPU's NUMA node (default A,A,B,B)")
+    q.add_argument("--ring", type=_gpu_list, default=None, metavar="GPU,...", help="the GPU of each ring rank (default 0,1,...)")
+    q.add_argument("--buffer", default="sender", metavar="sender|NODE",
+                   help="host buffer of every edge: the sender's node (default) or one node for all")
+    q.add_argument("--pcie", type=byte_rate, required=True, metavar="R", help="each GPU's PCIe, per direction (12GB/s)")
+    q.add_argument("--dram", type=byte_rate, required=True, metavar="R", help="each node's DRAM read + write (40GB/s)")
+    q.add_argument("--intersocket", type=byte_rate, required=True, metavar="R", help="each node-to-node direction (8GB/s)")
+    q.add_argument("--startup", type=_ns, default=0, metavar="T", help="per ring round (default 0s)")
+
+
+def _names(text):
+    names = tuple(t.strip() for t in text.split(","))
+    if not all(n.isalnum() for n in names) or len(names) > 64:
+        raise argparse.ArgumentTypeError(f"must be node names separated by commas (A,A,B,B), got '{text}'")
+    return names
+
+
+def _gpu_list(text):
+    items = text.split(",")
+    if len(items) > 64 or not all(t.strip().isdigit() for t in items):
+        raise argparse.ArgumentTypeError(f"must be GPU indices separated by commas (0,2,1,3), got '{text}'")
+    return tuple(int(t) for t in items)
+
+
+def _staging(args):
+    from ..analyses.host_staging import host_staging
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    numa = args.gpu_numa
+    ring = args.ring if args.ring is not None else tuple(range(len(numa)))
+    if sorted(ring) != list(range(len(numa))) or len(ring) < 2:
+        raise UserError(f"--ring must order each of the {len(numa)} GPUs (0 to {len(numa) - 1}) once")
+    if args.buffer != "sender" and args.buffer not in numa:
+        raise UserError(f"--buffer must be sender or one of the nodes {', '.join(sorted(set(numa)))}")
+    if not (args.pcie and args.dram and args.intersocket):
+        raise UserError("--pcie, --dram and --intersocket must be positive")
+    hidden = load_model(args.model).hidden_size
+    return host_staging(message_bytes=2 * args.tokens * hidden, numa=numa, ring=ring,
+                        buffer_node=None if args.buffer == "sender" else args.buffer, pcie=args.pcie, dram=args.dram,
+                        link=args.intersocket, startup_ns=args.startup)
+
+
+def _packet_reorder_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.positive_int, default=1, help="tokens of the BF16 message (default 1)")
+    q.add_argument("--packet-bytes", type=common.positive_int, required=True, metavar="B", help="payload per packet (1024)")
+    q.add_argument("--path-delays", type=_list_ns, required=True, metavar="T,T,...", help="one delay per path (1us,9us)")
+    q.add_argument("--path-rate", type=byte_rate, required=True, metavar="R", help="each path's bytes/s (1GB/s)")
+    q.add_argument("--lost", type=_gpu_list, default=(), metavar="I,...", help="original packets lost (0)")
+    q.add_argument("--recovery", type=_ns, default=0, metavar="T", help="original end to its resend being ready (20us)")
+
+
+def _packet_reorder(args):
+    from ..analyses.packet_reorder import packet_reorder
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    payload = 2 * args.tokens * load_model(args.model).hidden_size
+    n = -(-payload // args.packet_bytes)
+    if n > 100_000:
+        raise UserError(f"{n:,} packets: at most 100,000 (raise --packet-bytes)")
+    if len(set(args.lost)) != len(args.lost) or any(i >= n for i in args.lost):
+        raise UserError(f"--lost must name distinct packets of the {n} (0 to {n - 1})")
+    if not args.path_rate:
+        raise UserError("--path-rate must be positive")
+    return packet_reorder(payload_bytes=payload, packet_bytes=args.packet_bytes, path_delays_ns=args.path_delays,
+                          path_rate=args.path_rate, lost=args.lost, recovery_ns=args.recovery)

@@ -140,6 +140,24 @@ def page_event(text):
                                      f"(N positive), got '{text}'")
 
 
+def residency_interval(text):
+    """ID:TIER:IDENTITY:TOKENS:START_NS:END_NS (a declared residency interval)."""
+    parts = text.split(":")
+    nums = [common.digits(x) for x in parts[3:]] if len(parts) == 6 else [None]
+    if None in nums or not all(parts[:3]) or nums[0] < 1 or nums[2] <= nums[1] or max(nums) > 10**18:
+        raise argparse.ArgumentTypeError(f"must be ID:TIER:IDENTITY:TOKENS:START_NS:END_NS (tokens positive, "
+                                         f"end after start), got '{text}'")
+    return tuple(parts[:3]) + tuple(nums)
+
+
+def tier_capacity(text):
+    """TIER=BYTES (512MiB, 1GiB, 377487359)."""
+    name, eq, size = text.partition("=")
+    if not name or not eq:
+        raise argparse.ArgumentTypeError(f"must be TIER=BYTES such as HBM=512MiB, got '{text}'")
+    return name, common.byte_size(size)
+
+
 def tile(text):
     """MxKxN GEMM tile sizes (positive integers)."""
     parts = [common.digits(x) for x in text.lower().split("x")]
@@ -464,6 +482,13 @@ def add_arguments(p):
                     help="the fixed reservation per request compared with paging (tokens; default 0)")
     pg.add_argument("--page-capacity", type=common.byte_size, default=None, metavar="BYTES",
                     help="cache bytes for pages (whole pages); an event needing more is rejected")
+    rs = p.add_argument_group("multi-tier residency of immutable pages (declared intervals)")
+    rs.add_argument("--residency", type=residency_interval, action="append", default=None,
+                    metavar="ID:TIER:IDENTITY:TOKENS:START_NS:END_NS",
+                    help="a prefix identity's first TOKENS tokens (whole --page-tokens pages) held in TIER during "
+                         "[START, END) ns; repeatable")
+    rs.add_argument("--tier-capacity", type=tier_capacity, action="append", default=None, metavar="TIER=BYTES",
+                    help="a tier's capacity (the tiers are reported in this order); repeatable")
     pv = p.add_argument_group("prefix value (which prefixes a cache of fixed size keeps)")
     pv.add_argument("--prefix-candidate", type=prefix_candidate, action="append", default=None,
                     metavar="ID:PREFIX:SUFFIX:REUSES",
@@ -527,6 +552,15 @@ def run(args):
             args.staging_bw, args.handoff_startup_ns, kv_arch), render.markdown)
     if args.reconfigure is not None:
         return common.emit(args, _reconfigure(args, arch, w, device), render.markdown)
+    if args.residency:
+        caps = dict(args.tier_capacity or ())
+        if len(caps) != len(args.tier_capacity or ()):
+            raise UserError("--tier-capacity: a tier is given twice")
+        ids = [i[0] for i in args.residency]
+        if len(set(ids)) != len(ids):
+            raise UserError("--residency: an interval id is given twice")
+        return common.emit(args, system.residency_record(arch, w, device, args.residency, caps, args.page_tokens),
+                           render.markdown)
     if args.page_event:
         return common.emit(args, system.pages_record(arch, w, device, args.page_event, args.page_tokens,
                                                      args.reservation_tokens or 0, args.page_capacity), render.markdown)
@@ -635,6 +669,7 @@ def run(args):
 QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--cache-route"),),
              (("handoff_bw", "--handoff-bw"),), (("reconfigure", "--reconfigure"),), (("offload_kv", "--offload-kv"),),
              (("kv_restore", "--kv-restore"),), (("page_event", "--page-event"),),
+             (("residency", "--residency"),),
              (("offload_ffn_layers", "--offload-ffn-layers"),), (("expert_tokens", "--expert-tokens"),),
              (("accepted_counts", "--accepted-counts"), ("spec_option", "--spec-option")),
              (("request", "--request"),), (("worker", "--worker"),), (("prefill_device", "--prefill-device"),),
@@ -650,6 +685,7 @@ COMPANIONS = (
       "switch_runtime_s", "switch_overhead_s", "step_saving_s"), ("reconfigure",)),
     (("layer_ns",), ("offload_ffn_layers",)),
     (("reservation_tokens", "page_capacity"), ("page_event",)),
+    (("tier_capacity",), ("residency",)),
     (("offload_bw", "restore_bw", "transfer_startup_ns", "recompute_ns", "host_capacity"), ("kv_restore",)),
     (("prefix_budget",), ("prefix_candidate",)),
     (("network_bw",), ("worker",)),

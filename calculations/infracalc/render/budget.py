@@ -11,15 +11,20 @@ from ..analyses.fifo_pipeline import FIFO_PIPELINE_CONVENTIONS
 from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
+from ..analyses.host_staging import STAGING_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
 from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
+from ..analyses.moe_dedup import MOE_DEDUP_CONVENTIONS
 from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.packet_reorder import PACKET_REORDER_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
 from ..analyses.gradient_cast import CAST_CONVENTIONS
 from ..analyses.routing_metadata import ROUTING_METADATA_CONVENTIONS
+from ..analyses.checkpoint_reshard import RESHARD_CONVENTIONS
+from ..analyses.checkpoint_async import ASYNC_CHECKPOINT_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -28,6 +33,8 @@ from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
 from ..analyses.sequence_toy import SEQUENCE_TOY_CONVENTIONS
+from ..analyses.ec_pool import EC_POOL_CONVENTIONS
+from ..analyses.server_scope import SERVER_SCOPE_CONVENTIONS
 from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
 from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
@@ -94,10 +101,15 @@ CONVENTIONS = {
     "completion-reclaim": COMPLETION_CONVENTIONS,
     "remote-state": REMOTE_STATE_CONVENTIONS,
     "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
+    "moe-dedup": MOE_DEDUP_CONVENTIONS,
+    "staging": STAGING_CONVENTIONS,
+    "packet-reorder": PACKET_REORDER_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
     "routing-metadata": ROUTING_METADATA_CONVENTIONS,
+    "reshard": RESHARD_CONVENTIONS,
+    "async-checkpoint": ASYNC_CHECKPOINT_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
@@ -106,6 +118,8 @@ CONVENTIONS = {
     "sampling": SAMPLING_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
     "sequence-toy": SEQUENCE_TOY_CONVENTIONS,
+    "ec-pool": EC_POOL_CONVENTIONS,
+    "server-scope": SERVER_SCOPE_CONVENTIONS,
     "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
     "history": [

@@ -535,6 +535,24 @@ def dflash_lines(rec):
                             for x in d["draft_matrices"]]), ""]
 
 
+def residency_lines(rec):
+    k = rec["residency"]
+    keys = ("kv_bytes_per_token", "kv_page_bytes", "all_tier_peak_physical_bytes", "all_tier_physical_byte_seconds",
+            "globally_unique_byte_seconds", "cross_tier_copy_byte_seconds", "all_tiers_capacity_feasible")
+    rows = [[key, _x(k, key) if f"{key}_exact" in k else (("yes" if k[key] else "no") if isinstance(k[key], bool)
+                                                        else u.integer(k[key]))] for key in keys]
+    tiers = [[t["tier"], "-" if t["capacity_bytes"] is None else u.integer(t["capacity_bytes"]), u.integer(t["peak_bytes"]),
+              _x(t, "physical_byte_seconds"), _x(t, "logical_byte_seconds"), _x(t, "shared_byte_seconds_saved"),
+              u.integer(t["over_capacity_nanoseconds"])] for t in k["tiers"]]
+    names = [t["tier"] for t in k["tiers"]]
+    segs = [[u.integer(s["start_ns"]), u.integer(s["end_ns"])] + [u.integer(s["tier_physical_bytes"][n]) for n in names]
+            + [u.integer(s["all_tier_physical_bytes"]), u.integer(s["globally_unique_page_bytes"])] for s in k["segments"]]
+    return ["## Residency of immutable pages", "", markdown_table(["figure", "value"], rows, "lr"), "",
+            markdown_table(["tier", "capacity B", "peak B", "physical B-s", "logical B-s", "shared saved B-s",
+                            "over capacity ns"], tiers), "",
+            markdown_table(["from ns", "to ns"] + [f"{n} B" for n in names] + ["all tiers B", "unique B"], segs), ""]
+
+
 def pages_lines(rec):
     k = rec["kv_pages"]
     keys = ("kv_bytes_per_token", "page_bytes", "capacity_pages", "unusable_capacity_bytes", "rejected_events",
@@ -571,6 +589,11 @@ def restore_lines(rec):
 
 def markdown(rec):
     i = rec["inputs"]
+    if "residency" in rec:
+        lines = [f"# serve: `{inline(rec['model']['id'])}`, multi-tier page residency", "", *residency_lines(rec),
+                 "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "", *left_out_lines(rec),
+                 *conventions(rec["conventions"])]
+        return "\n".join(lines)
     if "kv_pages" in rec:
         lines = [f"# serve: `{inline(rec['model']['id'])}`, KV pages and branches", "", *pages_lines(rec),
                  "## Definitions", "", *[f"- {t}" for t in rec["definitions"]], "", *left_out_lines(rec),

@@ -1019,3 +1019,33 @@ def pages_record(arch, w, device, events, page_tokens, reservation_tokens, capac
                          "and queueing of rejected events; a kernel that copies whole blocks."],
                conventions=[pages.PAGES_CONVENTION])
     return rec
+
+
+def residency_record(arch, w, device, intervals, capacities, page_tokens):
+    """The `serve --residency ...` record: immutable pages of prefix identities in memory tiers
+    over declared intervals (residency.residency), c = the model's KV bytes per token."""
+    from ...errors import UserError
+    from . import pools, residency
+
+    kv_w = w.replace(mla="absorbed") if w.mla == "auto" else w
+    c = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
+    if not c or c * page_tokens != arch.kv_bytes(kv_w.kv_dtype, page_tokens, kv_w.mla):
+        raise UserError(f"{arch.id}: its cache is not the same bytes for every token (windows or states): "
+                        "whole-token pages across layers are not modelled")
+    for i in intervals:
+        if i[3] % page_tokens:
+            raise UserError(f"--residency {i[0]}: {i[3]} tokens is not whole pages of {page_tokens} "
+                            "(partial pages are not modelled)")
+    rows, segments, summary = residency.residency(intervals, capacities, c)
+    rec = _header(arch, kv_w, device, 1, 1, Options())
+    rec["inputs"] = {"page_tokens": page_tokens, "kv_dtype": rec["inputs"]["kv_dtype"],
+                     "intervals": [{"id": i[0], "tier": i[1], "prefix_identity": i[2], "tokens": i[3],
+                                    "start_ns": i[4], "end_ns": i[5]} for i in intervals],
+                     "capacities": capacities}
+    rec["notes"] = []
+    rec["residency"] = pools.jsonable(dict(kv_bytes_per_token=c, kv_page_bytes=c * page_tokens, **summary,
+                                           tiers=rows, segments=segments))
+    rec.update(definitions=["Bytes and byte-time of declared intervals (exact): no time is predicted."],
+               left_out=["Writes, migrations and their I/O; eviction; metadata, allocator and file padding."],
+               conventions=[residency.RESIDENCY_CONVENTION])
+    return rec
