@@ -107,6 +107,9 @@ class BundledQwen3Drafter(unittest.TestCase):
         self.assertEqual(d["new_target_feature_bytes"], 4 * 5 * 4096 * 2)
 
     def test_refusals(self):
+        status, _, err = run_cli("forward", "--model", "qwen3-8b-dflash-b16")   # a drafter, not a causal LM
+        self.assertEqual(status, 2)
+        self.assertIn("serve --draft-model", err)
         for extra, text in ((("--draft-round", "0:0:4"), "context"), (("--draft-round", "1:1:17"), "block_size"),
                             (("--draft-round", "1:1:4", "--acceptance", "0.8"), "--acceptance")):
             status, _, err = run_cli("serve", "--model", "qwen3-8b", "--draft-model", "qwen3-8b-dflash-b16", *extra)

@@ -134,20 +134,25 @@ def round_e4m3fn(x):
     return value if x >= 0 else -value
 
 
+def _quantized_sum(values, weights, scale):
+    """sum round(x scale) w over the pairs (a zero weight contributes nothing, whatever its rounding)."""
+    return sum((round_e4m3fn(x * scale) * w for x, w in zip(values, weights) if w), Fraction(0))
+
+
 def fp8_dot(values, weights, block, prefix=False):
     values, weights = [Fraction(v) for v in values], [Fraction(w) for w in weights]
     amax = max(abs(v) for v in values)
     if not amax:
         return Fraction(0)
     if not prefix:
-        return sum(round_e4m3fn(x * 448 / amax) * w for x, w in zip(values, weights)) * amax / 448
+        return _quantized_sum(values, weights, 448 / amax) * amax / 448
     running, acc = Fraction(0), Fraction(0)
     for i in range(0, len(values), block):
         part = values[i:i + block]
         new = max(running, max(abs(v) for v in part))
         if not new:
             continue
-        acc = acc * running / new + sum(round_e4m3fn(x * 448 / new) * w for x, w in zip(part, weights[i:i + block]))
+        acc = acc * running / new + _quantized_sum(part, weights[i:i + block], 448 / new)
         running = new
     return acc * running / 448
 

@@ -41,6 +41,8 @@ KINDS = {
                      "finish, boundary buffer peaks, with unbounded or finite slots",
     "moe-dedup": "MoE dispatch and combine bytes per assignment against once per destination rank, from a declared "
                  "per-token destination pattern; reduction adds moved, pairwise all-to-all times",
+    "staging": "a ring all-reduce staged through host buffers on a declared PCIe/NUMA host: each physical "
+               "resource's bytes and busy time, aggregate and per-round lower bounds",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -1324,14 +1326,27 @@ def _capacity(args):
             "max_load": max(loads), "min_load": min(loads), "rows": rows}
 
 
+class _KindParsers(dict):
+    """The kinds' parsers, each given its options the first time it is looked up (argparse does so
+    for the kind named on the command line, `budget KIND --help` included): building all of them
+    on every `budget` command cost about 30 ms of its start-up."""
+
+    def __getitem__(self, name):
+        q = dict.__getitem__(self, name)
+        if not getattr(q, "_kind_built", False):
+            q._kind_built = True
+            globals()[f"_{name.replace('-', '_')}_arguments"](q)
+            common.add_output(q)
+            # the options this kind echoes as its inputs (argparse's own record of them)
+            q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+        return q
+
+
 def add_arguments(p):
     sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
+    sub._name_parser_map = sub.choices = _KindParsers()
     for name, text in KINDS.items():
-        q = sub.add_parser(name, help=text, description=text)
-        globals()[f"_{name.replace('-', '_')}_arguments"](q)
-        common.add_output(q)
-        # the options this kind echoes as its inputs (argparse's own record of them)
-        q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+        sub.add_parser(name, help=text, description=text)
 
 
 def _params(q, required=True):
@@ -1754,6 +1769,7 @@ from .budget_net import _completion_reclaim, _completion_reclaim_arguments  # no
 from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F401
 from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F401
 from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
+from .budget_net import _staging, _staging_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -379,3 +379,50 @@ def _moe_dedup(args):
                          bandwidth=args.bandwidth, startup_ns=args.startup)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _staging_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.positive_int, required=True, help="tokens of the all-reduced BF16 activation")
+    q.add_argument("--gpu-numa", type=_names, default=("A", "A", "B", "B"), metavar="NODE,...",
+                   help="each GPU's NUMA node (default A,A,B,B)")
+    q.add_argument("--ring", type=_gpu_list, default=None, metavar="GPU,...", help="the GPU of each ring rank (default 0,1,...)")
+    q.add_argument("--buffer", default="sender", metavar="sender|NODE",
+                   help="host buffer of every edge: the sender's node (default) or one node for all")
+    q.add_argument("--pcie", type=byte_rate, required=True, metavar="R", help="each GPU's PCIe, per direction (12GB/s)")
+    q.add_argument("--dram", type=byte_rate, required=True, metavar="R", help="each node's DRAM read + write (40GB/s)")
+    q.add_argument("--intersocket", type=byte_rate, required=True, metavar="R", help="each node-to-node direction (8GB/s)")
+    q.add_argument("--startup", type=_ns, default=0, metavar="T", help="per ring round (default 0s)")
+
+
+def _names(text):
+    names = tuple(t.strip() for t in text.split(","))
+    if not all(n.isalnum() for n in names) or len(names) > 64:
+        raise argparse.ArgumentTypeError(f"must be node names separated by commas (A,A,B,B), got '{text}'")
+    return names
+
+
+def _gpu_list(text):
+    items = text.split(",")
+    if len(items) > 64 or not all(t.strip().isdigit() for t in items):
+        raise argparse.ArgumentTypeError(f"must be GPU indices separated by commas (0,2,1,3), got '{text}'")
+    return tuple(int(t) for t in items)
+
+
+def _staging(args):
+    from ..analyses.host_staging import host_staging
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    numa = args.gpu_numa
+    ring = args.ring if args.ring is not None else tuple(range(len(numa)))
+    if sorted(ring) != list(range(len(numa))) or len(ring) < 2:
+        raise UserError(f"--ring must order each of the {len(numa)} GPUs (0 to {len(numa) - 1}) once")
+    if args.buffer != "sender" and args.buffer not in numa:
+        raise UserError(f"--buffer must be sender or one of the nodes {', '.join(sorted(set(numa)))}")
+    if not (args.pcie and args.dram and args.intersocket):
+        raise UserError("--pcie, --dram and --intersocket must be positive")
+    hidden = load_model(args.model).hidden_size
+    return host_staging(message_bytes=2 * args.tokens * hidden, numa=numa, ring=ring,
+                        buffer_node=None if args.buffer == "sender" else args.buffer, pcie=args.pcie, dram=args.dram,
+                        link=args.intersocket, startup_ns=args.startup)

@@ -188,6 +188,9 @@ _CACHE_KEPT = 1 << 8   # architectures kept (memo.remember): reproduce loads a f
 
 def load_model(spec):
     """A bundled id or config path -> a normalized Architecture."""
+    if not looks_like_path(spec) and os.path.isfile(os.path.join(MODELS_DIR, "drafters", spec + ".json")):
+        raise UserError(f"{spec}: a bundled DFlash block-diffusion drafter, not a causal LM: give it to "
+                        "serve --draft-model")
     model_id, path = resolve(spec)
     key = (model_id, os.path.abspath(path))   # a relative path means another file in another directory
     if key in _CACHE:

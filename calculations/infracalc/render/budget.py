@@ -11,6 +11,7 @@ from ..analyses.fifo_pipeline import FIFO_PIPELINE_CONVENTIONS
 from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
+from ..analyses.host_staging import STAGING_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
 from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
@@ -99,6 +100,7 @@ CONVENTIONS = {
     "remote-state": REMOTE_STATE_CONVENTIONS,
     "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
     "moe-dedup": MOE_DEDUP_CONVENTIONS,
+    "staging": STAGING_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
