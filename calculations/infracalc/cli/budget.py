@@ -43,6 +43,8 @@ KINDS = {
                  "per-token destination pattern; reduction adds moved, pairwise all-to-all times",
     "staging": "a ring all-reduce staged through host buffers on a declared PCIe/NUMA host: each physical "
                "resource's bytes and busy time, aggregate and per-round lower bounds",
+    "packet-reorder": "one message striped over paths of declared delays, in-order delivery from a reorder buffer, "
+                      "declared losses resent: completion, retained peak, resent bytes",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -79,6 +81,8 @@ KINDS = {
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
                     "reused state, state bytes, dependency chains",
+    "ec-pool": "a vision-language request's encoder-cache bytes and the best request rate of an encoder / "
+               "prefill-decode worker split (encoding, PD and shared-network bounds, cache hits)",
     "server-scope": "one server at TP C against two at TP C/2 x PP 2: per-card capacity and the declared serial "
                     "communication of decode forwards, with the crossover remote bandwidth and startup",
     "reshard": "checkpoint reshard plan: the byte ranges of each source file every new rank reads when S ranks' "
@@ -830,6 +834,81 @@ def _sequence_toy(args):
         raise UserError("--tokens at most 4096 (a teaching sequence)")
     return sequence_toy(tokens=args.tokens, layers=args.layers, d=args.width, f=args.ff_width,
                         vocabulary=args.vocabulary)
+
+
+def _ec_pool_arguments(q):
+    from .encode import image_size
+
+    common.add_model(q)
+    q.add_argument("--image", type=image_size, required=True, metavar="WxH", help="the image after preprocessing")
+    q.add_argument("--images", type=common.positive_int, default=1, metavar="N", help="images per request (default 1)")
+    q.add_argument("--text-tokens", type=common.tokens_or_zero, default=0, metavar="T",
+                   help="other input positions, for the declared input KV (default 0)")
+    q.add_argument("--workers", type=common.positive_int, required=True, help="encoder + PD workers (at least 2)")
+    q.add_argument("--encoder-rate", type=lambda t: _exact(t, "images/s, e.g. 12", 0), required=True,
+                   metavar="IMAGES/S", help="uncached images per second of one encoder worker")
+    q.add_argument("--pd-rate", type=lambda t: _exact(t, "requests/s, e.g. 4", 0), required=True,
+                   metavar="REQUESTS/S", help="requests per second of one PD worker")
+    q.add_argument("--network", type=_byte_rate, required=True, metavar="BYTES/S",
+                   help="shared E-to-PD network in bytes/s (300MB)")
+    q.add_argument("--hit", type=lambda t: _exact(t, "a fraction in [0, 1] such as 3/4", 0, 1), default=Fraction(0),
+                   metavar="H", help="fraction of images served from the encoder cache (default 0)")
+    q.add_argument("--arrival", type=lambda t: _exact(t, "requests/s", 0), default=Fraction(0), metavar="REQUESTS/S",
+                   help="offered requests/s, compared with the bound (default 0)")
+    q.add_argument("--compressed-bytes", type=byte_count, default=None, metavar="BYTES",
+                   help="one compressed image, for the uplink comparison")
+    q.add_argument("--uplink-rate", type=_line_rate, default=None, metavar="R", help="uplink bits/s (6.4Mb/s)")
+    common.add_dtypes(q)
+
+
+def _ec_pool(args):
+    from ..analyses import ec_pool, kv, vision_encoder
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.workers < 2:
+        raise UserError("--workers must be at least 2 (a positive encoder and PD pool)")
+    if args.encoder_rate == 0 or args.pd_rate == 0:
+        raise UserError("--encoder-rate and --pd-rate must be positive")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    state = kv.bytes_per_request(arch, w, 0)
+    rec = vision_encoder.encode(arch, [args.image], 0, w.weight_dtype, w.act_dtype,
+                                lambda t: kv.bytes_per_request(arch, w, t) - state)
+    image, tower = rec["images"][0], rec["tower"]
+    tokens, ec = image["tokens"], image["ec_bytes"]
+    final = ec // (1 + len(tower["deepstack"]))
+    request_ec = args.images * ec
+    per_position = kv.bytes_per_request(arch, w, 1) - state
+    positions = args.images * tokens + args.text_tokens
+    if positions > arch.max_context:
+        raise UserError(f"the request's {positions:,} input positions exceed the model's context of {arch.max_context:,}")
+    rows = ec_pool.pool_splits(args.workers, args.images, args.hit, args.encoder_rate, args.pd_rate, args.network,
+                               request_ec)
+    best = max(r["bound"] for r in rows)
+    out = {"model": arch.id, "patches": image["patches"], "image_positions": tokens,
+           "deepstack_blocks": tower["deepstack"], "final_embedding_bytes_per_image": final,
+           "deepstack_bytes_per_image": ec - final, "ec_bytes_per_image": ec, "ec_bytes_per_request": request_ec,
+           "visual_positions_per_request": args.images * tokens, "input_positions": positions,
+           "kv_bytes_per_position": per_position, "visual_kv_bytes_per_image": image["kv_bytes"],
+           "visual_kv_bytes_per_request": args.images * image["kv_bytes"],
+           "text_kv_bytes": args.text_tokens * per_position, "input_kv_bytes": positions * per_position,
+           "one_image_ec_network_s_exact": str(Fraction(ec) / args.network),
+           "one_request_ec_network_s_exact": str(Fraction(request_ec) / args.network),
+           "uncached_images_per_request_exact": str(args.images * (1 - args.hit))}
+    if args.compressed_bytes is not None:
+        out["ec_to_compressed_ratio_exact"] = str(Fraction(ec, args.compressed_bytes))
+    if args.uplink_rate is not None:
+        uplink = Fraction(args.uplink_rate, 8)
+        if args.compressed_bytes is not None:
+            out["compressed_image_uplink_s_exact"] = str(args.compressed_bytes / uplink)
+        out["ec_uplink_s_exact"] = str(ec / uplink)
+    out.update({"best_bound_requests_per_s_exact": str(best),
+                "best_splits": ", ".join(f"{r['encoder_workers']}E+{r['pd_workers']}PD" for r in rows
+                                         if r["bound"] == best),
+                "arrival_below_best_bound": args.arrival < best,
+                "splits": [{k: v for k, v in r.items() if k != "bound"} for r in rows]})
+    return out
 
 
 def _byte_rate(text):
@@ -1770,6 +1849,7 @@ from .budget_net import _remote_state, _remote_state_arguments  # noqa: E402,F40
 from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F401
 from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
 from .budget_net import _staging, _staging_arguments  # noqa: E402,F401
+from .budget_net import _packet_reorder, _packet_reorder_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

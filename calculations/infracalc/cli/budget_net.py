@@ -426,3 +426,30 @@ def _staging(args):
     return host_staging(message_bytes=2 * args.tokens * hidden, numa=numa, ring=ring,
                         buffer_node=None if args.buffer == "sender" else args.buffer, pcie=args.pcie, dram=args.dram,
                         link=args.intersocket, startup_ns=args.startup)
+
+
+def _packet_reorder_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tokens", type=common.positive_int, default=1, help="tokens of the BF16 message (default 1)")
+    q.add_argument("--packet-bytes", type=common.positive_int, required=True, metavar="B", help="payload per packet (1024)")
+    q.add_argument("--path-delays", type=_list_ns, required=True, metavar="T,T,...", help="one delay per path (1us,9us)")
+    q.add_argument("--path-rate", type=byte_rate, required=True, metavar="R", help="each path's bytes/s (1GB/s)")
+    q.add_argument("--lost", type=_gpu_list, default=(), metavar="I,...", help="original packets lost (0)")
+    q.add_argument("--recovery", type=_ns, default=0, metavar="T", help="original end to its resend being ready (20us)")
+
+
+def _packet_reorder(args):
+    from ..analyses.packet_reorder import packet_reorder
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    payload = 2 * args.tokens * load_model(args.model).hidden_size
+    n = -(-payload // args.packet_bytes)
+    if n > 100_000:
+        raise UserError(f"{n:,} packets: at most 100,000 (raise --packet-bytes)")
+    if len(set(args.lost)) != len(args.lost) or any(i >= n for i in args.lost):
+        raise UserError(f"--lost must name distinct packets of the {n} (0 to {n - 1})")
+    if not args.path_rate:
+        raise UserError("--path-rate must be positive")
+    return packet_reorder(payload_bytes=payload, packet_bytes=args.packet_bytes, path_delays_ns=args.path_delays,
+                          path_rate=args.path_rate, lost=args.lost, recovery_ns=args.recovery)

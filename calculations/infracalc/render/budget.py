@@ -18,6 +18,7 @@ from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
 from ..analyses.moe_dedup import MOE_DEDUP_CONVENTIONS
 from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
+from ..analyses.packet_reorder import PACKET_REORDER_CONVENTIONS
 from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
 from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
 from ..analyses.gradient_cast import CAST_CONVENTIONS
@@ -32,6 +33,7 @@ from ..analyses.retry_paths import RETRY_CONVENTIONS
 from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
 from ..analyses.routing_cost import ROUTING_CONVENTIONS
 from ..analyses.sequence_toy import SEQUENCE_TOY_CONVENTIONS
+from ..analyses.ec_pool import EC_POOL_CONVENTIONS
 from ..analyses.server_scope import SERVER_SCOPE_CONVENTIONS
 from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
 from ..analyses.worker_trace import TRACE_CONVENTIONS
@@ -101,6 +103,7 @@ CONVENTIONS = {
     "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
     "moe-dedup": MOE_DEDUP_CONVENTIONS,
     "staging": STAGING_CONVENTIONS,
+    "packet-reorder": PACKET_REORDER_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
@@ -115,6 +118,7 @@ CONVENTIONS = {
     "sampling": SAMPLING_CONVENTIONS,
     "routing": ROUTING_CONVENTIONS,
     "sequence-toy": SEQUENCE_TOY_CONVENTIONS,
+    "ec-pool": EC_POOL_CONVENTIONS,
     "server-scope": SERVER_SCOPE_CONVENTIONS,
     "voice-demand": VOICE_DEMAND_CONVENTIONS,
     "trace": TRACE_CONVENTIONS,
