@@ -60,9 +60,9 @@ class SequenceWork(unittest.TestCase):
         arch, d = load_model("llama-3.1-8b"), load_device("h100-sxm")
         fp8 = DTYPES["fp8"]
         w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
-        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0))
-        seq = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 1e-6))
-        host = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 5e-3, 0.0))
+        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 0.0))
+        seq = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 1e-6, 0.0))
+        host = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 5e-3, 0.0, 0.0))
         n = base["concurrency"]
         self.assertEqual(len(arch.layers), 32)
         self.assertAlmostEqual(seq["sequence_s"], 1e-6 * n * 32, places=15)
@@ -71,6 +71,25 @@ class SequenceWork(unittest.TestCase):
         self.assertEqual(seq["host_s"], 0.0)
         self.assertAlmostEqual(host["iteration_s"] - base["iteration_s"], 5e-3, places=12)
         self.assertEqual(host["host_s"], 5e-3)
+
+    def test_per_prompt_token_per_layer(self):
+        # The context phase's per-token work: at constants (0, 0, 0, 0.1 us) the iteration is the
+        # operator sum plus 0.1 us x (N x 1000 / 999 prompt tokens) x 32 layers, on the GPU; the
+        # record carries the prompt tokens per iteration, N P / (G - 1).
+        from support import DTYPES, Workload, load_model
+        from infracalc.load.hardware import load_device
+
+        arch, d = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        fp8 = DTYPES["fp8"]
+        w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
+        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 0.0))
+        pre = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 1e-7))
+        n = base["concurrency"]
+        self.assertAlmostEqual(pre["prefill_tokens"], n * 1000 / 999, places=9)
+        self.assertAlmostEqual(pre["prefill_token_s"], 1e-7 * n * 1000 / 999 * 32, places=15)
+        self.assertAlmostEqual(pre["iteration_s"] - base["iteration_s"], 1e-7 * n * 1000 / 999 * 32, places=12)
+        self.assertAlmostEqual(pre["gpu_s"] - base["gpu_s"], 1e-7 * n * 1000 / 999 * 32, places=12)
+        self.assertEqual(pre["sequence_s"], 0.0)
 
 
 class LatencyLimit(unittest.TestCase):
@@ -109,11 +128,11 @@ class LatencyLimit(unittest.TestCase):
         s = case["setup"]
         arch, device = _model(case), _device(s["device"])
         w = _serving_workload(s, arch)
-        k, f, q = VP.constants_for(case)[0]
+        k, f, q, t = VP.constants_for(case)[0]
         rates = serving.predict.achievable(device, w.compute_dtype, k)
         n = rec["concurrency"] + 1
         gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
-        self.assertGreater(gpu + f + q * n * len(arch.layers), 0.200)
+        self.assertGreater(gpu + f + (q * n + t * n * s["input_len"] / (s["output_len"] - 1)) * len(arch.layers), 0.200)
 
 
 class MixedIteration(unittest.TestCase):
@@ -398,20 +417,23 @@ class Fit(unittest.TestCase):
         self.assertEqual(collective.FITTED["all"], VP.COLLECTIVE_FITTED["all"])
 
     def test_errors_are_linear_in_the_constants(self):
-        # one sample: N = 100 requests x 80 layers, GPU 10 ms, 1000 kernels, measured iteration 20 ms
-        s = [("p", 100 * 80, 0.010, 1000, 0.020)]
+        # one sample: N = 100 requests x 80 layers, GPU 10 ms, 1000 kernels, measured iteration 20 ms,
+        # 250 prompt tokens x 80 layers
+        s = [("p", 100 * 80, 0.010, 1000, 0.020, "f", "e", 250 * 80)]
         # (4 us x 1000) + 2 ms + 0.5 us x 100 x 80 = 10 ms more: predicted iteration 20 ms, error 0
-        self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 0.5e-6))[0], 0.0, places=12)
-        self.assertAlmostEqual(fit.errors(s, (0, 0, 0))[0], 1.0, places=12)   # 2x optimistic
+        self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 0.5e-6, 0))[0], 0.0, places=12)
+        self.assertAlmostEqual(fit.errors(s, (0, 0, 0, 0))[0], 1.0, places=12)   # 2x optimistic
+        # 0.1 us x 250 x 80 = 2 ms of context-phase work: 4 us x 1000 + 2 ms + 0.25 us x 8000 + 2 ms
+        self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 0.25e-6, 1e-7))[0], 0.0, places=12)
 
     def test_held_out_within_the_engine(self):
         # two engines, one publication each of A and B per engine: a publication's fit uses only the
         # other publication of its own engine; "all" only the default engine's samples
         gpu, meas = 0.010, 0.020
-        t1 = [("T1", 8000, gpu, 0, meas, "f", "TensorRT-LLM")]    # wants 10 ms more: q = 1.25 us (off grid)
-        t2 = [("T2", 8000, gpu, 0, 0.014, "f", "TensorRT-LLM")]   # wants 4 ms: host 4 ms exactly
-        v1 = [("V1", 8000, gpu, 0, 0.030, "f", "vLLM")]           # wants 20 ms: host 20 ms exactly
-        v2 = [("V2", 8000, gpu, 0, 0.026, "f", "vLLM")]           # wants 16 ms
+        t1 = [("T1", 8000, gpu, 0, meas, "f", "TensorRT-LLM", 0)]    # wants 10 ms more: q = 1.25 us (off grid)
+        t2 = [("T2", 8000, gpu, 0, 0.014, "f", "TensorRT-LLM", 0)]   # wants 4 ms: host 4 ms exactly
+        v1 = [("V1", 8000, gpu, 0, 0.030, "f", "vLLM", 0)]           # wants 20 ms: host 20 ms exactly
+        v2 = [("V2", 8000, gpu, 0, 0.026, "f", "vLLM", 0)]           # wants 16 ms
         got = fit.leave_one_out(t1 + t2 + v1 + v2)
         self.assertEqual(got["T1"], fit.fit(t2))
         self.assertEqual(got["V1"], fit.fit(v2))

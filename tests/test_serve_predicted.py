@@ -84,13 +84,14 @@ class ServePredicted(unittest.TestCase):
         device = load_device("h100")
         plan = Plan(arch, _workload(arch), device, 1000, 1000)
         lay = Layout(pp=4)
-        k, host, q = serving.FITTED["all"]
+        k, host, q, t = serving.FITTED["all"]
         rates = predict.achievable(device, plan.wd.compute_dtype, k)
         shards = [placement.shard(arch, lay, st) for st in placement.stages(arch, lay)]
         n = min(serving.concurrency(sh, plan.wd, device.memory_bytes, 1000, 1000)[0] for sh in shards)
         per = math.ceil(n / 4)
         send = serving.pp_send_s(device, lay, arch.hidden_size)(per + per * 1000 / 999)
-        worst = max(serving.iteration(sh, plan.wd, rates, per, 1000, 1000)[0] + q * per * len(sh.layers) + send
+        worst = max(serving.iteration(sh, plan.wd, rates, per, 1000, 1000)[0]
+                    + (q * per + t * per * 1000 / 999) * len(sh.layers) + send
                     for sh in shards)
         got = serving.predicted_layout(arch, plan.wd, device, lay, 1000, 1000)
         self.assertEqual(got["concurrency"], n)

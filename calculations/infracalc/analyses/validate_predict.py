@@ -415,8 +415,10 @@ def cause(rec):
     held = (f", held by the {rec['tpot_limit_s'] * 1e3:.0f} ms TPOT limit below the memory's "
             f"{rec['memory_concurrency']}" if rec.get("tpot_limit_s") and rec["concurrency"] < rec["memory_concurrency"]
             else "")
-    seq = (f" (per-sequence work {rec['sequence_s'] / rec['iteration_s']:.0%})"
-           if name == "GPU work" and rec.get("sequence_s") else "")
+    shares = [f"{what} {rec[key] / rec['iteration_s']:.0%}"
+              for what, key in (("per-sequence work", "sequence_s"), ("per-prompt-token work", "prefill_token_s"))
+              if rec.get(key)]
+    seq = f" ({', '.join(shares)})" if name == "GPU work" and shares else ""
     return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration{seq} at concurrency "
             f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{held})")
 

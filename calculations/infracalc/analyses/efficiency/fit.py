@@ -3,10 +3,11 @@
 The predicted iteration is linear in the constants:
 
     iteration = GPU work at zero kernel cost + kernel_s x kernels + host_fixed_s
-                + sequence_layer_s x N x layers
+                + sequence_layer_s x N x layers + prefill_token_layer_s x prefill tokens x layers
 
 so each serving case is reduced once to (publication, N x layers, GPU seconds, kernels, measured
-iteration = the iteration time that reproduces the measured throughput at N, family, engine), and
+iteration = the iteration time that reproduces the measured throughput at N, family, engine,
+prefill tokens of the iteration x layers), and
 a fit is a search over GRID minimising, averaged over the serving families (one device, several
 devices: the accuracy target holds per family, so neither family's cases outvote the other's),
 median |error| + 0.3 x p90 |error| (error = predicted / measured throughput - 1).
@@ -22,23 +23,24 @@ import statistics
 
 # kernel_s is searched over 0-4 us only, the range of a kernel's launch gap and tail under
 # CUDA graphs (a larger figure would stand in for work the ledger does not model);
-# sequence_layer_s over 0-1.2 us in steps of 0.05 us.
-GRID = tuple((k * 1e-6, f * 1e-3, q * 5e-8) for k in range(5)
+# sequence_layer_s over 0-1.2 us in steps of 0.05 us; prefill_token_layer_s over 0-0.3 us in steps
+# of 0.02 us.
+GRID = tuple((k * 1e-6, f * 1e-3, q * 5e-8, t / 5e7) for k in range(5)
              for f in (0, 1, 2, 4, 6, 8, 10, 12, 16, 20, 24)
-             for q in range(25))
+             for q in range(25) for t in range(16))
 DEFAULT_ENGINE = "TensorRT-LLM"
 
 
 def sample(case):
     """(publication, N x layers, GPU seconds at zero kernel cost, kernels, measured iteration, family,
-    engine) of a serving case, or None when it has no prediction or is latency-limited (an MLPerf
-    Server case: its concurrency depends on the constants, so the iteration is not linear in them)."""
+    engine, prefill tokens x layers) of a serving case, or None when it has no prediction or is
+    latency-limited (an MLPerf Server case: its concurrency depends on the constants, so the iteration is not linear in them)."""
     from ..validate import _layout, _model
     from ..validate_predict import engine, family, publication, serving_prediction, tpot_limit
 
     if tpot_limit(case) is not None:
         return None
-    zero = (0.0, 0.0, 0.0)
+    zero = (0.0, 0.0, 0.0, 0.0)
     value, rec = serving_prediction(case, zero)
     if value is None:
         return None
@@ -46,13 +48,15 @@ def sample(case):
     measured_iteration = rec["iteration_s"] * value / case["measured"]["value"]
     arch = _model(case)
     assert _layout(case, arch).pp == 1   # a TP shard keeps every layer (PP has no prediction)
-    return (publication(case), rec["concurrency"] * len(arch.layers), rec["gpu_s"], rec["kernels"],
-            measured_iteration, family(case), engine(case))
+    layers = len(arch.layers)
+    return (publication(case), rec["concurrency"] * layers, rec["gpu_s"], rec["kernels"],
+            measured_iteration, family(case), engine(case), rec["prefill_tokens"] * layers)
 
 
 def errors(samples, constants):
-    k, f, q = constants
-    return [meas / (gpu + k * kern + f + q * seq) - 1 for _, seq, gpu, kern, meas, *_ in samples]
+    k, f, q, t = constants
+    return [meas / (gpu + k * kern + f + q * seq + t * pre) - 1
+            for _, seq, gpu, kern, meas, _, _, pre in samples]
 
 
 def score(errs):

@@ -33,7 +33,7 @@ PREDICTION_CONVENTION = (
     "efficiency of its output tiles, fused-attention throughput, sustained HBM bandwidth, "
     "a fixed cost per kernel), operators summed; every rate and its source is in the "
     "record's `prediction` and in docs/prediction.md; 'assumed' marks a borrowed figure.")
-KERNEL_S = 3e-6   # fitted: efficiency.serving.FITTED["all"][0] (see docs/prediction.md)
+KERNEL_S = 4e-6   # fitted: efficiency.serving.FITTED["all"][0] (see docs/prediction.md)
 
 
 def _gemm_m_n(shape):

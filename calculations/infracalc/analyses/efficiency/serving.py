@@ -34,10 +34,19 @@ named:
    70B and 405B cases need 2-3x the per-request time of the 8B ones, 80 and 126 layers
    against 32; a fit with both terms puts the per-request one at zero).
 
+   Per-token work of the context phase: likewise every layer does a fixed amount of work per
+   prompt token of the iteration's prefills that the rows do not carry (the context path's
+   QKV preprocessing and cache write per token, the activations' quantisation to the GEMM
+   format, the MoE permute of each token's copies): PREFILL_TOKEN_LAYER_S x (N P / (G - 1))
+   x layers, on the GPU. Evidence: against the v1.0 Blackwell FP4 cases the excess of the
+   measured iteration over the other terms grows with the prompt tokens per iteration at
+   about 0.1 us per token per layer for a 3B-active MoE and a dense 70B alike (48 and 80
+   layers, hidden 2048 and 8192), not with their FLOPs.
+
 4. Host time per iteration (scheduling, launch of the step): HOST_FIXED_S, added to the GPU
-   time (the engine does not overlap it). SEQUENCE_LAYER_S and HOST_FIXED_S, like
-   predict.KERNEL_S, are FITTED on the validation corpus (FITTED below; docs/prediction.md),
-   not measured.
+   time (the engine does not overlap it). SEQUENCE_LAYER_S, PREFILL_TOKEN_LAYER_S and
+   HOST_FIXED_S, like predict.KERNEL_S, are FITTED on the validation corpus (FITTED below;
+   docs/prediction.md), not measured.
 
    output tokens/s = N G / (G - 1) / iteration   (N (G - 1) / G requests finish per step
    ... each yields G tokens: N G / (G - 1) per iteration)
@@ -52,29 +61,30 @@ from . import predict
 KV_FRACTION = 0.9
 ENGINE_MAX_BATCH = 4096
 
-# Fitted constants: (kernel_s, host_fixed_s, sequence_layer_s), an engine's (efficiency.fit).
+# Fitted constants: (kernel_s, host_fixed_s, sequence_layer_s, prefill_token_layer_s), an engine's
+# (efficiency.fit).
 # "all" is fitted on every TensorRT-LLM case and is the product default; each other key is the
 # fit on the other publications of the same engine (leave one publication out), which `validate`
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (3e-06, 0.006, 3.5e-07),
+        (4e-06, 0.002, 3e-07, 1.4e-07),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (1e-06, 0.024, 7.5e-07),
+        (1e-06, 0.024, 5e-07, 3e-07),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
-        (4e-06, 0.024, 1.2e-06),
+        (2e-06, 0.01, 1.2e-06, 2.4e-07),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (3e-06, 0.006, 3.5e-07),
+        (4e-06, 0.002, 3e-07, 1.4e-07),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.01, 3e-07),
+        (4e-06, 0.006, 1.5e-07, 2e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (3e-06, 0.006, 3.5e-07),
+        (4e-06, 0.002, 3e-07, 1.2e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.004, 3.5e-07),
+        (4e-06, 0.001, 3.5e-07, 1.2e-07),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
-        (1e-06, 0.024, 7.5e-07),
+        (3e-06, 0.024, 7e-07, 4e-08),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (1e-06, 0.024, 7.5e-07),
+        (1e-06, 0.024, 5e-07, 3e-07),
 }
 
 
@@ -184,7 +194,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     concurrency is lowered to the largest whose iteration meets the TPOT limit
     (latency_limited). None when the device has no prediction (no published peak) or
     nothing fits."""
-    kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
@@ -193,23 +203,29 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         return None
     memory_n = n
     layers = len(arch.layers)
+    steps = max(output_len - 1, 1)
+
+    def per_token_s(m):   # per-sequence work and the context phase's per-token work
+        return (sequence_layer_s * m + prefill_token_layer_s * m * input_len / steps) * layers
+
     if tpot_limit_s is not None:
         def step_s(m):
-            return (iteration(arch, w, rates, m, input_len, output_len, comm_s)[0]
-                    + sequence_layer_s * m * layers + host_fixed)
+            return iteration(arch, w, rates, m, input_len, output_len, comm_s)[0] + per_token_s(m) + host_fixed
         n = latency_limited(step_s, n, tpot_limit_s)
     gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s)
     sequences = sequence_layer_s * n * layers
-    it = gpu + sequences + host_fixed
-    steps = max(output_len - 1, 1)
+    prompts = per_token_s(n) - sequences
+    it = gpu + sequences + prompts + host_fixed
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
         "kv_room_bytes": int(room),
         "iteration_s": it,
-        "gpu_s": gpu + sequences,
+        "gpu_s": gpu + sequences + prompts,
         "kernels": predict.kernel_count(rows),
         "sequence_s": sequences,
+        "prefill_tokens": n * input_len / steps,
+        "prefill_token_s": prompts,
         "host_s": host_fixed,
         "output_tokens_per_s": n * output_len / steps / it,
     }
@@ -358,13 +374,14 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     turn and the slowest stage sets the pace:
 
         iteration = pp x max over stages of (GPU time of ceil(N / pp) requests on the stage
-                    + its per-sequence work + the boundary send of the micro-batch's tokens)
+                    + its per-sequence and per-prompt-token work + the boundary send of the
+                    micro-batch's tokens)
                     + host time
 
     (the boundary sends are charged on the stage's time: a stage receives its micro-batch before
     it can run it). With `batch` the iteration at that concurrency (predicted_at_batch) instead
     of the engine's."""
-    kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
@@ -385,14 +402,17 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         worst = (0.0, 0)
         for shard, comm_s, _ in replica:
             gpu, rows = iteration(shard, w, rates, per, input_len, output_len, comm_s)
-            t = gpu + sequence_layer_s * per * len(shard.layers) + send(tokens)
+            t = (gpu + (sequence_layer_s * per + prefill_token_layer_s * per * input_len / steps) * len(shard.layers)
+                 + send(tokens))
             worst = max(worst, (t, predict.kernel_count(rows)))
         return worst
 
     if tpot_limit_s is not None:
         n = latency_limited(lambda m: pp * stage_s(m)[0] + host_fixed, n, tpot_limit_s)
     t, kernels = stage_s(n)
-    sequences = sequence_layer_s * math.ceil(n / pp) * max(len(sh.layers) for sh, _, _ in replica) * pp
+    deepest = max(len(sh.layers) for sh, _, _ in replica)
+    sequences = sequence_layer_s * math.ceil(n / pp) * deepest * pp
+    prompts = prefill_token_layer_s * math.ceil(n / pp) * input_len / steps * deepest * pp
     it = pp * t + host_fixed
     rec = {
         "concurrency": n,
@@ -402,6 +422,8 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         "gpu_s": pp * t,
         "kernels": kernels * pp,
         "sequence_s": sequences,
+        "prefill_tokens": n * input_len / steps,
+        "prefill_token_s": prompts,
         "host_s": host_fixed,
         "pipeline_micro_batches": pp,
         "output_tokens_per_s": n * output_len / steps / it,
@@ -417,10 +439,11 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
     the per-sequence work of `batch` requests and the host time; under pipeline parallelism
     `pipelined`'s iteration at that batch); TTFT = one prompt's prefill alone (batch 1, the SLO
     sizing's TTFT case) at the achievable rates, through every stage in turn, plus its
-    all-reduces and boundary sends, one sequence's per-layer work and one iteration's host time;
+    all-reduces and boundary sends, one sequence's per-layer work and its prompt tokens' per-layer
+    context-phase work, and one iteration's host time;
     output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
     predicted_layout has none (CP, EP; no achievable rates on the device)."""
-    kernel_s, host_fixed, sequence_layer_s = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay)
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if replica is None or rates is None:
@@ -431,13 +454,15 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
     else:
         shard, comm_s, _ = replica[0]
         gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s)
-        tpot = gpu + sequence_layer_s * batch * len(shard.layers) + host_fixed   # predicted_serving's sum
+        steps = max(output_len - 1, 1)
+        tpot = (gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * input_len / steps)
+                * len(shard.layers) + host_fixed)   # predicted_serving's sum
         send = 0.0
     ttft = send + host_fixed
     for shard, comm_s, count in replica:
         pre = ledger.operators(shard, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
         ttft += count * (predict.pass_time(pre, rates) + (comm_s(input_len) if comm_s else 0.0)
-                         + sequence_layer_s * len(shard.layers))
+                         + (sequence_layer_s + prefill_token_layer_s * input_len) * len(shard.layers))
     steps = max(output_len - 1, 1)
     return {"ttft_s": ttft, "tpot_s": tpot,
             "output_tokens_per_s_per_device": batch * output_len / steps / tpot * lay.dp / lay.devices}
