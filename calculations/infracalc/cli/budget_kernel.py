@@ -349,8 +349,8 @@ def _specialization_arguments(q):
     common.add_model(q)
     q.add_argument("--shape", type=_shape_count, action="append", required=True, metavar="TOKENS:CALLS",
                    help="a shape's rows and calls per cohort (repeatable)")
-    q.add_argument("--buckets", type=common.positive_ints, required=True, metavar="B,B", help="bucket sizes in rows")
-    q.add_argument("--specialized", type=common.positive_ints, required=True, metavar="T,T",
+    q.add_argument("--buckets", type=common.positive_int_list, required=True, metavar="B,B", help="bucket sizes in rows")
+    q.add_argument("--specialized", type=common.positive_int_list, required=True, metavar="T,T",
                    help="shapes compiled for their exact rows")
     q.add_argument("--cached", action="append", default=[], metavar="ARTIFACT",
                    help="an artifact already prepared: generic, bucket:B or specialized:T (repeatable)")
@@ -504,7 +504,7 @@ def _attention_input_arguments(q):
         help="register staging bytes per tick, in or out (default 256)")
     add("--capacity-bytes", type=common.byte_size, default=65536, metavar="BYTES",
         help="input slot capacity (default 65536)")
-    add("--slots", type=common.positive_ints, default=(1, 2, 4, 8), metavar="S,S",
+    add("--slots", type=common.positive_int_list, default=(1, 2, 4, 8), metavar="S,S",
         help="slot counts listed (default 1,2,4,8)")
 
 
