@@ -1033,13 +1033,7 @@ def _preview(text):
                                          f"encode time: 0:500KB:1/20s), got '{text}'")
 
 
-def _checked(parse):
-    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
-    def check(text):
-        parse(text)
-        return text
-    check.__name__ = parse.__name__
-    return check
+_checked = common.as_given
 
 
 def _image_stream_arguments(q):

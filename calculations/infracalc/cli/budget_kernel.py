@@ -138,12 +138,7 @@ def _assignment(parse):
     return read
 
 
-def _as_given(parse):
-    """An argument type that checks the text with `parse` and keeps the text (echoed as typed)."""
-    def check(text):
-        parse(text)
-        return text
-    return check
+_as_given = common.as_given
 
 
 def _dag_arguments(q):
@@ -434,16 +429,12 @@ def _stream_buffer_arguments(q):
 
 
 def _stream_buffer(args):
-    from ..analyses.models import _geometry
     from ..analyses.slot_pipelines import stream_buffer
-    from ..errors import UserError
     from ..load.models import load_model
 
     _at_most(args.blocks, "blocks")
     arch = load_model(args.model)
-    head_dim = _geometry(arch)[2]
-    if not head_dim:
-        raise UserError(f"model '{arch.id}' has no attention head_dim (a block is rows x head_dim values)")
+    head_dim = _head_dim(arch)
     return dict({"model": arch.id, "head_dim": head_dim}, **stream_buffer(
         block_bytes=2 * args.block_rows * head_dim, blocks=args.blocks, first_produce=args.first_produce,
         produce_interval=args.produce_interval, first_consume=args.first_consume,
