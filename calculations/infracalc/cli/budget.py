@@ -859,7 +859,7 @@ def _ec_pool_arguments(q):
                    metavar="H", help="fraction of images served from the encoder cache (default 0)")
     q.add_argument("--arrival", type=lambda t: _exact(t, "requests/s", 0), default=Fraction(0), metavar="REQUESTS/S",
                    help="offered requests/s, compared with the bound (default 0)")
-    q.add_argument("--compressed-bytes", type=byte_count, default=None, metavar="BYTES",
+    q.add_argument("--compressed-bytes", type=common.byte_size, default=None, metavar="BYTES",
                    help="one compressed image, for the uplink comparison")
     q.add_argument("--uplink-rate", type=_line_rate, default=None, metavar="R", help="uplink bits/s (6.4Mb/s)")
     common.add_dtypes(q)
@@ -1035,13 +1035,7 @@ def _preview(text):
                                          f"encode time: 0:500KB:1/20s), got '{text}'")
 
 
-def _checked(parse):
-    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
-    def check(text):
-        parse(text)
-        return text
-    check.__name__ = parse.__name__
-    return check
+_checked = common.as_given
 
 
 def _image_stream_arguments(q):
@@ -1318,11 +1312,7 @@ def _batch_arguments(q):
                    help="card counts to scale to")
 
 
-def _card_list(text):
-    values = common.positive_ints(text)
-    if not values:
-        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas (48,96,192), got '{text}'")
-    return values
+_card_list = common.positive_int_list
 
 
 def _batch(args):
@@ -1570,7 +1560,7 @@ def _checkpoint_arguments(q):
     q.add_argument("--job-mtbf", type=long_duration, default=None, metavar="T",
                    help="mean time between job-level shocks, counted once (e.g. 1d)")
     q.add_argument("--recovery", type=long_duration, default=0.0, metavar="T", help="restart time r (default 0s)")
-    q.add_argument("--intervals", type=common.positive_ints, default=(), metavar="S,S,...",
+    q.add_argument("--intervals", type=common.positive_int_list, default=(), metavar="S,S,...",
                    help="candidate intervals tau in seconds to tabulate")
 
 

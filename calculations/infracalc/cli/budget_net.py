@@ -48,13 +48,7 @@ def _job(text):
     return period, on, offset, rate
 
 
-def _checked(parse):
-    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
-    def check(text):
-        parse(text)
-        return text
-    check.__name__ = parse.__name__
-    return check
+_checked = common.as_given
 
 
 def _capacity(q):
