@@ -258,7 +258,8 @@ class HardwareDataTest(unittest.TestCase):
         self.assertEqual(self.rec("rtx-pro-6000")["memory_label_bytes"], 96 * GB)
         self.assertEqual(self.rec("rtx-pro-6000")["memory_bytes"], 96 * 2**30)
         self.assertEqual(self.rec("ascend-910c")["sources"]["matrix_flops_per_s.bf16"]["status"], "3P")
-        for apple, bw in (("apple-m3-ultra", 819), ("apple-m4-max", 546), ("apple-m2-max", 400), ("apple-m5-ultra", 1200)):
+        for apple, bw in (("apple-m3-ultra", 819), ("apple-m4-max", 546), ("apple-m2-max", 400), ("apple-m5-ultra", 1200),
+                          ("apple-m6", 170)):
             d = self.rec(apple)
             self.assertEqual(d["memory_bandwidth_bytes_per_s"], bw * GB)
             self.assertEqual(set(d["matrix_flops_per_s"].values()), {None})   # not published, not invented

@@ -7,7 +7,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import support  # noqa: E402,F401  (puts calculations/ on sys.path)
 
-from infracalc.analyses.sequence_toy import call_flops, sequence_toy  # noqa: E402
+import math  # noqa: E402
+
+from infracalc.analyses.sequence_toy import call_flops, sequence_toy, toy_values  # noqa: E402
 
 
 class Work(unittest.TestCase):
@@ -30,6 +32,30 @@ class Work(unittest.TestCase):
         self.assertEqual((last["transformer"]["state_bytes"], last["rnn"]["state_bytes"]), (960, 96))
         self.assertEqual((r["rnn_parameters"], r["transformer_parameters"], r["input_table_parameters"]), (96, 384, 20))
         self.assertEqual((r["rnn_critical_path_cells"], r["transformer_critical_path_cells"]), (6, 3))
+
+
+class Values(unittest.TestCase):
+    def test_one_layer_one_wide(self):
+        # D = F = 1, one layer, token 0 then the supplied token 1. Weights ((17 + 11 + 7 s) mod 19 - 9) / 32:
+        # table (s 1) 7/32, Wx (s 2) -5/32, V (s 6) 4/32, O (s 7) -8/32, up (s 8) -1/32, down (s 9) 6/32.
+        # Input at position 0: 7/32 + 1/64 = 15/64. RNN: tanh(15/64 x -5/32). Transformer: attention over
+        # itself returns V x, so m = x + x (4/32)(-8/32) = x 31/32, then m + tanh(-m / 32) x 6/32.
+        rows = toy_values(tokens=1, layers=1, d=1, f=1, vocabulary=2)
+        first = {r["model"]: r for r in rows if r["prefix_tokens"] == 1}
+        x = 15 / 64
+        self.assertAlmostEqual(first["rnn"]["recomputed"][0], math.tanh(x * -5 / 32), delta=1e-16)
+        m = x * 31 / 32
+        self.assertAlmostEqual(first["transformer"]["recomputed"][0], m + math.tanh(-m / 32) * 6 / 32, delta=1e-16)
+
+    def test_book_outputs(self):
+        r = sequence_toy(tokens=4, layers=3, d=4, f=8, vocabulary=5)
+        out = {(o["model"], o["prefix_tokens"]): o for o in r["outputs"]}
+        # the book's values, to 12 significant digits; the state-reused path equals the recomputed one exactly
+        self.assertEqual(out[("transformer", 5)]["recomputed"], "0.0221323125337, -0.117663579302, 0.229741261875, "
+                                                                 "0.15702929195")
+        self.assertEqual(out[("rnn", 1)]["reused"], "-0.00250523976467, 0.0041134858578, -0.000700130146447, "
+                                                    "0.00736976997757")
+        self.assertEqual(r["max_abs_difference"], 0.0)
 
 
 if __name__ == "__main__":

@@ -40,8 +40,8 @@ COMMANDS = {
     "parallel": "serve a model on N devices under a layout (TP, PP, DP, CP, EP): per-device time, communication, capacity; or --search",
     "serve": "a serving system: fixed / continuous / chunked batching side by side, load and "
              "queueing, and the fewest devices meeting --ttft-limit / --tpot-limit",
-    "budget": "first-order budgets with declared inputs: a nominal dense model of N parameters (decode, "
-              "transfer, training), memory concurrency by Little's law, checkpoint intervals",
+    "budget": "first-order budgets with declared inputs, one KIND each: nominal dense models, memory "
+              "concurrency, checkpoints, host and network queues, serving and training pipelines, kernel views",
     "collective": "one collective (all_reduce, all_gather, reduce_scatter, all_to_all, send_recv) over N ranks "
                   "on a device's links, nccl-tests style: time, algbw, busbw per algorithm and the bound",
     "encode": "a vision-language model's vision encoder per image and per request: patches, blocks, merger, "

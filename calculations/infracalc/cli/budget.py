@@ -45,6 +45,8 @@ KINDS = {
                "resource's bytes and busy time, aggregate and per-round lower bounds",
     "packet-reorder": "one message striped over paths of declared delays, in-order delivery from a reorder buffer, "
                       "declared losses resent: completion, retained peak, resent bytes",
+    "memory-pool": "a pooled memory of declared nodes: borrowed capacity and its copies, periodic reads of the "
+                   "borrowed bytes through a transaction window, jobs down per set of failed nodes",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -855,7 +857,7 @@ def _ec_pool_arguments(q):
                    metavar="H", help="fraction of images served from the encoder cache (default 0)")
     q.add_argument("--arrival", type=lambda t: _exact(t, "requests/s", 0), default=Fraction(0), metavar="REQUESTS/S",
                    help="offered requests/s, compared with the bound (default 0)")
-    q.add_argument("--compressed-bytes", type=byte_count, default=None, metavar="BYTES",
+    q.add_argument("--compressed-bytes", type=common.byte_size, default=None, metavar="BYTES",
                    help="one compressed image, for the uplink comparison")
     q.add_argument("--uplink-rate", type=_line_rate, default=None, metavar="R", help="uplink bits/s (6.4Mb/s)")
     common.add_dtypes(q)
@@ -1031,13 +1033,7 @@ def _preview(text):
                                          f"encode time: 0:500KB:1/20s), got '{text}'")
 
 
-def _checked(parse):
-    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
-    def check(text):
-        parse(text)
-        return text
-    check.__name__ = parse.__name__
-    return check
+_checked = common.as_given
 
 
 def _image_stream_arguments(q):
@@ -1314,11 +1310,7 @@ def _batch_arguments(q):
                    help="card counts to scale to")
 
 
-def _card_list(text):
-    values = common.positive_ints(text)
-    if not values:
-        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas (48,96,192), got '{text}'")
-    return values
+_card_list = common.positive_int_list
 
 
 def _batch(args):
@@ -1566,7 +1558,7 @@ def _checkpoint_arguments(q):
     q.add_argument("--job-mtbf", type=long_duration, default=None, metavar="T",
                    help="mean time between job-level shocks, counted once (e.g. 1d)")
     q.add_argument("--recovery", type=long_duration, default=0.0, metavar="T", help="restart time r (default 0s)")
-    q.add_argument("--intervals", type=common.positive_ints, default=(), metavar="S,S,...",
+    q.add_argument("--intervals", type=common.positive_int_list, default=(), metavar="S,S,...",
                    help="candidate intervals tau in seconds to tabulate")
 
 
@@ -1850,6 +1842,7 @@ from .budget_net import _fifo_pipeline, _fifo_pipeline_arguments  # noqa: E402,F
 from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
 from .budget_net import _staging, _staging_arguments  # noqa: E402,F401
 from .budget_net import _packet_reorder, _packet_reorder_arguments  # noqa: E402,F401
+from .budget_net import _memory_pool, _memory_pool_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -138,12 +138,7 @@ def _assignment(parse):
     return read
 
 
-def _as_given(parse):
-    """An argument type that checks the text with `parse` and keeps the text (echoed as typed)."""
-    def check(text):
-        parse(text)
-        return text
-    return check
+_as_given = common.as_given
 
 
 def _dag_arguments(q):
@@ -349,8 +344,8 @@ def _specialization_arguments(q):
     common.add_model(q)
     q.add_argument("--shape", type=_shape_count, action="append", required=True, metavar="TOKENS:CALLS",
                    help="a shape's rows and calls per cohort (repeatable)")
-    q.add_argument("--buckets", type=common.positive_ints, required=True, metavar="B,B", help="bucket sizes in rows")
-    q.add_argument("--specialized", type=common.positive_ints, required=True, metavar="T,T",
+    q.add_argument("--buckets", type=common.positive_int_list, required=True, metavar="B,B", help="bucket sizes in rows")
+    q.add_argument("--specialized", type=common.positive_int_list, required=True, metavar="T,T",
                    help="shapes compiled for their exact rows")
     q.add_argument("--cached", action="append", default=[], metavar="ARTIFACT",
                    help="an artifact already prepared: generic, bucket:B or specialized:T (repeatable)")
@@ -434,16 +429,12 @@ def _stream_buffer_arguments(q):
 
 
 def _stream_buffer(args):
-    from ..analyses.models import _geometry
     from ..analyses.slot_pipelines import stream_buffer
-    from ..errors import UserError
     from ..load.models import load_model
 
     _at_most(args.blocks, "blocks")
     arch = load_model(args.model)
-    head_dim = _geometry(arch)[2]
-    if not head_dim:
-        raise UserError(f"model '{arch.id}' has no attention head_dim (a block is rows x head_dim values)")
+    head_dim = _head_dim(arch)
     return dict({"model": arch.id, "head_dim": head_dim}, **stream_buffer(
         block_bytes=2 * args.block_rows * head_dim, blocks=args.blocks, first_produce=args.first_produce,
         produce_interval=args.produce_interval, first_consume=args.first_consume,
@@ -504,7 +495,7 @@ def _attention_input_arguments(q):
         help="register staging bytes per tick, in or out (default 256)")
     add("--capacity-bytes", type=common.byte_size, default=65536, metavar="BYTES",
         help="input slot capacity (default 65536)")
-    add("--slots", type=common.positive_ints, default=(1, 2, 4, 8), metavar="S,S",
+    add("--slots", type=common.positive_int_list, default=(1, 2, 4, 8), metavar="S,S",
         help="slot counts listed (default 1,2,4,8)")
 
 

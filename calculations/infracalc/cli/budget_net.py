@@ -48,13 +48,7 @@ def _job(text):
     return period, on, offset, rate
 
 
-def _checked(parse):
-    """A validator that keeps the option's text (echoed as given; the kind parses it again)."""
-    def check(text):
-        parse(text)
-        return text
-    check.__name__ = parse.__name__
-    return check
+_checked = common.as_given
 
 
 def _capacity(q):
@@ -453,3 +447,64 @@ def _packet_reorder(args):
         raise UserError("--path-rate must be positive")
     return packet_reorder(payload_bytes=payload, packet_bytes=args.packet_bytes, path_delays_ns=args.path_delays,
                           path_rate=args.path_rate, lost=args.lost, recovery_ns=args.recovery)
+
+
+def _memory_pool_arguments(q):
+    q.add_argument("--node-capacity", type=_byte_list, required=True, metavar="BYTES,...", help="each node (64GiB,64GiB,...)")
+    q.add_argument("--demand", type=_byte_list, required=True, metavar="BYTES,...", help="each node's job (80GiB,48GiB,...)")
+    q.add_argument("--copies", type=common.positive_int, default=1, help="full copies of borrowed bytes (default 1)")
+    q.add_argument("--bandwidths", type=_list(byte_rate), required=True, metavar="R,...", help="interfaces (10GB/s,40GB/s)")
+    q.add_argument("--latencies", type=_list_ns, required=True, metavar="T,...", help="transaction latencies (2us,20us)")
+    q.add_argument("--transactions", type=_list(common.positive_int), required=True, metavar="N,...", help="in flight (128,4096)")
+    q.add_argument("--transaction-bytes", type=common.positive_int, required=True, metavar="S", help="bytes each (256)")
+    q.add_argument("--startup", type=_ns, default=0, metavar="T", help="per read (5us; default 0s)")
+    q.add_argument("--reads-per-second", type=_list(_rate_fraction), required=True, metavar="F,...",
+                   help="read frequencies of the borrowed bytes (1/60,1,20)")
+
+
+def _list(parse):
+    from .budget import _list as listed
+
+    return listed(parse)
+
+
+def _byte_list(text):
+    items = text.split(",")
+    if len(items) > 64:
+        raise argparse.ArgumentTypeError("at most 64 nodes")
+    return tuple(byte_count_text(t.strip()) for t in items)
+
+
+def _rate_fraction(text):
+    try:
+        value = Fraction(text) if len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive frequency such as 1/60 or 20, got '{text}'")
+    return value
+
+
+def _memory_pool(args):
+    from ..analyses.memory_pool import access, failures, pool_capacity
+    from ..errors import UserError
+
+    if len(args.node_capacity) != len(args.demand):
+        raise UserError(f"--demand gives {len(args.demand)} jobs for {len(args.node_capacity)} nodes")
+    if len(args.node_capacity) > 12:
+        raise UserError("at most 12 nodes (the failure table lists every set of nodes)")
+    if not all(args.bandwidths) or not all(args.latencies):
+        raise UserError("--bandwidths and --latencies must be positive")
+    try:
+        cap = pool_capacity(args.node_capacity, args.demand, args.copies)
+    except ValueError as e:
+        raise UserError(str(e))
+    reads = [access(payload_bytes=cap["borrowed_bytes"], bandwidth=b, latency_ns=lat, transactions=n,
+                    transaction_bytes=args.transaction_bytes, startup_ns=args.startup, reads_per_s=f)
+             for b in args.bandwidths for lat in args.latencies for n in args.transactions for f in args.reads_per_second]
+    if not cap["borrowed_bytes"]:
+        reads = []
+    donors = cap["donors"]
+    cap = dict(cap, donors=[{"node": i, "donors": d} for i, d in donors.items()],
+               whole_job_fits_on=[{"node": i, "nodes": d} for i, d in cap["whole_job_fits_on"].items()])
+    return dict(cap, access=reads, failures=failures(len(args.node_capacity), donors))

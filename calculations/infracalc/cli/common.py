@@ -34,6 +34,24 @@ def positive_ints(text):
     return tuple(values)
 
 
+def as_given(parse):
+    """An argument type that checks the text with `parse` and keeps the text (echoed as typed; the
+    command parses it again)."""
+    def check(text):
+        parse(text)
+        return text
+    check.__name__ = getattr(parse, "__name__", "value")
+    return check
+
+
+def positive_int_list(text):
+    """`positive_ints` as an argparse type: a list that does not parse is an error naming the form."""
+    values = positive_ints(text)
+    if values is None:
+        raise argparse.ArgumentTypeError(f"must be positive integers separated by commas (48,96,192), got '{text}'")
+    return values
+
+
 def _int_at_least(text, low, what):
     from ..errors import quote
 

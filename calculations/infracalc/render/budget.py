@@ -15,6 +15,7 @@ from ..analyses.host_staging import STAGING_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
 from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
+from ..analyses.memory_pool import MEMORY_POOL_CONVENTIONS
 from ..analyses.moe_dedup import MOE_DEDUP_CONVENTIONS
 from ..analyses.operation_ordering import ORDERING_CONVENTIONS
 from ..analyses.packet_budget import PACKET_CONVENTIONS
@@ -104,6 +105,7 @@ CONVENTIONS = {
     "moe-dedup": MOE_DEDUP_CONVENTIONS,
     "staging": STAGING_CONVENTIONS,
     "packet-reorder": PACKET_REORDER_CONVENTIONS,
+    "memory-pool": MEMORY_POOL_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,

@@ -1,0 +1,105 @@
+"""The error contract on the `budget` kinds: bad input as a user types it (a missing required option,
+zero, a negative, a non-number, a malformed fraction or unit, an empty or malformed list, a value too
+large, an inconsistent pair) is one line on stderr naming the option, exit status 2, no traceback.
+One test per family of kinds (cli/budget.py, cli/budget_net.py, cli/budget_kernel.py)."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+
+
+def with_value(argv, option, value):
+    """argv with `option`'s value replaced (value None: the option and its value dropped)."""
+    k = argv.index(option)
+    return argv[:k] + ([] if value is None else [option, value]) + argv[k + 2:]
+
+
+class Contract(unittest.TestCase):
+    def assert_refused(self, base, cases):
+        status, _, err = run_cli("budget", *base)
+        self.assertEqual(status, 0, err)   # the base invocation is valid
+        for option, value, named in cases:
+            with self.subTest(option=option, value=value):
+                status, out, err = run_cli("budget", *with_value(base, option, value))
+                self.assertEqual(status, 2, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertNotIn("Traceback", err)
+                self.assertIn(named, err)
+
+
+class BudgetKinds(Contract):
+    def test_checkpoint(self):
+        base = ["checkpoint", "--model", "qwen3-8b", "--write-bandwidth", "8GB/s", "--intervals", "60,600",
+                "--job-mtbf", "28440s"]
+        # --intervals was read by a helper that returns None (not an argparse type): a traceback before
+        self.assert_refused(base, [("--intervals", "abc", "--intervals"), ("--intervals", "-5", "--intervals"),
+                                   ("--intervals", "60,", "--intervals"), ("--intervals", "0", "--intervals"),
+                                   ("--write-bandwidth", None, "--write-bandwidth"),
+                                   ("--write-bandwidth", "-5MB", "--write-bandwidth"),
+                                   ("--job-mtbf", "1/0s", "--job-mtbf")])
+
+    def test_ec_pool(self):
+        base = ["ec-pool", "--model", "qwen3-vl-4b", "--image", "640x640", "--images", "4", "--text-tokens", "400",
+                "--workers", "4", "--encoder-rate", "12", "--pd-rate", "4", "--network", "300MB",
+                "--compressed-bytes", "800000", "--uplink-rate", "6400000b/s"]
+        # --compressed-bytes 0 divided the EC bytes by zero before
+        self.assert_refused(base, [("--compressed-bytes", "0", "--compressed-bytes"),
+                                   ("--workers", "1", "--workers"), ("--encoder-rate", "abc", "--encoder-rate"),
+                                   ("--image", "640x", "--image"), ("--network", "1/0", "--network")])
+
+    def test_straggler_and_cast(self):
+        self.assert_refused(["straggler", "--mean-time", "52.2s", "--sigma", "1.044s", "--ranks", "8,48"],
+                            [("--mean-time", "0s", "--mean-time"), ("--ranks", "", "--ranks"),
+                             ("--ranks", "99999999999999999999", "--ranks"), ("--sigma", "abc", "--sigma")])
+        self.assert_refused(["cast", "--model", "qwen3-8b", "--link-bw", "32GB/s", "--cpu-cast-rate", "100GB/s",
+                             "--gpu-cast-rate", "1500GB/s", "--gpu-budget", "256MiB", "--host-budget", "512MiB"],
+                            [("--link-bw", "0", "--link-bw"), ("--gpu-budget", "-5MB", "--gpu-budget"),
+                             ("--model", "qwen3-7b", "qwen3-8b"), ("--host-budget", None, "--host-budget")])
+
+
+class NetworkKinds(Contract):
+    def test_periodic_queue_and_packet_reorder(self):
+        self.assert_refused(["periodic-queue", "--job", "100ms:20ms:0ms:40GB/s", "--capacity", "50GB/s"],
+                            [("--job", "100ms:20ms", "--job"), ("--job", "0ms:20ms:0ms:40GB/s", "--job"),
+                             ("--capacity", "abc", "--capacity"), ("--capacity", "-5MB", "--capacity")])
+        self.assert_refused(["packet-reorder", "--model", "qwen3-8b", "--packet-bytes", "1024", "--path-rate",
+                             "1GB/s", "--path-delays", "1us,1us"],
+                            [("--packet-bytes", "0", "--packet-bytes"), ("--path-delays", "", "--path-delays"),
+                             ("--path-delays", "1us,-1us", "--path-delays"), ("--path-rate", "1/0s", "--path-rate")])
+
+    def test_fifo_pipeline_and_moe_dedup(self):
+        self.assert_refused(["fifo-pipeline", "--model", "qwen3-8b", "--steps", "4", "--feedback", "100us",
+                             "--groups", "1", "--stage-times", "1ms,1ms,1ms,1ms", "--transfer-times",
+                             "100us,100us,100us"],
+                            [("--transfer-times", "100us,100us", "transfer"), ("--steps", "-5", "--steps"),
+                             ("--stage-times", "abc", "--stage-times")])
+        self.assert_refused(["moe-dedup", "--model", "qwen3-235b-a22b", "--ranks", "8", "--tokens-per-rank", "64",
+                             "--pattern", "clustered", "--bandwidth", "50GB/s", "--startup", "2us"],
+                            [("--ranks", "0", "--ranks"), ("--pattern", "clusterd", "clustered"),
+                             ("--bandwidth", "-5MB", "--bandwidth")])
+
+
+class KernelKinds(Contract):
+    def test_specialization_and_attention_input(self):
+        base = ["specialization", "--model", "qwen3-8b", "--shape", "256:8", "--shape", "2048:1", "--buckets",
+                "512,2048", "--specialized", "256,2048", "--repetitions", "10"]
+        # --buckets and --specialized were read by a helper that returns None: a traceback before
+        self.assert_refused(base, [("--buckets", "abc", "--buckets"), ("--buckets", "", "--buckets"),
+                                   ("--specialized", "-5", "--specialized"), ("--shape", "256:", "--shape"),
+                                   ("--repetitions", "0", "--repetitions")])
+        self.assert_refused(["attention-input", "--model", "qwen3-8b", "--slots", "1,2"],
+                            [("--slots", "0", "--slots"), ("--slots", "1,,2", "--slots")])
+
+    def test_dag_and_online_softmax(self):
+        self.assert_refused(["dag", "--task", "a:10us:host", "--task", "b:60us:compute:a"],
+                            [("--task", "a:10us:host:zz", "zz"), ("--task", "a:-1us:host", "--task")])
+        self.assert_refused(["online-softmax", "--scores", "0,ln2,ln4", "--values", "1,3,-2", "--blocks", "2,1"],
+                            [("--blocks", "2,2", "blocks summing to 4"), ("--values", "1,3", "2 values"),
+                             ("--scores", "0,ln2,abc", "--scores")])
+
+
+if __name__ == "__main__":
+    unittest.main()
