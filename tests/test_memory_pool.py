@@ -40,8 +40,8 @@ class MemoryPool(unittest.TestCase):
                          "1638400000")
 
     def test_a_small_read_takes_one_latency(self):
-        # 256 B at 10 GB/s is 25.6 ns, under the 2 us latency: 5 us + 2 us.
-        r = access(payload_bytes=256, bandwidth=10 * 10**9, latency_ns=2000, transactions=1, transaction_bytes=256,
+        # 4 x 256 B in flight over 2 us: 512 MB/s, so 256 B would take 0.5 us, under the 2 us latency: 5 us + 2 us.
+        r = access(payload_bytes=256, bandwidth=10 * 10**9, latency_ns=2000, transactions=4, transaction_bytes=256,
                    startup_ns=5000, reads_per_s=1)
         self.assertEqual(r["read_s"], "7/1000000")
 

@@ -34,6 +34,21 @@ class Work(unittest.TestCase):
         self.assertEqual((r["rnn_critical_path_cells"], r["transformer_critical_path_cells"]), (6, 3))
 
 
+class Listing(unittest.TestCase):
+    def test_matrices(self):
+        r = sequence_toy(tokens=4, layers=3, d=4, f=8, vocabulary=5)
+        # RNN: 24 positions over the five modes x 3 layers x 2 products; Transformer: per call and layer 6 weight
+        # products + 2 per position: 3 x (14 + 4 x 6 + 2 x 10 + 4 x 8 + 16 + 8) = 342
+        self.assertEqual(len(r["matrices"]), 144 + 342)
+        row = next(m for m in r["matrices"] if m["model"] == "transformer" and m["mode"] == "every_prefix_recomputed"
+                   and m["call"] == 1 and m["operation"] == "qk_t1")
+        # [1, 4] x [4, 2]: 16 FLOPs, 32 / 64 / 16 binary64 bytes
+        self.assertEqual((row["flops"], row["lhs_bytes"], row["rhs_bytes"], row["output_bytes"]), (16, 32, 64, 16))
+        for w in r["work"]:
+            self.assertEqual(w["matrix_flops"], sum(m["flops"] for m in r["matrices"]
+                                                    if (m["model"], m["mode"]) == (w["model"], w["mode"])))
+
+
 class Values(unittest.TestCase):
     def test_one_layer_one_wide(self):
         # D = F = 1, one layer, token 0 then the supplied token 1. Weights ((17 + 11 + 7 s) mod 19 - 9) / 32:

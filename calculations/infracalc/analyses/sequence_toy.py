@@ -35,6 +35,27 @@ def call_flops(model, positions, layers, d, f):
     return weights, layers * sum(2 * 2 * d * (t + 1) for t in positions)
 
 
+def call_matrices(model, positions, layers, d, f):
+    """Every matrix product of one call, layer by layer: [m, k] x [k, n], 2 m k n FLOPs, binary64 operands."""
+    rows = []
+    for layer in range(layers):
+        shapes = []
+        if model == "rnn":
+            for t in positions:
+                shapes += [(f"input_projection_t{t}", 1, d, d, "weight"), (f"state_projection_t{t}", 1, d, d, "weight")]
+        else:
+            n = len(positions)
+            shapes += [(name, n, d, d, "weight") for name in ("q", "k", "v", "o")]
+            shapes += [("ff_up", n, d, f, "weight"), ("ff_down", n, f, d, "weight")]
+            for t in positions:
+                shapes += [(f"qk_t{t}", 1, d, t + 1, "activation"), (f"av_t{t}", 1, t + 1, d, "activation")]
+        for name, m, k, n, rhs in shapes:
+            rows.append({"layer": layer, "operation": name, "m": m, "k": k, "n": n, "flops": 2 * m * k * n,
+                         "rhs": rhs, "lhs_bytes": ELEMENT_BYTES * m * k, "rhs_bytes": ELEMENT_BYTES * k * n,
+                         "output_bytes": ELEMENT_BYTES * m * n})
+    return rows
+
+
 def modes(tokens):
     return (("known_tokens", [list(range(tokens))]),
             ("every_prefix_recomputed", [list(range(k)) for k in range(1, tokens + 1)]),
@@ -63,9 +84,13 @@ def sequence_toy(*, tokens, layers, d, f, vocabulary):
                            "growth_bytes": 0 if model == "rnn" else ELEMENT_BYTES * written,
                            "next_token_history_read_bytes": ELEMENT_BYTES * held,
                            "next_token_current_kv_read_bytes": 0 if model == "rnn" else ELEMENT_BYTES * written})
+    matrices = [dict(model=model, mode=mode, call=call, **row)
+                for model in ("rnn", "transformer") for mode, calls in modes(tokens)
+                for call, positions in enumerate(calls)
+                for row in call_matrices(model, positions, layers, d, f)]
     out = {"rnn_parameters": 2 * layers * d * d, "transformer_parameters": layers * (4 * d * d + 2 * d * f),
            "input_table_parameters": vocabulary * d, "rnn_critical_path_cells": layers + tokens - 1,
-           "transformer_critical_path_cells": layers, "work": work, "states": states}
+           "transformer_critical_path_cells": layers, "work": work, "states": states, "matrices": matrices}
     if tokens < vocabulary and tokens <= VALUE_TOKENS_MAX:
         rows = toy_values(tokens=tokens, layers=layers, d=d, f=f, vocabulary=vocabulary)
         out["max_abs_difference"] = max(r["max_abs_difference"] for r in rows)

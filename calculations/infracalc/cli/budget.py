@@ -47,6 +47,8 @@ KINDS = {
                       "declared losses resent: completion, retained peak, resent bytes",
     "memory-pool": "a pooled memory of declared nodes: borrowed capacity and its copies, periodic reads of the "
                    "borrowed bytes through a transaction window, jobs down per set of failed nodes",
+    "growing-kv": "a decode's growing KV history on remote replicas: per-step reads, appends committed to every "
+                  "replica, the serial communication skeleton (closed forms)",
     "remote-state": "an immutable KV snapshot read remotely through a transaction window against staged once "
                     "and read locally: totals, payback reads, capacity, choice",
     "ordering": "publication dependencies of remote operations (strict against necessary ones, list-scheduled) "
@@ -1865,6 +1867,7 @@ from .budget_net import _moe_dedup, _moe_dedup_arguments  # noqa: E402,F401
 from .budget_net import _staging, _staging_arguments  # noqa: E402,F401
 from .budget_net import _packet_reorder, _packet_reorder_arguments  # noqa: E402,F401
 from .budget_net import _memory_pool, _memory_pool_arguments  # noqa: E402,F401
+from .budget_net import _growing_kv, _growing_kv_arguments  # noqa: E402,F401
 from .budget_kernel import _deployment, _deployment_arguments, _graph, _graph_arguments  # noqa: E402,F401
 from .budget_kernel import _persistent, _persistent_arguments  # noqa: E402,F401
 from .budget_kernel import _specialization, _specialization_arguments  # noqa: E402,F401

@@ -508,3 +508,38 @@ def _memory_pool(args):
     cap = dict(cap, donors=[{"node": i, "donors": d} for i, d in donors.items()],
                whole_job_fits_on=[{"node": i, "nodes": d} for i, d in cap["whole_job_fits_on"].items()])
     return dict(cap, access=reads, failures=failures(len(args.node_capacity), donors))
+
+
+def _growing_kv_arguments(q):
+    common.add_model(q)
+    q.set_defaults(weight_dtype=None, act_dtype="bf16", kv_dtype=None)
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests (default 1)")
+    q.add_argument("--prompt", type=common.tokens, required=True, metavar="P", help="KV positions already produced (8192)")
+    q.add_argument("--steps", type=common.non_negative_int, required=True, metavar="N", help="decode steps (128)")
+    q.add_argument("--copies", type=common.positive_int, default=1, help="remote replicas (default 1)")
+    q.add_argument("--placement", choices=("remote-all", "remote-prefix"), default="remote-all",
+                   help="the whole history remote, or only the prompt (new positions stay local)")
+    q.add_argument("--bandwidth", type=byte_rate, required=True, metavar="R", help="the sender link's bytes/s (40GB/s)")
+    q.add_argument("--startup", type=_ns, default=0, metavar="T", help="per message (5us; default 0s)")
+    q.add_argument("--local-tail-budget", type=byte_count_text, default=2**30, metavar="BYTES",
+                   help="local bytes for the new positions (default 1GiB)")
+
+
+def _growing_kv(args):
+    from ..analyses.growing_kv import growing_kv
+    from ..analyses.kv import sizing_record, merge, terms
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    full = [b for layer in arch.layers for b in layer.blocks
+            if "Attention" in type(b).__name__ and hasattr(b, "heads") and hasattr(b, "head_dim")]
+    if not full or args.bandwidth == 0:
+        raise UserError("needs a model with full-attention layers and a positive --bandwidth")
+    w = common.workload(args, arch, 1, 1, 0)
+    sizing = sizing_record(merge(terms([(layer, count) for layer, count, _ in arch.layer_groups()], w, 1)))
+    return growing_kv(kv_per_position=sizing["bytes_per_token"],
+                      attention_flops_per_pair=sum(4 * b.heads * b.head_dim for b in full),
+                      state_bytes=sizing["state_bytes_per_request"], batch=args.batch, prompt=args.prompt,
+                      steps=args.steps, copies=args.copies, remote_all=args.placement == "remote-all",
+                      bandwidth=args.bandwidth, startup_ns=args.startup, tail_budget_bytes=args.local_tail_budget)

@@ -11,6 +11,7 @@ from ..analyses.fifo_pipeline import FIFO_PIPELINE_CONVENTIONS
 from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
 from ..analyses.fluid_queue import FLUID_CONVENTIONS
 from ..analyses.fusion import FUSION_CONVENTIONS
+from ..analyses.growing_kv import GROWING_KV_CONVENTIONS
 from ..analyses.host_staging import STAGING_CONVENTIONS
 from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
 from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
@@ -107,6 +108,7 @@ CONVENTIONS = {
     "staging": STAGING_CONVENTIONS,
     "packet-reorder": PACKET_REORDER_CONVENTIONS,
     "memory-pool": MEMORY_POOL_CONVENTIONS,
+    "growing-kv": GROWING_KV_CONVENTIONS,
     "pipeline": PIPELINE_CONVENTIONS,
     "optimizer": OPTIMIZER_CONVENTIONS,
     "cast": CAST_CONVENTIONS,
