@@ -44,6 +44,16 @@ class AsyncCheckpoint(unittest.TestCase):
         self.assertEqual((r["payload_bytes"], r["live_buffer_peak_bytes"]), (114670295040, 2 * 114670295040))
         self.assertEqual(r["recovery_capture_s_exact"], "30")
 
+    def test_the_index_rows_at_their_inferred_writer_rates(self):
+        # the book's index prints -rounded and -fast with uploads 16 and 28/5 s; 112e9 B / 16 s = 7 GB/s and
+        # 112e9 / (28/5) = 20 GB/s (inferred from those outputs; the stored files declare 8 and 16 GB/s).
+        # 7 GB/s: durable at 20.5 + 16 = 36.5 and 40.5 + 16 = 56.5 > 50: recover the capture at 20 s.
+        # 20 GB/s: 40.5 + 5.6 = 46.1 <= 50: recover the capture at 40 s. One 112 GB buffer live at a time.
+        for bandwidth, upload, capture in ((7 * 10**9, "16", "20"), (20 * 10**9, "28/5", "40")):
+            r = run(bandwidth=bandwidth)
+            self.assertEqual((r["payload_bytes"], r["upload_s_exact"], r["live_buffer_peak_bytes"],
+                              r["recovery_capture_s_exact"]), (112 * 10**9, upload, 112 * 10**9, capture))
+
     def test_durable_at_the_failure_counts(self):
         # a delay making the first durable exactly at 50 s: recoverable (<=); 20 s later it is not
         self.assertEqual(run(durability=F(31, 2))["latest_recoverable_snapshot"], 0)

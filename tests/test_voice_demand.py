@@ -32,6 +32,10 @@ class VoiceDemand(unittest.TestCase):
         r = voice_demand(minutes=F(1), baseline_servers=1000, gain=F(4))
         self.assertEqual([(c["increment_exact"], c["total_exact"], c["added_server_equivalents"]) for c in r["candidates"]],
                          [("1/3", "4/3", 334), ("1/12", "13/12", 84)])
+        # 1,000 x 1/3 = 1000/3 and 1,000 x 1/12 = 250/3 exact; whole servers in all 1,000 + 334 and 1,000 + 84
+        self.assertEqual([(c["added_server_equivalents_exact"], c["total_server_equivalents"]) for c in r["candidates"]],
+                         [("1000/3", 1334), ("250/3", 1084)])
+        self.assertIsNone(voice_demand(minutes=F(1))["candidates"][0]["total_server_equivalents"])
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ further observations):
 
     increment = (m / 3) p w k,   total = 1 + increment;
     with a declared effective gain g on the added work only: increment / g, total 1 + increment / g;
-    with a declared baseline of S server equivalents: ceil(S x increment) whole added servers.
+    with a declared baseline of S server equivalents: S x increment added server equivalents (exact),
+    ceil(S x increment) whole added servers and S + ceil(S x increment) whole servers in all.
 
 No historical user, server, accelerator count or cost is derived; exact fractions.
 """
@@ -21,6 +22,16 @@ ANCHOR_MINUTES = 3      # minutes of voice search per person per day that double
 
 def _ceil(x):
     return -(-x.numerator // x.denominator)
+
+
+def _candidate(name, increment, baseline_servers):
+    row = {"candidate": name, "increment_exact": str(increment), "total_exact": str(1 + increment),
+           "added_server_equivalents_exact": None, "added_server_equivalents": None, "total_server_equivalents": None}
+    if baseline_servers is not None:
+        added = baseline_servers * increment
+        row.update(added_server_equivalents_exact=str(added), added_server_equivalents=_ceil(added),
+                   total_server_equivalents=baseline_servers + _ceil(added))
+    return row
 
 
 def voice_demand(*, minutes, population=Fraction(1), work=Fraction(1), peak=Fraction(1), baseline_servers=None,
@@ -35,9 +46,7 @@ def voice_demand(*, minutes, population=Fraction(1), work=Fraction(1), peak=Frac
     return {
         "anchor_minutes_per_person_day": ANCHOR_MINUTES, "anchor_total_capacity": 2,
         "increment_exact": str(level), "total_exact": str(1 + level),
-        "candidates": [{"candidate": name, "increment_exact": str(x), "total_exact": str(1 + x),
-                        "added_server_equivalents": None if baseline_servers is None else _ceil(baseline_servers * x)}
-                       for name, x in rows],
+        "candidates": [_candidate(name, x, baseline_servers) for name, x in rows],
         "scaling": chain,
     }
 
@@ -47,6 +56,7 @@ VOICE_DEMAND_CONVENTIONS = [
     "would double 2013 datacenter computation. Capacity today = 1; the added demand scales linearly with the "
     "declared minutes / 3, relative population, work per audio second and peak factor (teaching assumptions).",
     "A declared effective gain divides only the added work; a declared baseline of server equivalents gives "
-    "ceil(baseline x increment) whole added servers. No historical server or user count, accelerator count or "
+    "baseline x increment added server equivalents, ceil(baseline x increment) whole added servers and baseline + "
+    "that whole servers in all. No historical server or user count, accelerator count or "
     "cost is derived; exact fractions.",
 ]
