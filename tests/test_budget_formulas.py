@@ -11,10 +11,12 @@ from fractions import Fraction
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
+from infracalc.analyses.ack_window import ack_window  # noqa: E402
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
 from infracalc.analyses.checkpoint_reshard import ranges  # noqa: E402
 from infracalc.analyses.environment_budget import clone_placements  # noqa: E402
 from infracalc.analyses.host_staging import host_staging  # noqa: E402
+from infracalc.analyses.memory_pool import pool_capacity  # noqa: E402
 from infracalc.analyses.merge_numerics import _quantized_sum, block_state, merge  # noqa: E402
 from infracalc.analyses.moe_dedup import destinations, moe_dedup  # noqa: E402
 from infracalc.analyses.packet_reorder import packet_reorder  # noqa: E402
@@ -22,6 +24,7 @@ from infracalc.analyses.remote_state import remote_state  # noqa: E402
 from infracalc.analyses.retry_paths import retry_paths  # noqa: E402
 from infracalc.analyses.routing_cost import minimum_hit, on_time  # noqa: E402
 from infracalc.analyses.sequence_toy import sequence_toy  # noqa: E402
+from infracalc.analyses.serve.residency import residency  # noqa: E402
 from infracalc.analyses.server_scope import decode_collectives  # noqa: E402
 
 MS = 10**6
@@ -32,6 +35,22 @@ def budget(*argv):
     status, out, err = run_cli("budget", *argv, "--format", "json")
     assert status == 0, err
     return json.loads(out)["result"]
+
+
+class AckWindow(unittest.TestCase):
+    def test_two_requests_on_a_warm_connection(self):
+        # 1,000 B segments at 8,000 b/s (1 s each way on the wire), 1 s one-way delays, zero-byte ACKs, no model
+        # time. Request 1: upload sent 0-1 s, received 2; its ACK back at 3; download sent 2-3, received 4, its
+        # ACK back at 5: the last ACK is 5 (the later of 3 and 5). Submitted on quiet, request 2 starts at 5:
+        # upload 5-6, received 7; download 7-8, received 9 (the final image), ACK back at 10.
+        F = Fraction
+        r = ack_window(input_bytes=1000, output_bytes=1000, segment_bytes=1000, upload_bits_per_s=8000,
+                       download_bits_per_s=8000, forward_s=F(1), reverse_s=F(1), initial_window=1000,
+                       max_window=10000, receive_window=10000, growth=1000, header_bytes=0, ack_bytes=0,
+                       rto_s=F(100), model_s=F(0), requests=2, strategy="reuse_warm", submit_on="quiet")
+        self.assertEqual([(q["complete_received_s_exact"], q["last_ack_s_exact"]) for q in r["requests"]],
+                         [("4", "5"), ("9", "10")])
+        self.assertEqual((r["complete_final_image_s_exact"], r["last_ack_s_exact"]), ("9", "10"))
 
 
 class Audio(unittest.TestCase):
@@ -136,6 +155,13 @@ class CheckpointReshard(unittest.TestCase):
         self.assertEqual(ranges(2, 3, 4, "flat"), [(0, 2), (2, 4), (4, 5), (5, 6)])
 
 
+class MemoryPool(unittest.TestCase):
+    def test_a_node_exactly_at_capacity_borrows_nothing(self):
+        # node 0 needs 10 of its 10 B (short 0), node 1 5 of 10: no donor, nothing held, 5 B left free
+        r = pool_capacity([10, 10], [10, 5], 1)
+        self.assertEqual((r["donors"], r["borrowed_bytes"], r["free_after_pool_bytes"]), ({}, 0, [0, 5]))
+
+
 class MergeNumerics(unittest.TestCase):
     def test_states_keep_the_maximum(self):
         # scores 0, ln 2 with values 1, 3: m = ln 2, l = e^-ln2 + 1 = 3/2, u = 1/2 x 1 + 3 = 7/2
@@ -151,6 +177,16 @@ class MergeNumerics(unittest.TestCase):
     def test_quantized_sum_weights_each_rounding(self):
         # 1 and 2 are E4M3 values: 1 x 3 + 2 x 1/2 = 4; a zero weight adds nothing
         self.assertEqual(_quantized_sum([1, 2, 5], [Fraction(3), Fraction(1, 2), 0], 1), 4)
+
+
+class Residency(unittest.TestCase):
+    def test_at_capacity_is_not_over(self):
+        # test_serve_residency's intervals: tier X holds 60 B in [0, 5) and 80 B in [5, 15); at a 60 B capacity
+        # only [5, 15) is over: 10 ns
+        iv = [("a1", "X", "A", 4, 0, 10), ("a2", "X", "A", 8, 5, 15), ("b", "X", "B", 2, 0, 5),
+              ("ay", "Y", "A", 8, 10, 20)]
+        rows, _, _ = residency(iv, {"X": 60, "Y": None}, 10)
+        self.assertEqual(rows[0]["over_capacity_nanoseconds"], 10)
 
 
 class RetryPaths(unittest.TestCase):

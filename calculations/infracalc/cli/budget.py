@@ -93,6 +93,8 @@ KINDS = {
                "row-major shards load on T ranks (rows or flat layouts)",
     "async-checkpoint": "asynchronous checkpoints with finite snapshot buffers: capture, staging, upload and durable "
                         "times, training pauses, buffer peak and the snapshot a failure recovers",
+    "handoff": "training-to-rollout weight handoff: BF16 weights per EP rank (uneven expert ranges), full vs "
+               "selective unicast egress and transfer bound, phase memory against a capacity",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -301,6 +303,26 @@ def _async_checkpoint(args):
                             first=args.first_request_s, interval=args.interval_s, staging=args.staging_time_s,
                             bandwidth=round(args.upload_bw), slots=args.slots, durability=args.durability_delay_s,
                             failure=args.failure_at_s)
+
+
+def _handoff_arguments(q):
+    common.add_model(q)
+    q.add_argument("--ep", type=common.positive_int, default=1, metavar="R", help="expert-parallel ranks (default 1)")
+    q.add_argument("--replicas", type=common.positive_int, default=1, metavar="N", help="EP groups (default 1)")
+    q.add_argument("--producer-bw", type=common.bandwidth, required=True, metavar="BW", help="the sender's egress")
+    q.add_argument("--receiver-bw", type=common.bandwidth, required=True, metavar="BW", help="each receiver's rate")
+    for flag, what in (("--capacity", "memory per rank"), ("--training-live", "training's own live allocation"),
+                       ("--kv", "the rollout KV pool"), ("--common", "a shared allocation beside both")):
+        q.add_argument(flag, type=byte_count, required=True, metavar="BYTES", help=what)
+
+
+def _handoff(args):
+    from ..analyses.weight_handoff import handoff
+    from ..load.models import load_model
+
+    return handoff(load_model(args.model), ep=args.ep, replicas=args.replicas, producer_rate=round(args.producer_bw),
+                   receiver_rate=round(args.receiver_bw), capacity=args.capacity, training_live=args.training_live,
+                   kv=args.kv, common=args.common)
 
 
 def _optimizer_arguments(q):

@@ -27,6 +27,7 @@ from ..analyses.gradient_cast import CAST_CONVENTIONS
 from ..analyses.routing_metadata import ROUTING_METADATA_CONVENTIONS
 from ..analyses.checkpoint_reshard import RESHARD_CONVENTIONS
 from ..analyses.checkpoint_async import ASYNC_CHECKPOINT_CONVENTIONS
+from ..analyses.weight_handoff import HANDOFF_CONVENTIONS
 from ..analyses.bank_mapping import BANK_CONVENTIONS
 from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
 from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
@@ -114,6 +115,7 @@ CONVENTIONS = {
     "routing-metadata": ROUTING_METADATA_CONVENTIONS,
     "reshard": RESHARD_CONVENTIONS,
     "async-checkpoint": ASYNC_CHECKPOINT_CONVENTIONS,
+    "handoff": HANDOFF_CONVENTIONS,
     "ack-window": ACK_WINDOW_CONVENTIONS,
     "audio": AUDIO_CONVENTIONS,
     "image-request": IMAGE_REQUEST_CONVENTIONS,
