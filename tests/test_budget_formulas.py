@@ -11,10 +11,14 @@ from fractions import Fraction
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
+from infracalc.analyses.ack_window import ack_window  # noqa: E402
+from infracalc.analyses.attention_handoff import input_schedule  # noqa: E402
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
 from infracalc.analyses.checkpoint_reshard import ranges  # noqa: E402
+from infracalc.analyses.completion_reclaim import completion_reclaim  # noqa: E402
 from infracalc.analyses.environment_budget import clone_placements  # noqa: E402
 from infracalc.analyses.host_staging import host_staging  # noqa: E402
+from infracalc.analyses.memory_pool import pool_capacity  # noqa: E402
 from infracalc.analyses.merge_numerics import _quantized_sum, block_state, merge  # noqa: E402
 from infracalc.analyses.moe_dedup import destinations, moe_dedup  # noqa: E402
 from infracalc.analyses.packet_reorder import packet_reorder  # noqa: E402
@@ -22,6 +26,7 @@ from infracalc.analyses.remote_state import remote_state  # noqa: E402
 from infracalc.analyses.retry_paths import retry_paths  # noqa: E402
 from infracalc.analyses.routing_cost import minimum_hit, on_time  # noqa: E402
 from infracalc.analyses.sequence_toy import sequence_toy  # noqa: E402
+from infracalc.analyses.serve.residency import residency  # noqa: E402
 from infracalc.analyses.server_scope import decode_collectives  # noqa: E402
 
 MS = 10**6
@@ -34,6 +39,31 @@ def budget(*argv):
     return json.loads(out)["result"]
 
 
+class AckWindow(unittest.TestCase):
+    def test_two_requests_on_a_warm_connection(self):
+        # 1,000 B segments at 8,000 b/s (1 s each way on the wire), 1 s one-way delays, zero-byte ACKs, no model
+        # time. Request 1: upload sent 0-1 s, received 2; its ACK back at 3; download sent 2-3, received 4, its
+        # ACK back at 5: the last ACK is 5 (the later of 3 and 5). Submitted on quiet, request 2 starts at 5:
+        # upload 5-6, received 7; download 7-8, received 9 (the final image), ACK back at 10.
+        F = Fraction
+        r = ack_window(input_bytes=1000, output_bytes=1000, segment_bytes=1000, upload_bits_per_s=8000,
+                       download_bits_per_s=8000, forward_s=F(1), reverse_s=F(1), initial_window=1000,
+                       max_window=10000, receive_window=10000, growth=1000, header_bytes=0, ack_bytes=0,
+                       rto_s=F(100), model_s=F(0), requests=2, strategy="reuse_warm", submit_on="quiet")
+        self.assertEqual([(q["complete_received_s_exact"], q["last_ack_s_exact"]) for q in r["requests"]],
+                         [("4", "5"), ("9", "10")])
+        self.assertEqual((r["complete_final_image_s_exact"], r["last_ack_s_exact"]), ("9", "10"))
+
+
+class AttentionInput(unittest.TestCase):
+    def test_loads_are_serial_on_the_copy_engine(self):
+        # 10-tick loads, 1-tick computes, no latency, 3 slots: issues 0, 10, 20 (one load after the other),
+        # ready 10, 20, 30, computes end 11, 21, 31
+        r = input_schedule(10, 1, 3, 0, 3)
+        self.assertEqual([(c["issue"], c["compute_end"]) for c in r["chunks"]], [(0, 11), (10, 21), (20, 31)])
+        self.assertEqual(r["finish_tick"], 31)
+
+
 class Audio(unittest.TestCase):
     def test_on_time_arrival_is_no_miss(self):
         # 10 ms frames, 5 ms model, 1 ms send, no delay, no jitter buffer: frame i captured by 10(i+1), model
@@ -41,10 +71,19 @@ class Audio(unittest.TestCase):
         # (16 ms), deadlines 16, 26, 36: every frame arrives exactly on its deadline, none late, no stall.
         r = audio_timing(frame_ns=10 * MS, model_ns=[5 * MS] * 3, network_delay_ns=[0] * 3, send_ns=MS,
                          jitter_buffer_ns=0, sample_rate=8000, channels=1, sample_bytes=2)
+        self.assertEqual([x["capture_ready_ns"] // MS for x in r["frame_rows"]], [10, 20, 30])
         self.assertEqual([x["deadline_ns"] // MS for x in r["frame_rows"]], [16, 26, 36])
         self.assertEqual((r["deadline_misses"], r["total_stall_ns"]), (0, 0))
         # three frames of 10 ms of source audio
         self.assertEqual(r["source_audio_ns"], 30 * MS)
+
+
+class CompletionReclaim(unittest.TestCase):
+    def test_payload_totals(self):
+        # 4 operations of 100 B through 2 slots: 400 B in all, 200 B reserved by the slots
+        r = completion_reclaim(operations=4, slots=2, submit_interval_ns=1, latency_ns=1, poll_interval_ns=1,
+                               poll_batch=1, payload_bytes=100)
+        self.assertEqual((r["total_payload_bytes"], r["reserved_slot_payload_bytes"]), (400, 200))
 
 
 class Environments(unittest.TestCase):
@@ -103,6 +142,16 @@ class MoeDedup(unittest.TestCase):
             moe_dedup(ranks=3, tokens_per_rank=1, experts=3, top_k=4, hidden=1, pattern="spread")
 
 
+class Optimizer(unittest.TestCase):
+    def test_adamw_takes_one_square_root_per_element(self):
+        # Qwen3-8B's embedding 151,936 x 4,096 = 622,329,856 elements under AdamW: one square root each and
+        # 14 scalar operations each (8,712,617,984)
+        r = budget("optimizer", "--model", "qwen3-8b")
+        embed = next(g for g in r["groups"] if g.get("pattern") == "embed_tokens.weight")
+        self.assertEqual((embed["parameters"], embed["sqrt_ops"], embed["scalar_ops"]),
+                         (622329856, 622329856, 14 * 622329856))
+
+
 class PacketReorder(unittest.TestCase):
     def test_the_last_packet_carries_the_remainder(self):
         # 2,500 B in 1,024 B packets: 1,024 + 1,024 + 452; one path at 1 GB/s (1 B/ns), no delay: the packets end
@@ -136,6 +185,13 @@ class CheckpointReshard(unittest.TestCase):
         self.assertEqual(ranges(2, 3, 4, "flat"), [(0, 2), (2, 4), (4, 5), (5, 6)])
 
 
+class MemoryPool(unittest.TestCase):
+    def test_a_node_exactly_at_capacity_borrows_nothing(self):
+        # node 0 needs 10 of its 10 B (short 0), node 1 5 of 10: no donor, nothing held, 5 B left free
+        r = pool_capacity([10, 10], [10, 5], 1)
+        self.assertEqual((r["donors"], r["borrowed_bytes"], r["free_after_pool_bytes"]), ({}, 0, [0, 5]))
+
+
 class MergeNumerics(unittest.TestCase):
     def test_states_keep_the_maximum(self):
         # scores 0, ln 2 with values 1, 3: m = ln 2, l = e^-ln2 + 1 = 3/2, u = 1/2 x 1 + 3 = 7/2
@@ -151,6 +207,16 @@ class MergeNumerics(unittest.TestCase):
     def test_quantized_sum_weights_each_rounding(self):
         # 1 and 2 are E4M3 values: 1 x 3 + 2 x 1/2 = 4; a zero weight adds nothing
         self.assertEqual(_quantized_sum([1, 2, 5], [Fraction(3), Fraction(1, 2), 0], 1), 4)
+
+
+class Residency(unittest.TestCase):
+    def test_at_capacity_is_not_over(self):
+        # test_serve_residency's intervals: tier X holds 60 B in [0, 5) and 80 B in [5, 15); at a 60 B capacity
+        # only [5, 15) is over: 10 ns
+        iv = [("a1", "X", "A", 4, 0, 10), ("a2", "X", "A", 8, 5, 15), ("b", "X", "B", 2, 0, 5),
+              ("ay", "Y", "A", 8, 10, 20)]
+        rows, _, _ = residency(iv, {"X": 60, "Y": None}, 10)
+        self.assertEqual(rows[0]["over_capacity_nanoseconds"], 10)
 
 
 class RetryPaths(unittest.TestCase):
