@@ -12,8 +12,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.ack_window import ack_window  # noqa: E402
+from infracalc.analyses.attention_handoff import input_schedule  # noqa: E402
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
 from infracalc.analyses.checkpoint_reshard import ranges  # noqa: E402
+from infracalc.analyses.completion_reclaim import completion_reclaim  # noqa: E402
 from infracalc.analyses.environment_budget import clone_placements  # noqa: E402
 from infracalc.analyses.host_staging import host_staging  # noqa: E402
 from infracalc.analyses.memory_pool import pool_capacity  # noqa: E402
@@ -53,6 +55,15 @@ class AckWindow(unittest.TestCase):
         self.assertEqual((r["complete_final_image_s_exact"], r["last_ack_s_exact"]), ("9", "10"))
 
 
+class AttentionInput(unittest.TestCase):
+    def test_loads_are_serial_on_the_copy_engine(self):
+        # 10-tick loads, 1-tick computes, no latency, 3 slots: issues 0, 10, 20 (one load after the other),
+        # ready 10, 20, 30, computes end 11, 21, 31
+        r = input_schedule(10, 1, 3, 0, 3)
+        self.assertEqual([(c["issue"], c["compute_end"]) for c in r["chunks"]], [(0, 11), (10, 21), (20, 31)])
+        self.assertEqual(r["finish_tick"], 31)
+
+
 class Audio(unittest.TestCase):
     def test_on_time_arrival_is_no_miss(self):
         # 10 ms frames, 5 ms model, 1 ms send, no delay, no jitter buffer: frame i captured by 10(i+1), model
@@ -60,10 +71,19 @@ class Audio(unittest.TestCase):
         # (16 ms), deadlines 16, 26, 36: every frame arrives exactly on its deadline, none late, no stall.
         r = audio_timing(frame_ns=10 * MS, model_ns=[5 * MS] * 3, network_delay_ns=[0] * 3, send_ns=MS,
                          jitter_buffer_ns=0, sample_rate=8000, channels=1, sample_bytes=2)
+        self.assertEqual([x["capture_ready_ns"] // MS for x in r["frame_rows"]], [10, 20, 30])
         self.assertEqual([x["deadline_ns"] // MS for x in r["frame_rows"]], [16, 26, 36])
         self.assertEqual((r["deadline_misses"], r["total_stall_ns"]), (0, 0))
         # three frames of 10 ms of source audio
         self.assertEqual(r["source_audio_ns"], 30 * MS)
+
+
+class CompletionReclaim(unittest.TestCase):
+    def test_payload_totals(self):
+        # 4 operations of 100 B through 2 slots: 400 B in all, 200 B reserved by the slots
+        r = completion_reclaim(operations=4, slots=2, submit_interval_ns=1, latency_ns=1, poll_interval_ns=1,
+                               poll_batch=1, payload_bytes=100)
+        self.assertEqual((r["total_payload_bytes"], r["reserved_slot_payload_bytes"]), (400, 200))
 
 
 class Environments(unittest.TestCase):
@@ -120,6 +140,16 @@ class MoeDedup(unittest.TestCase):
         # 3 ranks, 3 experts (one per rank), top-4 spread: ranks s, s+1, s+2, s -> two experts on rank s > 1
         with self.assertRaises(ValueError):
             moe_dedup(ranks=3, tokens_per_rank=1, experts=3, top_k=4, hidden=1, pattern="spread")
+
+
+class Optimizer(unittest.TestCase):
+    def test_adamw_takes_one_square_root_per_element(self):
+        # Qwen3-8B's embedding 151,936 x 4,096 = 622,329,856 elements under AdamW: one square root each and
+        # 14 scalar operations each (8,712,617,984)
+        r = budget("optimizer", "--model", "qwen3-8b")
+        embed = next(g for g in r["groups"] if g.get("pattern") == "embed_tokens.weight")
+        self.assertEqual((embed["parameters"], embed["sqrt_ops"], embed["scalar_ops"]),
+                         (622329856, 622329856, 14 * 622329856))
 
 
 class PacketReorder(unittest.TestCase):

@@ -66,6 +66,7 @@ class EarlierPrices(unittest.TestCase):
                 ("1/2", "6s", ("253/10", "253/9800", "490", "253/4900"), "45/49", False, False),          # -half
                 ("1291/1520", "6s", ("5341/400", "109/8000", "63259/76", "2071/129100"), "45/49", False, False),
                 ("45/49", "6s", ("2693/245", "2693/240100", "900", "2693/220500"), "45/49", True, True),
+                ("0", "12s", ("212/5", "53/1225", "980", "53/1225"), "0", False, True),                 # -long-deadline
                 ("1", "3s", ("41/5", "41/4900", "0", None), None, True, False)):                          # -impossible
             r = routing(4, 8, hit, deadline)
             a, b = r["candidates"]
