@@ -1789,9 +1789,9 @@ def run(args):
         rec["result"] = history(tuple(args.model or ()))
     else:   # one function per kind, beside its _arguments
         rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)
-    rec["conventions"] = render.CONVENTIONS[args.kind]
+    rec["conventions"] = render.conventions(args.kind)
     if args.kind == "training" and args.price_per_device_hour is not None:
-        rec["conventions"] = rec["conventions"] + render.CONVENTIONS["training-cost"]
+        rec["conventions"] = rec["conventions"] + render.conventions("training-cost")
     return common.emit(args, rec, render.markdown, render.csv)
 
 

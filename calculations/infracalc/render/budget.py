@@ -2,51 +2,76 @@
 
 from .table import inline, markdown_table
 
-from ..analyses.ack_window import ACK_WINDOW_CONVENTIONS
-from ..analyses.audio_timing import AUDIO_CONVENTIONS
-from ..analyses.collective_tail import COLLECTIVE_TAIL_CONVENTIONS
-from ..analyses.completion_reclaim import COMPLETION_CONVENTIONS
-from ..analyses.connection_states import CONNECTION_CONVENTIONS
-from ..analyses.fifo_pipeline import FIFO_PIPELINE_CONVENTIONS
-from ..analyses.environment_budget import ENVIRONMENT_CONVENTIONS
-from ..analyses.fluid_queue import FLUID_CONVENTIONS
-from ..analyses.fusion import FUSION_CONVENTIONS
-from ..analyses.growing_kv import GROWING_KV_CONVENTIONS
-from ..analyses.host_staging import STAGING_CONVENTIONS
-from ..analyses.image_request import IMAGE_REQUEST_CONVENTIONS
-from ..analyses.image_stream import IMAGE_STREAM_CONVENTIONS
-from ..analyses.kda_chunk import KDA_CHUNK_CONVENTIONS
-from ..analyses.memory_pool import MEMORY_POOL_CONVENTIONS
-from ..analyses.moe_dedup import MOE_DEDUP_CONVENTIONS
-from ..analyses.operation_ordering import ORDERING_CONVENTIONS
-from ..analyses.packet_budget import PACKET_CONVENTIONS
-from ..analyses.packet_reorder import PACKET_REORDER_CONVENTIONS
-from ..analyses.training_pipeline import PIPELINE_CONVENTIONS
-from ..analyses.optimizer_groups import OPTIMIZER_CONVENTIONS
-from ..analyses.gradient_cast import CAST_CONVENTIONS
-from ..analyses.routing_metadata import ROUTING_METADATA_CONVENTIONS
-from ..analyses.checkpoint_reshard import RESHARD_CONVENTIONS
-from ..analyses.checkpoint_async import ASYNC_CHECKPOINT_CONVENTIONS
-from ..analyses.weight_handoff import HANDOFF_CONVENTIONS
-from ..analyses.bank_mapping import BANK_CONVENTIONS
-from ..analyses.quant_gemm import QUANT_GEMM_CONVENTIONS
-from ..analyses.split_reduction import SPLIT_REDUCTION_CONVENTIONS
-from ..analyses.remote_state import REMOTE_STATE_CONVENTIONS
-from ..analyses.retry_paths import RETRY_CONVENTIONS
-from ..analyses.speculative_sampling import SAMPLING_CONVENTIONS
-from ..analyses.routing_cost import ROUTING_CONVENTIONS
-from ..analyses.sequence_toy import SEQUENCE_TOY_CONVENTIONS
-from ..analyses.ec_pool import EC_POOL_CONVENTIONS
-from ..analyses.server_scope import SERVER_SCOPE_CONVENTIONS
-from ..analyses.voice_demand import VOICE_DEMAND_CONVENTIONS
-from ..analyses.worker_trace import TRACE_CONVENTIONS
-from ..analyses.task_graph import TASK_GRAPH_CONVENTIONS
-from ..analyses.persistent_tiles import PERSISTENT_CONVENTIONS
-from ..analyses.slot_pipelines import FIFO_CONVENTIONS, HOST_TRANSFER_CONVENTIONS
-from ..analyses.attention_handoff import INPUT_SLOT_CONVENTIONS, MATRIX_VECTOR_CONVENTIONS
-from ..analyses.sm_balance import SM_BALANCE_CONVENTIONS
 from ..analyses.merge_numerics import FP8_CONVENTIONS, NUMERICS_CONVENTIONS
-from ..analyses.runtime_choices import DEPLOYMENT_CONVENTIONS, GRAPH_CONVENTIONS, SPECIALIZATION_CONVENTIONS
+
+# Conventions that live in an analysis module: imported when their kind runs (importing all of them cost
+# every budget command several milliseconds). conventions(kind) resolves them.
+_HOME = {
+    "ACK_WINDOW_CONVENTIONS": "ack_window",
+    "AUDIO_CONVENTIONS": "audio_timing",
+    "COLLECTIVE_TAIL_CONVENTIONS": "collective_tail",
+    "COMPLETION_CONVENTIONS": "completion_reclaim",
+    "CONNECTION_CONVENTIONS": "connection_states",
+    "FIFO_PIPELINE_CONVENTIONS": "fifo_pipeline",
+    "ENVIRONMENT_CONVENTIONS": "environment_budget",
+    "FLUID_CONVENTIONS": "fluid_queue",
+    "FUSION_CONVENTIONS": "fusion",
+    "GROWING_KV_CONVENTIONS": "growing_kv",
+    "STAGING_CONVENTIONS": "host_staging",
+    "IMAGE_REQUEST_CONVENTIONS": "image_request",
+    "IMAGE_STREAM_CONVENTIONS": "image_stream",
+    "KDA_CHUNK_CONVENTIONS": "kda_chunk",
+    "MEMORY_POOL_CONVENTIONS": "memory_pool",
+    "MOE_DEDUP_CONVENTIONS": "moe_dedup",
+    "ORDERING_CONVENTIONS": "operation_ordering",
+    "PACKET_CONVENTIONS": "packet_budget",
+    "PACKET_REORDER_CONVENTIONS": "packet_reorder",
+    "PIPELINE_CONVENTIONS": "training_pipeline",
+    "OPTIMIZER_CONVENTIONS": "optimizer_groups",
+    "CAST_CONVENTIONS": "gradient_cast",
+    "ROUTING_METADATA_CONVENTIONS": "routing_metadata",
+    "RESHARD_CONVENTIONS": "checkpoint_reshard",
+    "ASYNC_CHECKPOINT_CONVENTIONS": "checkpoint_async",
+    "HANDOFF_CONVENTIONS": "weight_handoff",
+    "BANK_CONVENTIONS": "bank_mapping",
+    "QUANT_GEMM_CONVENTIONS": "quant_gemm",
+    "SPLIT_REDUCTION_CONVENTIONS": "split_reduction",
+    "REMOTE_STATE_CONVENTIONS": "remote_state",
+    "RETRY_CONVENTIONS": "retry_paths",
+    "SAMPLING_CONVENTIONS": "speculative_sampling",
+    "ROUTING_CONVENTIONS": "routing_cost",
+    "SEQUENCE_TOY_CONVENTIONS": "sequence_toy",
+    "EC_POOL_CONVENTIONS": "ec_pool",
+    "SERVER_SCOPE_CONVENTIONS": "server_scope",
+    "VOICE_DEMAND_CONVENTIONS": "voice_demand",
+    "TRACE_CONVENTIONS": "worker_trace",
+    "TASK_GRAPH_CONVENTIONS": "task_graph",
+    "PERSISTENT_CONVENTIONS": "persistent_tiles",
+    "FIFO_CONVENTIONS": "slot_pipelines",
+    "HOST_TRANSFER_CONVENTIONS": "slot_pipelines",
+    "INPUT_SLOT_CONVENTIONS": "attention_handoff",
+    "MATRIX_VECTOR_CONVENTIONS": "attention_handoff",
+    "SM_BALANCE_CONVENTIONS": "sm_balance",
+    "DEPLOYMENT_CONVENTIONS": "runtime_choices",
+    "GRAPH_CONVENTIONS": "runtime_choices",
+    "SPECIALIZATION_CONVENTIONS": "runtime_choices",
+}
+
+
+def _lazy(name):
+    return ("analyses", name)
+
+
+def conventions(kind):
+    """The conventions of one budget kind (its analysis module imported on first use)."""
+    value = CONVENTIONS[kind]
+    if isinstance(value, tuple):
+        import importlib
+
+        value = CONVENTIONS[kind] = getattr(importlib.import_module(f"..analyses.{_HOME[value[1]]}", __package__),
+                                            value[1])
+    return value
+
 
 CONVENTIONS = {
     "straggler": [
@@ -76,58 +101,58 @@ CONVENTIONS = {
         "With --model: expert matrix FLOPs per MoE layer = slots x 2 x 3 h I (gate, up, down); forward's "
         "ledger counts the routed tokens (no capacity limit).",
     ],
-    "fusion": FUSION_CONVENTIONS,
-    "quant-gemm": QUANT_GEMM_CONVENTIONS,
-    "rmsnorm": SPLIT_REDUCTION_CONVENTIONS,
-    "bank": BANK_CONVENTIONS,
-    "dag": TASK_GRAPH_CONVENTIONS,
-    "microbatch": TASK_GRAPH_CONVENTIONS,
-    "graph": GRAPH_CONVENTIONS,
-    "deployment": DEPLOYMENT_CONVENTIONS,
-    "specialization": SPECIALIZATION_CONVENTIONS,
-    "persistent": PERSISTENT_CONVENTIONS,
-    "stream-buffer": FIFO_CONVENTIONS,
-    "host-transfer": HOST_TRANSFER_CONVENTIONS,
-    "attention-input": INPUT_SLOT_CONVENTIONS,
-    "matrix-vector": MATRIX_VECTOR_CONVENTIONS,
-    "sm-balance": SM_BALANCE_CONVENTIONS,
+    "fusion": _lazy("FUSION_CONVENTIONS"),
+    "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
+    "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
+    "bank": _lazy("BANK_CONVENTIONS"),
+    "dag": _lazy("TASK_GRAPH_CONVENTIONS"),
+    "microbatch": _lazy("TASK_GRAPH_CONVENTIONS"),
+    "graph": _lazy("GRAPH_CONVENTIONS"),
+    "deployment": _lazy("DEPLOYMENT_CONVENTIONS"),
+    "specialization": _lazy("SPECIALIZATION_CONVENTIONS"),
+    "persistent": _lazy("PERSISTENT_CONVENTIONS"),
+    "stream-buffer": _lazy("FIFO_CONVENTIONS"),
+    "host-transfer": _lazy("HOST_TRANSFER_CONVENTIONS"),
+    "attention-input": _lazy("INPUT_SLOT_CONVENTIONS"),
+    "matrix-vector": _lazy("MATRIX_VECTOR_CONVENTIONS"),
+    "sm-balance": _lazy("SM_BALANCE_CONVENTIONS"),
     "online-softmax": NUMERICS_CONVENTIONS,
     "fp8-scale": FP8_CONVENTIONS,
-    "nic": PACKET_CONVENTIONS,
-    "kda-chunk": KDA_CHUNK_CONVENTIONS,
-    "connections": CONNECTION_CONVENTIONS,
-    "environments": ENVIRONMENT_CONVENTIONS,
-    "periodic-queue": FLUID_CONVENTIONS,
-    "feedback-queue": FLUID_CONVENTIONS,
-    "collective-tail": COLLECTIVE_TAIL_CONVENTIONS,
-    "ordering": ORDERING_CONVENTIONS,
-    "completion-reclaim": COMPLETION_CONVENTIONS,
-    "remote-state": REMOTE_STATE_CONVENTIONS,
-    "fifo-pipeline": FIFO_PIPELINE_CONVENTIONS,
-    "moe-dedup": MOE_DEDUP_CONVENTIONS,
-    "staging": STAGING_CONVENTIONS,
-    "packet-reorder": PACKET_REORDER_CONVENTIONS,
-    "memory-pool": MEMORY_POOL_CONVENTIONS,
-    "growing-kv": GROWING_KV_CONVENTIONS,
-    "pipeline": PIPELINE_CONVENTIONS,
-    "optimizer": OPTIMIZER_CONVENTIONS,
-    "cast": CAST_CONVENTIONS,
-    "routing-metadata": ROUTING_METADATA_CONVENTIONS,
-    "reshard": RESHARD_CONVENTIONS,
-    "async-checkpoint": ASYNC_CHECKPOINT_CONVENTIONS,
-    "handoff": HANDOFF_CONVENTIONS,
-    "ack-window": ACK_WINDOW_CONVENTIONS,
-    "audio": AUDIO_CONVENTIONS,
-    "image-request": IMAGE_REQUEST_CONVENTIONS,
-    "image-stream": IMAGE_STREAM_CONVENTIONS,
-    "retry": RETRY_CONVENTIONS,
-    "sampling": SAMPLING_CONVENTIONS,
-    "routing": ROUTING_CONVENTIONS,
-    "sequence-toy": SEQUENCE_TOY_CONVENTIONS,
-    "ec-pool": EC_POOL_CONVENTIONS,
-    "server-scope": SERVER_SCOPE_CONVENTIONS,
-    "voice-demand": VOICE_DEMAND_CONVENTIONS,
-    "trace": TRACE_CONVENTIONS,
+    "nic": _lazy("PACKET_CONVENTIONS"),
+    "kda-chunk": _lazy("KDA_CHUNK_CONVENTIONS"),
+    "connections": _lazy("CONNECTION_CONVENTIONS"),
+    "environments": _lazy("ENVIRONMENT_CONVENTIONS"),
+    "periodic-queue": _lazy("FLUID_CONVENTIONS"),
+    "feedback-queue": _lazy("FLUID_CONVENTIONS"),
+    "collective-tail": _lazy("COLLECTIVE_TAIL_CONVENTIONS"),
+    "ordering": _lazy("ORDERING_CONVENTIONS"),
+    "completion-reclaim": _lazy("COMPLETION_CONVENTIONS"),
+    "remote-state": _lazy("REMOTE_STATE_CONVENTIONS"),
+    "fifo-pipeline": _lazy("FIFO_PIPELINE_CONVENTIONS"),
+    "moe-dedup": _lazy("MOE_DEDUP_CONVENTIONS"),
+    "staging": _lazy("STAGING_CONVENTIONS"),
+    "packet-reorder": _lazy("PACKET_REORDER_CONVENTIONS"),
+    "memory-pool": _lazy("MEMORY_POOL_CONVENTIONS"),
+    "growing-kv": _lazy("GROWING_KV_CONVENTIONS"),
+    "pipeline": _lazy("PIPELINE_CONVENTIONS"),
+    "optimizer": _lazy("OPTIMIZER_CONVENTIONS"),
+    "cast": _lazy("CAST_CONVENTIONS"),
+    "routing-metadata": _lazy("ROUTING_METADATA_CONVENTIONS"),
+    "reshard": _lazy("RESHARD_CONVENTIONS"),
+    "async-checkpoint": _lazy("ASYNC_CHECKPOINT_CONVENTIONS"),
+    "handoff": _lazy("HANDOFF_CONVENTIONS"),
+    "ack-window": _lazy("ACK_WINDOW_CONVENTIONS"),
+    "audio": _lazy("AUDIO_CONVENTIONS"),
+    "image-request": _lazy("IMAGE_REQUEST_CONVENTIONS"),
+    "image-stream": _lazy("IMAGE_STREAM_CONVENTIONS"),
+    "retry": _lazy("RETRY_CONVENTIONS"),
+    "sampling": _lazy("SAMPLING_CONVENTIONS"),
+    "routing": _lazy("ROUTING_CONVENTIONS"),
+    "sequence-toy": _lazy("SEQUENCE_TOY_CONVENTIONS"),
+    "ec-pool": _lazy("EC_POOL_CONVENTIONS"),
+    "server-scope": _lazy("SERVER_SCOPE_CONVENTIONS"),
+    "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
+    "trace": _lazy("TRACE_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
