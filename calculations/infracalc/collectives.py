@@ -15,6 +15,7 @@ import math
 from .errors import UserError
 from .record import Record
 from .splits import ceil_div, expert_tp
+from .summation import plain_sum
 
 KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p", "broadcast")
 TIERS = ("up", "out")
@@ -155,8 +156,8 @@ def _routing_skew(routing, experts, top_k, ep, loads):
     if routing == "histogram":
         if len(loads) != experts:
             raise UserError(f"routing histogram has {len(loads)} entries; this model has {experts} experts per layer")
-        total = sum(loads)
-        return ep * max(sum(loads[r * m:(r + 1) * m]) for r in range(ep)) / total
+        total = plain_sum(loads)
+        return ep * max(plain_sum(loads[r * m:(r + 1) * m]) for r in range(ep)) / total
     raise UserError(f"unknown routing model '{routing}'; choose from {', '.join(ROUTINGS)}")
 
 

@@ -12,6 +12,7 @@ from operator import attrgetter
 from .arch import layer_range_label
 from .memo import remember
 from .record import Record
+from .summation import plain_sum
 
 
 class Totals(Record):
@@ -163,8 +164,8 @@ def sum_field(rows, attr, category=None):
     """The sum of field `attr` over operator rows (of one `category` when given):
     the one way every analysis totals a ledger, a summed decode or a kernel."""
     if category is None:
-        return sum(map(attrgetter(attr), rows))
-    return sum(getattr(op, attr) for op in rows if op.category == category)
+        return plain_sum(map(attrgetter(attr), rows))
+    return plain_sum(getattr(op, attr) for op in rows if op.category == category)
 
 
 def field_sums(arch, w, fields):

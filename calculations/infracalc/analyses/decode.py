@@ -24,6 +24,7 @@ from .memory import RESERVE_RULE, cache_room, engine_defaults, request_bytes, re
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .roofline import UNKNOWN, compute_noted, roof
 from .serving import SERVING_CONVENTIONS, throughput
+from ..summation import plain_sum
 
 DECODE_CONVENTIONS = (
     "Output length G counts every generated token (as vLLM's --output-len): the prefill pass "
@@ -157,7 +158,7 @@ def account(steps, r, accounts=None):
     """The Account of all the steps (from their `operator_accounts` when the
     caller has them)."""
     accounts = operator_accounts(steps, r) if accounts is None else accounts
-    return Account(*(sum(col) for col in zip(*(a for a, _ in accounts))))
+    return Account(*(plain_sum(col) for col in zip(*(a for a, _ in accounts))))
 
 
 def ideal_time(steps, r):
@@ -229,7 +230,7 @@ def operator_rows(pcs, r, rows=None, accounts=None):
             "attention_flops_rectangular": op.rect_flops, "vector_flops": op.vector_flops,
             "weight_bytes_read": op.weight_read, "act_bytes_read": op.act_read,
             "kv_bytes_read": op.kv_read, "act_bytes_written": op.act_write,
-            "kv_bytes_written": op.kv_write, "time_s": sum(acc), "bound": bound,
+            "kv_bytes_written": op.kv_write, "time_s": plain_sum(acc), "bound": bound,
         })
     return out
 
@@ -366,7 +367,7 @@ def decode(arch, w, device, input_len, output_len, compute_efficiency=1.0, memor
         for row, t in zip(operators, per_op):
             row["predicted_time_s"] = t
             row["predicted_efficiency"] = row["time_s"] / t if t else None
-        summed["predicted_time_s"] = sum(per_op) if rates else None
+        summed["predicted_time_s"] = plain_sum(per_op) if rates else None
     rec["decode_first_step"] = first
     rec["decode_last_step"] = last
     rec["decode"] = summed
@@ -451,7 +452,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
         acc = account(pcs, r)
         dec = acc.time_s
         starts = pcs.starts()
-        stream = throughput(work, sum(v[_WR] for v in starts), input_len, output_len, b, r)
+        stream = throughput(work, plain_sum(v[_WR] for v in starts), input_len, output_len, b, r)
         rows.append({
             "batch": b, "tpot_first_s": account(pcs.first_step(), r).time_s,
             "tpot_mean_s": dec / steps, "tpot_last_s": account(pcs.last_step(), r).time_s,
@@ -460,7 +461,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
             "compute_share": acc.compute_s / dec,
             "compute_bound_s": acc.compute_s, "weights_s": acc.weights_s, "kv_s": acc.kv_s,
             "activations_s": acc.act_s,
-            "bound": _unknown_noted(acc.bound, r, *(sum(v[i] for v in starts) for i in (_MF, _VF))),
+            "bound": _unknown_noted(acc.bound, r, *(plain_sum(v[i] for v in starts) for i in (_MF, _VF))),
             "cache_bytes": b * cap["cache_bytes_per_request"],
             "stream_output_tokens_per_s": stream["output_tokens_per_s"],
             "stream_bound": stream["bound"],

@@ -48,6 +48,7 @@ from operator import add, attrgetter, sub
 from .. import ledger
 from ..memo import remember
 from ..record import Record
+from ..summation import plain_sum
 
 FIELDS = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
           "kv_read", "act_write", "kv_write")
@@ -203,7 +204,7 @@ def block_sum(arch, lo, hi, f):
     for layer, count, _ in arch.layer_groups():
         for block in layer.blocks:
             counts[block] = counts.get(block, 0) + count
-    return sum(count * _linear_sum([block], lo, hi, lambda h: f(block, h)) for block, count in counts.items())
+    return plain_sum(count * _linear_sum([block], lo, hi, lambda h: f(block, h)) for block, count in counts.items())
 
 
 def _linear_sum(blocks, lo, hi, f):

@@ -4,6 +4,7 @@ from .. import ledger
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .efficiency.predict import PREDICTION_CONVENTION, achievable, op_time, pass_time, rates_record
 from .roofline import UNKNOWN_COMPUTE, compute_noted, ideal_bound, op_bound, roof
+from ..summation import plain_sum
 
 
 def operator_record(op, bound_tuple, rates=None):
@@ -64,8 +65,8 @@ def totals_record(t, bounds, r, predicted=None):
         "kv_bytes_per_token": t.kv_bytes_per_token,
         "kv_bytes_resident_before": t.kv_bytes_resident_before,
         "kv_bytes_resident_after": t.kv_bytes_resident_after,
-        "roofline_time_s": sum((b[2] for b in bounds), 0.0),
-        "compute_bound_time_s": sum((b[2] for b in bounds if b[3].startswith("compute")), 0.0),
+        "roofline_time_s": plain_sum((b[2] for b in bounds), 0.0),
+        "compute_bound_time_s": plain_sum((b[2] for b in bounds if b[3].startswith("compute")), 0.0),
         "ideal_compute_time_s": None if unknown else compute,
         "ideal_memory_time_s": memory,
         "ideal_time_s": ideal,

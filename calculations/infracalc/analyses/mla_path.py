@@ -20,6 +20,7 @@ costed and the choice stated with both times:
 import sys
 
 from .. import ledger
+from ..summation import plain_sum
 
 
 def has_mla(arch):
@@ -35,7 +36,7 @@ def pass_time(arch, w, r):
     """The pass's roofline bound: the sum of its operators' bounds (roofline.op_bound's time,
     max(compute, memory), without naming each bound)."""
     compute_s, memory_s = r.compute_s, r.memory_s
-    return sum(max(compute_s(op.matrix_flops, op.vector_flops), memory_s(op.bytes_moved))
+    return plain_sum(max(compute_s(op.matrix_flops, op.vector_flops), memory_s(op.bytes_moved))
                for op in ledger.operators(arch, w))
 
 

@@ -23,6 +23,8 @@ and their largest absolute difference (outputs printed to 12 significant digits:
 digits of tanh and exp differ between platforms' math libraries).
 """
 
+from ..summation import plain_sum
+
 ELEMENT_BYTES = 8
 
 
@@ -32,7 +34,7 @@ def call_flops(model, positions, layers, d, f):
     if model == "rnn":
         return layers * n * 2 * 2 * d * d, 0
     weights = layers * (4 * 2 * n * d * d + 2 * 2 * n * d * f)
-    return weights, layers * sum(2 * 2 * d * (t + 1) for t in positions)
+    return weights, layers * plain_sum(2 * 2 * d * (t + 1) for t in positions)
 
 
 def call_matrices(model, positions, layers, d, f):
@@ -160,12 +162,12 @@ def _rnn_cell(x, h, w):
 def _attend(query, keys, values, d):
     import math
 
-    scores = [sum(a * b for a, b in zip(query, key)) / math.sqrt(d) for key in keys]
+    scores = [plain_sum(a * b for a, b in zip(query, key)) / math.sqrt(d) for key in keys]
     top = max(scores)
     weights = [math.exp(s - top) for s in scores]
-    total = sum(weights)
+    total = plain_sum(weights)
     weights = [x / total for x in weights]
-    return [sum(p * value[j] for p, value in zip(weights, values)) for j in range(d)]
+    return [plain_sum(p * value[j] for p, value in zip(weights, values)) for j in range(d)]
 
 
 def _block(x, keys, values, w, d):

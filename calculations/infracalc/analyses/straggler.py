@@ -22,6 +22,7 @@ migration cost) and evict (a restart from the last checkpoint; `budget checkpoin
 from math import erf, exp, pi, sqrt
 
 from ..errors import UserError
+from ..summation import plain_sum
 
 INTERVALS, BOUND = 4000, 12.0
 
@@ -61,7 +62,7 @@ def expected_standard_max(n):
     if n == 1:
         return 0.0
     h, nodes = _grid()
-    return round(n * sum(a * cdf ** (n - 1) for a, cdf in nodes) * h / 3, 12)
+    return round(n * plain_sum(a * cdf ** (n - 1) for a, cdf in nodes) * h / 3, 12)
 
 
 def straggler(*, mean_s, sigma_s, overhead_s, ranks, k):

@@ -68,6 +68,7 @@ from ..record import Record
 from ..splits import ceil_div
 from . import stage_comm, train_flops, train_memory
 from .roofline import roof as make_roof
+from ..summation import plain_sum
 
 SCHEDULES = ("1f1b", "interleaved", "zero-bubble", "dualpipe")
 CE_ALLREDUCES = 3      # vocab-parallel cross-entropy: max, sum of exp, target logit (fp32 per token)
@@ -257,7 +258,7 @@ def layer_comm_s(layer, lay, tokens, t, *, links, recompute, overlap_tp=False, o
     hidden = hidden_dims(overlap_tp, overlap_ep)
 
     def make():
-        return sum(run_s(c, links, model, device_id) * c.count * layer_runs(c.dim, recompute)
+        return plain_sum(run_s(c, links, model, device_id) * c.count * layer_runs(c.dim, recompute)
                    for c in stage_comm.layer_collectives(layer, lay, tokens, t)
                    if c.dim not in hidden)
     key = ("train layer comm", layer, lay.tp, lay.ep, lay.cp, lay.sp, tokens, t, recompute, hidden,
@@ -324,7 +325,7 @@ def local_expert_layers(arch, lay, st):
     moe = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.moe")
     if moe is None:   # no MoE block exists before blocks.moe is imported (by the adapters that build one)
         return 0
-    return sum(count * b.local_experts for layer, count, _ in placement.device_layers(arch, lay, st)
+    return plain_sum(count * b.local_experts for layer, count, _ in placement.device_layers(arch, lay, st)
                for b in layer.blocks if isinstance(b, moe.MoE))
 
 
@@ -408,7 +409,7 @@ def _exposed_dp(timed, compute, micro_batches, overlap):
     """Exposed seconds of the DP traffic: all of it, or with `overlap` what the
     compute it runs under (module doc) does not hide."""
     if not overlap:
-        return sum(t.seconds for t in timed)
+        return plain_sum(t.seconds for t in timed)
     exposed = 0.0
     for t in timed:
         name = t.collective.name
@@ -438,7 +439,7 @@ class StepTime(Record):
 def bubble(schedule, times, bottleneck, *, pp, micro_batches, chunks):
     """(bubble seconds, formula) of the schedule (module doc)."""
     tb = times[bottleneck]
-    rest = sum(t.total for t in times) - tb.total
+    rest = plain_sum(t.total for t in times) - tb.total
     if schedule == "1f1b":
         return rest, "sum of stage times - slowest ((p - 1) t for equal stages: fraction (p - 1)/m)"
     if schedule == "interleaved":
@@ -590,11 +591,11 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
 
     c, opt = [], 0.0
     for st in placement.stages(arch, lay):
-        c.append(sum(of(layer) * count for layer, count, _ in placement.device_layers(arch, lay, st)))
+        c.append(plain_sum(of(layer) * count for layer, count, _ in placement.device_layers(arch, lay, st)))
         dense, expert = rank_params(arch, lay, st, schedule, stage_params)
         opt = max(opt, optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes,
                                    grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes))
-    rest = sum(c) - max(c) if schedule in ("1f1b", "interleaved") else 0.0
+    rest = plain_sum(c) - max(c) if schedule in ("1f1b", "interleaved") else 0.0
     return lay.micro_batches * max(c) + (rest / chunks if schedule == "interleaved" else rest) + opt
 
 
@@ -639,7 +640,7 @@ def step_lower_bound(model_flops, params, stage_params, lay, device, *, compute_
     n = lay.devices
     peak = device.peak(compute_dtype)
     compute = model_flops / n / peak if peak else 0.0   # no published peak: the FLOPs take no time
-    shard = sum(stage_params) * weight_bytes // len(stage_params)
+    shard = plain_sum(stage_params) * weight_bytes // len(stage_params)
     weights = 2 * lay.micro_batches * shard
     update = params * (2 * optimizer_bytes + grad_bytes + weight_bytes) // n
     memory = (weights + update) / device.memory_bandwidth_bytes_per_s

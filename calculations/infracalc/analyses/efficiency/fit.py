@@ -20,6 +20,7 @@ trtllm-bench's).
 """
 
 import statistics
+from ...summation import plain_sum
 
 # kernel_s is searched over 0-4 us only, the range of a kernel's launch gap and tail under
 # CUDA graphs (a larger figure would stand in for work the ledger does not model);
@@ -67,7 +68,7 @@ def score(errs):
 def family_score(samples, constants):
     """The mean over the samples' families of each family's score."""
     fams = sorted({s[5] for s in samples})
-    return sum(score(errors([s for s in samples if s[5] == f], constants)) for f in fams) / len(fams)
+    return plain_sum(score(errors([s for s in samples if s[5] == f], constants)) for f in fams) / len(fams)
 
 
 def fit(samples):

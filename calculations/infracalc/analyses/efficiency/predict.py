@@ -26,6 +26,7 @@ from operator import add
 
 from ...record import Record
 from . import matmul, memory
+from ...summation import plain_sum
 
 PREDICTION_CONVENTION = (
     "Predicted (a third figure, not a bound): each operator at the rates a well-tuned stack "
@@ -108,12 +109,12 @@ def op_time(op, p):
 
 def kernel_count(ops):
     """Kernel launches of rows: one per layer of every row that moves bytes (op_time's count)."""
-    return sum(op.repeats for op in ops if op.bytes_moved)
+    return plain_sum(op.repeats for op in ops if op.bytes_moved)
 
 
 def pass_time(ops, p):
     """Predicted seconds of a pass: its rows' predicted times summed."""
-    return sum(op_time(op, p) for op in ops)
+    return plain_sum(op_time(op, p) for op in ops)
 
 
 def rates_record(p):
@@ -147,7 +148,7 @@ def piece_times(steps, p):
     moved = [FIELDS.index(f) for f in ("weight_read", "act_read", "kv_read", "act_write", "kv_write")]
 
     def moved_bytes(v):
-        return sum([v[j] for j in moved])
+        return plain_sum([v[j] for j in moved])
 
     from ..decode_sum import constant
 

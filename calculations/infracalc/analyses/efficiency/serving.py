@@ -57,6 +57,7 @@ import math
 from ... import ledger
 from ..memory import request_bytes
 from . import predict
+from ...summation import plain_sum
 
 KV_FRACTION = 0.9
 ENGINE_MAX_BATCH = 4096
@@ -252,7 +253,7 @@ def tp_comm(device, tp, arch):
     def seconds(tokens):
         cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, TP_REDUCE_BYTES, tp=tp, sp=False,
                             layers=len(arch.layers), tier=tier)
-        return sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
+        return plain_sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
     return seconds
 
 
@@ -345,7 +346,7 @@ def ep_comm(device, lay, shard):
     def seconds(tokens):
         cs = ep_collectives(max(1, round(tokens)), b.top_k, b.hidden, TP_REDUCE_BYTES, ep=lay.ep,
                             moe_layers=len(blocks), tier=tier, experts=b.experts, local=local)
-        return sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
+        return plain_sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
     return seconds
 
 

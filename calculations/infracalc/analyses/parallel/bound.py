@@ -30,6 +30,7 @@ from ...splits import ceil_div
 from . import communication as comms
 from .costs import prefill_ranks, unit, unit_cost
 from .plan import stage_kinds
+from ...summation import plain_sum
 
 
 def layer_roofs(plan, lay, layer, phase, b):
@@ -68,7 +69,7 @@ def _layer_comm(plan, lay, layer, phase, tokens, *, ct):
     """Seconds of one layer's collectives in one pass (the units `stage_collectives` merges)."""
     cs = comms.units(plan, ("layer", lay.tp, lay.ep, lay.cp, lay.sp, ct, layer, phase, tokens),
                      lambda: comms.layer_collectives(plan, lay, layer, phase, tokens))
-    return sum(comms.comm_time(plan, c, n) for _, c, n in cs)
+    return plain_sum(comms.comm_time(plan, c, n) for _, c, n in cs)
 
 
 def stage_time_bounds(plan, lay, phase, b, comm=True):

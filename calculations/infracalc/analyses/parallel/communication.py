@@ -4,6 +4,7 @@ on the tier each group spans (collectives.py builds them, comm.py costs them).""
 from ... import comm
 from .. import stage_comm
 from ..stage_comm import DIMS, Traffic, group_tiers
+from ...summation import plain_sum
 
 
 def tier(plan, lay, dim):
@@ -105,7 +106,7 @@ def transfer(plan, lay, tokens):
     def make():
         cs = comm.pp_boundary_collectives(tokens, plan.arch.hidden_size, plan.act_bytes, tp=lay.tp, sp=lay.sp,
                                           tier_pp=tier(plan, lay, "pp"), tier_tp=tier(plan, lay, "tp"), local_tp=ts[4])
-        return cs, sum(comm_time(plan, c) for c in cs)
+        return cs, plain_sum(comm_time(plan, c) for c in cs)
     ts = tiers(plan, lay)
     return plan.memo(("transfer", lay.tp, lay.sp, ts[3], ts[0], ts[4], tokens), make)
 

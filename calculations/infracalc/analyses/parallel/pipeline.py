@@ -7,6 +7,7 @@ from ...errors import UserError
 from .conventions import LOWER_BOUND
 from .communication import transfer
 from .stage import collective_rows, stage_records, stage_times
+from ...summation import plain_sum
 
 
 def micro_batches(lay, batch):
@@ -21,7 +22,7 @@ def compose(stage_times, transfer_s, m, pp):
     """(one micro-batch's pass L = sum of stage times + (pp - 1) transfers, the slowest
     stage, m x slowest): what every pipeline figure below is made of."""
     slowest = max(stage_times)
-    return sum(stage_times) + (pp - 1) * transfer_s, slowest, m * slowest
+    return plain_sum(stage_times) + (pp - 1) * transfer_s, slowest, m * slowest
 
 
 def prefill_pipeline(stage_times, transfer_s, m, pp):

@@ -11,6 +11,7 @@ from ...record import Record
 from . import communication as comms
 from .costs import decode_cost, prefill_cost
 from .plan import stage_kinds, stages
+from ...summation import plain_sum
 
 
 class StageFigures(Record):
@@ -21,7 +22,7 @@ class StageFigures(Record):
     collectives: tuple    # ((Collective with count 1, runs in one pass), ...): communication.stage_collectives
     times: tuple          # seconds of each collective's runs in one pass (comm_time)
     runs: int             # passes the collectives recur: G - 1 in "decode", else 1
-    comm_s: float         # sum(times) x runs
+    comm_s: float         # plain_sum(times) x runs
     time_s: float
 
     @property
@@ -46,7 +47,7 @@ def evaluate(plan, lay, stage, phase, b):
             runs = plan.steps if phase == "decode" else 1
         cs = comms.stage_collectives(plan, lay, stage, kind, b, tokens_per_rank=tokens)
         times = tuple([comms.comm_time(plan, c, n) for c, n in cs])
-        comm_s = sum(times) * runs
+        comm_s = plain_sum(times) * runs
         return StageFigures(cost=cost, collectives=cs, times=times, runs=runs, comm_s=comm_s,
                             time_s=comms.stage_time(plan, cost.time_s, comm_s))
     return plan.memo(("stage", lay.tp, lay.ep, lay.cp, lay.sp, comms.comm_tiers(plan, lay),
@@ -83,7 +84,7 @@ def lower_bound_s(plan, fig):
     """(ideal s, fastest communication s, their max): the stage's lower bound (LOWER_BOUND),
     its work's least time with communication hidden under it up to that time."""
     ideal = ideal_s(plan.r, fig.cost)
-    fastest = sum(comms.comm_time_fastest(plan, c, n) for c, n in fig.collectives) * fig.runs
+    fastest = plain_sum(comms.comm_time_fastest(plan, c, n) for c, n in fig.collectives) * fig.runs
     return ideal, fastest, max(ideal, fastest)
 
 

@@ -30,6 +30,8 @@ cache of C + N + B tokens.
 Non-matrix work (norms, RoPE, SiLU, softmax, sampling) is not in the matrix FLOPs.
 """
 
+from ...summation import plain_sum
+
 BYTES = 2   # BF16 operands and weights
 
 
@@ -81,7 +83,7 @@ def round_time_s(d, cached, new, block, r):
     """Estimate of one round: the operator-sum roofline of its products, each
     max(FLOPs / matrix peak, count x operand bytes / bandwidth) (logical operands: an
     estimate, not a bound)."""
-    return sum(max(r.compute_s(2 * m * k * n * count, 0), r.memory_s(count * operand_bytes(m, k, n)))
+    return plain_sum(max(r.compute_s(2 * m * k * n * count, 0), r.memory_s(count * operand_bytes(m, k, n)))
                for _, m, k, n, count in matrices(d, cached, new, block))
 
 

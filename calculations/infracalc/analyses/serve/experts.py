@@ -33,6 +33,7 @@ from fractions import Fraction
 
 from ...errors import UserError
 from ..tiles import gemm_tile
+from ...summation import plain_sum
 
 EXPERTS_CONVENTION = (
     "Grouped experts (one MoE layer): m_e assignments per expert by the routing (balanced: N k dealt "
@@ -110,15 +111,15 @@ def grouped(hist, hidden, inter, ranks, placement, tile, b, replicas=()):
                 row["valid_flops"] += v
                 row["padded_flops"] += p
                 row["tile_traffic_bytes"] += t
-    valid = sum(r["valid_flops"] for r in rows)
-    padded = sum(r["padded_flops"] for r in rows)
-    return {"experts": experts, "active_experts": sum(1 for m in hist if m), "assignments": sum(hist),
+    valid = plain_sum(r["valid_flops"] for r in rows)
+    padded = plain_sum(r["padded_flops"] for r in rows)
+    return {"experts": experts, "active_experts": plain_sum(1 for m in hist if m), "assignments": plain_sum(hist),
             "valid_flops": valid, "padded_flops": padded,
             "padding_ratio": Fraction(padded, valid) if valid else None,
             "busiest_rank_valid_flops": max(r["valid_flops"] for r in rows),
             "busiest_rank_padded_flops": max(r["padded_flops"] for r in rows),
             "replicas": len(replicas), "rerouted_assignments": rerouted,
-            "replica_bytes": sum(extra), "replica_bytes_per_rank": extra, "ranks": rows}
+            "replica_bytes": plain_sum(extra), "replica_bytes_per_rank": extra, "ranks": rows}
 
 
 def batch_ns(summary, compute_flops_per_s, interface_bytes_per_s):
@@ -153,7 +154,7 @@ LOCALITY_CONVENTION = (
 def locality(hist, resident, hidden, inter, b, cpu_flops, host_bw, dev_flops, dev_bw, link_bw, startup_ns):
     """The non-resident experts of one layer: run on the CPU against copied to the device."""
     remote = [m for e, m in enumerate(hist) if e >= resident and m]
-    n, tasks = len(remote), sum(remote)
+    n, tasks = len(remote), plain_sum(remote)
     weights, flops = n * 3 * hidden * inter * b, tasks * 6 * hidden * inter
     activations = 2 * tasks * hidden * b
 

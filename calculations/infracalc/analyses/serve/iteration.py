@@ -35,6 +35,7 @@ import math
 from ... import ledger
 from .. import decode_sum
 from ..decode import step_histories
+from ...summation import plain_sum
 
 FIELDS = decode_sum.FIELDS
 _MF, _RECT, _VF, _WR, _AR, _KR, _AW, _KW = range(len(FIELDS))
@@ -126,7 +127,7 @@ class Parts:
 
 def totals(rows):
     """FIELDS summed over the operators of a mix."""
-    return [sum(col) for col in zip(*rows.values())] if rows else [0] * len(FIELDS)
+    return [plain_sum(col) for col in zip(*rows.values())] if rows else [0] * len(FIELDS)
 
 
 def lower_bound_s(rows, r):

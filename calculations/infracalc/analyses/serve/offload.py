@@ -21,6 +21,7 @@ exposed wait (none when even one slot per offloaded layer leaves one).
 from fractions import Fraction
 
 from ...errors import UserError
+from ...summation import plain_sum
 
 OFFLOAD_CONVENTION = (
     "Weight offload: the FFN weights of the offloaded layers (w bytes each) live on the host; S device "
@@ -34,7 +35,7 @@ def ffn_bytes(arch, w, layer):
     """Bytes of one layer's FFN (its MLP or MoE block's tensors) in the weight format."""
     for block in arch.layers[layer].blocks:
         if type(block).__name__ in ("GatedMLP", "GPTMLP", "MoE"):
-            return sum(w.weight_bytes(t) for t in block.tensors())
+            return plain_sum(w.weight_bytes(t) for t in block.tensors())
     raise UserError(f"layer {layer} of {arch.id} has no FFN block to offload")
 
 

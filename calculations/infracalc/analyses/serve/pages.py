@@ -17,6 +17,8 @@ unused = allocated - unique live, private paged (no sharing) = P c sum_r ceil(L_
 reservation = active requests x R c for a declared reservation of R tokens.
 """
 
+from ...summation import plain_sum
+
 PAGES_CONVENTION = (
     "KV pages (analyses/serve/pages.py): a page holds P tokens of one request across all layers (P c bytes); "
     "fork shares every page, append copies a shared tail page that is not full (its valid tokens) before "
@@ -88,23 +90,23 @@ def replay(events, *, page_tokens, token_bytes, reservation_tokens, capacity_byt
                         freed.append(pid)
                         del refs[pid], used[pid]
         copied_total += copied
-        lengths = {r: sum(used[p] for p in t) for r, t in tables.items()}
-        live = sum(used.values()) * token_bytes
+        lengths = {r: plain_sum(used[p] for p in t) for r, t in tables.items()}
+        live = plain_sum(used.values()) * token_bytes
         allocated = len(used) * page_bytes
         peak = max(peak, allocated)
         rows.append({
             "event": index, "operation": list(event), "accepted": reason is None, "additional_pages_required": need,
             "rejection_reason": reason, "request_lengths": lengths, "page_tables": {r: list(t) for r, t in tables.items()},
             "pages": [{"id": p, "used_tokens": used[p], "references": refs[p]} for p in sorted(used)],
-            "active_requests": len(tables), "logical_request_bytes": sum(lengths.values()) * token_bytes,
+            "active_requests": len(tables), "logical_request_bytes": plain_sum(lengths.values()) * token_bytes,
             "unique_live_bytes": live, "allocated_page_bytes": allocated, "unused_page_bytes": allocated - live,
-            "private_paged_bytes": sum(ceil_div(n, page_tokens) for n in lengths.values()) * page_bytes,
+            "private_paged_bytes": plain_sum(ceil_div(n, page_tokens) for n in lengths.values()) * page_bytes,
             "fixed_reservation_bytes": len(tables) * reservation_tokens * token_bytes,
             "copied_valid_bytes": copied, "freed_page_ids": sorted(freed)})
     last = rows[-1] if rows else {}
     summary = {"kv_bytes_per_token": token_bytes, "page_bytes": page_bytes, "capacity_pages": cap,
                "unusable_capacity_bytes": None if cap is None else capacity_bytes - cap * page_bytes,
-               "rejected_events": sum(not r["accepted"] for r in rows), "peak_allocated_page_bytes": peak,
+               "rejected_events": plain_sum(not r["accepted"] for r in rows), "peak_allocated_page_bytes": peak,
                **{f"final_{k}": last.get(k, 0) for k in ("allocated_page_bytes", "logical_request_bytes",
                                                           "unique_live_bytes", "unused_page_bytes",
                                                           "private_paged_bytes", "fixed_reservation_bytes")},

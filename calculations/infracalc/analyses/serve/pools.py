@@ -32,6 +32,7 @@ from fractions import Fraction
 
 from ...errors import UserError
 from ...record import Record
+from ...summation import plain_sum
 
 PD_CONVENTION = (
     "PD pools: a request needs P - C new prefill tokens (C cached), G - 1 decode calls and a "
@@ -59,8 +60,8 @@ def _div(a, b):
 
 def pool_rates(workers, prefill, new_tokens, decode_calls):
     """(prefill pool requests/s, decode pool requests/s) for prefill counts `prefill`."""
-    p = sum(_div(n * w.prefill_tokens_per_s, new_tokens) for n, w in zip(prefill, workers)) if new_tokens else None
-    d = (sum(_div((w.count - n) * w.decode_tokens_per_s, decode_calls) for n, w in zip(prefill, workers))
+    p = plain_sum(_div(n * w.prefill_tokens_per_s, new_tokens) for n, w in zip(prefill, workers)) if new_tokens else None
+    d = (plain_sum(_div((w.count - n) * w.decode_tokens_per_s, decode_calls) for n, w in zip(prefill, workers))
          if decode_calls else None)
     return p, d
 

@@ -35,6 +35,7 @@ steps and is strictly better after floor(X / s) + 1.
 from fractions import Fraction
 
 from ...errors import UserError
+from ...summation import plain_sum
 
 # How each sharded tensor splits over TP: (name suffix, axis). Others replicate whole.
 ROW_SPLIT = (".q_proj.weight", ".k_proj.weight", ".v_proj.weight", ".gate_proj.weight", ".up_proj.weight")
@@ -228,7 +229,7 @@ def reconfigure(arch, source, target, *, batch=1, history=0, aux_bytes=0, weight
         if not local:
             sent[src] = sent.get(src, 0) + nbytes
             received[dst] = received.get(dst, 0) + nbytes
-    network = sum(sent.values())
+    network = plain_sum(sent.values())
     rates = rates or {}
     loads = {"fabric": network, "sender": max(sent.values(), default=0), "receiver": max(received.values(), default=0)}
     bounds = {k: (Fraction(v, rates[k]) if rates.get(k) else (Fraction(0) if not network else None))
@@ -257,7 +258,7 @@ def reconfigure(arch, source, target, *, batch=1, history=0, aux_bytes=0, weight
     return {"source": source.label(), "target": target.label(),
             "source_devices": list(source.devices), "target_devices": list(target.devices),
             "totals": totals, "network_bytes": network,
-            "local_read_write_bytes": 2 * sum(t["local_bytes"] for t in totals.values()),
+            "local_read_write_bytes": 2 * plain_sum(t["local_bytes"] for t in totals.values()),
             "sent_bytes": dict(sorted(sent.items())), "received_bytes": dict(sorted(received.items())),
             "bounds_s": bounds, "transfer_lower_bound_s": bound, "runtime_s": runtime_s,
             "declared_transfer_s": transfer_s, "declared_serial_s": declared, "serial_lower_bound_s": serial_bound, "devices": cards,

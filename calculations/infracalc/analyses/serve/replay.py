@@ -25,6 +25,7 @@ conserve them, the head running once per prompt). All times are integers of ns.
 
 from ...errors import UserError
 from . import iteration
+from ...summation import plain_sum
 
 REPLAY_CONVENTION = (
     "Replay (declared costs, integers of ns): admission at iteration boundaries, strict FIFO, "
@@ -57,7 +58,7 @@ def _admit(policy, waiting, running, t, max_seqs, reserve, capacity):
         return
     while waiting and waiting[0].arrival <= t and len(running) < max_seqs:
         head = waiting[0]
-        if capacity is not None and sum(reserve(r) for r in running) + reserve(head) > capacity:
+        if capacity is not None and plain_sum(reserve(r) for r in running) + reserve(head) > capacity:
             return
         head.admitted = t
         running.append(waiting.pop(0))
@@ -109,8 +110,8 @@ def replay(arch, w, requests, policy, max_seqs, budget, chunk, capacity, base_ns
         parts = _compose(policy, running, budget, chunk)
         if not parts:
             raise UserError("--max-batched-tokens leaves no room for any token of the running requests")
-        new = sum(n for _, _, n, _ in parts)
-        pair_count = sum(pairs(n, h) for _, _, n, h in parts)
+        new = plain_sum(n for _, _, n, _ in parts)
+        pair_count = plain_sum(pairs(n, h) for _, _, n, h in parts)
         duration = base_ns + token_ns * new + pair_ns * pair_count
         for r, phase, n, _ in parts:
             if phase == "prefill":
@@ -118,8 +119,8 @@ def replay(arch, w, requests, policy, max_seqs, budget, chunk, capacity, base_ns
         decoding = {id(r) for r, phase, _, _ in parts if phase == "decode"}
         # rows held after this step's allocation: prompt tokens done, tokens decoded before it,
         # and the one it decodes
-        live = sum(c(r.prefilled + max(r.outputs - 1, 0) + (id(r) in decoding)) for r in running)
-        reserved = sum(reserve(r) for r in running)
+        live = plain_sum(c(r.prefilled + max(r.outputs - 1, 0) + (id(r) in decoding)) for r in running)
+        reserved = plain_sum(reserve(r) for r in running)
         end = t + duration
         for r, phase, n, _ in parts:
             if phase == "decode" or r.prefilled == r.P:
@@ -149,9 +150,9 @@ def replay(arch, w, requests, policy, max_seqs, budget, chunk, capacity, base_ns
         "requests": len(reqs),
         "iterations": len(steps),
         "finish_ns": t,
-        "total_output_tokens": sum(r.G for r in reqs),
-        "total_scheduled_tokens": sum(s["new_tokens"] for s in steps),
-        "total_matrix_flops": sum(x["matrix_flops"] for x in rows),
+        "total_output_tokens": plain_sum(r.G for r in reqs),
+        "total_scheduled_tokens": plain_sum(s["new_tokens"] for s in steps),
+        "total_matrix_flops": plain_sum(x["matrix_flops"] for x in rows),
         "peak_live_kv_bytes": peak_live,
         "peak_reserved_kv_bytes": peak_reserved,
         "live_kv_byte_ns": live_ns,

@@ -17,6 +17,7 @@ tiers, the cross-tier copy byte-seconds = all tiers' physical - globally unique 
 """
 
 from fractions import Fraction
+from ...summation import plain_sum
 
 RESIDENCY_CONVENTION = (
     "Residency (analyses/serve/residency.py): declared [start, end) intervals of a prefix identity's first N "
@@ -40,27 +41,27 @@ def residency(intervals, capacities, token_bytes):
             longest = {}
             for i in here:
                 longest[i[2]] = max(longest.get(i[2], 0), i[3])
-            physical[t] = sum(longest.values()) * token_bytes
-            logical[t] = sum(i[3] for i in here) * token_bytes
+            physical[t] = plain_sum(longest.values()) * token_bytes
+            logical[t] = plain_sum(i[3] for i in here) * token_bytes
         for i in live:
             unique[i[2]] = max(unique.get(i[2], 0), i[3])
         segments.append({"start_ns": lo, "end_ns": hi, "tier_physical_bytes": physical, "tier_logical_bytes": logical,
-                         "all_tier_physical_bytes": sum(physical.values()),
-                         "globally_unique_page_bytes": sum(unique.values()) * token_bytes})
+                         "all_tier_physical_bytes": plain_sum(physical.values()),
+                         "globally_unique_page_bytes": plain_sum(unique.values()) * token_bytes})
     rows = []
     for t in tiers:
         cap = capacities.get(t)
-        phys = sum(s["tier_physical_bytes"][t] * (s["end_ns"] - s["start_ns"]) for s in segments)
-        logi = sum(s["tier_logical_bytes"][t] * (s["end_ns"] - s["start_ns"]) for s in segments)
+        phys = plain_sum(s["tier_physical_bytes"][t] * (s["end_ns"] - s["start_ns"]) for s in segments)
+        logi = plain_sum(s["tier_logical_bytes"][t] * (s["end_ns"] - s["start_ns"]) for s in segments)
         rows.append({"tier": t, "capacity_bytes": cap,
                      "peak_bytes": max((s["tier_physical_bytes"][t] for s in segments), default=0),
                      "physical_byte_nanoseconds": phys, "logical_byte_nanoseconds": logi,
-                     "over_capacity_nanoseconds": sum(s["end_ns"] - s["start_ns"] for s in segments
+                     "over_capacity_nanoseconds": plain_sum(s["end_ns"] - s["start_ns"] for s in segments
                                                       if cap is not None and s["tier_physical_bytes"][t] > cap),
                      "physical_byte_seconds": Fraction(phys, 10**9), "logical_byte_seconds": Fraction(logi, 10**9),
                      "shared_byte_seconds_saved": Fraction(logi - phys, 10**9)})
-    total = sum(r["physical_byte_seconds"] for r in rows)
-    unique = Fraction(sum(s["globally_unique_page_bytes"] * (s["end_ns"] - s["start_ns"]) for s in segments), 10**9)
+    total = plain_sum(r["physical_byte_seconds"] for r in rows)
+    unique = Fraction(plain_sum(s["globally_unique_page_bytes"] * (s["end_ns"] - s["start_ns"]) for s in segments), 10**9)
     summary = {"all_tier_peak_physical_bytes": max((s["all_tier_physical_bytes"] for s in segments), default=0),
                "all_tier_physical_byte_seconds": total, "globally_unique_byte_seconds": unique,
                "cross_tier_copy_byte_seconds": total - unique,

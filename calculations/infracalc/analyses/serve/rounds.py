@@ -25,6 +25,7 @@ order given). Every fixed policy (one action throughout) is solved the same way 
 """
 
 from fractions import Fraction
+from ...summation import plain_sum
 
 ROUND_CONVENTION = (
     "Speculative round ledger (declared costs): n_a rounds accepted exactly a of k drafts; a round "
@@ -44,9 +45,9 @@ BUDGET_CONVENTION = (
 def round_ledger(counts, draft_ns, verify_ns, commit_ns, baseline_ns, remaining=None):
     """The observed rounds' totals (exact rationals as Fractions)."""
     k = len(counts) - 1
-    rounds = sum(counts)
-    accepted = sum(a * n for a, n in enumerate(counts))
-    delivered = sum(n * (a + 1 if remaining is None else min(a + 1, remaining)) for a, n in enumerate(counts))
+    rounds = plain_sum(counts)
+    accepted = plain_sum(a * n for a, n in enumerate(counts))
+    delivered = plain_sum(n * (a + 1 if remaining is None else min(a + 1, remaining)) for a, n in enumerate(counts))
     round_ns = draft_ns + verify_ns + commit_ns
     total = rounds * round_ns
     return {"draft_tokens": k, "rounds": rounds, "accepted_drafts": accepted,
@@ -63,7 +64,7 @@ class Action:
     def __init__(self, name, cost_ns, counts):
         self.name, self.cost, self.counts = name, cost_ns, tuple(counts)
         self.drafts = len(counts) - 1
-        total = sum(counts)
+        total = plain_sum(counts)
         self.outcomes = [(a + 1, Fraction(n, total)) for a, n in enumerate(counts) if n]
 
 

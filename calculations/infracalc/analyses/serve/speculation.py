@@ -24,6 +24,7 @@ k + 1, k + 1); k runs to the drafter's block_size - 1.
 """
 
 from .. import speculative
+from ...summation import plain_sum
 
 
 def rates_for(alphas, k):
@@ -42,7 +43,7 @@ def at_least(alphas, k):
 
 def expected_tokens(alphas, k):
     """E(k) = sum_{j=0}^{k} a_1 ... a_j: tokens one verify step yields."""
-    return sum(at_least(alphas, k))
+    return plain_sum(at_least(alphas, k))
 
 
 def position_table(alphas, k):

@@ -12,6 +12,7 @@ from ..decode import (LEFT_OUT, cached_tokens, capacity_record, check_lengths, d
 from ..records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from ..roofline import roof
 from . import batching, iteration, queueing
+from ...summation import plain_sum
 
 DEFINITIONS = (
     "lower_bound: no run of this policy at this concurrency can take less time per iteration "
@@ -306,9 +307,9 @@ def stage_bound_rates(arch, w, device, input_len, output_len, batch, opts):
             pick = min((bound(work.replace(mla=p)) for p in ("absorbed", "expanded")), key=lambda b: b[0])
             return pick[0], dict(pick[1], mla_path=pick[2])
         ops = ledger.operators(arch, work)
-        mf = sum(op.matrix_flops for op in ops)
-        vf = sum(op.vector_flops for op in ops)
-        nbytes = sum(op.weight_read + op.kv_read + op.kv_write for op in ops)
+        mf = plain_sum(op.matrix_flops for op in ops)
+        vf = plain_sum(op.vector_flops for op in ops)
+        nbytes = plain_sum(op.weight_read + op.kv_read + op.kv_write for op in ops)
         terms = [Fraction(mf) / (peak * ec), Fraction(nbytes) / (device.memory_bandwidth_bytes_per_s * em)]
         if vec:
             terms.append(Fraction(vf) / (vec * ec))
@@ -576,9 +577,9 @@ def round_record(arch, w, device, history, counts, draft_ns, verify_ns, commit_n
     ops = ledger.operators(arch, kv_w.replace(batch=1, tokens=k + 1, history=history, logits="all"))
     per_token = arch.kv_bytes(kv_w.kv_dtype, 1, kv_w.mla)
     kept = [min(a + 1, remaining or a + 1) for a in range(k + 1)]
-    out.update(verify_tokens=k + 1, verify_matrix_flops=sum(op.matrix_flops for op in ops),
+    out.update(verify_tokens=k + 1, verify_matrix_flops=plain_sum(op.matrix_flops for op in ops),
                kv_bytes_per_token=per_token,
-               kv_bytes_discarded=sum(n * (k + 1 - kept[a]) * per_token for a, n in enumerate(counts)),
+               kv_bytes_discarded=plain_sum(n * (k + 1 - kept[a]) * per_token for a, n in enumerate(counts)),
                rows=[{"accepted": a, "rounds": n, "delivered": kept[a]} for a, n in enumerate(counts)])
     rec = _header(arch, kv_w, device, history, (remaining or 0) + 1, Options())
     rec["inputs"] = {"history": history, "accepted_counts": list(counts), "draft_ns": draft_ns,
@@ -731,7 +732,7 @@ def handoff_record(arch, w, device, input_len, batch, steps, network_bw, staging
         hops = [("device-to-host", staging_bw)] + hops + [("host-to-device", staging_bw)]
 
     def serial(nbytes, messages):
-        return sum((Fraction(nbytes * 10**9, bw) + messages * startup_ns for _, bw in hops), Fraction(0))
+        return plain_sum((Fraction(nbytes * 10**9, bw) + messages * startup_ns for _, bw in hops), Fraction(0))
 
     rec = _header(arch, kv_w, device, input_len, steps + 1, Options())
     rec["inputs"] = {"input_len": input_len, "handoff_batch": batch, "af_steps": steps,
@@ -763,7 +764,7 @@ def route_record(arch, w, device, args):
     qa, qb, full, warm, lookup = args.cache_route
     out = route.route(size, qa, qb, full, warm, lookup, args.remote_bw, args.host_link_bw, args.hit_probability,
                       args.route_slo_ns, args.retrieval_after_queue)
-    flops = [sum(op.matrix_flops for op in ledger.operators(arch, kv_w.replace(batch=1, tokens=t, history=h,
+    flops = [plain_sum(op.matrix_flops for op in ledger.operators(arch, kv_w.replace(batch=1, tokens=t, history=h,
                                                                                 logits="last")))
              for t, h in ((p, 0), (p - c, c))]
     out.update(cold_matrix_flops=flops[0], warm_matrix_flops=flops[1], saved_matrix_flops=flops[0] - flops[1])
@@ -797,10 +798,10 @@ def prefix_value_record(arch, w, device, candidates, budget, page):
     def paged(tokens):
         """`kv`'s cache of one request at `tokens` tokens in whole pages (windows, compressed
         entries and fixed states as each block keeps them; not tokens x the 1-token cache)."""
-        return sum(t.own_bytes for t in kv.terms(layer_counts, kv_w, tokens, page=page))
+        return plain_sum(t.own_bytes for t in kv.terms(layer_counts, kv_w, tokens, page=page))
 
     def flops(tokens, history):
-        return sum(op.matrix_flops for op in ledger.operators(
+        return plain_sum(op.matrix_flops for op in ledger.operators(
             arch, kv_w.replace(batch=1, tokens=tokens, history=history, logits="last")))
 
     rows = []
@@ -841,7 +842,7 @@ def kv_offload_record(arch, w, device, input_len, output_len, batch, f, link_bw,
     # --mla auto: the step is charged the cheaper path, as decode charges its steps
     w, choice = mla_path.for_pass(arch, w.replace(batch=batch, tokens=1, history=history, logits="last"), r)
     ops = ledger.operators(arch, w)
-    totals = tuple(sum(getattr(op, k) for op in ops)
+    totals = tuple(plain_sum(getattr(op, k) for op in ops)
                    for k in ("matrix_flops", "vector_flops", "weight_read", "kv_read", "kv_write"))
     step, host, link = offload.kv_step(totals, f, r, link_bw)
     resident = offload.kv_step(totals, 0, r, link_bw)[0]
@@ -943,7 +944,7 @@ def dflash_round_record(arch, w, device, drafter, cached, new, block):
         "noise_embedding_bytes": block * drafter.hidden * nbytes,
         "shared_head_weight_bytes": drafter.vocab * drafter.hidden * nbytes,
         "draft_candidates": block - 1, "draft_matrices": rows,
-        "draft_matrix_flops": sum(row["matrix_flops"] for row in rows),
+        "draft_matrix_flops": plain_sum(row["matrix_flops"] for row in rows),
         "target_verify_matrix_flops": verify["linear_flops"] + verify["attention_flops_causal"],
         "draft_kv_bytes_per_context_token": per_row,
         "draft_kv_peak_bytes": (cached + new + block) * per_row,
