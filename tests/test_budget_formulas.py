@@ -14,6 +14,7 @@ from support import run_cli  # noqa: E402  (support puts calculations/ on sys.pa
 from infracalc.analyses.ack_window import ack_window  # noqa: E402
 from infracalc.analyses.attention_handoff import input_schedule  # noqa: E402
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
+from infracalc.analyses.checkpoint_async import async_checkpoint  # noqa: E402
 from infracalc.analyses.checkpoint_reshard import ranges  # noqa: E402
 from infracalc.analyses.completion_reclaim import completion_reclaim  # noqa: E402
 from infracalc.analyses.environment_budget import clone_placements  # noqa: E402
@@ -176,6 +177,15 @@ class RemoteState(unittest.TestCase):
                          transactions=1000, remote_startup_ns=2000, bulk_bandwidth=G, bulk_startup_ns=0,
                          local_bandwidth=G, local_startup_ns=0)
         self.assertEqual((r["direct_total_ns"], r["staged_total_ns"], r["selected"]), (3000, 3000, "direct"))
+
+
+class AsyncCheckpoint(unittest.TestCase):
+    def test_touching_pauses_are_one(self):
+        # 1 B at 1 B/s (1 s upload), two slots, a snapshot every 2 s staged in 2 s: pauses [0, 2) and [2, 4)
+        # touch: one pause [0, 4) of 4 s
+        r = async_checkpoint(parameters=1, payload=1, snapshots=2, first=Fraction(0), interval=Fraction(2),
+                             staging=Fraction(2), bandwidth=1, slots=2, failure=Fraction(100))
+        self.assertEqual((r["pauses"], r["training_pause_s_exact"]), ([{"start_s": "0", "end_s": "4"}], "4"))
 
 
 class CheckpointReshard(unittest.TestCase):
