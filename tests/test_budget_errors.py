@@ -31,6 +31,14 @@ class Contract(unittest.TestCase):
 
 
 class BudgetKinds(Contract):
+    def test_unknown_kind_names_the_closest(self):
+        # 60-odd kinds: the closest ones and where the list is, not every kind on one line
+        status, _, err = run_cli("budget", "memory-pol")
+        self.assertEqual((status, len(err.strip().splitlines())), (2, 1))
+        self.assertIn("did you mean memory-pool", err)
+        self.assertIn("`infra-calc budget --help` lists them", err)
+        self.assertLess(len(err), 200)
+
     def test_checkpoint(self):
         base = ["checkpoint", "--model", "qwen3-8b", "--write-bandwidth", "8GB/s", "--intervals", "60,600",
                 "--job-mtbf", "28440s"]

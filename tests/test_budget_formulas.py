@@ -14,6 +14,7 @@ from support import run_cli  # noqa: E402  (support puts calculations/ on sys.pa
 from infracalc.analyses.ack_window import ack_window  # noqa: E402
 from infracalc.analyses.attention_handoff import input_schedule  # noqa: E402
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
+from infracalc.analyses.checkpoint_async import async_checkpoint  # noqa: E402
 from infracalc.analyses.checkpoint_reshard import ranges  # noqa: E402
 from infracalc.analyses.completion_reclaim import completion_reclaim  # noqa: E402
 from infracalc.analyses.environment_budget import clone_placements  # noqa: E402
@@ -25,9 +26,10 @@ from infracalc.analyses.packet_reorder import packet_reorder  # noqa: E402
 from infracalc.analyses.remote_state import remote_state  # noqa: E402
 from infracalc.analyses.retry_paths import retry_paths  # noqa: E402
 from infracalc.analyses.routing_cost import minimum_hit, on_time  # noqa: E402
-from infracalc.analyses.sequence_toy import sequence_toy  # noqa: E402
+from infracalc.analyses.sequence_toy import sequence_toy, toy_values  # noqa: E402
 from infracalc.analyses.serve.residency import residency  # noqa: E402
 from infracalc.analyses.server_scope import decode_collectives  # noqa: E402
+from infracalc.analyses.slot_pipelines import fifo  # noqa: E402
 
 MS = 10**6
 G = 10**9
@@ -177,6 +179,15 @@ class RemoteState(unittest.TestCase):
         self.assertEqual((r["direct_total_ns"], r["staged_total_ns"], r["selected"]), (3000, 3000, "direct"))
 
 
+class AsyncCheckpoint(unittest.TestCase):
+    def test_touching_pauses_are_one(self):
+        # 1 B at 1 B/s (1 s upload), two slots, a snapshot every 2 s staged in 2 s: pauses [0, 2) and [2, 4)
+        # touch: one pause [0, 4) of 4 s
+        r = async_checkpoint(parameters=1, payload=1, snapshots=2, first=Fraction(0), interval=Fraction(2),
+                             staging=Fraction(2), bandwidth=1, slots=2, failure=Fraction(100))
+        self.assertEqual((r["pauses"], r["training_pause_s_exact"]), ([{"start_s": "0", "end_s": "4"}], "4"))
+
+
 class CheckpointReshard(unittest.TestCase):
     def test_one_row_per_rank(self):
         # 4 rows of 3 on 4 ranks: a row each, element ranges of 3; 6 flat elements on 4 ranks: 6 = 4 x 1 + 2,
@@ -258,12 +269,34 @@ class SequenceToy(unittest.TestCase):
         self.assertEqual(work[("transformer", "next_token_prefix_recomputed")], 3840 + 720)
         self.assertEqual(work[("rnn", "next_token_prefix_recomputed")], 960)
 
+    def test_state_written_per_token(self):
+        # per token the RNN overwrites L D = 12 binary64 values (96 B), the Transformer appends 2 L D = 24 (192 B)
+        states = sequence_toy(tokens=4, layers=3, d=4, f=8, vocabulary=5)["states"]
+        written = {s["model"]: s["written_bytes"] for s in states if s["after_tokens"] == 1}
+        self.assertEqual(written, {"rnn": 96, "transformer": 192})
+
+    def test_rnn_second_step_adds_the_state_projection(self):
+        # D = F = 1, one layer (test_sequence_toy's weights): Wx -5/32, Wh (seed 3: (17 + 11 + 21) mod 19 - 9 = 2)
+        # 2/32; token 1 at position 1: table row 1 (seed 1: (34 + 11 + 7) mod 19 - 9 = 5) 5/32 + 2/64 = 3/16.
+        # h1 = tanh(15/64 x -5/32); h2 = tanh(3/16 x -5/32 + h1 x 2/32)
+        rows = toy_values(tokens=1, layers=1, d=1, f=1, vocabulary=2)
+        second = next(r for r in rows if r["model"] == "rnn" and r["prefix_tokens"] == 2)
+        h1 = math.tanh(15 / 64 * -5 / 32)
+        self.assertAlmostEqual(second["recomputed"][0], math.tanh(3 / 16 * -5 / 32 + h1 * 2 / 32), delta=1e-16)
+
 
 class ServerScope(unittest.TestCase):
     def test_the_selected_token_leaves_the_last_stage(self):
         ops = decode_collectives(layers_per_stage=[1, 1, 1], tp=2, pp=3, hidden=4, vocab=8, batch=1)
         sent = [op for op in ops if op[0] == "selected_token_to_first_stage"]
         self.assertEqual([(op[1], op[5]) for op in sent], [(2, 4)])   # stage pp - 1 = 2, one FP32 token id
+
+
+class SlotFifo(unittest.TestCase):
+    def test_one_slot_waits_for_the_take(self):
+        # one slot: block 1 (ready at tick 1) waits for block 0's take at 10, is taken at max(10 + 1, 10 + 1) = 11
+        self.assertEqual(fifo(2, 0, 1, 10, 1, slots=1),
+                         {"publish_ticks": [0, 10], "take_ticks": [10, 11], "peak_slots": 1, "last_take_tick": 11})
 
 
 class SmBalance(unittest.TestCase):

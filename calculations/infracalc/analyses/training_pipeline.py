@@ -155,10 +155,12 @@ def _nodes(*, schedule, link, stages, microbatches, forward, backward, act, grad
     return nodes
 
 
-def list_schedule(nodes):
+def list_schedule(nodes, order=None):
     """{key: (start, end)}: start the ready event with the earliest possible start (its resource
-    free, its dependencies ended), ties by KIND_ORDER, stage, micro-batch; nonpreemptive. Durations
-    may be integers (ticks of a common unit, as `pipeline` passes them) or Fractions."""
+    free, its dependencies ended), ties by `order` of the key's kind (default KIND_ORDER), then the
+    key's other fields; nonpreemptive. Durations may be integers (ticks of a common unit, as
+    `pipeline` passes them) or Fractions."""
+    order = order or KIND_ORDER
     waiting = {k: len(set(deps)) for k, (_, _, deps) in nodes.items()}
     users = {}
     for k, (_, _, deps) in nodes.items():
@@ -167,7 +169,7 @@ def list_schedule(nodes):
     ready = {k: 0 for k, n in waiting.items() if n == 0}   # ready event -> its dependencies' last end
     free, times = {}, {}
     while ready:
-        k = min(ready, key=lambda k: (max(free.get(nodes[k][1], 0), ready[k]), KIND_ORDER[k[0]], k[1], k[2]))
+        k = min(ready, key=lambda k: (max(free.get(nodes[k][1], 0), ready[k]), order[k[0]], k[1], k[2]))
         duration, resource, _ = nodes[k]
         begin = max(free.get(resource, 0), ready.pop(k))
         times[k] = (begin, begin + duration)

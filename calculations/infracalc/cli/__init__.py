@@ -90,6 +90,20 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
+def _long_choice_list(message, prog):
+    """argparse's 'invalid choice' with more than 12 choices (budget's kinds): the closest ones and where
+    the whole list is, instead of every choice on one line."""
+    import re
+
+    from ..errors import suggest
+
+    m = re.fullmatch(r"(argument \S+: invalid choice: '(.*)') \(choose from (.*)\)", message, re.S)
+    choices = re.findall(r"'([^']*)'", m.group(3)) if m else []
+    if len(choices) <= 12:
+        return message
+    return f"{m.group(1)}{suggest(m.group(2), choices)} ({len(choices)} choices: `{prog} --help` lists them)"
+
+
 class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit status 2."""
 
@@ -100,7 +114,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         if message.startswith("unrecognized arguments: "):
             message += self._hint(message[len("unrecognized arguments: "):].split())
-        raise UserError(message)
+        raise UserError(_long_choice_list(message, self.prog))
 
     def _hint(self, words):
         """For the first unknown option: the option of another tool it stands for (and that this

@@ -95,6 +95,8 @@ KINDS = {
                         "times, training pauses, buffer peak and the snapshot a failure recovers",
     "handoff": "training-to-rollout weight handoff: BF16 weights per EP rank (uneven expert ranges), full vs "
                "selective unicast egress and transfer bound, phase memory against a capacity",
+    "input-supply": "training input supply with checkpoint contention: next-fit packing, read / prepare / H2D / "
+                    "consume events with host and device slots, snapshots and checkpoint writes on shared storage",
     "fusion": "fused vs unfused interface bytes and tensor peaks of a dense MLP's pointwise chain "
               "(activation, multiply, optional layout permute, cast), every contiguous grouping",
     "quant-gemm": "quantize-then-GEMM of one expert projection: interface bytes of separate quantization, "
@@ -323,6 +325,58 @@ def _handoff(args):
     return handoff(load_model(args.model), ep=args.ep, replicas=args.replicas, producer_rate=round(args.producer_bw),
                    receiver_rate=round(args.receiver_bw), capacity=args.capacity, training_live=args.training_live,
                    kv=args.kv, common=args.common)
+
+
+def _samples(text):
+    """Pre-tokenized samples TOKENS:STORED_BYTES:PREP_TIME, comma-separated; NxTOKENS:... repeats one N times."""
+    out = []
+    try:
+        for item in text.split(","):
+            count, x, rest = item.strip().partition("x")
+            times, spec = (int(count), rest) if x and count.isdigit() else (1, item.strip())
+            tokens, stored, prep = spec.split(":")
+            out += [(int(tokens), int(stored), _exact_time(prep))] * times
+    except (ValueError, argparse.ArgumentTypeError):
+        out = None
+    if not out or len(out) > 10**4 or any(t < 1 or b < 0 for t, b, _ in out):
+        raise argparse.ArgumentTypeError(f"must be samples TOKENS:BYTES:TIME (12x512:8192:100us), at most 10^4, "
+                                         f"got '{text[:60]}'")
+    return tuple(out)
+
+
+def _input_supply_arguments(q):
+    common.add_model(q, required=False)
+    q.add_argument("--samples", type=_samples, required=True, metavar="[Nx]T:B:TIME,...",
+                   help="pre-tokenized samples: tokens, stored bytes, CPU preparation time")
+    q.add_argument("--pack-tokens", type=common.positive_int, required=True, metavar="L", help="tokens per pack")
+    q.add_argument("--host-slots", type=common.positive_int, default=2, metavar="H", help="host pack buffers (2)")
+    q.add_argument("--device-slots", type=common.positive_int, default=2, metavar="D", help="device pack buffers (2)")
+    q.add_argument("--storage-bw", type=common.bandwidth, required=True, metavar="BW", help="storage read/write rate")
+    q.add_argument("--h2d-bw", type=common.bandwidth, required=True, metavar="BW", help="host-to-device rate")
+    for flag, dest, what in (("--packing-time", "packing_time_s", "CPU packing per pack"),
+                             ("--consume-time", "consume_time_s", "the device's consumption of one pack"),
+                             ("--snapshot-time", "snapshot_time_s", "one checkpoint snapshot on the device")):
+        q.add_argument(flag, dest=dest, type=_exact_time, required=True, metavar="T", help=what)
+    q.add_argument("--checkpoint-every", type=common.non_negative_int, default=0, metavar="K",
+                   help="a snapshot after every K-th pack (default 0: none)")
+    q.add_argument("--snapshot-slots", type=common.positive_int, default=1, metavar="S", help="snapshot buffers (1)")
+    q.add_argument("--separate-write-storage", action="store_true",
+                   help="checkpoint writes on their own storage (default: shared with the reads)")
+
+
+def _input_supply(args):
+    from ..analyses.input_supply import input_supply
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    if args.checkpoint_every and args.model is None:
+        raise UserError("--checkpoint-every needs --model (14 B per parameter per snapshot)")
+    return input_supply(samples=args.samples, pack_tokens=args.pack_tokens, host_slots=args.host_slots,
+                        device_slots=args.device_slots, storage_rate=round(args.storage_bw),
+                        h2d_rate=round(args.h2d_bw), packing=args.packing_time_s, consume=args.consume_time_s,
+                        every=args.checkpoint_every, snapshot=args.snapshot_time_s, snapshot_slots=args.snapshot_slots,
+                        shared_storage=not args.separate_write_storage,
+                        parameters=load_model(args.model).params if args.model else 0)
 
 
 def _optimizer_arguments(q):
