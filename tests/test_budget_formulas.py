@@ -9,14 +9,17 @@ import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import run_cli, write_config  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.ack_window import ack_window  # noqa: E402
+from infracalc.errors import UserError  # noqa: E402
+from infracalc.load.dflash import load_drafter  # noqa: E402
 from infracalc.analyses.attention_handoff import input_schedule  # noqa: E402
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
 from infracalc.analyses.checkpoint_async import async_checkpoint  # noqa: E402
 from infracalc.analyses.checkpoint_reshard import ranges  # noqa: E402
 from infracalc.analyses.completion_reclaim import completion_reclaim  # noqa: E402
+from infracalc.analyses.serve import dflash  # noqa: E402
 from infracalc.analyses.environment_budget import clone_placements  # noqa: E402
 from infracalc.analyses.host_staging import host_staging  # noqa: E402
 from infracalc.analyses.memory_pool import pool_capacity  # noqa: E402
@@ -42,6 +45,11 @@ def budget(*argv):
 
 
 class AckWindow(unittest.TestCase):
+    BASE = dict(input_bytes=1000, output_bytes=1000, segment_bytes=1000, upload_bits_per_s=8000,
+                download_bits_per_s=8000, forward_s=Fraction(1), reverse_s=Fraction(1), initial_window=1000,
+                max_window=10000, receive_window=10000, growth=1000, header_bytes=0, ack_bytes=0,
+                rto_s=Fraction(100), model_s=Fraction(0))
+
     def test_two_requests_on_a_warm_connection(self):
         # 1,000 B segments at 8,000 b/s (1 s each way on the wire), 1 s one-way delays, zero-byte ACKs, no model
         # time. Request 1: upload sent 0-1 s, received 2; its ACK back at 3; download sent 2-3, received 4, its
@@ -55,6 +63,18 @@ class AckWindow(unittest.TestCase):
         self.assertEqual([(q["complete_received_s_exact"], q["last_ack_s_exact"]) for q in r["requests"]],
                          [("4", "5"), ("9", "10")])
         self.assertEqual((r["complete_final_image_s_exact"], r["last_ack_s_exact"]), ("9", "10"))
+        # a 2 s think time after the quiet instant: request 2 is submitted at 5 + 2 = 7
+        r = ack_window(**dict(self.BASE, requests=2, strategy="reuse_warm", submit_on="quiet", think_s=F(2)))
+        self.assertEqual(r["requests"][1]["submit_s_exact"], "7")
+
+    def test_reorder_peak_holds_the_segment_behind_the_loss(self):
+        # 2,000 B in two 1,000 B segments, window 2,000: segment 0 (sent 0-1) is lost, segment 1 (sent 1-2)
+        # arrives at 3 and waits behind the gap: 1,000 B held; the resend (RTO 5 s from 1: sent 6-7) arrives at 8
+        # and releases both. The reorder peak is 1,000 B.
+        r = ack_window(**dict(self.BASE, input_bytes=2000, initial_window=2000, rto_s=Fraction(5),
+                              drop=("upload", 0)))
+        up = r["transfers"][0]
+        self.assertEqual((up["complete_received_s_exact"], up["peak_reorder_bytes"]), ("8", 1000))
 
 
 class AttentionInput(unittest.TestCase):
@@ -62,8 +82,16 @@ class AttentionInput(unittest.TestCase):
         # 10-tick loads, 1-tick computes, no latency, 3 slots: issues 0, 10, 20 (one load after the other),
         # ready 10, 20, 30, computes end 11, 21, 31
         r = input_schedule(10, 1, 3, 0, 3)
-        self.assertEqual([(c["issue"], c["compute_end"]) for c in r["chunks"]], [(0, 11), (10, 21), (20, 31)])
+        self.assertEqual([(c["issue"], c["loaded"], c["compute_end"]) for c in r["chunks"]],
+                         [(0, 10, 11), (10, 20, 21), (20, 30, 31)])
         self.assertEqual(r["finish_tick"], 31)
+
+
+    def test_slot_bytes(self):
+        # a 128 x 32 x 128 tile chunk: BF16 (128 + 128) x 32 x 2 B = 16,384 B per slot; 1, 2, 4, 8 slots
+        r = budget("attention-input", "--model", "qwen3-8b")
+        self.assertEqual(sorted({row["slots"]: row["slot_bytes"] for row in r["rows"]}.items()),
+                         [(1, 16384), (2, 32768), (4, 65536), (8, 131072)])
 
 
 class Audio(unittest.TestCase):
@@ -86,6 +114,20 @@ class CompletionReclaim(unittest.TestCase):
         r = completion_reclaim(operations=4, slots=2, submit_interval_ns=1, latency_ns=1, poll_interval_ns=1,
                                poll_batch=1, payload_bytes=100)
         self.assertEqual((r["total_payload_bytes"], r["reserved_slot_payload_bytes"]), (400, 200))
+
+
+class DFlashTargetLayers(unittest.TestCase):
+    def test_every_tapped_layer_must_exist(self):
+        # test_serve_dflash's toy drafter (hidden 8, vocabulary 10) tapping layers 0 and 2 of a two-layer target:
+        # layer 2 does not exist (the largest id is checked, not the smallest); tapping 0 and 1 is accepted
+        toy = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": 8, "num_hidden_layers": 1,
+               "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 16,
+               "vocab_size": 10, "block_size": 4, "dflash_config": {"target_layer_ids": [0, 2]}}
+        target = type("Target", (), {"id": "toy-target", "vocab_size": 10, "hidden_size": 8, "layers": [None] * 2})
+        with self.assertRaisesRegex(UserError, "taps target layer 2"):
+            dflash.check(load_drafter(write_config(self, toy)), target, 1, 1, 4)
+        toy["dflash_config"] = {"target_layer_ids": [0, 1]}
+        dflash.check(load_drafter(write_config(self, toy)), target, 1, 1, 4)
 
 
 class Environments(unittest.TestCase):
