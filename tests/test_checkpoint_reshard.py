@@ -42,6 +42,10 @@ class Reshard(unittest.TestCase):
         self.assertEqual((first["element_end"], second["element_end"]), (7190236, 10067968))
         self.assertEqual(second["target_offset_bytes"], 7190236 * 2)
         self.assertEqual((r["read_ranges"], r["source_files"]), (44, 28))
+        # the second read, elements [7,190,236, 10,067,968) of 4,096-wide rows: 7,190,236 = 1,755 x 4,096 + 1,756, so it
+        # starts at (1755, 1756); its last element 10,067,967 = 2,457 x 4,096 + 4,095 ends row 2457
+        self.assertEqual((second["first_coordinate"], second["last_coordinate"]), ([1755, 1756], [2457, 4095]))
+        self.assertEqual(first["first_coordinate"], [0, 0])
         self.assertEqual(sum(r["target_payload_bytes"]), r["logical_bytes"])
 
     def test_weights_only_and_moe(self):

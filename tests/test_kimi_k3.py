@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "calculations"))
 
 from infracalc import ledger  # noqa: E402
-from infracalc.blocks.kimi import KDA, AttnRes, GatedMLA, LatentMoE  # noqa: E402
+from infracalc.analyses.forward import attn_res_record  # noqa: E402
+from infracalc.blocks.kimi import KDA, AttnRes, AttnResHeadNorm, GatedMLA, LatentMoE  # noqa: E402
 from infracalc.dtypes import dtype  # noqa: E402
 from infracalc.load.models import load_model  # noqa: E402
 from infracalc.workload import Workload  # noqa: E402
@@ -92,6 +93,16 @@ class BookFigures(unittest.TestCase):
         self.assertEqual((routed, shared, latent, dense), (6_223_407_611_904, 1_555_851_902_976,
                                                            605_053_517_824, 93_012_885_504))
         self.assertEqual(routed + shared + latent + dense + router, 8_552_957_607_936)
+
+    def test_attn_res_block_stack(self):
+        """The book's last block stack, 896 MiB (b1 T 8192) / 7 MiB (b64 T 1): 93 layers, block
+        size 12 -> blocks saved at layers 0, 12, ..., 84: ceil(93 / 12) = 8, each [T, 7168] BF16:
+        8 x 8192 x 7168 x 2 = 939,524,096 B = 896 MiB; 8 x 64 x 7168 x 2 = 7,340,032 B = 7 MiB."""
+        for w, want in ((Workload(tokens=8192), 939_524_096), (Workload(batch=64, tokens=1), 7_340_032)):
+            rec = attn_res_record(self.arch, w)
+            self.assertEqual((rec["saved_blocks"], rec["block_stack_bytes"]), (8, want))
+        self.assertEqual(want, 7 * 2**20)
+        self.assertIsNone(attn_res_record(load_model("qwen3-8b"), Workload(tokens=8)))
 
     def test_attn_res_and_decode(self):
         ops = ledger.build(self.arch, Workload(tokens=8192)).ops
@@ -180,6 +191,13 @@ class AttnResByHand(unittest.TestCase):
         r = rows(AttnRes("mlp_res", 8, 3), Workload(tokens=2))
         self.assertEqual((r["mlp_res.mix"].vector_flops, r["mlp_res.sum"].matrix_flops), (280, 96))
         self.assertEqual(AttnRes("mlp_res", 8, 0).ops(Workload(tokens=2)), [])
+
+    def test_block_stack(self):
+        """The head mixes c = 3 candidates: 2 saved blocks + the running sum. Batch 2 x 3 tokens
+        = 6 positions, D = 8: 2 x 6 x 8 = 96 values, x 2 B (BF16) = 192 B, x 4 B (FP32) = 384 B."""
+        head = AttnResHeadNorm(8, 3)
+        self.assertEqual(head.block_stack_bytes(Workload(batch=2, tokens=3)), 192)
+        self.assertEqual(head.block_stack_bytes(Workload(batch=2, tokens=3, act_dtype=dtype("fp32"))), 384)
 
 
 class LatentMoEByHand(unittest.TestCase):

@@ -9,7 +9,8 @@ contiguous ranges over P ranks by quotient and remainder, the first (n mod P) ra
 
     source range s = [a_s, b_s), target range t = [c_t, d_t)  ->  one read per non-empty
     [max(a_s, c_t), min(b_s, d_t)): source file offset (start - a_s) x bytes, target buffer offset
-    (start - c_t) x bytes, length (end - start) x bytes.
+    (start - c_t) x bytes, length (end - start) x bytes; its first and last (row, column) are
+    divmod(start, h) and divmod(end - 1, h).
 
 Every element is read exactly once: requested bytes = logical bytes = destination bytes. No
 container header, padding, alignment or I/O time: a layout plan, not a restore measurement.
@@ -51,7 +52,9 @@ def reshard(arch, *, source_parts, target_parts, source_layout="rows", target_la
                 start, end = max(a, c), min(b, d)
                 if start < end:
                     pieces.append({"source_file": f"{state}.rank{s}.bin", "target_rank": t, "element_start": start,
-                                   "element_end": end, "source_offset_bytes": (start - a) * width,
+                                   "element_end": end, "first_coordinate": list(divmod(start, columns)),
+                                   "last_coordinate": list(divmod(end - 1, columns)),
+                                   "source_offset_bytes": (start - a) * width,
                                    "target_offset_bytes": (start - c) * width, "length_bytes": (end - start) * width})
     per_param = sum(w for _, w in states)
     return {"model": arch.id, "gate_shape": [rows, columns], "parameters": rows * columns,

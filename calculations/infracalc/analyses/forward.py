@@ -98,6 +98,20 @@ def memory_record(totals, device):
             "fits": need <= device.memory_bytes, "counted": "weights + KV cache after the pass"}
 
 
+def attn_res_record(arch, w):
+    """AttnRes models: the block stack the head mixes, held across the layers of the pass
+    (a transient of one pass, not in memory.needs_bytes); None for other models."""
+    from ..blocks.kimi import AttnResHeadNorm
+
+    head = arch.final_norm
+    if not isinstance(head, AttnResHeadNorm):
+        return None
+    return {"saved_blocks": head.candidates - 1, "block_shape": [w.positions, arch.hidden_size],
+            "dtype": w.act_dtype.name, "block_stack_bytes": head.block_stack_bytes(w),
+            "counted": "saved blocks x positions x hidden in the activation format, after the last layer; "
+                       "one pass's transient, not in memory.needs_bytes"}
+
+
 def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_layer=False):
     """The full `forward` result record (`notes` only when there is a warning or a choice).
     per_layer: the operator rows are one instance of each distinct layer; the
@@ -112,6 +126,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
     rows = ledger.operators(arch, w, per_layer=True) if per_layer else L.ops
     row_bounds = [op_bound(op, r) for op in rows] if per_layer else bounds
     rates = achievable(device, w.compute_dtype)
+    stack = attn_res_record(arch, w)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "forward",
@@ -124,5 +139,6 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         "totals": totals_record(L.totals, bounds, r, pass_time(L.ops, rates) if rates else None),
         "memory": memory_record(L.totals, device),
         "prediction": rates_record(rates) if rates else None,
+        **({"attn_res": stack} if stack else {}),
         **({"notes": notes} if notes else {}),
     }

@@ -42,7 +42,8 @@ functions), and the weighted sum, 2 c D matrix FLOPs. At every layer i with
 i mod S = 0 the running sum is saved as a new block (before that layer's FFN
 mix; its attention mix sees the older blocks). Each sublayer output is added to
 the running sum (D per token), except the attention output at a block start.
-The saved blocks live within one forward pass (not a cache across tokens).
+The saved blocks live within one forward pass (not a cache across tokens); after the
+last layer the stack holds c_head - 1 blocks of [positions, D] (`forward`'s attn_res).
 """
 
 from ..arch import Block, Tensor, history_free_rows
@@ -294,6 +295,12 @@ class AttnResHeadNorm(Block):
     def ops(self, w):
         return [*AttnRes("output_attn_res", self.hidden, self.candidates).ops(w),
                 rmsnorm(w, "norm", w.positions, self.tensors()[-1])]
+
+    def block_stack_bytes(self, w):
+        """The saved blocks held across the layers of one pass when the head mixes them:
+        every candidate but the running sum, (c - 1) x [positions, D] in the activation
+        format (built anew each pass; not a cache across tokens)."""
+        return (self.candidates - 1) * w.act_dtype.nbytes_flat(w.positions * self.hidden)
 
     def shard(self, tp, ep=1):
         return self

@@ -157,6 +157,7 @@ def markdown(rec):
                             totals_rows(rec["totals"]) + predicted_rows(rec["totals"], rec), "lrr"),
              *fp8_lines(rec.get("fp8_linears")),
              *tile_lines(rec.get("tile_padding")),
+             *attn_res_lines(rec.get("attn_res")),
              "", *conventions(rec["conventions"])]
     return "\n".join(parts)
 
@@ -178,6 +179,16 @@ def fp8_lines(f):
             markdown_table(["linear", "calls", "weight [N, K]", "valid FLOPs", "tile FLOPs", "scale products",
                             "scale accumulation", "scale FLOPs", "padded scale FLOPs"], rows, "lrlrrrrrr"),
             "", f"Convention: {f['convention']}."]
+
+
+def attn_res_lines(a):
+    """AttnRes models: the block stack held across the layers of the pass."""
+    if not a:
+        return []
+    n, h = a["block_shape"]
+    return ["", "## AttnRes block stack", "",
+            f"{a['saved_blocks']} saved blocks x [{n:,}, {h:,}] {a['dtype']} = {a['block_stack_bytes']:,} B "
+            f"({u.nbytes(a['block_stack_bytes'])}) ({a['counted']})."]
 
 
 def tile_lines(f):
