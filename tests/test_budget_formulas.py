@@ -1,5 +1,6 @@
-"""Exact, hand-derived values for formula lines of the `budget` analyses that no other test pinned
-(each found by changing the line and watching every test of its module still pass)."""
+"""Exact, hand-derived values for formula lines of the new analyses (the `budget` kinds, `serve
+--draft-model` and `--residency`) that no other test pinned: each was found by changing the line and
+watching every test of its module still pass."""
 
 import json
 import math
@@ -12,14 +13,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import run_cli, write_config  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.ack_window import ack_window  # noqa: E402
-from infracalc.errors import UserError  # noqa: E402
-from infracalc.load.dflash import load_drafter  # noqa: E402
 from infracalc.analyses.attention_handoff import input_schedule  # noqa: E402
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
 from infracalc.analyses.checkpoint_async import async_checkpoint  # noqa: E402
 from infracalc.analyses.checkpoint_reshard import ranges  # noqa: E402
 from infracalc.analyses.completion_reclaim import completion_reclaim  # noqa: E402
-from infracalc.analyses.serve import dflash  # noqa: E402
 from infracalc.analyses.environment_budget import clone_placements  # noqa: E402
 from infracalc.analyses.host_staging import host_staging  # noqa: E402
 from infracalc.analyses.memory_pool import pool_capacity  # noqa: E402
@@ -30,9 +28,12 @@ from infracalc.analyses.remote_state import remote_state  # noqa: E402
 from infracalc.analyses.retry_paths import MAX_PATHS, retry_paths, terminal_paths  # noqa: E402
 from infracalc.analyses.routing_cost import minimum_hit, on_time  # noqa: E402
 from infracalc.analyses.sequence_toy import sequence_toy, toy_values  # noqa: E402
+from infracalc.analyses.serve import dflash  # noqa: E402
 from infracalc.analyses.serve.residency import residency  # noqa: E402
 from infracalc.analyses.server_scope import decode_collectives  # noqa: E402
 from infracalc.analyses.slot_pipelines import fifo  # noqa: E402
+from infracalc.errors import UserError  # noqa: E402
+from infracalc.load.dflash import load_drafter  # noqa: E402
 
 MS = 10**6
 G = 10**9
@@ -55,16 +56,12 @@ class AckWindow(unittest.TestCase):
         # time. Request 1: upload sent 0-1 s, received 2; its ACK back at 3; download sent 2-3, received 4, its
         # ACK back at 5: the last ACK is 5 (the later of 3 and 5). Submitted on quiet, request 2 starts at 5:
         # upload 5-6, received 7; download 7-8, received 9 (the final image), ACK back at 10.
-        F = Fraction
-        r = ack_window(input_bytes=1000, output_bytes=1000, segment_bytes=1000, upload_bits_per_s=8000,
-                       download_bits_per_s=8000, forward_s=F(1), reverse_s=F(1), initial_window=1000,
-                       max_window=10000, receive_window=10000, growth=1000, header_bytes=0, ack_bytes=0,
-                       rto_s=F(100), model_s=F(0), requests=2, strategy="reuse_warm", submit_on="quiet")
+        r = ack_window(**dict(self.BASE, requests=2, strategy="reuse_warm", submit_on="quiet"))
         self.assertEqual([(q["complete_received_s_exact"], q["last_ack_s_exact"]) for q in r["requests"]],
                          [("4", "5"), ("9", "10")])
         self.assertEqual((r["complete_final_image_s_exact"], r["last_ack_s_exact"]), ("9", "10"))
         # a 2 s think time after the quiet instant: request 2 is submitted at 5 + 2 = 7
-        r = ack_window(**dict(self.BASE, requests=2, strategy="reuse_warm", submit_on="quiet", think_s=F(2)))
+        r = ack_window(**dict(self.BASE, requests=2, strategy="reuse_warm", submit_on="quiet", think_s=Fraction(2)))
         self.assertEqual(r["requests"][1]["submit_s_exact"], "7")
 
     def test_reorder_peak_holds_the_segment_behind_the_loss(self):
