@@ -27,7 +27,7 @@ from infracalc.analyses.merge_numerics import _quantized_sum, block_state, merge
 from infracalc.analyses.moe_dedup import destinations, moe_dedup  # noqa: E402
 from infracalc.analyses.packet_reorder import packet_reorder  # noqa: E402
 from infracalc.analyses.remote_state import remote_state  # noqa: E402
-from infracalc.analyses.retry_paths import retry_paths  # noqa: E402
+from infracalc.analyses.retry_paths import MAX_PATHS, retry_paths, terminal_paths  # noqa: E402
 from infracalc.analyses.routing_cost import minimum_hit, on_time  # noqa: E402
 from infracalc.analyses.sequence_toy import sequence_toy, toy_values  # noqa: E402
 from infracalc.analyses.serve.residency import residency  # noqa: E402
@@ -280,6 +280,20 @@ class RetryPaths(unittest.TestCase):
         graph = {"a": node(1, 2, [("success", "1/2"), ("b", "1/2")]), "b": node(3, 5, [("success", "1")])}
         r = retry_paths(nodes=graph, start="a", deadline_s=Fraction(10), tasks=1)
         self.assertEqual([row["nodes"] for row in r["paths"]], ["a", "a > b"])
+
+
+    def test_path_limit_is_inclusive(self):
+        # four attempts of 10 equal outcomes each, all to the next: 10^4 = 10,000 paths, exactly the limit (allowed);
+        # one outcome of the last attempt split once more: 10,001 paths, refused
+        def node(outcomes):
+            return {"cost": Fraction(1), "seconds": Fraction(1), "cpu_seconds": Fraction(0), "resident_bytes": 0,
+                    "outcomes": outcomes}
+        graph = {a: node([(b, Fraction(1, 10))] * 10) for a, b in zip("abcd", ("b", "c", "d", "success"))}
+        self.assertEqual((MAX_PATHS, len(terminal_paths(graph, "a"))), (10000, 10000))
+        graph["d"] = node([("success", Fraction(1, 10))] * 9 + [("e", Fraction(1, 10))])
+        graph["e"] = node([("success", Fraction(1, 2)), ("failure", Fraction(1, 2))])
+        with self.assertRaises(ValueError):
+            terminal_paths(graph, "a")
 
 
 class RoutingCost(unittest.TestCase):
