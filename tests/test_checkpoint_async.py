@@ -37,6 +37,10 @@ class AsyncCheckpoint(unittest.TestCase):
         self.assertEqual((second["capture_s"], second["upload_end_s"]), ("69/2", "49"))
         self.assertEqual((r["recovery_capture_s_exact"], r["training_pause_s_exact"]), ("69/2", "58"))
         self.assertFalse(r["upload_has_slack"])
+        # capture delays: 20 - 20 = 0, 69/2 - 30 = 9/2, 49 - 40 = 9 (each waits for the previous upload's end)
+        self.assertEqual([x["capture_delay_s"] for x in r["snapshots"][:3]], ["0", "9/2", "9"])
+        # the declared 112 GB payload keeps the model's 14 B x 8,190,735,360 = 114,670,295,040 B as the reference
+        self.assertEqual((r["payload_bytes"], r["reference_payload_bytes"]), (112 * 10**9, 114670295040))
 
     def test_two_slots_hold_two_payloads(self):
         # the book's default: 14 B x 8,190,735,360 = 114,670,295,040 B, 14.33 s uploads every 10 s: both slots live

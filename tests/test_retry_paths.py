@@ -71,6 +71,14 @@ class Paths(unittest.TestCase):
                          ("3117/3125", "594/625"))
         self.assertEqual((r["expected_per_task"]["cost_exact"], r["cost_per_success_exact"]), ("91/6250", "91/6234"))
         self.assertEqual(r["total_expected_cost_exact"], "364/25")   # 1000 x 91/6250
+        # reach: initial 1; repair 3/25; upgrade directly 2/25 or after repair 3/25 x 2/5 = 6/125: 16/125
+        self.assertEqual(r["node_reach_probabilities"], {"initial": "1", "repair": "3/25", "upgrade": "16/125"})
+
+    def test_reach_sums_the_paths_through_a_node(self):
+        # b is reached on both a > b paths: 1/6 + 1/3 = 1/2; an unreachable node c: 0
+        graph = dict(self.GRAPH, c=node(1, 1, [("success", "1")]))
+        r = retry_paths(nodes=graph, start="a", deadline_s=F(6), tasks=1)
+        self.assertEqual(r["node_reach_probabilities"], {"a": "1", "b": "1/2", "c": "0"})
 
     def test_bad_graphs(self):
         for argv, text in ((["--node", "a,cost=1,time=1s,success=1/2,failure=1/3"], "sum to exactly 1"),

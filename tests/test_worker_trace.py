@@ -23,6 +23,8 @@ class Scheduling(unittest.TestCase):
         rows = fifo_workers([A, B, C], 1, 10)
         self.assertEqual([(r["start_ns"], r["finish_ns"]) for r in rows], [(0, 20), (20, 30), (30, 33)])
         self.assertEqual([r["ttft_ns"] for r in rows], [10, 23, 31])
+        # first token = start + prefill: 0 + 10, 20 + 4, 30 + 3
+        self.assertEqual([r["first_token_ns"] for r in rows], [10, 24, 33])
 
     def test_worker_free_longest_is_chosen(self):
         # Two workers: A on 0 (0-20), B on 1 (1-11); C at 2 waits for worker 1 (free at 11): 11-14 on worker 1.
@@ -67,6 +69,19 @@ class Accounting(unittest.TestCase):
         r = json.loads(out)["result"]
         self.assertEqual((r["kv_bytes_per_token"], r["kv_peak_bytes"]), (147456, 339443712))
         self.assertEqual(r["finish_ns"], 500000 + 1024000 + 127 * 1000000)
+        # each request's ledger figures; the summary is their sum
+        rows = r["per_request"]
+        self.assertEqual(sum(x["prefill_matrix_flops"] for x in rows), r["prefill_matrix_flops"])
+        self.assertEqual(sum(x["decode_matrix_flops"] for x in rows), r["decode_matrix_flops"])
+
+    def test_per_request_ledger_equals_the_book(self):
+        # the book's trace-qwen8-correlated request 0 (512 + 64 tokens on Qwen3-8B): prefill 7,191,170,908,160 and
+        # decode 973,794,705,408 matrix FLOPs
+        status, out, err = run_cli("budget", "trace", "--model", "qwen3-8b", "--workers", "1", "--request",
+                                   "0ms:512:64:512us:1ms", "--format", "json")
+        self.assertEqual(status, 0, err)
+        row = json.loads(out)["result"]["per_request"][0]
+        self.assertEqual((row["prefill_matrix_flops"], row["decode_matrix_flops"]), (7191170908160, 973794705408))
 
     def test_bad_input(self):
         for argv, text in ((["--request", "0ms:10:2:1ms"], "ARRIVAL:P:G:PREFILL:DECODE"),

@@ -6,13 +6,14 @@ Save requests arrive at r_i = first + i x interval (i = 0 .. n-1), first in, fir
 merged. A snapshot needs a free buffer slot (B slots; the earliest-freed, lowest-numbered first)
 and the one staging path; training pauses from the request until staging ends:
 
-    capture_i = max(r_i, staging free, slot free),   staged_i = capture_i + staging
+    capture_i = max(r_i, staging free, slot free),   staged_i = capture_i + staging,   delay_i = capture_i - r_i
     upload_i  = [max(staged_i, writer free), + payload / upload bandwidth)   (one background writer)
     durable_i = upload end + durability delay;   the slot is held [capture_i, upload end)
 
 The pause is the union of [r_i, staged_i); a failure at time f recovers the latest snapshot with
 durable_i <= f (a durable event at f counts), losing f - capture_i of wall clock. The payload is
-the model's 14 B per parameter (BF16 weights, FP32 master, Adam m and v) or a declared size.
+the model's 14 B per parameter (BF16 weights, FP32 master, Adam m and v; always reported as the
+reference payload) or a declared size.
 Declared teaching times and rates; exact rational seconds.
 """
 
@@ -40,7 +41,7 @@ def async_checkpoint(*, parameters, payload=None, snapshots, first, interval, st
         pauses.append((requested, staged))
         rows.append({"snapshot": i, "slot": slot, **{k: str(v) for k, v in (
             ("requested_s", requested), ("capture_s", capture), ("staged_s", staged), ("upload_start_s", start),
-            ("upload_end_s", end), ("durable_s", end + durability))}})
+            ("upload_end_s", end), ("durable_s", end + durability), ("capture_delay_s", capture - requested))}})
     union = []
     for a, b in pauses:
         if union and a <= union[-1][1]:
@@ -50,7 +51,8 @@ def async_checkpoint(*, parameters, payload=None, snapshots, first, interval, st
     done = [r for r in rows if Fraction(r["durable_s"]) <= failure]
     latest = max(done, key=lambda r: Fraction(r["capture_s"])) if done else None
     return {
-        "parameters": parameters, "payload_bytes": size, "payload_is_declared": payload is not None,
+        "parameters": parameters, "reference_payload_bytes": 14 * parameters, "payload_bytes": size,
+        "payload_is_declared": payload is not None,
         "upload_s_exact": str(service), "requested_bytes_per_s_exact": str(Fraction(size) / interval),
         "upload_utilization_exact": str(service / interval), "upload_has_slack": service < interval,
         "staging_has_slack": staging < interval, "reserved_buffer_bytes": slots * size,

@@ -8,6 +8,7 @@ explicit node, never a loop). For a terminal path through nodes n_1 ... n_k:
 
     P(path) = prod of its edge probabilities,   cost = sum c_n,   seconds = sum t_n,
     CPU = sum u_n,   resident byte-seconds = sum b_n t_n;
+    P(reach n) = sum of P over the paths through n (each path visits n at most once);
 
 a path is a quality-and-deadline success when it ends in success with seconds <= the deadline
 (the deadline judges, it never stops an attempt). Then
@@ -74,6 +75,8 @@ def retry_paths(*, nodes, start, deadline_s, tasks):
         "expected_successes_exact": str(tasks * success),
         "cost_per_success_exact": _ratio(cost, success),
         "cost_per_quality_and_deadline_success_exact": _ratio(cost, timely),
+        "node_reach_probabilities": {name: str(sum((p for ids, _, p, *_ in paths if name in ids), Fraction(0)))
+                                     for name in nodes},
         "paths": rows,
     }
 
@@ -85,6 +88,7 @@ RETRY_CONVENTIONS = [
     "another, each after the previous outcome is known (no speculation, no timeout stops an attempt).",
     "P(success) sums the success paths; quality and deadline also needs the path's seconds <= the deadline. "
     "Expected resources sum probability x path resource (every attempt's cost counted, failed paths included); "
-    "cost per success = expected cost / P(success) (none when zero). Declared teaching figures, exact "
+    "cost per success = expected cost / P(success) (none when zero); a node's reach probability sums the paths "
+    "through it. Declared teaching figures, exact "
     "fractions; not prices or measured retries.",
 ]

@@ -51,7 +51,8 @@ def fifo_workers(requests, workers, kv_per_token, capacity=None):
         started.append((finish, reserve))
         previous = c
         rows[i] = {"request": i, "worker": worker, "arrival_ns": arrival, "prompt_tokens": prompt, "output_tokens": out,
-                   "start_ns": c, "finish_ns": finish, "wait_ns": c - arrival, "ttft_ns": c + prefill - arrival,
+                   "start_ns": c, "first_token_ns": c + prefill, "finish_ns": finish, "wait_ns": c - arrival,
+                   "ttft_ns": c + prefill - arrival,
                    "latency_ns": finish - arrival, "final_kv_bytes": reserve}
     return rows
 
@@ -82,6 +83,8 @@ def worker_trace(requests, workers, kv_per_token, capacity=None, flops=None):
         "p95_output_tokens": _p95(r["output_tokens"] for r in rows),
     }
     if flops is not None:
+        for r in rows:
+            r["prefill_matrix_flops"], r["decode_matrix_flops"] = flops[(r["prompt_tokens"], r["output_tokens"])]
         out["prefill_matrix_flops"] = sum(flops[(r["prompt_tokens"], r["output_tokens"])][0] for r in rows)
         out["decode_matrix_flops"] = sum(flops[(r["prompt_tokens"], r["output_tokens"])][1] for r in rows)
     out.update({
