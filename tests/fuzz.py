@@ -366,6 +366,12 @@ class Timeout(Exception):
     pass
 
 
+def _asks_help(arg):
+    """-h, --help, or a short-option cluster that starts with -h (`-h?`): Python 3.13's argparse
+    prints the help for such a cluster where 3.10 and 3.11 refuse it; either is a valid answer."""
+    return arg == "--help" or (arg.startswith("-h") and not arg.startswith("--"))
+
+
 def _strict_json(text):
     def refuse(name):
         raise ValueError(f"{name} in JSON output")
@@ -428,7 +434,7 @@ def breach(argv, status, out, err, seconds, error, limit_s, fresh=()):
             with open(path, encoding="utf-8") as f:
                 texts = [f.read()]
     fmt = argv[argv.index("--format") + 1] if "--format" in argv else None
-    if argv and argv[0] != "reproduce" and not any(a in ("-h", "--help") for a in argv) and argv[0] in cli.COMMANDS:
+    if argv and argv[0] != "reproduce" and not any(_asks_help(a) for a in argv) and argv[0] in cli.COMMANDS:
         if not texts[0].strip() and "--output" in argv and argv[argv.index("--output") + 1] in (os.devnull,):
             return None
         if not texts[0].strip():
