@@ -32,6 +32,8 @@ import heapq
 from fractions import Fraction
 from math import gcd
 
+from ..splits import ceil_div
+
 ACK, DATA, START, TIMER = 0, 1, 2, 3      # priorities at one instant (handshake messages share START's)
 STRATEGIES = ("fresh", "ticket", "reuse_reset", "reuse_warm")
 
@@ -57,6 +59,11 @@ def _time_unit(rates, times):
     return unit
 
 
+def segments(input_bytes, output_bytes, segment_bytes):
+    """Segments per direction of one request: ceil(bytes / MSS) each way."""
+    return {"upload": ceil_div(input_bytes, segment_bytes), "download": ceil_div(output_bytes, segment_bytes)}
+
+
 def ack_window(*, input_bytes, output_bytes, segment_bytes, upload_bits_per_s, download_bits_per_s, forward_s,
                reverse_s, initial_window, max_window, receive_window, growth, header_bytes, ack_bytes, rto_s, model_s,
                handshake=(), requests=1, strategy="fresh", submit_on="complete_received", think_s=Fraction(0),
@@ -68,7 +75,7 @@ def ack_window(*, input_bytes, output_bytes, segment_bytes, upload_bits_per_s, d
     tick = lambda t: int(t * L)  # noqa: E731  (exact: L is a common denominator)
     delay, rto, model, think = {"c2s": tick(forward_s), "s2c": tick(reverse_s)}, tick(rto_s), tick(model_s), tick(think_s)
     w0 = initial_windows or {"upload": initial_window, "download": initial_window}
-    packets = {"upload": -(-input_bytes // segment_bytes), "download": -(-output_bytes // segment_bytes)}
+    packets = segments(input_bytes, output_bytes, segment_bytes)
     link_free, link_bytes, link_busy = {"c2s": 0, "s2c": 0}, {"c2s": 0, "s2c": 0}, {"c2s": 0, "s2c": 0}
     queue, order, now = [], [0], 0
     connections, reqs, transfers = {}, {}, []

@@ -27,6 +27,7 @@ list scheduler (analyses/task_graph.py): the groups' tasks are listed in group o
 server go to the earlier group.
 """
 
+from ..splits import ceil_div
 from .task_graph import list_schedule, task
 
 HANDOFF_CONVENTIONS = [
@@ -50,9 +51,6 @@ MATRIX_VECTOR_CONVENTIONS = HANDOFF_CONVENTIONS + [
     "list scheduling of the task graph (earliest start, input order on ties), not an optimal schedule.",
 ]
 
-
-def ceil_div(a, b):
-    return -(-a // b)
 
 
 def input_schedule(load, compute, chunks, latency, slots, register=0, synchronous=False):

@@ -14,6 +14,8 @@ w-byte words. The book's tile: 32 x 32 FP32, 32 lanes and 32 banks, one port: a 
 stride 32 lands in bank 0 for every lane (32 rounds), at stride 33 in 32 different banks (1).
 """
 
+from ..splits import ceil_div
+
 BANK_CONVENTIONS = [
     "Bank service of one request of L lanes, one scalar w-byte word each: word address a is in bank a mod B; "
     "every bank serves p requests a round, all at once; rounds = max over banks of ceil(requests / p). "
@@ -46,7 +48,7 @@ def bank_service(words, *, banks, ports, broadcast):
         served = len(set(asked)) if broadcast else len(asked)
         if asked:
             rows.append({"bank": bank, "lane_requests": len(asked), "distinct_words": len(set(asked)),
-                         "served_requests": served, "rounds": -(-served // ports)})
+                         "served_requests": served, "rounds": ceil_div(served, ports)})
     return rows
 
 

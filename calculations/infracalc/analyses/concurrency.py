@@ -16,6 +16,8 @@ with declared L, s and n (not measurements): the book's chapter 1, 4 and 7 windo
 
 from fractions import Fraction
 
+from ..splits import ceil_div
+
 
 def memory_window(*, payload_bytes, bandwidth, latency_ns, transaction_bytes, transactions, active=None,
                   service_interval_ns=None):
@@ -43,5 +45,5 @@ def memory_window(*, payload_bytes, bandwidth, latency_ns, transaction_bytes, tr
                                                                    * transaction_bytes)),
         "interface_service_s": float(Fraction(payload_bytes, bandwidth)),
         "service_lower_bound_s": float(max(service, latency)),
-        "transfers": -(-payload_bytes // transaction_bytes),
+        "transfers": ceil_div(payload_bytes, transaction_bytes),
     }

@@ -16,11 +16,13 @@ the first lost packet to the end (a go-back-N comparison, not a timed protocol).
 
 from fractions import Fraction
 
+from ..splits import ceil_div
+
 NS = 10**9
 
 
 def packet_reorder(*, payload_bytes, packet_bytes, path_delays_ns, path_rate, lost=(), recovery_ns=0):
-    n = -(-payload_bytes // packet_bytes)
+    n = ceil_div(payload_bytes, packet_bytes)
     sizes = [min(packet_bytes, payload_bytes - i * packet_bytes) for i in range(n)]
     k = len(path_delays_ns)
     free = [Fraction(0)] * k

@@ -832,11 +832,11 @@ def _ack_window_arguments(q):
 
 
 def _ack_window(args):
-    from ..analyses.ack_window import ack_window
+    from ..analyses.ack_window import ack_window, segments
     from ..errors import UserError
 
     drop = args.drop and _drop(args.drop)
-    packets = {"upload": -(-args.input_bytes // args.segment_bytes), "download": -(-args.output_bytes // args.segment_bytes)}
+    packets = segments(args.input_bytes, args.output_bytes, args.segment_bytes)
     if args.requests * sum(packets.values()) > 10**5:
         raise UserError("at most 10^5 segments in all (--requests x segments per request)")
     if drop and drop[1] >= packets[drop[0]]:

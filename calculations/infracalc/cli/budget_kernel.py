@@ -398,8 +398,9 @@ def _persistent(args):
     from ..analyses.fusion import first_gated_mlp
     from ..analyses.persistent_tiles import persistent_tiles
     from ..load.models import load_model
+    from ..splits import ceil_div
 
-    _at_most(-(-args.tokens // args.tile_rows), "tiles")
+    _at_most(ceil_div(args.tokens, args.tile_rows), "tiles")
     arch = load_model(args.model)
     mlp = first_gated_mlp(arch)
     return dict({"model": arch.id}, **persistent_tiles(

@@ -436,9 +436,10 @@ def _packet_reorder(args):
     from ..analyses.packet_reorder import packet_reorder
     from ..errors import UserError
     from ..load.models import load_model
+    from ..splits import ceil_div
 
     payload = 2 * args.tokens * load_model(args.model).hidden_size
-    n = -(-payload // args.packet_bytes)
+    n = ceil_div(payload, args.packet_bytes)
     if n > 100_000:
         raise UserError(f"{n:,} packets: at most 100,000 (raise --packet-bytes)")
     if len(set(args.lost)) != len(args.lost) or any(i >= n for i in args.lost):

@@ -17,6 +17,7 @@ unused = allocated - unique live, private paged (no sharing) = P c sum_r ceil(L_
 reservation = active requests x R c for a declared reservation of R tokens.
 """
 
+from ...splits import ceil_div
 from ...summation import plain_sum
 
 PAGES_CONVENTION = (
@@ -25,10 +26,6 @@ PAGES_CONVENTION = (
     "writing, cancel frees pages no request references; an event needing more pages than are free is "
     "rejected whole. Logical = c sum L_r, unique live = c sum u_p, allocated = pages x P c, unused = "
     "allocated - live, private paged = P c sum ceil(L_r / P), fixed reservation = requests x R c.")
-
-
-def ceil_div(a, b):
-    return -(-a // b)
 
 
 def replay(events, *, page_tokens, token_bytes, reservation_tokens, capacity_bytes=None):
