@@ -44,6 +44,15 @@ def run_cli(*argv):
     return status, out.getvalue(), err.getvalue()
 
 
+def budget_result(*argv):
+    """`budget ARGV --format json` run in this process: its "result" record (the run must succeed)."""
+    import json
+
+    status, out, err = run_cli("budget", *argv, "--format", "json")
+    assert status == 0, err
+    return json.loads(out)["result"]
+
+
 def cli(*args):
     """Run calc.py in a fresh process: (exit status, stdout, stderr)."""
     p = subprocess.run([sys.executable, os.path.join(CALC, "calc.py"), *args],

@@ -1,13 +1,12 @@
 """`budget attention-input` and `budget matrix-vector`: one attention head's on-chip schedules in
 declared ticks; every expected value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.attention_handoff import attention_input, input_schedule, matrix_vector  # noqa: E402
 from infracalc.analyses.sm_balance import tile_balance  # noqa: E402
@@ -15,10 +14,7 @@ from infracalc.analyses.sm_balance import tile_balance  # noqa: E402
 RATES = {"matrix": 8192, "scalar": 128, "exp": 16, "div": 16, "compare": 128, "link": 128}
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 class InputSlots(unittest.TestCase):

@@ -1,13 +1,12 @@
 """`budget audio`: real-time audio frames through a model, a link and a jitter-buffered player; every
 expected value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.audio_timing import audio_timing  # noqa: E402
 
@@ -17,9 +16,7 @@ BOOK = ("--frame", "20ms", "--network-delays", "5ms,5ms,50ms,5ms,5ms,5ms,5ms,5ms
 
 
 def budget(*argv):
-    status, out, err = run_cli("budget", "audio", *BOOK, *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+    return budget_result("audio", *BOOK, *argv)
 
 
 def three(model_ms, delays_ms, jitter_ms):

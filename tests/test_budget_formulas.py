@@ -2,7 +2,6 @@
 --draft-model` and `--residency`) that no other test pinned: each was found by changing the line and
 watching every test of its module still pass."""
 
-import json
 import math
 import os
 import sys
@@ -10,7 +9,7 @@ import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli, write_config  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, write_config  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.ack_window import ack_window  # noqa: E402
 from infracalc.analyses.attention_handoff import input_schedule  # noqa: E402
@@ -39,10 +38,7 @@ MS = 10**6
 G = 10**9
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 class AckWindow(unittest.TestCase):

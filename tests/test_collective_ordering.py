@@ -2,13 +2,12 @@
 ready-time records, and publication dependencies with a stale-read witness (the book's chapter 7);
 expected values derived by hand."""
 
-import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.collective_tail import collective_tail, nearest_rank  # noqa: E402
 from infracalc.analyses.operation_ordering import ordering_schedules, stale_read  # noqa: E402
@@ -17,10 +16,7 @@ US, MS = 1000, 10**6
 SKEW = ("book-ready-skew", 1, [0, 0, 0, 2 * MS], 400 * US, 0)
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 def policy(r, name):

@@ -1,14 +1,13 @@
 """`budget periodic-queue` and `budget feedback-queue`: a fluid queue of declared arrival rates on one
 link (the book's chapter-7 periodic-demand and feedback examples); expected values derived by hand."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.fluid_queue import feedback_queue, fluid_queue, periodic_queue  # noqa: E402
 
@@ -16,10 +15,7 @@ G = 10**9
 MS = 10**6
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 def two_jobs(second_offset_ns, rate=40 * G):

@@ -1,23 +1,19 @@
 """`budget nic` and `budget connections`: a host's packet budget at line rate and its connection
 state; every expected value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.connection_states import connection_states  # noqa: E402
 from infracalc.analyses.packet_budget import packet_budget  # noqa: E402
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 class PacketBudget(unittest.TestCase):

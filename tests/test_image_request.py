@@ -1,14 +1,13 @@
 """`budget image-request`: a remote image request as serial declared stages; every expected value
 derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.image_request import image_request, serial_timeline, upload_break_even  # noqa: E402
 
@@ -18,9 +17,7 @@ BOOK = ("--input-bytes", "30MB", "--output-bytes", "5MB", "--download-rate", "10
 
 
 def budget(*argv):
-    status, out, err = run_cli("budget", "image-request", *BOOK, *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+    return budget_result("image-request", *BOOK, *argv)
 
 
 def times(**declared):

@@ -1,14 +1,13 @@
 """`budget image-stream`: image blocks over an uplink, a server and a downlink that overlap; every
 expected value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.image_stream import block_schedule  # noqa: E402
 
@@ -22,9 +21,7 @@ def ends(r):
 
 
 def budget(*argv):
-    status, out, err = run_cli("budget", "image-stream", *BOOK, *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+    return budget_result("image-stream", *BOOK, *argv)
 
 
 # Two blocks of 80 B in, 10 and 20 B out, at 80 b/s up and 80 b/s down: uploads 8 s each; process 1 s, encode 0.

@@ -1,23 +1,19 @@
 """`budget bank`, `budget rmsnorm`, `budget quant-gemm`: the chapter-5 kernel-view budgets; every
 expected value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.bank_mapping import bank_budget  # noqa: E402
 from infracalc.analyses.quant_gemm import quant_gemm  # noqa: E402
 from infracalc.analyses.split_reduction import split_rmsnorm  # noqa: E402
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 class BankService(unittest.TestCase):

@@ -1,7 +1,6 @@
 """`budget online-softmax` and `budget fp8-scale`: exact numerical witnesses; expected values
 derived by hand in the comments."""
 
-import json
 import math
 import os
 import sys
@@ -9,15 +8,12 @@ import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.merge_numerics import E4M3FN, fp8_dot, merge, online_softmax, round_e4m3fn  # noqa: E402
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 class OnlineSoftmax(unittest.TestCase):

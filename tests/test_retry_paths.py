@@ -1,14 +1,13 @@
 """`budget retry`: terminal paths of a finite retry graph and their expected resources; every expected
 value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.retry_paths import retry_paths, terminal_paths  # noqa: E402
 
@@ -24,9 +23,7 @@ def node(cost, seconds, outcomes, cpu=0, resident=0):
 
 
 def budget(*argv):
-    status, out, err = run_cli("budget", "retry", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+    return budget_result("retry", *argv)
 
 
 class Paths(unittest.TestCase):

@@ -1,14 +1,13 @@
 """`budget graph`, `budget deployment`, `budget specialization`: one-off preparations repaid per
 call, with declared costs; every expected value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.runtime_choices import amortized_calls, deployment, specialization  # noqa: E402
 
@@ -17,10 +16,7 @@ RATES = {"generic": 100 * 10**12, "bucket": 200 * 10**12, "specialized": 250 * 1
 COMPILE = {"generic": 10**8, "bucket": 2 * 10**8, "specialized": 3 * 10**8}
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 class Amortization(unittest.TestCase):

@@ -1,14 +1,13 @@
 """`budget persistent`, `budget stream-buffer`, `budget host-transfer`: producer-consumer schedules
 with declared costs; every expected value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.persistent_tiles import live_peak, persistent_tiles  # noqa: E402
 from infracalc.analyses.slot_pipelines import fifo, host_transfer, stream_buffer  # noqa: E402
@@ -18,10 +17,7 @@ TEACHING = {"matrix_rate": 200 * 10**12, "activation_rate": 20 * 10**9, "launch_
             "publish_ns": 200}
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 class Persistent(unittest.TestCase):

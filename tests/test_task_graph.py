@@ -1,13 +1,12 @@
 """`budget dag` and `budget microbatch`: list scheduling of declared task graphs; every expected
 value derived by hand in its comment."""
 
-import json
 import os
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses.task_graph import list_schedule, microbatch_overlap, request_dag, task  # noqa: E402
 
@@ -15,10 +14,7 @@ BOOK = ["--task", "prepare:10us:host", "--task", "hotspot:60us:compute:prepare",
         "--task", "parallel:40us:transfer:prepare", "--task", "finish:10us:host:hotspot+parallel"]
 
 
-def budget(*argv):
-    status, out, err = run_cli("budget", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+budget = budget_result
 
 
 def book_graph():

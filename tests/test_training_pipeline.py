@@ -2,14 +2,13 @@
 each stage reserves; every expected value derived by hand in its comment or read from the book's event
 lists (bojieli/ai-infra-book calculations/results/training-pipeline-*)."""
 
-import json
 import os
 import sys
 import unittest
 from fractions import Fraction as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
 from infracalc.analyses import training_pipeline as tp  # noqa: E402
 from infracalc.load.models import load_model  # noqa: E402
@@ -38,9 +37,7 @@ def times(schedule, m, **kw):
 
 
 def budget(*argv):
-    status, out, err = run_cli("budget", "pipeline", *argv, "--format", "json")
-    assert status == 0, err
-    return json.loads(out)["result"]
+    return budget_result("pipeline", *argv)
 
 
 class SavedObjects(unittest.TestCase):
