@@ -90,20 +90,6 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
 
-def _long_choice_list(message, prog):
-    """argparse's 'invalid choice' with more than 12 choices (budget's kinds): the closest ones and where
-    the whole list is, instead of every choice on one line."""
-    import re
-
-    from ..errors import suggest
-
-    m = re.fullmatch(r"(argument \S+: invalid choice: '(.*)') \(choose from (.*)\)", message, re.S)
-    choices = re.findall(r"'([^']*)'", m.group(3)) if m else []
-    if len(choices) <= 12:
-        return message
-    return f"{m.group(1)}{suggest(m.group(2), choices)} ({len(choices)} choices: `{prog} --help` lists them)"
-
-
 class Parser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line and exit status 2."""
 
@@ -114,7 +100,18 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):
         if message.startswith("unrecognized arguments: "):
             message += self._hint(message[len("unrecognized arguments: "):].split())
-        raise UserError(_long_choice_list(message, self.prog))
+        raise UserError(message)
+
+    def _check_value(self, action, value):
+        """argparse's choice check; past 12 choices (budget's kinds) the message names the closest
+        ones and where the whole list is, instead of every choice on one line."""
+        choices = action.choices
+        if choices is not None and len(choices) > 12 and value not in choices:
+            from ..errors import suggest
+
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{suggest(value, choices)} "
+                                                 f"({len(choices)} choices: `{self.prog} --help` lists them)")
+        super()._check_value(action, value)
 
     def _hint(self, words):
         """For the first unknown option: the option of another tool it stands for (and that this
