@@ -46,6 +46,7 @@ _HOME = {
     "SERVER_SCOPE_CONVENTIONS": "server_scope",
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
+    "SUPERNODE_CONVENTIONS": "supernode",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -101,6 +102,9 @@ CONVENTIONS = {
         "(fraction of the E x C executed slots): the expert GEMMs compute the padding and skip the drops.",
         "With --model: expert matrix FLOPs per MoE layer = slots x 2 x 3 h I (gate, up, down); forward's "
         "ledger counts the routed tokens (no capacity limit).",
+        "Executed slots over assignments E x C / A; the busiest expert runs min(max load, C) rows. Expert rows: "
+        "per run of consecutive experts with one load n, each one's executed min(n, C), dropped max(0, n - C) "
+        "and padded max(0, C - n). C rounds up; a floor (the book's rule) differs only when f x A / E is not whole.",
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
@@ -155,6 +159,7 @@ CONVENTIONS = {
     "server-scope": _lazy("SERVER_SCOPE_CONVENTIONS"),
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
+    "supernode": _lazy("SUPERNODE_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
