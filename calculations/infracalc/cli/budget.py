@@ -1471,7 +1471,8 @@ def _capacity(args):
     if hidden and inter:
         rows = mc.expert_flops(rows, hidden, inter, assignments)
     return {"experts": experts, "top_k": top_k, "assignments": assignments, "mean_load": str(Fraction(assignments, experts)),
-            "max_load": max(loads), "min_load": min(loads), "rows": rows}
+            "max_load": max(loads), "min_load": min(loads), "rows": rows,
+            "expert_rows": mc.expert_groups(loads, rows)}
 
 
 class _KindParsers(dict):

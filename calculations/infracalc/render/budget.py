@@ -101,6 +101,9 @@ CONVENTIONS = {
         "(fraction of the E x C executed slots): the expert GEMMs compute the padding and skip the drops.",
         "With --model: expert matrix FLOPs per MoE layer = slots x 2 x 3 h I (gate, up, down); forward's "
         "ledger counts the routed tokens (no capacity limit).",
+        "Executed slots over assignments E x C / A; the busiest expert runs min(max load, C) rows. Expert rows: "
+        "per run of consecutive experts with one load n, each one's executed min(n, C), dropped max(0, n - C) "
+        "and padded max(0, C - n). C rounds up; a floor (the book's rule) differs only when f x A / E is not whole.",
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
