@@ -46,6 +46,7 @@ _HOME = {
     "SERVER_SCOPE_CONVENTIONS": "server_scope",
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
+    "SUPERNODE_CONVENTIONS": "supernode",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -158,6 +159,7 @@ CONVENTIONS = {
     "server-scope": _lazy("SERVER_SCOPE_CONVENTIONS"),
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
+    "supernode": _lazy("SUPERNODE_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
