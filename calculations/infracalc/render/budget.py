@@ -171,6 +171,11 @@ CONVENTIONS = {
         "allocation (reported configuration), or a lower bound when the count is a reported maximum and "
         "both cover the same scope; never a measured date. GPU-hours on A100, H100 and H800 are not a "
         "normalized comparison; no whole-run MFU is computed (stage_mfu are a paper's stage observations).",
+        "Declared operations (each null where a figure it needs is unknown): --compare growth = N_t/N_b, "
+        "D_t/D_b and 6N_tD_t/(6N_bD_b), exact; --count-range days = GPU-hours / (count x 24) at the declared "
+        "MAX (fewest days) and MIN counts, not a measured date; --lifecycle scoped cost = GPU-hours x price + "
+        "service usage x price + other cost, in the caller's declared unit (no price is bundled; quality is "
+        "not matched, so not an efficiency ranking).",
     ],
     "decode": [
         "Nominal dense model: N parameters and a storage width only (no layers, attention or head): "
