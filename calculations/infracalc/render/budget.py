@@ -46,6 +46,7 @@ _HOME = {
     "SERVER_SCOPE_CONVENTIONS": "server_scope",
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
+    "SUPERNODE_CONVENTIONS": "supernode",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -159,6 +160,7 @@ CONVENTIONS = {
     "server-scope": _lazy("SERVER_SCOPE_CONVENTIONS"),
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
+    "supernode": _lazy("SUPERNODE_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
@@ -168,6 +170,11 @@ CONVENTIONS = {
         "allocation (reported configuration), or a lower bound when the count is a reported maximum and "
         "both cover the same scope; never a measured date. GPU-hours on A100, H100 and H800 are not a "
         "normalized comparison; no whole-run MFU is computed (stage_mfu are a paper's stage observations).",
+        "Declared operations (each null where a figure it needs is unknown): --compare growth = N_t/N_b, "
+        "D_t/D_b and 6N_tD_t/(6N_bD_b), exact; --count-range days = GPU-hours / (count x 24) at the declared "
+        "MAX (fewest days) and MIN counts, not a measured date; --lifecycle scoped cost = GPU-hours x price + "
+        "service usage x price + other cost, in the caller's declared unit (no price is bundled; quality is "
+        "not matched, so not an efficiency ranking).",
     ],
     "decode": [
         "Nominal dense model: N parameters and a storage width only (no layers, attention or head): "
