@@ -130,6 +130,10 @@ KINDS = {
     "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
+    "supernode": "one burst of requests on fixed cards as TP t x C/t replicas with declared stage times, one "
+                 "fault of replica 0, an SLO and a card price: capacity, completions, cost per valid request, winners",
+    "rl-supply": "one RL batch's matrix work (ledger) over declared pool rates, a verifier and a sync link: each "
+                 "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
 }
 
 
@@ -178,8 +182,10 @@ def _straggler(args):
         raise UserError(f"--k-sigma must be from 0 to 40, got {args.k_sigma}")
     if max(args.ranks) > 10**6:
         raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
-    return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
-                     ranks=args.ranks, k=args.k_sigma)
+    from fractions import Fraction
+
+    return straggler(mean_s=Fraction(repr(args.mean_time)), sigma_s=args.sigma,
+                     overhead_s=Fraction(repr(args.overhead_time)), ranks=args.ranks, k=args.k_sigma)
 
 
 def _exact_time(text):
@@ -1668,9 +1674,71 @@ def _history_model(text):
     return text
 
 
+def _history_pair(text):
+    """BASELINE:TARGET, two catalogue entries."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"must be BASELINE:TARGET (two catalogue ids), got '{text}'")
+    return tuple(_history_model(p) for p in parts)
+
+
+def _history_range(text):
+    """MODEL:MIN:MAX, a catalogue entry and a declared device-count range."""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"must be MODEL:MIN:MAX (e.g. llama2-70b:1024:4096), got '{text}'")
+    low, high = (common.positive_int(p) for p in parts[1:])
+    if low > high:
+        raise argparse.ArgumentTypeError(f"MIN must not exceed MAX, got '{text}'")
+    return _history_model(parts[0]), low, high
+
+
+def _exact_amount(text):
+    """A declared non-negative amount, kept exact: 2, 0.01, 1/100."""
+    try:
+        value = Fraction(text) if len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value < 0 or value > 10**15:
+        raise argparse.ArgumentTypeError(f"must be a non-negative amount such as 2, 0.01 or 1/100, got '{text}'")
+    return value
+
+
 def _history_arguments(q):
     q.add_argument("--model", type=_history_model, action="append", default=None, metavar="ID",
                    help="a catalogue entry (repeatable; default: all 13)")
+    q.add_argument("--compare", type=_history_pair, action="append", default=[], metavar="BASE:TARGET",
+                   help="growth of TARGET over BASE: parameter proxy, tokens and 6ND, exact (repeatable)")
+    q.add_argument("--count-range", type=_history_range, action="append", default=[], metavar="MODEL:MIN:MAX",
+                   help="days of MODEL's published GPU-hours on a declared constant MIN..MAX devices (repeatable)")
+    q.add_argument("--lifecycle", type=_history_model, action="append", default=[], metavar="ID",
+                   help="declared scoped cost of an entry: its GPU-hours x --gpu-hour-price + --service-usage "
+                        "x --service-price + --other-cost (repeatable; the prices are in a declared unit)")
+    q.add_argument("--gpu-hour-price", type=_exact_amount, default=None, metavar="P",
+                   help="declared price of one GPU-hour (with --lifecycle)")
+    q.add_argument("--service-usage", type=common.non_negative_int, default=None, metavar="N",
+                   help="declared service units used, e.g. requests (with --lifecycle)")
+    q.add_argument("--service-price", type=_exact_amount, default=None, metavar="P",
+                   help="declared price per service unit, e.g. 1/100 (with --lifecycle)")
+    q.add_argument("--other-cost", type=_exact_amount, default=None, metavar="C",
+                   help="declared other cost; absent: unknown, so the scoped cost is null (0 excludes it)")
+
+
+def _history(args):
+    from ..analyses.history import history
+    from ..errors import UserError
+
+    needed = {"--gpu-hour-price": args.gpu_hour_price, "--service-usage": args.service_usage,
+              "--service-price": args.service_price}
+    if args.lifecycle and None in needed.values():
+        missing = ", ".join(k for k, v in needed.items() if v is None)
+        raise UserError(f"--lifecycle needs {missing} (declared prices and usage; none is bundled)")
+    if not args.lifecycle and any(v is not None for v in list(needed.values()) + [args.other_cost]):
+        raise UserError("--gpu-hour-price, --service-usage, --service-price and --other-cost go with --lifecycle ID")
+    costs = [dict(model=m, gpu_hour_price=args.gpu_hour_price, service_usage=args.service_usage,
+                  service_price=args.service_price, other_cost=args.other_cost) for m in args.lifecycle]
+    return history(tuple(args.model or ()), comparisons=args.compare, count_ranges=args.count_range,
+                   lifecycles=costs)
 
 
 def _fusion_arguments(q):
@@ -1838,9 +1906,6 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind == "history":
-        from ..analyses.history import history
-        rec["result"] = history(tuple(args.model or ()))
     else:   # one function per kind, beside its _arguments
         rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)
     rec["conventions"] = render.conventions(args.kind)
@@ -1891,6 +1956,8 @@ def _window(args):
 
 
 def _checkpoint(args):
+    from fractions import Fraction
+
     from ..analyses import checkpoint
     from ..errors import UserError
 
@@ -1902,9 +1969,12 @@ def _checkpoint(args):
         params = load_model(args.model).params
     grads = 2 if args.saved == "weights+grads+optimizer" else 0
     payload = checkpoint.payload_bytes(params, 2, grads, 12)
-    rate = checkpoint.failure_rate(args.devices, args.device_mtbf, args.job_mtbf)
+    def exact(seconds):   # a time as written (its shortest decimal), for the exact rationals
+        return None if seconds is None else Fraction(repr(seconds))
+
+    rate = checkpoint.failure_rate(args.devices, exact(args.device_mtbf), exact(args.job_mtbf))
     out = checkpoint.interval(payload=payload, write_bandwidth=round(args.write_bandwidth), rate=rate,
-                              recovery_s=args.recovery, candidates=args.intervals)
+                              recovery_s=exact(args.recovery), candidates=args.intervals)
     return dict({"parameters": params}, **out)
 
 
@@ -1931,3 +2001,5 @@ from .budget_kernel import _attention_input, _attention_input_arguments  # noqa:
 from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
 from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
 from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401
+from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
+from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
