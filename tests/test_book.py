@@ -162,6 +162,17 @@ class Capacity(unittest.TestCase):
             self.assertIsNone(d["compute_time_s"])
             self.assertEqual((d["time_s"], d["bound"]), (d["memory_time_s"], "memory; compute unknown"))
 
+    def test_q_projection_ascend_950dt(self):
+        # INDEX, "真实 Q 投影", projection-qwen3-8b-ascend-950dt-max-spec-b1 / -b256: compute 未知,
+        # memory 8.392704 / 9.437184 us. By hand at 4,000 GB/s (Ascend 950 white paper Table 3-1):
+        # 33,570,816 B / 4e12 = 8.392704 us and 37,748,736 B / 4e12 = 9.437184 us.
+        for m, memory_us in ((1, "8.392704"), (256, "9.437184")):
+            d = result("gemm", "--m", str(m), "--k", "4096", "--n", "4096",
+                       "--device", "ascend-950dt")["devices"][0]
+            self.assertEqual(f"{d['memory_time_s'] * 1e6:.6f}", memory_us)
+            self.assertIsNone(d["compute_time_s"])
+            self.assertEqual(d["bound"], "memory; compute unknown")
+
     def test_batch_reuse_h100_2k(self):
         # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:
         # declared_capacity_max_batch 210 (80 GB label, workspace 0, history 2048 + the new token)

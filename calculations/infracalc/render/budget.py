@@ -46,6 +46,7 @@ _HOME = {
     "SERVER_SCOPE_CONVENTIONS": "server_scope",
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
+    "SUPERNODE_CONVENTIONS": "supernode",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -101,6 +102,9 @@ CONVENTIONS = {
         "(fraction of the E x C executed slots): the expert GEMMs compute the padding and skip the drops.",
         "With --model: expert matrix FLOPs per MoE layer = slots x 2 x 3 h I (gate, up, down); forward's "
         "ledger counts the routed tokens (no capacity limit).",
+        "Executed slots over assignments E x C / A; the busiest expert runs min(max load, C) rows. Expert rows: "
+        "per run of consecutive experts with one load n, each one's executed min(n, C), dropped max(0, n - C) "
+        "and padded max(0, C - n). C rounds up; a floor (the book's rule) differs only when f x A / E is not whole.",
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
@@ -155,6 +159,7 @@ CONVENTIONS = {
     "server-scope": _lazy("SERVER_SCOPE_CONVENTIONS"),
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
+    "supernode": _lazy("SUPERNODE_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
@@ -164,6 +169,11 @@ CONVENTIONS = {
         "allocation (reported configuration), or a lower bound when the count is a reported maximum and "
         "both cover the same scope; never a measured date. GPU-hours on A100, H100 and H800 are not a "
         "normalized comparison; no whole-run MFU is computed (stage_mfu are a paper's stage observations).",
+        "Declared operations (each null where a figure it needs is unknown): --compare growth = N_t/N_b, "
+        "D_t/D_b and 6N_tD_t/(6N_bD_b), exact; --count-range days = GPU-hours / (count x 24) at the declared "
+        "MAX (fewest days) and MIN counts, not a measured date; --lifecycle scoped cost = GPU-hours x price + "
+        "service usage x price + other cost, in the caller's declared unit (no price is bundled; quality is "
+        "not matched, so not an efficiency ranking).",
     ],
     "decode": [
         "Nominal dense model: N parameters and a storage width only (no layers, attention or head): "
