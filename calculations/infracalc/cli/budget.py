@@ -132,6 +132,8 @@ KINDS = {
             "row padding, ports, broadcast)",
     "supernode": "one burst of requests on fixed cards as TP t x C/t replicas with declared stage times, one "
                  "fault of replica 0, an SLO and a card price: capacity, completions, cost per valid request, winners",
+    "rl-supply": "one RL batch's matrix work (ledger) over declared pool rates, a verifier and a sync link: each "
+                 "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
 }
 
 
@@ -2000,3 +2002,4 @@ from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E40
 from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
 from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401
 from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
+from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401

@@ -47,6 +47,7 @@ _HOME = {
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
     "SUPERNODE_CONVENTIONS": "supernode",
+    "RL_SUPPLY_CONVENTIONS": "rl_supply",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -161,6 +162,7 @@ CONVENTIONS = {
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
     "supernode": _lazy("SUPERNODE_CONVENTIONS"),
+    "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
