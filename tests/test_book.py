@@ -655,6 +655,46 @@ class V4MoeTraining(unittest.TestCase):
         self.assertEqual((tensors[hashed + "gate.tid2eid"]["params_each"], rows * k), (0, 775_680))
 
 
+class V4TrainingSubgraphs(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/v4-*.md|json (chapter 3, the V4 training
+    sub-graphs and the online compressor): forward and backward (dX + dW) matrix FLOPs of one
+    DeepSeek-V4-Flash sub-module, as sums of `train` rows (whole model for the router and the
+    86 mHC mixes, one layer under --per-layer for the rest)."""
+
+    def rows(self, *argv):
+        return result("train", "--model", "deepseek-v4-flash", *argv)["operators_per_micro_batch"]
+
+    def total(self, rows, names, layers=None):
+        picked = [o for o in rows if o["name"] in names and layers in (None, o["layers"])]
+        self.assertTrue(picked)
+        return (sum(o["forward_matrix_flops"] for o in picked), sum(o["backward_matrix_flops"] for o in picked))
+
+    def test_router_and_mhc_mixes(self):
+        # v4-training-primitives-128: router score GEMMs over 3 hash + 40 top-k layers, 128 rows:
+        # 43 x 2*128*4096*256 = 11,542,724,608, backward twice. v4-hc-training-one-row / -batch2:
+        # mix_linear 2*R*16384*24 over 86 wrappers = 67,633,152 (R = 1) and 17,314,086,912 (R = 256).
+        self.assertEqual(self.total(self.rows("--seq", "128"), ("router",)), (11_542_724_608, 23_085_449_216))
+        mixes = ("hc_attn.mix", "hc_ffn.mix")
+        self.assertEqual(self.total(self.rows("--seq", "1"), mixes), (67_633_152, 135_266_304))
+        self.assertEqual(self.total(self.rows("--seq", "128", "--micro-batch", "2"), mixes),
+                         (17_314_086_912, 34_628_173_824))
+
+    def test_one_layer_sub_modules(self):
+        # By hand, one layer: the five projections at one token 2*(4096*1024 + 1024*32768 + 4096*512
+        # + 8*4096*1024 + 8192*4096) = 213,909,504; the window-128 core at 2 x 129 tokens
+        # 2 * 2*2*64*512 * (8256 + 128) = 2,197,815,296; the ratio-128 compressor at 256 tokens
+        # 2 * 2*256*4096*512 = 2,147,483,648; the ratio-4 (overlap) compressor at 2 x 9 tokens
+        # 2 * 2*18*4096*1024 = 301,989,888; each backward twice its forward.
+        cases = ((("--seq", "1"), ("wq_a", "wq_b", "wkv", "wo_a", "wo_b"), "0-42", 213_909_504),
+                 (("--seq", "129", "--micro-batch", "2"), ("attn_qk", "attn_pv"), "0-42", 2_197_815_296),
+                 (("--seq", "256"), ("attn.compressor.wkv", "attn.compressor.wgate"), "3,5,...,41", 2_147_483_648),
+                 (("--seq", "9", "--micro-batch", "2"), ("attn.compressor.wkv", "attn.compressor.wgate"),
+                  "2,4,...,42", 301_989_888))
+        for argv, names, layers, forward in cases:
+            with self.subTest(argv=argv, names=names):
+                self.assertEqual(self.total(self.rows(*argv, "--per-layer"), names, layers), (forward, 2 * forward))
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =
