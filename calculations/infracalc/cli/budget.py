@@ -132,6 +132,8 @@ KINDS = {
             "row padding, ports, broadcast)",
     "supernode": "one burst of requests on fixed cards as TP t x C/t replicas with declared stage times, one "
                  "fault of replica 0, an SLO and a card price: capacity, completions, cost per valid request, winners",
+    "rl-supply": "one RL batch's matrix work (ledger) over declared pool rates, a verifier and a sync link: each "
+                 "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
 }
 
 
@@ -180,8 +182,10 @@ def _straggler(args):
         raise UserError(f"--k-sigma must be from 0 to 40, got {args.k_sigma}")
     if max(args.ranks) > 10**6:
         raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
-    return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
-                     ranks=args.ranks, k=args.k_sigma)
+    from fractions import Fraction
+
+    return straggler(mean_s=Fraction(repr(args.mean_time)), sigma_s=args.sigma,
+                     overhead_s=Fraction(repr(args.overhead_time)), ranks=args.ranks, k=args.k_sigma)
 
 
 def _exact_time(text):
@@ -1952,6 +1956,8 @@ def _window(args):
 
 
 def _checkpoint(args):
+    from fractions import Fraction
+
     from ..analyses import checkpoint
     from ..errors import UserError
 
@@ -1963,9 +1969,12 @@ def _checkpoint(args):
         params = load_model(args.model).params
     grads = 2 if args.saved == "weights+grads+optimizer" else 0
     payload = checkpoint.payload_bytes(params, 2, grads, 12)
-    rate = checkpoint.failure_rate(args.devices, args.device_mtbf, args.job_mtbf)
+    def exact(seconds):   # a time as written (its shortest decimal), for the exact rationals
+        return None if seconds is None else Fraction(repr(seconds))
+
+    rate = checkpoint.failure_rate(args.devices, exact(args.device_mtbf), exact(args.job_mtbf))
     out = checkpoint.interval(payload=payload, write_bandwidth=round(args.write_bandwidth), rate=rate,
-                              recovery_s=args.recovery, candidates=args.intervals)
+                              recovery_s=exact(args.recovery), candidates=args.intervals)
     return dict({"parameters": params}, **out)
 
 
@@ -1993,3 +2002,4 @@ from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E40
 from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
 from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401
 from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
+from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401

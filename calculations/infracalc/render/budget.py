@@ -47,6 +47,7 @@ _HOME = {
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
     "SUPERNODE_CONVENTIONS": "supernode",
+    "RL_SUPPLY_CONVENTIONS": "rl_supply",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -84,7 +85,8 @@ CONVENTIONS = {
         "The mean rank waits sigma E[Z_(N)]; P(some rank beyond mu + k sigma) = 1 - Phi(k)^N. One rank at "
         "mu + k sigma: waiting costs max(mu + k sigma, mu + sigma E[Z_(N-1)]) + overhead; redistributing its work "
         "over N - 1 ranks mu N/(N-1) + sigma E[Z_(N-1)] + overhead (no migration cost); evicting it is a restart "
-        "from the last checkpoint (budget checkpoint).",
+        "from the last checkpoint (budget checkpoint). The others wait max(0, k sigma - sigma E[Z_(N-1)]) for it; "
+        "ratios: E[step] / (mu + overhead) and the mean rank's wait / mu.",
     ],
     "batch": [
         "Critical batch (McCandlish et al. 2018, arXiv:1812.06162; Kaplan et al. 2020, sec. 5.1): "
@@ -160,6 +162,7 @@ CONVENTIONS = {
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
     "supernode": _lazy("SUPERNODE_CONVENTIONS"),
+    "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
@@ -221,7 +224,8 @@ CONVENTIONS = {
         "FP32 master, Adam m and v 12 B; the save blocks training for c = payload / write bandwidth.",
         "Failure rate lambda = devices / device MTBF + 1 / job MTBF (independent exponential failures; "
         "the job-level shock counted once). Young's first-order interval sqrt(2 c / lambda) minimises "
-        "c / tau + lambda tau / 2 + lambda r.",
+        "c / tau + lambda tau / 2 + lambda r (exact for the declared inputs); a failure loses tau / 2 of useful "
+        "work on average, so a restart from the last checkpoint costs tau / 2 + r.",
         "Poisson retry model (work and saves fail, a failure loses the round, the restart r never "
         "fails): a round takes E = (exp(lambda (tau + c)) - 1)(1 / lambda + r); its optimum y = lambda tau "
         "solves y - 1 + exp(-y - lambda c) = 0 (bisection). With no failures neither has an optimum.",
