@@ -55,6 +55,7 @@ _HOME = {
     "MATRIX_VECTOR_CONVENTIONS": "attention_handoff",
     "SM_BALANCE_CONVENTIONS": "sm_balance",
     "DEPLOYMENT_CONVENTIONS": "runtime_choices",
+    "ZERO_STATE_CONVENTIONS": "zero_state",
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
 }
@@ -108,6 +109,7 @@ CONVENTIONS = {
         "and padded max(0, C - n). C rounds up; a floor (the book's rule) differs only when f x A / E is not whole.",
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
+    "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
