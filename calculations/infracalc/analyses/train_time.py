@@ -341,6 +341,42 @@ def expert_host_pass(arch, lay, st, per_expert_s, recompute):
     return Pass(forward=f, backward=2 * f, recompute=f if recompute == "full" else 0.0)
 
 
+def permute_bytes(block, positions, act_bytes=2):
+    """Bytes one micro-batch's token permutations move in one MoE layer's forward on a device whose
+    shard of the layer is `block`, under Megatron-Core's all-to-all token dispatcher
+    (NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py,
+    MoEAlltoAllTokenDispatcher): "permutation 1" gathers each token's k routed copies into
+    expert order before the dispatch (reads n x h, writes n k x h), and with more than one local
+    expert "permutation 2" (sort_chunks_by_idxs) regroups the received copies by local expert
+    after the all-to-all and back before the combine (each reads and writes n k x h); the
+    unpermute that sums the copies back is the ledger's experts.combine. With n = positions /
+    min(tp, ep) and n k = the shard's routed copies (the ledger's `routed`), each value of
+    `act_bytes` (the stored format's, `train_flops.stored_workload`: 2 under BF16 and FP8 training):
+
+        bytes = act_bytes x h x (n + n k + 4 n k [local experts > 1])
+
+    The backward runs the same permutations on the gradients (the same bytes)."""
+    ways = min(block.tp, block.ep)
+    n, copies = ceil_div(positions, ways), ceil_div(positions * block.top_k, ways)
+    sorts = 4 * copies if block.local_experts > 1 else 0
+    return act_bytes * block.hidden * (n + copies + sorts)
+
+
+def token_permute_pass(arch, lay, st, w, r, recompute):
+    """The Pass of the token permutations (`permute_bytes`) of every MoE layer one device of stage
+    `st` runs in one micro-batch, memory-bound at `r` (the stored format's roof): forward and
+    backward each bytes / bandwidth (1/cp of the tokens per CP rank), the forward again under
+    full recompute."""
+    moe = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.moe")
+    if moe is None:
+        return Pass()
+    act = train_flops.stored_workload(w).act_dtype.bits // 8
+    moved = plain_sum(count * permute_bytes(b, w.positions, act) for layer, count, _ in placement.device_layers(arch, lay, st)
+                      for b in layer.blocks if isinstance(b, moe.MoE))
+    f = r.memory_s(moved / lay.cp)
+    return Pass(forward=f, backward=f, recompute=f if recompute == "full" else 0.0)
+
+
 def hidden_dims(overlap_tp=False, overlap_ep=False):
     """The parallel dimensions whose per-micro-batch collectives a recipe runs under compute."""
     return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep)
@@ -508,7 +544,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
               wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring",
-              expert_gemm_host_s=0.0):
+              expert_gemm_host_s=0.0, token_permute=False):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
@@ -521,7 +557,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     ring at the links' figures) or "nccl" (the predicted figure's NCCL model, `run_s`).
     `expert_gemm_host_s`: seconds per local expert per MoE layer per micro-batch that a stack
     running each expert's GEMMs as their own launches adds (`expert_host_pass`; 0 in the
-    estimate)."""
+    estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
+    MoE layer (`token_permute_pass`; off in the estimate, whose ledger has none)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
@@ -543,6 +580,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                                             device=device, links=links, micro_batches=m, model=collective_model))
         if expert_gemm_host_s:
             compute = compute + expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
+        if token_permute:
+            compute = compute + token_permute_pass(arch, lay, st, w, roofs[1], recompute)
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         opt_s = optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                             optimizer_bytes=optimizer_bytes)

@@ -122,3 +122,157 @@ def _supernode(args):
                     price_per_card_second=args.price_per_card_second, min_valid_fraction=args.min_valid)
     return dict({"model": arch.id, "prompt_tokens": args.prompt, "output_tokens": args.outputs,
                  "kv_context_tokens": args.prompt + args.outputs - 1}, **out)
+
+
+_RL_STAGES = ("rollout-prefill", "rollout-decode", "reference-scoring", "teacher-scoring", "policy-update")
+_SCALE = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+
+
+def _flop_rate(text):
+    """A positive exact rate: 200T, 2e14, 20e12 (K, M, G, T, P = 10^3 .. 10^15)."""
+    from fractions import Fraction
+
+    scale = _SCALE.get(text[-1:].upper(), 1)
+    try:
+        value = Fraction(text[:-1] if scale > 1 else text) * scale if len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or not 0 < value <= 10**21:
+        raise argparse.ArgumentTypeError(f"must be a positive rate such as 200T or 2e14, got '{text}'")
+    return value
+
+
+def _pool(text):
+    if not text or not all(c.isalnum() or c in "_-" for c in text):
+        raise argparse.ArgumentTypeError(f"a pool is a name of letters, digits, '_' or '-', got '{text}'")
+    return text
+
+
+def _stage_rate(text):
+    """STAGE=POOL:RATE: rollout-decode=actor:20T."""
+    stage, _, rest = text.partition("=")
+    pool, _, rate = rest.partition(":")
+    if stage not in _RL_STAGES or not rate:
+        raise argparse.ArgumentTypeError(f"must be STAGE=POOL:RATE with STAGE one of {', '.join(_RL_STAGES)} "
+                                         f"(rollout-decode=actor:20T), got '{text}'")
+    return stage.replace("-", "_"), _pool(pool), _flop_rate(rate)
+
+
+def _verifier(text):
+    """POOL:SECONDS:WORKERS: verifier:50ms:8."""
+    from .budget import exact_seconds
+
+    parts = text.split(":")
+    try:
+        if len(parts) != 3:
+            raise argparse.ArgumentTypeError(text)
+        return _pool(parts[0]), exact_seconds(parts[1]), common.positive_int(parts[2])
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be POOL:SECONDS:WORKERS (verifier:50ms:8), got '{text}'")
+
+
+def _sync(text):
+    """POOL:BYTES_PER_S: weight_link:50GB/s."""
+    from .budget_net import byte_rate
+
+    pool, _, rate = text.partition(":")
+    try:
+        value = byte_rate(rate)
+        if not value:
+            raise argparse.ArgumentTypeError(text)
+        return _pool(pool), value
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be POOL:BYTES_PER_S with a positive rate (weight_link:50GB/s), "
+                                         f"got '{text}'")
+
+
+def _speedup(text):
+    """POOL=FACTOR: actor=2."""
+    pool, _, factor = text.partition("=")
+    try:
+        return _pool(pool), _flop_rate(factor)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"must be POOL=FACTOR with a positive factor (actor=2), got '{text}'")
+
+
+def _rl_supply_arguments(q):
+    common.add_model(q)
+    for flag, default, text in (("--prompt-tokens", None, "prompt tokens P of every candidate"),
+                                ("--output-tokens", None, "output tokens G of every candidate"),
+                                ("--prompts", None, "prompts Q of the batch"),
+                                ("--samples-per-prompt", None, "samples S per prompt (C = Q x S candidates)"),
+                                ("--accepted", None, "accepted samples A of the batch (a declared count, A <= C)"),
+                                ("--reference-passes", 1, "reference scoring passes over every candidate (default 1)"),
+                                ("--update-epochs", 1, "policy update epochs over the accepted samples (default 1)"),
+                                ("--rollout-replicas", 1, "rollout replicas the new weights are sent to (default 1)")):
+        q.add_argument(flag, type=common.positive_int, required=default is None, default=default, help=text)
+    q.add_argument("--teacher-passes", type=common.non_negative_int, default=0,
+                   help="teacher scoring passes over every candidate (default 0)")
+    q.add_argument("--rate", type=common.as_given(_stage_rate), action="append", required=True,
+                   metavar="STAGE=POOL:RATE",
+                   help=f"a matrix stage's pool and effective FLOP/s holding the whole pool; once per stage "
+                        f"({', '.join(_RL_STAGES)})")
+    q.add_argument("--verifier", type=common.as_given(_verifier), required=True, metavar="POOL:SECONDS:WORKERS",
+                   help="the verifier pool, its seconds per candidate and workers (verifier:50ms:8)")
+    q.add_argument("--sync", type=common.as_given(_sync), required=True, metavar="POOL:BYTES_PER_S",
+                   help="the weight-sync link's pool and bytes/s (weight_link:50GB/s)")
+    q.add_argument("--speedup", type=common.as_given(_speedup), action="append", default=[], metavar="POOL=FACTOR",
+                   help="a declared speedup of a whole pool (every stage on it); repeatable (actor=2)")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16", kv_dtype=None)
+    common.add_architecture_options(q)
+
+
+def rl_stage_flops(arch, w, *, candidates, accepted, prompt, output, reference_passes, teacher_passes, epochs):
+    """{stage: matrix FLOPs} of one RL batch (analyses/rl_supply.py's formulas), from the ledger."""
+    from .. import ledger
+    from ..analyses import decode_sum, train_flops
+
+    def forward(batch, tokens, history, logits):
+        return ledger.field_sums(arch, w.replace(batch=batch, tokens=tokens, history=history, logits=logits),
+                                 ("matrix_flops",))[0]
+
+    scored = prompt + output - 1
+    decode = 0
+    if output > 1:
+        steps = decode_sum.steps_totals(arch, w.replace(batch=candidates, tokens=1), prompt, prompt + output - 2)
+        decode = steps[decode_sum.FIELDS.index("matrix_flops")]
+    update = train_flops.step(arch, w.replace(batch=accepted, tokens=scored, history=0, logits="all"))
+    score = forward(candidates, scored, 0, "all")
+    return {"rollout_prefill": forward(candidates, prompt, 0, "last"), "rollout_decode": decode,
+            "reference_scoring": reference_passes * score, "teacher_scoring": teacher_passes * score,
+            "policy_update": epochs * (update.forward_matrix_flops + update.backward_matrix_flops)}
+
+
+def _rl_supply(args):
+    from ..analyses.rl_supply import rl_supply
+    from ..errors import UserError
+    from ..load.models import load_model
+    from ..workload import from_formats
+
+    candidates = args.prompts * args.samples_per_prompt
+    if args.accepted > candidates:
+        raise UserError(f"--accepted {args.accepted} exceeds the {candidates} candidates (prompts x samples)")
+    if candidates > 10**5 or args.prompt_tokens + args.output_tokens > 10**6:
+        raise UserError("at most 100,000 candidates and 10^6 tokens a candidate")
+    rates = {}
+    for text in args.rate:
+        stage, pool, rate = _stage_rate(text)
+        if stage in rates:
+            raise UserError(f"--rate names {stage.replace('_', '-')} twice")
+        rates[stage] = (pool, rate)
+    missing = [s for s in _RL_STAGES if s.replace("-", "_") not in rates]
+    if missing:
+        raise UserError(f"--rate is missing for {', '.join(missing)}")
+    arch = load_model(args.model)
+    w = common.workload(args, arch, 1, 1, 0)
+    flops = rl_stage_flops(arch, w, candidates=candidates, accepted=args.accepted, prompt=args.prompt_tokens,
+                           output=args.output_tokens, reference_passes=args.reference_passes,
+                           teacher_passes=args.teacher_passes, epochs=args.update_epochs)
+    bf16 = from_formats(arch, weight_dtype="bf16", act_dtype="bf16")
+    try:
+        out = rl_supply(stage_flops=flops, rates=rates, verifier=_verifier(args.verifier),
+                        sync_bytes=args.rollout_replicas * arch.weight_bytes(bf16), sync=_sync(args.sync),
+                        candidates=candidates, accepted=args.accepted, speedups=dict(map(_speedup, args.speedup)))
+    except ValueError as e:
+        raise UserError(str(e))
+    return dict({"model": arch.id}, **out)

@@ -47,6 +47,7 @@ _HOME = {
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
     "SUPERNODE_CONVENTIONS": "supernode",
+    "RL_SUPPLY_CONVENTIONS": "rl_supply",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -58,6 +59,7 @@ _HOME = {
     "ZERO_STATE_CONVENTIONS": "zero_state",
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
+    "TILE_ORDER_CONVENTIONS": "tile_order",
 }
 
 
@@ -110,6 +112,7 @@ CONVENTIONS = {
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
+    "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
@@ -163,6 +166,7 @@ CONVENTIONS = {
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
     "supernode": _lazy("SUPERNODE_CONVENTIONS"),
+    "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
