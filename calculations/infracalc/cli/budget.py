@@ -130,6 +130,8 @@ KINDS = {
     "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
+    "tile-order": "two dense models' passes padded to one kernel tile at declared matrix rates: valid, causal "
+                  "extra and tile extra FLOPs, conditional service, effective rate, which finishes first",
     "supernode": "one burst of requests on fixed cards as TP t x C/t replicas with declared stage times, one "
                  "fault of replica 0, an SLO and a card price: capacity, completions, cost per valid request, winners",
     "rl-supply": "one RL batch's matrix work (ledger) over declared pool rates, a verifier and a sync link: each "
@@ -2000,6 +2002,7 @@ from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E40
 from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
 from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
 from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
+from .budget_kernel import _tile_order, _tile_order_arguments  # noqa: E402,F401
 from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401
 from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401

@@ -58,6 +58,7 @@ _HOME = {
     "DEPLOYMENT_CONVENTIONS": "runtime_choices",
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
+    "TILE_ORDER_CONVENTIONS": "tile_order",
 }
 
 
@@ -109,6 +110,7 @@ CONVENTIONS = {
         "and padded max(0, C - n). C rounds up; a floor (the book's rule) differs only when f x A / E is not whole.",
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
+    "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
