@@ -140,6 +140,8 @@ KINDS = {
                  "fault of replica 0, an SLO and a card price: capacity, completions, cost per valid request, winners",
     "rl-supply": "one RL batch's matrix work (ledger) over declared pool rates, a verifier and a sync link: each "
                  "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
+    "decision": "a decision request (one forward, answers read at Q positions, no generation) against the LLM "
+                "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
 }
 
 
@@ -2069,3 +2071,4 @@ from .budget_kernel import _tile_order, _tile_order_arguments  # noqa: E402,F401
 from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401
 from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
+from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401
