@@ -695,6 +695,34 @@ class V4TrainingSubgraphs(unittest.TestCase):
                 self.assertEqual(self.total(self.rows(*argv, "--per-layer"), names, layers), (forward, 2 * forward))
 
 
+class StageResources(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/stage-resources-*.md (chapter 4): the work a
+    stage bound divides, `compute_only_bounds.total_known_work`, and `capacity.comparison_bytes`."""
+
+    def test_qwen3_8b_matrix_work_and_capacity(self):
+        # b8-decode32k: linear 8 x 2 x (36 x (2 x 4096^2 + 2 x 1024 x 4096 + 3 x 12288 x 4096)
+        # + 151936 x 4096) = 121,105,556,480 plus attention 8 x 36 x 32 heads x 32769 keys x 128
+        # x 2 x 2 = 154,607,541,248: matrix_bf16 275,713,097,728; capacity = BF16 weights
+        # 16,381,470,720 + KV 8 x 32769 x 147,456 = 55,037,356,032.
+        r = result("forward", "--model", "qwen3-8b", "--batch", "8", "--tokens", "1", "--history", "32768")
+        self.assertEqual((r["totals"]["matrix_flops"], r["memory"]["needs_bytes"]), (275_713_097_728, 55_037_356_032))
+
+    def test_v4_flash_precision_buckets(self):
+        # b1-prefill128: matrix_fp8 = the block-scaled FP8 linears (wq_a, wq_b, wkv, wo_b, indexer
+        # wq_b, shared expert) + the routed experts (FP4, executed FP8): 2,792,265,613,312;
+        # matrix_bf16 = attention (the index scores rectangular) + wo_a + indexer weights_proj:
+        # 424,269,053,952; capacity = checkpoint storage + state after the pass: 156,034,420,956.
+        r = result("forward", "--model", "deepseek-v4-flash", "--tokens", "128")
+        fp8 = {"wq_a", "wq_b", "wkv", "wo_b", "indexer.wq_b", "shared.gate_proj", "shared.up_proj",
+               "shared.down_proj", "experts.gate_proj", "experts.up_proj", "experts.down_proj"}
+        ops = r["operators"]
+        self.assertEqual(sum(o["matrix_flops"] for o in ops if o["name"] in fp8), 2_792_265_613_312)
+        bf16 = sum(o["attention_flops_rectangular"] if o["name"] == "indexer.scores" else o["matrix_flops"]
+                   for o in ops if o["category"] == "attention" or o["name"] in ("wo_a", "indexer.weights_proj"))
+        self.assertEqual(bf16, 424_269_053_952)
+        self.assertEqual(r["memory"]["needs_bytes"], 156_034_420_956)
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =

@@ -1,6 +1,6 @@
 """What one forward pass processes, and in which number formats."""
 
-from .dtypes import DTYPES, STORED_ONLY, Dtype
+from .dtypes import DTYPES, STORED_ONLY, Dtype, dtype
 from .errors import UserError
 from .record import Record
 
@@ -120,7 +120,7 @@ class Workload(Record):
 
     def weight_bytes(self, tensor):
         stored = tensor.stored
-        fmt = (DTYPES.get(stored) or STORED_ONLY[stored]) if stored else self.dtype_for(tensor.role)
+        fmt = (DTYPES.get(stored) or STORED_ONLY.get(stored) or dtype(stored)) if stored else self.dtype_for(tensor.role)
         return fmt.nbytes(tensor.shape)
 
 

@@ -8,6 +8,8 @@ from fractions import Fraction
 from . import common
 
 KINDS = {
+    "zero-state": "persistent Adam state per rank under ZeRO stages 0-3: each component's shard under a named "
+                  "rounding (bytes, flat, per-tensor), padding, and the stages that fit a declared capacity",
     "decode": "one decode step of a nominal dense model: 2NB FLOPs, weights + KV bytes, compute and "
               "memory service, crossover batch, capacity",
     "transfer": "a nominal model's weights against cards, and one serial transfer (startup + bytes / bandwidth)",
@@ -1379,6 +1381,30 @@ def _connections(args):
     return connection_states(threads=args.threads, peers=args.peers, classes=args.isolation_classes, relations=rel,
                              endpoint_bytes=args.endpoint_bytes, relation_bytes=args.relation_bytes,
                              transport_bytes=args.transport_bytes, budget_bytes=args.budget_bytes)
+
+
+def _zero_state_arguments(q):
+    common.add_model(q)
+    q.add_argument("--ranks", type=common.positive_int, required=True, metavar="N", help="data-parallel ranks")
+    q.add_argument("--grad-dtype", choices=("bf16", "fp32"), default="bf16", help="gradient storage (default bf16)")
+    q.add_argument("--shard", choices=("bytes", "flat", "per-tensor"), default="bytes",
+                   help="a sharded component's rounding: bytes (train --zero's), flat (the parameter vector padded "
+                        "to a multiple of N), per-tensor (each tensor padded); default bytes")
+    q.add_argument("--extra-live-bytes", type=byte_count, default=0, metavar="BYTES",
+                   help="a declared allocation live beside the state (default 0)")
+    q.add_argument("--capacity", type=byte_count, default=None, metavar="BYTES",
+                   help="a declared per-rank budget to fit against (e.g. 24GiB; default none)")
+
+
+def _zero_state(args):
+    from ..analyses.zero_state import physical_tensors, zero_stages
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    return dict({"model": arch.id},
+                **zero_stages(tensors=physical_tensors(arch), ranks=args.ranks,
+                              grad_bytes=2 if args.grad_dtype == "bf16" else 4, rule=args.shard,
+                              extra_live_bytes=args.extra_live_bytes, capacity_bytes=args.capacity))
 
 
 def _batch_arguments(q):
