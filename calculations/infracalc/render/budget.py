@@ -49,6 +49,7 @@ _HOME = {
     "TRACE_CONVENTIONS": "worker_trace",
     "SUPERNODE_CONVENTIONS": "supernode",
     "RL_SUPPLY_CONVENTIONS": "rl_supply",
+    "DECISION_CONVENTIONS": "decision_request",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -61,6 +62,7 @@ _HOME = {
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
     "TILE_ORDER_CONVENTIONS": "tile_order",
+    "REQUEST_CONVENTIONS": "request_work",
 }
 
 
@@ -114,6 +116,7 @@ CONVENTIONS = {
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
     "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
+    "request": _lazy("REQUEST_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
@@ -169,6 +172,7 @@ CONVENTIONS = {
     "trace": _lazy("TRACE_CONVENTIONS"),
     "supernode": _lazy("SUPERNODE_CONVENTIONS"),
     "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
+    "decision": _lazy("DECISION_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
