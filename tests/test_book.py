@@ -162,6 +162,17 @@ class Capacity(unittest.TestCase):
             self.assertIsNone(d["compute_time_s"])
             self.assertEqual((d["time_s"], d["bound"]), (d["memory_time_s"], "memory; compute unknown"))
 
+    def test_q_projection_ascend_950dt(self):
+        # INDEX, "真实 Q 投影", projection-qwen3-8b-ascend-950dt-max-spec-b1 / -b256: compute 未知,
+        # memory 8.392704 / 9.437184 us. By hand at 4,000 GB/s (Ascend 950 white paper Table 3-1):
+        # 33,570,816 B / 4e12 = 8.392704 us and 37,748,736 B / 4e12 = 9.437184 us.
+        for m, memory_us in ((1, "8.392704"), (256, "9.437184")):
+            d = result("gemm", "--m", str(m), "--k", "4096", "--n", "4096",
+                       "--device", "ascend-950dt")["devices"][0]
+            self.assertEqual(f"{d['memory_time_s'] * 1e6:.6f}", memory_us)
+            self.assertIsNone(d["compute_time_s"])
+            self.assertEqual(d["bound"], "memory; compute unknown")
+
     def test_batch_reuse_h100_2k(self):
         # bojieli/ai-infra-book:calculations/results/batch-reuse-h100-2k.md:
         # declared_capacity_max_batch 210 (80 GB label, workspace 0, history 2048 + the new token)
@@ -642,6 +653,104 @@ class V4MoeTraining(unittest.TestCase):
         self.assertNotIn(hashed + "gate.e_score_correction_bias", tensors)
         rows, k = tensors[hashed + "gate.tid2eid"]["shape"]
         self.assertEqual((tensors[hashed + "gate.tid2eid"]["params_each"], rows * k), (0, 775_680))
+
+
+class V4TrainingSubgraphs(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/v4-*.md|json (chapter 3, the V4 training
+    sub-graphs and the online compressor): forward and backward (dX + dW) matrix FLOPs of one
+    DeepSeek-V4-Flash sub-module, as sums of `train` rows (whole model for the router and the
+    86 mHC mixes, one layer under --per-layer for the rest)."""
+
+    def rows(self, *argv):
+        return result("train", "--model", "deepseek-v4-flash", *argv)["operators_per_micro_batch"]
+
+    def total(self, rows, names, layers=None):
+        picked = [o for o in rows if o["name"] in names and layers in (None, o["layers"])]
+        self.assertTrue(picked)
+        return (sum(o["forward_matrix_flops"] for o in picked), sum(o["backward_matrix_flops"] for o in picked))
+
+    def test_router_and_mhc_mixes(self):
+        # v4-training-primitives-128: router score GEMMs over 3 hash + 40 top-k layers, 128 rows:
+        # 43 x 2*128*4096*256 = 11,542,724,608, backward twice. v4-hc-training-one-row / -batch2:
+        # mix_linear 2*R*16384*24 over 86 wrappers = 67,633,152 (R = 1) and 17,314,086,912 (R = 256).
+        self.assertEqual(self.total(self.rows("--seq", "128"), ("router",)), (11_542_724_608, 23_085_449_216))
+        mixes = ("hc_attn.mix", "hc_ffn.mix")
+        self.assertEqual(self.total(self.rows("--seq", "1"), mixes), (67_633_152, 135_266_304))
+        self.assertEqual(self.total(self.rows("--seq", "128", "--micro-batch", "2"), mixes),
+                         (17_314_086_912, 34_628_173_824))
+
+    def test_one_layer_sub_modules(self):
+        # By hand, one layer: the five projections at one token 2*(4096*1024 + 1024*32768 + 4096*512
+        # + 8*4096*1024 + 8192*4096) = 213,909,504; the window-128 core at 2 x 129 tokens
+        # 2 * 2*2*64*512 * (8256 + 128) = 2,197,815,296; the ratio-128 compressor at 256 tokens
+        # 2 * 2*256*4096*512 = 2,147,483,648; the ratio-4 (overlap) compressor at 2 x 9 tokens
+        # 2 * 2*18*4096*1024 = 301,989,888; each backward twice its forward.
+        cases = ((("--seq", "1"), ("wq_a", "wq_b", "wkv", "wo_a", "wo_b"), "0-42", 213_909_504),
+                 (("--seq", "129", "--micro-batch", "2"), ("attn_qk", "attn_pv"), "0-42", 2_197_815_296),
+                 (("--seq", "256"), ("attn.compressor.wkv", "attn.compressor.wgate"), "3,5,...,41", 2_147_483_648),
+                 (("--seq", "9", "--micro-batch", "2"), ("attn.compressor.wkv", "attn.compressor.wgate"),
+                  "2,4,...,42", 301_989_888))
+        for argv, names, layers, forward in cases:
+            with self.subTest(argv=argv, names=names):
+                self.assertEqual(self.total(self.rows(*argv, "--per-layer"), names, layers), (forward, 2 * forward))
+
+
+class StageResources(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/stage-resources-*.md (chapter 4): the work a
+    stage bound divides, `compute_only_bounds.total_known_work`, and `capacity.comparison_bytes`."""
+
+    def test_qwen3_8b_matrix_work_and_capacity(self):
+        # b8-decode32k: linear 8 x 2 x (36 x (2 x 4096^2 + 2 x 1024 x 4096 + 3 x 12288 x 4096)
+        # + 151936 x 4096) = 121,105,556,480 plus attention 8 x 36 x 32 heads x 32769 keys x 128
+        # x 2 x 2 = 154,607,541,248: matrix_bf16 275,713,097,728; capacity = BF16 weights
+        # 16,381,470,720 + KV 8 x 32769 x 147,456 = 55,037,356,032.
+        r = result("forward", "--model", "qwen3-8b", "--batch", "8", "--tokens", "1", "--history", "32768")
+        self.assertEqual((r["totals"]["matrix_flops"], r["memory"]["needs_bytes"]), (275_713_097_728, 55_037_356_032))
+
+    def test_v4_flash_precision_buckets(self):
+        # b1-prefill128: matrix_fp8 = the block-scaled FP8 linears (wq_a, wq_b, wkv, wo_b, indexer
+        # wq_b, shared expert) + the routed experts (FP4, executed FP8): 2,792,265,613,312;
+        # matrix_bf16 = attention (the index scores rectangular) + wo_a + indexer weights_proj:
+        # 424,269,053,952; capacity = checkpoint storage + state after the pass: 156,034,420,956.
+        r = result("forward", "--model", "deepseek-v4-flash", "--tokens", "128")
+        fp8 = {"wq_a", "wq_b", "wkv", "wo_b", "indexer.wq_b", "shared.gate_proj", "shared.up_proj",
+               "shared.down_proj", "experts.gate_proj", "experts.up_proj", "experts.down_proj"}
+        ops = r["operators"]
+        self.assertEqual(sum(o["matrix_flops"] for o in ops if o["name"] in fp8), 2_792_265_613_312)
+        bf16 = sum(o["attention_flops_rectangular"] if o["name"] == "indexer.scores" else o["matrix_flops"]
+                   for o in ops if o["category"] == "attention" or o["name"] in ("wo_a", "indexer.weights_proj"))
+        self.assertEqual(bf16, 424_269_053_952)
+        self.assertEqual(r["memory"]["needs_bytes"], 156_034_420_956)
+
+
+class RequestH100(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/request-h100-original.md, the "models" bridge:
+    the four-model request's matrix work by H100 execution bucket, prefill + three decode steps."""
+
+    def test_qwen_pv_bucket(self):
+        # PV (FP32 P x BF16 V, no admitted rate) over the request: 36 layers x 32 heads x 128 x 2 x
+        # (8256 causal pairs of the prefill + 129 + 130 + 131 keys of the decode steps) = 2,549,809,152;
+        # the rest of the request's 1,829,869,322,240 matrix FLOPs is the BF16 bucket.
+        pre = result("forward", "--model", "qwen3-8b", "--tokens", "128")["operators"]
+        dec = result("decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "4")
+        pv = sum(o["matrix_flops"] for o in pre + dec["operators"] if o["name"] == "attn_pv")
+        self.assertEqual(pv, 36 * 32 * 128 * 2 * (8256 + 129 + 130 + 131))
+        self.assertEqual(dec["serving"]["request_matrix_flops"] - pv, 1_827_319_513_088)
+
+    def test_v4_flash_buckets(self):
+        # matrix_fp8 2,857,709,338,624 / bf16 435,428,524,032 / fp32 104,597,422,080: FP8 linears and
+        # routed experts / attention (rectangular index), wo_a, indexer weights_proj / the FP32
+        # linears (mHC mixes, compressors, router, head) of the prefill and the three decode steps.
+        fp8 = {"wq_a", "wq_b", "wkv", "wo_b", "indexer.wq_b", "shared.gate_proj", "shared.up_proj",
+               "shared.down_proj", "experts.gate_proj", "experts.up_proj", "experts.down_proj"}
+        ops = (result("forward", "--model", "deepseek-v4-flash", "--tokens", "128")["operators"]
+               + result("decode", "--model", "deepseek-v4-flash", "--input-len", "128", "--output-len", "4")["operators"])
+        bf16 = ("wo_a", "indexer.weights_proj")
+        self.assertEqual(sum(o["matrix_flops"] for o in ops if o["name"] in fp8), 2_857_709_338_624)
+        self.assertEqual(sum(o["attention_flops_rectangular"] if o["name"] == "indexer.scores" else o["matrix_flops"]
+                             for o in ops if o["category"] == "attention" or o["name"] in bf16), 435_428_524_032)
+        self.assertEqual(sum(o["matrix_flops"] for o in ops if o["category"] != "attention"
+                             and o["name"] not in fp8 and o["name"] not in bf16), 104_597_422_080)
 
 
 class TrainingDeadline(unittest.TestCase):

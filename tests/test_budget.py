@@ -178,6 +178,17 @@ class CheckpointInterval(unittest.TestCase):
         r = checkpoint.interval(payload=16, write_bandwidth=1, rate=Fraction(1, 28800), recovery_s=0,
                                 candidates=(900,))
         self.assertAlmostEqual(r["candidates"][0]["first_order_loss"], 16 / 900 + 900 / 57600, places=15)
+        # exactly 4/225 + 1/64 = (256 + 225) / 14400 = 481/14400
+        self.assertEqual(r["candidates"][0]["first_order_loss_exact"], "481/14400")
+        self.assertEqual((r["save_cost_s_exact"], r["failure_rate_per_s_exact"]), ("16", "1/28800"))
+
+    def test_restart_cost(self):
+        # A failure loses half the round's useful work on average: tau 900 -> 450 s lost; with r 120 s the
+        # restart costs 450 + 120 = 570 s; the loss adds lambda r = 120 / 28800 = 1/240: 481/14400 + 60/14400.
+        r = checkpoint.interval(payload=16, write_bandwidth=1, rate=Fraction(1, 28800), recovery_s=Fraction(120),
+                                candidates=(900,))["candidates"][0]
+        self.assertEqual((r["expected_lost_work_s"], r["restart_cost_s"]), (450.0, 570.0))
+        self.assertEqual(r["first_order_loss_exact"], "541/14400")
 
 
 if __name__ == "__main__":

@@ -27,11 +27,39 @@ class ByHand(unittest.TestCase):
         self.assertEqual((row["weak_steps"], row["weak_examples_tokens"], row["strong_step_s"]), (7.5, 1500.0, 1.5))
         self.assertAlmostEqual(row["weak_wall_days"], 15 / 86400, places=15)
         self.assertEqual(r["weak_scaling_speedup_ceiling_exact"], "2")
+        # E_ref = 10 x 100 = 1000 tokens, so E / E_ref = 1.5; B / B_noise = 2; weak wall 7.5 x 2 = 15 s; the
+        # reference step 1 + 1 = 2 s and its wall 10 x 2 = 20 s; strong wall 10 x 1.5 = 15 s.
+        self.assertEqual((r["reference_examples_tokens"], r["reference_step_s_exact"], r["reference_wall_s"]),
+                         (1000, "2", 20.0))
+        self.assertEqual((r["s_min_exact"], r["e_min_tokens_exact"], r["reference_batch_over_noise_scale_exact"]),
+                         ("5", "500", "1"))
+        self.assertEqual((row["weak_batch_sequences"], row["weak_steps_exact"], row["weak_examples_over_reference"],
+                          row["weak_batch_over_noise_scale"], row["weak_wall_s"]), (8, "15/2", 1.5, 2.0, 15.0))
+        self.assertEqual((row["strong_step_s_exact"], row["strong_wall_s"]), ("3/2", 15.0))
 
     def test_uneven_reference_refused(self):
         with self.assertRaises(UserError):
             critical_batch(noise_tokens=1, tokens=10, sequence_tokens=1, reference_sequences=5, reference_cards=2,
                            compute_s=Fraction(1), overhead_s=Fraction(0), cards=(2,))
+
+
+class ExactTimes(unittest.TestCase):
+    def test_ratio_time_kept_exact(self):
+        # --compute-time 261/5s is 52.2 s exactly; 1/3s of overhead: the reference step 261/5 + 1/3 = 788/15 s.
+        status, out, err = run_cli("budget", "batch", "--noise-scale", "2M", "--train-tokens", "100B", "--seq", "8192",
+                                   "--reference-sequences", "384", "--reference-cards", "48", "--compute-time",
+                                   "261/5s", "--overhead-time", "1/3s", "--cards", "48", "--format", "json")
+        self.assertEqual(status, 0, err)
+        d = json.loads(out)
+        self.assertEqual((d["inputs"]["compute_time"], d["inputs"]["overhead_time"]), ("261/5", "1/3"))
+        self.assertEqual(d["result"]["reference_step_s_exact"], "788/15")
+
+    def test_zero_denominator_refused(self):
+        status, _, err = run_cli("budget", "batch", "--noise-scale", "2M", "--train-tokens", "100B", "--seq", "8192",
+                                 "--reference-sequences", "384", "--reference-cards", "48", "--compute-time", "1/0s",
+                                 "--cards", "48")
+        self.assertEqual(status, 2)
+        self.assertIn("--compute-time", err)
 
 
 class Book(unittest.TestCase):

@@ -269,6 +269,15 @@ class HardwareDataTest(unittest.TestCase):
         self.assertEqual((d["memory_bandwidth_bytes_per_s"], d["memory_label_bytes"], d["tdp_watts"]), (1597 * GB, 96 * GB, 600))
         self.assertEqual(set(d["matrix_flops_per_s"].values()), {None})
         # Atlas 300I A2 product page: "560 TOPS INT8, 280 TFLOPS FP16", "64 GB, 带宽1.6 TB/s", "最大350W"; no BF16 rate
+        # Ascend 950 white paper Table 3-1 (via the book's hardware.md) and the Huawei Connect 2025
+        # keynote: 950DT 144 GB / 4 TB/s, 950PR 128 GB / 1.6 TB/s; no BF16 peak published, the
+        # "1 PFLOPS FP8" is not said to be dense; "2 TB/s" interconnect read as both directions
+        for v, gb, bw in (("ascend-950dt", 144, 4000), ("ascend-950pr", 128, 1600)):
+            d = self.rec(v)
+            self.assertEqual((d["memory_label_bytes"], d["memory_bytes"], d["memory_bandwidth_bytes_per_s"]),
+                             (gb * GB, gb * GIB, bw * GB))
+            self.assertEqual(d["matrix_flops_per_s"], {"bf16": None, "fp8": None})
+            self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"] * 2, 2 * TERA)
         d = self.rec("atlas-300i-a2")
         self.assertEqual(d["matrix_flops_per_s"], {"bf16": None, "fp16": 280 * TERA, "int8": 560 * TERA})
         self.assertEqual((d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"], d["tdp_watts"]),

@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import unittest
+from fractions import Fraction
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import run_cli  # noqa: E402
@@ -60,6 +61,56 @@ class Catalogue(unittest.TestCase):
         code, _, err = run_cli("budget", "history", "--model", "llama3-405b")
         self.assertEqual(code, 2)
         self.assertIn("llama31-405b", err)
+
+
+class DeclaredOperations(unittest.TestCase):
+    """The book's training-history-growth, -unknown-growth, -count-range and -declared-cost
+    (bojieli/ai-infra-book:calculations/results/training-history-*.md), by hand."""
+
+    def test_growth(self):
+        # Llama 1 7B -> Llama 2 7B: N 7e9 / 6.7e9 = 70/67, D 2e12 / 1e12 = 2, 6ND 70/67 x 2 = 140/67;
+        # Llama 2 7B -> Qwen3 8B proxy: 8/7, 36e12 / 2e12 = 18, 8/7 x 18 = 144/7.
+        self.assertEqual(history.growth("llama1-7b", "llama2-7b"),
+                         {"baseline": "llama1-7b", "target": "llama2-7b", "proxy_params_growth": "70/67",
+                          "tokens_growth": "2", "proxy_6nd_growth": "140/67"})
+        g = history.growth("llama2-7b", "qwen3-8b-proxy")
+        self.assertEqual((g["proxy_params_growth"], g["tokens_growth"], g["proxy_6nd_growth"]), ("8/7", "18", "144/7"))
+        # Qwen3.5 has neither N nor D published: every ratio unknown, not guessed
+        g = history.growth("qwen3-8b-proxy", "qwen35-397b")
+        self.assertEqual((g["proxy_params_growth"], g["tokens_growth"], g["proxy_6nd_growth"]), (None, None, None))
+
+    def test_count_range(self):
+        # Llama 2 70B: 1,720,320 GPU-hours / (4,096 x 24) = 17.5 = 35/2 days; / (1,024 x 24) = 70 days
+        r = history.count_range("llama2-70b", 1024, 4096)
+        self.assertEqual((r["days_at_max_devices"], r["days_at_min_devices"]), ("35/2", "70"))
+        r = history.count_range("qwen3-8b-proxy", 1024, 4096)   # no GPU-hours published
+        self.assertEqual((r["days_at_max_devices"], r["days_at_min_devices"]), (None, None))
+
+    def test_lifecycle(self):
+        # DeepSeek-V3 pretraining: 2,664,000 h x 2 = 5,328,000; 10^6 requests x 1/100 = 10,000;
+        # scoped 5,328,000 + 10,000 + 0 = 5,338,000 (the book's teaching units)
+        r = history.lifecycle("deepseek-v3-pretraining", Fraction(2), 10**6, Fraction(1, 100), Fraction(0))
+        self.assertEqual((r["training_cost"], r["service_cost"], r["scoped_cost"]), ("5328000", "10000", "5338000"))
+        r = history.lifecycle("qwen3-8b-proxy", Fraction(2), 10**6, Fraction(1, 100), Fraction(0))
+        self.assertEqual((r["training_cost"], r["service_cost"], r["scoped_cost"]), (None, "10000", None))
+        # an undeclared other cost leaves the scoped total unknown (0 would exclude it explicitly)
+        r = history.lifecycle("deepseek-v3-pretraining", Fraction(2), 10**6, Fraction(1, 100))
+        self.assertEqual((r["training_cost"], r["scoped_cost"]), ("5328000", None))
+
+    def test_command(self):
+        code, out, _ = run_cli("budget", "history", "--count-range", "llama2-70b:1024:4096", "--lifecycle",
+                               "deepseek-v3-pretraining", "--gpu-hour-price", "2", "--service-usage", "1000000",
+                               "--service-price", "1/100", "--other-cost", "0", "--format", "json")
+        self.assertEqual(code, 0)
+        r = json.loads(out)["result"]
+        self.assertEqual(r["count_ranges"][0]["days_at_max_devices"], "35/2")
+        self.assertEqual(r["lifecycle"][0]["scoped_cost"], "5338000")
+        self.assertNotIn("comparisons", r)
+        for bad in (["--lifecycle", "deepseek-v3-pretraining"], ["--other-cost", "0"],
+                    ["--count-range", "llama2-70b:4096:1024"], ["--compare", "llama2-7b"]):
+            code, _, err = run_cli("budget", "history", *bad)
+            self.assertEqual(code, 2, bad)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,26 @@ class PerLayerAndRidge(unittest.TestCase):
         total = sum(o["matrix_flops"] * o["repeats"] for o in per["operators"])
         self.assertEqual(total, whole["totals"]["matrix_flops"])
 
+    def test_train_per_layer(self):
+        # DeepSeek-V4-Flash, one sequence of 256 tokens: the ratio-128 compressor of one layer
+        # (layers 3,5,...,41, x = 20) projects by wkv and wgate [4096 -> 512] each, so one
+        # instance is 2*256*4096*512 = 1,073,741,824 forward matrix FLOPs per projection and the
+        # backward (dX + dW) twice that; the whole-step figures do not change, and each per-layer
+        # row times its x is the summed row.
+        per = rec("train", "--model", "deepseek-v4-flash", "--seq", "256", "--per-layer")
+        whole = rec("train", "--model", "deepseek-v4-flash", "--seq", "256")
+        self.assertTrue(per["per_layer"])
+        self.assertNotIn("per_layer", whole)
+        rows = [o for o in per["operators_per_micro_batch"]
+                if o["layers"] == "3,5,...,41" and o["name"] in ("attn.compressor.wkv", "attn.compressor.wgate")]
+        self.assertEqual([(o["forward_matrix_flops"], o["backward_matrix_flops"], o["repeats"]) for o in rows],
+                         [(2 * 256 * 4096 * 512, 4 * 256 * 4096 * 512, 20)] * 2)
+        self.assertEqual(per["flops_per_step"], whole["flops_per_step"])
+        for field in ("forward_matrix_flops", "backward_matrix_flops", "forward_vector_flops", "backward_vector_flops"):
+            with self.subTest(field=field):
+                self.assertEqual([o[field] * o["repeats"] for o in per["operators_per_micro_batch"]],
+                                 [o[field] for o in whole["operators_per_micro_batch"]])
+
     def test_forward_per_layer_csv_names_its_columns(self):
         # A per-layer CSV row holds one instance (Qwen3-8B q_proj at one token: 2*4096*4096 =
         # 33,554,432 FLOPs and 4096*4096*2 B = 33,554,432 weight bytes), not the pass's

@@ -94,11 +94,15 @@ REPLICATED = ("norm.weight", "o_proj.bias", ".gate.bias", "e_score_correction_bi
               # Kimi K3 (blocks.kimi): KDA's f_a_proj, the latent MoE's down/up projections and
               # the AttnRes projections (norms end in norm.weight)
               "f_a_proj.weight", "routed_expert_down_proj.weight", "routed_expert_up_proj.weight",
-              "res_proj.weight")
+              "res_proj.weight",
+              # DeepSeek-V4.1 (blocks.csa2): the source layers' index-key projection, the second
+              # router bias, Engram's wkv and gate weights (its table rows split: `copies`)
+              "indexer.wk.weight", "gate.bias_vl", "engram.wkv.weight", "engram.q_weight", "engram.k_weight")
 REPLICATED_GEMMS = ("shared_expert_gate.weight", "q_a_proj.weight", "kv_a_proj_with_mqa.weight",
                     "hc_attn_fn", "hc_ffn_fn", "hc_head_fn", "attn.wq_a.weight", "attn.wkv.weight",
                     "compressor.wkv.weight", "compressor.wgate.weight",
-                    "f_a_proj.weight", "routed_expert_down_proj.weight", "routed_expert_up_proj.weight")
+                    "f_a_proj.weight", "routed_expert_down_proj.weight", "routed_expert_up_proj.weight",
+                    "engram.wkv.weight")
 
 
 def config(model):
@@ -122,6 +126,9 @@ def copies(t, lay, kv_heads):
     if ".experts." in name and "shared" not in name:
         group = Fraction(tp * dp, ep * etp)
         return group * etp if name.endswith("down_proj.bias") else group
+    if name.endswith("engram.embed.weight"):   # rows split over TP, ceil(rows / tp) on every rank
+        rows = t.shape[0]
+        return Fraction(tp * -(-rows // tp), rows) * dp
     if name.endswith("self_attn.norm.weight"):
         return dp   # lightning attention's norm over all its heads: split with them (vLLM's TP RMSNorm)
     if name.endswith(REPLICATED) or t.role == "router":
@@ -129,6 +136,14 @@ def copies(t, lay, kv_heads):
     if name.split(".")[-2] in ("k_proj", "v_proj") and tp > kv_heads:
         return Fraction(tp, kv_heads) * dp
     return dp
+
+
+def index_key_rows(cfg, w):
+    """DeepSeek-V4.1's replicated indexer.wk runs on each KV source's new entries, not on every
+    position: B (floor((H+T)/r) - floor(H/r)) rows per source layer of ratio r."""
+    ratios = cfg.get("compress_ratios", [])
+    return sum(w.batch * ((w.history + w.tokens) // ratios[i] - w.history // ratios[i])
+               for i in cfg.get("kv_source_layer_ids", ()))
 
 
 def attn_res_candidates(cfg):
@@ -199,6 +214,7 @@ class Conservation(unittest.TestCase):
             bytes_ += dp * BF16.weight_bytes(arch.embedding.tensors()[0].replace(shape=(pad_rows, h)))
         flops += dp * 2 * rows * h * (pad_rows - v)   # head rows of the last vocab shard
         flops += (tp - 1) * dp * 2 * n * h * attn_res_candidates(cfg)   # AttnRes sums, on every TP rank
+        flops += (tp - 1) * dp * 2 * index_key_rows(cfg, w) * cfg.get("index_head_dim", 0) * cfg.get("head_dim", 0)
         return bytes_, flops
 
     def test_every_bundled_model(self):

@@ -31,6 +31,21 @@ class Formulas(unittest.TestCase):
                          [(64, 32, 32), (80, 16, 48), (96, 0, 64), (128, 0, 128)])
         self.assertEqual(rows[3]["padded_fraction_of_executed"], "1/2")
 
+    def test_expert_rows_by_hand(self):
+        # Loads 96, 32 at f = 2: C = 128, 256 slots = 2 x the 128 assignments; the busiest expert runs its 96
+        # rows (below C); expert 0 pads 128 - 96 = 32, expert 1 pads 96. At f = 1 (C = 64) expert 0 runs 64 and
+        # drops 32. Loads 5, 5, 2 group as experts 0-1 and 2.
+        rows = mc.capacity_rows([96, 32], (1, 2))
+        self.assertEqual([(r["executed_over_assignments"], r["busiest_expert_rows"]) for r in rows],
+                         [("1", 64), ("2", 96)])
+        groups = mc.expert_groups([96, 32], rows)
+        self.assertEqual([(g["capacity_factor"], g["experts"], g["executed_rows_each"], g["dropped_each"],
+                           g["padded_each"]) for g in groups],
+                         [("1", "0", 64, 32, 0), ("1", "1", 32, 0, 32), ("2", "0", 96, 0, 32), ("2", "1", 32, 0, 96)])
+        groups = mc.expert_groups([5, 5, 2], mc.capacity_rows([5, 5, 2], (1,)))
+        self.assertEqual([(g["experts"], g["assignments_each"], g["padded_each"]) for g in groups],
+                         [("0-1", 5, 0), ("2", 2, 2)])
+
     def test_capacity_rounds_up(self):
         # 10 assignments over 3 experts at f = 1: 10/3 -> C = 4 (whole tokens); loads 4, 3, 3 -> no drop, 2 pads.
         r = mc.capacity_rows([4, 3, 3], (1,))[0]

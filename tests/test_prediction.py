@@ -328,6 +328,92 @@ class TpOverlap(unittest.TestCase):
         self.assertEqual(TT.local_expert_layers(load_model("llama-3.1-8b"), placement.Layout(dp=8),
                                                 placement.stages(load_model("llama-3.1-8b"), placement.Layout(dp=8))[0]), 0)
 
+    def test_permute_bytes_by_hand(self):
+        # Megatron-Core's all-to-all dispatcher, one MoE layer's forward, BF16 (2 bytes):
+        # GPT-OSS-120B at EP 64 (2 of 128 experts local), 8,192 tokens, top-4, hidden 2,880:
+        # permute 8,192 + 32,768 rows, two local-expert sorts 2 x 2 x 32,768 rows:
+        # 2 x 2,880 x (8,192 + 32,768 + 131,072) = 990,904,320 bytes
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.blocks.moe import MoE
+        from infracalc.load.models import load_model
+
+        def block(model, lay):
+            arch = load_model(model)
+            shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
+            return next(b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE))
+
+        oss = block("gpt-oss-120b", placement.Layout(dp=64, ep=64))
+        self.assertEqual(oss.local_experts, 2)
+        self.assertEqual(TT.permute_bytes(oss, 8192), 990_904_320)
+        # Qwen3-30B-A3B at EP 8 (16 local), 4,096 tokens, top-8, hidden 2,048:
+        # 2 x 2,048 x (4,096 + 32,768 + 4 x 32,768) = 687,865,856
+        self.assertEqual(TT.permute_bytes(block("qwen3-30b-a3b", placement.Layout(dp=8, ep=8)), 4096), 687_865_856)
+        # one local expert (EP = experts): no sort, only the permute: 2 x 2,048 x (4,096 + 32,768)
+        self.assertEqual(TT.permute_bytes(block("qwen3-30b-a3b", placement.Layout(dp=128, ep=128)), 4096),
+                         150_994_944)
+
+    def test_token_permute_charged_per_recipe(self):
+        # the pass is the bytes at the stored format's roof, forward = backward, once per MoE layer
+        from infracalc import layout as placement
+        from infracalc.analyses import train_flops
+        from infracalc.analyses import train_time as TT
+        from infracalc.blocks.moe import MoE
+        from infracalc.analyses.validate import _device
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("qwen3-30b-a3b")
+        lay = placement.Layout(dp=8, ep=8, micro_batches=4)
+        st = placement.stages(arch, lay)[0]
+        w = train_flops.training_workload(Workload(batch=1, tokens=4096, logits="all", weight_dtype=dtype("bf16"),
+                                                   act_dtype=dtype("fp8"), kv_dtype=dtype("fp8")))
+        r = TT.roofs_of(_device("b200"), w)[1]
+        got = TT.token_permute_pass(arch, lay, st, w, r, "none")
+        self.assertAlmostEqual(got.forward, 48 * 687_865_856 / r.bytes_per_s, places=12)
+        self.assertEqual(got.forward, got.backward)
+        self.assertEqual(got.recompute, 0.0)
+        self.assertEqual(TT.token_permute_pass(arch, lay, st, w, r, "full").recompute, got.forward)
+        self.assertEqual(TT.token_permute_pass(load_model("llama-3.1-8b"), placement.Layout(dp=8),
+                                               placement.stages(load_model("llama-3.1-8b"), placement.Layout(dp=8))[0],
+                                               w, r, "none"), TT.Pass())
+        # NVIDIA's recipe charges it, DeepSeek's (DeepEP writes expert order in its dispatch) does not
+        self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["token_permute"])
+        self.assertFalse(VP.TRAINING_RECIPES["DeepSeek"].get("token_permute", False))
+        # the estimate charges none; the option adds m x the pass on one stage (no bubble, no DP
+        # sync exposed at 4 micro-batches of this size either way)
+        b200 = _device("b200")
+        plain = TT.step_time(arch, w, lay, b200, overlap_dp=True, zero=1)
+        more = TT.step_time(arch, w, lay, b200, overlap_dp=True, zero=1, token_permute=True)
+        self.assertAlmostEqual(more.step_s - plain.step_s, 4 * 2 * 48 * 687_865_856 / r.bytes_per_s, places=9)
+
+    def test_overlap_pp_hides_interleaved_sends_only(self):
+        # Megatron Bridge sets overlap_p2p_comm only for pp > 1 with vp > 1: under the interleaved
+        # schedule the boundary sends leave the exposed communication (they are far shorter than a
+        # phase's compute here), under 1f1b they stay
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.validate import _device
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("llama-3.1-70b")
+        w = Workload(batch=1, tokens=8192, logits="all", weight_dtype=dtype("bf16"), act_dtype=dtype("bf16"),
+                     kv_dtype=dtype("bf16"))
+        lay = placement.Layout(tp=8, pp=4, dp=1, micro_batches=8)
+        dev = _device("h100-sxm")
+        for schedule, chunks in (("interleaved", 2), ("1f1b", 1)):
+            plain = TT.step_time(arch, w, lay, dev, schedule=schedule, chunks=chunks)
+            over = TT.step_time(arch, w, lay, dev, schedule=schedule, chunks=chunks, overlap_pp=True)
+            for a, b in zip(plain.stages, over.stages):
+                pp = sum(t.seconds for t in a.collectives if t.collective.dim == "pp")
+                self.assertGreater(pp, 0.0)
+                want = a.comm.total - pp if chunks > 1 else a.comm.total
+                self.assertAlmostEqual(b.comm.total, want, places=12)
+        self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_pp"])
+
     def test_expert_host_charged_per_recipe_and_held_out_by_model(self):
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8.json"))
         base, t0 = VP.training_prediction(case, 1.0, expert_host_s=0.0)

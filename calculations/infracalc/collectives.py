@@ -286,15 +286,22 @@ def moe_collectives(tokens, top_k, hidden, act_bytes, *, tp, ep, moe_layers, tie
 
 
 def pp_boundary_collectives(tokens, hidden, act_bytes, *, tp, sp, tier_pp, tier_tp, direction="activations",
-                            local_tp=1):
+                            local_tp=1, replicated=False):
     """One pipeline boundary crossing of [tokens, hidden]: THE convention `parallel` and `train`
     share (Megatron-LM's scatter/gather optimization, Narayanan et al. 2021, arXiv:2104.04473,
     section 4.1): each TP rank sends only its 1/tp slice of the flattened tensor,
     ceil(tokens x hidden / tp) x bytes (`pp_collectives`), over its own link; with sequence
     parallelism the activations are already that slice, without it the receiving stage rebuilds
     the replicated tensor by an all-gather of [tokens, hidden] over its TP group. `direction` names what crosses (activations forward,
-    gradients backward)."""
+    gradients backward). `replicated` (the book's basic placement, `parallel --pp-send replicated`):
+    without SP every TP rank sends the whole replicated [tokens, hidden] to its matching rank
+    of the next stage and nothing is gathered (the same bytes per rank, one step instead of
+    tp); with SP the slice is all there is to send, so it changes nothing."""
     _positive(tokens=tokens, hidden=hidden, tp=tp)
+    if replicated and tp > 1 and not sp:
+        (send,) = pp_collectives(tokens, hidden, act_bytes, 1, tier_pp)
+        to = "previous" if direction == "gradients" else "next"
+        return [send.replace(name=f"PP {direction} send to the {to} stage (whole tensor per TP rank)")]
     (send,) = pp_collectives(1, ceil_div(tokens * hidden, tp), act_bytes, 1, tier_pp)
     to = "previous" if direction == "gradients" else "next"
     send = send.replace(name=f"PP {direction} send to the {to} stage" + (" (1/tp slice per TP rank)" if tp > 1 else ""))

@@ -19,6 +19,8 @@ The algorithms (formulas with sources in `ALGORITHMS`; `describe()` lists them):
   calculations/results/tree-*.md): a binomial reduce to rank 0, then the reverse broadcast, each
   edge carrying the whole S-byte buffer in one round: 2 ceil(log2 n) (S/B + alpha). The busiest
   rank sends ceil(log2 n) S; the group sends 2(n-1) S, the ring's volume. Not chosen by best.
+  A binomial broadcast is the second half alone: ceil(log2 n) (S/B + alpha), (n-1) S sent (the
+  book's sampled-token feedback, `parallel --token-feedback`).
 - in_network (all-reduce only, scale-up tier, where the device reduces in the switch: NVLS):
   S / (B * eta) + alpha_nvls; eta is NCCL's nvlsEfficiency (Hopper 0.85, Blackwell 0.74) and
   alpha_nvls its NVLS latency (25 us), NVIDIA/nccl:src/graph/tuning.cc (v2.30.7).
@@ -133,6 +135,9 @@ ALGORITHMS = (
     Algorithm("binomial", "all-reduce", "2 ceil(log2 n) * (S/B + alpha)",
               "unsegmented binomial reduce then broadcast, whole buffer per edge "
               "(bojieli/ai-infra-book:calculations/results/tree-qwen3-8b-t1-p8.md)"),
+    Algorithm("binomial", "broadcast", "ceil(log2 n) * (S/B + alpha)",
+              "binomial tree, whole buffer per edge (bojieli/ai-infra-book:calculations/results/"
+              "dense-comm-qwen8-tp8-pp1-t1.md, selected_token_first_stage_broadcast)"),
     Algorithm("in_network", "all-reduce (scale-up, NVLS)", "S/(B * eta) + alpha_nvls",
               "NVIDIA/nccl:src/graph/tuning.cc v2.30.7: nvlsEfficiency Hopper 0.85, Blackwell 0.74; NVLS latency 25 us"),
     Algorithm("torus axis", "all-gather, reduce-scatter (all-reduce twice)",
@@ -364,10 +369,17 @@ def time_s(c, link, algorithm="ring", *, axes=1, wrap=None, up=None):
             raise UserError(f"the tree algorithm is modelled for all-reduce only, not {c.kind}")
         return 2 * c.bytes * c.skew / b + 2 * binomial_rounds(c.group) * link.alpha_s   # depth ceil(log2 n)
     if algorithm == "binomial":
-        if c.kind != "all_reduce":
-            raise UserError(f"the binomial algorithm is modelled for all-reduce only, not {c.kind}")
-        return 2 * binomial_rounds(c.group) * (c.bytes * c.skew / b + link.alpha_s)
+        return _binomial(c, b, link.alpha_s)
     return bus_factor(c.kind, c.group) * c.bytes * c.skew / b + _ring_steps(c.kind, c.group) * link.alpha_s
+
+
+def _binomial(c, b, alpha):
+    """The unsegmented binomial tree at bandwidth b: an all-reduce 2 ceil(log2 n) rounds (reduce,
+    then broadcast), a broadcast ceil(log2 n), each round the whole buffer over one edge."""
+    if c.kind not in ("all_reduce", "broadcast"):
+        raise UserError(f"the binomial algorithm is modelled for all-reduce and broadcast only, not {c.kind}")
+    rounds = binomial_rounds(c.group) * (2 if c.kind == "all_reduce" else 1)
+    return rounds * (c.bytes * c.skew / b + alpha)
 
 
 def applicable(c, link, up=None):
@@ -448,10 +460,7 @@ def _across(c, link, up, algorithm):
     if algorithm == "in_network":
         raise UserError(f"{link.name}: in-network reduction across domains is the collnet algorithm")
     if algorithm == "binomial":
-        if c.kind != "all_reduce":
-            raise UserError(f"the binomial algorithm is modelled for all-reduce only, not {c.kind}")
-        b = link.bytes_per_s * link.efficiency
-        return 2 * binomial_rounds(c.group) * (c.bytes * c.skew / b + link.alpha_s)
+        return _binomial(c, link.bytes_per_s * link.efficiency, link.alpha_s)
     if algorithm not in applicable(c, link, up):
         raise UserError(f"the {algorithm} algorithm does not apply to {c.kind} over {c.group} ranks, "
                         f"{c.local} per domain, on {link.name}")
@@ -566,6 +575,27 @@ def run_s(c, links, algorithm="ring"):
     algorithm (binomial for all-reduces, ring for the rest); best is the fastest applicable
     (`choose`); bound is `lower_bound_s`. A group spanning domains also uses the scale-up link."""
     return _run(c, links.get("up"), links.get("out"), algorithm)
+
+
+def bandwidth_s(c, links, algorithm="ring"):
+    """The bandwidth share of `run_s(c, links, algorithm)` (ring, binomial or best): the same
+    run, by the algorithm run_s charges on these links, with every per-step latency (alpha,
+    the in-network alpha) zero; run_s minus it is the startup share. Exact for the ring and
+    the binomial tree, whose time is a bandwidth term plus steps x alpha."""
+    up, out = links.get("up"), links.get("out")
+    link = up if c.tier == "up" else out
+    if link is None or c.group == 1 or not c.bytes:
+        return 0.0
+    name = "binomial" if algorithm == "binomial" and c.kind == "all_reduce" else "ring"
+    if algorithm == "best":
+        name = choose(c, link, up=up)[0]
+    up0 = without_alpha(up)
+    return time_s(c, up0 if c.tier == "up" else without_alpha(out), name, up=up0)
+
+
+def without_alpha(link):
+    """The link (or None) with every per-step latency zero: what a run's bandwidth share is costed on."""
+    return None if link is None else link.replace(alpha_s=0.0, in_network_alpha_s=0.0)
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -1,6 +1,6 @@
 """What one forward pass processes, and in which number formats."""
 
-from .dtypes import DTYPES, STORED_ONLY, Dtype
+from .dtypes import DTYPES, STORED_ONLY, Dtype, dtype
 from .errors import UserError
 from .record import Record
 
@@ -9,6 +9,7 @@ MLA_PATHS = ("absorbed", "expanded", "naive")
 MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
 NEW_KV = ("reread", "on-chip")
+CONV_STATES = ("history", "kernel")   # a causal conv's cached positions: kernel - 1 (default) | kernel
 ROUTING_MODELS = ("uniform", "balanced", "concentrated")   # MoE routing models (blocks.moe), besides "histogram"
 _BF16 = DTYPES["bf16"]
 
@@ -33,6 +34,8 @@ class Workload(Record):
     mla: str = "absorbed"         # MLA execution path: auto | absorbed | expanded | naive (blocks.mla)
     delta_form: str = "auto"      # linear-attention form: auto | chunked | recurrent (blocks.linear_attention, blocks.lightning)
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
+    conv_state: str = "history"   # positions per channel a Gated DeltaNet conv state keeps: kernel - 1 ("history",
+                                  # vLLM's layout) | kernel (the book's reference path); `kv --conv-state`
     head_positions: int = 0       # positions per request the head runs on (0: as `logits` says); training's
                                   # compacted supervised tokens (train --supervised-tokens)
 
@@ -48,6 +51,8 @@ class Workload(Record):
             raise UserError(f"delta_form must be one of {', '.join(DELTA_FORMS)}, got {self.delta_form!r}")
         if self.new_kv not in NEW_KV:
             raise UserError(f"new_kv must be one of {', '.join(NEW_KV)}, got {self.new_kv!r}")
+        if self.conv_state not in CONV_STATES:
+            raise UserError(f"conv_state must be one of {', '.join(CONV_STATES)}, got {self.conv_state!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
         if not 0 <= self.head_positions <= self.tokens:
@@ -115,7 +120,7 @@ class Workload(Record):
 
     def weight_bytes(self, tensor):
         stored = tensor.stored
-        fmt = (DTYPES.get(stored) or STORED_ONLY[stored]) if stored else self.dtype_for(tensor.role)
+        fmt = (DTYPES.get(stored) or STORED_ONLY.get(stored) or dtype(stored)) if stored else self.dtype_for(tensor.role)
         return fmt.nbytes(tensor.shape)
 
 

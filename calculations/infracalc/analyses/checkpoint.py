@@ -14,6 +14,10 @@ seconds between saves and a restart costing r:
   it). Solved by bisection on y in (0, 1] (the left side rises from -1 + exp(-lambda c) < 0).
 
 With no failures (lambda = 0) neither has a finite optimum: None (save as rarely as allowed).
+
+A failure inside a round loses, in expectation, half its useful work, tau / 2; a restart from the
+last checkpoint then costs tau / 2 + r (the evict response to a straggler). c, lambda and the
+first-order loss are exact rationals of the declared inputs (printed beside their floats).
 """
 
 import math
@@ -53,17 +57,21 @@ def poisson_optimum(rate, cost_s, steps=100):
 def interval(*, payload, write_bandwidth, rate, recovery_s, candidates=()):
     """c, lambda, Young's interval, the Poisson optimum and each candidate tau's loss and share."""
     cost = Fraction(payload) / Fraction(write_bandwidth)
+    recovery = Fraction(recovery_s)
     rows = []
     for tau in candidates:
-        first = cost / tau + rate * tau / 2 + rate * recovery_s
-        expected = (math.expm1(float(rate * (tau + cost))) * (1 / float(rate) + recovery_s)
+        first = cost / tau + rate * tau / 2 + rate * recovery
+        expected = (math.expm1(float(rate * (tau + cost))) * (1 / float(rate) + float(recovery))
                     if rate else tau + float(cost))
-        rows.append({"tau_s": tau, "first_order_loss": float(first), "poisson_round_s": expected,
-                     "poisson_useful_share": tau / expected})
+        rows.append({"tau_s": tau, "first_order_loss": float(first), "first_order_loss_exact": str(first),
+                     "poisson_round_s": expected, "poisson_useful_share": tau / expected,
+                     "expected_lost_work_s": float(Fraction(tau, 2)), "restart_cost_s": float(Fraction(tau, 2) + recovery)})
     return {
         "payload_bytes": payload,
         "save_cost_s": float(cost),
+        "save_cost_s_exact": str(cost),
         "failure_rate_per_s": float(rate),
+        "failure_rate_per_s_exact": str(rate),
         "job_mtbf_s": float(1 / rate) if rate else None,
         "young_interval_s": math.sqrt(2 * cost / rate) if rate else None,
         "poisson_interval_s": poisson_optimum(rate, cost) if rate else None,

@@ -25,31 +25,43 @@ from ..splits import ceil_div
 
 def critical_batch(*, noise_tokens, tokens, sequence_tokens, reference_sequences, reference_cards,
                    compute_s, overhead_s, cards):
-    """The `budget batch` record: the reference, one row per card count, the summary."""
+    """The `budget batch` record: the reference, one row per card count, the summary. Exact rationals are
+    printed beside their floats (`*_exact`)."""
     if reference_sequences % reference_cards:
         raise UserError(f"--reference-sequences {reference_sequences} is not a whole number of micro-batches "
                         f"per card over --reference-cards {reference_cards}")
     per_card = reference_sequences // reference_cards
     noise = Fraction(noise_tokens)
+    compute, overhead = Fraction(compute_s), Fraction(overhead_s)
     b_ref = reference_sequences * sequence_tokens
     s_ref = ceil_div(tokens, b_ref)
+    e_ref = s_ref * b_ref
     s_min = s_ref / (1 + noise / b_ref)
     e_min = s_min * noise
-    step = Fraction(compute_s) + Fraction(overhead_s)
+    step = compute + overhead
     rows = []
     for n in cards:
         batch = n * per_card * sequence_tokens
         weak_steps = s_min * (1 + noise / batch)
-        strong_step = Fraction(compute_s) * reference_cards / n + Fraction(overhead_s)
-        rows.append({"cards": n, "weak_batch_tokens": batch, "weak_steps": float(weak_steps),
-                     "weak_examples_tokens": float(e_min * (1 + batch / noise)),
-                     "weak_wall_days": float(weak_steps * step / 86400),
+        weak_examples = e_min * (1 + batch / noise)
+        strong_step = compute * reference_cards / n + overhead
+        rows.append({"cards": n, "weak_batch_tokens": batch, "weak_batch_sequences": n * per_card,
+                     "weak_batch_over_noise_scale": float(batch / noise),
+                     "weak_steps": float(weak_steps), "weak_steps_exact": str(weak_steps),
+                     "weak_examples_tokens": float(weak_examples),
+                     "weak_examples_over_reference": float(weak_examples / e_ref),
+                     "weak_wall_s": float(weak_steps * step), "weak_wall_days": float(weak_steps * step / 86400),
                      "weak_speedup": float(s_ref / weak_steps),
-                     "strong_step_s": float(strong_step), "strong_wall_days": float(s_ref * strong_step / 86400),
+                     "strong_step_s": float(strong_step), "strong_step_s_exact": str(strong_step),
+                     "strong_wall_s": float(s_ref * strong_step), "strong_wall_days": float(s_ref * strong_step / 86400),
                      "strong_speedup": float(step / strong_step)})
     ceiling = s_ref / s_min
-    return {"reference_batch_tokens": b_ref, "reference_steps": s_ref, "s_min": float(s_min),
-            "e_min_tokens": float(e_min), "reference_wall_days": float(s_ref * step / 86400),
+    return {"reference_batch_tokens": b_ref, "reference_steps": s_ref, "reference_examples_tokens": e_ref,
+            "reference_batch_over_noise_scale_exact": str(b_ref / noise),
+            "s_min": float(s_min), "s_min_exact": str(s_min),
+            "e_min_tokens": float(e_min), "e_min_tokens_exact": str(e_min),
+            "reference_step_s": float(step), "reference_step_s_exact": str(step),
+            "reference_wall_s": float(s_ref * step), "reference_wall_days": float(s_ref * step / 86400),
             "weak_scaling_speedup_ceiling": float(ceiling), "weak_scaling_speedup_ceiling_exact": str(ceiling),
             "cards_where_batch_equals_noise_scale": float(noise / (per_card * sequence_tokens)),
             "rows": rows}

@@ -10,6 +10,18 @@ parameters of an MoE) and D its published training tokens:
                   under a constant allocation of that many devices ('reported_configuration'), or
                   a lower bound when the count is a reported maximum ('reported_maximum')
 
+Three declared operations on the catalogue (each returns null where a figure it needs is
+unknown, never a guess):
+
+    growth of target over baseline = N_t / N_b, D_t / D_b and 6 N_t D_t / (6 N_b D_b)   (exact)
+    days over a declared device-count range [lo, hi] = GPU-hours / (hi x 24) .. GPU-hours / (lo x 24)
+    scoped cost = GPU-hours x price per GPU-hour + service usage x price per unit + other cost
+                  (declared prices and units; null when GPU-hours or the other cost are unknown)
+
+By hand: Llama 2 7B over Llama 1 7B grows N by 7e9 / 6.7e9 = 70/67, D by 2 and 6ND by 140/67;
+Llama 2 70B's 1,720,320 GPU-hours on 1,024..4,096 GPUs take 35/2..70 days; DeepSeek-V3's
+2,664,000 GPU-hours at 2 a GPU-hour plus 10^6 requests at 1/100 cost 5,328,000 + 10,000.
+
 Nothing unknown is filled in: a model whose source gives no GPU-hours, token count or device
 count keeps null there. GPU-hours on different GPUs are not a normalized compute comparison.
 The facts are the sources' (paper, table or model card, named per row), as the book's
@@ -118,15 +130,64 @@ def row(m):
     }
 
 
-def history(models=()):
-    """The catalogue (or the named models of it), its stage observations and stage sums."""
+def _ratio(a, b):
+    return _fraction(Fraction(a, b)) if a and b else None
+
+
+def growth(baseline, target):
+    """Target over baseline: the parameter proxy, the tokens and 6ND, exact (null if either is unknown)."""
+    b, t = ENTRY[baseline], ENTRY[target]
+    work = lambda m: 6 * m.proxy_params * m.tokens if m.proxy_params and m.tokens else None
+    return {"baseline": baseline, "target": target,
+            "proxy_params_growth": _ratio(t.proxy_params, b.proxy_params),
+            "tokens_growth": _ratio(t.tokens, b.tokens), "proxy_6nd_growth": _ratio(work(t), work(b))}
+
+
+def count_range(model, low, high):
+    """Days of the published GPU-hours on a declared constant device count from low to high:
+    the fewest days at high, the most at low (null without published GPU-hours)."""
+    hours = ENTRY[model].gpu_hours
+    days = (lambda n: _fraction(Fraction(hours, n * 24)) if hours else None)
+    return {"model": model, "min_devices": low, "max_devices": high,
+            "days_at_max_devices": days(high), "days_at_min_devices": days(low)}
+
+
+def lifecycle(model, gpu_hour_price, service_usage, service_price, other_cost=None):
+    """Declared prices (Fractions) on the published GPU-hours and a declared service usage:
+    training = hours x price, service = usage x price, scoped = their sum + the other cost; the
+    training and scoped costs are null when the GPU-hours are unknown, the scoped one also when
+    the other cost is not declared (0 excludes it explicitly)."""
+    hours = ENTRY[model].gpu_hours
+    training = hours * gpu_hour_price if hours else None
+    service = service_usage * service_price
+    scoped = training + service + other_cost if training is not None and other_cost is not None else None
+    return {"model": model, "training_gpu_hours": hours, "gpu_hour_price": _fraction(gpu_hour_price),
+            "service_usage": service_usage, "service_price": _fraction(service_price),
+            "other_cost": _fraction(other_cost), "training_cost": _fraction(training),
+            "service_cost": _fraction(service), "scoped_cost": _fraction(scoped)}
+
+
+def history(models=(), comparisons=(), count_ranges=(), lifecycles=()):
+    """The catalogue (or the named models of it), its stage observations and stage sums, and the
+    declared operations: comparisons ((baseline, target), ...), count_ranges ((model, low, high), ...),
+    lifecycles (keyword dicts of `lifecycle`)."""
     chosen = [m for m in CATALOGUE if not models or m.id in models]
     stages = [dict(s, summed=s["pretraining"] + s["context_extension"] + s["posttraining"]) for s in STAGE_HOURS]
     for s in stages:
         s["sum_matches_reported"] = s["summed"] == s["reported_total"]
-    return {"models": len(chosen), "catalogue": [row(m) for m in chosen],
-            "stage_mfu": [s for s in STAGE_MFU if s["model"] in {m.id for m in chosen}],
-            "stage_hours": stages if any(m.id.startswith("deepseek-v3") for m in chosen) else []}
+    rec = {"models": len(chosen), "catalogue": [row(m) for m in chosen],
+           "stage_mfu": [s for s in STAGE_MFU if s["model"] in {m.id for m in chosen}],
+           "stage_hours": stages if any(m.id.startswith("deepseek-v3") for m in chosen) else []}
+    if comparisons:
+        rec["comparisons"] = [growth(b, t) for b, t in comparisons]
+    if count_ranges:
+        rec["count_ranges"] = [count_range(*r) for r in count_ranges]
+    if lifecycles:
+        rec["lifecycle"] = [lifecycle(**c) for c in lifecycles]
+    return rec
+
+
+ENTRY = {m.id: m for m in CATALOGUE}
 
 
 def ids():

@@ -68,7 +68,16 @@ def cache_per_token(block, w):
 
 
 def cache_state(block, w):
-    return block.state_bytes(w.kv_dtype)
+    """The block's fixed state per request; with w.conv_state "kernel" a block whose conv
+    state keeps kernel - 1 positions per channel (Gated DeltaNet: `conv_slot_bytes`) keeps
+    all kernel positions, one slot more."""
+    return block.state_bytes(w.kv_dtype) + conv_extra(block, w)
+
+
+def conv_extra(block, w):
+    """Bytes `--conv-state kernel` adds to the block's state (0 for blocks without the slot)."""
+    slot = getattr(block, "conv_slot_bytes", None)
+    return slot() if slot and w.conv_state == "kernel" else 0
 
 
 def cache_blocks(layer, w):
@@ -79,6 +88,9 @@ def cache_blocks(layer, w):
 def formula(block, w):
     """The block's own formula text, or its label with the figure when it has none."""
     text = block.kv_formula(w.kv_dtype, w.mla)
+    if text and conv_extra(block, w):
+        return (f"{text}; with --conv-state kernel one more conv position per channel, "
+                f"+{conv_extra(block, w):,} B: {cache_state(block, w):,} B per request")
     if text:
         return text
     parts = []
@@ -452,19 +464,73 @@ def _notes(arch, w, sts, budget, req):
     return notes
 
 
-def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None):
+def part_weight_bytes(arch, w):
+    """Bytes of the checkpoint's parts beside the text model (vision tower, MTP layers:
+    `arch.parts`) in the weight format: what `--weights all` adds to the resident weights."""
+    return sum(w.weight_dtype.nbytes_flat(p.params) for p in arch.parts)
+
+
+def state_parts(arch, w):
+    """{"recurrent": B, "conv": B} per request over the whole model's layers whose state is a
+    recurrent state plus a conv state (Gated DeltaNet, KDA; conv with `conv_extra`); {} if none."""
+    rec = conv = 0
+    for layer, count, _ in arch.layer_groups():
+        for b in layer.blocks:
+            if hasattr(b, "recurrent_state_bytes") and hasattr(b, "conv_state_bytes"):
+                rec += count * b.recurrent_state_bytes()
+                conv += count * (b.conv_state_bytes() + conv_extra(b, w))
+    return {"recurrent": rec, "conv": conv} if rec or conv else {}
+
+
+def screen_record(sts, budget, req, memories, reserve_bytes=None, parts=None):
+    """The batch's necessary budget against each of `memories` (bytes per device): per
+    memory its reserve (`--reserve`, or its default share of that memory), the need of the
+    binding stage (weights + reserve + shared prefix + B x the cache per request), whether it
+    fits and the memory left (negative: short). On one device (`parts`: state_parts) also the
+    need's terms at the batch: weights, B x the per-token cache, B x each state part."""
+    out = []
+    for m in memories:
+        reserve = reserve_of(m, reserve_bytes)
+        need = max(budget.demand(st, req).need(req.batch, reserve) for st in distinct(sts))
+        out.append({"memory_bytes": m, "reserve_bytes": reserve, "need_bytes_at_batch": need,
+                    "fits": need <= m, "memory_left_bytes_at_batch": m - need})
+    rec = {"devices": out}
+    if len(sts) == 1 and parts is not None:
+        d = budget.demand(sts[0], req)
+        state = sum(parts.values())
+        rec["terms_at_batch"] = dict({"weights": d.weights, "cache": req.batch * (d.own - state) + d.shared},
+                                     **{f"{k}_state": req.batch * v for k, v in parts.items()})
+    return rec
+
+
+def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None, weights="text", screen=()):
     """The full `kv` result record for Request `req` on one device of each stage
-    of `layout` (TP x PP; default one device) with `memory_bytes` each."""
+    of `layout` (TP x PP; default one device) with `memory_bytes` each. weights "all" adds the
+    checkpoint's parts (`part_weight_bytes`, one device only); `screen`: more memory sizes the
+    batch's necessary budget is checked against (`screen_record`)."""
     lay = layout or placement.Layout()
     budget = budget_of(arch, w, req, lay, memory_bytes, reserve_bytes)
     whole = merge(terms([(layer, count) for layer, count, _ in arch.layer_groups()], w, req.context))
     sts = plan(arch, w, lay)
+    if weights == "all":
+        if lay.tp * lay.pp > 1:
+            raise UserError("--weights all places the vision and MTP weights on one device; drop --tp/--pp")
+        sts = [sts[0].replace(weight_bytes=sts[0].weight_bytes + part_weight_bytes(arch, w))]
+    extra = {}
+    if weights != "text":
+        extra["weights"] = {"text_bytes": plan(arch, w, lay)[0].weight_bytes,
+                            "parts": {p.name: w.weight_dtype.nbytes_flat(p.params) for p in arch.parts}}
+    if screen:
+        extra["screen"] = screen_record(sts, budget, req, screen, reserve_bytes,
+                                        state_parts(arch, w) if lay.tp == 1 else None)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "kv",
         "model": model_record(arch),
         "inputs": {
             "context": req.context,
+            **({"conv_state": w.conv_state} if w.conv_state != "history" else {}),
+            **({"weights": weights} if weights != "text" else {}),
             "batch": req.batch,
             "weight_dtype": w.weight_dtype.name,
             "kv_dtype": w.kv_dtype.name,
@@ -479,9 +545,19 @@ def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None)
             "reserve_is_default": reserve_bytes is None,
             **({"native_formats": {role: d.name for role, d in w.formats}} if w.formats else {}),
         },
-        "sizing": sizing_record(whole),
+        "sizing": dict(sizing_record(whole), **({"state_parts_per_request": state_parts(arch, w)}
+                                                 if state_parts(arch, w) else {})),
         "capacity": capacity_record(arch, sts, budget, req, lay),
         "concurrency": concurrency_table(arch, sts, budget, req),
+        **extra,
         "notes": _notes(arch, w, sts, budget, req),
-        "conventions": list(CONVENTIONS),
+        "conventions": list(CONVENTIONS) + ([CONV_KERNEL] if w.conv_state == "kernel" else [])
+        + ([WEIGHTS_ALL] if weights == "all" else []),
     }
+
+
+CONV_KERNEL = ("Conv state, --conv-state kernel (the book's reference path): a Gated DeltaNet layer keeps all "
+               "conv_kernel positions per conv channel, one more than the kernel - 1 a causal conv needs "
+               "(vLLM's layout, the default).")
+WEIGHTS_ALL = ("Weights, --weights all: the text model's weights plus the checkpoint's other parts (vision tower, "
+               "MTP layers) in the weight format, resident on the device; their execution state is not counted.")

@@ -7,7 +7,11 @@ integer histogram, or relative loads that split A into whole tokens). For a capa
   capacity per expert  C = ceil(f A / E)          (the mean load scaled by f, whole tokens)
   dropped              D = sum_i max(0, n_i - C)  (fraction D / A)
   padding              P = sum_i max(0, C - n_i)  (fraction P / (E C) of the executed slots)
-  executed slots       E C = A - D + P
+  executed slots       E C = A - D + P       (E C / A of the assignments; the busiest expert runs
+                                             min(max_i n_i, C) rows)
+
+Per run of consecutive experts with one load (`expert_groups`): each one's executed rows
+min(n, C), dropped max(0, n - C) and padding max(0, C - n).
 
 With a model (`--model`), the expert GEMM work per MoE layer of the executed slots is
 E C x 2 x (3 h I) FLOPs (gate, up and down projections of width I on hidden h), of which
@@ -47,9 +51,30 @@ def capacity_rows(loads, factors):
         dropped = sum(max(0, n - cap) for n in loads)
         padded = sum(max(0, cap - n) for n in loads)
         rows.append({"capacity_factor": str(Fraction(f)), "capacity_per_expert": cap, "executed_slots": experts * cap,
+                     "executed_over_assignments": str(Fraction(experts * cap, assignments)),
+                     "busiest_expert_rows": min(max(loads), cap),
                      "dropped_total": dropped, "dropped_fraction": str(Fraction(dropped, assignments)),
                      "padded_total": padded, "padded_fraction_of_executed": str(Fraction(padded, experts * cap))})
     return rows
+
+
+def expert_groups(loads, rows):
+    """Per capacity row and per run of consecutive experts with one load: each expert's executed rows,
+    dropped and padded assignments (module docstring)."""
+    runs, start = [], 0
+    for i in range(1, len(loads) + 1):
+        if i == len(loads) or loads[i] != loads[start]:
+            runs.append((start, i - 1, loads[start]))
+            start = i
+    out = []
+    for r in rows:
+        cap = r["capacity_per_expert"]
+        for first, last, n in runs:
+            out.append({"capacity_factor": r["capacity_factor"],
+                        "experts": str(first) if first == last else f"{first}-{last}",
+                        "assignments_each": n, "executed_rows_each": min(n, cap),
+                        "dropped_each": max(0, n - cap), "padded_each": max(0, cap - n)})
+    return out
 
 
 def expert_flops(rows, hidden, intermediate, assignments):

@@ -41,6 +41,7 @@ class Traffic(Record):
     loads: tuple = ()
     dispatch_bytes: object = None   # bytes per token on the wire (None: act_bytes x hidden)
     combine_bytes: object = None
+    logits_bytes: object = None     # bytes per gathered logit (None: act_bytes; `parallel --logits-dtype`)
 
 
 def layer_collectives(layer, lay, tokens, t):
@@ -79,7 +80,8 @@ def top_collectives(arch, lay, stage, tokens, t, head_tokens=0):
     return comm.tp_collectives(tokens, arch.hidden_size, t.act_bytes, tp=lay.tp, sp=lay.sp, layers=0,
                                tier=t.tiers[0], embedding=stage.has_embedding,
                                head_tokens=head_tokens if stage.has_head else 0,
-                               vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp), local=t.tiers[3])
+                               vocab=lay.tp * ceil_div(arch.vocab_size, lay.tp), logits_bytes=t.logits_bytes,
+                               local=t.tiers[3])
 
 
 def units(collectives):

@@ -17,7 +17,11 @@ beyond mu + k sigma, 1 - Phi(k)^N; and the three responses to one rank slow at m
 wait (the step takes max(mu + k sigma, mu + sigma E[Z_(N-1)]) + overhead), redistribute (its work
 spread over the other N - 1: mean mu N/(N-1), step mu N/(N-1) + sigma E[Z_(N-1)] + overhead, no
 migration cost) and evict (a restart from the last checkpoint; `budget checkpoint` prices it).
+Beside them: the expected step over the mean step (mu + overhead), the mean rank's wait over mu,
+and what the others wait for the slow rank, max(0, mu + k sigma - (mu + sigma E[Z_(N-1)])).
 """
+
+from fractions import Fraction
 
 from math import erf, exp, pi, sqrt
 
@@ -66,18 +70,27 @@ def expected_standard_max(n):
 
 
 def straggler(*, mean_s, sigma_s, overhead_s, ranks, k):
-    """One row per rank count (module docstring)."""
+    """One row per rank count (module docstring). The times are exact rationals (the redistributed mean
+    is printed exact); the order statistics are floats."""
+    mean_step = float(mean_s + overhead_s)
+    mean_s, sigma_s, overhead_exact, overhead_s = Fraction(mean_s), float(sigma_s), overhead_s, float(overhead_s)
     rows = []
     for n in ranks:
         z = expected_standard_max(n)
         z_rest = expected_standard_max(n - 1) if n > 1 else 0.0
-        slow = mean_s + k * sigma_s
-        rest = mean_s + sigma_s * z_rest
+        mean = float(mean_s)
+        slow = mean + k * sigma_s
+        rest = mean + sigma_s * z_rest
         spread = mean_s * n / (n - 1) if n > 1 else None
-        rows.append({"ranks": n, "expected_standard_max": z, "expected_max_s": mean_s + sigma_s * z,
-                     "expected_step_s": mean_s + sigma_s * z + overhead_s,
-                     "mean_rank_wait_s": sigma_s * z,
+        step = mean + sigma_s * z + overhead_s
+        rows.append({"ranks": n, "expected_standard_max": z, "expected_max_s": mean + sigma_s * z,
+                     "expected_step_s": step, "expected_step_over_mean_step": step / mean_step,
+                     "mean_rank_wait_s": sigma_s * z, "mean_rank_wait_over_compute": sigma_s * z / mean,
                      "p_some_rank_beyond_k_sigma": round(1 - _Phi(k) ** n, 12),
+                     "others_wait_for_slow_rank_s": max(0.0, slow - rest),
                      "wait_response_step_s": max(slow, rest) + overhead_s,
-                     "redistribute_step_s": None if spread is None else spread + sigma_s * z_rest + overhead_s})
-    return {"mean_step_s": mean_s + overhead_s, "straggler_at_s": mean_s + k * sigma_s, "rows": rows}
+                     "redistribute_ranks": n - 1,
+                     "redistribute_mean_s_exact": None if spread is None else str(spread),
+                     "redistribute_step_s": None if spread is None else float(spread) + sigma_s * z_rest + overhead_s})
+    return {"mean_step_s": mean_step, "mean_step_s_exact": str(mean_s + overhead_exact),
+            "straggler_at_s": float(mean_s) + k * sigma_s, "rows": rows}

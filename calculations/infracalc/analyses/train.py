@@ -378,16 +378,22 @@ def _inputs(w, lay, s, global_batch, links):
     }
 
 
-def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
+PER_LAYER = ("Operators are per layer: one instance of each distinct block (the rows of the layers "
+             "listed under 'layers'), not multiplied by the number of layers that share it (x); every "
+             "other figure is the whole step.")
+
+
+def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, per_layer=False):
     """The `train` record of one layout. `w`: one micro-batch (batch =
-    micro-batch size, tokens = sequence length); `lay.micro_batches` = m."""
+    micro-batch size, tokens = sequence length); `lay.micro_batches` = m; per_layer: the
+    operator table holds one instance of each distinct layer (as `forward --per-layer`)."""
     check_formats(w)
     check_recipe(arch, s)
     reason = cp_reason(w.tokens, lay.cp)
     if reason:
         raise UserError(reason)
     st = train_flops.step(arch, w.replace(batch=global_batch), s.recompute_spec, s.flash_recompute)
-    micro = train_flops.step(arch, w, s.recompute_spec, s.flash_recompute)
+    micro = train_flops.step(arch, w, s.recompute_spec, s.flash_recompute, per_layer)
     mem, bind, t = evaluate(arch, w, lay, device, s, links=links)
     peaks = unknown_peaks(device, w)
     step_pred = predicted(arch, w, lay, device, s, links=links, mem=mem)
@@ -418,8 +424,9 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None):
             **({} if mem[bind].total <= device.memory_bytes
                else {"would_fit": would_fit(arch, w, lay, s, device.memory_bytes)}),
         },
+        **({"per_layer": True} if per_layer else {}),
         "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
-        "conventions": _conventions(peaks),
+        "conventions": _conventions(peaks) + ([PER_LAYER] if per_layer else []),
     }
 
 

@@ -118,16 +118,17 @@ def training_workload(w):
     return w.replace(logits="all", mla="naive")
 
 
-def training_ops(arch, w):
+def training_ops(arch, w, per_layer=False):
     """Forward ledger rows of a training pass: every operator, head on all
     positions, then the loss; under an 8-bit format as `recipe_block_ops` merges them (returned
-    with the workload of the BF16 rows, which the backward of the embedding and loss reads)."""
+    with the workload of the BF16 rows, which the backward of the embedding and loss reads).
+    per_layer: one instance of each distinct layer's rows (`ledger.operators`)."""
     w = training_workload(w)
     high = stored_workload(w)
-    ops = ledger.operators(arch, w)
+    ops = ledger.operators(arch, w, per_layer)
     if high is not w:   # the format convention: linear rows of the layers in the 8-bit format, the rest BF16
         ops = [lo.replace(act_write=hi.act_write) if linear_row(lo) and in_layers(lo) else hi
-               for lo, hi in zip(ops, ledger.operators(arch, high))]
+               for lo, hi in zip(ops, ledger.operators(arch, high, per_layer))]
     ops.extend(op.times(1, "-") for op in CrossEntropy(arch.vocab_size).ops(high))
     return high, ops
 
@@ -266,11 +267,12 @@ class StepFlops(Record):
         return self.forward_vector_flops + self.backward_vector_flops + self.recompute_vector_flops
 
 
-def step(arch, w, recompute="none", flash_recompute=False):
+def step(arch, w, recompute="none", flash_recompute=False, per_layer=False):
     """FLOPs of forward, backward and recompute for one pass of `w.batch`
-    sequences of `w.tokens` tokens through `arch` (a whole model or a shard)."""
+    sequences of `w.tokens` tokens through `arch` (a whole model or a shard); per_layer:
+    the rows (and so the sums) are one instance of each distinct layer, for the table only."""
     parse_recompute(recompute)
-    w, ops = training_ops(arch, w)
+    w, ops = training_ops(arch, w, per_layer)
     rows = []
     for op in ops:
         b = backward(op, w, arch.vocab_size, flash_recompute)

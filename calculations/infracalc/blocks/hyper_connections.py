@@ -119,22 +119,37 @@ class HCPost(Block):
 
 
 class HCHeadNorm(Block):
-    """The model's last step: hc_head (m streams -> one) then the final RMSNorm."""
+    """The model's last step: hc_head (m streams -> one) then the final RMSNorm.
+
+    mixed = False (DeepSeek-V4.1's single-pass mHC: each sublayer's mixes give the next
+    sublayer's pre weights, so the last FFN's give the head's): no hc_head weights and no
+    mixing GEMM; the weighted sum (2m - 1) D per token remains."""
     history_independent = True
     hidden: int
     streams: int
     prefix: str = ""
+    mixed: bool = True
 
     def tensors(self):
         m, d, p = self.streams, self.hidden, self.prefix
+        norm = Tensor(f"{p}norm.weight", (d,), "vector")
+        if not self.mixed:
+            return (norm,)
         return (_fp32(f"{p}hc_head_fn", (m, m * d)), _fp32(f"{p}hc_head_base", (m,)),
-                _fp32(f"{p}hc_head_scale", (1,)), Tensor(f"{p}norm.weight", (d,), "vector"))
+                _fp32(f"{p}hc_head_scale", (1,)), norm)
 
     def ops(self, w):
         from ..ops import rmsnorm
         n, m, d = w.positions, self.streams, self.hidden
-        fn, base, scale, norm = self.tensors()
         act = w.act_dtype
+        if not self.mixed:
+            (norm,) = self.tensors()
+            head = Op("hc_head", "vector", f"[{n},{m},{d}] -> [{n},{d}] (weights from the last sublayer)",
+                      vector_flops=n * (2 * m - 1) * d,
+                      act_read=act.nbytes_flat(n * m * d) + n * m * 4, act_write=act.nbytes_flat(n * d),
+                      kind="elementwise", saved_bytes=act.nbytes_flat(n * m * d) + n * m * 4)
+            return [head, rmsnorm(w, "norm", n, norm)]
+        fn, base, scale, norm = self.tensors()
         mix = gemm(w, "hc_head.mix", n, fn, shape=f"[{n},{m}x{d}]x[{m * d},{m}] fp32")
         head = Op("hc_head", "vector", f"[{n},{m},{d}] -> [{n},{d}]",
                   vector_flops=n * (2 * m * d + 2 + 5 * m + (2 * m - 1) * d),

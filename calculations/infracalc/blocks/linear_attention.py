@@ -183,6 +183,11 @@ class GatedDeltaNet(Block):
     def conv_state_bytes(self):
         return DTYPES[self.conv_dtype].nbytes_flat((self.conv_kernel - 1) * self.conv_dim)
 
+    def conv_slot_bytes(self):
+        """One more cached position per conv channel: what keeping all `conv_kernel` positions
+        (the book's reference path, `kv --conv-state kernel`) adds to the kernel - 1 kept here."""
+        return DTYPES[self.conv_dtype].nbytes_flat(self.conv_dim)
+
     def state_bytes(self, kv_dtype):
         """Per request: recurrent + conv state. The KV format does not apply (see docstring)."""
         return self.recurrent_state_bytes() + self.conv_state_bytes()

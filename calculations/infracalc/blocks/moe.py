@@ -81,6 +81,8 @@ class MoE(Block):
     shared_gate: bool = False    # sigmoid gate [1, hidden] on the shared expert (Qwen3-Next)
     shared_name: str = "shared_experts"  # checkpoint module name (Qwen3-Next: shared_expert)
     hash_vocab: int = 0          # hash routing (DeepSeek-V4 hash layers): a [vocab, top_k] int64 table
+    vl_bias: bool = False        # a second fp32 score bias per expert, gate.bias_vl (DeepSeek-V4.1; not
+                                 # used by text routing: a parameter, no operator)
                                  # tid2eid picks each token's experts by token id (no score bias)
     prefix: str = "mlp"
     tp: int = 1                  # placement (set by `shard`): the layout's TP degree
@@ -130,6 +132,8 @@ class MoE(Block):
             out.append(Tensor(f"{p}.gate.e_score_correction_bias", (self.experts,), "vector", stored="fp32"))
         if self.hash_vocab:
             out.append(Tensor(f"{p}.gate.tid2eid", (self.hash_vocab, self.top_k), "table", stored="int64"))
+        if self.vl_bias:
+            out.append(Tensor(f"{p}.gate.bias_vl", (self.experts,), "vector", stored="fp32"))
         return out
 
     def _expert(self):
@@ -169,7 +173,7 @@ class MoE(Block):
         ways = min(self.tp, self.ep)
         routed = ceil_div(n * k, ways)   # this device's share of the routed copies
         router = self._router()
-        table = router[-1] if self.score_bias or self.hash_vocab else None
+        table = router[-2 if self.vl_bias else -1] if self.score_bias or self.hash_vocab else None
         if self.hash_vocab:   # the token ids' rows of tid2eid replace the top-k choice
             table = table.replace(shape=(min(n, self.hash_vocab), k))
         out = [gemm(w, "router", n, router[0], router[1] if self.router_bias else None, replicated=True),

@@ -8,6 +8,8 @@ from fractions import Fraction
 from . import common
 
 KINDS = {
+    "zero-state": "persistent Adam state per rank under ZeRO stages 0-3: each component's shard under a named "
+                  "rounding (bytes, flat, per-tensor), padding, and the stages that fit a declared capacity",
     "decode": "one decode step of a nominal dense model: 2NB FLOPs, weights + KV bytes, compute and "
               "memory service, crossover batch, capacity",
     "transfer": "a nominal model's weights against cards, and one serial transfer (startup + bytes / bandwidth)",
@@ -77,6 +79,8 @@ KINDS = {
                     "added and total capacity, with a declared gain and baseline of servers",
     "cast": "where to cast one gradient from BF16 to FP32: on the CPU after a BF16 copy or on the GPU before an "
             "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
+    "batch-reuse": "dense decode batch reuse from the ledger: shared weight reads against per-request KV, the "
+                   "capacity batch, the KV-equals-weights batch, the compute/bandwidth crossover, a bound per batch",
     "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
                  "kernel's buffers and known live subset",
     "routing-metadata": "routing replay metadata: the routed expert ids of T tokens in a whole-byte encoding, "
@@ -130,6 +134,16 @@ KINDS = {
     "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
+    "request": "one request's matrix work and state: a restored prefix, new input, returned tokens; input "
+               "stage, decode steps, forward calls, restored and final state, a uniform BF16 weight comparison",
+    "tile-order": "two dense models' passes padded to one kernel tile at declared matrix rates: valid, causal "
+                  "extra and tile extra FLOPs, conditional service, effective rate, which finishes first",
+    "supernode": "one burst of requests on fixed cards as TP t x C/t replicas with declared stage times, one "
+                 "fault of replica 0, an SLO and a card price: capacity, completions, cost per valid request, winners",
+    "rl-supply": "one RL batch's matrix work (ledger) over declared pool rates, a verifier and a sync link: each "
+                 "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
+    "decision": "a decision request (one forward, answers read at Q positions, no generation) against the LLM "
+                "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
 }
 
 
@@ -178,23 +192,26 @@ def _straggler(args):
         raise UserError(f"--k-sigma must be from 0 to 40, got {args.k_sigma}")
     if max(args.ranks) > 10**6:
         raise UserError("--ranks takes at most 10^6 ranks (the quadrature's stated accuracy)")
-    return straggler(mean_s=args.mean_time, sigma_s=args.sigma, overhead_s=args.overhead_time,
-                     ranks=args.ranks, k=args.k_sigma)
+    from fractions import Fraction
+
+    return straggler(mean_s=Fraction(repr(args.mean_time)), sigma_s=args.sigma,
+                     overhead_s=Fraction(repr(args.overhead_time)), ranks=args.ranks, k=args.k_sigma)
 
 
 def _exact_time(text):
-    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s (at most 10^6 s)."""
+    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s, or a ratio such as 261/5s
+    (a figure a source states as an exact fraction); at most 10^6 s."""
     import re
     from fractions import Fraction
 
     units = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "ms": Fraction(1, 1000), "s": 1, "min": 60,
              "h": 3600, "d": 86400}
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(ns|us|ms|s|min|h|d)", text.strip()) \
-        if len(text) <= 40 else None
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|[0-9]+/0*[1-9][0-9]*)(ns|us|ms|s|min|h|d)",
+                     text.strip()) if len(text) <= 48 else None
     value = Fraction(m.group(1)) * units[m.group(2)] if m else None
     if value is None or value > 10**6:
-        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 10ms or 0.02s (ns, us, ms, s, min, h, "
-                                         f"d), at most 1e6 s, got '{text}'")
+        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 10ms, 0.02s or 261/5s (ns, us, ms, s, "
+                                         f"min, h, d), at most 1e6 s, got '{text}'")
     return value
 
 
@@ -744,6 +761,41 @@ def _voice_demand(args):
         raise UserError("--effective-gain must be positive")
     return voice_demand(minutes=args.minutes, population=args.population, work=args.work_per_audio_second,
                         peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
+
+
+def _batch_reuse_arguments(q):
+    common.add_model(q)
+    q.add_argument("--history", type=common.tokens_or_zero, required=True, metavar="H",
+                   help="history tokens of every request (0: a first decode step after nothing)")
+    q.add_argument("--batches", type=common.positive_int_list, default=(1, 4, 16, 64), metavar="B[,B...]",
+                   help="batches for the per-batch rows (default 1,4,16,64)")
+    q.add_argument("--workspace", type=byte_count, default=0, metavar="BYTES",
+                   help="declared workspace beside the weights and KV (default 0)")
+    common.add_dtypes(q)
+    _device(q)
+
+
+def _batch_reuse(args):
+    from ..analyses.batch_reuse import batch_reuse
+    from ..errors import UserError
+    from ..layout import moe_experts
+    from ..ledger import build
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    if moe_experts(arch):
+        raise UserError(f"batch-reuse is a dense model's rule: {arch.id} routes tokens to experts, whose union "
+                        "grows with the batch")
+    w = common.workload(args, arch, 1, 1, args.history).replace(new_kv="on-chip", logits="last")
+    one, two = (build(arch, w.replace(batch=b)).totals for b in (1, 2))
+    row = two.weight_bytes_read - one.weight_bytes_read
+    device, capacity, peak = _device_figures(args, args.device)
+    out = batch_reuse(resident=one.weight_bytes, shared=one.weight_bytes_read - row, embedding_row=row,
+                      kv_per_token=one.kv_bytes_written, history=args.history,
+                      matrix_flops=one.linear_flops + one.attention_flops_causal, peak=peak,
+                      bandwidth=device.memory_bandwidth_bytes_per_s, capacity=capacity, workspace=args.workspace,
+                      batches=args.batches)
+    return dict({"model": arch.id, "device": device.id}, **out)
 
 
 def _kda_chunk_arguments(q):
@@ -1370,6 +1422,30 @@ def _connections(args):
                              transport_bytes=args.transport_bytes, budget_bytes=args.budget_bytes)
 
 
+def _zero_state_arguments(q):
+    common.add_model(q)
+    q.add_argument("--ranks", type=common.positive_int, required=True, metavar="N", help="data-parallel ranks")
+    q.add_argument("--grad-dtype", choices=("bf16", "fp32"), default="bf16", help="gradient storage (default bf16)")
+    q.add_argument("--shard", choices=("bytes", "flat", "per-tensor"), default="bytes",
+                   help="a sharded component's rounding: bytes (train --zero's), flat (the parameter vector padded "
+                        "to a multiple of N), per-tensor (each tensor padded); default bytes")
+    q.add_argument("--extra-live-bytes", type=byte_count, default=0, metavar="BYTES",
+                   help="a declared allocation live beside the state (default 0)")
+    q.add_argument("--capacity", type=byte_count, default=None, metavar="BYTES",
+                   help="a declared per-rank budget to fit against (e.g. 24GiB; default none)")
+
+
+def _zero_state(args):
+    from ..analyses.zero_state import physical_tensors, zero_stages
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    return dict({"model": arch.id},
+                **zero_stages(tensors=physical_tensors(arch), ranks=args.ranks,
+                              grad_bytes=2 if args.grad_dtype == "bf16" else 4, rule=args.shard,
+                              extra_live_bytes=args.extra_live_bytes, capacity_bytes=args.capacity))
+
+
 def _batch_arguments(q):
     q.add_argument("--noise-scale", type=common.token_budget, required=True, metavar="TOKENS",
                    help="declared gradient noise scale B_noise in tokens (2M, 20M)")
@@ -1380,9 +1456,10 @@ def _batch_arguments(q):
                    help="sequences per step of the reference run (taken as exactly reaching the target)")
     q.add_argument("--reference-cards", type=common.positive_int, required=True, metavar="N",
                    help="cards of the reference run (B / N micro-batches per card)")
-    q.add_argument("--compute-time", type=long_duration, required=True, metavar="T",
-                   help="compute seconds of a reference step (e.g. 52.2s; scales as 1 / cards under strong scaling)")
-    q.add_argument("--overhead-time", type=long_duration, default=0.0, metavar="T",
+    q.add_argument("--compute-time", type=_exact_time, required=True, metavar="T",
+                   help="compute seconds of a reference step, kept exact (52.2s or a ratio such as 261/5s; scales "
+                        "as 1 / cards under strong scaling)")
+    q.add_argument("--overhead-time", type=_exact_time, default=0, metavar="T",
                    help="per-step communication and input wait that does not scale (e.g. 0.5s; default 0)")
     q.add_argument("--cards", type=_card_list, required=True, metavar="N[,N...]",
                    help="card counts to scale to")
@@ -1392,8 +1469,6 @@ _card_list = common.positive_int_list
 
 
 def _batch(args):
-    from fractions import Fraction
-
     from ..analyses.critical_batch import critical_batch
     from ..errors import UserError
 
@@ -1401,8 +1476,7 @@ def _batch(args):
         raise UserError("--compute-time must be positive (a reference step's compute seconds, e.g. 52.2s)")
     return critical_batch(noise_tokens=args.noise_scale, tokens=args.train_tokens, sequence_tokens=args.seq,
                           reference_sequences=args.reference_sequences, reference_cards=args.reference_cards,
-                          compute_s=Fraction(repr(args.compute_time)), overhead_s=Fraction(repr(args.overhead_time)),
-                          cards=args.cards)
+                          compute_s=args.compute_time, overhead_s=args.overhead_time, cards=args.cards)
 
 
 def _capacity_arguments(q):
@@ -1472,7 +1546,8 @@ def _capacity(args):
     if hidden and inter:
         rows = mc.expert_flops(rows, hidden, inter, assignments)
     return {"experts": experts, "top_k": top_k, "assignments": assignments, "mean_load": str(Fraction(assignments, experts)),
-            "max_load": max(loads), "min_load": min(loads), "rows": rows}
+            "max_load": max(loads), "min_load": min(loads), "rows": rows,
+            "expert_rows": mc.expert_groups(loads, rows)}
 
 
 class _KindParsers(dict):
@@ -1668,9 +1743,104 @@ def _history_model(text):
     return text
 
 
+def _request_arguments(q):
+    from ..analyses.request_work import ATTENTION_COUNTS, KDA_WORK
+    from ..workload import MLA_PATHS
+
+    common.add_model(q)
+    q.add_argument("--prefix-len", type=common.tokens_or_zero, default=0, metavar="S",
+                   help="restored cached tokens before the input (default 0)")
+    q.add_argument("--input-len", type=common.tokens, required=True, metavar="P", help="new input tokens")
+    q.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
+                   help="returned tokens, the first from the input stage's last logits")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests in lockstep (default 1)")
+    common.add_dtypes(q)
+    q.add_argument("--mla", choices=MLA_PATHS, default="absorbed", help="MLA path (default absorbed)")
+    q.add_argument("--attention-count", choices=ATTENTION_COUNTS, default="causal",
+                   help="attention matrix work over the causal pairs (default) or the whole rectangle")
+    q.add_argument("--kda-work", choices=KDA_WORK, default="ledger",
+                   help="KDA layers: the ledger's delta_rule rows (default), or the recurrence as scalar and "
+                        "the block algorithm's matrix work for a pass of more than one token")
+    q.add_argument("--sequential-input", action="store_true",
+                   help="run the input tokens as one-token passes (a reference without cached-prefix chunk prefill)")
+
+
+def _request(args):
+    from ..analyses.request_work import request
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    w = common.workload(args, arch, args.batch, args.input_len, args.prefix_len)
+    return dict({"model": arch.id}, **request(arch, w, prefix=args.prefix_len, inputs=args.input_len,
+                                               outputs=args.output_len, attention=args.attention_count,
+                                               kda=args.kda_work, sequential=args.sequential_input))
+
+
+def _history_pair(text):
+    """BASELINE:TARGET, two catalogue entries."""
+    parts = text.split(":")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"must be BASELINE:TARGET (two catalogue ids), got '{text}'")
+    return tuple(_history_model(p) for p in parts)
+
+
+def _history_range(text):
+    """MODEL:MIN:MAX, a catalogue entry and a declared device-count range."""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"must be MODEL:MIN:MAX (e.g. llama2-70b:1024:4096), got '{text}'")
+    low, high = (common.positive_int(p) for p in parts[1:])
+    if low > high:
+        raise argparse.ArgumentTypeError(f"MIN must not exceed MAX, got '{text}'")
+    return _history_model(parts[0]), low, high
+
+
+def _exact_amount(text):
+    """A declared non-negative amount, kept exact: 2, 0.01, 1/100."""
+    try:
+        value = Fraction(text) if len(text) <= 40 else None
+    except (ValueError, ZeroDivisionError):
+        value = None
+    if value is None or value < 0 or value > 10**15:
+        raise argparse.ArgumentTypeError(f"must be a non-negative amount such as 2, 0.01 or 1/100, got '{text}'")
+    return value
+
+
 def _history_arguments(q):
     q.add_argument("--model", type=_history_model, action="append", default=None, metavar="ID",
                    help="a catalogue entry (repeatable; default: all 13)")
+    q.add_argument("--compare", type=_history_pair, action="append", default=[], metavar="BASE:TARGET",
+                   help="growth of TARGET over BASE: parameter proxy, tokens and 6ND, exact (repeatable)")
+    q.add_argument("--count-range", type=_history_range, action="append", default=[], metavar="MODEL:MIN:MAX",
+                   help="days of MODEL's published GPU-hours on a declared constant MIN..MAX devices (repeatable)")
+    q.add_argument("--lifecycle", type=_history_model, action="append", default=[], metavar="ID",
+                   help="declared scoped cost of an entry: its GPU-hours x --gpu-hour-price + --service-usage "
+                        "x --service-price + --other-cost (repeatable; the prices are in a declared unit)")
+    q.add_argument("--gpu-hour-price", type=_exact_amount, default=None, metavar="P",
+                   help="declared price of one GPU-hour (with --lifecycle)")
+    q.add_argument("--service-usage", type=common.non_negative_int, default=None, metavar="N",
+                   help="declared service units used, e.g. requests (with --lifecycle)")
+    q.add_argument("--service-price", type=_exact_amount, default=None, metavar="P",
+                   help="declared price per service unit, e.g. 1/100 (with --lifecycle)")
+    q.add_argument("--other-cost", type=_exact_amount, default=None, metavar="C",
+                   help="declared other cost; absent: unknown, so the scoped cost is null (0 excludes it)")
+
+
+def _history(args):
+    from ..analyses.history import history
+    from ..errors import UserError
+
+    needed = {"--gpu-hour-price": args.gpu_hour_price, "--service-usage": args.service_usage,
+              "--service-price": args.service_price}
+    if args.lifecycle and None in needed.values():
+        missing = ", ".join(k for k, v in needed.items() if v is None)
+        raise UserError(f"--lifecycle needs {missing} (declared prices and usage; none is bundled)")
+    if not args.lifecycle and any(v is not None for v in list(needed.values()) + [args.other_cost]):
+        raise UserError("--gpu-hour-price, --service-usage, --service-price and --other-cost go with --lifecycle ID")
+    costs = [dict(model=m, gpu_hour_price=args.gpu_hour_price, service_usage=args.service_usage,
+                  service_price=args.service_price, other_cost=args.other_cost) for m in args.lifecycle]
+    return history(tuple(args.model or ()), comparisons=args.compare, count_ranges=args.count_range,
+                   lifecycles=costs)
 
 
 def _fusion_arguments(q):
@@ -1838,9 +2008,6 @@ def run(args):
             payload_bytes=args.payload_bytes or nominal.weight_bytes(args.params, args.weight_bits),
             link_bandwidth=args.link_bw, link_efficiency=args.link_efficiency, startup_s=args.startup,
             messages=args.messages)
-    elif args.kind == "history":
-        from ..analyses.history import history
-        rec["result"] = history(tuple(args.model or ()))
     else:   # one function per kind, beside its _arguments
         rec["result"] = globals()["_" + args.kind.replace("-", "_")](args)
     rec["conventions"] = render.conventions(args.kind)
@@ -1891,6 +2058,8 @@ def _window(args):
 
 
 def _checkpoint(args):
+    from fractions import Fraction
+
     from ..analyses import checkpoint
     from ..errors import UserError
 
@@ -1902,9 +2071,12 @@ def _checkpoint(args):
         params = load_model(args.model).params
     grads = 2 if args.saved == "weights+grads+optimizer" else 0
     payload = checkpoint.payload_bytes(params, 2, grads, 12)
-    rate = checkpoint.failure_rate(args.devices, args.device_mtbf, args.job_mtbf)
+    def exact(seconds):   # a time as written (its shortest decimal), for the exact rationals
+        return None if seconds is None else Fraction(repr(seconds))
+
+    rate = checkpoint.failure_rate(args.devices, exact(args.device_mtbf), exact(args.job_mtbf))
     out = checkpoint.interval(payload=payload, write_bandwidth=round(args.write_bandwidth), rate=rate,
-                              recovery_s=args.recovery, candidates=args.intervals)
+                              recovery_s=exact(args.recovery), candidates=args.intervals)
     return dict({"parameters": params}, **out)
 
 
@@ -1930,4 +2102,8 @@ from .budget_kernel import _stream_buffer, _stream_buffer_arguments  # noqa: E40
 from .budget_kernel import _attention_input, _attention_input_arguments  # noqa: E402,F401
 from .budget_kernel import _matrix_vector, _matrix_vector_arguments  # noqa: E402,F401
 from .budget_kernel import _sm_balance, _sm_balance_arguments  # noqa: E402,F401
+from .budget_kernel import _tile_order, _tile_order_arguments  # noqa: E402,F401
 from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401
+from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
+from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
+from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401

@@ -671,3 +671,41 @@ def _fp8_scale(args):
 
     _at_most(args.block, "elements per block")
     return prefix_scale_witness(args.block, args.larger_first)
+
+
+def _tile_order_arguments(q):
+    from .gemm import tile_shape
+
+    q.add_argument("--model", action="append", required=True, metavar="ID|CONFIG.json",
+                   help="a dense decoder (give two: the first, then the second compared against it)")
+    q.add_argument("--tokens", type=common.tokens, required=True, help="new tokens per request")
+    q.add_argument("--history", type=common.tokens_or_zero, default=0, help="cached tokens per request (default 0)")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests (default 1)")
+    q.add_argument("--tile", type=tile_shape, required=True, metavar="MxKxN",
+                   help="the declared kernel tile (the book's architecture-tile-* use 64x64x128)")
+    q.add_argument("--rate", type=flop_rate, action="append", default=None, metavar="FLOP/S",
+                   help="declared matrix rate serving padded work: one for both models, or one per model in "
+                        "order (default 100T, the book's)")
+
+
+def _tile_order(args):
+    from ..analyses.tile_order import service, tile_order
+    from ..analyses.tile_padding import tile_padding
+    from ..errors import UserError
+    from ..load.models import load_model
+    from ..workload import Workload
+
+    if len(args.model) != 2:
+        raise UserError(f"--model takes two models (the first, then the second), got {len(args.model)}")
+    rates = args.rate or [10**14]
+    if len(rates) not in (1, 2):
+        raise UserError(f"--rate takes one rate for both models or one per model, got {len(rates)}")
+    rates = rates * (3 - len(rates))
+    passes = []
+    for spec, rate in zip(args.model, rates):
+        arch = load_model(spec)
+        w = Workload(batch=args.batch, tokens=args.tokens, history=args.history)
+        totals = tile_padding(arch, w, args.tile, args.batch)["totals"]
+        passes.append(service(arch.id, arch.params, totals, rate))
+    return dict({"tile": list(args.tile), "tokens": args.tokens, "history": args.history, "batch": args.batch},
+                **tile_order(*passes))

@@ -25,7 +25,28 @@ def add_arguments(p):
                    help="paged KV cache: each layer allocates whole pages of this many tokens")
     p.add_argument("--shared-prefix", type=common.tokens_or_zero, default=0, metavar="TOKENS",
                    help="a common prefix of this many tokens stored once for the batch")
+    p.add_argument("--conv-state", choices=("history", "kernel"), default="history",
+                   help="positions a Gated DeltaNet conv state keeps per channel: history (default; kernel - 1, "
+                        "vLLM's layout) or kernel (all conv_kernel, the book's reference path)")
+    p.add_argument("--weights", choices=("text", "all"), default="text",
+                   help="resident weights: text (default; the text model) or all (plus the checkpoint's vision "
+                        "tower and MTP layers)")
+    p.add_argument("--screen", type=memory_list, default=(), metavar="BYTES,BYTES,...",
+                   help="more memory sizes per device to check the batch's necessary budget against "
+                        "(e.g. 24GB,32GB,80GB): per size the need, fit and memory left")
     common.add_output(p)
+
+
+def memory_list(text):
+    import argparse
+
+    out = []
+    for item in text.split(","):
+        try:
+            out.append(common.byte_size(item.strip()))
+        except argparse.ArgumentTypeError as e:
+            raise argparse.ArgumentTypeError(f"{item.strip()!r}: {e}")
+    return tuple(out)
 
 
 def run(args):
@@ -35,7 +56,7 @@ def run(args):
     from ..render import kv as render
 
     arch = load_model(args.model)
-    w = common.workload(args, arch, 1, 1, 0)
+    w = common.workload(args, arch, 1, 1, 0).replace(conv_state=args.conv_state)
     if args.memory_bytes is not None:
         if args.memory_convention is not None:
             from ..errors import UserError
@@ -49,7 +70,8 @@ def run(args):
         memory, device = dev.memory_bytes, dev.id
     res = common.reserve_bytes(args, memory)
     req = Request(args.context, args.batch, args.page_size, args.shared_prefix)
-    rec = kv(arch, w, req, memory, Layout(tp=args.tp, pp=args.pp), res, device)
+    rec = kv(arch, w, req, memory, Layout(tp=args.tp, pp=args.pp), res, device, weights=args.weights,
+             screen=args.screen)
     if device:
         rec["inputs"]["memory_convention"] = args.memory_convention
     return common.emit(args, rec, render.markdown, render.csv)

@@ -49,6 +49,13 @@ def add_arguments(p):
         lay.add_argument(f"--{what}-dtype", choices=comm.WIRE_FORMATS, default="", metavar="FORMAT",
                          help=f"format of a token on the wire in the {text} all-to-all: fp8 (with one fp32 "
                               "scale per 128 values, as DeepEP), bf16, fp16, fp32 (default: the activation format)")
+    lay.add_argument("--logits-dtype", choices=("bf16", "fp16", "fp32"), default="", metavar="FORMAT",
+                     help="format of the head's logits in the TP all-gather: bf16, fp16, fp32 (default: the "
+                          "activation format; the book's dense communication path gathers fp32)")
+    lay.add_argument("--pp-send", choices=("slice", "replicated"), default="slice",
+                     help="PP boundary under TP without SP: slice (default; each TP rank sends its 1/tp slice, "
+                          "the next stage all-gathers, Megatron's scatter/gather) or replicated (each TP rank "
+                          "sends the whole tensor to its matching rank, the book's basic placement)")
     lay.add_argument("--cp-split", choices=("contiguous", "zigzag"), default="contiguous",
                      help="how --cp splits the prompt: contiguous (default; the last rank, with the most "
                           "causal pairs, bounds the prefill) or zigzag (2 x cp chunks, rank r holding r and "
@@ -69,6 +76,12 @@ def add_arguments(p):
                             "(ring, tree, in-network) per collective")
     p.add_argument("--overlap", action="store_true",
                    help="hide communication under the shard's kernels, up to their time")
+    p.add_argument("--comm-path", action="store_true",
+                   help="list the communication path of one micro-batch pass: every collective in pipeline "
+                        "order with the bytes the replica sends, startup and bandwidth time, summed serially")
+    p.add_argument("--token-feedback", action="store_true",
+                   help="with --comm-path: add the sampled token IDs' return to the first stage (int32; "
+                        "last stage to first stage, then a binomial broadcast over its TP ranks)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--batch-sweep", action="store_true",
                       help="B = 1, 2, 4, ... up to the replica's capacity for this layout")
@@ -133,6 +146,10 @@ def run(args):
                 raise UserError("--tpot-limit applies to --search")
     elif _searched(args):
         raise UserError(f"--search enumerates the layout; drop {', '.join(_searched(args))}")
+    if args.token_feedback and not args.comm_path:
+        raise UserError("--token-feedback applies with --comm-path")
+    if args.comm_path and (args.search or args.batch_sweep):
+        raise UserError("--comm-path applies to one layout and batch; drop --search / --batch-sweep")
     if args.batch_sweep and args.batch is not None:
         raise UserError("--batch-sweep sweeps the batch; drop --batch")
     if args.cp_split != "contiguous" and args.cp == 1 and not args.search:
@@ -148,7 +165,8 @@ def run(args):
                          reserve_bytes=common.reserve_bytes(args, device.memory_bytes), overlap=args.overlap,
                          algorithm=args.algorithm, link_options=link_options, ep_dedup=args.ep_dedup,
                          cp_split=args.cp_split, dispatch_dtype=args.dispatch_dtype,
-                         combine_dtype=args.combine_dtype)
+                         combine_dtype=args.combine_dtype, logits_dtype=args.logits_dtype,
+                         pp_send=args.pp_send)
     if args.search and args.devices is None:
         raise UserError("--search needs --devices N (the device count whose layouts it ranks)")
     if args.search:
@@ -162,5 +180,6 @@ def run(args):
             from ..render.svg import parallel_plot
             common.add_file(args, "--plot", args.plot, parallel_plot(rec))
         return common.emit(args, rec, render.sweep_markdown, render.sweep_csv)
-    rec = parallel.parallel(plan, lay, args.batch or 1)
+    rec = parallel.parallel(plan, lay, args.batch or 1, comm_path=args.comm_path,
+                            token_feedback=args.token_feedback)
     return common.emit(args, rec, render.markdown, render.csv)

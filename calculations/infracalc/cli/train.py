@@ -10,6 +10,9 @@ def add_arguments(p):
     p.add_argument("--supervised-tokens", type=common.tokens, default=None, metavar="N",
                    help="tokens per sequence the loss supervises, compacted so the output head and loss run "
                         "on them only (default: every position; a dense loss mask keeps the head on all)")
+    p.add_argument("--per-layer", action="store_true",
+                   help="operator rows for one instance of each distinct block (not summed over the "
+                        "layers that share it); every other figure stays the whole step")
     p.add_argument("--micro-batch", type=common.positive_int, default=1,
                    help="sequences per micro-batch (default 1)")
     p.add_argument("--global-batch", type=common.positive_int, default=None,
@@ -188,5 +191,5 @@ def run(args):
     if isinstance(m, str):
         raise UserError(m)
     rec = train.train(arch, w, device, lay.replace(micro_batches=m), s, global_batch=gb, links=lk,
-                      train_tokens=args.train_tokens)
+                      train_tokens=args.train_tokens, per_layer=args.per_layer)
     return common.emit(args, rec, render.markdown, render.csv)

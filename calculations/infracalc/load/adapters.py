@@ -10,7 +10,7 @@ FAMILIES = {
     "llama": "dense", "mistral": "dense", "qwen2": "dense", "qwen3": "dense", "phi3": "dense",
     "qwen3_moe": "moe", "mixtral": "moe",
     "deepseek_v2": "deepseek", "deepseek_v3": "deepseek", "kimi_k2": "deepseek",
-    "deepseek_v4": "deepseek_v4", "kimi_k3": "kimi_k3", "kimi_linear": "kimi_k3",
+    "deepseek_v4": "deepseek_v4", "deepseek_v41": "deepseek_v41", "kimi_k3": "kimi_k3", "kimi_linear": "kimi_k3",
     "qwen3_next": "qwen3_next", "qwen3_5_moe": "qwen3_next", "qwen3_5_moe_text": "qwen3_next",
     "qwen3_5": "qwen3_next", "qwen3_5_text": "qwen3_next",
     "gemma3": "gemma", "gemma3_text": "gemma", "gpt_oss": "gpt_oss",

@@ -52,7 +52,8 @@ def _refuse_v41(cfg):
     missing += [f"{key} (Engram layers)" for key in sorted(data) if key.startswith("engram")]
     if missing or isinstance(text, dict):
         raise cfg.unsupported("DeepSeek-V4.1 architecture: " + "; ".join(
-            missing or ["text_config nesting (the V4.1 text/vision wrapper)"]) + " (modelled: DeepSeek-V4)")
+            missing or ["text_config nesting (the V4.1 text/vision wrapper)"])
+            + " (modelled: DeepSeek-V4; a V4.1 config is model_type deepseek_v41)")
 
 
 def _formats(cfg):

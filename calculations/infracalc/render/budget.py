@@ -21,6 +21,7 @@ _HOME = {
     "IMAGE_REQUEST_CONVENTIONS": "image_request",
     "IMAGE_STREAM_CONVENTIONS": "image_stream",
     "KDA_CHUNK_CONVENTIONS": "kda_chunk",
+    "BATCH_REUSE_CONVENTIONS": "batch_reuse",
     "MEMORY_POOL_CONVENTIONS": "memory_pool",
     "MOE_DEDUP_CONVENTIONS": "moe_dedup",
     "ORDERING_CONVENTIONS": "operation_ordering",
@@ -46,6 +47,9 @@ _HOME = {
     "SERVER_SCOPE_CONVENTIONS": "server_scope",
     "VOICE_DEMAND_CONVENTIONS": "voice_demand",
     "TRACE_CONVENTIONS": "worker_trace",
+    "SUPERNODE_CONVENTIONS": "supernode",
+    "RL_SUPPLY_CONVENTIONS": "rl_supply",
+    "DECISION_CONVENTIONS": "decision_request",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -54,8 +58,11 @@ _HOME = {
     "MATRIX_VECTOR_CONVENTIONS": "attention_handoff",
     "SM_BALANCE_CONVENTIONS": "sm_balance",
     "DEPLOYMENT_CONVENTIONS": "runtime_choices",
+    "ZERO_STATE_CONVENTIONS": "zero_state",
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
+    "TILE_ORDER_CONVENTIONS": "tile_order",
+    "REQUEST_CONVENTIONS": "request_work",
 }
 
 
@@ -83,7 +90,8 @@ CONVENTIONS = {
         "The mean rank waits sigma E[Z_(N)]; P(some rank beyond mu + k sigma) = 1 - Phi(k)^N. One rank at "
         "mu + k sigma: waiting costs max(mu + k sigma, mu + sigma E[Z_(N-1)]) + overhead; redistributing its work "
         "over N - 1 ranks mu N/(N-1) + sigma E[Z_(N-1)] + overhead (no migration cost); evicting it is a restart "
-        "from the last checkpoint (budget checkpoint).",
+        "from the last checkpoint (budget checkpoint). The others wait max(0, k sigma - sigma E[Z_(N-1)]) for it; "
+        "ratios: E[step] / (mu + overhead) and the mean rank's wait / mu.",
     ],
     "batch": [
         "Critical batch (McCandlish et al. 2018, arXiv:1812.06162; Kaplan et al. 2020, sec. 5.1): "
@@ -101,8 +109,14 @@ CONVENTIONS = {
         "(fraction of the E x C executed slots): the expert GEMMs compute the padding and skip the drops.",
         "With --model: expert matrix FLOPs per MoE layer = slots x 2 x 3 h I (gate, up, down); forward's "
         "ledger counts the routed tokens (no capacity limit).",
+        "Executed slots over assignments E x C / A; the busiest expert runs min(max load, C) rows. Expert rows: "
+        "per run of consecutive experts with one load n, each one's executed min(n, C), dropped max(0, n - C) "
+        "and padded max(0, C - n). C rounds up; a floor (the book's rule) differs only when f x A / E is not whole.",
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
+    "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
+    "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
+    "request": _lazy("REQUEST_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
@@ -121,6 +135,7 @@ CONVENTIONS = {
     "fp8-scale": FP8_CONVENTIONS,
     "nic": _lazy("PACKET_CONVENTIONS"),
     "kda-chunk": _lazy("KDA_CHUNK_CONVENTIONS"),
+    "batch-reuse": _lazy("BATCH_REUSE_CONVENTIONS"),
     "connections": _lazy("CONNECTION_CONVENTIONS"),
     "environments": _lazy("ENVIRONMENT_CONVENTIONS"),
     "periodic-queue": _lazy("FLUID_CONVENTIONS"),
@@ -155,6 +170,9 @@ CONVENTIONS = {
     "server-scope": _lazy("SERVER_SCOPE_CONVENTIONS"),
     "voice-demand": _lazy("VOICE_DEMAND_CONVENTIONS"),
     "trace": _lazy("TRACE_CONVENTIONS"),
+    "supernode": _lazy("SUPERNODE_CONVENTIONS"),
+    "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
+    "decision": _lazy("DECISION_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
@@ -164,6 +182,11 @@ CONVENTIONS = {
         "allocation (reported configuration), or a lower bound when the count is a reported maximum and "
         "both cover the same scope; never a measured date. GPU-hours on A100, H100 and H800 are not a "
         "normalized comparison; no whole-run MFU is computed (stage_mfu are a paper's stage observations).",
+        "Declared operations (each null where a figure it needs is unknown): --compare growth = N_t/N_b, "
+        "D_t/D_b and 6N_tD_t/(6N_bD_b), exact; --count-range days = GPU-hours / (count x 24) at the declared "
+        "MAX (fewest days) and MIN counts, not a measured date; --lifecycle scoped cost = GPU-hours x price + "
+        "service usage x price + other cost, in the caller's declared unit (no price is bundled; quality is "
+        "not matched, so not an efficiency ranking).",
     ],
     "decode": [
         "Nominal dense model: N parameters and a storage width only (no layers, attention or head): "
@@ -211,7 +234,8 @@ CONVENTIONS = {
         "FP32 master, Adam m and v 12 B; the save blocks training for c = payload / write bandwidth.",
         "Failure rate lambda = devices / device MTBF + 1 / job MTBF (independent exponential failures; "
         "the job-level shock counted once). Young's first-order interval sqrt(2 c / lambda) minimises "
-        "c / tau + lambda tau / 2 + lambda r.",
+        "c / tau + lambda tau / 2 + lambda r (exact for the declared inputs); a failure loses tau / 2 of useful "
+        "work on average, so a restart from the last checkpoint costs tau / 2 + r.",
         "Poisson retry model (work and saves fail, a failure loses the round, the restart r never "
         "fails): a round takes E = (exp(lambda (tau + c)) - 1)(1 / lambda + r); its optimum y = lambda tau "
         "solves y - 1 + exp(-y - lambda c) = 0 (bisection). With no failures neither has an optimum.",

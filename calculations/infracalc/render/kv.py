@@ -52,6 +52,7 @@ def sizing_section(rec):
         markdown_table(["quantity", "bytes", "human"], [
             ["Cache per token, all layers", *_both(s["bytes_per_token"])],
             ["Fixed state per request", *_both(s["state_bytes_per_request"])],
+            *[[f"  of which {name} state", *_both(b)] for name, b in s.get("state_parts_per_request", {}).items()],
             [f"Cache per request at {u.integer(i['context'])} tokens", *_both(s["bytes_per_request"])],
         ], "lrr"),
     ]
@@ -156,6 +157,24 @@ def markdown(rec):
     parts = [f"# kv: {inline(m['id'])} at {u.integer(i['context'])} tokens on {where} "
              f"(TP {i['tp']}, PP {i['pp']})", "", *summary(rec), *header_lines(rec), "",
              *sizing_section(rec), "", *capacity_section(rec), "", *concurrency_section(rec), ""]
+    if rec.get("weights"):
+        wt = rec["weights"]
+        parts += ["## Resident weights (--weights all)", "",
+                  markdown_table(["part", "bytes", "human"], [["text model", *_both(wt["text_bytes"])]]
+                                 + [[name, *_both(b)] for name, b in wt["parts"].items()], "lrr"), ""]
+    if rec.get("screen"):
+        sc = rec["screen"]
+        rows = [[u.integer(x["memory_bytes"]), u.integer(x["reserve_bytes"]), u.integer(x["need_bytes_at_batch"]),
+                 "yes" if x["fits"] else "no", u.integer(x["memory_left_bytes_at_batch"])] for x in sc["devices"]]
+        parts += ["## Necessary budget against other memory sizes (--screen)", "",
+                  f"Batch {i['batch']} at {u.integer(i['context'])} tokens; need = weights + reserve + shared "
+                  "prefix + batch x cache per request, on the binding stage.", ""]
+        if sc.get("terms_at_batch"):
+            parts += [markdown_table(["term at the batch", "bytes"],
+                                     [[k.replace("_", " "), u.integer(v)] for k, v in sc["terms_at_batch"].items()],
+                                     "lr"), ""]
+        parts += [markdown_table(["memory per device (B)", "reserve (B)", "need at batch (B)", "fits",
+                                  "memory left (B)"], rows, "rrrlr"), ""]
     if rec["notes"]:
         parts += ["## Notes", "", *[f"- {inline(n)}" for n in rec["notes"]], ""]
     parts += [*conventions(rec["conventions"])]

@@ -248,6 +248,8 @@ def markdown(rec):
                              "time"], coll_rows, "llllrrrlr") if coll_rows else "None: one device per replica "
                                                                                "and no pipeline.",
              *memory_lines(rec["memory"])]
+    if rec.get("communication_path"):
+        parts += path_lines(rec["communication_path"])
     if rec["serving"]:
         s = rec["serving"]
         rows = [[x["stage"], "-" if x["guaranteed_concurrency"] is None else f"{x['guaranteed_concurrency']:,}",
@@ -263,6 +265,30 @@ def markdown(rec):
                       f"{_rate(s['output_tokens_per_s_per_device'])} output tokens/s (communication not "
                       "charged; why it is an upper bound: Conventions)"] + _predicted_lines(s.get("predicted"))
     return "\n".join(parts + _tail(rec))
+
+
+def path_lines(path):
+    """The --comm-path section: per phase the totals, then every collective in path order."""
+    out = ["", "## Communication path (one micro-batch pass, per replica)", "",
+           "Every collective in pipeline order, summed serially; bytes are what all the replica's senders "
+           "send; bandwidth = the same runs with every alpha zero, startup = time - bandwidth"
+           + (" (the sampled token IDs' feedback included)." if path["token_feedback"] else "."), ""]
+    totals, rows, cluster = [], [], []
+    for key, name in PHASES:
+        p = path.get(key)
+        if p is None:
+            continue
+        totals.append([name, p["operations"], u.integer(p["bytes_sent_per_replica"]), f"{p['startup_s'] * 1e3:.6f}",
+                       f"{p['bandwidth_s'] * 1e3:.6f}", f"{p['serial_s'] * 1e3:.6f}"])
+        cluster.append(f"{name} {u.integer(p['bytes_sent_cluster'])} B")
+        rows += [[name, x["where"], x["name"], x["runs"], x["senders"], u.integer(x["bytes_sent"]),
+                  f"{x['startup_s'] * 1e6:.6f}", f"{x['bandwidth_s'] * 1e6:.6f}", f"{x['time_s'] * 1e6:.6f}"]
+                 for x in p["items"]]
+    return out + [markdown_table(["phase", "operations", "bytes sent per replica", "startup (ms)", "bandwidth (ms)",
+                                  "serial (ms)"], totals, "lrrrrr"), "",
+                  f"- Bytes sent by the cluster (all DP replicas): {'; '.join(cluster)}", "",
+                  markdown_table(["phase", "where", "collective", "runs", "senders", "bytes sent", "startup (us)",
+                                  "bandwidth (us)", "time (us)"], rows, "lllrrrrrr")]
 
 
 def _predicted_lines(p):

@@ -269,8 +269,9 @@ def markdown(rec):
         markdown_table(["convention", "formula", "FLOPs", "compared with", "ratio", "why it differs"],
                        closed_form_rows(rec), "llrlrl"), "",
         "## Operators (one micro-batch)", "",
-        "Summed over the listed layers (x = number of layers); saved = kept for the backward "
-        "without recompute.", "",
+        ("One instance of each distinct layer (x = number of layers that share it, not multiplied); "
+         if rec.get("per_layer") else "Summed over the listed layers (x = number of layers); ")
+        + "saved = kept for the backward without recompute.", "",
         markdown_table(["operator", "layers", "x", "kind", "fwd matrix", "bwd matrix", "recomputed",
                         "fwd vector", "bwd vector", "saved"],
                        operator_rows(rec["operators_per_micro_batch"]), "llrlrrrrrr"), "",

@@ -4,6 +4,7 @@ on the tier each group spans (collectives.py builds them, comm.py costs them).""
 from ... import comm
 from .. import stage_comm
 from ..stage_comm import DIMS, Traffic, group_tiers
+from .conventions import LOGITS_BYTES
 from ...summation import plain_sum
 
 
@@ -35,7 +36,8 @@ def traffic(plan, lay, phase):
                        kv_path=(plan.wp if phase == "prefill" else plan.wd).mla,
                        cp_pass="ring" if phase == "prefill" else "merge", dedup=plan.ep_dedup, routing=w.routing,
                        loads=w.routing_loads, dispatch_bytes=comm.token_bytes(hidden, plan.dispatch_dtype, act),
-                       combine_bytes=comm.token_bytes(hidden, plan.combine_dtype, act))
+                       combine_bytes=comm.token_bytes(hidden, plan.combine_dtype, act),
+                       logits_bytes=LOGITS_BYTES.get(plan.logits_dtype))
     return plan.memo(("traffic", comm_tiers(plan, lay), phase), make)
 
 
@@ -99,13 +101,14 @@ def algorithm_for(plan, c):
 def transfer(plan, lay, tokens):
     """([Collective], seconds) of one PP boundary crossing of `tokens` token activations
     (`collectives.pp_boundary_collectives`: the 1/tp slice per TP rank, and without SP the
-    receiver's TP all-gather)."""
+    receiver's TP all-gather; with --pp-send replicated the whole tensor per TP rank)."""
     if lay.pp == 1:
         return [], 0.0
 
     def make():
         cs = comm.pp_boundary_collectives(tokens, plan.arch.hidden_size, plan.act_bytes, tp=lay.tp, sp=lay.sp,
-                                          tier_pp=tier(plan, lay, "pp"), tier_tp=tier(plan, lay, "tp"), local_tp=ts[4])
+                                          tier_pp=tier(plan, lay, "pp"), tier_tp=tier(plan, lay, "tp"), local_tp=ts[4],
+                                          replicated=plan.pp_send == "replicated")
         return cs, plain_sum(comm_time(plan, c) for c in cs)
     ts = tiers(plan, lay)
     return plan.memo(("transfer", lay.tp, lay.sp, ts[3], ts[0], ts[4], tokens), make)

@@ -81,6 +81,8 @@ LEFT_OUT = (
 OBJECTIVES = ("throughput", "ttft", "tpot", "predicted")
 CP_SPLITS = ("contiguous", "zigzag")   # --cp-split
 ALGORITHMS = ("ring", "binomial", "best")   # --algorithm
+LOGITS_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}   # --logits-dtype: bytes per gathered logit
+PP_SENDS = ("slice", "replicated")   # --pp-send
 
 
 def comm_conventions(plan):
@@ -96,7 +98,15 @@ def comm_conventions(plan):
               "2cp-1-r; every rank does 1/cp of the prompt's causal pairs, costed as one pass of P/cp "
               "tokens after (cp-1) P/(2cp) (the same pairs); this replaces the contiguous split above "
               "for the prefill (decode and capacity unchanged).",)
-    return (f"Collective time: alpha-beta on the tier the group spans (comm.py, docs/communication.md), "
-            f"{algo}; a group fitting one scale-up domain of {plan.domain} devices uses the scale-up link; "
-            "a wider one, g of its ranks in each domain, uses their g NICs at once (one ring per rail) and "
-            "the scale-up link among those g.",) + (zigzag if plan.cp_split == "zigzag" else ())
+    logits = (f"Head logits on the wire as {plan.logits_dtype} (--logits-dtype; {LOGITS_BYTES.get(plan.logits_dtype)} "
+              "bytes per logit; the book's dense communication path gathers FP32 logits) instead of the "
+              "activation format.",)
+    replicated = ("PP boundary, --pp-send replicated (the book's basic placement): without SP every TP rank "
+                  "sends the whole replicated [tokens, hidden] to its matching rank of the next stage, one "
+                  "point-to-point send and no all-gather (the same bytes per rank as the scatter/gather, one "
+                  "step instead of tp); this replaces the PP convention above.",)
+    return ((f"Collective time: alpha-beta on the tier the group spans (comm.py, docs/communication.md), "
+             f"{algo}; a group fitting one scale-up domain of {plan.domain} devices uses the scale-up link; "
+             "a wider one, g of its ranks in each domain, uses their g NICs at once (one ring per rail) and "
+             "the scale-up link among those g.",) + (zigzag if plan.cp_split == "zigzag" else ())
+            + (logits if plan.logits_dtype else ()) + (replicated if plan.pp_send == "replicated" else ()))

@@ -15,7 +15,7 @@ from ...record import Record
 from .. import mla_path
 from ..decode import check_lengths, decode_path
 from ..roofline import roof
-from .conventions import ALGORITHMS, CP_SPLITS
+from .conventions import ALGORITHMS, CP_SPLITS, LOGITS_BYTES, PP_SENDS
 
 CACHE_KEPT = 1 << 17   # entries a plan's cache holds before it drops its oldest half
 
@@ -32,6 +32,8 @@ class ServingOptions(Record):
     cp_split: str = "contiguous"    # --cp-split (CP_SPLITS)
     dispatch_dtype: str = ""        # --dispatch-dtype (comm.WIRE_FORMATS; "": the activation format)
     combine_dtype: str = ""         # --combine-dtype (likewise)
+    logits_dtype: str = ""          # --logits-dtype (LOGITS_BYTES; "": the activation format)
+    pp_send: str = "slice"          # --pp-send (PP_SENDS)
 
 
 def check_options(arch, w, o):
@@ -46,6 +48,10 @@ def check_options(arch, w, o):
     for name, value in (("--dispatch-dtype", o.dispatch_dtype), ("--combine-dtype", o.combine_dtype)):
         if value and value not in comm.WIRE_FORMATS:
             raise UserError(f"{name}: unknown format '{value}'; choose from {', '.join(comm.WIRE_FORMATS)}")
+    if o.logits_dtype and o.logits_dtype not in LOGITS_BYTES:
+        raise UserError(f"--logits-dtype: unknown format '{o.logits_dtype}'; choose from {', '.join(LOGITS_BYTES)}")
+    if o.pp_send not in PP_SENDS:
+        raise UserError(f"--pp-send: unknown convention '{o.pp_send}'; choose from {', '.join(PP_SENDS)}")
     if o.cp_split not in CP_SPLITS:
         raise UserError(f"unknown CP split '{o.cp_split}'; choose from {', '.join(CP_SPLITS)}")
     if o.cp_split == "zigzag" and any(getattr(b, "window", None) is not None or getattr(b, "chunk", None)
@@ -95,6 +101,8 @@ class Plan:
     cp_split = property(lambda self: self.options.cp_split)
     dispatch_dtype = property(lambda self: self.options.dispatch_dtype or "")
     combine_dtype = property(lambda self: self.options.combine_dtype or "")
+    logits_dtype = property(lambda self: self.options.logits_dtype or "")
+    pp_send = property(lambda self: self.options.pp_send)
     efficiency = property(lambda self: (self.options.compute_efficiency, self.options.memory_efficiency))
 
     def memo(self, key, make):

@@ -108,9 +108,11 @@ def inputs_record(plan, batch):
         rec["ep_dedup"] = True
     if plan.cp_split != "contiguous":   # likewise
         rec["cp_split"] = plan.cp_split
-    for what in ("dispatch", "combine"):   # likewise
+    for what in ("dispatch", "combine", "logits"):   # likewise
         if getattr(plan, f"{what}_dtype"):
             rec[f"{what}_dtype"] = getattr(plan, f"{what}_dtype")
+    if plan.pp_send != "slice":   # likewise
+        rec["pp_send"] = plan.pp_send
     mla = plan.mla_choices
     if any(mla.values()):
         rec["mla"] = (f"auto: {mla['prefill']['path'] if mla['prefill'] else '-'} for the prefill, "
@@ -151,8 +153,9 @@ def notes(plan, lay, mem, batch):
     return out
 
 
-def parallel(plan, lay, batch):
-    """The `parallel` record of one layout and one batch per replica."""
+def parallel(plan, lay, batch, comm_path=False, token_feedback=False):
+    """The `parallel` record of one layout and one batch per replica; with `comm_path` the
+    communication path of one micro-batch pass (`path.path_record`, `token_feedback` included)."""
     placement.validate(plan.arch, lay)
     plan = plan.at_batch(batch)
     ph = phases(plan, lay, batch)
@@ -167,13 +170,17 @@ def parallel(plan, lay, batch):
     rec["latency_definition"] = ESTIMATE
     rec["lower_bound"] = latency_bound(plan, lay, batch, ph)
     rec["phases"] = {k: ph[k] for k in ("prefill", "first", "last", "decode") if k in ph}
+    if comm_path:
+        from .path import PATH_CONVENTION, path_record
+        rec["communication_path"] = path_record(plan, lay, ph, token_feedback)
     rec["serving"] = serving_record(plan, lay, mem["stages"])
     if rec["serving"]:
         from ..efficiency.serving import predicted_layout
         rec["serving"]["predicted"] = predicted_layout(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G)
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = (list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
-                          + ([SERVING_LAYOUT] + list(SERVING_CONVENTIONS) if rec["serving"] else []))
+                          + ([SERVING_LAYOUT] + list(SERVING_CONVENTIONS) if rec["serving"] else [])
+                          + ([PATH_CONVENTION] if comm_path else []))
     return rec
 
 
