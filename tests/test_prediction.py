@@ -388,6 +388,32 @@ class TpOverlap(unittest.TestCase):
         more = TT.step_time(arch, w, lay, b200, overlap_dp=True, zero=1, token_permute=True)
         self.assertAlmostEqual(more.step_s - plain.step_s, 4 * 2 * 48 * 687_865_856 / r.bytes_per_s, places=9)
 
+    def test_overlap_pp_hides_interleaved_sends_only(self):
+        # Megatron Bridge sets overlap_p2p_comm only for pp > 1 with vp > 1: under the interleaved
+        # schedule the boundary sends leave the exposed communication (they are far shorter than a
+        # phase's compute here), under 1f1b they stay
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.validate import _device
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("llama-3.1-70b")
+        w = Workload(batch=1, tokens=8192, logits="all", weight_dtype=dtype("bf16"), act_dtype=dtype("bf16"),
+                     kv_dtype=dtype("bf16"))
+        lay = placement.Layout(tp=8, pp=4, dp=1, micro_batches=8)
+        dev = _device("h100-sxm")
+        for schedule, chunks in (("interleaved", 2), ("1f1b", 1)):
+            plain = TT.step_time(arch, w, lay, dev, schedule=schedule, chunks=chunks)
+            over = TT.step_time(arch, w, lay, dev, schedule=schedule, chunks=chunks, overlap_pp=True)
+            for a, b in zip(plain.stages, over.stages):
+                pp = sum(t.seconds for t in a.collectives if t.collective.dim == "pp")
+                self.assertGreater(pp, 0.0)
+                want = a.comm.total - pp if chunks > 1 else a.comm.total
+                self.assertAlmostEqual(b.comm.total, want, places=12)
+        self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_pp"])
+
     def test_expert_host_charged_per_recipe_and_held_out_by_model(self):
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8.json"))
         base, t0 = VP.training_prediction(case, 1.0, expert_host_s=0.0)

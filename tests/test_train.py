@@ -91,7 +91,10 @@ class Collectives(unittest.TestCase):
         # GPT-3 175B at tp 8, pp 16, dp 12 on A100s: a stage boundary carries 2,048 x 12,288 x 2 B
         # / 8 = 6,291,456 B per rank (Narayanan et al.'s scatter/gather); neighbouring stages are
         # tp x dp = 96 ranks apart, so over the 25 GB/s NIC: S / 25e9 + 2.7 us = 254.3658 us.
-        # Interleaved with v = 2 the boundary is crossed twice per micro-batch. Without SP the
+        # The slowest stage is the last (15, the head's): it sends its gradients back once per
+        # chunk it holds, v, and its activations forward v - 1 times (under interleaving its
+        # first v - 1 chunks feed the first stage's next ones; the head's chunk feeds nobody), and
+        # receives v - 1 gradients (none for the head's chunk) and v activations. Without SP the
         # receiving stage all-gathers the slices over its TP group (NVLink): S = 2,048 x 12,288 x 2
         # = 50,331,648 B; with SP the activations stay split and nothing is gathered.
         dev = load_device("a100-sxm-80gb")
@@ -99,11 +102,21 @@ class Collectives(unittest.TestCase):
             for sp in (False, True):
                 rec = record("gpt3-175b", dev, Layout(tp=8, pp=16, dp=12, sp=sp),
                              train.Setup(schedule=schedule, chunks=v), seq=2048, global_batch=1536)
+                self.assertEqual(rec["time"]["bottleneck_stage"], 15)
                 pp = [c for c in rec["time"]["collectives"] if c["dim"] == "pp"]
-                want = {(6_291_456, "out", v, "p2p")} | (set() if sp else {(50_331_648, "up", v, "all_gather")})
-                self.assertEqual({(c["bytes"], c["tier"], c["count"], c["kind"]) for c in pp}, want)
-                send = next(c for c in pp if c["kind"] == "p2p")
+                want = {(6_291_456, "out", v, "p2p", "backward"), (6_291_456, "out", v - 1, "p2p", "forward")}
+                if not sp:
+                    want |= {(50_331_648, "up", v, "all_gather", "forward"),
+                             (50_331_648, "up", v - 1, "all_gather", "backward")}
+                want = {c for c in want if c[2]}   # a collective of no runs is not listed
+                self.assertEqual({(c["bytes"], c["tier"], c["count"], c["kind"], c["phase"]) for c in pp}, want)
+                send = next(c for c in pp if c["kind"] == "p2p" and c["phase"] == "backward")
                 self.assertAlmostEqual(send["time_s"], v * (6_291_456 / 25e9 + 2.7e-6), places=12)
+
+    def test_boundary_runs(self):
+        # v chunks per stage; the chunk at the model's end in that direction does not cross
+        from infracalc.analyses.train_time import boundary_runs
+        self.assertEqual([boundary_runs(v, end) for v in (1, 2, 5) for end in (False, True)], [1, 0, 2, 1, 5, 4])
 
     def test_zero3_gathers_every_micro_batch(self):
         # ZeRO-3: the two parameter all-gathers (forward, backward) run for each of the m = 4 micro-batches.

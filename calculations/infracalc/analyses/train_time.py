@@ -30,7 +30,9 @@ Per micro-batch and pipeline stage (one device of the stage):
   1/tp slice per TP rank (Narayanan et al. 2021 section 4.1 scatter/gather;
   without SP the receiver all-gathers it over TP;
   `collectives.pp_boundary_collectives`, shared with `parallel`), v times
-  with v interleaved chunks.
+  with v interleaved chunks, but for the end of the model (`boundary_runs`:
+  under interleaving the last stage sends v - 1 chunks forward to the
+  first, the first v - 1 gradients back to the last).
 
 Pipeline (t_s = forward + backward + recompute of stage s, one micro-batch;
 m micro-batches, p stages, b = the slowest stage):
@@ -216,17 +218,27 @@ def stage_collectives(arch, lay, stage, w, device, *, recompute, chunks, wire=("
         out += [(c, "recompute")] if level != "none" or "core_attn" in modules else []
     if lay.pp > 1:
         # collectives.pp_boundary_collectives: the 1/tp slice per TP rank (scatter/gather); without
-        # SP the receiving stage's TP all-gather, charged to the receiver
-        for direction, phase, sends, receives in (("activations", "forward", not stage.has_head,
-                                                   not stage.has_embedding),
-                                                  ("gradients", "backward", not stage.has_embedding,
-                                                   not stage.has_head)):
+        # SP the receiving stage's TP all-gather, charged to the receiver; boundary_runs: how many
+        for direction, phase, sends, receives in (("activations", "forward", stage.has_head, stage.has_embedding),
+                                                  ("gradients", "backward", stage.has_embedding, stage.has_head)):
             for c in pp_boundary_collectives(tokens, hidden, act, tp=tp, sp=lay.sp, tier_pp=tiers[3], tier_tp=t_tp,
                                              direction=direction,
                                              local_tp=l_tp):
-                if (sends if c.kind == "p2p" else receives):
-                    out.append((c.replace(count=chunks), phase))
+                runs = boundary_runs(chunks, sends if c.kind == "p2p" else receives)
+                if runs:
+                    out.append((c.replace(count=runs), phase))
     return out
+
+
+def boundary_runs(chunks, at_end):
+    """How many times per micro-batch a stage sends (or receives) across a pipeline boundary in
+    one direction: once per model chunk it holds, but the chunk at the end of the model in that
+    direction (the head's going forward, the embedding's going backward; `at_end`: the stage
+    holds it). Under the interleaved schedule a stage holds v chunks, s, s + p, ... of the p v
+    (Narayanan et al. 2021, arXiv:2104.04473, section 2.2.2), so the last stage's first v - 1
+    chunks send forward to the first stage's next ones and the first stage's last v - 1 send their
+    gradients back: v - [at_end] runs; with one chunk (1f1b) 1 or 0."""
+    return chunks - (1 if at_end else 0)
 
 
 def _traffic(arch, lay, w, tiers, wire):
@@ -377,9 +389,9 @@ def token_permute_pass(arch, lay, st, w, r, recompute):
     return Pass(forward=f, backward=f, recompute=f if recompute == "full" else 0.0)
 
 
-def hidden_dims(overlap_tp=False, overlap_ep=False):
+def hidden_dims(overlap_tp=False, overlap_ep=False, overlap_pp=False):
     """The parallel dimensions whose per-micro-batch collectives a recipe runs under compute."""
-    return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep)
+    return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep) + ("pp",) * bool(overlap_pp)
 
 
 def _pass_of(timed, hide_tp_under=None, dims=("tp",)):
@@ -544,7 +556,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
               wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring",
-              expert_gemm_host_s=0.0, token_permute=False):
+              expert_gemm_host_s=0.0, token_permute=False, overlap_pp=False):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
@@ -558,7 +570,11 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     `expert_gemm_host_s`: seconds per local expert per MoE layer per micro-batch that a stack
     running each expert's GEMMs as their own launches adds (`expert_host_pass`; 0 in the
     estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
-    MoE layer (`token_permute_pass`; off in the estimate, whose ledger has none)."""
+    MoE layer (`token_permute_pass`; off in the estimate, whose ledger has none). `overlap_pp`:
+    under the interleaved schedule (chunks > 1) the pipeline boundary sends and receives run
+    under the same phase's compute, as TP's do under `overlap_tp` (Megatron's overlap_p2p_comm,
+    which Megatron Bridge turns on whenever pp > 1 and vp > 1 and replaces by batched, blocking
+    sends otherwise: src/megatron/bridge/training/comm_overlap.py); off by default."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
@@ -585,7 +601,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         opt_s = optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                             optimizer_bytes=optimizer_bytes)
-        hidden = hidden_dims(overlap_tp, overlap_ep)
+        hidden = hidden_dims(overlap_tp, overlap_ep, overlap_pp and chunks > 1)
         stages.append(StageTime(st.index, compute=compute, comm=_pass_of(timed, compute if hidden else None, hidden),
                                 collectives=tuple(timed),
                                 dp_collectives=tuple(dp), dp_exposed_s=exposed, optimizer_s=opt_s))

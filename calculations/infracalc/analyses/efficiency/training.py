@@ -14,9 +14,9 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.4160876747644726,
+    'all': 1.4600593346764943,
     'NVIDIA': 1.3905748457912845,
-    'PyTorch (Meta)': 1.4160876747644726,
+    'PyTorch (Meta)': 1.4729007098118208,
 }
 
 
@@ -28,9 +28,9 @@ FITTED = {
 # fit on the other models' cases (validate_predict.fit_expert_host; tests/test_prediction.py refits).
 # "all" is the product default for MoE layers in `train`'s predicted step.
 EXPERT_HOST_FITTED = {
-    'all': 0.0002,
+    'all': 0.00021,
     'deepseek-v3': 0.00024,
-    'gpt-oss-120b': 0.00027,
+    'gpt-oss-120b': 0.00026,
     'qwen3-235b-a22b': 0.00025,
     'qwen3-30b-a3b': 0.00023,
 }
@@ -41,7 +41,8 @@ def convention():
     return ("Predicted step (a third figure, not a bound; efficiency.training, docs/prediction.md): the "
             "step estimate at the device's achievable matmul and HBM fractions, the TP collectives under "
             "the same phase's compute, every collective priced as NCCL runs it (its algorithm and "
-            "protocol for the size, the fitted residual), MoE layers charged the all-to-all "
+            "protocol for the size, the fitted residual), an interleaved pipeline's boundary sends under "
+            "the same phase's compute, MoE layers charged the all-to-all "
             "dispatcher's token permutations (their bytes at the achievable bandwidth) and "
             f"{EXPERT_HOST_FITTED['all'] * 1e6:.0f} us per local expert per micro-batch (fitted, leave one "
             f"model out), times the fitted step factor {FITTED['all']:.3f} (leave one publisher out on the "
@@ -54,12 +55,14 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     overlaps its TP communication with the GEMMs (Megatron-LM/NeMo tp_comm_overlap), so
     overlap_tp defaults to True here (validate's recipes state it per publication), and its MoE
     layers run Megatron-Core's all-to-all dispatcher, so token_permute defaults to True (the
-    permutations' bytes, train_time.permute_bytes). None when
+    permutations' bytes, train_time.permute_bytes), and its interleaved pipeline overlaps the
+    boundary sends with compute, so overlap_pp defaults to True. None when
     the device has no prediction (no published peak)."""
     options.setdefault("overlap_tp", True)
     options.setdefault("collective_model", "nccl")
     options.setdefault("expert_gemm_host_s", EXPERT_HOST_FITTED["all"])
     options.setdefault("token_permute", True)
+    options.setdefault("overlap_pp", True)
     from ..train_time import step_time
     from .predict import achievable
 
