@@ -134,6 +134,8 @@ KINDS = {
     "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
+    "request": "one request's matrix work and state: a restored prefix, new input, returned tokens; input "
+               "stage, decode steps, forward calls, restored and final state, a uniform BF16 weight comparison",
     "tile-order": "two dense models' passes padded to one kernel tile at declared matrix rates: valid, causal "
                   "extra and tile extra FLOPs, conditional service, effective rate, which finishes first",
     "supernode": "one burst of requests on fixed cards as TP t x C/t replicas with declared stage times, one "
@@ -1748,6 +1750,39 @@ def _history_model(text):
         raise argparse.ArgumentTypeError(f"not in the catalogue: '{text}'"
                                          f"{suggest(text, ids()) or '; choose from ' + ', '.join(ids())}")
     return text
+
+
+def _request_arguments(q):
+    from ..analyses.request_work import ATTENTION_COUNTS, KDA_WORK
+    from ..workload import MLA_PATHS
+
+    common.add_model(q)
+    q.add_argument("--prefix-len", type=common.tokens_or_zero, default=0, metavar="S",
+                   help="restored cached tokens before the input (default 0)")
+    q.add_argument("--input-len", type=common.tokens, required=True, metavar="P", help="new input tokens")
+    q.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
+                   help="returned tokens, the first from the input stage's last logits")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests in lockstep (default 1)")
+    common.add_dtypes(q)
+    q.add_argument("--mla", choices=MLA_PATHS, default="absorbed", help="MLA path (default absorbed)")
+    q.add_argument("--attention-count", choices=ATTENTION_COUNTS, default="causal",
+                   help="attention matrix work over the causal pairs (default) or the whole rectangle")
+    q.add_argument("--kda-work", choices=KDA_WORK, default="ledger",
+                   help="KDA layers: the ledger's delta_rule rows (default), or the recurrence as scalar and "
+                        "the block algorithm's matrix work for a pass of more than one token")
+    q.add_argument("--sequential-input", action="store_true",
+                   help="run the input tokens as one-token passes (a reference without cached-prefix chunk prefill)")
+
+
+def _request(args):
+    from ..analyses.request_work import request
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    w = common.workload(args, arch, args.batch, args.input_len, args.prefix_len)
+    return dict({"model": arch.id}, **request(arch, w, prefix=args.prefix_len, inputs=args.input_len,
+                                               outputs=args.output_len, attention=args.attention_count,
+                                               kda=args.kda_work, sequential=args.sequential_input))
 
 
 def _history_pair(text):

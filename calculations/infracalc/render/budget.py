@@ -62,6 +62,7 @@ _HOME = {
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
     "TILE_ORDER_CONVENTIONS": "tile_order",
+    "REQUEST_CONVENTIONS": "request_work",
 }
 
 
@@ -115,6 +116,7 @@ CONVENTIONS = {
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
     "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
+    "request": _lazy("REQUEST_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
