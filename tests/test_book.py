@@ -723,6 +723,36 @@ class StageResources(unittest.TestCase):
         self.assertEqual(r["memory"]["needs_bytes"], 156_034_420_956)
 
 
+class RequestH100(unittest.TestCase):
+    """bojieli/ai-infra-book:calculations/results/request-h100-original.md, the "models" bridge:
+    the four-model request's matrix work by H100 execution bucket, prefill + three decode steps."""
+
+    def test_qwen_pv_bucket(self):
+        # PV (FP32 P x BF16 V, no admitted rate) over the request: 36 layers x 32 heads x 128 x 2 x
+        # (8256 causal pairs of the prefill + 129 + 130 + 131 keys of the decode steps) = 2,549,809,152;
+        # the rest of the request's 1,829,869,322,240 matrix FLOPs is the BF16 bucket.
+        pre = result("forward", "--model", "qwen3-8b", "--tokens", "128")["operators"]
+        dec = result("decode", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "4")
+        pv = sum(o["matrix_flops"] for o in pre + dec["operators"] if o["name"] == "attn_pv")
+        self.assertEqual(pv, 36 * 32 * 128 * 2 * (8256 + 129 + 130 + 131))
+        self.assertEqual(dec["serving"]["request_matrix_flops"] - pv, 1_827_319_513_088)
+
+    def test_v4_flash_buckets(self):
+        # matrix_fp8 2,857,709,338,624 / bf16 435,428,524,032 / fp32 104,597,422,080: FP8 linears and
+        # routed experts / attention (rectangular index), wo_a, indexer weights_proj / the FP32
+        # linears (mHC mixes, compressors, router, head) of the prefill and the three decode steps.
+        fp8 = {"wq_a", "wq_b", "wkv", "wo_b", "indexer.wq_b", "shared.gate_proj", "shared.up_proj",
+               "shared.down_proj", "experts.gate_proj", "experts.up_proj", "experts.down_proj"}
+        ops = (result("forward", "--model", "deepseek-v4-flash", "--tokens", "128")["operators"]
+               + result("decode", "--model", "deepseek-v4-flash", "--input-len", "128", "--output-len", "4")["operators"])
+        bf16 = ("wo_a", "indexer.weights_proj")
+        self.assertEqual(sum(o["matrix_flops"] for o in ops if o["name"] in fp8), 2_857_709_338_624)
+        self.assertEqual(sum(o["attention_flops_rectangular"] if o["name"] == "indexer.scores" else o["matrix_flops"]
+                             for o in ops if o["category"] == "attention" or o["name"] in bf16), 435_428_524_032)
+        self.assertEqual(sum(o["matrix_flops"] for o in ops if o["category"] != "attention"
+                             and o["name"] not in fp8 and o["name"] not in bf16), 104_597_422_080)
+
+
 class TrainingDeadline(unittest.TestCase):
     def test_task_flops_and_device_bounds(self):
         # bojieli/ai-infra-book:calculations/results/training-deadline-book.md: 10^11 tokens =

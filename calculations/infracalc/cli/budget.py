@@ -79,6 +79,8 @@ KINDS = {
                     "added and total capacity, with a declared gain and baseline of servers",
     "cast": "where to cast one gradient from BF16 to FP32: on the CPU after a BF16 copy or on the GPU before an "
             "FP32 copy; ready times, equal-time link rate, buffer peaks against budgets",
+    "batch-reuse": "dense decode batch reuse from the ledger: shared weight reads against per-request KV, the "
+                   "capacity batch, the KV-equals-weights batch, the compute/bandwidth crossover, a bound per batch",
     "kda-chunk": "Kimi Delta Attention in chunks: the block algorithm's matrix and scalar work and the chunk "
                  "kernel's buffers and known live subset",
     "routing-metadata": "routing replay metadata: the routed expert ids of T tokens in a whole-byte encoding, "
@@ -132,12 +134,16 @@ KINDS = {
     "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
+    "request": "one request's matrix work and state: a restored prefix, new input, returned tokens; input "
+               "stage, decode steps, forward calls, restored and final state, a uniform BF16 weight comparison",
     "tile-order": "two dense models' passes padded to one kernel tile at declared matrix rates: valid, causal "
                   "extra and tile extra FLOPs, conditional service, effective rate, which finishes first",
     "supernode": "one burst of requests on fixed cards as TP t x C/t replicas with declared stage times, one "
                  "fault of replica 0, an SLO and a card price: capacity, completions, cost per valid request, winners",
     "rl-supply": "one RL batch's matrix work (ledger) over declared pool rates, a verifier and a sync link: each "
                  "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
+    "decision": "a decision request (one forward, answers read at Q positions, no generation) against the LLM "
+                "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
 }
 
 
@@ -755,6 +761,41 @@ def _voice_demand(args):
         raise UserError("--effective-gain must be positive")
     return voice_demand(minutes=args.minutes, population=args.population, work=args.work_per_audio_second,
                         peak=args.peak_factor, baseline_servers=args.baseline_servers, gain=args.effective_gain)
+
+
+def _batch_reuse_arguments(q):
+    common.add_model(q)
+    q.add_argument("--history", type=common.tokens_or_zero, required=True, metavar="H",
+                   help="history tokens of every request (0: a first decode step after nothing)")
+    q.add_argument("--batches", type=common.positive_int_list, default=(1, 4, 16, 64), metavar="B[,B...]",
+                   help="batches for the per-batch rows (default 1,4,16,64)")
+    q.add_argument("--workspace", type=byte_count, default=0, metavar="BYTES",
+                   help="declared workspace beside the weights and KV (default 0)")
+    common.add_dtypes(q)
+    _device(q)
+
+
+def _batch_reuse(args):
+    from ..analyses.batch_reuse import batch_reuse
+    from ..errors import UserError
+    from ..layout import moe_experts
+    from ..ledger import build
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    if moe_experts(arch):
+        raise UserError(f"batch-reuse is a dense model's rule: {arch.id} routes tokens to experts, whose union "
+                        "grows with the batch")
+    w = common.workload(args, arch, 1, 1, args.history).replace(new_kv="on-chip", logits="last")
+    one, two = (build(arch, w.replace(batch=b)).totals for b in (1, 2))
+    row = two.weight_bytes_read - one.weight_bytes_read
+    device, capacity, peak = _device_figures(args, args.device)
+    out = batch_reuse(resident=one.weight_bytes, shared=one.weight_bytes_read - row, embedding_row=row,
+                      kv_per_token=one.kv_bytes_written, history=args.history,
+                      matrix_flops=one.linear_flops + one.attention_flops_causal, peak=peak,
+                      bandwidth=device.memory_bandwidth_bytes_per_s, capacity=capacity, workspace=args.workspace,
+                      batches=args.batches)
+    return dict({"model": arch.id, "device": device.id}, **out)
 
 
 def _kda_chunk_arguments(q):
@@ -1702,6 +1743,39 @@ def _history_model(text):
     return text
 
 
+def _request_arguments(q):
+    from ..analyses.request_work import ATTENTION_COUNTS, KDA_WORK
+    from ..workload import MLA_PATHS
+
+    common.add_model(q)
+    q.add_argument("--prefix-len", type=common.tokens_or_zero, default=0, metavar="S",
+                   help="restored cached tokens before the input (default 0)")
+    q.add_argument("--input-len", type=common.tokens, required=True, metavar="P", help="new input tokens")
+    q.add_argument("--output-len", type=common.positive_int, required=True, metavar="G",
+                   help="returned tokens, the first from the input stage's last logits")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="requests in lockstep (default 1)")
+    common.add_dtypes(q)
+    q.add_argument("--mla", choices=MLA_PATHS, default="absorbed", help="MLA path (default absorbed)")
+    q.add_argument("--attention-count", choices=ATTENTION_COUNTS, default="causal",
+                   help="attention matrix work over the causal pairs (default) or the whole rectangle")
+    q.add_argument("--kda-work", choices=KDA_WORK, default="ledger",
+                   help="KDA layers: the ledger's delta_rule rows (default), or the recurrence as scalar and "
+                        "the block algorithm's matrix work for a pass of more than one token")
+    q.add_argument("--sequential-input", action="store_true",
+                   help="run the input tokens as one-token passes (a reference without cached-prefix chunk prefill)")
+
+
+def _request(args):
+    from ..analyses.request_work import request
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    w = common.workload(args, arch, args.batch, args.input_len, args.prefix_len)
+    return dict({"model": arch.id}, **request(arch, w, prefix=args.prefix_len, inputs=args.input_len,
+                                               outputs=args.output_len, attention=args.attention_count,
+                                               kda=args.kda_work, sequential=args.sequential_input))
+
+
 def _history_pair(text):
     """BASELINE:TARGET, two catalogue entries."""
     parts = text.split(":")
@@ -2032,3 +2106,4 @@ from .budget_kernel import _tile_order, _tile_order_arguments  # noqa: E402,F401
 from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _online_softmax_arguments  # noqa: E402,F401
 from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
+from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401

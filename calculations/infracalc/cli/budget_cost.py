@@ -276,3 +276,76 @@ def _rl_supply(args):
     except ValueError as e:
         raise UserError(str(e))
     return dict({"model": arch.id}, **out)
+
+
+def _price_exact(text):
+    """A positive exact price: 2, 0.042, 1/25."""
+    value = _credit(text)
+    if not value:
+        raise argparse.ArgumentTypeError(f"must be a positive price such as 2 or 0.042, got '{text}'")
+    return value
+
+
+def _decision_arguments(q):
+    common.add_model(q)
+    q.add_argument("--input-tokens", type=common.positive_int, required=True, metavar="P",
+                   help="input tokens of the request (state and questions)")
+    q.add_argument("--questions", type=common.positive_int, required=True, metavar="Q",
+                   help="questions, each answered by the output distribution at its last position")
+    q.add_argument("--outputs", type=common.positive_int_list, required=True, metavar="G,...",
+                   help="output lengths of the LLM path to price (each at least 2: one decode step)")
+    q.add_argument("--decode-batch", type=common.positive_int, required=True, metavar="B",
+                   help="requests sharing each decode step of the LLM path (its GPU-seconds)")
+    q.add_argument("--device", default="h100-sxm", metavar="ID|DEVICE.json", help="the device (default h100-sxm)")
+    q.add_argument("--matrix-peak", type=common.format_rate, action="append", default=None, metavar="FMT=FLOP/S",
+                   help="a declared dense matrix peak instead of the device file's (bf16=989.4T)")
+    q.add_argument("--memory-bandwidth", type=common.bandwidth, default=None, metavar="BW",
+                   help="a declared memory bandwidth instead of the device file's")
+    q.add_argument("--compute-efficiency", type=_share, required=True, metavar="E",
+                   help="declared fraction of the bf16 dense peak reached (the book: 2/5 on H100)")
+    q.add_argument("--memory-efficiency", type=_share, required=True, metavar="E",
+                   help="declared fraction of the memory bandwidth reached (the book: 1/2)")
+    q.add_argument("--price-per-gpu-hour", type=_price_exact, required=True, metavar="USD",
+                   help="declared rental price of the device per hour")
+    q.add_argument("--list-price", type=_price_exact, default=None, metavar="USD",
+                   help="a declared list price per million input tokens to compare with the decision path's floor")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16", kv_dtype=None)
+
+
+def _decision(args):
+    from .. import ledger
+    from ..analyses.decision_request import decision_request
+    from ..dtypes import dtype
+    from ..errors import UserError
+    from ..load.hardware import load_device
+    from ..load.models import load_model
+
+    if min(args.outputs) < 2 or len(args.outputs) > 8:
+        raise UserError("--outputs: 1 to 8 lengths, each at least 2 (one decode step)")
+    if args.input_tokens + max(args.outputs) > 10**7 or args.decode_batch > 10**5:
+        raise UserError("--input-tokens + output at most 10^7, --decode-batch at most 10^5")
+    arch = load_model(args.model)
+    device = common.declared_figures(load_device(args.device), args)
+    peak = device.peak(dtype("bf16"))
+    if peak is None or not device.memory_bandwidth_bytes_per_s:
+        raise UserError(f"device {device.id} has no bf16 matrix peak or memory bandwidth; declare them")
+    w = common.workload(args, arch, 1, 1, 0)
+    fields = ("matrix_flops", "weight_read", "kv_read")
+
+    def sums(batch, tokens, history, logits):
+        return ledger.field_sums(arch, w.replace(batch=batch, tokens=tokens, history=history, logits=logits), fields)
+
+    prefill = sums(1, args.input_tokens, 0, "last")
+    head = sums(1, 1, 0, "last")[0] - sums(1, 1, 0, "none")[0]
+    steps = []
+    for total in args.outputs:
+        history = args.input_tokens + (total - 1) // 2
+        one, many = sums(1, 1, history, "last"), sums(args.decode_batch, 1, history, "last")
+        steps.append((total, history, (one[0], one[1] + one[2]), (many[0], many[1] + many[2])))
+    out = decision_request(input_tokens=args.input_tokens, questions=args.questions, prefill_flops=prefill[0],
+                           head_flops=head, weight_bytes=prefill[1], llm_steps=steps, decode_batch=args.decode_batch,
+                           peak=peak, bandwidth=device.memory_bandwidth_bytes_per_s,
+                           compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
+                           price_per_gpu_hour=args.price_per_gpu_hour, list_price_per_million=args.list_price)
+    return dict({"model": arch.id, "device": device.id, "bf16_peak_flops_per_s": peak,
+                 "memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s}, **out)

@@ -21,6 +21,7 @@ _HOME = {
     "IMAGE_REQUEST_CONVENTIONS": "image_request",
     "IMAGE_STREAM_CONVENTIONS": "image_stream",
     "KDA_CHUNK_CONVENTIONS": "kda_chunk",
+    "BATCH_REUSE_CONVENTIONS": "batch_reuse",
     "MEMORY_POOL_CONVENTIONS": "memory_pool",
     "MOE_DEDUP_CONVENTIONS": "moe_dedup",
     "ORDERING_CONVENTIONS": "operation_ordering",
@@ -48,6 +49,7 @@ _HOME = {
     "TRACE_CONVENTIONS": "worker_trace",
     "SUPERNODE_CONVENTIONS": "supernode",
     "RL_SUPPLY_CONVENTIONS": "rl_supply",
+    "DECISION_CONVENTIONS": "decision_request",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -60,6 +62,7 @@ _HOME = {
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
     "TILE_ORDER_CONVENTIONS": "tile_order",
+    "REQUEST_CONVENTIONS": "request_work",
 }
 
 
@@ -113,6 +116,7 @@ CONVENTIONS = {
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
     "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
+    "request": _lazy("REQUEST_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
@@ -131,6 +135,7 @@ CONVENTIONS = {
     "fp8-scale": FP8_CONVENTIONS,
     "nic": _lazy("PACKET_CONVENTIONS"),
     "kda-chunk": _lazy("KDA_CHUNK_CONVENTIONS"),
+    "batch-reuse": _lazy("BATCH_REUSE_CONVENTIONS"),
     "connections": _lazy("CONNECTION_CONVENTIONS"),
     "environments": _lazy("ENVIRONMENT_CONVENTIONS"),
     "periodic-queue": _lazy("FLUID_CONVENTIONS"),
@@ -167,6 +172,7 @@ CONVENTIONS = {
     "trace": _lazy("TRACE_CONVENTIONS"),
     "supernode": _lazy("SUPERNODE_CONVENTIONS"),
     "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
+    "decision": _lazy("DECISION_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
