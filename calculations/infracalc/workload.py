@@ -9,6 +9,7 @@ MLA_PATHS = ("absorbed", "expanded", "naive")
 MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
 NEW_KV = ("reread", "on-chip")
+KDA_COUNTS = ("ledger", "recurrent-baseline")   # blocks.kimi.KDA: our ledger | the book's logical recurrent count
 CONV_STATES = ("history", "kernel")   # a causal conv's cached positions: kernel - 1 (default) | kernel
 ROUTING_MODELS = ("uniform", "balanced", "concentrated")   # MoE routing models (blocks.moe), besides "histogram"
 _BF16 = DTYPES["bf16"]
@@ -36,6 +37,8 @@ class Workload(Record):
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
     conv_state: str = "history"   # positions per channel a Gated DeltaNet conv state keeps: kernel - 1 ("history",
                                   # vLLM's layout) | kernel (the book's reference path); `kv --conv-state`
+    kda_count: str = "ledger"     # KDA's non-matrix work: ledger | recurrent-baseline (blocks.kimi, the book's
+                                  # logical recurrent baseline: every op and the recurrence as scalar FLOPs)
     head_positions: int = 0       # positions per request the head runs on (0: as `logits` says); training's
                                   # compacted supervised tokens (train --supervised-tokens)
 
@@ -51,6 +54,8 @@ class Workload(Record):
             raise UserError(f"delta_form must be one of {', '.join(DELTA_FORMS)}, got {self.delta_form!r}")
         if self.new_kv not in NEW_KV:
             raise UserError(f"new_kv must be one of {', '.join(NEW_KV)}, got {self.new_kv!r}")
+        if self.kda_count not in KDA_COUNTS:
+            raise UserError(f"kda_count must be one of {', '.join(KDA_COUNTS)}, got {self.kda_count!r}")
         if self.conv_state not in CONV_STATES:
             raise UserError(f"conv_state must be one of {', '.join(CONV_STATES)}, got {self.conv_state!r}")
         if self.logits not in LOGITS:

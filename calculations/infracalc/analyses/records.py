@@ -26,7 +26,16 @@ NEW_KV_ON_CHIP = ("New K/V on chip (--new-kv on-chip): attention takes the pass'
 
 def conventions(w):
     """The conventions every ledger output prints, with the new-K/V one when selected."""
-    return list(CONVENTIONS) + ([NEW_KV_ON_CHIP] if w.new_kv == "on-chip" else [])
+    return (list(CONVENTIONS) + ([NEW_KV_ON_CHIP] if w.new_kv == "on-chip" else [])
+            + ([KDA_BASELINE] if w.kda_count != "ledger" else []))
+
+
+KDA_BASELINE = (
+    "KDA, --kda-count recurrent-baseline (the book's logical recurrent baseline): the KDA layers' convs, L2 "
+    "norms, gates, output gate and the delta-rule recurrence counted as plain scalar FLOPs on the vector "
+    "units, the recurrence in recurrent form for every token (7 d^2 + d per token and head), dot products of "
+    "d terms as d multiplies and d - 1 adds, special functions (SiLU, sqrt, rsqrt, exp, sigmoid) not counted "
+    "(blocks/kimi.py); the recurrence has no matrix FLOPs.")
 
 
 def model_record(arch):
@@ -96,6 +105,8 @@ def workload_record(w, arch=None):
     rec["mla"] = w.mla
     if w.new_kv != "reread":   # echoed when not the default, so existing results keep their shape
         rec["new_kv"] = w.new_kv
+    if w.kda_count != "ledger":   # likewise
+        rec["kda_count"] = w.kda_count
     if arch is not None and arch.kv_bytes(w.kv_dtype, 0):
         rec["delta_form"] = w.delta_form
     if w.formats:

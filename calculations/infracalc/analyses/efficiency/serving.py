@@ -56,7 +56,7 @@ import math
 
 from ... import ledger
 from ..memory import request_bytes
-from . import predict
+from . import memory, predict
 from ...summation import plain_sum
 
 KV_FRACTION = 0.9
@@ -69,23 +69,23 @@ ENGINE_MAX_BATCH = 4096
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.002, 3e-07, 1.4e-07),
+        (4e-06, 0.001, 3e-07, 1.4e-07),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (1e-06, 0.024, 5e-07, 3e-07),
+        (4e-06, 0.024, 5e-07, 3e-07),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
         (2e-06, 0.01, 1.2e-06, 2.4e-07),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (4e-06, 0.002, 3e-07, 1.4e-07),
+        (4e-06, 0.002, 3e-07, 1e-07),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.006, 1.5e-07, 2e-07),
+        (4e-06, 0.004, 2e-07, 1.8e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.002, 3e-07, 1.2e-07),
+        (4e-06, 0.001, 3e-07, 1.4e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.001, 3.5e-07, 1.2e-07),
+        (4e-06, 0.006, 2.5e-07, 1.4e-07),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
-        (3e-06, 0.024, 7e-07, 4e-08),
+        (4e-06, 0.024, 9.5e-07, 0.0),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (1e-06, 0.024, 5e-07, 3e-07),
+        (2e-06, 0.01, 1.2e-06, 2.4e-07),
 }
 
 
@@ -140,7 +140,7 @@ def _scaled(op, k):
 
 def concurrency(arch, w, memory_bytes, input_len, output_len):
     """(N, room, engine batch limit): the requests an engine keeps in flight on one device
-    (or one device's shard `arch`)."""
+    (or one device's shard `arch`) with `memory_bytes` to allocate from."""
     room = KV_FRACTION * max(memory_bytes - arch.weight_bytes(w), 0)
     final = request_bytes(arch, w, input_len + output_len - 1)
     limit = engine_batch(room, request_bytes(arch, w, input_len + output_len))
@@ -193,13 +193,14 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     its devices holds): concurrency, iteration time split, output tokens/s of the replica.
     With `tpot_limit_s` (a latency-constrained load such as MLPerf's Server scenario) the
     concurrency is lowered to the largest whose iteration meets the TPOT limit
-    (latency_limited). None when the device has no prediction (no published peak) or
-    nothing fits."""
+    (latency_limited). The memory is the engine's (efficiency.memory.engine_memory_bytes: the
+    device's default, ECC-enabled capacity). None when the device has no prediction (no
+    published peak) or nothing fits."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    n, room, limit = concurrency(arch, w, device.memory_bytes, input_len, output_len)
+    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len)
     if n < 1:
         return None
     memory_n = n
@@ -392,7 +393,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    got = [concurrency(shard, w, device.memory_bytes, input_len, output_len) for shard, _, _ in replica]
+    got = [concurrency(shard, w, memory.engine_memory_bytes(device), input_len, output_len) for shard, _, _ in replica]
     n, room, limit = min(got, key=lambda g: g[0])
     if batch is not None:
         n = batch
