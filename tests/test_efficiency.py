@@ -88,6 +88,30 @@ class Hbm(unittest.TestCase):
         self.assertEqual(memory.attention_fraction("h200", "bf16")[1], "assumed (h100-sxm bf16)")
 
 
+class EngineMemory(unittest.TestCase):
+    def test_ecc_capacity_of_the_l40s(self):
+        # modal-labs/modal-client pull request #2797: nvidia-smi reports 46,068 MiB on an L40S (ECC on,
+        # the default); the device file keeps the physical 48 GiB for the bound
+        l40s = load_device("l40s")
+        self.assertEqual(memory.engine_memory_bytes(l40s), 46068 * 2**20)
+        self.assertEqual(46068 * 2**20, 48_305_799_168)
+        self.assertEqual(l40s.memory_bytes, 48 * 2**30)
+        # an HBM device keeps ECC inline: its driver total is the device file's figure
+        h100 = load_device("h100-sxm")
+        self.assertEqual(memory.engine_memory_bytes(h100), h100.memory_bytes)
+
+    def test_engine_room_on_the_l40s(self):
+        # Llama 3.1 8B in FP8 (weights 9,081,200,640 B: the FP8 matrices and 16-bit embeddings and
+        # norms) on an L40S: room = 0.9 x (48,305,799,168 - 9,081,200,640) = 35,302,138,675.2 B
+        from infracalc.analyses.efficiency import serving
+        fp8 = DTYPES["fp8"]
+        w = Workload(batch=1, tokens=1, weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
+        arch = load_model("llama-3.1-8b")
+        self.assertEqual(arch.weight_bytes(w), 9_081_200_640)
+        rec = serving.predicted_serving(arch, w, load_device("l40s"), 1000, 1000)
+        self.assertEqual(rec["kv_room_bytes"], 35_302_138_675)
+
+
 class OperatorTime(unittest.TestCase):
     def rates(self, **kw):
         base = dict(matrix_flops_per_s=800e12, attention_flops_per_s=700e12, vector_flops_per_s=60e12,
