@@ -250,11 +250,12 @@ def tp_comm(device, tp, arch):
 
     tier = comm.tier(tp, device)
     links = comm.links(device)
+    up, out = links.get("up"), links.get("out")
 
     def seconds(tokens):
         cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, TP_REDUCE_BYTES, tp=tp, sp=False,
                             layers=len(arch.layers), tier=tier)
-        return plain_sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
+        return plain_sum(c.count * collective.seconds(c, up, out, device.id) for c in cs)
     return seconds
 
 
@@ -262,9 +263,8 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
     """The predicted steady state of a layout: one replica of tp x pp devices (each device holds
     its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
-    replica runs `pipelined` (pp micro-batches in flight). None under context parallelism or
-    expert parallelism beyond the TP group (not modelled yet, `_replica`), or without a
-    prediction on the device."""
+    replica runs `pipelined` (pp micro-batches in flight). None under context parallelism (not
+    modelled yet, `_replica`), or without a prediction on the device."""
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay)
     if replica is None:
         return None
@@ -275,7 +275,8 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
                                 tpot_limit_s)
     if rec is None:
         return None
-    exposed = "EP dispatch and combine all-to-alls" if lay.ep > lay.tp else "TP all-reduces"
+    exposed = ("TP all-reduces" if lay.ep <= lay.tp else "EP dispatch and combine all-to-alls" if lay.tp == 1
+               else "TP all-reduces and EP dispatch and combine all-to-alls")
     return {**rec, "exposed_collectives": exposed,
             "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
             "output_tokens_per_s_per_device": rec["output_tokens_per_s"] * lay.dp / lay.devices}
@@ -296,22 +297,17 @@ def _replica(arch, device, lay):
     replica's collectives: the tokens are replicated over the group, each device runs its experts'
     share of the routed copies (the shard's ledger: the mean share, uniform routing) and the
     all-reduce after the MLP sums the experts' outputs, as it sums a TP MLP's partial outputs.
-    Expert parallelism beyond the TP group with tp 1 (attention data parallelism: each device runs
-    its own requests' attention and its experts / ep experts for the copies the EP group routes
-    to them, the shard's ledger) adds each MoE layer's dispatch and combine all-to-all of the
-    iteration's tokens (`ep_comm`). None under context parallelism or EP beyond a TP group of
-    more than one device (not modelled)."""
+    Expert parallelism beyond the TP group (attention data parallelism over ep / tp replicas of
+    tp devices: each device runs its replica's requests' attention, split tp ways, and its
+    experts / ep experts for the copies the EP group routes to them, the shard's ledger) adds each
+    MoE layer's dispatch and combine all-to-all of each TP rank's 1/tp share of the iteration's
+    copies, and with tp > 1 keeps the replica's TP all-reduces (`ep_comm`). None under context
+    parallelism (not modelled)."""
     from ... import layout as placement
 
-    if lay.cp > 1 or (lay.ep > lay.tp and lay.tp > 1):
+    if lay.cp > 1:
         return None
-    if lay.ep > lay.tp:
-        out = []
-        for st in placement.stages(arch, lay):
-            shard = placement.shard(arch, lay, st)
-            out.append((shard, ep_comm(device, lay, shard), 1))
-        return out
-    if lay.tp == 1 and lay.pp == 1:
+    if lay.tp == 1 and lay.pp == 1 and lay.ep == 1:
         return [(arch, None, 1)]
     groups = {}
     for st in placement.stages(arch, lay):
@@ -320,34 +316,43 @@ def _replica(arch, device, lay):
             groups[key][2] += 1
         else:
             shard = placement.shard(arch, lay, st)
-            groups[key] = [shard, tp_comm(device, lay.tp, shard) if lay.tp > 1 else None, 1]
+            comm_s = (ep_comm(device, lay, shard) if lay.ep > lay.tp
+                      else tp_comm(device, lay.tp, shard) if lay.tp > 1 else None)
+            groups[key] = [shard, comm_s, 1]
     return [tuple(g) for g in groups.values()]
 
 
 def ep_comm(device, lay, shard):
-    """tokens -> exposed seconds of one iteration's expert-parallel all-to-alls on a device of an
-    attention-data-parallel replica (tp 1, ep > 1): per MoE layer a dispatch and a combine of
-    the tokens' top-k copies in 16 bits (`collectives.ep_collectives`, uniform routing, the
-    convention `parallel` and `train` share), each as NCCL runs it on the tier the EP group spans,
-    not overlapped."""
+    """tokens -> exposed seconds of one iteration's expert-parallel collectives on a device of an
+    attention-data-parallel replica (ep > tp): per MoE layer a dispatch and a combine of the
+    top-k copies of its TP rank's 1/tp share of the tokens in 16 bits (`collectives.moe_collectives`
+    with ep > tp: `ep_collectives` with share = tp; uniform routing; the convention `parallel` and
+    `train` share), each as NCCL runs it on the tier the EP group spans, not overlapped; with
+    tp > 1 the replica's TP all-reduces too (`tp_comm`: after the attention and after the MLP of
+    every layer, the latter reassembling the routed outputs of the TP ranks' shares, as
+    `collectives.moe_keeps_tp_reduction` keeps it without sequence parallelism)."""
     from ... import comm
     from ...blocks.moe import MoE
-    from ...collectives import ep_collectives
+    from ...collectives import moe_collectives
     from . import collective
 
     blocks = [b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE)]
     if not blocks:
-        return None
+        return tp_comm(device, lay.tp, shard) if lay.tp > 1 else None
     b = blocks[0]
     tier = comm.tier(lay.group_span("ep"), device)
     links = comm.links(device)
+    up, out = links.get("up"), links.get("out")
     domain = device.scale_up.domain_size if device.scale_up else 1
     local = comm.ranks_per_domain(lay, "ep", domain)
+    tp_s = tp_comm(device, lay.tp, shard) if lay.tp > 1 else None
 
     def seconds(tokens):
-        cs = ep_collectives(max(1, round(tokens)), b.top_k, b.hidden, TP_REDUCE_BYTES, ep=lay.ep,
-                            moe_layers=len(blocks), tier=tier, experts=b.experts, local=local)
-        return plain_sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
+        cs = moe_collectives(max(1, round(tokens)), b.top_k, b.hidden, TP_REDUCE_BYTES, tp=lay.tp, ep=lay.ep,
+                             moe_layers=len(blocks), tier_ep=tier, tier_tp=comm.tier(lay.tp, device),
+                             experts=b.experts, local_ep=local)
+        ep_s = plain_sum(c.count * collective.seconds(c, up, out, device.id) for c in cs)
+        return ep_s + tp_s(tokens) if tp_s else ep_s
     return seconds
 
 
@@ -360,10 +365,11 @@ def pp_send_s(device, lay, hidden):
 
     tier = comm.tier(lay.tp * lay.pp, device)
     links = comm.links(device)
+    up, out = links.get("up"), links.get("out")
 
     def seconds(tokens):
         (c,) = pp_collectives(max(1, round(tokens)), hidden, TP_REDUCE_BYTES, 1, tier)
-        return collective.predicted_s(c, links, device.id)[0]
+        return collective.seconds(c, up, out, device.id)
     return seconds
 
 
