@@ -41,10 +41,23 @@ class Mamf(unittest.TestCase):
         f = self.fraction("b200", "fp4")
         self.assertAlmostEqual(f.value, 1402.6 / 1979, places=12)
         self.assertIn("assumed", f[1])
-        # MI300X FP8: the device's own BF16 figure (668.4 / 1300)
-        f = self.fraction("mi300x", "fp8")
-        self.assertAlmostEqual(f.value, 668.4 / 1300, places=12)
+        # Gaudi 3 FP8: the device's own BF16 figure (1288.8 / 1677)
+        f = self.fraction("gaudi3", "fp8")
+        self.assertAlmostEqual(f.value, 1288.8 / 1677, places=12)
         self.assertEqual(f[1], "assumed (bf16 of the same device)")
+        # MI355X FP8 and FP4: MI325X's FP8 figure, 1519 of 2614.9
+        for fmt in ("fp8", "fp4"):
+            f = self.fraction("mi355x", fmt)
+            self.assertAlmostEqual(f.value, 1519 / 2614.9, places=12)
+            self.assertTrue(f[1].startswith("assumed (mi325x fp8"), f[1])
+
+    def test_amd_maf_table(self):
+        # ROCm/rocm-blogs measuring-max-achievable-flops-part2, Table 1 (hipBLASLt, FP8 at the
+        # measured median clock): MI300X 1273 TFLOP/s, MI325X 1519, over our FP8 peak 2614.9
+        for device, got in (("mi300x", 1273), ("mi325x", 1519)):
+            f = self.fraction(device, "fp8")
+            self.assertAlmostEqual(f.value, got / 2614.9, places=12)
+            self.assertEqual(f[1], "measured")
 
     def test_every_fraction_is_at_most_one(self):
         for device in matmul.SMS:
@@ -86,6 +99,30 @@ class Hbm(unittest.TestCase):
         # FlashMLA README: 1460 TFLOP/s MHA prefill forward on B200 (2250 dense BF16)
         self.assertAlmostEqual(memory.attention_fraction("b200", "bf16")[0], 1460 / 2250, places=12)
         self.assertEqual(memory.attention_fraction("h200", "bf16")[1], "assumed (h100-sxm bf16)")
+
+
+class EngineMemory(unittest.TestCase):
+    def test_ecc_capacity_of_the_l40s(self):
+        # modal-labs/modal-client pull request #2797: nvidia-smi reports 46,068 MiB on an L40S (ECC on,
+        # the default); the device file keeps the physical 48 GiB for the bound
+        l40s = load_device("l40s")
+        self.assertEqual(memory.engine_memory_bytes(l40s), 46068 * 2**20)
+        self.assertEqual(46068 * 2**20, 48_305_799_168)
+        self.assertEqual(l40s.memory_bytes, 48 * 2**30)
+        # an HBM device keeps ECC inline: its driver total is the device file's figure
+        h100 = load_device("h100-sxm")
+        self.assertEqual(memory.engine_memory_bytes(h100), h100.memory_bytes)
+
+    def test_engine_room_on_the_l40s(self):
+        # Llama 3.1 8B in FP8 (weights 9,081,200,640 B: the FP8 matrices and 16-bit embeddings and
+        # norms) on an L40S: room = 0.9 x (48,305,799,168 - 9,081,200,640) = 35,302,138,675.2 B
+        from infracalc.analyses.efficiency import serving
+        fp8 = DTYPES["fp8"]
+        w = Workload(batch=1, tokens=1, weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
+        arch = load_model("llama-3.1-8b")
+        self.assertEqual(arch.weight_bytes(w), 9_081_200_640)
+        rec = serving.predicted_serving(arch, w, load_device("l40s"), 1000, 1000)
+        self.assertEqual(rec["kv_room_bytes"], 35_302_138_675)
 
 
 class OperatorTime(unittest.TestCase):

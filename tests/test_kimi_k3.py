@@ -231,3 +231,37 @@ class GatedMLAByHand(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RecurrentBaseline(unittest.TestCase):
+    """`forward --kda-count recurrent-baseline`: the book's logical recurrent count of the KDA layers
+    (bojieli/ai-infra-book:calculations/results/k3-kda-b1-t1-s8192.md). Per token and layer, H 96,
+    d 128, j 12,288, K 4: convs 3 x 12,288 x (2 x 4 - 1) = 258,048; L2 norms 2 x 96 x 3 x 128 = 73,728;
+    decay gate 3 x 12,288 = 36,864; recurrence 96 x (7 x 128^2 + 128) = 11,022,336; output gate
+    96 x (5 x 128 + 1) = 61,536: 11,452,512, x 69 layers = 790,223,328."""
+
+    def test_tiny_counts(self):
+        from infracalc.blocks.kimi import baseline_flops
+        # H 1, d 2, K 2: convs 3 x 2 x 3, L2 2 x 6, gate 3 x 2, recurrence 7 x 4 + 2, output 5 x 2 + 1
+        self.assertEqual(baseline_flops(1, 2, 2), {"qkv_conv_silu": 18, "qk_l2norm": 12, "gates": 6,
+                                                   "delta_rule": 30, "gated_o_norm": 11})
+
+    def test_book_figures(self):
+        import json
+        from support import run_cli
+        for b, t, h, scalar, proj, state in ((1, 1, 8192, 69 * 11_452_512, 61_214_097_408, 434_110_464),
+                                             (64, 1, 8192, 64 * 69 * 11_452_512, 3_917_702_234_112, 64 * 434_110_464),
+                                             (1, 8192, 0, 8192 * 69 * 11_452_512, 501_465_885_966_336, 434_110_464)):
+            status, out, err = run_cli("forward", "--model", "kimi-k3", "--batch", str(b), "--tokens", str(t),
+                                       "--history", str(h), "--kda-count", "recurrent-baseline", "--format", "json")
+            self.assertEqual(status, 0, err)
+            k = json.loads(out)["kda"]
+            self.assertEqual((k["recurrent_and_other_scalar_flops"], k["projection_matrix_flops"],
+                              k["recurrent_state_fp32_bytes"]), (scalar, proj, state))
+        self.assertEqual(k["scalar_flops_by_operator"]["delta_rule"], 8192 * 69 * 96 * (7 * 128 ** 2 + 128))
+
+    def test_refused_without_kda(self):
+        from support import run_cli
+        status, _, err = run_cli("forward", "--model", "qwen3-8b", "--kda-count", "recurrent-baseline")
+        self.assertEqual(status, 2)
+        self.assertIn("no KDA", err)

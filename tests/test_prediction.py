@@ -512,6 +512,26 @@ class Fit(unittest.TestCase):
         # 0.1 us x 250 x 80 = 2 ms of context-phase work: 4 us x 1000 + 2 ms + 0.25 us x 8000 + 2 ms
         self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 0.25e-6, 1e-7))[0], 0.0, places=12)
 
+    def test_configuration_score_by_hand(self):
+        # medians of four configurations 0.1, 0.2, 0.3, 0.4: median 0.25 + 0.3 x the 90th-percentile
+        # rank below (index int(0.9 x 3) = 2: 0.3) = 0.34
+        self.assertAlmostEqual(fit.score([0.4, 0.1, 0.3, 0.2]), 0.34, places=12)
+
+    def test_a_configuration_counts_once(self):
+        # GPU 10 ms, no kernels, sequences or prompt tokens. Configurations A (3 cases) and B (1 case)
+        # measure 14 ms: a host time of 4 ms exactly; configuration C (5 cases) measures 30 ms. Case by
+        # case, 5 of the 9 want 20 ms; configuration by configuration, 2 of the 3 want 4 ms.
+        def case(conf, meas):
+            return ("p", 0, 0.010, 0, meas, "f", "e", 0, conf)
+        samples = [case("A", 0.014)] * 3 + [case("B", 0.014)] + [case("C", 0.030)] * 5
+        # at 4 ms: A and B exact, C 30 / 14 - 1 = 8/7: medians [0, 0, 8/7] -> 0 + 0.3 x 0 = 0
+        self.assertAlmostEqual(fit.family_score(samples, (0, 0.004, 0, 0)), 0.0, places=12)
+        # at 20 ms: A and B 14 / 30 - 1 = -8/15, C exact: [0, 8/15, 8/15] -> 8/15 + 0.3 x 8/15
+        self.assertAlmostEqual(fit.family_score(samples, (0, 0.020, 0, 0)), 1.3 * 8 / 15, places=12)
+        self.assertEqual(fit.fit(samples), (0.0, 0.004, 0.0, 0.0))   # the first grid point at 4 ms
+        # without configurations every case is its own and the five C cases carry the median
+        self.assertEqual(fit.fit([s[:8] for s in samples])[1], 0.020)
+
     def test_held_out_within_the_engine(self):
         # two engines, one publication each of A and B per engine: a publication's fit uses only the
         # other publication of its own engine; "all" only the default engine's samples

@@ -51,7 +51,36 @@ class SearchByPredicted(unittest.TestCase):
         reasons = {r["reason"]: r["layouts"] for r in self.rec["rejected"]}
         self.assertIn(NOT_PREDICTED, reasons)
         for t in self.rec["top"]:
-            self.assertEqual((t["layout"]["cp"], t["layout"]["ep"]), (1, 1))
+            self.assertEqual(t["layout"]["cp"], 1)
+
+    def test_expert_parallel_beyond_tp_is_ranked(self):
+        # Qwen3-30B-A3B on 16 H100s: layouts with EP beyond a TP group of two or more devices get
+        # a predicted figure (TP all-reduces and the EP all-to-alls), only CP is refused; the
+        # figure never exceeds the layout's serving bound
+        from support import load_model
+        from infracalc.load.hardware import load_device
+        from infracalc.analyses.parallel import Plan, memory_record, serving_record
+        from infracalc.workload import from_formats
+
+        status, out, err = run_cli("parallel", "--model", "qwen3-30b-a3b", "--devices", "16", "--search",
+                                   "--input-len", "2048", "--output-len", "256", "--objective", "predicted",
+                                   "--top", "200", "--format", "json")
+        self.assertEqual(status, 0, err)
+        rec = json.loads(out)
+        beyond = [t for t in rec["top"] if t["layout"]["tp"] > 1 and t["layout"]["ep"] > t["layout"]["tp"]]
+        self.assertTrue(beyond)
+        self.assertEqual({r["reason"] for r in rec["rejected"] if "predicted" in r["reason"]}, {NOT_PREDICTED})
+        arch, dev = load_model("qwen3-30b-a3b"), load_device("h100-sxm")
+        w = from_formats(arch, weight_dtype="bf16", act_dtype="bf16", kv_dtype="bf16", batch=1, tokens=1)
+        plan = Plan(arch, w, dev, 2048, 256)
+        for t in beyond[:3]:
+            L = t["layout"]
+            lay = placement.Layout(tp=L["tp"], pp=L["pp"], dp=L["dp"], ep=L["ep"])
+            self.assertEqual(t["predicted"]["exposed_collectives"],
+                             "TP all-reduces and EP dispatch and combine all-to-alls")
+            bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
+            self.assertLessEqual(t["predicted"]["output_tokens_per_s_per_device"],
+                                 bound["output_tokens_per_s_per_device"] * (1 + 1e-12))
 
     def test_first_screen_and_csv(self):
         status, md, _ = run_cli(*ARGS)

@@ -106,8 +106,7 @@ class ServePredicted(unittest.TestCase):
 
     def test_expert_parallel_inside_the_tp_group(self):
         """EP <= TP: each device holds experts / ep whole experts, the replica keeps its TP
-        all-reduces; the same weight bytes per device as the TP split of every expert; EP beyond
-        the TP group (attention data parallelism) is not modelled."""
+        all-reduces; the same weight bytes per device as the TP split of every expert."""
         arch = load_model("Qwen/Qwen3-30B-A3B")
         plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
         tp = serving.predicted_layout(arch, plan.wd, plan.device, Layout(tp=4), 2048, 256)
@@ -115,7 +114,39 @@ class ServePredicted(unittest.TestCase):
         self.assertIsNotNone(ep)
         self.assertEqual(ep["kv_room_bytes"], tp["kv_room_bytes"])   # equal weights per device
         self.assertEqual(ep["concurrency"], tp["concurrency"])
-        self.assertIsNone(serving.predicted_layout(arch, plan.wd, plan.device, Layout(tp=2, dp=2, ep=4), 2048, 256))
+        self.assertEqual(ep["exposed_collectives"], "TP all-reduces")
+
+    def test_expert_parallel_beyond_a_multi_device_tp_group(self):
+        """tp 2, ep 4 on 4 devices (two attention replicas of two TP ranks): each device runs its
+        replica's requests' attention split two ways and 128 / 4 experts; per iteration the TP
+        all-reduces of the replica (after attention and after the MLP, every layer, and the
+        embedding's: `tp_comm`) plus per MoE layer a dispatch and a combine of ceil(tokens x 8 / 2)
+        copies of 2,048 x 2 B per TP rank over the EP group; below the layout's serving bound."""
+        import math
+        from infracalc import comm
+        from infracalc import layout as placement
+        from infracalc.analyses.efficiency import collective
+        from infracalc.analyses.parallel import memory_record, serving_record
+        from infracalc.collectives import ep_collectives
+
+        arch = load_model("Qwen/Qwen3-30B-A3B")
+        device = load_device("h100")
+        plan = Plan(arch, _workload(arch), device, 2048, 256)
+        lay = Layout(tp=2, dp=2, ep=4)
+        got = serving.predicted_layout(arch, plan.wd, device, lay, 2048, 256)
+        self.assertIsNotNone(got)
+        self.assertEqual(got["exposed_collectives"], "TP all-reduces and EP dispatch and combine all-to-alls")
+        shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
+        tokens = 1000
+        dispatch, combine = ep_collectives(tokens, 8, 2048, 2, ep=4, moe_layers=48, tier="up", experts=128, share=2)
+        self.assertEqual(dispatch.bytes, math.ceil(tokens * 8 / 2) * 2048 * 2)   # 8,192,000 B
+        links = comm.links(device)
+        want = (serving.tp_comm(device, 2, shard)(tokens)
+                + sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in (dispatch, combine)))
+        self.assertAlmostEqual(serving.ep_comm(device, lay, shard)(tokens), want, places=12)
+        self.assertGreater(serving.ep_comm(device, lay, shard)(tokens), serving.tp_comm(device, 2, shard)(tokens))
+        bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
+        self.assertLess(got["output_tokens_per_s_per_device"], bound["output_tokens_per_s_per_device"])
 
     def test_attention_data_parallel_with_expert_parallelism(self):
         """tp 1, ep > 1: each device runs its own requests and experts / ep experts; the iteration adds
@@ -143,7 +174,7 @@ class ServePredicted(unittest.TestCase):
         self.assertLess(got["output_tokens_per_s_per_device"], bound["output_tokens_per_s_per_device"])
 
     def test_not_modelled_layouts(self):
-        """CP and EP layouts have no prediction: stated, not guessed."""
+        """CP layouts have no prediction: stated, not guessed."""
         arch = load_model("meta-llama/Llama-3.1-70B")
         plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
         for lay in (Layout(tp=2, cp=2),):

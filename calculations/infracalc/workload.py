@@ -10,6 +10,8 @@ MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path
 DELTA_FORMS = ("auto", "chunked", "recurrent")
 NEW_KV = ("reread", "on-chip")
 HC_CONTRACTIONS = ("vector", "matrix")   # mHC stream sums as vector work (default) | as matrix contractions
+REFERENCE_PATHS = ("", "default", "record-past")   # blocks.reference_path ("": the ledger's own count)
+KDA_COUNTS = ("ledger", "recurrent-baseline")   # blocks.kimi.KDA: our ledger | the book's logical recurrent count
 CONV_STATES = ("history", "kernel")   # a causal conv's cached positions: kernel - 1 (default) | kernel
 ROUTING_MODELS = ("uniform", "balanced", "concentrated")   # MoE routing models (blocks.moe), besides "histogram"
 _BF16 = DTYPES["bf16"]
@@ -37,6 +39,10 @@ class Workload(Record):
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
     conv_state: str = "history"   # positions per channel a Gated DeltaNet conv state keeps: kernel - 1 ("history",
                                   # vLLM's layout) | kernel (the book's reference path); `kv --conv-state`
+    reference_path: str = ""      # the book's Qwen3.5/3.6 reference-fallback count (blocks.reference_path): "",
+                                  # "default" or "record-past" (conv taps, padded chunks, eager rectangle, M-RoPE)
+    kda_count: str = "ledger"     # KDA's non-matrix work: ledger | recurrent-baseline (blocks.kimi, the book's
+                                  # logical recurrent baseline: every op and the recurrence as scalar FLOPs)
     head_positions: int = 0       # positions per request the head runs on (0: as `logits` says); training's
                                   # compacted supervised tokens (train --supervised-tokens)
     hc_contractions: str = "vector"  # mHC's pre weighted sum and post stream mix: vector FLOPs | matrix
@@ -54,6 +60,11 @@ class Workload(Record):
             raise UserError(f"delta_form must be one of {', '.join(DELTA_FORMS)}, got {self.delta_form!r}")
         if self.new_kv not in NEW_KV:
             raise UserError(f"new_kv must be one of {', '.join(NEW_KV)}, got {self.new_kv!r}")
+        if self.reference_path not in REFERENCE_PATHS:
+            raise UserError(f"reference_path must be one of {', '.join(map(repr, REFERENCE_PATHS))}, "
+                            f"got {self.reference_path!r}")
+        if self.kda_count not in KDA_COUNTS:
+            raise UserError(f"kda_count must be one of {', '.join(KDA_COUNTS)}, got {self.kda_count!r}")
         if self.conv_state not in CONV_STATES:
             raise UserError(f"conv_state must be one of {', '.join(CONV_STATES)}, got {self.conv_state!r}")
         if self.hc_contractions not in HC_CONTRACTIONS:

@@ -98,6 +98,31 @@ def memory_record(totals, device):
             "fits": need <= device.memory_bytes, "counted": "weights + KV cache after the pass"}
 
 
+def kda_record(arch, w):
+    """With --kda-count recurrent-baseline, the KDA layers' figures as the book prints them: their
+    projection matrix FLOPs, the FP32 recurrent state of the batch and its scalar FLOPs (the
+    baseline rows' vector FLOPs, blocks/kimi.py)."""
+    from ..blocks.kimi import KDA
+
+    layers = proj = state = conv = 0
+    by_op = {}
+    for layer, count, _ in arch.layer_groups():
+        for b in layer.blocks:
+            if not isinstance(b, KDA):
+                continue
+            ops = b.ops(w)
+            layers += count
+            proj += count * sum(op.matrix_flops for op in ops if op.category == "linear")
+            for op in ops:
+                if op.vector_flops:
+                    by_op[op.name] = by_op.get(op.name, 0) + count * op.vector_flops
+            state += count * w.batch * b.recurrent_state_bytes()
+            conv += count * w.batch * b.conv_state_bytes()
+    return {"layers": layers, "projection_matrix_flops": proj,
+            "recurrent_and_other_scalar_flops": sum(by_op.values()), "scalar_flops_by_operator": by_op,
+            "recurrent_state_fp32_bytes": state, "conv_cache_bytes": conv}
+
+
 def attn_res_record(arch, w):
     """AttnRes models: the block stack the head mixes, held across the layers of the pass
     (a transient of one pass, not in memory.needs_bytes); None for other models."""
@@ -140,5 +165,6 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         "memory": memory_record(L.totals, device),
         "prediction": rates_record(rates) if rates else None,
         **({"attn_res": stack} if stack else {}),
+        **({"kda": kda_record(arch, w)} if w.kda_count != "ledger" else {}),
         **({"notes": notes} if notes else {}),
     }

@@ -59,7 +59,6 @@ gradient sync under one micro-batch's backward, the parameter all-gather
 under one forward, and ZeRO-3's gathers under every micro-batch's compute.
 """
 
-import functools
 import sys
 
 from .. import comm
@@ -290,12 +289,10 @@ def run_s(c, links, model="ring", device_id=None):
     return comm.run_s(c, links, ALGORITHM)
 
 
-@functools.lru_cache(maxsize=1 << 14)
 def _nccl_s(c, up, out, device_id):
-    """`run_s` under NCCL's model, memoized by its (hashable) records: a search meets the same
-    collective on the same links under many layouts."""
-    from .efficiency.collective import predicted_s
-    return predicted_s(c, {"up": up, "out": out}, device_id)[0]
+    """`run_s` under NCCL's model (`efficiency.collective.seconds`, memoized)."""
+    from .efficiency.collective import seconds
+    return seconds(c, up, out, device_id)
 
 
 def cost(collectives, links, model="ring", device_id=None):

@@ -21,6 +21,17 @@ KDA (Kimi Delta Attention), per layer with H heads of d (j = H*d):
   the same d x d state entries the scalar decay does.
 - state per request: H x d x d fp32 (the reference keeps it in float32) and the conv
   slots, K x 3j values in the model dtype (as the book counts the short-conv cache).
+- `Workload.kda_count` "recurrent-baseline" (`forward --kda-count recurrent-baseline`): the
+  book's logical recurrent baseline (bojieli/ai-infra-book:calculations/results/k3-kda-*.md,
+  `recurrent_and_other_scalar_flops`) instead: every op below as plain scalar FLOPs (vector
+  units), special functions (SiLU, sqrt, rsqrt, exp, sigmoid) not counted, a dot of d terms
+  d multiplies + d - 1 adds, and the recurrence in recurrent form for every token whatever T.
+  Per token: convs 3j (2K - 1) (K taps, K - 1 adds); L2 norm 2H x 3d (d squares, d - 1 adds,
+  epsilon, d divisions); decay gate 3j (bias add, exp(A) x g, lower_bound x sigmoid); beta 0;
+  recurrence H (7 d^2 + d) (decay d^2, k^T S d(2d - 1), subtract d, beta d, outer-product add
+  2 d^2, q^T S d(2d - 1), 1/sqrt(d) scale d); output gate H (5d + 1) (squares d, d - 1 adds,
+  mean 1, epsilon 1, x rsqrt d, x scale d, x sigmoid(g) d). Kimi K3 (69 layers, H 96, d 128,
+  K 4): 17,805,312 + 5,087,232 + 2,543,616 + 760,541,184 + 4,245,984 = 790,223,328 per token.
 
 Gated NoPE MLA: the DeepSeek MLA (blocks.mla) with mla_use_nope (no rotation: the
 qk_rope dims stay as plain dims, so no RoPE operator) and mla_use_output_gate
@@ -55,6 +66,14 @@ from .mla import MLA
 from .moe import MoE
 
 KDA_FLOPS = {"conv_silu_extra": 4, "l2norm": 3, "gate": 6, "beta": 3, "gated_norm": 8}
+
+
+def baseline_flops(heads, d, kernel):
+    """The book's logical recurrent baseline per token of one KDA layer (module docstring):
+    {op name: scalar FLOPs} of the convs, the L2 norm, the gates, the recurrence and the output gate."""
+    j = heads * d
+    return {"qkv_conv_silu": 3 * j * (2 * kernel - 1), "qk_l2norm": 2 * heads * 3 * d, "gates": 3 * j,
+            "delta_rule": heads * (7 * d * d + d), "gated_o_norm": heads * (5 * d + 1)}
 GATE_FLOPS = 4     # sigmoid(g) * o per value (MLA output gate)
 
 
@@ -146,6 +165,22 @@ class KDA(Block):
 
     def ops(self, w):
         pre, post = history_free_rows(self, w, "projections", lambda: self.projection_ops(w))
+        if getattr(w, "kda_count", "ledger") == "recurrent-baseline":
+            return self.baseline(w, pre, post)
+        return self.ledger_ops(w, pre, post)
+
+    def baseline(self, w, pre, post):
+        """The ledger's rows with the book's recurrent-baseline counts (module docstring): each
+        non-matrix row's vector FLOPs = positions x its per-token count; the recurrence has no
+        matrix FLOPs."""
+        per = baseline_flops(self.heads, self.head_dim, self.conv_kernel)
+        n = w.positions
+        fix = lambda op: op.replace(vector_flops=n * per[op.name]) if op.name in per else op
+        core = [fix(op).replace(matrix_flops=0, rect_flops=0, shape=op.shape.replace(self.form(w), "recurrent baseline"))
+                for op in self.ledger_ops(w, (), ())]
+        return [*map(fix, pre), *core, *map(fix, post)]
+
+    def ledger_ops(self, w, pre, post):
         heads, d, n, b = w.batch * self.heads, self.head_dim, w.positions, w.batch
         act, fp32 = w.act_dtype, DTYPES["fp32"]
         rec_m, rec_v = recurrent_cost(w.tokens, d, d)

@@ -1018,8 +1018,12 @@ def _ec_pool(args):
     rows = ec_pool.pool_splits(args.workers, args.images, args.hit, args.encoder_rate, args.pd_rate, args.network,
                                request_ec)
     best = max(r["bound"] for r in rows)
-    out = {"model": arch.id, "patches": image["patches"], "image_positions": tokens,
-           "deepstack_blocks": tower["deepstack"], "final_embedding_bytes_per_image": final,
+    hidden = vision_encoder.tower_of(arch).out_hidden
+    width, height = args.image
+    out = {"model": arch.id, "grid_thw": [1, height // tower["patch"], width // tower["patch"]],
+           "patches": image["patches"], "image_positions": tokens,
+           "deepstack_blocks": tower["deepstack"], "final_embedding_shape": [tokens, hidden],
+           "ec_shape": [tokens, hidden * (1 + len(tower["deepstack"]))], "final_embedding_bytes_per_image": final,
            "deepstack_bytes_per_image": ec - final, "ec_bytes_per_image": ec, "ec_bytes_per_request": request_ec,
            "visual_positions_per_request": args.images * tokens, "input_positions": positions,
            "kv_bytes_per_position": per_position, "visual_kv_bytes_per_image": image["kv_bytes"],
@@ -1039,7 +1043,12 @@ def _ec_pool(args):
                 "best_splits": ", ".join(f"{r['encoder_workers']}E+{r['pd_workers']}PD" for r in rows
                                          if r["bound"] == best),
                 "arrival_below_best_bound": args.arrival < best,
-                "splits": [{k: v for k, v in r.items() if k != "bound"} for r in rows]})
+                "splits": [dict({k: v for k, v in r.items() if k != "bound"}, arrival_below_bound=args.arrival < r["bound"])
+                           for r in rows],
+                "ec_components": [{"name": "final_embedding", "vision_block": None, "shape": [tokens, hidden],
+                                   "bytes": final}]
+                + [{"name": f"deepstack_{b}", "vision_block": b, "shape": [tokens, hidden],
+                    "bytes": final} for b in tower["deepstack"]]})
     return out
 
 

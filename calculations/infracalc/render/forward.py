@@ -158,6 +158,7 @@ def markdown(rec):
              *fp8_lines(rec.get("fp8_linears")),
              *tile_lines(rec.get("tile_padding")),
              *attn_res_lines(rec.get("attn_res")),
+             *kda_lines(rec.get("kda")),
              "", *conventions(rec["conventions"])]
     return "\n".join(parts)
 
@@ -189,6 +190,19 @@ def attn_res_lines(a):
     return ["", "## AttnRes block stack", "",
             f"{a['saved_blocks']} saved blocks x [{n:,}, {h:,}] {a['dtype']} = {a['block_stack_bytes']:,} B "
             f"({u.nbytes(a['block_stack_bytes'])}) ({a['counted']})."]
+
+
+def kda_lines(k):
+    """--kda-count recurrent-baseline: the KDA layers' figures as the book prints them."""
+    if not k:
+        return []
+    rows = [["projection matrix FLOPs", f"{k['projection_matrix_flops']:,}"],
+            ["recurrent and other scalar FLOPs", f"{k['recurrent_and_other_scalar_flops']:,}"],
+            *[[f"  {inline(name)}", f"{v:,}"] for name, v in k["scalar_flops_by_operator"].items()],
+            ["FP32 recurrent state (B)", f"{k['recurrent_state_fp32_bytes']:,} ({u.nbytes(k['recurrent_state_fp32_bytes'])})"],
+            ["conv cache (B)", f"{k['conv_cache_bytes']:,}"]]
+    return ["", f"## KDA layers ({k['layers']}), recurrent baseline", "",
+            markdown_table(["quantity", "value"], rows, "lr")]
 
 
 def tile_lines(f):

@@ -40,6 +40,8 @@ it is not: every latency above is at least the bound's per-step LL figure times 
 every efficiency is at most 1.
 """
 
+import functools
+
 from ... import comm
 
 SOURCE = "NVIDIA/nccl v2.28.3: src/graph/tuning.cc (ncclTunerConstantsDefaults, ncclTopoTuneModel)"
@@ -184,6 +186,13 @@ def predicted_s(c, links, device_id, residual=None):
         return max(t / residual, bound), name, "-"
     name, p, lat, bw = min(choices(c, links, device_id, residual), key=lambda r: r[2] + r[3])
     return max(lat + bw, bound), name, p
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def seconds(c, up, out, device_id):
+    """`predicted_s`'s seconds of one run of `c` on the links `up` and `out` (records, so
+    hashable), memoized: a search meets the same collective on the same links under many layouts."""
+    return predicted_s(c, {"up": up, "out": out}, device_id)[0]
 
 
 # The residual: the share of NCCL's own bandwidth model that published runs reach (NCCL's tuner

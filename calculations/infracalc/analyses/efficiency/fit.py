@@ -1,4 +1,4 @@
-"""Fitting efficiency.serving's three constants, leave one publication out within an engine.
+"""Fitting efficiency.serving's four constants, leave one publication out within an engine.
 
 The predicted iteration is linear in the constants:
 
@@ -7,16 +7,27 @@ The predicted iteration is linear in the constants:
 
 so each serving case is reduced once to (publication, N x layers, GPU seconds, kernels, measured
 iteration = the iteration time that reproduces the measured throughput at N, family, engine,
-prefill tokens of the iteration x layers), and
-a fit is a search over GRID minimising, averaged over the serving families (one device, several
-devices: the accuracy target holds per family, so neither family's cases outvote the other's),
-median |error| + 0.3 x p90 |error| (error = predicted / measured throughput - 1).
+prefill tokens of the iteration x layers, configuration), and a fit is a search over GRID
+minimising, averaged over the serving families (one device, several devices: the accuracy target
+holds per family, so neither family's cases outvote the other's), the score of the family's
+configurations: median + 0.3 x p90 over its configurations of each configuration's median
+|error| (error = predicted / measured throughput - 1).
+
+A configuration is one publication's model, device, weight format and device count: the unit in
+which a publication measures (a table column of nine or ten ISL/OSL pairs), which shares the
+settings a publication does not print (the KV-cache fraction it lowered on out-of-memory, the
+engine's build limits), so its cases' errors move together. Counting each configuration once, by
+its median, keeps one configuration whose unpublished setting departs from the engine's default
+(TensorRT-LLM 0.14's Llama 3.1 70B on one H100, whose cache is far smaller than the default
+fraction of its free memory gives) from steering the constants of every other case, as its six
+cases did when every case counted.
 
 The constants are the engine's: a serving engine's scheduler, sampler and attention kernels set
 them, and the corpus holds two (validate_predict.engine: TensorRT-LLM, and vLLM). `leave_one_out`
 fits once per publication on the other publications of the same engine; "all" is the fit on every
 TensorRT-LLM case, the product default (the concurrency rule the prediction runs is
-trtllm-bench's).
+trtllm-bench's). All fits share one pass over GRID (each point's errors computed once for every
+sample, then scored per fit).
 """
 
 import statistics
@@ -34,7 +45,7 @@ DEFAULT_ENGINE = "TensorRT-LLM"
 
 def sample(case):
     """(publication, N x layers, GPU seconds at zero kernel cost, kernels, measured iteration, family,
-    engine, prefill tokens x layers) of a serving case, or None when it has no prediction or is
+    engine, prefill tokens x layers, configuration) of a serving case, or None when it has no prediction or is
     latency-limited (an MLPerf Server case: its concurrency depends on the constants, so the iteration is not linear in them)."""
     from ..validate import _layout, _model
     from ..validate_predict import engine, family, publication, serving_prediction, tpot_limit
@@ -50,36 +61,71 @@ def sample(case):
     arch = _model(case)
     assert _layout(case, arch).pp == 1   # a TP shard keeps every layer (PP has no prediction)
     layers = len(arch.layers)
+    s = case["setup"]
     return (publication(case), rec["concurrency"] * layers, rec["gpu_s"], rec["kernels"],
-            measured_iteration, family(case), engine(case), rec["prefill_tokens"] * layers)
+            measured_iteration, family(case), engine(case), rec["prefill_tokens"] * layers,
+            (publication(case), s["model"], s["device"], s["weight_dtype"], s["devices"]))
 
 
 def errors(samples, constants):
     k, f, q, t = constants
-    return [meas / (gpu + k * kern + f + q * seq + t * pre) - 1
-            for _, seq, gpu, kern, meas, _, _, pre in samples]
+    return [s[4] / (s[2] + k * s[3] + f + q * s[1] + t * s[7]) - 1 for s in samples]
 
 
-def score(errs):
-    a = sorted(abs(e) for e in errs)
+def _configuration(s, i):
+    """A sample's configuration (its ninth item); a sample without one is its own."""
+    return s[8] if len(s) > 8 else ("sample", i)
+
+
+def _plan(samples, indices):
+    """[family's configurations as lists of sample indices], one entry per family of `indices`."""
+    fams = {}
+    for i in indices:
+        fams.setdefault(samples[i][5], {}).setdefault(_configuration(samples[i], i), []).append(i)
+    return [list(groups.values()) for _, groups in sorted(fams.items())]
+
+
+def score(medians):
+    """median + 0.3 x p90 (the nearest rank below) of the configurations' median |errors|."""
+    a = sorted(medians)
     return statistics.median(a) + 0.3 * a[int(0.9 * (len(a) - 1))]
+
+
+def _plan_score(plan, abs_errors):
+    return plain_sum(score([statistics.median([abs_errors[i] for i in g]) for g in groups])
+                     for groups in plan) / len(plan)
 
 
 def family_score(samples, constants):
     """The mean over the samples' families of each family's score."""
-    fams = sorted({s[5] for s in samples})
-    return plain_sum(score(errors([s for s in samples if s[5] == f], constants)) for f in fams) / len(fams)
+    errs = [abs(e) for e in errors(samples, constants)]
+    return _plan_score(_plan(samples, range(len(samples))), errs)
+
+
+def _fits(samples, subsets):
+    """{key: the GRID point with the best family_score on the samples `subsets[key]` (indices)},
+    the first point on a tie; one pass over GRID."""
+    plans = {key: _plan(samples, idx) for key, idx in subsets.items()}
+    best = {key: (None, None) for key in subsets}
+    for c in GRID:
+        errs = [abs(e) for e in errors(samples, c)]
+        for key, plan in plans.items():
+            sc = _plan_score(plan, errs)
+            if best[key][0] is None or sc < best[key][0]:
+                best[key] = (sc, c)
+    return {key: c for key, (_, c) in best.items()}
 
 
 def fit(samples):
     """The GRID point with the best family_score on `samples` (the first on a tie)."""
-    return min(GRID, key=lambda c: family_score(samples, c))
+    return _fits(samples, {"fit": range(len(samples))})["fit"]
 
 
 def leave_one_out(samples):
     """{"all": fit on every sample of the default engine, publication: fit on the samples of every
     other publication of the same engine}."""
-    out = {"all": fit([s for s in samples if s[6] == DEFAULT_ENGINE])}
+    subsets = {"all": [i for i, s in enumerate(samples) if s[6] == DEFAULT_ENGINE]}
     for pub, eng in sorted({(s[0], s[6]) for s in samples}):
-        out[pub] = fit([s for s in samples if s[0] != pub and s[6] == eng])
-    return out
+        subsets[pub] = [i for i, s in enumerate(samples) if s[0] != pub and s[6] == eng]
+    got = _fits(samples, subsets)
+    return {"all": got["all"], **{k: got[k] for k in sorted(got) if k != "all"}}

@@ -21,6 +21,14 @@
      kernel "achieves up to 1460 TFlops in forward": 1460 / 2250 = 0.649.
    Other devices and formats borrow the nearest of these (basis "assumed"); with
    no attention figure at all, the device's GEMM fraction (efficiency.matmul).
+
+3. The memory an engine allocates from: the driver's total in the device's default
+   configuration. A device file's memory_bytes is the largest capacity any configuration
+   allows (the bound's figure); a GDDR device with ECC enabled, the default on data-centre
+   parts, gives up part of it: the L40S's nvidia-smi total is 46,068 MiB with ECC on
+   (modal-labs/modal-client pull request #2797, nvidia-smi totals per GPU type) of its
+   48 GiB (ECC keeps 1/16: 46,080 MiB, and the driver 12 MiB more). HBM devices keep ECC
+   inline at no capacity cost, so their driver total is memory_bytes already.
 """
 
 HBM_MEASURED = {
@@ -63,3 +71,17 @@ def attention_fraction(device_id, fmt):
                 basis = "measured" if (dev, f) == (device_id, fmt) else f"assumed ({dev} {f})"
                 return value, basis, src
     return None
+
+
+ENGINE_MEMORY = {   # device -> (bytes an engine allocates from by default, source)
+    "l40s": (46068 * 2**20, "modal-labs/modal-client pull request #2797 (nvidia-smi: NVIDIA L40S "
+                            "46,068 MiB total, ECC enabled)"),
+}
+
+
+def engine_memory_bytes(device):
+    """The capacity a serving engine allocates from on `device` in its default configuration:
+    the ECC-enabled driver total where it is published and below the device's memory_bytes,
+    else memory_bytes."""
+    got = ENGINE_MEMORY.get(device.id)
+    return min(got[0], device.memory_bytes) if got else device.memory_bytes

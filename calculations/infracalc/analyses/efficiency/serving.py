@@ -56,7 +56,7 @@ import math
 
 from ... import ledger
 from ..memory import request_bytes
-from . import predict
+from . import memory, predict
 from ...summation import plain_sum
 
 KV_FRACTION = 0.9
@@ -69,23 +69,23 @@ ENGINE_MAX_BATCH = 4096
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.002, 3e-07, 1.4e-07),
+        (4e-06, 0.001, 3e-07, 1.4e-07),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (1e-06, 0.024, 5e-07, 3e-07),
+        (4e-06, 0.024, 4.5e-07, 3e-07),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
-        (2e-06, 0.01, 1.2e-06, 2.4e-07),
+        (2e-06, 0.001, 1.1e-06, 3e-07),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (4e-06, 0.002, 3e-07, 1.4e-07),
+        (4e-06, 0.002, 3e-07, 1e-07),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.006, 1.5e-07, 2e-07),
+        (4e-06, 0.004, 2e-07, 1.8e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.002, 3e-07, 1.2e-07),
+        (4e-06, 0.001, 3e-07, 1.4e-07),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.001, 3.5e-07, 1.2e-07),
+        (4e-06, 0.006, 2.5e-07, 1.4e-07),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
-        (3e-06, 0.024, 7e-07, 4e-08),
+        (4e-06, 0.024, 8e-07, 6e-08),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (1e-06, 0.024, 5e-07, 3e-07),
+        (2e-06, 0.001, 1.1e-06, 3e-07),
 }
 
 
@@ -140,7 +140,7 @@ def _scaled(op, k):
 
 def concurrency(arch, w, memory_bytes, input_len, output_len):
     """(N, room, engine batch limit): the requests an engine keeps in flight on one device
-    (or one device's shard `arch`)."""
+    (or one device's shard `arch`) with `memory_bytes` to allocate from."""
     room = KV_FRACTION * max(memory_bytes - arch.weight_bytes(w), 0)
     final = request_bytes(arch, w, input_len + output_len - 1)
     limit = engine_batch(room, request_bytes(arch, w, input_len + output_len))
@@ -193,13 +193,14 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     its devices holds): concurrency, iteration time split, output tokens/s of the replica.
     With `tpot_limit_s` (a latency-constrained load such as MLPerf's Server scenario) the
     concurrency is lowered to the largest whose iteration meets the TPOT limit
-    (latency_limited). None when the device has no prediction (no published peak) or
-    nothing fits."""
+    (latency_limited). The memory is the engine's (efficiency.memory.engine_memory_bytes: the
+    device's default, ECC-enabled capacity). None when the device has no prediction (no
+    published peak) or nothing fits."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    n, room, limit = concurrency(arch, w, device.memory_bytes, input_len, output_len)
+    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len)
     if n < 1:
         return None
     memory_n = n
@@ -249,11 +250,12 @@ def tp_comm(device, tp, arch):
 
     tier = comm.tier(tp, device)
     links = comm.links(device)
+    up, out = links.get("up"), links.get("out")
 
     def seconds(tokens):
         cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, TP_REDUCE_BYTES, tp=tp, sp=False,
                             layers=len(arch.layers), tier=tier)
-        return plain_sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
+        return plain_sum(c.count * collective.seconds(c, up, out, device.id) for c in cs)
     return seconds
 
 
@@ -261,9 +263,8 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
     """The predicted steady state of a layout: one replica of tp x pp devices (each device holds
     its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
-    replica runs `pipelined` (pp micro-batches in flight). None under context parallelism or
-    expert parallelism beyond the TP group (not modelled yet, `_replica`), or without a
-    prediction on the device."""
+    replica runs `pipelined` (pp micro-batches in flight). None under context parallelism (not
+    modelled yet, `_replica`), or without a prediction on the device."""
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay)
     if replica is None:
         return None
@@ -274,7 +275,8 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
                                 tpot_limit_s)
     if rec is None:
         return None
-    exposed = "EP dispatch and combine all-to-alls" if lay.ep > lay.tp else "TP all-reduces"
+    exposed = ("TP all-reduces" if lay.ep <= lay.tp else "EP dispatch and combine all-to-alls" if lay.tp == 1
+               else "TP all-reduces and EP dispatch and combine all-to-alls")
     return {**rec, "exposed_collectives": exposed,
             "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
             "output_tokens_per_s_per_device": rec["output_tokens_per_s"] * lay.dp / lay.devices}
@@ -295,22 +297,17 @@ def _replica(arch, device, lay):
     replica's collectives: the tokens are replicated over the group, each device runs its experts'
     share of the routed copies (the shard's ledger: the mean share, uniform routing) and the
     all-reduce after the MLP sums the experts' outputs, as it sums a TP MLP's partial outputs.
-    Expert parallelism beyond the TP group with tp 1 (attention data parallelism: each device runs
-    its own requests' attention and its experts / ep experts for the copies the EP group routes
-    to them, the shard's ledger) adds each MoE layer's dispatch and combine all-to-all of the
-    iteration's tokens (`ep_comm`). None under context parallelism or EP beyond a TP group of
-    more than one device (not modelled)."""
+    Expert parallelism beyond the TP group (attention data parallelism over ep / tp replicas of
+    tp devices: each device runs its replica's requests' attention, split tp ways, and its
+    experts / ep experts for the copies the EP group routes to them, the shard's ledger) adds each
+    MoE layer's dispatch and combine all-to-all of each TP rank's 1/tp share of the iteration's
+    copies, and with tp > 1 keeps the replica's TP all-reduces (`ep_comm`). None under context
+    parallelism (not modelled)."""
     from ... import layout as placement
 
-    if lay.cp > 1 or (lay.ep > lay.tp and lay.tp > 1):
+    if lay.cp > 1:
         return None
-    if lay.ep > lay.tp:
-        out = []
-        for st in placement.stages(arch, lay):
-            shard = placement.shard(arch, lay, st)
-            out.append((shard, ep_comm(device, lay, shard), 1))
-        return out
-    if lay.tp == 1 and lay.pp == 1:
+    if lay.tp == 1 and lay.pp == 1 and lay.ep == 1:
         return [(arch, None, 1)]
     groups = {}
     for st in placement.stages(arch, lay):
@@ -319,34 +316,43 @@ def _replica(arch, device, lay):
             groups[key][2] += 1
         else:
             shard = placement.shard(arch, lay, st)
-            groups[key] = [shard, tp_comm(device, lay.tp, shard) if lay.tp > 1 else None, 1]
+            comm_s = (ep_comm(device, lay, shard) if lay.ep > lay.tp
+                      else tp_comm(device, lay.tp, shard) if lay.tp > 1 else None)
+            groups[key] = [shard, comm_s, 1]
     return [tuple(g) for g in groups.values()]
 
 
 def ep_comm(device, lay, shard):
-    """tokens -> exposed seconds of one iteration's expert-parallel all-to-alls on a device of an
-    attention-data-parallel replica (tp 1, ep > 1): per MoE layer a dispatch and a combine of
-    the tokens' top-k copies in 16 bits (`collectives.ep_collectives`, uniform routing, the
-    convention `parallel` and `train` share), each as NCCL runs it on the tier the EP group spans,
-    not overlapped."""
+    """tokens -> exposed seconds of one iteration's expert-parallel collectives on a device of an
+    attention-data-parallel replica (ep > tp): per MoE layer a dispatch and a combine of the
+    top-k copies of its TP rank's 1/tp share of the tokens in 16 bits (`collectives.moe_collectives`
+    with ep > tp: `ep_collectives` with share = tp; uniform routing; the convention `parallel` and
+    `train` share), each as NCCL runs it on the tier the EP group spans, not overlapped; with
+    tp > 1 the replica's TP all-reduces too (`tp_comm`: after the attention and after the MLP of
+    every layer, the latter reassembling the routed outputs of the TP ranks' shares, as
+    `collectives.moe_keeps_tp_reduction` keeps it without sequence parallelism)."""
     from ... import comm
     from ...blocks.moe import MoE
-    from ...collectives import ep_collectives
+    from ...collectives import moe_collectives
     from . import collective
 
     blocks = [b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE)]
     if not blocks:
-        return None
+        return tp_comm(device, lay.tp, shard) if lay.tp > 1 else None
     b = blocks[0]
     tier = comm.tier(lay.group_span("ep"), device)
     links = comm.links(device)
+    up, out = links.get("up"), links.get("out")
     domain = device.scale_up.domain_size if device.scale_up else 1
     local = comm.ranks_per_domain(lay, "ep", domain)
+    tp_s = tp_comm(device, lay.tp, shard) if lay.tp > 1 else None
 
     def seconds(tokens):
-        cs = ep_collectives(max(1, round(tokens)), b.top_k, b.hidden, TP_REDUCE_BYTES, ep=lay.ep,
-                            moe_layers=len(blocks), tier=tier, experts=b.experts, local=local)
-        return plain_sum(c.count * collective.predicted_s(c, links, device.id)[0] for c in cs)
+        cs = moe_collectives(max(1, round(tokens)), b.top_k, b.hidden, TP_REDUCE_BYTES, tp=lay.tp, ep=lay.ep,
+                             moe_layers=len(blocks), tier_ep=tier, tier_tp=comm.tier(lay.tp, device),
+                             experts=b.experts, local_ep=local)
+        ep_s = plain_sum(c.count * collective.seconds(c, up, out, device.id) for c in cs)
+        return ep_s + tp_s(tokens) if tp_s else ep_s
     return seconds
 
 
@@ -359,10 +365,11 @@ def pp_send_s(device, lay, hidden):
 
     tier = comm.tier(lay.tp * lay.pp, device)
     links = comm.links(device)
+    up, out = links.get("up"), links.get("out")
 
     def seconds(tokens):
         (c,) = pp_collectives(max(1, round(tokens)), hidden, TP_REDUCE_BYTES, 1, tier)
-        return collective.predicted_s(c, links, device.id)[0]
+        return collective.seconds(c, up, out, device.id)
     return seconds
 
 
@@ -386,7 +393,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    got = [concurrency(shard, w, device.memory_bytes, input_len, output_len) for shard, _, _ in replica]
+    got = [concurrency(shard, w, memory.engine_memory_bytes(device), input_len, output_len) for shard, _, _ in replica]
     n, room, limit = min(got, key=lambda g: g[0])
     if batch is not None:
         n = batch

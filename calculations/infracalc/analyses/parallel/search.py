@@ -18,7 +18,7 @@ TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
-NOT_PREDICTED = "no predicted figure: context parallelism, or EP beyond a TP group of several devices (not modelled yet)"
+NOT_PREDICTED = "no predicted figure: context parallelism (not modelled yet)"
 
 
 def predicted(plan, lay):
@@ -171,7 +171,7 @@ def search(plan, devices, *, objective="throughput", tpot_limit=None, top=None, 
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
-        if objective == "predicted" and (lay.cp > 1 or (lay.ep > lay.tp and lay.tp > 1)):
+        if objective == "predicted" and lay.cp > 1:
             raise Rejected(NOT_PREDICTED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):

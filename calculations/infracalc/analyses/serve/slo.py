@@ -22,7 +22,7 @@ SLO_PREDICTED = (
     "estimate admits at a count, each at its estimate batch B, the largest batch b <= B of the "
     "search's list whose predicted TPOT and TTFT meet the limits; the answer is the best by "
     "predicted output tokens/s per device (its estimate and lower bounds at b meet the limits too); "
-    "a count whose candidates the prediction does not model at all (CP, or EP beyond TP, only) is judged by "
+    "a count whose candidates the prediction does not model at all (CP only) is judged by "
     "the estimate, said so; a count the estimate rejects is not tried.")
 
 SLO_CONVENTION = (
@@ -73,7 +73,7 @@ def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
     search's list whose predicted TPOT is within the limit, kept when its predicted TTFT is
     too; ranked by predicted output tokens/s per device (the estimate batch's lower bounds and
     estimate meet the limits, so every figure of the answer does). Only when the prediction models
-    none of the candidates (CP, EP beyond TP) is the estimate's best taken, said so; {'meets': False,
+    none of the candidates (CP) is the estimate's best taken, said so; {'meets': False,
     ...} when modelled candidates exist and none meets the predicted limits; None when no layout
     meets the TTFT limit (the caller reports why)."""
     from ..efficiency.serving import predicted_at_batch
@@ -194,8 +194,8 @@ PREDICTED_CONVENTION = (
     "plus its per-token work and one iteration's host time, output tokens/s per device from that TPOT; the answer is chosen by --slo-figure; "
     "under pipeline parallelism pp micro-batches in flight (pp x the slowest stage's time for "
     "b / pp requests per iteration; TTFT through every stage); under attention data "
-    "parallelism with EP the all-to-alls; under context parallelism or EP beyond a TP group of "
-    "several devices: 'not modelled for this layout'.")
+    "parallelism with EP the all-to-alls (beside the replica's TP all-reduces); under context "
+    "parallelism: 'not modelled for this layout'.")
 
 
 def chosen_predicted(plan, row):
