@@ -152,6 +152,15 @@ def from_formats(arch, *, weight_dtype=None, act_dtype="bf16", kv_dtype=None, ro
     if kv.block:
         raise UserError(f"--kv-dtype {kv.name}: 128x128 block scales apply to weight matrices, "
                         "not to cache rows; use fp8")
+    if kv.caches:
+        kinds = {k for layer, _, _ in arch.layer_groups() for b in layer.blocks for k in b.cache_kinds}
+        unused = [k for k, _ in kv.caches if k not in kinds]
+        if unused:
+            raise UserError(f"--kv-dtype {kv.name}: {arch.id} keeps no {' or '.join(unused)} cache rows "
+                            f"(its kinds: {', '.join(sorted(kinds)) or 'none'})")
+        for k, d in kv.caches:
+            if d.block:
+                raise UserError(f"--kv-dtype {kv.name}: block scales apply to weight matrices, not to cache rows")
     return Workload(weight_dtype=weight, act_dtype=act, kv_dtype=kv, formats=formats, routing=routing,
                     routing_loads=routing_loads, **fields)
 
