@@ -10,6 +10,7 @@ MLA_PATHS = ("absorbed", "expanded", "naive")
 MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
 NEW_KV = ("reread", "on-chip")
+HC_CONTRACTIONS = ("vector", "matrix")   # mHC stream sums as vector work (default) | as matrix contractions
 REFERENCE_PATHS = ("", "default", "record-past")   # blocks.reference_path ("": the ledger's own count)
 KDA_COUNTS = ("ledger", "recurrent-baseline")   # blocks.kimi.KDA: our ledger | the book's logical recurrent count
 CONV_STATES = ("history", "kernel")   # a causal conv's cached positions: kernel - 1 (default) | kernel
@@ -49,6 +50,8 @@ class Workload(Record):
                                   # (DeepSeek-V4.1's encoder/decoder split: ledger.ced_replay)
     replay: bool = False          # set by the ledger only: this pass is CED's decoder replay of a fresh prompt's
                                   # last `tokens` positions (history = the positions before them)
+    hc_contractions: str = "vector"  # mHC's pre weighted sum and post stream mix: vector FLOPs | matrix
+                                     # contractions (blocks.hyper_connections; train --hc-contractions)
 
     def _check(self):
         for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):
@@ -69,6 +72,9 @@ class Workload(Record):
             raise UserError(f"kda_count must be one of {', '.join(KDA_COUNTS)}, got {self.kda_count!r}")
         if self.conv_state not in CONV_STATES:
             raise UserError(f"conv_state must be one of {', '.join(CONV_STATES)}, got {self.conv_state!r}")
+        if self.hc_contractions not in HC_CONTRACTIONS:
+            raise UserError(f"hc_contractions must be one of {', '.join(HC_CONTRACTIONS)}, "
+                            f"got {self.hc_contractions!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
         if self.schedule not in SCHEDULES:
