@@ -82,6 +82,10 @@ class Block(Record):
     the rows of every declaring block of every bundled model at different
     histories, so a wrong declaration fails CI."""
 
+    cache_kinds = ()
+    """The kinds of cache row (dtypes.CACHE_KINDS) whose format this block takes from
+    `kv_dtype.for_cache(kind)`: a composite --kv-dtype may set them apart."""
+
     reads_mla = False
     """True when `ops(w)` depends on `w.mla` (the MLA blocks: blocks.mla). The ledger
     keys every other block's rows by the workload with the MLA path left out, so an MLA

@@ -109,6 +109,9 @@ def _operators(arch, w, per_layer):
     ops = []
     for block, count, label, layered in parts(arch):
         ops.extend(_block_rows(block, w, free, count, label, per_layer and layered))
+        if w.reference_path and block is arch.embedding:
+            from .blocks.reference_path import mrope_op
+            ops.append(mrope_op(arch, w).replace(layers="-"))
     return ops
 
 

@@ -26,6 +26,10 @@ def add_arguments(p):
     p.add_argument("--tile", type=_tile_shape, metavar="MxKxN",
                    help="add every matrix product padded to this kernel tile: valid, rectangular and padded "
                         "FLOPs per linear, QK^T and PV (dense decoders; the book's architecture-tile-* use 64x64x128)")
+    p.add_argument("--reference-path", nargs="?", const="default", choices=("default", "record-past"), default="",
+                   help="count the book's Qwen3.5/3.6 reference fallback as matrix work: the conv taps it "
+                        "computes, DeltaNet chunks padded to 64, the eager attention rectangle, M-RoPE products "
+                        "(record-past: the fallback's record_past conv)")
     p.add_argument("--kda-count", choices=("ledger", "recurrent-baseline"), default="ledger",
                    help="KDA layers' non-matrix work: ledger (default) or recurrent-baseline (the book's logical "
                         "recurrent count: every op and the recurrence as scalar FLOPs, per token, special "
@@ -53,6 +57,14 @@ def run(args):
         arch = mtp_drafter(arch)
     device = common.declared_figures(load_device(args.device), args)
     w = common.workload(args, arch, args.batch, args.tokens, args.history)
+    if args.reference_path:
+        from ..blocks.linear_attention import GatedDeltaNet
+        from ..errors import UserError
+        if arch.model_type not in ("qwen3_5_moe", "qwen3_5_moe_text") or not any(
+                isinstance(b, GatedDeltaNet) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+            raise UserError(f"--reference-path is the book's Qwen3.5/3.6 reference fallback (model_type "
+                            f"qwen3_5_moe); {arch.id} is {arch.model_type}")
+        w = w.replace(reference_path=args.reference_path)
     if args.kda_count != "ledger":
         from ..blocks.kimi import KDA
         from ..errors import UserError
