@@ -8,6 +8,8 @@ from fractions import Fraction
 from . import common
 
 KINDS = {
+    "gradient-ring": "one gradient tensor all-reduced over two servers, flat rings or the two-level hierarchy: "
+                     "every round's physical resources, the round, serial and aggregate lower bounds",
     "zero-state": "persistent Adam state per rank under ZeRO stages 0-3: each component's shard under a named "
                   "rounding (bytes, flat, per-tensor), padding, and the stages that fit a declared capacity",
     "decode": "one decode step of a nominal dense model: 2NB FLOPs, weights + KV bytes, compute and "
@@ -1431,6 +1433,46 @@ def _connections(args):
     return connection_states(threads=args.threads, peers=args.peers, classes=args.isolation_classes, relations=rel,
                              endpoint_bytes=args.endpoint_bytes, relation_bytes=args.relation_bytes,
                              transport_bytes=args.transport_bytes, budget_bytes=args.budget_bytes)
+
+
+def _gradient_ring_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tensor", default="mlp.gate_proj.weight", metavar="NAME",
+                   help="the first decoder layer's tensor whose gradient is reduced (default mlp.gate_proj.weight)")
+    q.add_argument("--grad-dtype", choices=("fp32", "bf16"), default="fp32", help="gradient width (default fp32)")
+    q.add_argument("--organization", choices=("flat-contiguous", "flat-interleaved", "hierarchical"),
+                   required=True, help="flat ring in rank order, flat ring alternating servers, or two-level")
+    q.add_argument("--ranks-per-server", type=common.positive_int, default=8, metavar="R",
+                   help="ranks in each of the two servers (default 8)")
+    q.add_argument("--nics-per-server", type=common.positive_int, default=None, metavar="K",
+                   help="NICs per server (default one per rank; fewer stripe each message over all K)")
+    q.add_argument("--nic-bw", type=common.bandwidth, required=True, metavar="BW", help="one NIC's rate (50GB/s)")
+    q.add_argument("--local-bw", type=common.bandwidth, required=True, metavar="BW",
+                   help="a rank's local link, transmit and receive (450GB/s)")
+    q.add_argument("--egress-bw", type=common.bandwidth, default=None, metavar="BW",
+                   help="a shared server egress and ingress (default none)")
+    q.add_argument("--startup", type=_exact_time, default=0, metavar="T", help="per round (e.g. 833ns; default 0)")
+    q.add_argument("--budget", type=_exact_time, default=None, metavar="T", help="a declared time budget (3ms)")
+
+
+def _gradient_ring(args):
+    from ..analyses.gradient_rings import gradient_rings
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    layer = next(iter(arch.layer_groups()))[0]
+    tensor = next((t for t in layer.tensors() if t.name == args.tensor), None)
+    if tensor is None:
+        names = ", ".join(t.name for t in layer.tensors()[:8])
+        raise UserError(f"model '{arch.id}' has no layer tensor '{args.tensor}' (e.g. {names})")
+    return dict({"model": arch.id, "tensor": f"layers.0.{tensor.name}", "shape": list(tensor.shape)},
+                **gradient_rings(elements=tensor.params, width=4 if args.grad_dtype == "fp32" else 2,
+                                 organization=args.organization, ranks_per_server=args.ranks_per_server,
+                                 nics_per_server=args.nics_per_server or args.ranks_per_server,
+                                 nic_rate=round(args.nic_bw), local_rate=round(args.local_bw),
+                                 egress_rate=None if args.egress_bw is None else round(args.egress_bw),
+                                 startup_s=args.startup, budget_s=args.budget))
 
 
 def _zero_state_arguments(q):
