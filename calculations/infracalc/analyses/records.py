@@ -119,6 +119,8 @@ def workload_record(w, arch=None):
         rec["kda_count"] = w.kda_count
     if w.reference_path:   # likewise
         rec["reference_path"] = w.reference_path
+    if w.schedule != "full":   # likewise
+        rec["schedule"] = w.schedule
     if arch is not None and arch.kv_bytes(w.kv_dtype, 0):
         rec["delta_form"] = w.delta_form
     if w.formats:
