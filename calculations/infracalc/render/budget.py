@@ -64,6 +64,7 @@ _HOME = {
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
     "TILE_ORDER_CONVENTIONS": "tile_order",
     "REQUEST_CONVENTIONS": "request_work",
+    "CHIP_POWER_CONVENTIONS": "chip_power",
 }
 
 
@@ -119,6 +120,7 @@ CONVENTIONS = {
     "gradient-ring": _lazy("GRADIENT_RING_CONVENTIONS"),
     "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
     "request": _lazy("REQUEST_CONVENTIONS"),
+    "chip-power": _lazy("CHIP_POWER_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
