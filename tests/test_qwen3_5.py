@@ -165,9 +165,6 @@ class Qwen35(unittest.TestCase):
         self.assertIn("attn_output_gate", err)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class ReferencePathOption(unittest.TestCase):
     """`forward --reference-path` produces the book's totals itself (blocks/reference_path.py); the
@@ -203,3 +200,7 @@ class ReferencePathOption(unittest.TestCase):
         status, _, err = run_cli("forward", "--model", "qwen3-8b", "--reference-path")
         self.assertEqual(status, 2)
         self.assertIn("qwen3_5_moe", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -257,6 +257,8 @@ class Architecture(Record):
     parts: tuple = ()            # Part records not counted in params
     notes: tuple = ()
     max_context_source: str = "max_position_embeddings"   # what sets max_context (load.rope)
+    ced_split: int = 0           # DeepSeek-V4.1 CED: the first decoder layer (0: no encoder/decoder split)
+    ced_window: int = 0          # CED: the prompt positions the decoder replays (the sliding window)
 
     def top_blocks(self):
         return (self.embedding, self.final_norm, self.head)

@@ -5,6 +5,7 @@ from .errors import UserError
 from .record import Record
 
 LOGITS = ("last", "all", "none")
+SCHEDULES = ("full", "ced")
 MLA_PATHS = ("absorbed", "expanded", "naive")
 MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
@@ -48,6 +49,10 @@ class Workload(Record):
                                   # compacted supervised tokens (train --supervised-tokens)
     tensor_shapes: str = "config"   # resident weights: the config's tensor shapes | the official checkpoint's
                                     # where they differ (arch.Tensor.checkpoint_shape; decode --tensor-shapes)
+    schedule: str = "full"        # which layers run which positions: full (every layer every new token) | ced
+                                  # (DeepSeek-V4.1's encoder/decoder split: ledger.ced_replay)
+    replay: bool = False          # set by the ledger only: this pass is CED's decoder replay of a fresh prompt's
+                                  # last `tokens` positions (history = the positions before them)
     hc_contractions: str = "vector"  # mHC's pre weighted sum and post stream mix: vector FLOPs | matrix
                                      # contractions (blocks.hyper_connections; train --hc-contractions)
 
@@ -77,6 +82,8 @@ class Workload(Record):
                             f"got {self.hc_contractions!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
+        if self.schedule not in SCHEDULES:
+            raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if not 0 <= self.head_positions <= self.tokens:
             raise UserError(f"head positions must be in 0..{self.tokens} (the new tokens per request), "
                             f"got {self.head_positions}")

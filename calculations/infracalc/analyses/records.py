@@ -129,6 +129,8 @@ def workload_record(w, arch=None):
         rec["reference_path"] = w.reference_path
     if w.tensor_shapes != "config":   # likewise
         rec["tensor_shapes"] = w.tensor_shapes
+    if w.schedule != "full":   # likewise
+        rec["schedule"] = w.schedule
     if arch is not None and arch.kv_bytes(w.kv_dtype, 0):
         rec["delta_form"] = w.delta_form
     if w.formats:
