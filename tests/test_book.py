@@ -679,6 +679,21 @@ class V4TrainingSubgraphs(unittest.TestCase):
         self.assertEqual(self.total(self.rows("--seq", "128", "--micro-batch", "2"), mixes),
                          (17_314_086_912, 34_628_173_824))
 
+    def test_mhc_wrapper_under_matrix_contractions(self):
+        # v4-hc-training-one-row / -128 / -batch2 (bojieli/ai-infra-book:calculations/src/infra_calc/
+        # topics/v4_hc_training.py): mix_linear 2*R*24*16384 plus, per row and wrapper (m = 4,
+        # D = 4096), pre_reduction 2mD = 32,768 and post_residual_mix 2m^2 D = 131,072; backward
+        # 4*R*24*16384 + 6mD + 4m^2 D = 98,304 + 262,144 per row and wrapper. One row:
+        # 67,633,152 + 86 x 163,840 = 81,723,392; 135,266,304 + 86 x 360,448 = 166,264,832.
+        hc = ("hc_attn.mix", "hc_attn.pre", "hc_attn.post", "hc_ffn.mix", "hc_ffn.pre", "hc_ffn.post")
+        for argv, rows_, fwd, bwd in ((("--seq", "1"), 1, 81_723_392, 166_264_832),
+                                      (("--seq", "128"), 128, 10_460_594_176, 21_281_898_496),
+                                      (("--seq", "128", "--micro-batch", "2"), 256, 20_921_188_352, 42_563_796_992)):
+            with self.subTest(argv=argv):
+                self.assertEqual(fwd, 86 * rows_ * (2 * 24 * 16384 + 32_768 + 131_072))
+                self.assertEqual(bwd, 86 * rows_ * (4 * 24 * 16384 + 98_304 + 262_144))
+                self.assertEqual(self.total(self.rows(*argv, "--hc-contractions", "matrix"), hc), (fwd, bwd))
+
     def test_one_layer_sub_modules(self):
         # By hand, one layer: the five projections at one token 2*(4096*1024 + 1024*32768 + 4096*512
         # + 8*4096*1024 + 8192*4096) = 213,909,504; the window-128 core at 2 x 129 tokens

@@ -15,12 +15,14 @@ sys.path.insert(0, str(ROOT / "calculations"))
 from infracalc import ledger  # noqa: E402
 from infracalc.analyses import decode as D  # noqa: E402
 from infracalc.analyses import decode_sum as S  # noqa: E402
+from infracalc.analyses import train_flops as TF  # noqa: E402
 from infracalc.analyses.roofline import roof  # noqa: E402
 from infracalc.arch import Tensor  # noqa: E402
 from infracalc.blocks import compressed_attention as CA  # noqa: E402
 from infracalc.blocks.hyper_connections import HCHeadNorm, HCPost, HCPre, split_flops  # noqa: E402
 from infracalc.blocks.moe import MoE  # noqa: E402
 from infracalc.dtypes import dtype  # noqa: E402
+from infracalc.errors import UserError  # noqa: E402
 from infracalc.load.config import Config  # noqa: E402
 from infracalc.load.deepseek_v4 import V4Shapes  # noqa: E402
 from infracalc.load.hardware import load_device  # noqa: E402
@@ -374,6 +376,22 @@ class HyperConnectionsByHand(unittest.TestCase):
         r = rows(h, self.W)
         self.assertEqual((r["hc_head.mix"].matrix_flops, r["hc_head"].vector_flops, r["norm"].vector_flops),
                          (3 * 64, 3 * 68, 3 * 32))
+
+    def test_contractions_as_matrix(self):
+        """--hc-contractions matrix, D = 8, m = 2, 3 tokens: the pre weighted sum becomes a
+        [1,2]x[2,8] product, 2x2x8 = 32 matrix FLOPs per token (backward dpre 32), its vector
+        500 - (2x2-1) x 8 = 476; the post stream mix [2,2]x[2,8] = 2x4x8 = 64 matrix, vector
+        2x2x8 = 32 (post products and final adds), backward dcomb + dx_residual 4x4x8 = 128 and
+        dz + dpost 4x2x8 = 64: 192. The training backward takes them as matrix FLOPs."""
+        w = Workload(tokens=3, hc_contractions="matrix")
+        pre = rows(HCPre("hc_attn", 8, 2, 20), w)["hc_attn.pre"]
+        post = rows(HCPost("hc_ffn", 8, 2), w)["hc_ffn.post"]
+        self.assertEqual((pre.matrix_flops, pre.vjp_matrix_flops, pre.vector_flops), (3 * 32, 3 * 32, 3 * 476))
+        self.assertEqual((post.matrix_flops, post.vjp_matrix_flops, post.vector_flops), (3 * 64, 3 * 192, 3 * 32))
+        self.assertEqual(TF.backward(post, w, 1).matrix_flops, 3 * 192)
+        self.assertEqual(rows(HCPost("hc_ffn", 8, 2), self.W)["hc_ffn.post"].vjp_matrix_flops, 0)
+        with self.assertRaises(UserError):
+            Workload(hc_contractions="scalar")
 
     def test_the_books_scalar_count(self):
         """bojieli/ai-infra-book:calculations/results/README.md, hc-deepseek-v4-flash-b1-t8192:

@@ -24,6 +24,9 @@ class Splits(unittest.TestCase):
         self.assertEqual([r["bound"] for r in warm], [Fraction(9375, 1024), 8, 4])
         # every image a hit: no encoding bound at all (not an infinite one)
         self.assertIsNone(pool_splits(4, 4, Fraction(1), 12, 4, 300_000_000, 32_768_000)[0]["uncached_encode_exact"])
+        # the network carries bound x 32,768,000 B/s: 3 x -> 98,304,000; at the network's own bound all 300 MB/s
+        self.assertEqual([r["network_bytes_per_s_at_bound_exact"] for r in rows], ["98304000", "196608000", "131072000"])
+        self.assertEqual(warm[0]["network_bytes_per_s_at_bound_exact"], "300000000")
 
 
 class Qwen3VL(unittest.TestCase):
@@ -41,6 +44,12 @@ class Qwen3VL(unittest.TestCase):
         self.assertEqual((r["best_bound_requests_per_s_exact"], r["best_splits"]), ("6", "2E+2PD"))
         # 8,192,000 B at 6.4 Mb/s = 800,000 B/s: 256/25 s against the compressed image's 1 s
         self.assertEqual((r["ec_uplink_s_exact"], r["compressed_image_uplink_s_exact"]), ("256/25", "1"))
+        # one temporal grid of 640/16 x 640/16 patches; the EC is [400, 2560] per output, 4 of them side by side
+        self.assertEqual((r["grid_thw"], r["final_embedding_shape"], r["ec_shape"]), ([1, 40, 40], [400, 2560], [400, 10240]))
+        self.assertEqual([(c["name"], c["bytes"]) for c in r["ec_components"]],
+                         [("final_embedding", 2_048_000), ("deepstack_5", 2_048_000), ("deepstack_11", 2_048_000),
+                          ("deepstack_17", 2_048_000)])
+        self.assertEqual([x["arrival_below_bound"] for x in r["splits"]], [True, True, True])   # no arrival declared
 
 
 if __name__ == "__main__":

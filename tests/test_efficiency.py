@@ -41,10 +41,23 @@ class Mamf(unittest.TestCase):
         f = self.fraction("b200", "fp4")
         self.assertAlmostEqual(f.value, 1402.6 / 1979, places=12)
         self.assertIn("assumed", f[1])
-        # MI300X FP8: the device's own BF16 figure (668.4 / 1300)
-        f = self.fraction("mi300x", "fp8")
-        self.assertAlmostEqual(f.value, 668.4 / 1300, places=12)
+        # Gaudi 3 FP8: the device's own BF16 figure (1288.8 / 1677)
+        f = self.fraction("gaudi3", "fp8")
+        self.assertAlmostEqual(f.value, 1288.8 / 1677, places=12)
         self.assertEqual(f[1], "assumed (bf16 of the same device)")
+        # MI355X FP8 and FP4: MI325X's FP8 figure, 1519 of 2614.9
+        for fmt in ("fp8", "fp4"):
+            f = self.fraction("mi355x", fmt)
+            self.assertAlmostEqual(f.value, 1519 / 2614.9, places=12)
+            self.assertTrue(f[1].startswith("assumed (mi325x fp8"), f[1])
+
+    def test_amd_maf_table(self):
+        # ROCm/rocm-blogs measuring-max-achievable-flops-part2, Table 1 (hipBLASLt, FP8 at the
+        # measured median clock): MI300X 1273 TFLOP/s, MI325X 1519, over our FP8 peak 2614.9
+        for device, got in (("mi300x", 1273), ("mi325x", 1519)):
+            f = self.fraction(device, "fp8")
+            self.assertAlmostEqual(f.value, got / 2614.9, places=12)
+            self.assertEqual(f[1], "measured")
 
     def test_every_fraction_is_at_most_one(self):
         for device in matmul.SMS:

@@ -229,9 +229,6 @@ class GatedMLAByHand(unittest.TestCase):
         self.assertEqual((r["g_proj"].matrix_flops, r["output_gate"].vector_flops), (192, 48))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class RecurrentBaseline(unittest.TestCase):
     """`forward --kda-count recurrent-baseline`: the book's logical recurrent count of the KDA layers
@@ -265,3 +262,7 @@ class RecurrentBaseline(unittest.TestCase):
         status, _, err = run_cli("forward", "--model", "qwen3-8b", "--kda-count", "recurrent-baseline")
         self.assertEqual(status, 2)
         self.assertIn("no KDA", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -65,5 +65,13 @@ class Screen(unittest.TestCase):
         self.assertIn("--weights all", err)
 
 
+
+class Refusals(unittest.TestCase):
+    def test_conv_state_needs_a_gated_deltanet(self):
+        status, _, err = run_cli("kv", "--model", "qwen3-8b", "--context", "10", "--conv-state", "kernel")
+        self.assertEqual(status, 2)
+        self.assertIn("--conv-state", err)
+
+
 if __name__ == "__main__":
     unittest.main()

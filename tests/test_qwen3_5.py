@@ -165,5 +165,42 @@ class Qwen35(unittest.TestCase):
         self.assertIn("attn_output_gate", err)
 
 
+
+class ReferencePathOption(unittest.TestCase):
+    """`forward --reference-path` produces the book's totals itself (blocks/reference_path.py); the
+    terms are BookReferencePath's, derived by hand above."""
+
+    def test_rules(self):
+        from infracalc.blocks import reference_path as ref
+        # K 4: cold T 8192 -> 8195 positions; cold T 1 -> max(1, 4) + 3 = 7; after a history T 2048 ->
+        # 2048 + 7; one token after a history -> 2 (the update path); x K taps each
+        self.assertEqual([ref.conv_taps(8192, 0, 4), ref.conv_taps(1, 0, 4), ref.conv_taps(2048, 6144, 4),
+                          ref.conv_taps(1, 8192, 4)], [8195 * 4, 7 * 4, 2055 * 4, 2 * 4])
+        # record_past: cold max(T, K) positions; after a history the valid taps min(K, H + i + 1)
+        self.assertEqual([ref.conv_taps(1, 0, 4, "record-past"), ref.conv_taps(1, 8192, 4, "record-past"),
+                          ref.conv_taps(3, 1, 4, "record-past")], [16, 4, 2 + 3 + 4])
+        # one padded chunk and value head at C 64, d 128: 2 x 64 x (2 x 64 x 128 + 64 x 128 + 3 x 128^2)
+        self.assertEqual(ref.chunk_flops(64, 128, 128), 9_437_184)
+
+    def test_book_totals(self):
+        import json
+        from support import run_cli
+        for model, args, book in (
+                ("qwen3.5-397b-a17b", ("--tokens", "8192"), 304_038_065_373_184),
+                ("qwen3.5-397b-a17b", ("--tokens", "1", "--history", "8192"), 36_977_377_472),
+                ("qwen3.5-397b-a17b", ("--tokens", "1", "--reference-path", "record-past"), 59_855_667_392),
+                ("qwen3.6-35b-a3b", ("--tokens", "65"), 401_830_392_000)):
+            status, out, err = run_cli("forward", "--model", model, "--logits", "all", "--reference-path", *args,
+                                       "--format", "json")
+            self.assertEqual(status, 0, err)
+            self.assertEqual(json.loads(out)["totals"]["matrix_flops"], book, (model, args))
+
+    def test_refused_elsewhere(self):
+        from support import run_cli
+        status, _, err = run_cli("forward", "--model", "qwen3-8b", "--reference-path")
+        self.assertEqual(status, 2)
+        self.assertIn("qwen3_5_moe", err)
+
+
 if __name__ == "__main__":
     unittest.main()

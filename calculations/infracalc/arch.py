@@ -82,6 +82,10 @@ class Block(Record):
     the rows of every declaring block of every bundled model at different
     histories, so a wrong declaration fails CI."""
 
+    cache_kinds = ()
+    """The kinds of cache row (dtypes.CACHE_KINDS) whose format this block takes from
+    `kv_dtype.for_cache(kind)`: a composite --kv-dtype may set them apart."""
+
     reads_mla = False
     """True when `ops(w)` depends on `w.mla` (the MLA blocks: blocks.mla). The ledger
     keys every other block's rows by the workload with the MLA path left out, so an MLA
@@ -245,6 +249,8 @@ class Architecture(Record):
     parts: tuple = ()            # Part records not counted in params
     notes: tuple = ()
     max_context_source: str = "max_position_embeddings"   # what sets max_context (load.rope)
+    ced_split: int = 0           # DeepSeek-V4.1 CED: the first decoder layer (0: no encoder/decoder split)
+    ced_window: int = 0          # CED: the prompt positions the decoder replays (the sliding window)
 
     def top_blocks(self):
         return (self.embedding, self.final_norm, self.head)

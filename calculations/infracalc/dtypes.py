@@ -35,6 +35,15 @@ class Dtype(Record):
     tensor_scale_bytes: int = 0  # one extra scale per tensor
     peak: str = ""             # key of the device's matrix peak this format computes at
     description: str = ""
+    caches: tuple = ()         # a KV-cache format only: ((kind, Dtype), ...) for caches of those kinds
+
+    def for_cache(self, kind):
+        """The format of the cache rows of `kind` (CACHE_KINDS): an override of a composite
+        KV format (`BASE,KIND=FORMAT,...`), else this format itself."""
+        for k, d in self.caches:
+            if k == kind:
+                return d
+        return self
 
     def nbytes(self, shape):
         """Exact bytes of a tensor of this shape, scales included."""
@@ -134,6 +143,31 @@ BOOK_FORMATS = (
 _CACHE = {}
 _CACHE_KEPT = 1 << 10   # parsed names kept (memo.remember)
 
+# Kinds of cache row a KV format may set apart (`--kv-dtype BASE,KIND=FORMAT,...`): the
+# sliding-window rows of DeepSeek-V4/V4.1 attention, compressed entries, and indexer keys.
+CACHE_KINDS = {"window": "sliding-window K=V rows", "entry": "compressed cache entries",
+               "index": "indexer key rows"}
+
+
+def cache_formats(name):
+    """BASE,KIND=FORMAT[,KIND=FORMAT...] -> a Dtype of BASE whose cache rows of each KIND are in
+    FORMAT (Dtype.for_cache): one KV cache that keeps different rows in different formats
+    (DeepSeek-V4.1's FP8 window rows, FP4 entries and MXFP4 index keys)."""
+    base, *pairs = [p.strip() for p in name.split(",")]
+    caches = []
+    for pair in pairs:
+        kind, eq, fmt = pair.partition("=")
+        if not eq or kind not in CACHE_KINDS or not fmt or "," in fmt:
+            raise UserError(f"KV format '{name}': '{pair}' is not KIND=FORMAT with KIND one of "
+                            f"{', '.join(CACHE_KINDS)}")
+        if kind in dict(caches):
+            raise UserError(f"KV format '{name}': cache kind '{kind}' given twice")
+        caches.append((kind, dtype(fmt)))
+    d = dtype(base)
+    label = ",".join([d.name] + [f"{k}={f.name}" for k, f in caches])
+    text = "; ".join([d.description] + [f"{CACHE_KINDS[k]}: {f.description}" for k, f in caches])
+    return d.replace(name=label, caches=tuple(caches), description=text)
+
 
 def parse(name):
     """BASE-gG[-SCALE] or BASE-bB[-SCALE] -> Dtype, or None if the name does not parse."""
@@ -162,6 +196,10 @@ def dtype(name):
     either case, or another tool's spelling in SPELLINGS); an unknown name is a UserError."""
     if name in DTYPES:
         return DTYPES[name]
+    if "," in name:
+        if name not in _CACHE:
+            remember(_CACHE, _CACHE_KEPT, name, cache_formats(name))
+        return _CACHE[name]
     lower = name.lower()
     name = SPELLINGS.get(lower, lower if lower in DTYPES or "-" in lower else name)
     if name in DTYPES:
@@ -182,5 +220,6 @@ def format_help():
     """The formats paragraph shown in --help (argparse epilog)."""
     return ("formats: " + ", ".join(DTYPES) + "; any BASE-gG[-SCALE] (one SCALE per G values "
             f"along a row, SCALE default {DEFAULT_GROUP_SCALE}) or BASE-bB[-SCALE] (one per BxB "
-            f"block, default {DEFAULT_BLOCK_SCALE}), SCALE one of {', '.join(SCALES)}. "
+            f"block, default {DEFAULT_BLOCK_SCALE}), SCALE one of {', '.join(SCALES)}; a KV format may be "
+            f"BASE,KIND=FORMAT,... (KIND one of {', '.join(CACHE_KINDS)}: DeepSeek-V4/V4.1 cache rows). "
             "The book's tables use: " + "; ".join(BOOK_FORMATS) + ".")

@@ -74,6 +74,8 @@ class Op(Record):
     saved_replicated: int = 0  # part of saved_bytes in the sequence region (norm inputs and
                                # statistics, a sublayer's first input, residual dropout masks):
                                # whole on every TP rank without sequence parallelism
+    vjp_matrix_flops: int = 0  # a vector op's backward contractions counted as matrix work (mHC under
+                               # hc_contractions "matrix"); gemm/attention backwards follow their kind
 
     @property
     def bytes_read(self):
@@ -92,7 +94,7 @@ class Op(Record):
         return self.matrix_flops + self.vector_flops
 
     _SCALED = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
-               "kv_read", "act_write", "kv_write", "saved_bytes", "saved_replicated")
+               "kv_read", "act_write", "kv_write", "saved_bytes", "saved_replicated", "vjp_matrix_flops")
 
     def times(self, k, layers):
         """This op repeated over k identical layers (every additive field times k,

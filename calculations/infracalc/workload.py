@@ -5,10 +5,13 @@ from .errors import UserError
 from .record import Record
 
 LOGITS = ("last", "all", "none")
+SCHEDULES = ("full", "ced")
 MLA_PATHS = ("absorbed", "expanded", "naive")
 MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
 NEW_KV = ("reread", "on-chip")
+HC_CONTRACTIONS = ("vector", "matrix")   # mHC stream sums as vector work (default) | as matrix contractions
+REFERENCE_PATHS = ("", "default", "record-past")   # blocks.reference_path ("": the ledger's own count)
 KDA_COUNTS = ("ledger", "recurrent-baseline")   # blocks.kimi.KDA: our ledger | the book's logical recurrent count
 CONV_STATES = ("history", "kernel")   # a causal conv's cached positions: kernel - 1 (default) | kernel
 ROUTING_MODELS = ("uniform", "balanced", "concentrated")   # MoE routing models (blocks.moe), besides "histogram"
@@ -37,10 +40,18 @@ class Workload(Record):
     new_kv: str = "reread"        # attention reads the pass's new K/V back from memory | takes them on chip
     conv_state: str = "history"   # positions per channel a Gated DeltaNet conv state keeps: kernel - 1 ("history",
                                   # vLLM's layout) | kernel (the book's reference path); `kv --conv-state`
+    reference_path: str = ""      # the book's Qwen3.5/3.6 reference-fallback count (blocks.reference_path): "",
+                                  # "default" or "record-past" (conv taps, padded chunks, eager rectangle, M-RoPE)
     kda_count: str = "ledger"     # KDA's non-matrix work: ledger | recurrent-baseline (blocks.kimi, the book's
                                   # logical recurrent baseline: every op and the recurrence as scalar FLOPs)
     head_positions: int = 0       # positions per request the head runs on (0: as `logits` says); training's
                                   # compacted supervised tokens (train --supervised-tokens)
+    schedule: str = "full"        # which layers run which positions: full (every layer every new token) | ced
+                                  # (DeepSeek-V4.1's encoder/decoder split: ledger.ced_replay)
+    replay: bool = False          # set by the ledger only: this pass is CED's decoder replay of a fresh prompt's
+                                  # last `tokens` positions (history = the positions before them)
+    hc_contractions: str = "vector"  # mHC's pre weighted sum and post stream mix: vector FLOPs | matrix
+                                     # contractions (blocks.hyper_connections; train --hc-contractions)
 
     def _check(self):
         for name, low in (("batch", 1), ("tokens", 1), ("history", 0)):
@@ -54,12 +65,20 @@ class Workload(Record):
             raise UserError(f"delta_form must be one of {', '.join(DELTA_FORMS)}, got {self.delta_form!r}")
         if self.new_kv not in NEW_KV:
             raise UserError(f"new_kv must be one of {', '.join(NEW_KV)}, got {self.new_kv!r}")
+        if self.reference_path not in REFERENCE_PATHS:
+            raise UserError(f"reference_path must be one of {', '.join(map(repr, REFERENCE_PATHS))}, "
+                            f"got {self.reference_path!r}")
         if self.kda_count not in KDA_COUNTS:
             raise UserError(f"kda_count must be one of {', '.join(KDA_COUNTS)}, got {self.kda_count!r}")
         if self.conv_state not in CONV_STATES:
             raise UserError(f"conv_state must be one of {', '.join(CONV_STATES)}, got {self.conv_state!r}")
+        if self.hc_contractions not in HC_CONTRACTIONS:
+            raise UserError(f"hc_contractions must be one of {', '.join(HC_CONTRACTIONS)}, "
+                            f"got {self.hc_contractions!r}")
         if self.logits not in LOGITS:
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
+        if self.schedule not in SCHEDULES:
+            raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
         if not 0 <= self.head_positions <= self.tokens:
             raise UserError(f"head positions must be in 0..{self.tokens} (the new tokens per request), "
                             f"got {self.head_positions}")
@@ -146,6 +165,15 @@ def from_formats(arch, *, weight_dtype=None, act_dtype="bf16", kv_dtype=None, ro
     if kv.block:
         raise UserError(f"--kv-dtype {kv.name}: 128x128 block scales apply to weight matrices, "
                         "not to cache rows; use fp8")
+    if kv.caches:
+        kinds = {k for layer, _, _ in arch.layer_groups() for b in layer.blocks for k in b.cache_kinds}
+        unused = [k for k, _ in kv.caches if k not in kinds]
+        if unused:
+            raise UserError(f"--kv-dtype {kv.name}: {arch.id} keeps no {' or '.join(unused)} cache rows "
+                            f"(its kinds: {', '.join(sorted(kinds)) or 'none'})")
+        for k, d in kv.caches:
+            if d.block:
+                raise UserError(f"--kv-dtype {kv.name}: block scales apply to weight matrices, not to cache rows")
     return Workload(weight_dtype=weight, act_dtype=act, kv_dtype=kv, formats=formats, routing=routing,
                     routing_loads=routing_loads, **fields)
 

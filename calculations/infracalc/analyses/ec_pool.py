@@ -19,7 +19,8 @@ from fractions import Fraction
 
 
 def pool_splits(workers, images, hit, encoder_rate, pd_rate, network_rate, request_ec_bytes):
-    """[{encoder_workers, pd_workers, bounds..., bound, bottlenecks}] for e = 1 .. workers - 1."""
+    """[{encoder_workers, pd_workers, bounds..., bound, bottlenecks, the EC bytes/s the network carries at the
+    bound (bound x the request's EC bytes)}] for e = 1 .. workers - 1."""
     network = Fraction(network_rate) / request_ec_bytes
     rows = []
     for e in range(1, workers):
@@ -31,7 +32,8 @@ def pool_splits(workers, images, hit, encoder_rate, pd_rate, network_rate, reque
                      "uncached_encode_exact": str(bounds["uncached_encode"]) if "uncached_encode" in bounds else None,
                      "pd_exact": str(bounds["pd"]), "network_exact": str(network), "bound_exact": str(bound),
                      "bound": bound, "bottlenecks": [k for k in ("uncached_encode", "pd", "network")
-                                                     if bounds.get(k) == bound]})
+                                                     if bounds.get(k) == bound],
+                     "network_bytes_per_s_at_bound_exact": str(bound * request_ec_bytes)})
     return rows
 
 

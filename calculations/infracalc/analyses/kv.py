@@ -520,9 +520,9 @@ def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None,
     if weights != "text":
         extra["weights"] = {"text_bytes": plan(arch, w, lay)[0].weight_bytes,
                             "parts": {p.name: w.weight_dtype.nbytes_flat(p.params) for p in arch.parts}}
+    parts = state_parts(arch, w)
     if screen:
-        extra["screen"] = screen_record(sts, budget, req, screen, reserve_bytes,
-                                        state_parts(arch, w) if lay.tp == 1 else None)
+        extra["screen"] = screen_record(sts, budget, req, screen, reserve_bytes, parts if lay.tp == 1 else None)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "kv",
@@ -545,8 +545,7 @@ def kv(arch, w, req, memory_bytes, layout=None, reserve_bytes=None, device=None,
             "reserve_is_default": reserve_bytes is None,
             **({"native_formats": {role: d.name for role, d in w.formats}} if w.formats else {}),
         },
-        "sizing": dict(sizing_record(whole), **({"state_parts_per_request": state_parts(arch, w)}
-                                                 if state_parts(arch, w) else {})),
+        "sizing": dict(sizing_record(whole), **({"state_parts_per_request": parts} if parts else {})),
         "capacity": capacity_record(arch, sts, budget, req, lay),
         "concurrency": concurrency_table(arch, sts, budget, req),
         **extra,

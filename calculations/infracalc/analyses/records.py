@@ -27,7 +27,17 @@ NEW_KV_ON_CHIP = ("New K/V on chip (--new-kv on-chip): attention takes the pass'
 def conventions(w):
     """The conventions every ledger output prints, with the new-K/V one when selected."""
     return (list(CONVENTIONS) + ([NEW_KV_ON_CHIP] if w.new_kv == "on-chip" else [])
-            + ([KDA_BASELINE] if w.kda_count != "ledger" else []))
+            + ([KDA_BASELINE] if w.kda_count != "ledger" else []) + ([REFERENCE_PATH] if w.reference_path else []))
+
+
+REFERENCE_PATH = (
+    "Reference path, --reference-path (the book's Qwen3.5/3.6 reference fallback, blocks/reference_path.py): "
+    "matrix work also counts the depthwise conv taps the fallback computes (2 C K x max(T, K) + K - 1 positions "
+    "cold, T + 2K - 1 after a history, 2 for one token after a history), the DeltaNet core in chunks padded to "
+    "64 (2 C (2 C d_k + C d_v + 3 d_k d_v) per chunk and value head; one token after a history is the "
+    "recurrence), every query-key pair of the eager T x (H + T) rectangle, and the M-RoPE frequencies "
+    "(2 x 3 axes x rotated dims / 2 per position, once per pass). record-past: the fallback's record_past conv, "
+    "K max(T, K) taps cold, the valid taps sum_i min(K, H + i + 1) after a history.")
 
 
 KDA_BASELINE = (
@@ -107,6 +117,10 @@ def workload_record(w, arch=None):
         rec["new_kv"] = w.new_kv
     if w.kda_count != "ledger":   # likewise
         rec["kda_count"] = w.kda_count
+    if w.reference_path:   # likewise
+        rec["reference_path"] = w.reference_path
+    if w.schedule != "full":   # likewise
+        rec["schedule"] = w.schedule
     if arch is not None and arch.kv_bytes(w.kv_dtype, 0):
         rec["delta_form"] = w.delta_form
     if w.formats:

@@ -378,6 +378,10 @@ def _inputs(w, lay, s, global_batch, links):
     }
 
 
+HC_MATRIX = ("mHC contractions as matrix work (--hc-contractions matrix, the book's training wrapper): per "
+             "token and sublayer the pre weighted sum 2mD and the post stream mix 2m^2 D are matrix FLOPs "
+             "(not vector), their backward dpre, dcomb, dx_residual, dz and dpost 6mD + 4m^2 D; model FLOPs "
+             "are then not 3 x the forward's.")
 PER_LAYER = ("Operators are per layer: one instance of each distinct block (the rows of the layers "
              "listed under 'layers'), not multiplied by the number of layers that share it (x); every "
              "other figure is the whole step.")
@@ -425,8 +429,10 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, pe
                else {"would_fit": would_fit(arch, w, lay, s, device.memory_bytes)}),
         },
         **({"per_layer": True} if per_layer else {}),
+        **({"hc_contractions": w.hc_contractions} if w.hc_contractions != "vector" else {}),
         "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
-        "conventions": _conventions(peaks) + ([PER_LAYER] if per_layer else []),
+        "conventions": _conventions(peaks) + ([PER_LAYER] if per_layer else [])
+                       + ([HC_MATRIX] if w.hc_contractions == "matrix" else []),
     }
 
 

@@ -15,7 +15,10 @@ recompute level runs again. Conventions (docs/train.md, "Conventions: FLOPs"):
 - vector operators: backward = BACKWARD_VECTOR[kind] x forward vector FLOPs;
   the embedding's backward is a scatter-add of dY into the rows (one add per
   element, no matrix FLOPs); the loss's is (softmax - one-hot) / tokens;
-- model FLOPs = forward + backward matrix FLOPs = 3 x forward matrix FLOPs;
+  a vector operator's backward contractions a convention counts as matrix work
+  are its `vjp_matrix_flops` (mHC under `--hc-contractions matrix`);
+- model FLOPs = forward + backward matrix FLOPs = 3 x forward matrix FLOPs
+  (not under `--hc-contractions matrix`, where the mHC rows' backward is their own);
   hardware FLOPs add the recomputed matrix FLOPs: `selective` = the attention
   core (attn_qk, softmax, attn_pv of every layer), `full` = one forward of
   every decoder layer (never the embedding, final norm, head or loss);
@@ -107,7 +110,7 @@ def backward(op, w, vocab, flash_recompute=False):
     if kind not in BACKWARD_VECTOR:
         raise UserError(f"operator {op.name}: no backward rule for kind '{kind or '(none)'}'")
     moved = 0 if kind == "memory" else op.act_write + op.saved_bytes + op.act_read + 2 * op.weight_read
-    return Backward(0, op.vector_flops * BACKWARD_VECTOR[kind], moved)
+    return Backward(op.vjp_matrix_flops, op.vector_flops * BACKWARD_VECTOR[kind], moved)
 
 
 def training_workload(w):

@@ -262,6 +262,8 @@ class Attention(Block):
         act = w.act_dtype
         k_token = w.kv_dtype.nbytes_flat(self.kv_heads * hd)
         read = keys - w.new_keys_on_chip   # keys read from the cache (--new-kv)
+        if getattr(w, "reference_path", False):   # the eager rectangle (blocks.reference_path)
+            pairs = rect
         out = [Op("attn_qk", "attention", f"{b}x{heads}x[{t},{hd}]x[{hd},{keys}]",
                   matrix_flops=2 * b * heads * hd * pairs,
                   rect_flops=2 * b * heads * hd * rect,

@@ -125,6 +125,7 @@ class WindowAttention(Block):
     window: int
     prefix: str = "attn"
     kind = "V4 sliding-window MQA + compressed KV"
+    cache_kinds = ("window",)
 
     def _check(self):
         if self.heads % self.o_groups:
@@ -146,13 +147,13 @@ class WindowAttention(Block):
                 Tensor(f"{p}.wo_b.weight", (h, self.o_groups * self.o_lora)))
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
-        return kv_dtype.nbytes_flat(self.head_dim)
+        return kv_dtype.for_cache("window").nbytes_flat(self.head_dim)
 
     def kv_tokens(self, context):
         return min(context, self.window)
 
     def kv_formula(self, kv_dtype, mla="absorbed"):
-        return (f"window: one shared K=V row of {self.head_dim} values ({kv_dtype.name}) = "
+        return (f"window: one shared K=V row of {self.head_dim} values ({kv_dtype.for_cache('window').name}) = "
                 f"{self.kv_bytes_per_token(kv_dtype):,} B per token, for at most W = {self.window} tokens")
 
     def history_breakpoints(self, lo, hi):
@@ -182,7 +183,7 @@ class WindowAttention(Block):
                elementwise(w, "rope", n * (self.heads + 1) * self.rope_dim, VECTOR_FLOPS["rope"],
                            shape=f"[{n},{self.heads}+1,{self.rope_dim}]", kind="rope"),
                Op("kv_store", "memory", f"[{n},{d}]", act_read=act.nbytes_flat(n * d),
-                  kv_write=n * w.kv_dtype.nbytes_flat(d), kind="memory"))
+                  kv_write=n * w.kv_dtype.for_cache("window").nbytes_flat(d), kind="memory"))
         wo_a = gemm(w, "wo_a", n, t["wo_a.weight"],
                     shape=f"{self.o_groups} groups x [{n},{hq // self.o_groups}]x[{hq // self.o_groups},{self.o_lora}]")
         post = (elementwise(w, "rope_inverse", n * self.heads * self.rope_dim, VECTOR_FLOPS["rope"],
@@ -193,11 +194,12 @@ class WindowAttention(Block):
 
     def ops(self, w):
         pre, post = history_free_rows(self, w, "projections", lambda: self.projection_ops(w))
-        hist, t = w.history, w.tokens
+        hist, t = (0 if w.replay else w.history), w.tokens   # CED's replay: the window restarts at the pass
         pairs = sum_min(hist + 1, hist + t, self.window)
         read = keys_touched(hist, t, self.window) - w.new_keys_on_chip
         sink = self.tensors()[0]
-        core = core_ops(w, "", self.heads, self.head_dim, pairs, read, w.kv_dtype.nbytes_flat(self.head_dim),
+        core = core_ops(w, "", self.heads, self.head_dim, pairs, read,
+                        w.kv_dtype.for_cache("window").nbytes_flat(self.head_dim),
                         sink_rows=w.batch * self.heads * t, sink=sink)
         return [*pre, *core, *post]
 
@@ -219,6 +221,15 @@ class Compressor(Block):
         return 2 if self.ratio == 4 else 1
 
     @property
+    def cache_kind(self):
+        """An indexer's compressor keeps index keys; the attention's, compressed entries."""
+        return "index" if self.prefix.endswith("indexer.compressor") else "entry"
+
+    @property
+    def cache_kinds(self):
+        return (self.cache_kind,)
+
+    @property
     def label(self):
         return f"compressor r={self.ratio} d={self.dim}" + (" (overlapping)" if self.overlap == 2 else "")
 
@@ -231,7 +242,7 @@ class Compressor(Block):
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """Bytes of one compressed entry (one per r tokens: see kv_tokens)."""
-        return kv_dtype.nbytes_flat(self.dim)
+        return kv_dtype.for_cache(self.cache_kind).nbytes_flat(self.dim)
 
     def kv_tokens(self, context):
         """Entries held after `context` tokens: floor(context / r)."""
@@ -243,7 +254,7 @@ class Compressor(Block):
         return 2 * (c * self.ratio) * (c * self.dim) * 4
 
     def kv_formula(self, kv_dtype, mla="absorbed"):
-        return (f"compressed: one entry of {self.dim} values ({kv_dtype.name}) = "
+        return (f"compressed: one entry of {self.dim} values ({kv_dtype.for_cache(self.cache_kind).name}) = "
                 f"{self.kv_bytes_per_token(kv_dtype):,} B per {self.ratio} tokens (floor(context/{self.ratio}) "
                 f"entries) + state 2 x {self.overlap * self.ratio} x {self.overlap * self.dim} fp32 = "
                 f"{self.state_bytes(kv_dtype):,} B per request")
@@ -280,7 +291,7 @@ class Compressor(Block):
         b, hist, t, r, d = w.batch, w.history, w.tokens, self.ratio, self.dim
         rows = self.overlap * r
         made = b * entries_made(hist, t, r)
-        entry = w.kv_dtype.nbytes_flat(d)
+        entry = w.kv_dtype.for_cache(self.cache_kind).nbytes_flat(d)
         state = b * self.state_bytes(w.kv_dtype)
         norm = self.tensors()[3]
         fp32 = 4
@@ -310,6 +321,7 @@ class Indexer(Block):
     attn_dim: int            # the attention's head_dim (width of a selected entry)
     ratio: int = 4
     prefix: str = "attn.indexer"
+    cache_kinds = ("index", "entry")
 
     @property
     def label(self):
@@ -357,7 +369,7 @@ class Indexer(Block):
         b, hist, t, r = w.batch, w.history, w.tokens, self.ratio
         visible = (hist + t) // r
         pairs = compressed_pairs(hist, t, r)
-        key = w.kv_dtype.nbytes_flat(self.dim)
+        key = w.kv_dtype.for_cache("index").nbytes_flat(self.dim)
         act = w.act_dtype
         out.append(Op("indexer.scores", "attention", f"{b}x{self.heads}x[{t},{self.dim}] . {visible} keys",
                       matrix_flops=2 * b * self.heads * self.dim * pairs,
@@ -370,5 +382,5 @@ class Indexer(Block):
         selected = compressed_pairs(hist, t, r, self.topk)
         read = min(visible, t * self.topk)
         out += core_ops(w, ".selected", self.attn_heads, self.attn_dim, selected, read,
-                        w.kv_dtype.nbytes_flat(self.attn_dim), saved_q=False)
+                        w.kv_dtype.for_cache("entry").nbytes_flat(self.attn_dim), saved_q=False)
         return out

@@ -86,6 +86,7 @@ class SourceCompressor(Block):
     index_dim: int      # d_I: one index key (index_head_dim)
     rope_dim: int
     prefix: str = "attn"
+    cache_kinds = ("entry", "index")
 
     def _check(self):
         if self.ratio < 1:
@@ -109,7 +110,7 @@ class SourceCompressor(Block):
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """Bytes of one entry and its index key (one per r tokens: see kv_tokens)."""
-        return kv_dtype.nbytes_flat(self.dim) + kv_dtype.nbytes_flat(self.index_dim)
+        return kv_dtype.for_cache("entry").nbytes_flat(self.dim) + kv_dtype.for_cache("index").nbytes_flat(self.index_dim)
 
     def kv_tokens(self, context):
         return context // self.ratio
@@ -121,8 +122,9 @@ class SourceCompressor(Block):
     def kv_formula(self, kv_dtype, mla="absorbed"):
         state = (f" + state 2 x {self.ratio} x {self.dim} fp32 = {self.state_bytes(kv_dtype):,} B per request"
                  if self.ratio > 1 else "")
-        return (f"CSA2 source: one entry of {self.dim} + one index key of {self.index_dim} values "
-                f"({kv_dtype.name}) = {self.kv_bytes_per_token(kv_dtype):,} B per {self.ratio} token"
+        entry, key = kv_dtype.for_cache("entry"), kv_dtype.for_cache("index")
+        return (f"CSA2 source: one entry of {self.dim} values ({entry.name}) + one index key of {self.index_dim} "
+                f"({key.name}) = {self.kv_bytes_per_token(kv_dtype):,} B per {self.ratio} token"
                 f"{'s' if self.ratio > 1 else ''} (floor(context/{self.ratio}) entries), read by every "
                 f"layer sharing it{state}")
 
@@ -150,6 +152,8 @@ class SourceCompressor(Block):
         return tuple(out)
 
     def ops(self, w):
+        if w.replay:   # CED: the decoder's source compresses the encoder's output at every prompt position
+            w = w.replace(tokens=w.history + w.tokens, history=0, replay=False)
         out = list(history_free_rows(self, w, "projections", lambda: self.projection_ops(w)))
         b, hist, t, r, d = w.batch, w.history, w.tokens, self.ratio, self.dim
         made = b * entries_made(hist, t, r)
@@ -161,11 +165,11 @@ class SourceCompressor(Block):
                       vector_flops=made * (pool + VECTOR_FLOPS["rmsnorm"] * d + VECTOR_FLOPS["rope"] * self.rope_dim),
                       weight_read=w.weight_bytes(norm),
                       act_read=(2 if r > 1 else 1) * 4 * w.positions * d,
-                      kv_read=state if hist else 0, kv_write=made * w.kv_dtype.nbytes_flat(d) + state,
+                      kv_read=state if hist else 0, kv_write=made * w.kv_dtype.for_cache("entry").nbytes_flat(d) + state,
                       kind="elementwise", weight=norm.name, saved_bytes=(2 if r > 1 else 1) * 4 * w.positions * d))
         out.append(gemm(w, f"{self.prefix}.indexer.wk", made, wk, shape=f"{made} entries x [{d},{self.index_dim}]"))
         out.append(rmsnorm(w, f"{self.prefix}.indexer.k_norm", made, k_norm, replicated=False).replace(
-            kv_write=made * w.kv_dtype.nbytes_flat(self.index_dim)))
+            kv_write=made * w.kv_dtype.for_cache("index").nbytes_flat(self.index_dim)))
         return out
 
 
@@ -180,6 +184,7 @@ class CandidateIndexer(Block):
     cap: int = 0        # candidate pool size (candidate_topk_blocks x block size); 0: every key
     selects_pool: bool = False   # the candidate source layer: selects the pool for the later layers
     prefix: str = "attn.indexer"
+    cache_kinds = ("index",)
 
     @property
     def label(self):
@@ -228,7 +233,7 @@ class CandidateIndexer(Block):
         cap = self.cap or None
         pairs = compressed_pairs(hist, t, r, cap)
         read = min(visible, t * self.cap) if self.cap else visible
-        key = w.kv_dtype.nbytes_flat(self.dim)
+        key = w.kv_dtype.for_cache("index").nbytes_flat(self.dim)
         act = w.act_dtype
         out.append(Op(f"{self.prefix}.scores", "attention",
                       f"{b}x{self.heads}x[{t},{self.dim}] . {read} keys" + (f" (pool {self.cap})" if self.cap else ""),
@@ -252,6 +257,7 @@ class SharedSparseAttention(Block):
     ratio: int
     topk: int
     source: int          # the KV source layer (for the label)
+    cache_kinds = ("entry",)
 
     @property
     def label(self):
@@ -278,8 +284,8 @@ class SharedSparseAttention(Block):
         hist, t, r = w.history, w.tokens, self.ratio
         pairs = compressed_pairs(hist, t, r, self.topk)
         read = min((hist + t) // r, t * self.topk)
-        return core_ops(w, ".shared", self.heads, self.dim, pairs, read, w.kv_dtype.nbytes_flat(self.dim),
-                        saved_q=False)
+        return core_ops(w, ".shared", self.heads, self.dim, pairs, read,
+                        w.kv_dtype.for_cache("entry").nbytes_flat(self.dim), saved_q=False)
 
 
 class Engram(Block):

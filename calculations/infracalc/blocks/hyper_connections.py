@@ -35,6 +35,13 @@ that a transcendental counts 1; the book lists them apart):
   base, epsilon) + m sigmoid, (2m - 1)*D; reads x (m*D) and its weights, writes
   y (D). The final norm is the usual RMSNorm.
 - the embedding's copy into the streams reads D and writes m*D values per token.
+Convention `hc_contractions` = "matrix" (the book's mHC training wrapper,
+bojieli/ai-infra-book:calculations/src/infra_calc/topics/v4_hc_training.py, `train
+--hc-contractions matrix`): the pre weighted sum counts 2mD matrix FLOPs instead of
+(2m - 1) D vector, the post stream mix 2m^2 D matrix instead of its (2m^2 - m) D vector
+(the post products and final adds, 2mD, stay vector); in the backward, dpre (2mD), dcomb
+and dx_residual (4m^2 D), dz and dpost (4mD) are matrix FLOPs (`vjp_matrix_flops`): per
+token and sublayer 2mD + 2m^2 D forward, 6mD + 4m^2 D backward.
 Every tensor here is FP32 in the checkpoint. None keeps a cache; all are
 replicated under tensor parallelism (the reference's are plain parameters).
 Training keeps each op's inputs (x, and f for HCPost) and post/comb.
@@ -59,6 +66,25 @@ def sinkhorn_specials(m):
 def split_flops(m, iters):
     """Vector FLOPs of hc_split_sinkhorn for one token (a special function counts 1)."""
     return sinkhorn_arithmetic(m, iters) + sinkhorn_specials(m)
+
+
+def pre_sum_matrix(m, d):
+    """hc_contractions "matrix": the pre weighted sum y = sum_j pre_j x_j of one token as a
+    [1, m] x [m, D] product, 2mD matrix FLOPs; its backward's dpre_j = dy . x_j is as large."""
+    return 2 * m * d
+
+
+def post_mix_matrix(m, d):
+    """hc_contractions "matrix": the post stream mix sum_i comb_ij x_i of one token as an
+    [m, m] x [m, D] product, 2m^2 D matrix FLOPs."""
+    return 2 * m * m * d
+
+
+def post_vjp_matrix(m, d):
+    """hc_contractions "matrix": the post's backward contractions of one token: dcomb and
+    dx_residual (the mix's two gradients, 4m^2 D) and dz = sum_j post_j dout_j, dpost_j =
+    dout_j . z (2mD each): 4m^2 D + 4mD."""
+    return 4 * m * m * d + 4 * m * d
 
 
 def _fp32(name, shape):
@@ -87,8 +113,14 @@ class HCPre(Block):
         fn, base, scale = self.tensors()
         act, fp32 = w.act_dtype, 4
         mix = gemm(w, f"{self.name}.mix", n, fn, shape=f"[{n},{m}x{d}]x[{m * d},{mx}] fp32")
-        vector = n * (2 * m * d + 2 + mx + split_flops(m, self.iters) + (2 * m - 1) * d)
+        vector = n * (2 * m * d + 2 + mx + split_flops(m, self.iters))
+        matrix = vjp = 0
+        if w.hc_contractions == "matrix":   # y = pre . x as a [1,m]x[m,D] product; its VJP's dpre = dy . x_j
+            matrix = vjp = n * pre_sum_matrix(m, d)
+        else:
+            vector += n * (2 * m - 1) * d
         combine = Op(f"{self.name}.pre", "vector", f"[{n},{m},{d}] -> [{n},{d}], Sinkhorn {self.iters}",
+                     matrix_flops=matrix, vjp_matrix_flops=vjp, compute=w.compute_dtype.name if matrix else "",
                      vector_flops=vector,
                      weight_read=w.weight_bytes(base) + w.weight_bytes(scale),
                      act_read=act.nbytes_flat(n * m * d) + n * mx * fp32,
@@ -111,8 +143,14 @@ class HCPost(Block):
     def ops(self, w):
         n, m, d = w.positions, self.streams, self.hidden
         act = w.act_dtype
+        matrix = vjp = 0
+        vector = n * (2 * m * m + m) * d
+        if w.hc_contractions == "matrix":
+            matrix, vjp = n * post_mix_matrix(m, d), n * post_vjp_matrix(m, d)
+            vector = n * 2 * m * d
         return [Op(f"{self.name}.post", "vector", f"[{n},{d}] + [{n},{m},{d}] -> [{n},{m},{d}]",
-                   vector_flops=n * (2 * m * m + m) * d,
+                   matrix_flops=matrix, vjp_matrix_flops=vjp, compute=w.compute_dtype.name if matrix else "",
+                   vector_flops=vector,
                    act_read=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4,
                    act_write=act.nbytes_flat(n * m * d), kind="residual",
                    saved_bytes=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4)]

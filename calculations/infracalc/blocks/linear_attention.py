@@ -84,6 +84,7 @@ not counted). Other operators read inputs from and write outputs to memory.
 from ..arch import Block, Tensor
 from ..dtypes import DTYPES
 from ..errors import UserError
+from ..splits import ceil_div
 from ..ops import STAT_BYTES, Op, elementwise, gemm, saved_inputs
 
 CHUNK = 64   # flash-linear-attention chunk_gated_delta_rule (BT = 64); HF fallback chunk_size=64
@@ -271,4 +272,24 @@ class GatedDeltaNet(Block):
                         weight=t["norm.weight"], shape=f"[{n},{nv},{self.v_dim}]"),
             gemm(w, "out_proj", n, t["out_proj.weight"]),
         ]
-        return out
+        return self.reference_rows(w, out) if getattr(w, "reference_path", False) else out
+
+    def reference_rows(self, w, out):
+        """The rows under the book's reference path (blocks.reference_path): the conv taps the
+        fallback computes as matrix work (SiLU left as vector work) and the core in padded chunks,
+        unless the pass is one token after a history."""
+        from . import reference_path as ref
+
+        b, n = w.batch, w.positions
+        taps = b * 2 * self.conv_dim * ref.conv_taps(w.tokens, w.history, self.conv_kernel, w.reference_path)
+        core = b * self.v_heads * ceil_div(w.tokens, self.chunk) * ref.chunk_flops(self.chunk, self.k_dim, self.v_dim)
+        rows = []
+        for op in out:
+            if op.name == "conv1d_silu":
+                op = op.replace(category="linear", matrix_flops=taps,
+                                vector_flops=n * self.conv_dim * GDN_VECTOR_FLOPS["conv_silu_extra"],
+                                shape=op.shape + " (reference taps)")
+            elif op.name == "delta_rule" and not ref.recurrent_step(w):
+                op = op.replace(matrix_flops=core, rect_flops=core, shape=op.shape + f"; reference: padded C={self.chunk}")
+            rows.append(op)
+        return rows

@@ -26,10 +26,18 @@ def add_arguments(p):
     p.add_argument("--tile", type=_tile_shape, metavar="MxKxN",
                    help="add every matrix product padded to this kernel tile: valid, rectangular and padded "
                         "FLOPs per linear, QK^T and PV (dense decoders; the book's architecture-tile-* use 64x64x128)")
+    p.add_argument("--reference-path", nargs="?", const="default", choices=("default", "record-past"), default="",
+                   help="count the book's Qwen3.5/3.6 reference fallback as matrix work: the conv taps it "
+                        "computes, DeltaNet chunks padded to 64, the eager attention rectangle, M-RoPE products "
+                        "(record-past: the fallback's record_past conv)")
     p.add_argument("--kda-count", choices=("ledger", "recurrent-baseline"), default="ledger",
                    help="KDA layers' non-matrix work: ledger (default) or recurrent-baseline (the book's logical "
                         "recurrent count: every op and the recurrence as scalar FLOPs, per token, special "
                         "functions apart; adds the KDA summary)")
+    p.add_argument("--schedule", choices=("full", "ced"), default="full",
+                   help="which layers run which positions: full (default: every layer every new token) or ced "
+                        "(DeepSeek-V4.1's encoder/decoder serving schedule: on a fresh prompt the decoder layers "
+                        "run its last window of positions only)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -53,12 +61,25 @@ def run(args):
         arch = mtp_drafter(arch)
     device = common.declared_figures(load_device(args.device), args)
     w = common.workload(args, arch, args.batch, args.tokens, args.history)
+    if args.reference_path:
+        from ..blocks.linear_attention import GatedDeltaNet
+        from ..errors import UserError
+        if arch.model_type not in ("qwen3_5_moe", "qwen3_5_moe_text") or not any(
+                isinstance(b, GatedDeltaNet) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+            raise UserError(f"--reference-path is the book's Qwen3.5/3.6 reference fallback (model_type "
+                            f"qwen3_5_moe); {arch.id} is {arch.model_type}")
+        w = w.replace(reference_path=args.reference_path)
     if args.kda_count != "ledger":
         from ..blocks.kimi import KDA
         from ..errors import UserError
         if not any(isinstance(b, KDA) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
             raise UserError(f"--kda-count: {arch.id} has no KDA (Kimi Delta Attention) layers")
         w = w.replace(kda_count=args.kda_count)
+    if args.schedule != "full":
+        from ..errors import UserError
+        if not arch.ced_split:
+            raise UserError(f"--schedule ced: {arch.id} has no CED encoder/decoder split (DeepSeek-V4.1)")
+        w = w.replace(schedule=args.schedule)
     rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency, args.per_layer)
     if args.fp8_tiles:
         from ..analyses.fp8_linears import fp8_linears

@@ -38,15 +38,8 @@ def add_arguments(p):
 
 
 def memory_list(text):
-    import argparse
-
-    out = []
-    for item in text.split(","):
-        try:
-            out.append(common.byte_size(item.strip()))
-        except argparse.ArgumentTypeError as e:
-            raise argparse.ArgumentTypeError(f"{item.strip()!r}: {e}")
-    return tuple(out)
+    """Comma-separated byte sizes (each as --memory-bytes takes it)."""
+    return tuple(common.byte_size(item.strip()) for item in text.split(","))
 
 
 def run(args):
@@ -57,6 +50,11 @@ def run(args):
 
     arch = load_model(args.model)
     w = common.workload(args, arch, 1, 1, 0).replace(conv_state=args.conv_state)
+    if args.conv_state != "history" and not any(hasattr(b, "conv_slot_bytes") for layer, _, _ in arch.layer_groups()
+                                                for b in layer.blocks):
+        from ..errors import UserError
+        raise UserError(f"--conv-state: {arch.id} has no Gated DeltaNet layer whose conv state keeps kernel - 1 "
+                        "positions")
     if args.memory_bytes is not None:
         if args.memory_convention is not None:
             from ..errors import UserError

@@ -10,6 +10,9 @@ def add_arguments(p):
     p.add_argument("--supervised-tokens", type=common.tokens, default=None, metavar="N",
                    help="tokens per sequence the loss supervises, compacted so the output head and loss run "
                         "on them only (default: every position; a dense loss mask keeps the head on all)")
+    p.add_argument("--hc-contractions", choices=("vector", "matrix"), default="vector",
+                   help="mHC (DeepSeek-V4) pre weighted sum and post stream mix: vector FLOPs (default) or "
+                        "matrix contractions with their backward (the book's training wrapper)")
     p.add_argument("--per-layer", action="store_true",
                    help="operator rows for one instance of each distinct block (not summed over the "
                         "layers that share it); every other figure stays the whole step")
@@ -109,6 +112,11 @@ def _modules(text):
     return tuple(m for m in RECOMPUTE_MODULES if m in names)
 
 
+def _has_hc(arch):
+    from ..blocks.hyper_connections import HCPre
+    return any(isinstance(b, HCPre) for layer in arch.layers for b in layer.blocks)
+
+
 def _layers_list(text):
     from .parallel import layers_list
     return layers_list(text)
@@ -152,6 +160,9 @@ def run(args):
     from ..workload import Workload
 
     arch = load_model(args.model)
+    if args.hc_contractions != "vector" and not _has_hc(arch):
+        raise UserError(f"--hc-contractions {args.hc_contractions}: {args.model} has no mHC "
+                        "(hyper-connection) streams; drop the flag")
     device = common.device_for(args)
     grad = _whole_bytes(dtype(args.grad_dtype), "--grad-dtype")
     master = 0 if args.master_dtype == "none" else _whole_bytes(dtype(args.master_dtype), "--master-dtype")
@@ -160,7 +171,7 @@ def run(args):
         raise UserError(f"--supervised-tokens {args.supervised_tokens} exceeds --seq {args.seq}")
     w = Workload(batch=args.micro_batch, tokens=args.seq, logits="all",
                  weight_dtype=dtype(args.weight_dtype), act_dtype=act, kv_dtype=act,
-                 head_positions=args.supervised_tokens or 0)
+                 head_positions=args.supervised_tokens or 0, hc_contractions=args.hc_contractions)
     weight = _whole_bytes(w.weight_dtype, "--weight-dtype")
     chunks = args.virtual_stages or (2 if args.schedule == "interleaved" else 1)
     s = train.Setup(recompute=args.recompute, recompute_modules=args.recompute_modules,

@@ -71,14 +71,17 @@ def links_line(i):
             f"memory efficiency {i['memory_efficiency']:g}")
 
 
-def flops_rows(f):
+def flops_rows(f, hc_matrix=False):
+    """hc_matrix: mHC contractions as matrix work (`--hc-contractions matrix`), whose backward
+    is not twice their forward."""
     fl = u.flops
     return [
         _row("Forward matrix FLOPs", f["forward_matrix_flops"], fl),
-        _row("Backward matrix FLOPs (2x forward)", f["backward_matrix_flops"], fl),
+        _row("Backward matrix FLOPs" + ("" if hc_matrix else " (2x forward)"), f["backward_matrix_flops"], fl),
         _row("Recomputed matrix FLOPs", f["recompute_matrix_flops"], fl),
         _row("  of which a fused backward's QK^T", f["flash_recompute_flops"], fl),
-        _row("Model FLOPs (3x forward matrix)", f["model_flops"], fl),
+        _row("Model FLOPs (forward + backward matrix)" if hc_matrix else "Model FLOPs (3x forward matrix)",
+             f["model_flops"], fl),
         _row("Hardware FLOPs (model + recomputed)", f["hardware_flops"], fl),
         _row("Vector FLOPs: forward", f["forward_vector_flops"], fl),
         _row("Vector FLOPs: backward", f["backward_vector_flops"], fl),
@@ -132,12 +135,13 @@ def collective_rows(cs):
              c["count"], u.seconds(c["time_s"])] for c in cs]
 
 
-def throughput_lines(th, i, unknown=()):
+def throughput_lines(th, i, unknown=(), hc_matrix=False):
     pct = lambda x: "unknown (no published peak)" if x is None else f"{100 * x:.1f}%"
+    model = "forward + backward" if hc_matrix else "3x forward"
     lines = [
         f"- Tokens per step: {u.integer(th['tokens_per_step'])}; tokens/s: cluster "
         f"{th['tokens_per_s_cluster']:,.0f}, per device {th['tokens_per_s_per_device']:,.1f}",
-        f"- MFU {pct(th['mfu'])} = model FLOPs per step ({u.flops(th['model_flops_per_step'])}, 3x forward "
+        f"- MFU {pct(th['mfu'])} = model FLOPs per step ({u.flops(th['model_flops_per_step'])}, {model} "
         f"matrix FLOPs, causal attention halved) / (step time x {u.count(i['devices'], 'device')} x dense peak "
         f"{u.rate_flops(th['peak_matrix_flops_per_s'])})",
         f"- HFU {pct(th['hfu'])} = hardware FLOPs per step ({u.flops(th['hardware_flops_per_step'])}, "
@@ -249,7 +253,8 @@ def markdown(rec):
         f"on the slowest stage ({t['bottleneck_stage']}) takes {u.seconds(t['micro_batch_s'])}"
         + (f"; bubble fraction {t['bubble_fraction']:.4f}" if t["bubble_fraction"] is not None else "") + ".", "",
         markdown_table(["part", "time", "share"], time_rows(t), "lrr"), "",
-        *throughput_lines(rec["throughput"], rec["inputs"], t.get("unknown_peaks")), "",
+        *throughput_lines(rec["throughput"], rec["inputs"], t.get("unknown_peaks"),
+                          rec.get("hc_contractions") == "matrix"), "",
         *lower_bound_lines(rec["lower_bound"], t["step_s"]), "",
         "### Per stage, one micro-batch", "",
         markdown_table(["stage", "fwd compute", "bwd compute", "recompute", "fwd comm", "bwd comm",
@@ -264,7 +269,7 @@ def markdown(rec):
                         "in flight", "activations", "total", "headroom"],
                        stage_memory_rows(rec["memory"]["stages"]), "rlrrrrrrrrr"), "",
         "## FLOPs per step", "",
-        markdown_table(["quantity", "exact", "human"], flops_rows(rec["flops_per_step"]), "lrr"), "",
+        markdown_table(["quantity", "exact", "human"], flops_rows(rec["flops_per_step"], rec.get("hc_contractions") == "matrix"), "lrr"), "",
         "## Closed forms beside the exact count", "",
         markdown_table(["convention", "formula", "FLOPs", "compared with", "ratio", "why it differs"],
                        closed_form_rows(rec), "llrlrl"), "",

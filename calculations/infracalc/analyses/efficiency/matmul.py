@@ -10,6 +10,11 @@
        FP8 (float8_e4m3fn): H100 SXM 1402.6 of 1979 (70.9%)
        older "v1" table: Gaudi 3 BF16 1288.8 of 1677 (76.8%)
 
+   FP8 on AMD: the vendor's own MAF table (ROCm/rocm-blogs, blogs/software-tools-optimization/
+   measuring-max-achievable-flops-part2/README.md, "AMD MAF Results", Table 1: hipBLASLt at
+   M=4096, N=3648, K=32896, the median clock of the run): MI300X 1273, MI325X 1519 TFLOP/s
+   (48.7% and 58.1% of the 2614.9 dense FP8 peak).
+
    A measured device's fraction is its MAMF over our device file's dense peak
    for the format (Gaudi 3: 1288.8 of 1835, the whitepaper peak; the table's
    1677 is its lower running clock, which the MAMF already reflects). A device or format with no published
@@ -36,6 +41,8 @@ import math
 
 # (device id, format) -> (achieved TFLOP/s, the table's theoretical TFLOP/s, locator)
 _TABLE = "stas00/ml-engineering:compute/accelerator/README.md, Maximum Achievable Matmul FLOPS comparison table"
+_AMD = ("ROCm/rocm-blogs:blogs/software-tools-optimization/measuring-max-achievable-flops-part2/README.md, "
+        "AMD MAF Results, Table 1")
 MEASURED = {
     ("a100-sxm-80gb", "bf16"): (271.2, 312.0, _TABLE + " (BF16, NVIDIA A100 SXM)"),
     ("h100-sxm", "bf16"): (794.5, 989.0, _TABLE + " (BF16, NVIDIA H100 SXM)"),
@@ -43,6 +50,8 @@ MEASURED = {
     ("mi325x", "bf16"): (784.9, 1300.0, _TABLE + " (BF16, AMD MI325X)"),
     ("mi300x", "bf16"): (668.4, 1300.0, _TABLE + " (BF16, AMD MI300X)"),
     ("gaudi3", "bf16"): (1288.8, 1677.0, _TABLE + " (v1 table, Intel Gaudi 3)"),
+    ("mi300x", "fp8"): (1273.0, 2614.9, _AMD + " (FP8, AMD Instinct MI300X)"),
+    ("mi325x", "fp8"): (1519.0, 2614.9, _AMD + " (FP8, AMD Instinct MI325X)"),
 }
 
 # A device without its own measurement -> the device whose measurement it borrows.

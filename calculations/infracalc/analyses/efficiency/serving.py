@@ -71,9 +71,9 @@ FITTED = {
     'all':
         (4e-06, 0.001, 3e-07, 1.4e-07),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (4e-06, 0.024, 5e-07, 3e-07),
+        (4e-06, 0.024, 4.5e-07, 3e-07),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
-        (2e-06, 0.01, 1.2e-06, 2.4e-07),
+        (2e-06, 0.001, 1.1e-06, 3e-07),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
         (4e-06, 0.002, 3e-07, 1e-07),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
@@ -83,9 +83,9 @@ FITTED = {
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
         (4e-06, 0.006, 2.5e-07, 1.4e-07),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
-        (4e-06, 0.024, 9.5e-07, 0.0),
+        (4e-06, 0.024, 8e-07, 6e-08),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (2e-06, 0.01, 1.2e-06, 2.4e-07),
+        (2e-06, 0.001, 1.1e-06, 3e-07),
 }
 
 
