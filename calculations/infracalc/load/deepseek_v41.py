@@ -224,12 +224,18 @@ def deepseek_v41(cfg, model_id):
         f"Single-pass mHC: {s.streams} streams, Sinkhorn {s.iters}; no hc_head weights.",
         "kv: a CSA2 source's 'bytes per token' is one entry + its index key (one per r tokens, floor(context/r) "
         "entries), counted once however many layers read it.",
-        "Every pass runs all layers on every new token (the released Transformer.forward); the CED serving "
-        "schedule, which runs the decoder half on the prompt's last window only, is not modelled.",
+        f"Every pass runs all layers on every new token (the released Transformer.forward), unless `forward "
+        f"--schedule ced`: the CED serving schedule, layers {s.n // 2}-{s.n - 1} (the decoder) over a fresh "
+        f"prompt's last {s.window} positions only, layer {s.n // 2}'s source over all of them.",
         "Checkpoint formats: attention, indexer wq_b, shared-expert and Engram wkv projections FP8 E4M3 + one "
         "E8M0 scale per 32x32 block (fp8-b32-e8m0); routed experts MXFP4; Engram tables fp8-g32-e8m0; "
         "compressor, indexer wk and weights_proj, router BF16; mHC, sinks, router biases FP32.",
     )
+    # CED (the technical report's causal encoder + decoder, as the book counts it: topics/v41_forward.py
+    # `half = layers // 2`; chapter 2: "a first 20-layer causal encoder and a following 20-layer
+    # decoder"): the decoder's KV is the source at the split, compressed from the encoder's output.
+    split = s.n // 2
+    ced = split if [i for i in s.sources if i >= split] == [split] else 0
     vc = cfg.sub("vision_config")
     parts = (Part("DSpark", dspark_params(s, tc),
                   f"{s.mtp} DSpark drafter blocks (mtp.*: their own {tc.int('dspark_n_routed_experts')}-expert "
@@ -243,7 +249,7 @@ def deepseek_v41(cfg, model_id):
             max_context=tc.int("max_position_embeddings"),
             embedding=HCEmbedding(s.vocab, s.d, streams=s.streams), layers=tuple(layers),
             final_norm=HCHeadNorm(s.d, s.streams, mixed=False), head=LMHead(s.vocab, s.d),
-            native_formats=formats, parts=parts, notes=notes)
+            native_formats=formats, parts=parts, notes=notes, ced_split=ced, ced_window=s.window if ced else 0)
     except UserError as e:
         raise tc.unsupported(str(e)) from None
 

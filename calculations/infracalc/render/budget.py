@@ -60,10 +60,12 @@ _HOME = {
     "SM_BALANCE_CONVENTIONS": "sm_balance",
     "DEPLOYMENT_CONVENTIONS": "runtime_choices",
     "ZERO_STATE_CONVENTIONS": "zero_state",
+    "GRADIENT_RING_CONVENTIONS": "gradient_rings",
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
     "TILE_ORDER_CONVENTIONS": "tile_order",
     "REQUEST_CONVENTIONS": "request_work",
+    "CHIP_POWER_CONVENTIONS": "chip_power",
 }
 
 
@@ -116,8 +118,10 @@ CONVENTIONS = {
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
+    "gradient-ring": _lazy("GRADIENT_RING_CONVENTIONS"),
     "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
     "request": _lazy("REQUEST_CONVENTIONS"),
+    "chip-power": _lazy("CHIP_POWER_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
