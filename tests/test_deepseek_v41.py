@@ -66,10 +66,14 @@ class Checkpoint(unittest.TestCase):
                                                                      ("vision", 485_268_480)])
 
     def test_checkpoint_bytes(self):
+        """... and DSpark 7,932,874,632 B, vision 970,536,960 B (BF16: 2 bytes per parameter); the four
+        sum to the audit's tensor payload 510,286,023,000 B."""
         arch = load_model("deepseek-v4.1-flash")
         w = native(arch)
         engram = sum(w.weight_bytes(t) for t in arch.tensors() if ".engram." in t.name)
         self.assertEqual((arch.weight_bytes(w) - engram, engram), (298_309_535_168, 203_073_076_240))
+        self.assertEqual([p.checkpoint_bytes for p in arch.parts], [7_932_874_632, 970_536_960])
+        self.assertEqual(arch.weight_bytes(w) + sum(p.checkpoint_bytes for p in arch.parts), 510_286_023_000)
 
     def test_layer_kinds(self):
         arch = load_model("deepseek-v4.1-flash")
@@ -310,6 +314,53 @@ class CacheFormats(unittest.TestCase):
         n = 131072
         self.assertEqual(sum(o.kv_read for o in ops if o.name.endswith("indexer.scores")),
                          (3 * (n // 2) + n + 4 * 16384) * 68)
+
+
+class CED(unittest.TestCase):
+    """forward --schedule ced. The book's v41-forward-prefill-8192-ced (899ms/ai-infra-book:calculations/
+    results/): 143,946,626,891,776 matrix FLOPs, 12,652,976,275,456 of context interaction, 31,547,392 B
+    after; its experts 70,665,633,792,000 + 11,777,605,632,000 = v41-flash's CED figure 82,443,239,424,000.
+    By hand on the 8-layer model of DecodeSums (split 4 = the decoder's KV source, r = 1, window R = 5,
+    top-3): a fresh prompt of T = 7 runs layers 4-7 on its last 5 positions: their window restarts,
+    sum_{x=1}^{5} min(x, 5) = 15 pairs, QK^T 2 x 64 heads x 512 x 15 = 983,040 per layer; their shared
+    attention keeps positions 3..7 (history 2), min(3, x) = 3 entries each: 15 pairs; layer 4's source
+    compresses all 7 positions (wkv 2 x 7 x 5120 x 512 = 36,700,160); wq_a runs on 5 rows there
+    (2 x 5 x 5120 x 1280 = 65,536,000 per layer) and on 7 in layers 0-3."""
+
+    def test_book_prefill_8192(self):
+        arch = load_model("deepseek-v4.1-flash")
+        t = ledger.build(arch, Workload(tokens=8192, schedule="ced")).totals
+        self.assertEqual((t.matrix_flops, t.attention_flops_causal, t.kv_bytes_resident_after),
+                         (143_946_626_891_776, 12_652_976_275_456, 31_547_392))
+        ops = ledger.build(arch, Workload(tokens=8192, schedule="ced")).ops
+        self.assertEqual(sum(o.matrix_flops for o in ops if o.name.startswith(("experts.", "shared."))),
+                         82_443_239_424_000)
+        self.assertEqual(ledger.field_sums(arch, Workload(tokens=8192, schedule="ced"), ("matrix_flops",)),
+                         (143_946_626_891_776,))
+
+    def test_by_hand(self):
+        arch = DecodeSums().arch()
+        self.assertEqual((arch.ced_split, arch.ced_window), (4, 5))
+        ops = ledger.operators(arch, Workload(tokens=7, schedule="ced"), per_layer=True)
+        rows = {(o.name, o.layers): o for o in ops}
+        self.assertEqual(rows[("attn_qk", "4-7")].matrix_flops, 983_040)
+        self.assertEqual(rows[("attn_qk.shared", "4-7")].matrix_flops, 2 * 64 * 512 * 15)
+        self.assertEqual(rows[("attn.compressor.wkv", "4")].matrix_flops, 36_700_160)
+        self.assertEqual(rows[("wq_a", "4-7")].matrix_flops, 65_536_000)
+        self.assertEqual(rows[("wq_a", "0-3")].matrix_flops, 2 * 7 * 5120 * 1280)
+
+    def test_same_as_full_when_nothing_is_replayed(self):
+        arch = load_model("deepseek-v4.1-flash")
+        for tokens, history in ((128, 0), (1, 8192), (4, 300)):
+            full = ledger.build(arch, Workload(tokens=tokens, history=history)).totals
+            ced = ledger.build(arch, Workload(tokens=tokens, history=history, schedule="ced")).totals
+            self.assertEqual(full, ced, (tokens, history))
+
+    def test_refused_without_a_split(self):
+        from support import run_cli
+        status, _, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "8", "--schedule", "ced")
+        self.assertEqual(status, 2)
+        self.assertIn("no CED encoder/decoder split", err)
 
 
 class DecodeSums(unittest.TestCase):

@@ -31,6 +31,23 @@ class Figures(unittest.TestCase):
         self.assertTrue(all(src for _, _, _, src in energy.FIGURES))
 
 
+class References(unittest.TestCase):
+    def test_reference_conversions_and_split(self):
+        # 640 pJ/word / 4 = 160 pJ/B; 5 pJ/bit x 8 = 40; 3.92 x 8 = 31.36; 14.0 x 8 = 112; a 48 mm round
+        # trip at 100 fJ/bit-mm = 4.8 pJ/bit = 38.4 pJ/B (the book's file prints 384: a factor 10 off)
+        refs = {lv: pj for lv, pj, _, _ in energy.REFERENCES}
+        self.assertEqual(refs, {"dram_lpddr_45nm": 160, "dram_access_dally_aha": 40,
+                                "hbm2_including_ecc": Fraction(3136, 100), "gddr5": 112,
+                                "on_die_wire_48mm_round_trip": Fraction(384, 10)})
+        # per level the weights and the KV apart: 1000 B x 160 pJ = 1.6e-7 J, 200 B x 160 pJ = 3.2e-8 J;
+        # weight fraction 1000 x 31.76 / 44,112 pJ
+        r = energy.ledger(TOTALS, passes_tokens=4, requests=2)
+        lpddr = [x for x in r["reference_levels"] if x["level"] == "dram_lpddr_45nm"][0]
+        self.assertAlmostEqual(lpddr["weight_joules"], 1.6e-7, delta=1e-20)
+        self.assertAlmostEqual(lpddr["kv_joules"], 3.2e-8, delta=1e-20)
+        self.assertAlmostEqual(r["weight_fraction_of_weights_kv_matrix"], 31760 / 44112, delta=1e-15)
+
+
 class Ledger(unittest.TestCase):
     def test_by_hand(self):
         # HBM bytes 1000 + 200 + 30 + 4 = 1234 x 31.76 pJ = 39,191.84 pJ; matrix 8000 x 0.75 = 6000 pJ;

@@ -22,6 +22,14 @@ class Tensor(Record):
     shape: tuple
     role: str = "matrix"
     stored: str = ""
+    checkpoint_shape: tuple = ()   # the official checkpoint's shape where it differs from the config's
+                                   # (parameters stay the config's; `stored_as`, --tensor-shapes checkpoint)
+
+    def stored_as(self, shapes):
+        """This tensor as the checkpoint stores it under --tensor-shapes `shapes` (config | checkpoint)."""
+        if shapes == "checkpoint" and self.checkpoint_shape:
+            return self.replace(shape=self.checkpoint_shape)
+        return self
 
     @property
     def params(self):
@@ -216,6 +224,7 @@ class Part(Record):
     tower: object = None
     module: object = None   # MTP: the Layer a draft call runs (its input block first), when the
                             # adapter builds it (DeepSeek-V4); else the drafter is derived
+    checkpoint_bytes: int = None   # its tensors' bytes in the checkpoint's formats, when derived
 
 
 class VisionTower(Record):
@@ -249,6 +258,8 @@ class Architecture(Record):
     parts: tuple = ()            # Part records not counted in params
     notes: tuple = ()
     max_context_source: str = "max_position_embeddings"   # what sets max_context (load.rope)
+    ced_split: int = 0           # DeepSeek-V4.1 CED: the first decoder layer (0: no encoder/decoder split)
+    ced_window: int = 0          # CED: the prompt positions the decoder replays (the sliding window)
 
     def top_blocks(self):
         return (self.embedding, self.final_norm, self.head)
@@ -326,8 +337,9 @@ class Architecture(Record):
         return tally
 
     def weight_bytes(self, w):
-        """Resident weight bytes of the whole model in the workload's formats."""
-        return sum(n * w.weight_bytes(t) for t, n in self._weight_tally())
+        """Resident weight bytes of the whole model in the workload's formats (its tensors' shapes as
+        `w.tensor_shapes` says: the config's, or the checkpoint's where they differ)."""
+        return sum(n * w.weight_bytes(t.stored_as(w.tensor_shapes)) for t, n in self._weight_tally())
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """One token's cache over all layers; `mla` picks the MLA path (naive | absorbed)."""

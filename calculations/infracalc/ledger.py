@@ -10,7 +10,9 @@ one row over their 69 layers, not one per attention-residual position).
 from operator import attrgetter
 
 from .arch import layer_range_label
+from .errors import UserError
 from .memo import remember
+from .ops import Op, book
 from .record import Record
 from .summation import plain_sum
 
@@ -105,6 +107,9 @@ def parts(arch):
 
 
 def _operators(arch, w, per_layer):
+    replay = ced_replay(arch, w)
+    if replay is not None:
+        return _ced_operators(arch, w, per_layer, replay)
     free = w.without_history()   # the key of history-independent rows
     ops = []
     for block, count, label, layered in parts(arch):
@@ -112,6 +117,67 @@ def _operators(arch, w, per_layer):
         if w.reference_path and block is arch.embedding:
             from .blocks.reference_path import mrope_op
             ops.append(mrope_op(arch, w).replace(layers="-"))
+        if w.scalar_count == "book" and block is arch.embedding:
+            ops.append(rope_table_op(arch, w))
+    return ops
+
+
+def rope_table_op(arch, w):
+    """--scalar-count book: the book's RoPE table, computed once per pass and shared by the batch
+    (equal position ids) and every layer: the T positions times R/2 inverse frequencies (T R / 2
+    scalar FLOPs), then cos and sin of the duplicated [T, R] angles (T R each, specials). No
+    matrix or vector FLOPs of ours (the ledger takes the table as given). R: the rotated dims."""
+    dims = {b.rope_dim for layer in arch.layers for b in layer.blocks if getattr(b, "rope_dim", 0)}
+    if len(dims) != 1:
+        from .errors import UserError
+        raise UserError(f"--scalar-count book: {arch.id} has rotated widths {sorted(dims) or 'none'}; "
+                        "the book's RoPE table rule needs one")
+    (r,) = dims
+    t = w.tokens
+    return Op("rope_table", "vector", f"[{t},{r // 2}] -> cos, sin [{t},{r}]", layers="-",
+              **book(t * r // 2, sin=t * r, cos=t * r))
+
+
+def ced_replay(arch, w):
+    """The decoder's workload under --schedule ced, or None when every layer runs every new token.
+
+    CED (DeepSeek-V4.1; the book's topics/v41_forward.py and its chapter 2): a fresh prompt of
+    T > R tokens (R = arch.ced_window, the sliding window) runs layers 0 .. split-1 (the causal
+    encoder) on all T positions and layers split .. n-1 (the decoder) on the last R only: their
+    queries keep their absolute positions (history T - R for the shared-cache attention and the
+    indexers), their sliding windows restart at the replayed segment (Workload.replay), and the
+    decoder's KV source at `split` compresses the encoder's output at all T positions. A
+    continuation (H > 0) or a prompt of at most R tokens runs every layer on every token."""
+    if w.schedule != "ced":
+        return None
+    if not arch.ced_split:
+        raise UserError(f"--schedule ced: {arch.id} has no CED encoder/decoder split (DeepSeek-V4.1)")
+    r = arch.ced_window
+    if w.history or w.tokens <= r:
+        return None
+    return w.replace(tokens=r, history=w.tokens - r, replay=True, schedule="full")
+
+
+def _ced_operators(arch, w, per_layer, dec):
+    """Rows of a CED prefill: the embedding and the encoder layers under `w`; the decoder layers,
+    the final norm and the head under the replay workload `dec` (labels: global layer indices)."""
+    from .arch import block_groups
+
+    split = arch.ced_split
+    enc, decoder = [], []
+    for layer, _, indices in arch.layer_groups():
+        for part, keep in ((enc, lambda i: i < split), (decoder, lambda i: i >= split)):
+            mine = tuple(i for i in indices if keep(i))
+            if mine:
+                part.append((layer, len(mine), mine))
+    ops = list(_block_rows(arch.embedding, w, w.without_history(), 1, "-", False))
+    for groups, ww in ((enc, w), (decoder, dec)):
+        free = ww.without_history()
+        for block, count, indices in block_groups(groups):
+            label = _LABELS.get(indices) or remember(_LABELS, _LABELS_KEPT, indices, layer_range_label(indices))
+            ops.extend(_block_rows(block, ww, free, count, label, per_layer))
+    for block in (arch.final_norm, arch.head):
+        ops.extend(_block_rows(block, dec, dec.without_history(), 1, "-", False))
     return ops
 
 
@@ -176,6 +242,8 @@ def field_sums(arch, w, fields):
     from each distinct block's rows once times the layers holding it (a row's every
     additive field scales with its count): sum_field's answers without the rows."""
     get = attrgetter(*fields) if len(fields) > 1 else (lambda op, one=attrgetter(*fields): (one(op),))
+    if ced_replay(arch, w) is not None:   # CED runs two workloads: sum its rows
+        return tuple(plain_sum(vals) for vals in zip(*(get(op) for op in operators(arch, w))))
     free = w.without_history()
     counts = {}
     for block, count, _, _ in parts(arch):

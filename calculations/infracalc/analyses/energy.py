@@ -37,6 +37,19 @@ FIGURES = (
      "per bit\""),
     ("nic", None, None, "no public per-byte figure found (the ConnectX-7 datasheet gives none)"),
 )
+# Reference per-byte figures of other memories and wires (the book's comparison rows; not levels of
+# this device's path): (name, pJ per byte, quoted figure, source).
+REFERENCES = (
+    ("dram_lpddr_45nm", Fraction(640, 4), "640 pJ/word (32-bit), LPDDR DRAM, 45 nm",
+     "W. Dally, Hot Chips 2023 keynote (energy table after Horowitz, ISSCC 2014)"),
+    ("dram_access_dally_aha", Fraction(5 * 8), "5 pJ/bit DRAM access",
+     "W. Dally, Stanford AHA retreat keynote (2023-08-31): \"Part of 5pJ/b access\""),
+    ("hbm2_including_ecc", Fraction("3.92") * 8, "3.92 pJ/bit, HBM2 access including ECC",
+     "M. O'Connor et al., Fine-Grained DRAM, MICRO-50 (2017)"),
+    ("gddr5", Fraction("14.0") * 8, "14.0 pJ/bit, GDDR5", "M. O'Connor et al., Fine-Grained DRAM, MICRO-50 (2017)"),
+    ("on_die_wire_48mm_round_trip", Fraction(100, 1000) * 48 * 8, "100 fJ/bit-mm x 48 mm = 4.8 pJ/bit",
+     "W. Dally, Stanford AHA retreat keynote (2023-08-31): \"4.8pJ/b @ 100fJ/b-mm\""),
+)
 # one FP16 fused multiply-add (2 FLOPs) 1.5 pJ at 45 nm
 PJ_PER_MATRIX_FLOP = Fraction(3, 4)
 FLOP_SOURCE = ("1.5 pJ per HFMA (FP16 fused multiply-add = 2 FLOPs), 45 nm; W. Dally, Hot Chips 2023 "
@@ -62,9 +75,14 @@ def ledger(totals, passes_tokens, requests):
             for t, lv, n, pj in terms]
     total = sum(joules(n, pj) for _, _, n, pj in terms if pj is not None)
     book = sum(joules(n, pj) for t, _, n, pj in terms if t in ("weight reads", "KV reads", "matrix FLOPs"))
-    payload = totals["weight_bytes_read"] + totals["kv_bytes_read"]
-    ladder = [{"level": lv, "pj_per_byte": _text(pj), "quoted": q, "source": s,
-               "weight_plus_kv_joules": _float(joules(payload, pj))} for lv, pj, q, s in FIGURES]
+    w_bytes, kv_bytes = totals["weight_bytes_read"], totals["kv_bytes_read"]
+    weights = joules(w_bytes, hbm)
+
+    def rung(lv, pj, q, s):
+        return {"level": lv, "pj_per_byte": _text(pj), "quoted": q, "source": s,
+                "weight_joules": _float(joules(w_bytes, pj)), "kv_joules": _float(joules(kv_bytes, pj)),
+                "weight_plus_kv_joules": _float(joules(w_bytes + kv_bytes, pj))}
+
     return {
         "terms": rows,
         "known_joules": float(total),
@@ -73,7 +91,9 @@ def ledger(totals, passes_tokens, requests):
         "known_joules_per_request": float(total / requests),
         "weights_kv_matrix_joules_per_token": float(book / passes_tokens),
         "unknown_terms": [t for t, _, _, pj in terms if pj is None],
-        "levels": ladder,
+        "weight_fraction_of_weights_kv_matrix": float(weights) / float(book) if book else None,   # binary64
+        "levels": [rung(*f) for f in FIGURES],
+        "reference_levels": [rung(*f) for f in REFERENCES],
     }
 
 

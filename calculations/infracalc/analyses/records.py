@@ -27,7 +27,26 @@ NEW_KV_ON_CHIP = ("New K/V on chip (--new-kv on-chip): attention takes the pass'
 def conventions(w):
     """The conventions every ledger output prints, with the new-K/V one when selected."""
     return (list(CONVENTIONS) + ([NEW_KV_ON_CHIP] if w.new_kv == "on-chip" else [])
-            + ([KDA_BASELINE] if w.kda_count != "ledger" else []) + ([REFERENCE_PATH] if w.reference_path else []))
+            + ([KDA_BASELINE] if w.kda_count != "ledger" else []) + ([REFERENCE_PATH] if w.reference_path else [])
+            + ([CHECKPOINT_SHAPES] if w.tensor_shapes == "checkpoint" else [])
+            + ([BOOK_SCALAR] if w.scalar_count == "book" else []))
+
+
+BOOK_SCALAR = (
+    "Book count, --scalar-count book (the book's stage-resource and request-bridge files): beside our vector "
+    "FLOPs, each operator's plain scalar FLOPs with the special functions apart: RMSNorm R (4D + 1) and R "
+    "rsqrt; RoPE 3 per rotated value and a negation per half; the RoPE table once per pass T R / 2 and T R "
+    "sin and cos; causal softmax 4V - Q (scale, subtract, sum, divide per valid pair V, Q query rows), V exp, "
+    "V - Q max compares, a mask decision per rectangle pair; SiLU gate 4 per value, exp and negation apart; "
+    "residual add 1 per value; GEMMs, attention matmuls, embedding and cache writes 0. An operator with "
+    "vector FLOPs and no rule is an error.")
+
+
+CHECKPOINT_SHAPES = (
+    "Tensor shapes, --tensor-shapes checkpoint: resident weight bytes count the official checkpoint's "
+    "tensors where their shape differs from the config's (Kimi K3: each KDA layer's A_log stored with 128 "
+    "FP32 values for the config's 96 heads, load/kimi_k3.py); parameters and every operator's work and "
+    "reads stay the config's.")
 
 
 REFERENCE_PATH = (
@@ -62,7 +81,8 @@ def model_record(arch):
         "max_context": arch.max_context,
     }
     if arch.parts:
-        rec["parts_not_counted"] = [{"name": p.name, "params": p.params, "note": p.note}
+        rec["parts_not_counted"] = [{"name": p.name, "params": p.params, "note": p.note,
+                                     **({"checkpoint_bytes": p.checkpoint_bytes} if p.checkpoint_bytes else {})}
                                     for p in arch.parts]
     if arch.notes:
         rec["notes"] = list(arch.notes)
@@ -119,6 +139,12 @@ def workload_record(w, arch=None):
         rec["kda_count"] = w.kda_count
     if w.reference_path:   # likewise
         rec["reference_path"] = w.reference_path
+    if w.scalar_count != "ledger":   # likewise
+        rec["scalar_count"] = w.scalar_count
+    if w.tensor_shapes != "config":   # likewise
+        rec["tensor_shapes"] = w.tensor_shapes
+    if w.schedule != "full":   # likewise
+        rec["schedule"] = w.schedule
     if arch is not None and arch.kv_bytes(w.kv_dtype, 0):
         rec["delta_form"] = w.delta_form
     if w.formats:

@@ -194,7 +194,7 @@ class WindowAttention(Block):
 
     def ops(self, w):
         pre, post = history_free_rows(self, w, "projections", lambda: self.projection_ops(w))
-        hist, t = w.history, w.tokens
+        hist, t = (0 if w.replay else w.history), w.tokens   # CED's replay: the window restarts at the pass
         pairs = sum_min(hist + 1, hist + t, self.window)
         read = keys_touched(hist, t, self.window) - w.new_keys_on_chip
         sink = self.tensors()[0]

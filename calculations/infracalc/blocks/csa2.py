@@ -152,6 +152,8 @@ class SourceCompressor(Block):
         return tuple(out)
 
     def ops(self, w):
+        if w.replay:   # CED: the decoder's source compresses the encoder's output at every prompt position
+            w = w.replace(tokens=w.history + w.tokens, history=0, replay=False)
         out = list(history_free_rows(self, w, "projections", lambda: self.projection_ops(w)))
         b, hist, t, r, d = w.batch, w.history, w.tokens, self.ratio, self.dim
         made = b * entries_made(hist, t, r)

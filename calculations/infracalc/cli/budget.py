@@ -8,6 +8,8 @@ from fractions import Fraction
 from . import common
 
 KINDS = {
+    "gradient-ring": "one gradient tensor all-reduced over two servers, flat rings or the two-level hierarchy: "
+                     "every round's physical resources, the round, serial and aggregate lower bounds",
     "zero-state": "persistent Adam state per rank under ZeRO stages 0-3: each component's shard under a named "
                   "rounding (bytes, flat, per-tensor), padding, and the stages that fit a declared capacity",
     "decode": "one decode step of a nominal dense model: 2NB FLOPs, weights + KV bytes, compute and "
@@ -134,6 +136,8 @@ KINDS = {
     "fp8-scale": "exact E4M3FN witness: a row quantized with its final scale against a scale grown block by block",
     "bank": "shared-memory bank service rounds of one warp's scalar word requests (row, column, same word; "
             "row padding, ports, broadcast)",
+    "chip-power": "declared chip and rack power arithmetic: voltage scaling (V^2), power density, a rack's "
+                  "card count under a power budget and cooling limit, a memory bus's bytes/s and read time",
     "request": "one request's matrix work and state: a restored prefix, new input, returned tokens; input "
                "stage, decode steps, forward calls, restored and final state, a uniform BF16 weight comparison",
     "tile-order": "two dense models' passes padded to one kernel tile at declared matrix rates: valid, causal "
@@ -144,6 +148,8 @@ KINDS = {
                  "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
     "decision": "a decision request (one forward, answers read at Q positions, no generation) against the LLM "
                 "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
+    "incast": "N - 1 senders into one egress through a free buffer: the feedback delay it allows, the buffer a "
+              "one-hop pause and an end-to-end RTT need, a fluid check",
 }
 
 
@@ -1431,6 +1437,46 @@ def _connections(args):
                              transport_bytes=args.transport_bytes, budget_bytes=args.budget_bytes)
 
 
+def _gradient_ring_arguments(q):
+    common.add_model(q)
+    q.add_argument("--tensor", default="mlp.gate_proj.weight", metavar="NAME",
+                   help="the first decoder layer's tensor whose gradient is reduced (default mlp.gate_proj.weight)")
+    q.add_argument("--grad-dtype", choices=("fp32", "bf16"), default="fp32", help="gradient width (default fp32)")
+    q.add_argument("--organization", choices=("flat-contiguous", "flat-interleaved", "hierarchical"),
+                   required=True, help="flat ring in rank order, flat ring alternating servers, or two-level")
+    q.add_argument("--ranks-per-server", type=common.positive_int, default=8, metavar="R",
+                   help="ranks in each of the two servers (default 8)")
+    q.add_argument("--nics-per-server", type=common.positive_int, default=None, metavar="K",
+                   help="NICs per server (default one per rank; fewer stripe each message over all K)")
+    q.add_argument("--nic-bw", type=common.bandwidth, required=True, metavar="BW", help="one NIC's rate (50GB/s)")
+    q.add_argument("--local-bw", type=common.bandwidth, required=True, metavar="BW",
+                   help="a rank's local link, transmit and receive (450GB/s)")
+    q.add_argument("--egress-bw", type=common.bandwidth, default=None, metavar="BW",
+                   help="a shared server egress and ingress (default none)")
+    q.add_argument("--startup", type=_exact_time, default=0, metavar="T", help="per round (e.g. 833ns; default 0)")
+    q.add_argument("--budget", type=_exact_time, default=None, metavar="T", help="a declared time budget (3ms)")
+
+
+def _gradient_ring(args):
+    from ..analyses.gradient_rings import gradient_rings
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    layer = next(iter(arch.layer_groups()))[0]
+    tensor = next((t for t in layer.tensors() if t.name == args.tensor), None)
+    if tensor is None:
+        names = ", ".join(t.name for t in layer.tensors()[:8])
+        raise UserError(f"model '{arch.id}' has no layer tensor '{args.tensor}' (e.g. {names})")
+    return dict({"model": arch.id, "tensor": f"layers.0.{tensor.name}", "shape": list(tensor.shape)},
+                **gradient_rings(elements=tensor.params, width=4 if args.grad_dtype == "fp32" else 2,
+                                 organization=args.organization, ranks_per_server=args.ranks_per_server,
+                                 nics_per_server=args.nics_per_server or args.ranks_per_server,
+                                 nic_rate=round(args.nic_bw), local_rate=round(args.local_bw),
+                                 egress_rate=None if args.egress_bw is None else round(args.egress_bw),
+                                 startup_s=args.startup, budget_s=args.budget))
+
+
 def _zero_state_arguments(q):
     common.add_model(q)
     q.add_argument("--ranks", type=common.positive_int, required=True, metavar="N", help="data-parallel ranks")
@@ -1750,6 +1796,72 @@ def _history_model(text):
         raise argparse.ArgumentTypeError(f"not in the catalogue: '{text}'"
                                          f"{suggest(text, ids()) or '; choose from ' + ', '.join(ids())}")
     return text
+
+
+def _exact_list(count, what):
+    """COUNT comma-separated exact non-negative numbers (0.85,0.55; 120,12,1.2)."""
+    def parse(text):
+        parts = text.split(",")
+        try:
+            values = [Fraction(p) for p in parts] if len(parts) == count and len(text) <= 80 else None
+        except (ValueError, ZeroDivisionError):
+            values = None
+        if values is None or min(values) <= 0:
+            raise argparse.ArgumentTypeError(f"must be {what}, got '{text}'")
+        return values
+    return parse
+
+
+def _pin_rate(text):
+    """A per-pin data rate: 10.7Gb/s, 8533Mb/s (bits per second, exact)."""
+    import re
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([GM])b/s", text.strip()) if len(text) <= 40 else None
+    if not m:
+        raise argparse.ArgumentTypeError(f"must be a pin rate such as 10.7Gb/s or 8533Mb/s, got '{text}'")
+    return Fraction(m.group(1)) * {"G": 10**9, "M": 10**6}[m.group(2)]
+
+
+def _chip_power_arguments(q):
+    q.add_argument("--voltage", type=_exact_list(2, "BEFORE,AFTER volts such as 0.85,0.55"), metavar="V0,V1",
+                   help="supply voltage before and after: the dynamic-power ratio (V1/V0)^2")
+    q.add_argument("--power-area", type=_exact_list(2, "POWER,AREA ratios such as 0.75,0.60"), metavar="P,A",
+                   help="power and projected-area ratios after/before: the power-density ratio P/A")
+    q.add_argument("--rack", type=_exact_list(3, "BUDGET,FIXED,PER_CARD kW such as 120,12,1.2"), metavar="KW,KW,KW",
+                   help="rack power budget, fixed power and power per card (kW): cards <= floor((B - F) / C)")
+    q.add_argument("--rack-cards", type=common.positive_int_list, default=(), metavar="N[,N...]",
+                   help="card counts whose rack power is listed (with --rack)")
+    q.add_argument("--cooling", type=_exact_list(1, "a cooling limit in kW such as 40"), metavar="KW",
+                   help="a declared cooling limit per rack (kW; with --rack)")
+    q.add_argument("--bus", type=common.positive_int_list, metavar="CHANNELS,BITS",
+                   help="memory channels and bits per channel (e.g. 4,16: four x16 channels)")
+    q.add_argument("--pin-rate", type=_pin_rate, metavar="RATE", help="data rate per pin (with --bus), e.g. 10.7Gb/s")
+    q.add_argument("--payload-bytes", type=common.positive_int, metavar="N",
+                   help="bytes read over the bus, e.g. a decode step's weights (with --bus)")
+
+
+def _chip_power(args):
+    from ..analyses import chip_power
+    from ..errors import UserError
+
+    if not (args.voltage or args.power_area or args.rack or args.bus):
+        raise UserError("chip-power needs at least one of --voltage, --power-area, --rack, --bus")
+    if (args.rack_cards or args.cooling) and not args.rack:
+        raise UserError("--rack-cards and --cooling go with --rack BUDGET,FIXED,PER_CARD")
+    if bool(args.bus) != bool(args.pin_rate) or (args.payload_bytes and not args.bus):
+        raise UserError("--bus CHANNELS,BITS and --pin-rate go together (--payload-bytes with them)")
+    if args.bus and len(args.bus) != 2:
+        raise UserError(f"--bus takes CHANNELS,BITS (e.g. 4,16), got {len(args.bus)} numbers")
+    out = {}
+    if args.voltage:
+        out["voltage"] = chip_power.voltage(*args.voltage)
+    if args.power_area:
+        out["density"] = chip_power.density(*args.power_area)
+    if args.rack:
+        out["rack"] = chip_power.rack(*args.rack, cards=args.rack_cards,
+                                      cooling=args.cooling[0] if args.cooling else None)
+    if args.bus:
+        out["bus"] = chip_power.bus(*args.bus, args.pin_rate, args.payload_bytes)
+    return out
 
 
 def _request_arguments(q):
@@ -2116,3 +2228,4 @@ from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _o
 from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
 from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401
+from .budget_fabric import _incast, _incast_arguments  # noqa: E402,F401

@@ -34,6 +34,14 @@ def add_arguments(p):
                    help="KDA layers' non-matrix work: ledger (default) or recurrent-baseline (the book's logical "
                         "recurrent count: every op and the recurrence as scalar FLOPs, per token, special "
                         "functions apart; adds the KDA summary)")
+    p.add_argument("--scalar-count", choices=("ledger", "book"), default="ledger",
+                   help="ledger (default): vector FLOPs only; book: also the book's per-operator scalar FLOPs "
+                        "and special functions (RMSNorm, RoPE and its table, causal softmax, SiLU, residual; "
+                        "an error for an operator without a rule)")
+    p.add_argument("--schedule", choices=("full", "ced"), default="full",
+                   help="which layers run which positions: full (default: every layer every new token) or ced "
+                        "(DeepSeek-V4.1's encoder/decoder serving schedule: on a fresh prompt the decoder layers "
+                        "run its last window of positions only)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
     common.add_device(p)
@@ -71,6 +79,13 @@ def run(args):
         if not any(isinstance(b, KDA) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
             raise UserError(f"--kda-count: {arch.id} has no KDA (Kimi Delta Attention) layers")
         w = w.replace(kda_count=args.kda_count)
+    if args.schedule != "full":
+        from ..errors import UserError
+        if not arch.ced_split:
+            raise UserError(f"--schedule ced: {arch.id} has no CED encoder/decoder split (DeepSeek-V4.1)")
+        w = w.replace(schedule=args.schedule)
+    if args.scalar_count != "ledger":
+        w = w.replace(scalar_count=args.scalar_count)
     rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency, args.per_layer)
     if args.fp8_tiles:
         from ..analyses.fp8_linears import fp8_linears

@@ -50,6 +50,7 @@ _HOME = {
     "SUPERNODE_CONVENTIONS": "supernode",
     "RL_SUPPLY_CONVENTIONS": "rl_supply",
     "DECISION_CONVENTIONS": "decision_request",
+    "INCAST_CONVENTIONS": "incast",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -59,10 +60,12 @@ _HOME = {
     "SM_BALANCE_CONVENTIONS": "sm_balance",
     "DEPLOYMENT_CONVENTIONS": "runtime_choices",
     "ZERO_STATE_CONVENTIONS": "zero_state",
+    "GRADIENT_RING_CONVENTIONS": "gradient_rings",
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
     "TILE_ORDER_CONVENTIONS": "tile_order",
     "REQUEST_CONVENTIONS": "request_work",
+    "CHIP_POWER_CONVENTIONS": "chip_power",
 }
 
 
@@ -115,8 +118,10 @@ CONVENTIONS = {
     ],
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
+    "gradient-ring": _lazy("GRADIENT_RING_CONVENTIONS"),
     "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
     "request": _lazy("REQUEST_CONVENTIONS"),
+    "chip-power": _lazy("CHIP_POWER_CONVENTIONS"),
     "quant-gemm": _lazy("QUANT_GEMM_CONVENTIONS"),
     "rmsnorm": _lazy("SPLIT_REDUCTION_CONVENTIONS"),
     "bank": _lazy("BANK_CONVENTIONS"),
@@ -173,6 +178,7 @@ CONVENTIONS = {
     "supernode": _lazy("SUPERNODE_CONVENTIONS"),
     "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
     "decision": _lazy("DECISION_CONVENTIONS"),
+    "incast": _lazy("INCAST_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
