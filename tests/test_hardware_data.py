@@ -278,6 +278,13 @@ class HardwareDataTest(unittest.TestCase):
                              (gb * GB, gb * GIB, bw * GB))
             self.assertEqual(d["matrix_flops_per_s"], {"bf16": None, "fp8": None})
             self.assertEqual(d["scale_up"]["bytes_per_s_per_direction"] * 2, 2 * TERA)
+        # RTX Blackwell PRO whitepaper Appendix A Table 4 (via the book's hardware.md): RTX A6000 154.8 TF BF16
+        # dense (FP32 accumulate), 38.7 TF FP32, 48 GB, 768 GB/s, 300 W; RTX 6000 Ada 364 / 728.5 FP8 / 91.1, 960 GB/s
+        for v, bf16, fp32, bw in (("rtx-a6000", 154_800, 38_700, 768), ("rtx-6000-ada", 364_000, 91_100, 960)):
+            d = self.rec(v)
+            self.assertEqual((d["matrix_flops_per_s"]["bf16"], d["vector_flops_per_s"]["fp32"]), (bf16 * 10**9, fp32 * 10**9))
+            self.assertEqual((d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"], d["tdp_watts"]), (48 * GB, bw * GB, 300))
+        self.assertEqual(self.rec("rtx-6000-ada")["matrix_flops_per_s"]["fp8"], 728_500 * 10**9)
         d = self.rec("atlas-300i-a2")
         self.assertEqual(d["matrix_flops_per_s"], {"bf16": None, "fp16": 280 * TERA, "int8": 560 * TERA})
         self.assertEqual((d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"], d["tdp_watts"]),

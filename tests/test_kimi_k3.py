@@ -13,7 +13,7 @@ from infracalc.analyses.forward import attn_res_record  # noqa: E402
 from infracalc.blocks.kimi import KDA, AttnRes, AttnResHeadNorm, GatedMLA, LatentMoE  # noqa: E402
 from infracalc.dtypes import dtype  # noqa: E402
 from infracalc.load.models import load_model  # noqa: E402
-from infracalc.workload import Workload  # noqa: E402
+from infracalc.workload import Workload, from_formats  # noqa: E402
 
 
 def rows(block, w):
@@ -33,6 +33,26 @@ class Checkpoint(unittest.TestCase):
         arch = load_model("kimi-k3")
         self.assertEqual(arch.params, 2_779_484_476_000)
         self.assertEqual([(p.name, p.params) for p in arch.parts], [("vision", None)])
+
+    def test_checkpoint_tensor_shapes(self):
+        """The official checkpoint stores each of the 69 KDA layers' A_log with 128 FP32 values for
+        the config's 96 heads (bojieli/ai-infra-book:calculations/src/infra_calc/topics/
+        k3_checkpoint.py): --tensor-shapes checkpoint adds 69 x 32 x 4 = 8,832 resident bytes to
+        1,559,965,598,080 (the book's payload 1,559,965,606,912); parameters and the ledger's reads
+        stay the config's. A KDA shard under TP counts the config's shapes (the fact is the whole
+        checkpoint's)."""
+        arch = load_model("kimi-k3")
+        config = from_formats(arch)
+        stored = config.replace(tensor_shapes="checkpoint")
+        self.assertEqual(arch.weight_bytes(config), 1_559_965_598_080)
+        self.assertEqual(arch.weight_bytes(stored) - arch.weight_bytes(config), 69 * (128 - 96) * 4)
+        a_log = next(t for t in KDA(16, 2, 4, 4, a_log_stored=8).tensors() if t.name.endswith("A_log"))
+        self.assertEqual((a_log.params, a_log.stored_as("checkpoint").shape, a_log.stored_as("config").shape),
+                         (2, (8,), (2,)))
+        self.assertEqual(KDA(16, 2, 4, 4, a_log_stored=8).shard(2).a_log_stored, 0)
+        sums = [ledger.build(arch, w.replace(tokens=4)).ops for w in (config, stored)]
+        self.assertEqual([sum(op.weight_read for op in ops) for ops in sums][0],
+                         [sum(op.weight_read for op in ops) for ops in sums][1])
 
     def test_every_command_runs(self):
         from support import run_cli

@@ -22,6 +22,14 @@ class Tensor(Record):
     shape: tuple
     role: str = "matrix"
     stored: str = ""
+    checkpoint_shape: tuple = ()   # the official checkpoint's shape where it differs from the config's
+                                   # (parameters stay the config's; `stored_as`, --tensor-shapes checkpoint)
+
+    def stored_as(self, shapes):
+        """This tensor as the checkpoint stores it under --tensor-shapes `shapes` (config | checkpoint)."""
+        if shapes == "checkpoint" and self.checkpoint_shape:
+            return self.replace(shape=self.checkpoint_shape)
+        return self
 
     @property
     def params(self):
@@ -328,8 +336,9 @@ class Architecture(Record):
         return tally
 
     def weight_bytes(self, w):
-        """Resident weight bytes of the whole model in the workload's formats."""
-        return sum(n * w.weight_bytes(t) for t, n in self._weight_tally())
+        """Resident weight bytes of the whole model in the workload's formats (its tensors' shapes as
+        `w.tensor_shapes` says: the config's, or the checkpoint's where they differ)."""
+        return sum(n * w.weight_bytes(t.stored_as(w.tensor_shapes)) for t, n in self._weight_tally())
 
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """One token's cache over all layers; `mla` picks the MLA path (naive | absorbed)."""

@@ -27,7 +27,15 @@ NEW_KV_ON_CHIP = ("New K/V on chip (--new-kv on-chip): attention takes the pass'
 def conventions(w):
     """The conventions every ledger output prints, with the new-K/V one when selected."""
     return (list(CONVENTIONS) + ([NEW_KV_ON_CHIP] if w.new_kv == "on-chip" else [])
-            + ([KDA_BASELINE] if w.kda_count != "ledger" else []) + ([REFERENCE_PATH] if w.reference_path else []))
+            + ([KDA_BASELINE] if w.kda_count != "ledger" else []) + ([REFERENCE_PATH] if w.reference_path else [])
+            + ([CHECKPOINT_SHAPES] if w.tensor_shapes == "checkpoint" else []))
+
+
+CHECKPOINT_SHAPES = (
+    "Tensor shapes, --tensor-shapes checkpoint: resident weight bytes count the official checkpoint's "
+    "tensors where their shape differs from the config's (Kimi K3: each KDA layer's A_log stored with 128 "
+    "FP32 values for the config's 96 heads, load/kimi_k3.py); parameters and every operator's work and "
+    "reads stay the config's.")
 
 
 REFERENCE_PATH = (
@@ -119,6 +127,8 @@ def workload_record(w, arch=None):
         rec["kda_count"] = w.kda_count
     if w.reference_path:   # likewise
         rec["reference_path"] = w.reference_path
+    if w.tensor_shapes != "config":   # likewise
+        rec["tensor_shapes"] = w.tensor_shapes
     if w.schedule != "full":   # likewise
         rec["schedule"] = w.schedule
     if arch is not None and arch.kv_bytes(w.kv_dtype, 0):

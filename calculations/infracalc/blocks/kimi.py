@@ -86,6 +86,7 @@ class KDA(Block):
     state_dtype: str = "fp32"
     conv_dtype: str = "bf16"
     prefix: str = "self_attn"
+    a_log_stored: int = 0   # elements of A_log in the official checkpoint when not `heads` (Kimi K3: 128)
     kind = "KDA"
 
     @property
@@ -102,7 +103,8 @@ class KDA(Block):
         return (*(Tensor(f"{p}.{n}_proj.weight", (j, h)) for n in ("q", "k", "v", "g")),
                 Tensor(f"{p}.f_a_proj.weight", (d, h)), Tensor(f"{p}.f_b_proj.weight", (j, d)),
                 Tensor(f"{p}.b_proj.weight", (H, h)), Tensor(f"{p}.o_proj.weight", (h, j)),
-                Tensor(f"{p}.A_log", (H,), "vector", **f32), Tensor(f"{p}.dt_bias", (j,), "vector", **f32),
+                Tensor(f"{p}.A_log", (H,), "vector", **f32,
+                       checkpoint_shape=(self.a_log_stored,) if self.a_log_stored else ()), Tensor(f"{p}.dt_bias", (j,), "vector", **f32),
                 Tensor(f"{p}.o_norm.weight", (d,), "vector", **f32),
                 *(Tensor(f"{p}.{n}_conv1d.weight", (j, 1, self.conv_kernel), "vector", **f32)
                   for n in ("q", "k", "v")))
@@ -129,7 +131,9 @@ class KDA(Block):
         f_a and o_norm replicated. TP must divide the heads."""
         if self.heads % tp:
             raise UserError(f"TP {tp} does not divide the {self.heads} heads of {self.label}")
-        return self.replace(heads=self.heads // tp)
+        if tp == 1:
+            return self
+        return self.replace(heads=self.heads // tp, a_log_stored=0)   # a checkpoint-shape fact of the whole model
 
     def form(self, w):
         chosen = getattr(w, "delta_form", "auto")

@@ -370,7 +370,8 @@ def workload(args, arch, batch, tokens, history):
     return from_formats(arch, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                         routing=model, routing_loads=loads, batch=batch, tokens=tokens, history=history,
                         logits=getattr(args, "logits", "last"), mla=getattr(args, "mla", "absorbed"),
-                        delta_form=getattr(args, "delta_form", "auto"), new_kv=getattr(args, "new_kv", "reread"))
+                        delta_form=getattr(args, "delta_form", "auto"), new_kv=getattr(args, "new_kv", "reread"),
+                        tensor_shapes=getattr(args, "tensor_shapes", "config"))
 
 
 def output_format(args):

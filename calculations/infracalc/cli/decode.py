@@ -13,6 +13,9 @@ def add_arguments(p):
                       help="B = 1, 2, 4, ... up to the largest batch whose cache fits on the device")
     common.add_dtypes(p)
     common.add_architecture_options(p)
+    p.add_argument("--tensor-shapes", choices=("config", "checkpoint"), default="config",
+                   help="resident weight bytes from the config's tensor shapes (default) or the official "
+                        "checkpoint's where they differ (Kimi K3's 128-element A_log)")
     common.add_device(p)
     common.add_memory(p, memory_bytes=True)
     common.add_output(p)
@@ -40,6 +43,9 @@ def run(args):
     if args.draft_model and args.batch_sweep:
         raise UserError("speculative decoding (--draft-model) takes one --batch, not --batch-sweep")
     arch = load_model(args.model)
+    if args.tensor_shapes != "config" and not any(t.checkpoint_shape for t, _ in arch._weight_tally()):
+        raise UserError(f"--tensor-shapes {args.tensor_shapes}: {args.model}'s checkpoint tensors all have "
+                        "the config's shapes; drop the flag")
     device = common.device_for(args)
     w = common.workload(args, arch, args.batch, 1, 0)
     eff = (args.compute_efficiency, args.memory_efficiency)

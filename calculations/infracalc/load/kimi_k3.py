@@ -22,6 +22,12 @@ from ..blocks.mlp import GatedMLP
 from .common import activation
 
 K3_FORMATS = (("expert", "mxfp4"),)
+# Checkpoint shapes that differ from the config (decode --tensor-shapes checkpoint): the official
+# moonshotai/Kimi-K3 safetensors headers store every KDA layer's A_log with 128 elements where the
+# config and modeling_kimi_linear.py declare num_heads = 96 (69 layers, 2,208 values, 8,832 FP32
+# bytes more), per the book's header audit (bojieli/ai-infra-book:calculations/src/infra_calc/
+# topics/k3_checkpoint.py, config_shape_mismatches); parameters stay the config's.
+CHECKPOINT_A_LOG = {"kimi-k3": 128}
 
 
 def _formats(tc):
@@ -56,6 +62,8 @@ def kimi_k3(cfg, model_id):
     h, n, vocab = tc.int("hidden_size"), tc.int("num_hidden_layers"), tc.int("vocab_size")
     act = activation(tc)
     kda_layers, kda, mla = _mixers(tc)
+    if model_id in CHECKPOINT_A_LOG:
+        kda = kda.replace(a_log_stored=CHECKPOINT_A_LOG[model_id])
     stride = tc.int("attn_res_block_size")
     dense_n = tc.int("first_k_dense_replace", 0, low=0)
     dense = GatedMLP(h, tc.int("intermediate_size"), act)
