@@ -66,10 +66,14 @@ class Checkpoint(unittest.TestCase):
                                                                      ("vision", 485_268_480)])
 
     def test_checkpoint_bytes(self):
+        """... and DSpark 7,932,874,632 B, vision 970,536,960 B (BF16: 2 bytes per parameter); the four
+        sum to the audit's tensor payload 510,286,023,000 B."""
         arch = load_model("deepseek-v4.1-flash")
         w = native(arch)
         engram = sum(w.weight_bytes(t) for t in arch.tensors() if ".engram." in t.name)
         self.assertEqual((arch.weight_bytes(w) - engram, engram), (298_309_535_168, 203_073_076_240))
+        self.assertEqual([p.checkpoint_bytes for p in arch.parts], [7_932_874_632, 970_536_960])
+        self.assertEqual(arch.weight_bytes(w) + sum(p.checkpoint_bytes for p in arch.parts), 510_286_023_000)
 
     def test_layer_kinds(self):
         arch = load_model("deepseek-v4.1-flash")

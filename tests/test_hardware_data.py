@@ -285,6 +285,12 @@ class HardwareDataTest(unittest.TestCase):
             self.assertEqual((d["matrix_flops_per_s"]["bf16"], d["vector_flops_per_s"]["fp32"]), (bf16 * 10**9, fp32 * 10**9))
             self.assertEqual((d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"], d["tdp_watts"]), (48 * GB, bw * GB, 300))
         self.assertEqual(self.rec("rtx-6000-ada")["matrix_flops_per_s"]["fp8"], 728_500 * 10**9)
+        # A100 variants of the book's table: the datasheet's rates (as the 80GB SXM4), 40 GB / 1,555 GB/s / 400 W
+        # (Ampere whitepaper Table 4) and 80 GB / 1,935 GB/s / 300 W (A100 page, 80GB PCIe)
+        for v, gb, bw, watts in (("a100-sxm-40gb", 40, 1555, 400), ("a100-pcie-80gb", 80, 1935, 300)):
+            d = self.rec(v)
+            self.assertEqual(d["matrix_flops_per_s"], self.rec("a100-sxm-80gb")["matrix_flops_per_s"])
+            self.assertEqual((d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"], d["tdp_watts"]), (gb * GB, bw * GB, watts))
         d = self.rec("atlas-300i-a2")
         self.assertEqual(d["matrix_flops_per_s"], {"bf16": None, "fp16": 280 * TERA, "int8": 560 * TERA})
         self.assertEqual((d["memory_label_bytes"], d["memory_bandwidth_bytes_per_s"], d["tdp_watts"]),

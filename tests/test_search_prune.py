@@ -317,3 +317,58 @@ class OverLimitSharedAcrossReplicas(unittest.TestCase):
                     continue
                 self.assertEqual((S.over_limit(shared, a, [1], limit), S.over_limit(shared, b, [1], limit)),
                                  (False, True), (model, a, b))
+
+
+class TrainPredictedPrunedSearchEqualsUnpruned(TrainPrunedSearchEqualsUnpruned):
+    """train --search --objective predicted: the top list with the predicted step's floor
+    (`efficiency.training.predicted_floor`) against every layout's predicted step, and the floor
+    against the predicted step (MoE layers with their per-expert host cost and token permutations,
+    an interleaved pipeline with its sends hidden: terms the floor leaves out)."""
+
+    CASES = [
+        ("qwen3-30b-a3b", "h100-sxm", 64, 4096, 256, {"recompute": "selective"}),
+        ("llama-3.1-70b", "h100-sxm", 64, 8192, 256, {"schedule": "interleaved", "chunks": 2,
+                                                      "recompute": "full"}),
+    ]
+
+    def search(self, model, device, n, seq, gb, setup, top, prune=True):
+        from infracalc import comm
+        from infracalc.analyses import train
+
+        dev = load_device(device)
+        prunable = comm.prunable
+        if not prune:
+            comm.prunable = lambda links: False
+        try:
+            return train.search(load_model(model), Workload(batch=1, tokens=seq, logits="all"), dev,
+                                train.Setup(**setup), devices=n, global_batch=gb, links=comm.links(dev), top=top,
+                                objective="predicted")
+        finally:
+            comm.prunable = prunable
+
+    def test_floor_never_above_the_step_time(self):
+        from infracalc import comm
+        from infracalc.analyses import train, train_time
+        from infracalc.analyses.efficiency.training import predicted_floor, predicted_step
+
+        for model, device, n, seq, gb, setup in self.CASES:
+            arch, dev, s = load_model(model), load_device(device), train.Setup(**setup)
+            w, links = Workload(batch=1, tokens=seq, logits="all"), comm.links(load_device(device))
+            checked = 0
+            for lay in placement.candidate_layouts(arch, n)[::2]:
+                m = train.micro_batches(gb, 1, lay.dp)
+                if isinstance(m, str) or lay.cp > 1:
+                    continue
+                lay = lay.replace(micro_batches=m, sp=lay.tp > 1)
+                try:
+                    placement.validate(arch, lay)
+                    train_time.check_schedule(arch, lay, s.schedule, s.chunks)
+                except Exception:
+                    continue
+                opts = train.recipe_options(s, links, train.stage_memory(arch, w, lay, s))
+                floor = predicted_floor(arch, w, lay, dev, **opts)
+                exact = predicted_step(arch, w, lay, dev, **opts)[0]
+                self.assertLessEqual(floor, exact * (1 + 1e-12), (model, lay, setup))
+                self.assertGreater(floor, 0, (model, lay, setup))
+                checked += 1
+            self.assertGreater(checked, 1, model)

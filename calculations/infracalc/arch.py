@@ -224,6 +224,7 @@ class Part(Record):
     tower: object = None
     module: object = None   # MTP: the Layer a draft call runs (its input block first), when the
                             # adapter builds it (DeepSeek-V4); else the drafter is derived
+    checkpoint_bytes: int = None   # its tensors' bytes in the checkpoint's formats, when derived
 
 
 class VisionTower(Record):

@@ -70,7 +70,8 @@ def model_record(arch):
         "max_context": arch.max_context,
     }
     if arch.parts:
-        rec["parts_not_counted"] = [{"name": p.name, "params": p.params, "note": p.note}
+        rec["parts_not_counted"] = [{"name": p.name, "params": p.params, "note": p.note,
+                                     **({"checkpoint_bytes": p.checkpoint_bytes} if p.checkpoint_bytes else {})}
                                     for p in arch.parts]
     if arch.notes:
         rec["notes"] = list(arch.notes)

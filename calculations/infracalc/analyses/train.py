@@ -499,8 +499,9 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
     """Every layout of `devices` devices ranked by step time (or MFU, the same
     order at a fixed model and batch), those that do not fit counted apart. The top list is
     `ranking.rank_top`'s: a layout's step time is computed only while its floor
-    (`train_time.step_floor`) could still beat the top-th (not for --objective predicted, nor on
-    links where a collective can be refused: `comm.prunable`)."""
+    (`train_time.step_floor`; for --objective predicted `efficiency.training.predicted_floor`)
+    could still beat the top-th (not on links where a collective can be refused: `comm.prunable`,
+    nor for a prediction on a device without one)."""
     from .. import comm
     from .. import layout as placement
 
@@ -558,9 +559,24 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         t = step_of(arch, w, lay, device, s, links=links, mem=mem)
         return t.step_s, need, t, None
 
+    def bounded_predicted(lay):   # the predicted step's floor (efficiency.training.predicted_floor)
+        from .efficiency.training import predicted_floor
+        checked(lay)
+        mem = stage_memory(arch, w, lay, s)
+        need = fits(mem, binding(mem, device.memory_bytes))
+        return predicted_floor(arch, w, lay, device, **recipe_options(s, links, mem)), mem, need
+
+    def exact_predicted(lay, mem, need):
+        pred = predicted(arch, w, lay, device, s, links=links, mem=mem)
+        return pred, need, step_of(arch, w, lay, device, s, links=links, mem=mem), pred
+
     tie = lambda lay: (lay.tp * lay.cp, lay.pp)
-    if objective != "predicted" and comm.prunable(links):   # step_time refuses no layout on these links
-        ranked, admitted = ranking.rank_top(layouts, bound=bounded, exact=exact, tie_break=tie,
+    from .efficiency.predict import achievable
+    if comm.prunable(links) and (objective != "predicted" or achievable(device, w.compute_dtype) is not None):
+        # step_time refuses no layout on these links; the predicted step has a floor where it exists
+        pred = objective == "predicted"
+        ranked, admitted = ranking.rank_top(layouts, bound=bounded_predicted if pred else bounded,
+                                            exact=exact_predicted if pred else exact, tie_break=tie,
                                             rejections=rejections, top=top)
     else:
         ranked = ranking.rank(layouts, scored, tie, rejections)

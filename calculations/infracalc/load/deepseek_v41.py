@@ -24,19 +24,24 @@ norms, compressor, indexer wk and weights_proj BF16; mHC, sinks and router biase
 These reproduce the book's checkpoint bytes: 298,309,535,168 B backbone, 203,073,076,240 B
 Engram (tests/test_deepseek_v41.py).
 Reported apart: DSpark (num_nextn_predict_layers blocks with their own narrower MoE) and the
-vision tower, whose parameters follow from their shapes (`dspark_params`, `vision_params`).
+vision tower, whose parameters follow from their shapes (`dspark_tensors`, `vision_params`); their
+checkpoint bytes too: DSpark's tensors in the backbone's formats (7,932,874,632 B), the vision tower
+BF16 (the audit's 970,536,960 B = 2 bytes per parameter): with the backbone and Engram, the audit's
+tensor payload 510,286,023,000 B.
 The CED serving schedule (the decoder's 20 layers over the prompt's last window only) is not
 a pass of this architecture: every pass runs all layers on all new tokens, as the released
 Transformer.forward does.
 """
 
-from ..arch import Architecture, Layer, Part
+from ..arch import Architecture, Layer, Part, Tensor
 from ..blocks.basic import LMHead, RMSNorm
 from ..blocks.compressed_attention import WindowAttention
 from ..blocks.csa2 import CandidateIndexer, Engram, SharedSparseAttention, SourceCompressor
 from ..blocks.hyper_connections import HCEmbedding, HCHeadNorm, HCPost, HCPre
 from ..blocks.moe import MoE
+from ..dtypes import dtype
 from ..errors import UserError
+from ..workload import Workload
 
 V41_FORMATS = (("matrix", "fp8-b32-e8m0"), ("expert", "mxfp4"))
 ENGRAM_TABLE_FORMAT = "fp8-g32-e8m0"
@@ -168,12 +173,12 @@ class V41Shapes:
         return f"reindex r={r}" if i in self.indexers else f"reuse r={r}"
 
 
-def dspark_params(s, tc):
+def dspark_tensors(s, tc):
     """The DSpark drafter (mtp.*): num_nextn_predict_layers blocks, each a V4.1 layer's window
     attention, mHC and norms with its own MoE of dspark_n_routed_experts routed experts plus one
     shared (router weight and its two fp32 biases); then main_proj [D, len(dspark_target_layer_ids)
     D] with main_norm [D], norm [D], the Markov embedding and head [vocab, dspark_markov_rank]
-    each, and the confidence head [D + rank]."""
+    each, and the confidence head [D + rank] (BF16). [(tensor, copies)]."""
     experts = tc.int("dspark_n_routed_experts")
     targets = tc.require("dspark_target_layer_ids")
     rank = tc.int("dspark_markov_rank")
@@ -185,8 +190,12 @@ def dspark_params(s, tc):
     moe = MoE(d, experts, tc.int("dspark_num_experts_per_tok"), s.inter, shared_inter=s.inter, act=s.act,
               score_bias=True, vl_bias=True, prefix="ffn")
     block = Layer((HCPre("hc_attn", d, s.streams, s.iters), RMSNorm("attn_norm", d), attn,
-                   HCPre("hc_ffn", d, s.streams, s.iters), RMSNorm("ffn_norm", d), moe)).params
-    return s.mtp * block + d * len(targets) * d + 2 * d + 2 * s.vocab * rank + d + rank
+                   HCPre("hc_ffn", d, s.streams, s.iters), RMSNorm("ffn_norm", d), moe))
+    return [(t, s.mtp) for t in block.tensors()] + [
+        (Tensor("main_proj.weight", (d, len(targets) * d)), 1), (Tensor("main_norm.weight", (d,), "vector"), 1),
+        (Tensor("norm.weight", (d,), "vector"), 1), (Tensor("markov.embed.weight", (s.vocab, rank), stored="bf16"), 1),
+        (Tensor("markov.head.weight", (s.vocab, rank), stored="bf16"), 1),
+        (Tensor("confidence_head.weight", (d + rank,), "vector"), 1)]
 
 
 def vision_params(vc, out_hidden):
@@ -237,12 +246,17 @@ def deepseek_v41(cfg, model_id):
     split = s.n // 2
     ced = split if [i for i in s.sources if i >= split] == [split] else 0
     vc = cfg.sub("vision_config")
-    parts = (Part("DSpark", dspark_params(s, tc),
+    w = Workload(formats=tuple((role, dtype(name)) for role, name in formats))
+    dspark = dspark_tensors(s, tc)
+    vision = vision_params(vc, s.d)
+    parts = (Part("DSpark", sum(t.params * k for t, k in dspark),
                   f"{s.mtp} DSpark drafter blocks (mtp.*: their own {tc.int('dspark_n_routed_experts')}-expert "
                   "top-" + f"{tc.int('dspark_num_experts_per_tok')} MoE), main_proj, Markov embedding and head, "
-                  "confidence head; not costed"),
-             Part("vision", vision_params(vc, s.d),
-                  f"{vc.int('num_hidden_layers')}-layer ViT of {vc.int('hidden_size')} and the aligner; not costed"))
+                  "confidence head; not costed",
+                  checkpoint_bytes=sum(w.weight_bytes(t) * k for t, k in dspark)),
+             Part("vision", vision,
+                  f"{vc.int('num_hidden_layers')}-layer ViT of {vc.int('hidden_size')} and the aligner, BF16; not costed",
+                  checkpoint_bytes=2 * vision))
     try:
         return Architecture(
             id=model_id, model_type=cfg.model_type, hidden_size=s.d, vocab_size=s.vocab,

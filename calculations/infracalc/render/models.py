@@ -54,7 +54,8 @@ def detail_markdown(rec):
                 "(recurrent layers; does not grow with context)" if s.get("state_bytes_per_request") else ""),
              f"- Embeddings: {'tied (counted once)' if m['tied_embeddings'] else 'untied'}"]
     for p in m.get("parts_not_counted", []):
-        lines.append(f"- Not counted: {p['name']}, {u.integer(p['params'])} params: {p['note']}")
+        stored = (f" ({u.integer(p['checkpoint_bytes'])} checkpoint bytes)" if p.get("checkpoint_bytes") else "")
+        lines.append(f"- Not counted: {p['name']}, {u.integer(p['params'])} params{stored}: {p['note']}")
     for note in m.get("notes", []):
         lines.append(f"- Note: {note}")
     lines += ["", "## Layers", "",

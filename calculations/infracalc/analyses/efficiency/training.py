@@ -58,11 +58,6 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     permutations' bytes, train_time.permute_bytes), and its interleaved pipeline overlaps the
     boundary sends with compute, so overlap_pp defaults to True. None when
     the device has no prediction (no published peak)."""
-    options.setdefault("overlap_tp", True)
-    options.setdefault("collective_model", "nccl")
-    options.setdefault("expert_gemm_host_s", EXPERT_HOST_FITTED["all"])
-    options.setdefault("token_permute", True)
-    options.setdefault("overlap_pp", True)
     from ..train_time import step_time
     from .predict import achievable
 
@@ -70,6 +65,28 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     if rates is None:
         return None
     t = step_time(arch, w, lay, device, compute_efficiency=rates.matrix_fraction,
-                  memory_efficiency=rates.memory_fraction, **options)
+                  memory_efficiency=rates.memory_fraction, **_tuned(options))
     return t.step_s * (FITTED["all"] if factor is None else factor), t
+
+
+def _tuned(options):
+    """`options` with a tuned stack's defaults (predicted_step's docstring)."""
+    return {"overlap_tp": True, "collective_model": "nccl", "expert_gemm_host_s": EXPERT_HOST_FITTED["all"],
+            "token_permute": True, "overlap_pp": True, **options}
+
+
+def predicted_floor(arch, w, lay, device, *, factor=None, **options):
+    """A value never above predicted_step(...)[0] with the same arguments, for pruning a search:
+    the factor times `train_time.step_floor` at the same achievable rates and options (the floor
+    leaves out only terms >= 0 of step_time: the per-expert host cost, the token permutations
+    and the pipeline's sends among them). None when predicted_step has no prediction."""
+    from ..train_time import step_floor
+    from .predict import achievable
+
+    rates = achievable(device, w.compute_dtype)
+    if rates is None:
+        return None
+    floor = step_floor(arch, w, lay, device, compute_efficiency=rates.matrix_fraction,
+                       memory_efficiency=rates.memory_fraction, **_tuned(options))
+    return floor * (FITTED["all"] if factor is None else factor)
 
