@@ -155,6 +155,8 @@ COMMANDS = [
     ["budget", "decision", "--model", "qwen3-8b", "--matrix-peak", "bf16=989.4T", "--input-tokens", "8192",
      "--compute-efficiency", "2/5", "--questions", "8", "--outputs", "64,512", "--decode-batch", "64",
      "--memory-efficiency", "1/2", "--price-per-gpu-hour", "2", "--list-price", "0.042"],
+    ["budget", "incast", "--groups", "8,16,64", "--sender-rate", "50GB/s", "--egress", "50GB/s", "--buffer", "1MiB",
+     "--cable-m", "30", "--mtu", "1500", "--rtt", "20us", "--format", "json"],
     ["forward", "--model", "qwen3-8b", "--tokens", "129", "--tile", "64x64x128"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",

@@ -150,6 +150,8 @@ KINDS = {
                  "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
     "decision": "a decision request (one forward, answers read at Q positions, no generation) against the LLM "
                 "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
+    "incast": "N - 1 senders into one egress through a free buffer: the feedback delay it allows, the buffer a "
+              "one-hop pause and an end-to-end RTT need, a fluid check",
 }
 
 
@@ -2262,3 +2264,4 @@ from .budget_kernel import _fp8_scale, _fp8_scale_arguments, _online_softmax, _o
 from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
 from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401
+from .budget_fabric import _incast, _incast_arguments  # noqa: E402,F401
