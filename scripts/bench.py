@@ -82,6 +82,8 @@ COMMANDS = [
      "4", "--attention-count", "rectangular", "--sequential-input"],
     ["budget", "request", "--model", "kimi-k3", "--prefix-len", "6144", "--input-len", "2048", "--output-len", "4",
      "--mla", "naive", "--kda-work", "block"],
+    ["budget", "chip-power", "--voltage", "0.85,0.55", "--power-area", "0.75,0.60", "--rack", "120,12,1.2",
+     "--rack-cards", "64,72,96", "--cooling", "40", "--bus", "4,16", "--pin-rate", "10.7Gb/s"],
     ["budget", "tile-order", "--model", "qwen3-8b", "--model", "qwen3-32b", "--tokens", "129", "--tile", "96x80x160",
      "--rate", "100T", "--rate", "70T"],
     ["forward", "--model", "qwen3-8b", "--per-layer"],

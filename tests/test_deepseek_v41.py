@@ -335,6 +335,8 @@ class CED(unittest.TestCase):
         ops = ledger.build(arch, Workload(tokens=8192, schedule="ced")).ops
         self.assertEqual(sum(o.matrix_flops for o in ops if o.name.startswith(("experts.", "shared."))),
                          82_443_239_424_000)
+        self.assertEqual(ledger.field_sums(arch, Workload(tokens=8192, schedule="ced"), ("matrix_flops",)),
+                         (143_946_626_891_776,))
 
     def test_by_hand(self):
         arch = DecodeSums().arch()
