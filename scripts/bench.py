@@ -159,6 +159,8 @@ COMMANDS = [
      "--memory-efficiency", "1/2", "--price-per-gpu-hour", "2", "--list-price", "0.042"],
     ["budget", "incast", "--groups", "8,16,64", "--sender-rate", "50GB/s", "--egress", "50GB/s", "--buffer", "1MiB",
      "--cable-m", "30", "--mtu", "1500", "--rtt", "20us", "--format", "json"],
+    ["budget", "wan-loss", "--rtt", "0.2s", "--knee", "333Mb/s", "--loss", "0.14", "--request-bytes", "354640",
+     "--model-time", "0.038s", "--format", "json"],
     ["forward", "--model", "qwen3-8b", "--tokens", "129", "--tile", "64x64x128"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",

@@ -84,7 +84,7 @@ class ServePredicted(unittest.TestCase):
         device = load_device("h100")
         plan = Plan(arch, _workload(arch), device, 1000, 1000)
         lay = Layout(pp=4)
-        k, host, q, t = serving.FITTED["all"]
+        k, host, q, t, h = serving.FITTED["all"]
         rates = predict.achievable(device, plan.wd.compute_dtype, k)
         shards = [placement.shard(arch, lay, st) for st in placement.stages(arch, lay)]
         n = min(serving.concurrency(sh, plan.wd, device.memory_bytes, 1000, 1000)[0] for sh in shards)
@@ -95,7 +95,7 @@ class ServePredicted(unittest.TestCase):
                     for sh in shards)
         got = serving.predicted_layout(arch, plan.wd, device, lay, 1000, 1000)
         self.assertEqual(got["concurrency"], n)
-        self.assertAlmostEqual(got["iteration_s"], 4 * worst + host, places=12)
+        self.assertAlmostEqual(got["iteration_s"], 4 * worst + host + h * n, places=12)
         # one replica of 4 devices: its tokens/s per device is a quarter of the replica's
         self.assertAlmostEqual(got["output_tokens_per_s_per_device"], got["output_tokens_per_s"] / 4, places=9)
         # pipelining costs the weights once per micro-batch: never faster than the same cache on one

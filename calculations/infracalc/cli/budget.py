@@ -150,6 +150,8 @@ KINDS = {
                 "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
     "incast": "N - 1 senders into one egress through a free buffer: the feedback delay it allows, the buffer a "
               "one-hop pause and an end-to-end RTT need, a fluid check",
+    "wan-loss": "random loss on a long path: the Mathis TCP rate, an ideal BBR goodput, a reliable stream repaired "
+                "once per round trip (rounds, completion) and the FEC repair symbols a target needs",
 }
 
 
@@ -2229,3 +2231,4 @@ from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
 from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401
 from .budget_fabric import _incast, _incast_arguments  # noqa: E402,F401
+from .budget_fabric import _wan_loss, _wan_loss_arguments  # noqa: E402,F401

@@ -51,6 +51,7 @@ _HOME = {
     "RL_SUPPLY_CONVENTIONS": "rl_supply",
     "DECISION_CONVENTIONS": "decision_request",
     "INCAST_CONVENTIONS": "incast",
+    "WAN_LOSS_CONVENTIONS": "wan_loss",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -179,6 +180,7 @@ CONVENTIONS = {
     "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
     "decision": _lazy("DECISION_CONVENTIONS"),
     "incast": _lazy("INCAST_CONVENTIONS"),
+    "wan-loss": _lazy("WAN_LOSS_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "

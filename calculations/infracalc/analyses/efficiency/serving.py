@@ -44,9 +44,15 @@ named:
    layers, hidden 2048 and 8192), not with their FLOPs.
 
 4. Host time per iteration (scheduling, launch of the step): HOST_FIXED_S, added to the GPU
-   time (the engine does not overlap it). SEQUENCE_LAYER_S, PREFILL_TOKEN_LAYER_S and
-   HOST_FIXED_S, like predict.KERNEL_S, are FITTED on the validation corpus (FITTED below;
-   docs/prediction.md), not measured.
+   time (the engine does not overlap it), plus, for an engine whose scheduler walks every request
+   in flight on the host each step, SEQUENCE_HOST_S x N (vLLM: vllm-project/vllm
+   vllm/v1/core/sched/scheduler.py, Scheduler.schedule loops over `self.running` in Python and
+   allocates each request's cache slots; its model runner then builds each request's inputs:
+   a cost per request that does not grow with the model's depth). An engine is fitted with one
+   of the two per-sequence forms, never both (GRIDS in efficiency.fit): TensorRT-LLM's per layer
+   on the GPU (its scheduler is C++), vLLM's per sequence on the host. SEQUENCE_LAYER_S,
+   PREFILL_TOKEN_LAYER_S, HOST_FIXED_S and SEQUENCE_HOST_S, like predict.KERNEL_S, are FITTED on
+   the validation corpus (FITTED below; docs/prediction.md), not measured.
 
    output tokens/s = N G / (G - 1) / iteration   (N (G - 1) / G requests finish per step
    ... each yields G tokens: N G / (G - 1) per iteration)
@@ -62,30 +68,30 @@ from ...summation import plain_sum
 KV_FRACTION = 0.9
 ENGINE_MAX_BATCH = 4096
 
-# Fitted constants: (kernel_s, host_fixed_s, sequence_layer_s, prefill_token_layer_s), an engine's
-# (efficiency.fit).
+# Fitted constants: (kernel_s, host_fixed_s, sequence_layer_s, prefill_token_layer_s, sequence_host_s),
+# an engine's (efficiency.fit).
 # "all" is fitted on every TensorRT-LLM case and is the product default; each other key is the
 # fit on the other publications of the same engine (leave one publication out), which `validate`
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.001, 3e-07, 1.4e-07),
+        (4e-06, 0.001, 3e-07, 1.4e-07, 0.0),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (4e-06, 0.024, 4.5e-07, 3e-07),
+        (2e-06, 0.024, 0.0, 1.8e-07, 3.84e-05),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
-        (2e-06, 0.001, 1.1e-06, 3e-07),
+        (4e-06, 0.024, 0.0, 3e-07, 3.84e-05),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (4e-06, 0.002, 3e-07, 1e-07),
+        (4e-06, 0.002, 3e-07, 1e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.004, 2e-07, 1.8e-07),
+        (4e-06, 0.004, 2e-07, 1.8e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.001, 3e-07, 1.4e-07),
+        (4e-06, 0.001, 3e-07, 1.4e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.006, 2.5e-07, 1.4e-07),
+        (4e-06, 0.006, 2.5e-07, 1.4e-07, 0.0),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
-        (4e-06, 0.024, 8e-07, 6e-08),
+        (4e-06, 0.024, 0.0, 3e-07, 3.84e-05),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (2e-06, 0.001, 1.1e-06, 3e-07),
+        (2e-06, 0.024, 0.0, 1.8e-07, 3.84e-05),
 }
 
 
@@ -213,7 +219,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     device's default, ECC-enabled capacity). Under context parallelism (`cp`) the shard is
     one CP rank's: its cache share and its share of each iteration (`cp_split`). None when
     the device has no prediction (no published peak) or nothing fits."""
-    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
@@ -228,15 +234,18 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     def per_token_s(m):   # per-sequence work and the context phase's per-token work
         return (sequence_layer_s * m + prefill_token_layer_s * m * prompt / steps) * layers
 
+    def host_s(m):        # the host's fixed part and its walk over the m requests in flight
+        return host_fixed + sequence_host_s * m
+
     if tpot_limit_s is not None:
         def step_s(m):
-            return (iteration(arch, w, rates, m, input_len, output_len, comm_s, cp)[0] + per_token_s(m)
-                    + host_fixed)
+            return iteration(arch, w, rates, m, input_len, output_len, comm_s, cp)[0] + per_token_s(m) + host_s(m)
         n = latency_limited(step_s, n, tpot_limit_s)
     gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s, cp)
     sequences = sequence_layer_s * n * layers
     prompts = per_token_s(n) - sequences
-    it = gpu + sequences + prompts + host_fixed
+    host = host_s(n)
+    it = gpu + sequences + prompts + host
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
@@ -247,7 +256,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         "sequence_s": sequences,
         "prefill_tokens": n * prompt / steps,
         "prefill_token_s": prompts,
-        "host_s": host_fixed,
+        "host_s": host,
         "output_tokens_per_s": n * output_len / steps / it,
     }
     if tpot_limit_s is not None:   # a latency-constrained load: the limit and the memory's N
@@ -442,7 +451,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     (the boundary sends are charged on the stage's time: a stage receives its micro-batch before
     it can run it). With `batch` the iteration at that concurrency (predicted_at_batch) instead
     of the engine's."""
-    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
@@ -471,12 +480,13 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         return worst
 
     if tpot_limit_s is not None:
-        n = latency_limited(lambda m: pp * stage_s(m)[0] + host_fixed, n, tpot_limit_s)
+        n = latency_limited(lambda m: pp * stage_s(m)[0] + host_fixed + sequence_host_s * m, n, tpot_limit_s)
     t, kernels = stage_s(n)
     deepest = max(len(sh.layers) for sh, _, _ in replica)
     sequences = sequence_layer_s * math.ceil(n / pp) * deepest * pp
     prompts = prefill_token_layer_s * math.ceil(n / pp) * prompt / steps * deepest * pp
-    it = pp * t + host_fixed
+    host = host_fixed + sequence_host_s * n
+    it = pp * t + host
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
@@ -487,7 +497,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         "sequence_s": sequences,
         "prefill_tokens": n * prompt / steps,
         "prefill_token_s": prompts,
-        "host_s": host_fixed,
+        "host_s": host,
         "pipeline_micro_batches": pp,
         "output_tokens_per_s": n * output_len / steps / it,
     }
@@ -507,7 +517,7 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
     output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices; under context
     parallelism a CP rank's share of each (`cp_split`). None where predicted_layout has none
     (EP under a skewed routing model; no achievable rates on the device)."""
-    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s = constants or FITTED["all"]
+    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay, w)
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if replica is None or rates is None:
@@ -521,9 +531,9 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
         gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s, lay.cp)
         steps = max(output_len - 1, 1)
         tpot = (gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * prompt / steps)
-                * len(shard.layers) + host_fixed)   # predicted_serving's sum
+                * len(shard.layers) + host_fixed + sequence_host_s * batch)   # predicted_serving's sum
         send = 0.0
-    ttft = send + host_fixed
+    ttft = send + host_fixed + sequence_host_s
     for shard, comm_s, count in replica:
         pre = ledger.operators(shard, w.replace(batch=1, tokens=prompt, history=before, logits="last"))
         ttft += count * (predict.pass_time(pre, rates) + (comm_s(prompt) if comm_s else 0.0)
