@@ -58,17 +58,34 @@ def rounds_cdf(*, packets, loss, tail):
 
 
 def loss_tail(*, symbols, lost_at_most, loss):
-    """P(at most `lost_at_most` of `symbols` lost), exact: sum_i C(N, i) p^i (1 - p)^(N - i)."""
+    """P(at most `lost_at_most` of `symbols` lost), exact: sum_i C(N, i) p^i (1 - p)^(N - i), for 0 < p < 1.
+    With p = a / b the terms are integers over b^N, each from the last:
+    T(i + 1) = T(i) (N - i) a / ((i + 1) (b - a)), an exact division."""
     a, b = loss.numerator, loss.denominator
-    return Fraction(sum(math.comb(symbols, i) * a ** i * (b - a) ** (symbols - i) for i in range(lost_at_most + 1)),
-                    b ** symbols)
+    term, total = (b - a) ** symbols, 0
+    for i in range(min(lost_at_most, symbols) + 1):
+        total += term
+        term = term * (symbols - i) * a // ((i + 1) * (b - a))
+    return Fraction(total, b ** symbols)
 
 
 def repair_symbols(*, data, loss, target, extra):
-    """The least r >= extra with P(losses among data + r <= r - extra) >= target."""
-    r = extra
-    while loss_tail(symbols=data + r, lost_at_most=r - extra, loss=loss) < target:
-        r += 1
+    """The least r >= extra with P(losses among data + r <= r - extra) >= target.
+
+    One more repair symbol adds a symbol and a tolerated loss: with X_N the losses among N symbols,
+    P(X_(N+1) <= m + 1) = P(X_N <= m) + (1 - p) P(X_N = m + 1), and P(X_(N+1) = m + 2) =
+    P(X_N = m + 1) x p (N + 1) / ((m + 2) (1 - p)). Each step adds one binomial term, all kept exact as
+    integers over b^N for p = a / b, instead of summing the tail afresh."""
+    a, b = loss.numerator, loss.denominator
+    r, symbols = extra, data + extra
+    scale = b ** symbols                                # b^N
+    tail = (b - a) ** symbols                           # P(X_N <= 0) x b^N
+    term = symbols * a * (b - a) ** (symbols - 1)       # P(X_N = 1) x b^N
+    while tail * target.denominator < target.numerator * scale:
+        m = r - extra                                   # tolerated losses before the step
+        tail = tail * b + (b - a) * term
+        term = term * (symbols + 1) * a // (m + 2)      # C(N+1, m+2) a^(m+2) (b-a)^(N-m-1), exact
+        r, symbols, scale = r + 1, symbols + 1, scale * b
         if r > 10 * data + 100:
             raise ValueError(f"no repair count reaches the target {target} within {10 * data + 100} symbols")
     return r
