@@ -180,6 +180,8 @@ COMMANDS = [
      "--decode-price", "5e-18", "--calls", "0,1000000,10000000,100000000,365000000,1000000000", "--lifetime-calls",
      "365000000", "--budget", "6e19,6e20,6e21,6e22", "--policy", "Kaplan-inspired:0.73", "--policy",
      "Chinchilla-equal-scaling:0.5", "--summation", "compensated"],
+    ["budget", "wan-loss", "--rtt", "0.2s", "--knee", "333Mb/s", "--loss", "0.14", "--request-bytes", "354640",
+     "--model-time", "0.038s", "--format", "json"],
     ["forward", "--model", "qwen3-8b", "--tokens", "129", "--tile", "64x64x128"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",

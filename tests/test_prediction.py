@@ -60,9 +60,9 @@ class SequenceWork(unittest.TestCase):
         arch, d = load_model("llama-3.1-8b"), load_device("h100-sxm")
         fp8 = DTYPES["fp8"]
         w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
-        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 0.0))
-        seq = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 1e-6, 0.0))
-        host = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 5e-3, 0.0, 0.0))
+        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 0.0, 0.0))
+        seq = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 1e-6, 0.0, 0.0))
+        host = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 5e-3, 0.0, 0.0, 0.0))
         n = base["concurrency"]
         self.assertEqual(len(arch.layers), 32)
         self.assertAlmostEqual(seq["sequence_s"], 1e-6 * n * 32, places=15)
@@ -82,8 +82,8 @@ class SequenceWork(unittest.TestCase):
         arch, d = load_model("llama-3.1-8b"), load_device("h100-sxm")
         fp8 = DTYPES["fp8"]
         w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
-        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 0.0))
-        pre = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 1e-7))
+        base = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 0.0, 0.0))
+        pre = serving.predicted_serving(arch, w, d, 1000, 1000, (0.0, 0.0, 0.0, 1e-7, 0.0))
         n = base["concurrency"]
         self.assertAlmostEqual(pre["prefill_tokens"], n * 1000 / 999, places=9)
         self.assertAlmostEqual(pre["prefill_token_s"], 1e-7 * n * 1000 / 999 * 32, places=15)
@@ -128,11 +128,12 @@ class LatencyLimit(unittest.TestCase):
         s = case["setup"]
         arch, device = _model(case), _device(s["device"])
         w = _serving_workload(s, arch)
-        k, f, q, t = VP.constants_for(case)[0]
+        k, f, q, t, h = VP.constants_for(case)[0]
         rates = serving.predict.achievable(device, w.compute_dtype, k)
         n = rec["concurrency"] + 1
         gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
-        self.assertGreater(gpu + f + (q * n + t * n * s["input_len"] / (s["output_len"] - 1)) * len(arch.layers), 0.200)
+        self.assertGreater(gpu + f + h * n + (q * n + t * n * s["input_len"] / (s["output_len"] - 1)) * len(arch.layers),
+                           0.200)
 
 
 class MixedIteration(unittest.TestCase):
@@ -528,7 +529,7 @@ class Fit(unittest.TestCase):
         self.assertAlmostEqual(fit.family_score(samples, (0, 0.004, 0, 0)), 0.0, places=12)
         # at 20 ms: A and B 14 / 30 - 1 = -8/15, C exact: [0, 8/15, 8/15] -> 8/15 + 0.3 x 8/15
         self.assertAlmostEqual(fit.family_score(samples, (0, 0.020, 0, 0)), 1.3 * 8 / 15, places=12)
-        self.assertEqual(fit.fit(samples), (0.0, 0.004, 0.0, 0.0))   # the first grid point at 4 ms
+        self.assertEqual(fit.fit(samples), (0.0, 0.004, 0.0, 0.0, 0.0))   # the first grid point at 4 ms
         # without configurations every case is its own and the five C cases carry the median
         self.assertEqual(fit.fit([s[:8] for s in samples])[1], 0.020)
 
@@ -538,14 +539,57 @@ class Fit(unittest.TestCase):
         gpu, meas = 0.010, 0.020
         t1 = [("T1", 8000, gpu, 0, meas, "f", "TensorRT-LLM", 0)]    # wants 10 ms more: q = 1.25 us (off grid)
         t2 = [("T2", 8000, gpu, 0, 0.014, "f", "TensorRT-LLM", 0)]   # wants 4 ms: host 4 ms exactly
-        v1 = [("V1", 8000, gpu, 0, 0.030, "f", "vLLM", 0)]           # wants 20 ms: host 20 ms exactly
-        v2 = [("V2", 8000, gpu, 0, 0.026, "f", "vLLM", 0)]           # wants 16 ms
+        # N = 100 requests: 38.4 us each at most (3.84 ms), so 20 ms takes the host's fixed part
+        v1 = [("V1", 8000, gpu, 0, 0.030, "f", "vLLM", 0, "V1", 100)]   # wants 20 ms: host 20 ms exactly
+        v2 = [("V2", 8000, gpu, 0, 0.026, "f", "vLLM", 0, "V2", 100)]   # wants 16 ms
         got = fit.leave_one_out(t1 + t2 + v1 + v2)
         self.assertEqual(got["T1"], fit.fit(t2))
-        self.assertEqual(got["V1"], fit.fit(v2))
-        self.assertEqual(got["V2"], fit.fit(v1))
+        # a vLLM publication is fitted on vLLM's grid (its per-sequence work per request on the host)
+        self.assertEqual(got["V1"], fit.fit(v2, fit.GRIDS["vLLM"]))
+        self.assertEqual(got["V2"], fit.fit(v1, fit.GRIDS["vLLM"]))
         self.assertAlmostEqual(fit.errors(v1, got["V2"])[0], 0.0, places=12)
         self.assertEqual(got["all"], fit.fit(t1 + t2))
+        # on TensorRT-LLM's grid v1's 10 ms more would go to 12 ms of host and 1 us x 8000 per layer
+        self.assertEqual(fit.fit(v1), (0.0, 0.012, 1e-06, 0.0, 0.0))
+
+    def test_per_request_host_work(self):
+        # N = 1000 requests (x 80 layers), GPU 10 ms, measured 20 ms: 10 us per request on the host
+        # is 10 ms: error 0; at 5 us the iteration is 15 ms, 20 / 15 - 1 = 1/3 optimistic
+        s = [("p", 1000 * 80, 0.010, 0, 0.020, "f", "vLLM", 0, "c", 1000)]
+        self.assertAlmostEqual(fit.errors(s, (0, 0, 0, 0, 1e-5))[0], 0.0, places=12)
+        self.assertAlmostEqual(fit.errors(s, (0, 0, 0, 0, 5e-6))[0], 1 / 3, places=12)
+        # the same 10 ms per layer: 10 ms / 80,000 = 0.125 us per request per layer
+        self.assertAlmostEqual(fit.errors(s, (0, 0, 1.25e-7, 0, 0))[0], 0.0, places=12)
+
+    def test_each_engine_its_per_sequence_form(self):
+        # TensorRT-LLM's grid charges per-sequence work per layer (never per request on the host),
+        # vLLM's per request on the host (never per layer); the fitted table follows its engine's grid
+        self.assertTrue(all(c[4] == 0.0 for c in fit.GRIDS["TensorRT-LLM"]))
+        self.assertTrue(all(c[2] == 0.0 for c in fit.GRIDS["vLLM"]))
+        self.assertEqual(max(c[4] for c in fit.GRIDS["vLLM"]), 24 * 1.6e-6)   # 0-38.4 us
+        self.assertEqual(len(fit.GRIDS["vLLM"]), len(fit.GRID))
+        for key, c in serving.FITTED.items():
+            if "vLLM" in key:
+                self.assertEqual(c[2], 0.0, key)
+            else:
+                self.assertEqual(c[4], 0.0, key)
+
+    def test_per_request_host_in_the_iteration(self):
+        # predicted_serving adds sequence_host_s x N to the iteration and reports it in host_s:
+        # the iteration at (4 us, 1 ms, 0.3 us, 0.14 us, 20 us) less that at 0 us is 20 us x N
+        from support import DTYPES, Workload, load_model
+        from infracalc.load.hardware import load_device
+
+        arch, device = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        fp8 = DTYPES["fp8"]
+        w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
+        base = serving.predicted_serving(arch, w, device, 1000, 1000, (4e-6, 1e-3, 3e-7, 1.4e-7, 0.0))
+        more = serving.predicted_serving(arch, w, device, 1000, 1000, (4e-6, 1e-3, 3e-7, 1.4e-7, 2e-5))
+        n = base["concurrency"]
+        self.assertEqual(more["concurrency"], n)
+        self.assertAlmostEqual(more["iteration_s"] - base["iteration_s"], 2e-5 * n, places=12)
+        self.assertAlmostEqual(more["host_s"], 1e-3 + 2e-5 * n, places=15)
+        self.assertEqual(base["host_s"], 1e-3)
 
     def test_every_serving_case_names_its_engine(self):
         engines = {}

@@ -12,6 +12,7 @@ from operator import attrgetter
 from .arch import layer_range_label
 from .errors import UserError
 from .memo import remember
+from .ops import Op, book
 from .record import Record
 from .summation import plain_sum
 
@@ -116,7 +117,27 @@ def _operators(arch, w, per_layer):
         if w.reference_path and block is arch.embedding:
             from .blocks.reference_path import mrope_op
             ops.append(mrope_op(arch, w).replace(layers="-"))
+        if w.scalar_count == "book" and block is arch.embedding:
+            ops.append(rope_table_op(arch, w))
     return ops
+
+
+def rope_table_op(arch, w):
+    """--scalar-count book: the book's RoPE table, computed once per pass and shared by the batch
+    (equal position ids) and every layer: the T positions times R/2 inverse frequencies (T R / 2
+    scalar FLOPs), then cos and sin of the duplicated [T, R] angles (T R each, specials). No
+    matrix or vector FLOPs of ours (the ledger takes the table as given). R: the rotated dims."""
+    dims = {b.rope_dim for layer in arch.layers for b in layer.blocks if getattr(b, "rope_dim", 0)}
+    if len(dims) != 1:
+        from .errors import UserError
+        raise UserError(f"--scalar-count book: {arch.id} has rotated widths {sorted(dims) or 'none'}; "
+                        "the book's RoPE table rule needs one")
+    (r,) = dims
+    t = w.tokens
+    # its interface: reads the int64 positions and the fp32 inverse frequencies, writes cos and sin
+    moved = 8 * t + 4 * (r // 2) + 2 * w.act_dtype.nbytes_flat(t * r)
+    return Op("rope_table", "vector", f"[{t},{r // 2}] -> cos, sin [{t},{r}]", layers="-",
+              **book(t * r // 2, moved, sin=t * r, cos=t * r))
 
 
 def ced_replay(arch, w):

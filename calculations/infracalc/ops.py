@@ -76,6 +76,11 @@ class Op(Record):
                                # whole on every TP rank without sequence parallelism
     vjp_matrix_flops: int = 0  # a vector op's backward contractions counted as matrix work (mHC under
                                # hc_contractions "matrix"); gemm/attention backwards follow their kind
+    # The book's count (forward --scalar-count book; `book`): plain scalar FLOPs with the special
+    # functions apart, ((name, count), ...) sorted by name; 0 / () where the op has no book rule.
+    book_scalar: int = 0
+    book_specials: tuple = ()
+    book_extra_bytes: int = 0   # the book's materialized-operand bytes beyond ours (scores, tables, indices)
 
     @property
     def bytes_read(self):
@@ -94,7 +99,8 @@ class Op(Record):
         return self.matrix_flops + self.vector_flops
 
     _SCALED = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
-               "kv_read", "act_write", "kv_write", "saved_bytes", "saved_replicated", "vjp_matrix_flops")
+               "kv_read", "act_write", "kv_write", "saved_bytes", "saved_replicated", "vjp_matrix_flops",
+               "book_scalar", "book_extra_bytes")
 
     def times(self, k, layers):
         """This op repeated over k identical layers (every additive field times k,
@@ -103,6 +109,8 @@ class Op(Record):
         if k != 1:
             for f in self._SCALED:
                 values[f] *= k
+            if self.book_specials:
+                values["book_specials"] = tuple((name, n * k) for name, n in self.book_specials)
         values["layers"], values["repeats"] = layers, k
         return Op._from_fields(values)
 
@@ -146,15 +154,24 @@ def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, saves_inpu
     )
 
 
+def book(scalar, extra_bytes=0, **specials):
+    """The book's count of one operator (forward --scalar-count book; its stage-resource and
+    request-bridge files, bojieli/ai-infra-book:calculations/results/stage-resources-*.md): plain
+    scalar FLOPs (FP32, a reduction of n values n - 1 adds), its special functions apart, and the
+    bytes its materialized-operand interface moves beyond ours (`extra_bytes`)."""
+    return {"book_scalar": scalar, "book_extra_bytes": extra_bytes,
+            "book_specials": tuple(sorted((k, v) for k, v in specials.items() if v))}
+
+
 def elementwise(w, name, elements, flops_per_element, inputs=1, outputs=1,
-                weight=None, shape=None, kind="elementwise", saved=0, replicated=False):
+                weight=None, shape=None, kind="elementwise", saved=0, replicated=False, counted=None):
     """A vector operator over `elements` values: reads `inputs` tensors of that
     size (plus an optional weight), writes `outputs` tensors of that size.
     Training: keeps `saved` bytes for its backward (`replicated`: in the
-    sequence region, see `gemm`)."""
+    sequence region, see `gemm`). `counted`: the book's count (`book`)."""
     act = w.act_dtype
     return Op(
-        name, "vector", shape or f"[{elements}]",
+        name, "vector", shape or f"[{elements}]", **(counted or {}),
         vector_flops=elements * flops_per_element,
         weight_read=w.weight_bytes(weight) if weight is not None else 0,
         act_read=act.nbytes_flat(elements) * inputs,
@@ -176,13 +193,14 @@ def rmsnorm(w, name, rows, weight, replicated=True):
     width = weight.shape[-1]
     saved = saved_inputs(w, rows * width) + rows * STAT_BYTES
     return elementwise(w, name, rows * width, VECTOR_FLOPS["rmsnorm"], weight=weight,
-                       shape=f"[{rows},{width}]", kind="norm", saved=saved, replicated=replicated)
+                       shape=f"[{rows},{width}]", kind="norm", saved=saved, replicated=replicated,
+                       counted=book(rows * (4 * width + 1), rsqrt=rows))
 
 
 def residual(w, rows, width, name="residual_add"):
     """x + f(x): 1 FLOP per element, reads both, writes the sum; keeps nothing."""
     return elementwise(w, name, rows * width, VECTOR_FLOPS["residual"], inputs=2,
-                       shape=f"[{rows},{width}]", kind="residual")
+                       shape=f"[{rows},{width}]", kind="residual", counted=book(rows * width))
 
 
 DROPOUT_MASK_BYTES = 1   # one byte per element (Korthikanti et al. 2022, arXiv:2205.05198)

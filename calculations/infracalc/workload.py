@@ -10,6 +10,7 @@ MLA_PATHS = ("absorbed", "expanded", "naive")
 MLA_CHOICES = ("auto",) + MLA_PATHS   # auto: picked per pass (analyses/mla_path)
 DELTA_FORMS = ("auto", "chunked", "recurrent")
 NEW_KV = ("reread", "on-chip")
+SCALAR_COUNTS = ("ledger", "book")   # vector FLOPs only | also the book's scalar and special-function count
 TENSOR_SHAPES = ("config", "checkpoint")   # resident weight bytes from the config's shapes | the checkpoint's
 HC_CONTRACTIONS = ("vector", "matrix")   # mHC stream sums as vector work (default) | as matrix contractions
 REFERENCE_PATHS = ("", "default", "record-past")   # blocks.reference_path ("": the ledger's own count)
@@ -47,6 +48,8 @@ class Workload(Record):
                                   # logical recurrent baseline: every op and the recurrence as scalar FLOPs)
     head_positions: int = 0       # positions per request the head runs on (0: as `logits` says); training's
                                   # compacted supervised tokens (train --supervised-tokens)
+    scalar_count: str = "ledger"   # ledger | book: also the book's per-operator scalar and special-function
+                                   # count (ops.book; forward --scalar-count), and its RoPE table row
     tensor_shapes: str = "config"   # resident weights: the config's tensor shapes | the official checkpoint's
                                     # where they differ (arch.Tensor.checkpoint_shape; decode --tensor-shapes)
     schedule: str = "full"        # which layers run which positions: full (every layer every new token) | ced
@@ -75,6 +78,8 @@ class Workload(Record):
             raise UserError(f"kda_count must be one of {', '.join(KDA_COUNTS)}, got {self.kda_count!r}")
         if self.conv_state not in CONV_STATES:
             raise UserError(f"conv_state must be one of {', '.join(CONV_STATES)}, got {self.conv_state!r}")
+        if self.scalar_count not in SCALAR_COUNTS:
+            raise UserError(f"scalar_count must be one of {', '.join(SCALAR_COUNTS)}, got {self.scalar_count!r}")
         if self.tensor_shapes not in TENSOR_SHAPES:
             raise UserError(f"tensor_shapes must be one of {', '.join(TENSOR_SHAPES)}, got {self.tensor_shapes!r}")
         if self.hc_contractions not in HC_CONTRACTIONS:

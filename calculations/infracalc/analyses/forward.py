@@ -40,6 +40,30 @@ def operator_record(op, bound_tuple, rates=None):
     }
 
 
+def book_record(op):
+    """One row's book count (--scalar-count book)."""
+    return {"book_scalar_flops": op.book_scalar, "book_special_ops": dict(op.book_specials),
+            "book_interface_bytes": op.bytes_moved + op.book_extra_bytes}
+
+
+def book_count_record(arch, ops):
+    """--scalar-count book: the pass's book count summed over `ops` (every row), special
+    functions by name; an error naming the rows with vector FLOPs but no book rule."""
+    from ..errors import UserError
+
+    missing = sorted({op.name for op in ops if op.vector_flops and not op.book_scalar})
+    if missing:
+        raise UserError(f"--scalar-count book: no book rule for {arch.id}'s {', '.join(missing)} "
+                        "(rules: RMSNorm, RoPE and its table, causal softmax, SiLU gate, residual add)")
+    specials = {}
+    for op in ops:
+        for name, n in op.book_specials:
+            specials[name] = specials.get(name, 0) + n
+    return {"scalar_flops": plain_sum((op.book_scalar for op in ops), 0),
+            "special_ops": dict(sorted(specials.items())),
+            "interface_bytes": plain_sum((op.bytes_moved + op.book_extra_bytes for op in ops), 0)}
+
+
 def totals_record(t, bounds, r, predicted=None):
     """Totals plus the pass bounds; `bounds` are the operators' op_bound tuples;
     `predicted`: the pass's predicted seconds (None: no prediction on this device)."""
@@ -152,6 +176,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
     row_bounds = [op_bound(op, r) for op in rows] if per_layer else bounds
     rates = achievable(device, w.compute_dtype)
     stack = attn_res_record(arch, w)
+    book = w.scalar_count == "book"
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "forward",
@@ -160,8 +185,10 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         "inputs": workload_record(w, arch),
         "conventions": conventions(w) + [PREDICTION_CONVENTION] + ([PER_LAYER] if per_layer else []),
         **({"per_layer": True} if per_layer else {}),
-        "operators": [operator_record(op, b, rates) for op, b in zip(rows, row_bounds)],
+        "operators": [{**operator_record(op, b, rates), **(book_record(op) if book else {})}
+                      for op, b in zip(rows, row_bounds)],
         "totals": totals_record(L.totals, bounds, r, pass_time(L.ops, rates) if rates else None),
+        **({"book_count": book_count_record(arch, L.ops)} if book else {}),
         "memory": memory_record(L.totals, device),
         "prediction": rates_record(rates) if rates else None,
         **({"attn_res": stack} if stack else {}),

@@ -28,7 +28,20 @@ def conventions(w):
     """The conventions every ledger output prints, with the new-K/V one when selected."""
     return (list(CONVENTIONS) + ([NEW_KV_ON_CHIP] if w.new_kv == "on-chip" else [])
             + ([KDA_BASELINE] if w.kda_count != "ledger" else []) + ([REFERENCE_PATH] if w.reference_path else [])
-            + ([CHECKPOINT_SHAPES] if w.tensor_shapes == "checkpoint" else []))
+            + ([CHECKPOINT_SHAPES] if w.tensor_shapes == "checkpoint" else [])
+            + ([BOOK_SCALAR] if w.scalar_count == "book" else []))
+
+
+BOOK_SCALAR = (
+    "Book count, --scalar-count book (the book's stage-resource and request-bridge files): beside our vector "
+    "FLOPs, each operator's plain scalar FLOPs with the special functions apart: RMSNorm R (4D + 1) and R "
+    "rsqrt; RoPE 3 per rotated value and a negation per half; the RoPE table once per pass T R / 2 and T R "
+    "sin and cos; causal softmax 4V - Q (scale, subtract, sum, divide per valid pair V, Q query rows), V exp, "
+    "V - Q max compares, a mask decision per rectangle pair; SiLU gate 4 per value, exp and negation apart; "
+    "residual add 1 per value; GEMMs, attention matmuls, embedding and cache writes 0. An operator with "
+    "vector FLOPs and no rule is an error. Interface bytes: ours plus the materialized scores and "
+    "probabilities (QK^T writes, softmax reads and writes, PV reads the rectangle), the RoPE tables each "
+    "RoPE reads, the int64 token ids and the table's own operands.")
 
 
 CHECKPOINT_SHAPES = (
@@ -128,6 +141,8 @@ def workload_record(w, arch=None):
         rec["kda_count"] = w.kda_count
     if w.reference_path:   # likewise
         rec["reference_path"] = w.reference_path
+    if w.scalar_count != "ledger":   # likewise
+        rec["scalar_count"] = w.scalar_count
     if w.tensor_shapes != "config":   # likewise
         rec["tensor_shapes"] = w.tensor_shapes
     if w.schedule != "full":   # likewise

@@ -56,6 +56,10 @@ closed form of compressed_attention.compressed_pairs):
   gated add 2 D); the gather reads (max_ngram-1) H_E rows of the table per token, the
   token-id cache min(H, max_ngram-1) ids per request and writes T ids. The hash itself is
   integer arithmetic (multiplies, xors, modulo on token ids), not counted as FLOPs.
+Cache formats: window rows, entries and index keys take `kv_dtype.for_cache("window" | "entry" |
+"index")` (a composite --kv-dtype may set them apart: the paper's production cache is 528 / 288 /
+68 B rows). CED (`forward --schedule ced`, ledger.ced_replay): in the decoder's replay pass
+(Workload.replay) the KV source at the split compresses every prompt position.
 """
 
 import math
@@ -197,8 +201,10 @@ class CandidateIndexer(Block):
                 Tensor(f"{p}.weights_proj.weight", (self.heads, self.hidden), stored="bf16"))
 
     def history_breakpoints(self, lo, hi):
-        return _sparse_breakpoints(self.ratio, self.cap, lo, hi) if self.cap else (
-            _sparse_breakpoints(self.ratio, hi + 1, lo, hi) if self.ratio > 1 else ())
+        """Keys seen min(cap, floor((h+1)/r)) (no cap: floor((h+1)/r), linear when r = 1)."""
+        if not self.cap and self.ratio == 1:
+            return ()
+        return _sparse_breakpoints(self.ratio, self.cap, lo, hi)
 
     def history_period(self):
         return self.ratio if self.ratio > 1 else None

@@ -3,9 +3,16 @@
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, elementwise, gemm, saved_inputs
+from ..ops import VECTOR_FLOPS, book, elementwise, gemm, saved_inputs
 
 ACTIVATIONS = {"situ": "situ", "silu": "swiglu", "gelu_pytorch_tanh": "geglu_tanh", "gelu_tanh": "geglu_tanh"}
+
+
+def book_activation(act, elements):
+    """The book's count of a gated activation: SiLU(g) * u = g / (1 + exp(-g)) * u, 4 scalar
+    FLOPs per element (add, divide, two multiplies) with exp and the negation apart; other
+    activations have no book rule here."""
+    return book(4 * elements, exp=elements, negate=elements) if act == "swiglu" else None
 
 
 class GatedMLP(Block):
@@ -54,6 +61,6 @@ class GatedMLP(Block):
             gemm(w, "up_proj", n, up, ub, saves_input=False),
             elementwise(w, self.act, n * self.inter, VECTOR_FLOPS[self.act], inputs=2,
                         shape=f"[{n},{self.inter}]", kind="activation",
-                        saved=saved_inputs(w, n * self.inter, 2)),
+                        saved=saved_inputs(w, n * self.inter, 2), counted=book_activation(self.act, n * self.inter)),
             gemm(w, "down_proj", n, down, db),
         ]

@@ -4,6 +4,8 @@ Each `_<kind>_arguments(q)` adds the kind's options, each `_<kind>(args)` return
 cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's name is '_' here).
 """
 
+from fractions import Fraction
+
 from . import common
 
 
@@ -48,3 +50,67 @@ def _incast(args):
     return incast(groups=args.groups, sender_rate=args.sender_rate, egress_rate=args.egress,
                   buffer_bytes=args.buffer, cable_m=args.cable_m, ns_per_m=args.ns_per_m, mtu_bytes=args.mtu,
                   rtt_ns=args.rtt)
+
+
+def _loss(text):
+    from .budget import _exact
+
+    value = _exact(text, "a probability strictly between 0 and 1 such as 0.14 or 7/50", 0, 1)
+    if not 0 < value < 1:
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"must be a probability strictly between 0 and 1 such as 0.14 or 7/50, "
+                                         f"got '{text}'")
+    return value
+
+
+def _seconds(text):
+    from .budget import _exact_time
+
+    return _exact_time(text)
+
+
+def _wan_loss_arguments(q):
+    from .budget import _line_rate
+
+    q.add_argument("--rtt", type=_seconds, required=True, metavar="T", help="round trip of the path (0.2s, 200ms)")
+    q.add_argument("--knee", type=_line_rate, required=True, metavar="R",
+                   help="the path's capacity knee in bits/s (333Mb/s)")
+    q.add_argument("--loss", type=_loss, required=True, metavar="P",
+                   help="independent loss probability per packet (0.14)")
+    q.add_argument("--mss", type=common.positive_int, default=1448, metavar="BYTES", help="segment payload (default 1448)")
+    q.add_argument("--request-bytes", type=common.positive_int, required=True, metavar="BYTES",
+                   help="the request's payload (354640)")
+    q.add_argument("--model-time", type=_seconds, default=0, metavar="T", help="declared model time (38ms; default 0s)")
+    q.add_argument("--fec-symbol", type=common.positive_int, default=1448, metavar="BYTES",
+                   help="FEC symbol size (default 1448)")
+    q.add_argument("--fec-target", type=_loss, default=Fraction(999, 1000), metavar="P",
+                   help="block recovery probability the repair must reach (default 0.999)")
+    q.add_argument("--fec-extra", type=_non_negative_list, default=(0, 1), metavar="E[,E...]",
+                   help="extra losses tolerated beyond the least repair, one row each (default 0,1)")
+    q.add_argument("--rounds-tail", type=_loss, default=Fraction(1, 10**6), metavar="P",
+                   help="the expected-rounds sum stops at the first round delivering everything with probability "
+                        ">= 1 - P (default 1/1000000)")
+
+
+def _non_negative_list(text):
+    import argparse
+
+    items = text.split(",")
+    if len(text) > 200 or not all(i.strip().isdigit() and len(i.strip()) <= 6 for i in items):
+        raise argparse.ArgumentTypeError(f"must be non-negative integers separated by commas (0,1), got '{text}'")
+    return tuple(int(i) for i in items)
+
+
+def _wan_loss(args):
+    from ..analyses.wan_loss import wan_loss
+    from ..errors import UserError
+
+    if not args.rtt:
+        raise UserError("--rtt must be positive")
+    try:
+        return wan_loss(rtt_s=args.rtt, knee_bits_per_s=args.knee, loss=args.loss, mss_bytes=args.mss,
+                        request_bytes=args.request_bytes, model_s=args.model_time, symbol_bytes=args.fec_symbol,
+                        target=args.fec_target, extras=args.fec_extra, tail=args.rounds_tail)
+    except ValueError as e:
+        raise UserError(str(e))

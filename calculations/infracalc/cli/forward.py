@@ -34,6 +34,10 @@ def add_arguments(p):
                    help="KDA layers' non-matrix work: ledger (default) or recurrent-baseline (the book's logical "
                         "recurrent count: every op and the recurrence as scalar FLOPs, per token, special "
                         "functions apart; adds the KDA summary)")
+    p.add_argument("--scalar-count", choices=("ledger", "book"), default="ledger",
+                   help="ledger (default): vector FLOPs only; book: also the book's per-operator scalar FLOPs "
+                        "and special functions (RMSNorm, RoPE and its table, causal softmax, SiLU, residual; "
+                        "an error for an operator without a rule)")
     p.add_argument("--schedule", choices=("full", "ced"), default="full",
                    help="which layers run which positions: full (default: every layer every new token) or ced "
                         "(DeepSeek-V4.1's encoder/decoder serving schedule: on a fresh prompt the decoder layers "
@@ -80,6 +84,8 @@ def run(args):
         if not arch.ced_split:
             raise UserError(f"--schedule ced: {arch.id} has no CED encoder/decoder split (DeepSeek-V4.1)")
         w = w.replace(schedule=args.schedule)
+    if args.scalar_count != "ledger":
+        w = w.replace(scalar_count=args.scalar_count)
     rec = forward(arch, w, device, args.compute_efficiency, args.memory_efficiency, args.per_layer)
     if args.fp8_tiles:
         from ..analyses.fp8_linears import fp8_linears

@@ -53,6 +53,7 @@ _HOME = {
     "INCAST_CONVENTIONS": "incast",
     "SCALING_FIT_CONVENTIONS": "scaling_fit",
     "SCALING_LIFECYCLE_CONVENTIONS": "scaling_lifecycle",
+    "WAN_LOSS_CONVENTIONS": "wan_loss",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -63,6 +64,7 @@ _HOME = {
     "DEPLOYMENT_CONVENTIONS": "runtime_choices",
     "ZERO_STATE_CONVENTIONS": "zero_state",
     "GRADIENT_RING_CONVENTIONS": "gradient_rings",
+    "MOE_LAYER_TRAINING_CONVENTIONS": "moe_layer_training",
     "GRAPH_CONVENTIONS": "runtime_choices",
     "SPECIALIZATION_CONVENTIONS": "runtime_choices",
     "TILE_ORDER_CONVENTIONS": "tile_order",
@@ -121,6 +123,7 @@ CONVENTIONS = {
     "fusion": _lazy("FUSION_CONVENTIONS"),
     "zero-state": _lazy("ZERO_STATE_CONVENTIONS"),
     "gradient-ring": _lazy("GRADIENT_RING_CONVENTIONS"),
+    "moe-layer-training": _lazy("MOE_LAYER_TRAINING_CONVENTIONS"),
     "tile-order": _lazy("TILE_ORDER_CONVENTIONS"),
     "request": _lazy("REQUEST_CONVENTIONS"),
     "chip-power": _lazy("CHIP_POWER_CONVENTIONS"),
@@ -183,6 +186,7 @@ CONVENTIONS = {
     "rl-supply": _lazy("RL_SUPPLY_CONVENTIONS"),
     "decision": _lazy("DECISION_CONVENTIONS"),
     "incast": _lazy("INCAST_CONVENTIONS"),
+    "wan-loss": _lazy("WAN_LOSS_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "

@@ -159,6 +159,7 @@ def markdown(rec):
              *tile_lines(rec.get("tile_padding")),
              *attn_res_lines(rec.get("attn_res")),
              *kda_lines(rec.get("kda")),
+             *book_lines(rec),
              "", *conventions(rec["conventions"])]
     return "\n".join(parts)
 
@@ -190,6 +191,20 @@ def attn_res_lines(a):
     return ["", "## AttnRes block stack", "",
             f"{a['saved_blocks']} saved blocks x [{n:,}, {h:,}] {a['dtype']} = {a['block_stack_bytes']:,} B "
             f"({u.nbytes(a['block_stack_bytes'])}) ({a['counted']})."]
+
+
+def book_lines(rec):
+    """--scalar-count book: the book's count, per operator (as the table's rows) and for the pass."""
+    b = rec.get("book_count")
+    if not b:
+        return []
+    rows = [[inline(o["name"]), o["layers"], str(o["repeats"]), f"{o['book_scalar_flops']:,}",
+             ", ".join(f"{k} {v:,}" for k, v in o["book_special_ops"].items()) or "-"]
+            for o in rec["operators"] if o["book_scalar_flops"] or o["book_special_ops"]]
+    rows.append(["**pass**", "", "", f"{b['scalar_flops']:,}",
+                 ", ".join(f"{k} {v:,}" for k, v in b["special_ops"].items()) or "-"])
+    return ["", "## The book's count (--scalar-count book)", "",
+            markdown_table(["operator", "layers", "x", "scalar FLOPs", "special functions"], rows, "llrrl")]
 
 
 def kda_lines(k):

@@ -1,13 +1,16 @@
-"""Fitting efficiency.serving's four constants, leave one publication out within an engine.
+"""Fitting efficiency.serving's constants, leave one publication out within an engine.
 
 The predicted iteration is linear in the constants:
 
     iteration = GPU work at zero kernel cost + kernel_s x kernels + host_fixed_s
                 + sequence_layer_s x N x layers + prefill_token_layer_s x prefill tokens x layers
+                + sequence_host_s x N
 
 so each serving case is reduced once to (publication, N x layers, GPU seconds, kernels, measured
 iteration = the iteration time that reproduces the measured throughput at N, family, engine,
-prefill tokens of the iteration x layers, configuration), and a fit is a search over GRID
+prefill tokens of the iteration x layers, configuration, N), and a fit is a search over the
+engine's grid (GRIDS: four free constants per engine, its per-sequence work in the form its
+scheduler runs it, efficiency.serving)
 minimising, averaged over the serving families (one device, several devices: the accuracy target
 holds per family, so neither family's cases outvote the other's), the score of the family's
 configurations: median + 0.3 x p90 over its configurations of each configuration's median
@@ -35,24 +38,31 @@ from ...summation import plain_sum
 
 # kernel_s is searched over 0-4 us only, the range of a kernel's launch gap and tail under
 # CUDA graphs (a larger figure would stand in for work the ledger does not model);
-# sequence_layer_s over 0-1.2 us in steps of 0.05 us; prefill_token_layer_s over 0-0.3 us in steps
-# of 0.02 us.
-GRID = tuple((k * 1e-6, f * 1e-3, q * 5e-8, t / 5e7) for k in range(5)
-             for f in (0, 1, 2, 4, 6, 8, 10, 12, 16, 20, 24)
+# host_fixed_s over 0-24 ms; prefill_token_layer_s over 0-0.3 us in steps of 0.02 us; the
+# per-sequence work in the engine's form: TensorRT-LLM's on the GPU per layer (sequence_layer_s,
+# 0-1.2 us in steps of 0.05 us; its scheduler is C++, and its per-request time grows with depth),
+# vLLM's on the host per request (sequence_host_s, 0-38.4 us in steps of 1.6 us: the per-layer
+# range times 32 layers; its scheduler walks every request in Python each step, a cost that does
+# not grow with depth).
+HOSTS = (0, 1, 2, 4, 6, 8, 10, 12, 16, 20, 24)
+GRID = tuple((k * 1e-6, f * 1e-3, q * 5e-8, t / 5e7, 0.0) for k in range(5) for f in HOSTS
              for q in range(25) for t in range(16))
+VLLM_GRID = tuple((k * 1e-6, f * 1e-3, 0.0, t / 5e7, h * 1.6e-6) for k in range(5) for f in HOSTS
+                  for h in range(25) for t in range(16))
+GRIDS = {"TensorRT-LLM": GRID, "vLLM": VLLM_GRID}
 DEFAULT_ENGINE = "TensorRT-LLM"
 
 
 def sample(case):
     """(publication, N x layers, GPU seconds at zero kernel cost, kernels, measured iteration, family,
-    engine, prefill tokens x layers, configuration) of a serving case, or None when it has no prediction or is
+    engine, prefill tokens x layers, configuration, N) of a serving case, or None when it has no prediction or is
     latency-limited (an MLPerf Server case: its concurrency depends on the constants, so the iteration is not linear in them)."""
     from ..validate import _layout, _model
     from ..validate_predict import engine, family, publication, serving_prediction, tpot_limit
 
     if tpot_limit(case) is not None:
         return None
-    zero = (0.0, 0.0, 0.0, 0.0)
+    zero = (0.0, 0.0, 0.0, 0.0, 0.0)
     value, rec = serving_prediction(case, zero)
     if value is None:
         return None
@@ -64,12 +74,18 @@ def sample(case):
     s = case["setup"]
     return (publication(case), rec["concurrency"] * layers, rec["gpu_s"], rec["kernels"],
             measured_iteration, family(case), engine(case), rec["prefill_tokens"] * layers,
-            (publication(case), s["model"], s["device"], s["weight_dtype"], s["devices"]))
+            (publication(case), s["model"], s["device"], s["weight_dtype"], s["devices"]), rec["concurrency"])
 
 
 def errors(samples, constants):
-    k, f, q, t = constants
-    return [s[4] / (s[2] + k * s[3] + f + q * s[1] + t * s[7]) - 1 for s in samples]
+    """predicted / measured throughput - 1 per sample (measured iteration / predicted iteration - 1);
+    `constants` of four (no per-request host term) or five; a sample without N (its tenth item)
+    has no per-request host term."""
+    k, f, q, t = constants[:4]
+    h = constants[4] if len(constants) > 4 else 0.0
+    if not h:
+        return [s[4] / (s[2] + k * s[3] + f + q * s[1] + t * s[7]) - 1 for s in samples]
+    return [s[4] / (s[2] + k * s[3] + f + q * s[1] + t * s[7] + h * s[9]) - 1 for s in samples]
 
 
 def _configuration(s, i):
@@ -102,13 +118,17 @@ def family_score(samples, constants):
     return _plan_score(_plan(samples, range(len(samples))), errs)
 
 
-def _fits(samples, subsets):
-    """{key: the GRID point with the best family_score on the samples `subsets[key]` (indices)},
-    the first point on a tie; one pass over GRID."""
-    plans = {key: _plan(samples, idx) for key, idx in subsets.items()}
+def _fits(samples, subsets, grid=GRID):
+    """{key: the `grid` point with the best family_score on the samples `subsets[key]` (indices)},
+    the first point on a tie; one pass over the grid, each point's errors computed only on the
+    samples some subset uses."""
+    used = sorted({i for idx in subsets.values() for i in idx})
+    local = {i: j for j, i in enumerate(used)}
+    mine = [samples[i] for i in used]
+    plans = {key: _plan(mine, [local[i] for i in idx]) for key, idx in subsets.items()}
     best = {key: (None, None) for key in subsets}
-    for c in GRID:
-        errs = [abs(e) for e in errors(samples, c)]
+    for c in grid:
+        errs = [abs(e) for e in errors(mine, c)]
         for key, plan in plans.items():
             sc = _plan_score(plan, errs)
             if best[key][0] is None or sc < best[key][0]:
@@ -116,16 +136,19 @@ def _fits(samples, subsets):
     return {key: c for key, (_, c) in best.items()}
 
 
-def fit(samples):
-    """The GRID point with the best family_score on `samples` (the first on a tie)."""
-    return _fits(samples, {"fit": range(len(samples))})["fit"]
+def fit(samples, grid=GRID):
+    """The `grid` point with the best family_score on `samples` (the first on a tie)."""
+    return _fits(samples, {"fit": range(len(samples))}, grid)["fit"]
 
 
 def leave_one_out(samples):
     """{"all": fit on every sample of the default engine, publication: fit on the samples of every
-    other publication of the same engine}."""
-    subsets = {"all": [i for i, s in enumerate(samples) if s[6] == DEFAULT_ENGINE]}
+    other publication of the same engine}, each engine on its own grid (GRIDS; an engine without
+    one takes GRID)."""
+    by_engine = {DEFAULT_ENGINE: {"all": [i for i, s in enumerate(samples) if s[6] == DEFAULT_ENGINE]}}
     for pub, eng in sorted({(s[0], s[6]) for s in samples}):
-        subsets[pub] = [i for i, s in enumerate(samples) if s[0] != pub and s[6] == eng]
-    got = _fits(samples, subsets)
+        by_engine.setdefault(eng, {})[pub] = [i for i, s in enumerate(samples) if s[0] != pub and s[6] == eng]
+    got = {}
+    for eng, subsets in by_engine.items():
+        got.update(_fits(samples, subsets, GRIDS.get(eng, GRID)))
     return {"all": got["all"], **{k: got[k] for k in sorted(got) if k != "all"}}
