@@ -53,6 +53,19 @@ class Rules(unittest.TestCase):
         whole = [op for op in ledger.operators(arch, w) if op.name == "softmax"]
         self.assertEqual([(op.book_scalar, dict(op.book_specials)["exp"]) for op in whole], [(36 * 960, 36 * 256)])
 
+    def test_interface_bytes(self):
+        # The book's materialized-operand bytes = ours + the scores and probabilities it writes and
+        # reads (QK^T writes the rectangle, softmax reads and writes it, PV reads it: BF16), the cos
+        # and sin tables each RoPE reads, the int64 token ids and the table's own operands. T = 2,
+        # 32 heads: rectangle 32 x 2 x 2 x 2 B = 256; tables 2 x 2 x 128 x 2 B = 1,024; ids 16 B;
+        # rope_table reads 2 x 8 + 64 x 4 and writes 1,024: 1,296 B.
+        arch = load_model("qwen3-8b")
+        w = from_formats(arch, tokens=2, scalar_count="book")
+        ops = {op.name: op for op in ledger.operators(arch, w, per_layer=True)}
+        self.assertEqual([ops[n].book_extra_bytes for n in ("attn_qk", "softmax", "attn_pv", "rope", "embedding")],
+                         [256, 512, 256, 1_024, 16])
+        self.assertEqual(ops["rope_table"].bytes_moved + ops["rope_table"].book_extra_bytes, 1_296)
+
     def test_default_has_no_table_and_unruled_ops_fail(self):
         self.assertNotIn("rope_table", book_rows(from_formats(load_model("qwen3-8b"), tokens=2)))
         code, out, err = run_cli("forward", "--model", "deepseek-v4-flash", "--tokens", "2", "--scalar-count", "book")
@@ -78,6 +91,16 @@ class BookTotals(unittest.TestCase):
                 import json
                 c = json.loads(out)["book_count"]
                 self.assertEqual((c["scalar_flops"],) + tuple(c["special_ops"][k] for k in keys), want)
+
+    def test_interface_bytes_of_b1_prefill128(self):
+        # The sum of the file's stage interface bytes: input 2,164,992 + 36 x 438,387,200 + head
+        # (final norm 2,105,344 + head on the last row 1,244,971,776) = 17,031,181,312.
+        import json
+        code, out, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "128", "--scalar-count", "book",
+                                 "--format", "json")
+        self.assertEqual(json.loads(out)["book_count"]["interface_bytes"],
+                         2_164_992 + 36 * 438_387_200 + 2_105_344 + 1_244_971_776)
+        self.assertEqual(2_164_992 + 36 * 438_387_200 + 2_105_344 + 1_244_971_776, 17_031_181_312)
 
 
 if __name__ == "__main__":

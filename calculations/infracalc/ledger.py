@@ -134,8 +134,10 @@ def rope_table_op(arch, w):
                         "the book's RoPE table rule needs one")
     (r,) = dims
     t = w.tokens
+    # its interface: reads the int64 positions and the fp32 inverse frequencies, writes cos and sin
+    moved = 8 * t + 4 * (r // 2) + 2 * w.act_dtype.nbytes_flat(t * r)
     return Op("rope_table", "vector", f"[{t},{r // 2}] -> cos, sin [{t},{r}]", layers="-",
-              **book(t * r // 2, sin=t * r, cos=t * r))
+              **book(t * r // 2, moved, sin=t * r, cos=t * r))
 
 
 def ced_replay(arch, w):

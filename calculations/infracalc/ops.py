@@ -80,6 +80,7 @@ class Op(Record):
     # functions apart, ((name, count), ...) sorted by name; 0 / () where the op has no book rule.
     book_scalar: int = 0
     book_specials: tuple = ()
+    book_extra_bytes: int = 0   # the book's materialized-operand bytes beyond ours (scores, tables, indices)
 
     @property
     def bytes_read(self):
@@ -99,7 +100,7 @@ class Op(Record):
 
     _SCALED = ("matrix_flops", "rect_flops", "vector_flops", "weight_read", "act_read",
                "kv_read", "act_write", "kv_write", "saved_bytes", "saved_replicated", "vjp_matrix_flops",
-               "book_scalar")
+               "book_scalar", "book_extra_bytes")
 
     def times(self, k, layers):
         """This op repeated over k identical layers (every additive field times k,
@@ -153,11 +154,13 @@ def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, saves_inpu
     )
 
 
-def book(scalar, **specials):
+def book(scalar, extra_bytes=0, **specials):
     """The book's count of one operator (forward --scalar-count book; its stage-resource and
     request-bridge files, bojieli/ai-infra-book:calculations/results/stage-resources-*.md): plain
-    scalar FLOPs (FP32, a reduction of n values n - 1 adds) and its special functions apart."""
-    return {"book_scalar": scalar, "book_specials": tuple(sorted((k, v) for k, v in specials.items() if v))}
+    scalar FLOPs (FP32, a reduction of n values n - 1 adds), its special functions apart, and the
+    bytes its materialized-operand interface moves beyond ours (`extra_bytes`)."""
+    return {"book_scalar": scalar, "book_extra_bytes": extra_bytes,
+            "book_specials": tuple(sorted((k, v) for k, v in specials.items() if v))}
 
 
 def elementwise(w, name, elements, flops_per_element, inputs=1, outputs=1,

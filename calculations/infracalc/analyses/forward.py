@@ -42,7 +42,8 @@ def operator_record(op, bound_tuple, rates=None):
 
 def book_record(op):
     """One row's book count (--scalar-count book)."""
-    return {"book_scalar_flops": op.book_scalar, "book_special_ops": dict(op.book_specials)}
+    return {"book_scalar_flops": op.book_scalar, "book_special_ops": dict(op.book_specials),
+            "book_interface_bytes": op.bytes_moved + op.book_extra_bytes}
 
 
 def book_count_record(arch, ops):
@@ -59,7 +60,8 @@ def book_count_record(arch, ops):
         for name, n in op.book_specials:
             specials[name] = specials.get(name, 0) + n
     return {"scalar_flops": plain_sum((op.book_scalar for op in ops), 0),
-            "special_ops": dict(sorted(specials.items()))}
+            "special_ops": dict(sorted(specials.items())),
+            "interface_bytes": plain_sum((op.bytes_moved + op.book_extra_bytes for op in ops), 0)}
 
 
 def totals_record(t, bounds, r, predicted=None):

@@ -39,7 +39,9 @@ BOOK_SCALAR = (
     "sin and cos; causal softmax 4V - Q (scale, subtract, sum, divide per valid pair V, Q query rows), V exp, "
     "V - Q max compares, a mask decision per rectangle pair; SiLU gate 4 per value, exp and negation apart; "
     "residual add 1 per value; GEMMs, attention matmuls, embedding and cache writes 0. An operator with "
-    "vector FLOPs and no rule is an error.")
+    "vector FLOPs and no rule is an error. Interface bytes: ours plus the materialized scores and "
+    "probabilities (QK^T writes, softmax reads and writes, PV reads the rectangle), the RoPE tables each "
+    "RoPE reads, the int64 token ids and the table's own operands.")
 
 
 CHECKPOINT_SHAPES = (

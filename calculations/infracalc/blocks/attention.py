@@ -236,10 +236,11 @@ class Attention(Block):
                     rmsnorm(w, "k_norm", k_rows, named["k_norm.weight"], replicated=False)]
         if self.rope_dim:
             rotated = n * (heads + kvh) * self.rope_dim   # the book: x*cos + rotate_half(x)*sin, its negations apart
+            tables = 2 * w.act_dtype.nbytes_flat(w.tokens * self.rope_dim)   # and it reads the cos and sin tables
             out.append(elementwise(w, "rope", rotated,
                                    VECTOR_FLOPS["rope"],
                                    shape=f"[{n},{heads}+{kvh},{self.rope_dim}]", kind="rope",
-                                   counted=book(3 * rotated, negate=rotated // 2)))
+                                   counted=book(3 * rotated, tables, negate=rotated // 2)))
         if self.qk_l2norm:
             rows = n * (heads + kvh)
             out.append(elementwise(w, "qk_l2norm", rows * hd, VECTOR_FLOPS["l2norm"],
@@ -271,14 +272,18 @@ class Attention(Block):
                   rect_flops=2 * b * heads * hd * rect,
                   act_read=act.nbytes_flat(n * heads * hd),
                   kv_read=b * read * k_token, compute=w.compute_dtype.name,
-                  kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token)]
+                  kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token,
+                  book_extra_bytes=act.nbytes_flat(b * heads * rect))]
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         named = {tn.name.split(".", 1)[1]: tn for tn in self.tensors()} if self.sinks else {}
         rows, valid = b * heads * t, b * heads * pairs
         # the book's count (scale, subtract the max, sum, divide per valid pair; the max compares,
-        # exp and the mask's decisions over the rectangle apart); no rule with sinks or a soft cap
+        # exp and the mask's decisions over the rectangle apart); no rule with sinks or a soft cap.
+        # Its interface materializes the scores and probabilities (the rectangle, activation format):
+        # QK^T writes them, the softmax reads and writes them, PV reads them.
+        scores = act.nbytes_flat(b * heads * rect)
         counted = {} if self.sinks or self.softcap else book(
-            4 * valid - rows, exp=valid, compare_max=valid - rows, mask_decisions=b * heads * rect)
+            4 * valid - rows, 2 * scores, exp=valid, compare_max=valid - rows, mask_decisions=b * heads * rect)
         out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
                       + (f" + {t} sink logits" if self.sinks else "") + (" + softcap" if self.softcap else ""),
                       **counted,
@@ -293,5 +298,6 @@ class Attention(Block):
                       rect_flops=2 * b * heads * hd * rect,
                       kv_read=b * read * k_token,
                       act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name,
-                      kind="attention", saved_bytes=b * keys * k_token))
+                      kind="attention", saved_bytes=b * keys * k_token,
+                      book_extra_bytes=act.nbytes_flat(b * heads * rect)))
         return out

@@ -7,6 +7,9 @@ from ..ops import VECTOR_FLOPS, Op, elementwise, gathered_rows, gemm, residual, 
 from ..splits import ceil_div
 
 
+INDEX_BYTES = 8   # an int64 token id
+
+
 class Embedding(Block):
     """Token embedding [vocab, hidden]: a gather, no FLOPs.
 
@@ -31,7 +34,8 @@ class Embedding(Block):
         out = [Op("embedding", "memory", gathered_rows(w.positions, f"[{self.vocab},{self.hidden}]"),
                   weight_read=w.weight_bytes(gathered),
                   act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden),
-                  kind="embedding", weight=gathered.name)]
+                  kind="embedding", weight=gathered.name,
+                  book_extra_bytes=INDEX_BYTES * w.positions)]   # the book also reads the int64 token ids
         if self.dropout:
             out[0] = with_dropout_mask(out[0], w.positions * self.hidden)
         if self.scale:

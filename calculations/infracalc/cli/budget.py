@@ -8,6 +8,8 @@ from fractions import Fraction
 from . import common
 
 KINDS = {
+    "moe-layer-training": "one MoE layer's fixed-selection training step: per-expert, router and shared matrix "
+                          "FLOPs, the reference graph's scalar and non-FLOP counts, parameters and an FP32 save set",
     "gradient-ring": "one gradient tensor all-reduced over two servers, flat rings or the two-level hierarchy: "
                      "every round's physical resources, the round, serial and aggregate lower bounds",
     "zero-state": "persistent Adam state per rank under ZeRO stages 0-3: each component's shard under a named "
@@ -1439,6 +1441,40 @@ def _connections(args):
     return connection_states(threads=args.threads, peers=args.peers, classes=args.isolation_classes, relations=rel,
                              endpoint_bytes=args.endpoint_bytes, relation_bytes=args.relation_bytes,
                              transport_bytes=args.transport_bytes, budget_bytes=args.budget_bytes)
+
+
+def _moe_layer_training_arguments(q):
+    common.add_model(q)
+    q.add_argument("--layer", type=common.non_negative_int, default=None, metavar="L",
+                   help="decoder layer (default the first top-k MoE layer)")
+    q.add_argument("--batch", type=common.positive_int, default=1, help="sequences (default 1)")
+    q.add_argument("--tokens", type=common.positive_int, default=128, help="tokens per sequence (default 128)")
+    q.add_argument("--routing", choices=("balanced", "concentrated"), default="balanced",
+                   help="the declared fixed selection (default balanced)")
+
+
+def _moe_layer_training(args):
+    from ..analyses.moe_layer_training import moe_layer_training
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    layers = {}
+    for layer, _, indices in arch.layer_groups():
+        moe = next((b for b in layer.blocks if hasattr(b, "experts") and hasattr(b, "top_k")), None)
+        for i in indices:
+            layers[i] = moe
+    if args.layer is None:
+        args.layer = next((i for i in sorted(layers) if layers[i] is not None and not layers[i].hash_vocab), None)
+    if layers.get(args.layer) is None:
+        moes = [i for i in sorted(layers) if layers[i] is not None]
+        raise UserError(f"layer {args.layer} of '{arch.id}' is not an MoE layer"
+                        + (f" (MoE layers: {moes[0]}-{moes[-1]})" if moes else " (the model has none)"))
+    b = layers[args.layer]
+    return dict({"model": arch.id, "layer": args.layer},
+                **moe_layer_training(rows=args.batch * args.tokens, hidden=arch.hidden_size, expert_width=b.expert_inter,
+                                     shared_width=b.shared_inter, experts=b.experts, top_k=b.top_k,
+                                     hashed=bool(b.hash_vocab), vocab=b.hash_vocab, routing=args.routing))
 
 
 def _gradient_ring_arguments(q):
