@@ -100,8 +100,8 @@ def book_stages(arch, w, r):
         known = [x for x in (seconds(m, r.matrix_flops_per_s), seconds(v, r.vector_flops_per_s)) if x is not None]
         stage_s.append(max(known) if known else None)
     serial = math.fsum(x or 0.0 for x in stage_s)   # correctly rounded, whatever the Python version
-    matrix = seconds(sum(m for m, _ in work), r.matrix_flops_per_s)
-    vector = seconds(sum(v for _, v in work), r.vector_flops_per_s)
+    matrix = seconds(plain_sum((m for m, _ in work), 0), r.matrix_flops_per_s)
+    vector = seconds(plain_sum((v for _, v in work), 0), r.vector_flops_per_s)
     known = [x for x in (matrix, vector) if x is not None]
     return {"input_stage_s": stage_s[0], "layer_stage_s": stage_s[1:n + 1], "head_stage_s": stage_s[n + 1],
             "matrix_s": matrix, "vector_s": vector, "known_global_max_s": max(known) if known else None,
