@@ -211,9 +211,6 @@ def add_efficiency(p):
                         "bf16=989.4T (the H100 whitepaper's figure, which the book takes); repeatable")
     p.add_argument("--memory-bandwidth", type=bandwidth, default=None, metavar="BW",
                    help="a declared memory bandwidth instead of the device file's (e.g. 4.0TB/s)")
-    p.add_argument("--vector-peak", type=vector_rate, default=None, metavar="FLOP/S",
-                   help="a declared FP32 vector (non-tensor) peak instead of the device file's, e.g. 66.9T "
-                        "(the book's H100 figure)")
 
 
 _FLOP_UNITS = (("P", 1e15), ("T", 1e12), ("G", 1e9))
