@@ -173,11 +173,57 @@ class ServePredicted(unittest.TestCase):
         bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
         self.assertLess(got["output_tokens_per_s_per_device"], bound["output_tokens_per_s_per_device"])
 
-    def test_not_modelled_layouts(self):
-        """CP layouts have no prediction: stated, not guessed."""
+    def test_cp_split_by_hand(self):
+        # P 32,768, G 256, cp 2: decode history ceil((32,768 + 128) / 2) = 16,448; the balanced
+        # (zig-zag) rank runs 16,384 prompt tokens after (2 - 1) x 32,768 / 4 = 8,192: its causal
+        # pairs 16,384 x 8,192 + 16,384 x 16,385 / 2 = 268,443,648 = P (P + 1) / (2 cp)
+        self.assertEqual(serving.cp_split(32768, 256, 2), (16448, 16384, 8192))
+        self.assertEqual(16384 * 8192 + 16384 * 16385 // 2, 32768 * 32769 // 4)
+        self.assertEqual(serving.cp_split(32768, 256, 1), (32768 + 128, 32768, 0))
+
+    def test_context_parallel_prediction(self):
+        """tp 4 x cp 2 on 8 H100s, Llama-3.1-70B at 32,768 / 256: each device holds half of every
+        request's cache (so about twice tp 4's concurrency), and per iteration its TP all-reduces,
+        per layer an all-reduce of [decode, 8,192] x 2 B over the CP pair and the ring pass of its
+        prompt tokens' K/V (its TP rank's 2 of the 8 KV heads: 2 x 128 x 2 x 2 B = 1,024 B per token
+        per layer, cp - 1 = 1 step); one prompt's TTFT is shorter than on tp 4 alone (half the
+        prompt per rank)."""
+        from infracalc import comm
+        from infracalc import layout as placement
+        from infracalc.analyses.efficiency import collective
+        from infracalc.collectives import Collective
+
         arch = load_model("meta-llama/Llama-3.1-70B")
-        plan = Plan(arch, _workload(arch), load_device("h100"), 2048, 256)
-        for lay in (Layout(tp=2, cp=2),):
+        device = load_device("h100")
+        plan = Plan(arch, _workload(arch), device, 32768, 256)
+        cp, tp = Layout(tp=4, cp=2), Layout(tp=4)
+        got = serving.predicted_layout(arch, plan.wd, device, cp, 32768, 256)
+        alone = serving.predicted_layout(arch, plan.wd, device, tp, 32768, 256)
+        self.assertIsNotNone(got)
+        self.assertEqual(got["exposed_collectives"],
+                         "TP all-reduces and CP merges of the partial attention and K/V ring passes")
+        self.assertGreaterEqual(got["concurrency"], 2 * alone["concurrency"] - 1)
+        shard = placement.shard(arch, cp, placement.stages(arch, cp)[0])
+        links = comm.links(device)
+        tier = comm.tier(cp.group_span("cp"), device)
+        one = lambda c: collective.predicted_s(c, links, device.id)[0]
+        merge = Collective("m", "all_reduce", 10 * 8192 * 2, 2, tier, dim="cp")
+        ring = Collective("r", "p2p", 1000 * 1024, 2, tier, dim="cp")
+        want = serving.tp_comm(device, 4, shard)(1010) + 80 * (one(merge) + one(ring))
+        fn = serving.cp_comm(device, cp, shard, plan.wd, serving.tp_comm(device, 4, shard))
+        self.assertAlmostEqual(fn(1010, 10), want, places=12)
+        a = serving.predicted_at_batch(arch, plan.wd, device, cp, 32768, 256, 1)
+        b = serving.predicted_at_batch(arch, plan.wd, device, tp, 32768, 256, 1)
+        self.assertLess(a["ttft_s"], b["ttft_s"])
+
+    def test_not_modelled_layouts(self):
+        """EP under a skewed routing model has no prediction (the busiest rank, not the mean share,
+        sets the pace): stated, not guessed."""
+        from infracalc.workload import Workload
+        arch = load_model("Qwen/Qwen3-30B-A3B")
+        plan = Plan(arch, Workload(batch=1, tokens=1, history=0, routing="concentrated"), load_device("h100"),
+                    2048, 256)
+        for lay in (Layout(dp=8, ep=8),):
             got = slo.chosen_predicted(plan, {"layout_record": lay, "batch_per_replica": 4})
             self.assertIsNone(got["predicted_tpot_s"])
             self.assertIsNone(got["predicted_ttft_s"])

@@ -154,6 +154,8 @@ KINDS = {
               "one-hop pause and an end-to-end RTT need, a fluid check",
     "wan-loss": "random loss on a long path: the Mathis TCP rate, an ideal BBR goodput, a reliable stream repaired "
                 "once per round trip (rounds, completion) and the FEC repair symbols a target needs",
+    "hash-collision": "ECMP: the exact distribution of the busiest uplink when n flows hash onto m, expected max, "
+                      "no-collision and empty-uplink probabilities, the effective cut; per-packet spraying beside it",
 }
 
 
@@ -2274,3 +2276,4 @@ from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
 from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401
 from .budget_fabric import _incast, _incast_arguments  # noqa: E402,F401
 from .budget_fabric import _wan_loss, _wan_loss_arguments  # noqa: E402,F401
+from .budget_fabric import _hash_collision, _hash_collision_arguments  # noqa: E402,F401

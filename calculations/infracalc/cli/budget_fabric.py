@@ -114,3 +114,44 @@ def _wan_loss(args):
                         target=args.fec_target, extras=args.fec_extra, tail=args.rounds_tail)
     except ValueError as e:
         raise UserError(str(e))
+
+
+def _hash_collision_arguments(q):
+    from .budget_net import _list_ns
+
+    q.add_argument("--flows", type=common.positive_int, required=True, metavar="N",
+                   help="equal flows hashed onto the uplinks (one leaf's cross-spine flows; 8)")
+    q.add_argument("--uplinks", type=common.positive_int, required=True, metavar="M", help="the leaf's uplinks (32)")
+    q.add_argument("--path-delays", type=_list_ns, default=None, metavar="T,T,...",
+                   help="spray the message over these paths instead, one delay each (1us,2us,...; optional)")
+    q.add_argument("--path-rate", type=_rate, default=None, metavar="R", help="each spray path's bytes/s (50GB/s)")
+    q.add_argument("--packet-bytes", type=common.positive_int, default=None, metavar="B", help="spray packet (4096)")
+    q.add_argument("--model", default=None, help="a bundled model: the sprayed message is BF16 [tokens, hidden]")
+    q.add_argument("--tokens", type=common.positive_int, default=1, help="tokens of that message (default 1)")
+
+
+def _hash_collision(args):
+    from ..analyses.hash_collision import MAX_FLOWS, MAX_UPLINKS, hash_collision, spray
+    from ..errors import UserError
+
+    if args.flows > MAX_FLOWS:
+        raise UserError(f"--flows {args.flows}: at most {MAX_FLOWS} (the exact distribution's cost grows as n^2 L)")
+    if args.uplinks > MAX_UPLINKS:
+        raise UserError(f"--uplinks {args.uplinks}: at most {MAX_UPLINKS}")
+    out = hash_collision(flows=args.flows, uplinks=args.uplinks)
+    spray_options = (args.path_rate, args.packet_bytes, args.model)
+    if args.path_delays is None:
+        if any(v is not None for v in spray_options):
+            raise UserError("--path-rate, --packet-bytes and --model describe a spray: give --path-delays too")
+        return out
+    if any(v is None for v in spray_options) or not args.path_rate:
+        raise UserError("a spray (--path-delays) needs --path-rate (positive), --packet-bytes and --model")
+    from ..load.models import load_model
+    from ..splits import ceil_div
+
+    payload = 2 * args.tokens * load_model(args.model).hidden_size
+    if ceil_div(payload, args.packet_bytes) > 100_000:
+        raise UserError("the spray has more than 100,000 packets (raise --packet-bytes)")
+    out["spray"] = spray(payload_bytes=payload, packet_bytes=args.packet_bytes, path_delays_ns=args.path_delays,
+                         path_rate=args.path_rate)
+    return out

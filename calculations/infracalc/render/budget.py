@@ -52,6 +52,7 @@ _HOME = {
     "DECISION_CONVENTIONS": "decision_request",
     "INCAST_CONVENTIONS": "incast",
     "WAN_LOSS_CONVENTIONS": "wan_loss",
+    "HASH_COLLISION_CONVENTIONS": "hash_collision",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -183,6 +184,7 @@ CONVENTIONS = {
     "decision": _lazy("DECISION_CONVENTIONS"),
     "incast": _lazy("INCAST_CONVENTIONS"),
     "wan-loss": _lazy("WAN_LOSS_CONVENTIONS"),
+    "hash-collision": _lazy("HASH_COLLISION_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "

@@ -144,34 +144,50 @@ def _scaled(op, k):
                       kv_read=round(op.kv_read * k), kv_write=round(op.kv_write * k))
 
 
-def concurrency(arch, w, memory_bytes, input_len, output_len):
+def cp_split(input_len, output_len, cp=1):
+    """(decode history, prompt tokens, their history) one device of a context-parallel group of
+    cp ranks runs per request, the convention `parallel` follows (analyses/parallel/costs.py): a
+    decode step at history h costs the step at ceil(h / cp) (each rank holds that much of every
+    request's cache; the mean, P + G / 2, here), and a prompt is split zig-zag (2 cp chunks of
+    h = P / (2 cp), rank r taking chunks r and 2 cp - 1 - r), so every rank runs P / cp tokens
+    after (cp - 1) h of history, the causal pairs of 1/cp of the prompt. cp 1: (P + G/2, P, 0)."""
+    history = input_len + output_len // 2
+    if cp == 1:
+        return history, input_len, 0
+    return math.ceil(history / cp), math.ceil(input_len / cp), (cp - 1) * input_len // (2 * cp)
+
+
+def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1):
     """(N, room, engine batch limit): the requests an engine keeps in flight on one device
-    (or one device's shard `arch`) with `memory_bytes` to allocate from."""
+    (or one device's shard `arch`) with `memory_bytes` to allocate from; under context
+    parallelism each device holds ceil(L / cp) of a request's L cached tokens."""
     room = KV_FRACTION * max(memory_bytes - arch.weight_bytes(w), 0)
-    final = request_bytes(arch, w, input_len + output_len - 1)
-    limit = engine_batch(room, request_bytes(arch, w, input_len + output_len))
+    final = request_bytes(arch, w, math.ceil((input_len + output_len - 1) / cp))
+    limit = engine_batch(room, request_bytes(arch, w, math.ceil((input_len + output_len) / cp)))
     fits = int(room // final) if final else limit
     return min(fits, limit), room, limit
 
 
-def iteration(arch, w, rates, n, input_len, output_len, comm_s=None):
+def iteration(arch, w, rates, n, input_len, output_len, comm_s=None, cp=1):
     """(GPU seconds of one steady-state iteration at concurrency n, its rows); `comm_s`
-    maps the iteration's token count to its exposed communication seconds."""
+    maps the iteration's token count per device and its decode tokens to its exposed
+    communication seconds; under context parallelism one device's share (`cp_split`)."""
     from ... import layout as placement
+
+    history, prompt, before = cp_split(input_len, output_len, cp)
 
     def make():
         steps = max(output_len - 1, 1)
-        dec = ledger.operators(arch, w.replace(batch=n, tokens=1, history=input_len + output_len // 2,
-                                               logits="last"))
-        pre = ledger.operators(arch, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
+        dec = ledger.operators(arch, w.replace(batch=n, tokens=1, history=history, logits="last"))
+        pre = ledger.operators(arch, w.replace(batch=1, tokens=prompt, history=before, logits="last"))
         rows = mixed_ops(dec, pre, n / steps)
         return predict.pass_time(rows, rates), rows
 
     # memoized: a search meets the same shard at the same concurrency under many layouts
-    gpu, rows = placement.memo(("serving iteration", arch, w, rates, n, input_len, output_len), make)
+    gpu, rows = placement.memo(("serving iteration", arch, w, rates, n, input_len, output_len, cp), make)
     steps = max(output_len - 1, 1)
     if comm_s is not None:
-        gpu += comm_s(n + n * input_len / steps)
+        gpu += comm_s(n + n * prompt / steps, n)
     return gpu, rows
 
 
@@ -194,36 +210,38 @@ def latency_limited(step_s, n, tpot_limit_s):
 
 
 def predicted_serving(arch, w, device, input_len, output_len, constants=None, comm_s=None,
-                      tpot_limit_s=None):
+                      tpot_limit_s=None, cp=1):
     """The predicted steady state of one replica (one device, or the shard `arch` each of
     its devices holds): concurrency, iteration time split, output tokens/s of the replica.
     With `tpot_limit_s` (a latency-constrained load such as MLPerf's Server scenario) the
     concurrency is lowered to the largest whose iteration meets the TPOT limit
     (latency_limited). The memory is the engine's (efficiency.memory.engine_memory_bytes: the
-    device's default, ECC-enabled capacity). None when the device has no prediction (no
-    published peak) or nothing fits."""
+    device's default, ECC-enabled capacity). Under context parallelism (`cp`) the shard is
+    one CP rank's: its cache share and its share of each iteration (`cp_split`). None when
+    the device has no prediction (no published peak) or nothing fits."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len)
+    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len, cp)
     if n < 1:
         return None
     memory_n = n
     layers = len(arch.layers)
     steps = max(output_len - 1, 1)
+    prompt = cp_split(input_len, output_len, cp)[1]
 
     def per_token_s(m):   # per-sequence work and the context phase's per-token work
-        return (sequence_layer_s * m + prefill_token_layer_s * m * input_len / steps) * layers
+        return (sequence_layer_s * m + prefill_token_layer_s * m * prompt / steps) * layers
 
     def host_s(m):        # the host's fixed part and its walk over the m requests in flight
         return host_fixed + sequence_host_s * m
 
     if tpot_limit_s is not None:
         def step_s(m):
-            return iteration(arch, w, rates, m, input_len, output_len, comm_s)[0] + per_token_s(m) + host_s(m)
+            return iteration(arch, w, rates, m, input_len, output_len, comm_s, cp)[0] + per_token_s(m) + host_s(m)
         n = latency_limited(step_s, n, tpot_limit_s)
-    gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s)
+    gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s, cp)
     sequences = sequence_layer_s * n * layers
     prompts = per_token_s(n) - sequences
     host = host_s(n)
@@ -236,7 +254,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         "gpu_s": gpu + sequences + prompts,
         "kernels": predict.kernel_count(rows),
         "sequence_s": sequences,
-        "prefill_tokens": n * input_len / steps,
+        "prefill_tokens": n * prompt / steps,
         "prefill_token_s": prompts,
         "host_s": host,
         "output_tokens_per_s": n * output_len / steps / it,
@@ -262,7 +280,7 @@ def tp_comm(device, tp, arch):
     links = comm.links(device)
     up, out = links.get("up"), links.get("out")
 
-    def seconds(tokens):
+    def seconds(tokens, decode=0):
         cs = tp_collectives(max(1, round(tokens)), arch.hidden_size, TP_REDUCE_BYTES, tp=tp, sp=False,
                             layers=len(arch.layers), tier=tier)
         return plain_sum(c.count * collective.seconds(c, up, out, device.id) for c in cs)
@@ -270,26 +288,33 @@ def tp_comm(device, tp, arch):
 
 
 def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None):
-    """The predicted steady state of a layout: one replica of tp x pp devices (each device holds
-    its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
+    """The predicted steady state of a layout: one replica of tp x cp x pp devices (each device
+    holds its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
-    replica runs `pipelined` (pp micro-batches in flight). None under context parallelism (not
-    modelled yet, `_replica`), or without a prediction on the device."""
-    replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay)
+    replica runs `pipelined` (pp micro-batches in flight); under context parallelism each
+    device is one CP rank (`cp_split`, `cp_comm`). None under a skewed routing model with EP, or
+    without a prediction on the device."""
+    replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay, w)
     if replica is None:
         return None
     if lay.pp > 1:
         rec = pipelined(replica, w, device, lay, input_len, output_len, constants, tpot_limit_s)
     else:
         rec = predicted_serving(replica[0][0], w, device, input_len, output_len, constants, replica[0][1],
-                                tpot_limit_s)
+                                tpot_limit_s, lay.cp)
     if rec is None:
         return None
-    exposed = ("TP all-reduces" if lay.ep <= lay.tp else "EP dispatch and combine all-to-alls" if lay.tp == 1
-               else "TP all-reduces and EP dispatch and combine all-to-alls")
-    return {**rec, "exposed_collectives": exposed,
+    return {**rec, "exposed_collectives": exposed_collectives(lay),
             "output_tokens_per_s_cluster": rec["output_tokens_per_s"] * lay.dp,
             "output_tokens_per_s_per_device": rec["output_tokens_per_s"] * lay.dp / lay.devices}
+
+
+def exposed_collectives(lay):
+    """What communication a layout's predicted iteration exposes, in words."""
+    parts = (["TP all-reduces"] * (lay.tp > 1 or lay.ep <= lay.tp and lay.cp == 1)
+             + ["EP dispatch and combine all-to-alls"] * (lay.ep > lay.tp)
+             + ["CP merges of the partial attention and K/V ring passes"] * (lay.cp > 1))
+    return " and ".join(parts)
 
 
 def _routing_unmodelled(w, lay):
@@ -298,7 +323,7 @@ def _routing_unmodelled(w, lay):
     return lay.ep > 1 and getattr(w, "routing", "uniform") not in ("uniform", "balanced")
 
 
-def _replica(arch, device, lay):
+def _replica(arch, device, lay, w):
     """[(the shard each device of a stage holds, its TP all-reduces' seconds per token count or
     None, the stages that hold an equal shard)], one entry per distinct stage (equal
     `stage_signature`s have equal figures: computed once). Expert parallelism inside the TP group
@@ -311,13 +336,11 @@ def _replica(arch, device, lay):
     tp devices: each device runs its replica's requests' attention, split tp ways, and its
     experts / ep experts for the copies the EP group routes to them, the shard's ledger) adds each
     MoE layer's dispatch and combine all-to-all of each TP rank's 1/tp share of the iteration's
-    copies, and with tp > 1 keeps the replica's TP all-reduces (`ep_comm`). None under context
-    parallelism (not modelled)."""
+    copies, and with tp > 1 keeps the replica's TP all-reduces (`ep_comm`). Context parallelism
+    adds each layer's CP collectives to those (`cp_comm`; `w` gives the cache format)."""
     from ... import layout as placement
 
-    if lay.cp > 1:
-        return None
-    if lay.tp == 1 and lay.pp == 1 and lay.ep == 1:
+    if lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and lay.cp == 1:
         return [(arch, None, 1)]
     groups = {}
     for st in placement.stages(arch, lay):
@@ -328,7 +351,7 @@ def _replica(arch, device, lay):
             shard = placement.shard(arch, lay, st)
             comm_s = (ep_comm(device, lay, shard) if lay.ep > lay.tp
                       else tp_comm(device, lay.tp, shard) if lay.tp > 1 else None)
-            groups[key] = [shard, comm_s, 1]
+            groups[key] = [shard, cp_comm(device, lay, shard, w, comm_s) if lay.cp > 1 else comm_s, 1]
     return [tuple(g) for g in groups.values()]
 
 
@@ -357,12 +380,41 @@ def ep_comm(device, lay, shard):
     local = comm.ranks_per_domain(lay, "ep", domain)
     tp_s = tp_comm(device, lay.tp, shard) if lay.tp > 1 else None
 
-    def seconds(tokens):
+    def seconds(tokens, decode=0):
         cs = moe_collectives(max(1, round(tokens)), b.top_k, b.hidden, TP_REDUCE_BYTES, tp=lay.tp, ep=lay.ep,
                              moe_layers=len(blocks), tier_ep=tier, tier_tp=comm.tier(lay.tp, device),
                              experts=b.experts, local_ep=local)
         ep_s = plain_sum(c.count * collective.seconds(c, up, out, device.id) for c in cs)
         return ep_s + tp_s(tokens) if tp_s else ep_s
+    return seconds
+
+
+def cp_comm(device, lay, shard, w, base=None):
+    """(tokens, decode) -> exposed seconds of one iteration's collectives on a CP rank: `base`'s
+    (its TP or EP ones, None: none) plus per layer with a cache the CP collectives of the
+    builder `parallel`'s estimate uses (`stage_comm.layer_collectives`): the all-reduce that
+    merges the decode tokens' partial attention over the group ([decode, hidden] in 16 bits) and
+    the ring pass of the prefill tokens' K/V shards (cp - 1 steps of tokens - decode tokens per
+    rank), each as NCCL runs it on the tier the CP group spans, not overlapped."""
+    from ... import comm
+    from .. import stage_comm
+    from . import collective
+
+    tiers = stage_comm.group_tiers(lay, device)
+    links = comm.links(device)
+    up, out = links.get("up"), links.get("out")
+    traffic = {p: stage_comm.Traffic(hidden=shard.hidden_size, act_bytes=TP_REDUCE_BYTES, tiers=tiers[:3] + tiers[4:],
+                                     kv_dtype=w.kv_dtype, kv_path=w.mla, cp_pass=p) for p in ("merge", "ring")}
+
+    def cp_s(tokens, p):
+        if tokens < 1:
+            return 0.0
+        return plain_sum(c.count * collective.seconds(c, up, out, device.id) for layer in shard.layers
+                         for c in stage_comm.layer_collectives(layer, lay, max(1, round(tokens)), traffic[p])
+                         if c.dim == "cp")
+
+    def seconds(tokens, decode=0):
+        return (base(tokens, decode) if base else 0.0) + cp_s(decode, "merge") + cp_s(tokens - decode, "ring")
     return seconds
 
 
@@ -403,7 +455,8 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    got = [concurrency(shard, w, memory.engine_memory_bytes(device), input_len, output_len) for shard, _, _ in replica]
+    got = [concurrency(shard, w, memory.engine_memory_bytes(device), input_len, output_len, lay.cp)
+           for shard, _, _ in replica]
     n, room, limit = min(got, key=lambda g: g[0])
     if batch is not None:
         n = batch
@@ -413,14 +466,15 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     pp = lay.pp
     send = pp_send_s(device, lay, replica[0][0].hidden_size)
     steps = max(output_len - 1, 1)
+    prompt = cp_split(input_len, output_len, lay.cp)[1]
 
     def stage_s(m):
         per = math.ceil(m / pp)
-        tokens = per + per * input_len / steps
+        tokens = per + per * prompt / steps
         worst = (0.0, 0)
         for shard, comm_s, _ in replica:
-            gpu, rows = iteration(shard, w, rates, per, input_len, output_len, comm_s)
-            t = (gpu + (sequence_layer_s * per + prefill_token_layer_s * per * input_len / steps) * len(shard.layers)
+            gpu, rows = iteration(shard, w, rates, per, input_len, output_len, comm_s, lay.cp)
+            t = (gpu + (sequence_layer_s * per + prefill_token_layer_s * per * prompt / steps) * len(shard.layers)
                  + send(tokens))
             worst = max(worst, (t, predict.kernel_count(rows)))
         return worst
@@ -430,7 +484,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     t, kernels = stage_s(n)
     deepest = max(len(sh.layers) for sh, _, _ in replica)
     sequences = sequence_layer_s * math.ceil(n / pp) * deepest * pp
-    prompts = prefill_token_layer_s * math.ceil(n / pp) * input_len / steps * deepest * pp
+    prompts = prefill_token_layer_s * math.ceil(n / pp) * prompt / steps * deepest * pp
     host = host_fixed + sequence_host_s * n
     it = pp * t + host
     rec = {
@@ -441,7 +495,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         "gpu_s": pp * t,
         "kernels": kernels * pp,
         "sequence_s": sequences,
-        "prefill_tokens": n * input_len / steps,
+        "prefill_tokens": n * prompt / steps,
         "prefill_token_s": prompts,
         "host_s": host,
         "pipeline_micro_batches": pp,
@@ -460,28 +514,30 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
     sizing's TTFT case) at the achievable rates, through every stage in turn, plus its
     all-reduces and boundary sends, one sequence's per-layer work and its prompt tokens' per-layer
     context-phase work, and one iteration's host time;
-    output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices. None where
-    predicted_layout has none (CP, EP; no achievable rates on the device)."""
+    output tokens/s per device = batch G / (G - 1) / TPOT x dp / devices; under context
+    parallelism a CP rank's share of each (`cp_split`). None where predicted_layout has none
+    (EP under a skewed routing model; no achievable rates on the device)."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
-    replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay)
+    replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay, w)
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if replica is None or rates is None:
         return None
+    _, prompt, before = cp_split(input_len, output_len, lay.cp)
     if lay.pp > 1:
         tpot = pipelined(replica, w, device, lay, input_len, output_len, constants, batch=batch)["iteration_s"]
-        send = pp_send_s(device, lay, replica[0][0].hidden_size)(input_len) * (lay.pp - 1)
+        send = pp_send_s(device, lay, replica[0][0].hidden_size)(prompt) * (lay.pp - 1)
     else:
         shard, comm_s, _ = replica[0]
-        gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s)
+        gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s, lay.cp)
         steps = max(output_len - 1, 1)
-        tpot = (gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * input_len / steps)
+        tpot = (gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * prompt / steps)
                 * len(shard.layers) + host_fixed + sequence_host_s * batch)   # predicted_serving's sum
         send = 0.0
     ttft = send + host_fixed + sequence_host_s
     for shard, comm_s, count in replica:
-        pre = ledger.operators(shard, w.replace(batch=1, tokens=input_len, history=0, logits="last"))
-        ttft += count * (predict.pass_time(pre, rates) + (comm_s(input_len) if comm_s else 0.0)
-                         + (sequence_layer_s + prefill_token_layer_s * input_len) * len(shard.layers))
+        pre = ledger.operators(shard, w.replace(batch=1, tokens=prompt, history=before, logits="last"))
+        ttft += count * (predict.pass_time(pre, rates) + (comm_s(prompt) if comm_s else 0.0)
+                         + (sequence_layer_s + prefill_token_layer_s * prompt) * len(shard.layers))
     steps = max(output_len - 1, 1)
     return {"ttft_s": ttft, "tpot_s": tpot,
             "output_tokens_per_s_per_device": batch * output_len / steps / tpot * lay.dp / lay.devices}

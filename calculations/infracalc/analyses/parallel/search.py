@@ -18,7 +18,9 @@ TPOT_REJECTED = "mean TPOT over --tpot-limit at every batch that fits"
 from .records import header, inputs_record, layout_record, memory_record, search_memory, unknown_peak_notes
 
 
-NOT_PREDICTED = "no predicted figure: context parallelism (not modelled yet)"
+NOT_PREDICTED = "no predicted figure: EP under a skewed routing model, or nothing fits the engine's memory"
+CP_NOT_RANKED = ("context parallelism: not ranked by the predicted figure (each CP degree's iteration has "
+                 "its own ledgers; unpruned, they multiply the search's cost)")
 
 
 def predicted(plan, lay):
@@ -172,7 +174,7 @@ def search(plan, devices, *, objective="throughput", tpot_limit=None, top=None, 
 
     def scored(lay):
         if objective == "predicted" and lay.cp > 1:
-            raise Rejected(NOT_PREDICTED)
+            raise Rejected(CP_NOT_RANKED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):
             raise Rejected(TPOT_REJECTED)

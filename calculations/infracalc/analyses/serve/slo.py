@@ -22,7 +22,8 @@ SLO_PREDICTED = (
     "estimate admits at a count, each at its estimate batch B, the largest batch b <= B of the "
     "search's list whose predicted TPOT and TTFT meet the limits; the answer is the best by "
     "predicted output tokens/s per device (its estimate and lower bounds at b meet the limits too); "
-    "a count whose candidates the prediction does not model at all (CP only) is judged by "
+    "a count whose candidates the prediction does not model at all (EP under a skewed routing "
+    "model only) is judged by "
     "the estimate, said so; a count the estimate rejects is not tried.")
 
 SLO_CONVENTION = (
@@ -73,7 +74,7 @@ def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
     search's list whose predicted TPOT is within the limit, kept when its predicted TTFT is
     too; ranked by predicted output tokens/s per device (the estimate batch's lower bounds and
     estimate meet the limits, so every figure of the answer does). Only when the prediction models
-    none of the candidates (CP) is the estimate's best taken, said so; {'meets': False,
+    none of the candidates (EP under a skewed routing model) is the estimate's best taken, said so; {'meets': False,
     ...} when modelled candidates exist and none meets the predicted limits; None when no layout
     meets the TTFT limit (the caller reports why)."""
     from ..efficiency.serving import predicted_at_batch
@@ -195,7 +196,9 @@ PREDICTED_CONVENTION = (
     "under pipeline parallelism pp micro-batches in flight (pp x the slowest stage's time for "
     "b / pp requests per iteration; TTFT through every stage); under attention data "
     "parallelism with EP the all-to-alls (beside the replica's TP all-reduces); under context "
-    "parallelism: 'not modelled for this layout'.")
+    "parallelism one CP rank's share of each request's cache and prompt, with the merges of its "
+    "partial attention and the K/V ring passes; EP under a skewed routing model: 'not modelled "
+    "for this layout'.")
 
 
 def chosen_predicted(plan, row):
