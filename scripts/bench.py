@@ -185,6 +185,7 @@ COMMANDS = [
     ["budget", "hash-collision", "--flows", "128", "--uplinks", "16", "--format", "json"],
     ["budget", "hash-collision", "--flows", "8", "--uplinks", "32", "--path-delays", "1us,2us,3us,4us,5us,6us,7us,8us",
      "--path-rate", "50GB/s", "--packet-bytes", "4096", "--model", "qwen3-8b", "--tokens", "1024", "--format", "json"],
+    ["budget", "ub-fabric", "--set", "apps_per_host=64", "--format", "json"],
     ["forward", "--model", "qwen3-8b", "--tokens", "129", "--tile", "64x64x128"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",
