@@ -39,6 +39,23 @@ class Formulas(unittest.TestCase):
         self.assertEqual(loss_tail(symbols=4, lost_at_most=2, loss=Fraction(1, 4)), Fraction(243, 256))
         self.assertEqual(repair_symbols(data=1, loss=Fraction(1, 4), target=Fraction(9, 10), extra=1), 3)
 
+    def test_repair_is_the_least_count_meeting_the_target(self):
+        # The bisection's answer against the definition, checked one count at a time: r meets the target
+        # and r - 1 (when r > extra) does not.
+        loss, target = Fraction(1, 5), Fraction(999, 1000)
+        for data in (1, 7, 30):
+            for extra in (0, 1, 4):
+                r = repair_symbols(data=data, loss=loss, target=target, extra=extra)
+                self.assertGreaterEqual(loss_tail(symbols=data + r, lost_at_most=r - extra, loss=loss), target)
+                if r > extra:
+                    self.assertLess(loss_tail(symbols=data + r - 1, lost_at_most=r - 1 - extra, loss=loss), target)
+
+    def test_no_repair_count_is_an_error(self):
+        # Certainty is never reached while a loss has a positive probability: none of the 10 x 1 + 100
+        # counts tried meets a target of 1.
+        with self.assertRaisesRegex(ValueError, "within 110 symbols"):
+            repair_symbols(data=1, loss=Fraction(1, 2), target=Fraction(1), extra=0)
+
 
 BOOK = ["wan-loss", "--rtt", "0.2s", "--knee", "333Mb/s", "--mss", "1448", "--request-bytes", "354640",
         "--model-time", "0.038s"]

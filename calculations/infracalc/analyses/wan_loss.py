@@ -65,13 +65,25 @@ def loss_tail(*, symbols, lost_at_most, loss):
 
 
 def repair_symbols(*, data, loss, target, extra):
-    """The least r >= extra with P(losses among data + r <= r - extra) >= target."""
-    r = extra
-    while loss_tail(symbols=data + r, lost_at_most=r - extra, loss=loss) < target:
-        r += 1
-        if r > 10 * data + 100:
-            raise ValueError(f"no repair count reaches the target {target} within {10 * data + 100} symbols")
-    return r
+    """The least r >= extra with P(losses among data + r <= r - extra) >= target. The probability never
+    falls as r grows (one more symbol adds at most one loss, and one more loss is allowed), so the search
+    doubles the step past `extra` until the target is met, then bisects: O(log r) exact tails, not r."""
+    most = 10 * data + 100
+    limit = max(most, extra)   # the largest r tried (r = extra always is)
+
+    def meets(r):
+        return loss_tail(symbols=data + r, lost_at_most=r - extra, loss=loss) >= target
+
+    short, step = extra - 1, 1   # `short`: the largest r known to fall short (extra - 1: none tried yet)
+    while not meets(min(short + step, limit)):
+        if short + step >= limit:
+            raise ValueError(f"no repair count reaches the target {target} within {most} symbols")
+        short, step = short + step, 2 * step
+    enough = min(short + step, limit)
+    while enough - short > 1:
+        mid = (short + enough) // 2
+        short, enough = (short, mid) if meets(mid) else (mid, enough)
+    return enough
 
 
 def _exact(value):
