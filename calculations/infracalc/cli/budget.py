@@ -150,6 +150,10 @@ KINDS = {
                  "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
     "decision": "a decision request (one forward, answers read at Q positions, no generation) against the LLM "
                 "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
+    "scaling-fit": "a loss law E + A (N/N0)^-alpha + B (D/D0)^-beta fitted to declared training points over a "
+                   "declared exponent grid (least squares per pair): law, fit SSE, holdout RMSE, residuals",
+    "scaling-lifecycle": "candidate sizes at one target loss under the fitted law: tokens, 6ND training and "
+                         "per-call proxy FLOPs at declared prices, cost crossings, the cheapest size per call count",
     "incast": "N - 1 senders into one egress through a free buffer: the feedback delay it allows, the buffer a "
               "one-hop pause and an end-to-end RTT need, a fluid check",
     "wan-loss": "random loss on a long path: the Mathis TCP rate, an ideal BBR goodput, a reliable stream repaired "
@@ -2275,5 +2279,7 @@ from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
 from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401
 from .budget_fabric import _incast, _incast_arguments  # noqa: E402,F401
+from .budget_scaling import _scaling_fit, _scaling_fit_arguments  # noqa: E402,F401
+from .budget_scaling import _scaling_lifecycle, _scaling_lifecycle_arguments  # noqa: E402,F401
 from .budget_fabric import _wan_loss, _wan_loss_arguments  # noqa: E402,F401
 from .budget_fabric import _hash_collision, _hash_collision_arguments  # noqa: E402,F401
