@@ -55,6 +55,9 @@ _HOME = {
     "SCALING_LIFECYCLE_CONVENTIONS": "scaling_lifecycle",
     "WAN_LOSS_CONVENTIONS": "wan_loss",
     "HASH_COLLISION_CONVENTIONS": "hash_collision",
+    "CLOS_CONVENTIONS": "clos_cut",
+    "RAIL_CONVENTIONS": "rail_pairing",
+    "SWITCH_REDUCE_CONVENTIONS": "switch_reduce",
     "TASK_GRAPH_CONVENTIONS": "task_graph",
     "PERSISTENT_CONVENTIONS": "persistent_tiles",
     "FIFO_CONVENTIONS": "slot_pipelines",
@@ -189,6 +192,9 @@ CONVENTIONS = {
     "incast": _lazy("INCAST_CONVENTIONS"),
     "wan-loss": _lazy("WAN_LOSS_CONVENTIONS"),
     "hash-collision": _lazy("HASH_COLLISION_CONVENTIONS"),
+    "clos": _lazy("CLOS_CONVENTIONS"),
+    "rail-pairing": _lazy("RAIL_CONVENTIONS"),
+    "switch-reduce": _lazy("SWITCH_REDUCE_CONVENTIONS"),
     "history": [
         "Published figures only, each row with its source; null = not disclosed there (never filled in). "
         "Proxy work 6ND uses the stated parameter proxy N (a nominal dense size, or the activated "
