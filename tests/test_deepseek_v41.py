@@ -356,6 +356,20 @@ class CED(unittest.TestCase):
             ced = ledger.build(arch, Workload(tokens=tokens, history=history, schedule="ced")).totals
             self.assertEqual(full, ced, (tokens, history))
 
+    def test_decode_prefill(self):
+        """decode --schedule ced: the CED prefill (the book's 143,946,626,891,776 matrix FLOPs), steps unchanged."""
+        from support import run_cli
+        out = {}
+        for schedule in ("ced", "full"):
+            status, text, _ = run_cli("decode", "--model", "deepseek-v4.1-flash", "--input-len", "8192",
+                                      "--output-len", "4", "--schedule", schedule, "--format", "json")
+            self.assertEqual(status, 0)
+            out[schedule] = json.loads(text)
+        p = out["ced"]["prefill"]
+        self.assertEqual(p["linear_flops"] + p["attention_flops_causal"], 143_946_626_891_776)
+        self.assertEqual(out["ced"]["latency"]["tpot_mean_s"], out["full"]["latency"]["tpot_mean_s"])
+        self.assertLess(out["ced"]["latency"]["ttft_s"], out["full"]["latency"]["ttft_s"])
+
     def test_refused_without_a_split(self):
         from support import run_cli
         status, _, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "8", "--schedule", "ced")
