@@ -112,6 +112,16 @@ class BookTotals(unittest.TestCase):
                                  "--matrix-peak", "bf16=989.4T", "--vector-peak", "66.9T", "--format", "json")
         self.assertEqual(json.loads(out)["book_count"]["stages"]["known_serial_stage_max_sum_s"], 0.007268214466114554)
 
+    def test_stages_without_rates(self):
+        # The M4 Max file publishes no BF16 matrix or FP32 vector rate: every stage's known maximum
+        # is 0 s and so are the pooled and serial figures (the book's m4-max-40gpu-128gb), both named.
+        import json
+        code, out, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "1", "--history", "8192",
+                                 "--device", "apple-m4-max", "--scalar-count", "book", "--format", "json")
+        st = json.loads(out)["book_count"]["stages"]
+        self.assertEqual((st["known_global_max_s"], st["known_serial_stage_max_sum_s"], st["unknown_rates"],
+                          st["matrix_s"], set(st["layer_stage_s"])), (0.0, 0.0, ["matrix", "vector"], None, {0.0}))
+
     def test_interface_bytes_of_b1_prefill128(self):
         # The sum of the file's stage interface bytes: input 2,164,992 + 36 x 438,387,200 + head
         # (final norm 2,105,344 + head on the last row 1,244,971,776) = 17,031,181,312.

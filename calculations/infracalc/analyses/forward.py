@@ -72,8 +72,9 @@ def book_stages(arch, w, r):
     each decoder layer in order, the head; each stage's matrix work at the compute format's peak
     and its book scalar count at the vector peak, the stage's time the larger (resources
     overlapped inside a stage; special functions have no rate and are left out, as the book's
-    known-resource figures do); the serial sum of the stages (correctly rounded, math.fsum) beside
-    the pooled maximum."""
+    known-resource figures do, and a resource without a published rate too, named in
+    `unknown_rates`: a stage with none known counts 0 s, as the book prints it); the serial sum of
+    the stages (correctly rounded, math.fsum) beside the pooled maximum."""
     from .roofline import UNKNOWN
     from ..arch import layer_range_label
 
@@ -95,17 +96,17 @@ def book_stages(arch, w, r):
     def seconds(flops, rate):
         return None if flops and rate == UNKNOWN else (flops / rate if flops else 0.0)
 
-    stage_s = []
-    for m, v in work:
-        known = [x for x in (seconds(m, r.matrix_flops_per_s), seconds(v, r.vector_flops_per_s)) if x is not None]
-        stage_s.append(max(known) if known else None)
-    serial = math.fsum(x or 0.0 for x in stage_s)   # correctly rounded, whatever the Python version
-    matrix = seconds(plain_sum((m for m, _ in work), 0), r.matrix_flops_per_s)
-    vector = seconds(plain_sum((v for _, v in work), 0), r.vector_flops_per_s)
-    known = [x for x in (matrix, vector) if x is not None]
+    # each maximum over the resources whose rate is known (0 s when none is: the book's figure)
+    stage_s = [max((x for x in (seconds(m, r.matrix_flops_per_s), seconds(v, r.vector_flops_per_s))
+                    if x is not None), default=0.0) for m, v in work]
+    serial = math.fsum(stage_s)   # correctly rounded, whatever the Python version
+    total_m, total_v = plain_sum((m for m, _ in work), 0), plain_sum((v for _, v in work), 0)
+    matrix, vector = seconds(total_m, r.matrix_flops_per_s), seconds(total_v, r.vector_flops_per_s)
     return {"input_stage_s": stage_s[0], "layer_stage_s": stage_s[1:n + 1], "head_stage_s": stage_s[n + 1],
-            "matrix_s": matrix, "vector_s": vector, "known_global_max_s": max(known) if known else None,
-            "known_serial_stage_max_sum_s": serial}
+            "matrix_s": matrix, "vector_s": vector,
+            "known_global_max_s": max((x for x in (matrix, vector) if x is not None), default=0.0),
+            "known_serial_stage_max_sum_s": serial,
+            "unknown_rates": [name for name, x in (("matrix", matrix), ("vector", vector)) if x is None]}
 
 
 def totals_record(t, bounds, r, predicted=None):

@@ -210,7 +210,8 @@ def book_lines(rec):
             f"Interface bytes (materialized operands): {b['interface_bytes']:,}. Stages (input, "
             f"{len(st['layer_stage_s'])} layers, head), each the larger of matrix and scalar time: serial sum "
             f"{fmt(st['known_serial_stage_max_sum_s'])}; pooled: matrix {fmt(st['matrix_s'])}, scalar "
-            f"{fmt(st['vector_s'])}, larger {fmt(st['known_global_max_s'])}."]
+            f"{fmt(st['vector_s'])}, larger {fmt(st['known_global_max_s'])}"
+            + (f" (no rate for: {', '.join(st['unknown_rates'])}; their work is left out)." if st["unknown_rates"] else ".")]
 
 
 def kda_lines(k):
