@@ -152,6 +152,8 @@ KINDS = {
                 "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
     "ub-fabric": "Unified Bus against RoCE from declared state sizes and phase latencies: endpoint state, context "
                  "cache spill, a 64 B read's round trip, hosts per cache, setup, request rate, silicon share",
+    "sm-occupancy": "one GEMM tile's kernel on one SM (compute capability 9.0 limits): resident blocks and warps, "
+                    "the binding limit, loads in flight against a declared latency, MMA instructions per tile",
     "scaling-fit": "a loss law E + A (N/N0)^-alpha + B (D/D0)^-beta fitted to declared training points over a "
                    "declared exponent grid (least squares per pair): law, fit SSE, holdout RMSE, residuals",
     "scaling-lifecycle": "candidate sizes at one target loss under the fitted law: tokens, 6ND training and "
@@ -2306,3 +2308,4 @@ from .budget_fabric import _hash_collision, _hash_collision_arguments  # noqa: E
 from .budget_ub import _ub_fabric, _ub_fabric_arguments  # noqa: E402,F401
 from .budget_fabric import _clos, _clos_arguments, _rail_pairing, _rail_pairing_arguments  # noqa: E402,F401
 from .budget_fabric import _switch_reduce, _switch_reduce_arguments  # noqa: E402,F401
+from .budget_sm import _sm_occupancy, _sm_occupancy_arguments  # noqa: E402,F401
