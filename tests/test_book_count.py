@@ -92,6 +92,36 @@ class BookTotals(unittest.TestCase):
                 c = json.loads(out)["book_count"]
                 self.assertEqual((c["scalar_flops"],) + tuple(c["special_ops"][k] for k in keys), want)
 
+    def test_stage_seconds_of_b1_prefill128(self):
+        # The book's rates (989.4 / 66.9 TFLOP/s): input 8,192 scalar / 66.9T, 36 layers of
+        # 49,527,390,208 matrix / 989.4T (their 17,179,904 scalar take less), head 1,244,659,712 / 989.4T;
+        # a correctly rounded sum, 0.0018033462991241512 s; pooled 1,784,230,707,200 / 989.4T.
+        import json
+        import math
+        code, out, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "128", "--scalar-count", "book",
+                                 "--matrix-peak", "bf16=989.4T", "--vector-peak", "66.9T", "--format", "json")
+        st = json.loads(out)["book_count"]["stages"]
+        by_hand = math.fsum([8_192 / 66.9e12] + [49_527_390_208 / 989.4e12] * 36 + [1_244_659_712 / 989.4e12])
+        self.assertEqual((st["known_serial_stage_max_sum_s"], st["known_global_max_s"]),
+                         (by_hand, 1_784_230_707_200 / 989.4e12))
+        self.assertEqual((by_hand, st["matrix_s"]), (0.0018033462991241512, 0.0018033461766727309))
+        self.assertEqual((st["input_stage_s"], st["layer_stage_s"][0]), (8_192 / 66.9e12, 49_527_390_208 / 989.4e12))
+        # b1-prefill512: the correctly rounded serial sum is the book's 0.007268214466114554 (left-to-right
+        # float addition gives ...556).
+        code, out, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "512", "--scalar-count", "book",
+                                 "--matrix-peak", "bf16=989.4T", "--vector-peak", "66.9T", "--format", "json")
+        self.assertEqual(json.loads(out)["book_count"]["stages"]["known_serial_stage_max_sum_s"], 0.007268214466114554)
+
+    def test_stages_without_rates(self):
+        # The M4 Max file publishes no BF16 matrix or FP32 vector rate: every stage's known maximum
+        # is 0 s and so are the pooled and serial figures (the book's m4-max-40gpu-128gb), both named.
+        import json
+        code, out, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "1", "--history", "8192",
+                                 "--device", "apple-m4-max", "--scalar-count", "book", "--format", "json")
+        st = json.loads(out)["book_count"]["stages"]
+        self.assertEqual((st["known_global_max_s"], st["known_serial_stage_max_sum_s"], st["unknown_rates"],
+                          st["matrix_s"], set(st["layer_stage_s"])), (0.0, 0.0, ["matrix", "vector"], None, {0.0}))
+
     def test_interface_bytes_of_b1_prefill128(self):
         # The sum of the file's stage interface bytes: input 2,164,992 + 36 x 438,387,200 + head
         # (final norm 2,105,344 + head on the last row 1,244,971,776) = 17,031,181,312.

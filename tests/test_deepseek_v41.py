@@ -356,11 +356,56 @@ class CED(unittest.TestCase):
             ced = ledger.build(arch, Workload(tokens=tokens, history=history, schedule="ced")).totals
             self.assertEqual(full, ced, (tokens, history))
 
+    def test_decode_prefill(self):
+        """decode --schedule ced: the CED prefill (the book's 143,946,626,891,776 matrix FLOPs), steps unchanged."""
+        from support import run_cli
+        out = {}
+        for schedule in ("ced", "full"):
+            status, text, _ = run_cli("decode", "--model", "deepseek-v4.1-flash", "--input-len", "8192",
+                                      "--output-len", "4", "--schedule", schedule, "--format", "json")
+            self.assertEqual(status, 0)
+            out[schedule] = json.loads(text)
+        p = out["ced"]["prefill"]
+        self.assertEqual(p["linear_flops"] + p["attention_flops_causal"], 143_946_626_891_776)
+        self.assertEqual(out["ced"]["latency"]["tpot_mean_s"], out["full"]["latency"]["tpot_mean_s"])
+        self.assertLess(out["ced"]["latency"]["ttft_s"], out["full"]["latency"]["ttft_s"])
+
     def test_refused_without_a_split(self):
         from support import run_cli
         status, _, err = run_cli("forward", "--model", "qwen3-8b", "--tokens", "8", "--schedule", "ced")
         self.assertEqual(status, 2)
         self.assertIn("no CED encoder/decoder split", err)
+
+
+class FlashMLARow(unittest.TestCase):
+    """flashmla-v4: FlashMLA's DeepSeek-V4 cache row, 448 FP8 NoPE + 64 BF16 RoPE values + 8 B of scales
+    and padding = 584 B per 512 values (the book's V4.1 research note). The book's kv-comparison-n8192-b1
+    V4-Flash production row: global history 21 x 2,048 x (584 + 68) + 20 x 64 x 584 = 28,788,736 B
+    (3,514.25 B per token), window 43 x 128 x 584 = 3,214,336 B; one query at N = 8192 reads 10,241,024 B
+    of window, HCA and selected rows and 21 x 2,048 x 68 = 2,924,544 B of index keys."""
+
+    K = "bf16,window=flashmla-v4,entry=flashmla-v4,index=mxfp4"
+
+    def test_row(self):
+        from infracalc.errors import UserError
+        d = dtype("flashmla-v4")
+        self.assertEqual((d.nbytes_flat(512), d.nbytes_flat(1024)), (584, 1168))
+        for bad in (lambda: d.nbytes_flat(128), lambda: d.nbytes((4, 512))):
+            with self.assertRaises(UserError):
+                bad()
+
+    def test_book_v4_flash_production(self):
+        arch = load_model("deepseek-v4-flash")
+        k = dtype(self.K)
+        from infracalc.blocks.compressed_attention import Compressor, WindowAttention
+        blocks = [b for layer in arch.layers for b in layer.blocks]
+        self.assertEqual(sum(b.kv_bytes_per_token(k) * b.kv_tokens(8192) for b in blocks
+                             if isinstance(b, Compressor)), 28_788_736)
+        self.assertEqual(sum(b.kv_bytes_per_token(k) * b.kv_tokens(8192) for b in blocks
+                             if isinstance(b, WindowAttention)), 3_214_336)
+        ops = ledger.build(arch, Workload(tokens=1, history=8191, kv_dtype=k)).ops
+        self.assertEqual(sum(o.kv_read for o in ops if o.name.startswith("attn_qk")), 10_241_024)
+        self.assertEqual(sum(o.kv_read for o in ops if o.name.endswith("indexer.scores")), 2_924_544)
 
 
 class DecodeSums(unittest.TestCase):

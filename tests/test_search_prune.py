@@ -150,6 +150,8 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
         ("llama-3.1-8b", "h100-sxm", 64, 4096, 256, {"zero": 3}),
     ]
 
+    OBJECTIVE = "step"
+
     def search(self, model, device, n, seq, gb, setup, top, prune=True):
         from infracalc import comm
         from infracalc.analyses import train
@@ -160,7 +162,8 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
             comm.prunable = lambda links: False
         try:
             return train.search(load_model(model), Workload(batch=1, tokens=seq, logits="all"), dev,
-                                train.Setup(**setup), devices=n, global_batch=gb, links=comm.links(dev), top=top)
+                                train.Setup(**setup), devices=n, global_batch=gb, links=comm.links(dev), top=top,
+                                objective=self.OBJECTIVE)
         finally:
             comm.prunable = prunable
 
@@ -173,6 +176,14 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
                     want = dict(full, top=full["top"][:top], inputs=dict(full["inputs"], top=top))
                     self.assertEqual(self.search(model, device, n, seq, gb, setup, top), want)
 
+    STRIDE, AT_LEAST = 3, 3   # every STRIDE-th candidate layout; more than AT_LEAST checked per case
+
+    def floor_and_exact(self, arch, w, lay, dev, s, links, mem):
+        """(the search's floor, the value it bounds) of one layout: the step time's here."""
+        from infracalc.analyses import train, train_time
+        return (train_time.step_floor(arch, w, lay, dev, **train.recipe_options(s, links, mem)),
+                train.step_of(arch, w, lay, dev, s, links=links, mem=mem).step_s)
+
     def test_floor_never_above_the_step_time(self):
         from infracalc import comm
         from infracalc.analyses import train, train_time
@@ -181,7 +192,7 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
             arch, dev, s = load_model(model), load_device(device), train.Setup(**setup)
             w, links = Workload(batch=1, tokens=seq, logits="all"), comm.links(load_device(device))
             checked = 0
-            for lay in placement.candidate_layouts(arch, n)[::3]:
+            for lay in placement.candidate_layouts(arch, n)[::self.STRIDE]:
                 m = train.micro_batches(gb, 1, lay.dp)
                 if isinstance(m, str) or lay.cp > 1:
                     continue
@@ -191,14 +202,11 @@ class TrainPrunedSearchEqualsUnpruned(unittest.TestCase):
                     train_time.check_schedule(arch, lay, s.schedule, s.chunks)
                 except Exception:
                     continue
-                mem = train.stage_memory(arch, w, lay, s)
-                opts = train.recipe_options(s, links, mem)
-                floor = train_time.step_floor(arch, w, lay, dev, **opts)
-                exact = train.step_of(arch, w, lay, dev, s, links=links, mem=mem).step_s
+                floor, exact = self.floor_and_exact(arch, w, lay, dev, s, links, train.stage_memory(arch, w, lay, s))
                 self.assertLessEqual(floor, exact * (1 + 1e-12), (model, lay, setup))
                 self.assertGreater(floor, 0, (model, lay, setup))   # not vacuous
                 checked += 1
-            self.assertGreater(checked, 3, (model, setup))
+            self.assertGreater(checked, self.AT_LEAST, (model, setup))
 
     def test_floor_charges_every_layer_collective_the_step_charges(self):
         # The floor's layer collectives (train_time.layer_comm_s x each layer's count) equal the
@@ -331,44 +339,13 @@ class TrainPredictedPrunedSearchEqualsUnpruned(TrainPrunedSearchEqualsUnpruned):
                                                       "recompute": "full"}),
     ]
 
-    def search(self, model, device, n, seq, gb, setup, top, prune=True):
-        from infracalc import comm
+    OBJECTIVE = "predicted"
+
+    STRIDE, AT_LEAST = 2, 1
+
+    def floor_and_exact(self, arch, w, lay, dev, s, links, mem):
+        """(the predicted step's floor, the predicted step) of one layout."""
         from infracalc.analyses import train
-
-        dev = load_device(device)
-        prunable = comm.prunable
-        if not prune:
-            comm.prunable = lambda links: False
-        try:
-            return train.search(load_model(model), Workload(batch=1, tokens=seq, logits="all"), dev,
-                                train.Setup(**setup), devices=n, global_batch=gb, links=comm.links(dev), top=top,
-                                objective="predicted")
-        finally:
-            comm.prunable = prunable
-
-    def test_floor_never_above_the_step_time(self):
-        from infracalc import comm
-        from infracalc.analyses import train, train_time
         from infracalc.analyses.efficiency.training import predicted_floor, predicted_step
-
-        for model, device, n, seq, gb, setup in self.CASES:
-            arch, dev, s = load_model(model), load_device(device), train.Setup(**setup)
-            w, links = Workload(batch=1, tokens=seq, logits="all"), comm.links(load_device(device))
-            checked = 0
-            for lay in placement.candidate_layouts(arch, n)[::2]:
-                m = train.micro_batches(gb, 1, lay.dp)
-                if isinstance(m, str) or lay.cp > 1:
-                    continue
-                lay = lay.replace(micro_batches=m, sp=lay.tp > 1)
-                try:
-                    placement.validate(arch, lay)
-                    train_time.check_schedule(arch, lay, s.schedule, s.chunks)
-                except Exception:
-                    continue
-                opts = train.recipe_options(s, links, train.stage_memory(arch, w, lay, s))
-                floor = predicted_floor(arch, w, lay, dev, **opts)
-                exact = predicted_step(arch, w, lay, dev, **opts)[0]
-                self.assertLessEqual(floor, exact * (1 + 1e-12), (model, lay, setup))
-                self.assertGreater(floor, 0, (model, lay, setup))
-                checked += 1
-            self.assertGreater(checked, 1, model)
+        opts = train.recipe_options(s, links, mem)
+        return predicted_floor(arch, w, lay, dev, **opts), predicted_step(arch, w, lay, dev, **opts)[0]

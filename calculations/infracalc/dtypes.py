@@ -36,6 +36,8 @@ class Dtype(Record):
     peak: str = ""             # key of the device's matrix peak this format computes at
     description: str = ""
     caches: tuple = ()         # a KV-cache format only: ((kind, Dtype), ...) for caches of those kinds
+    row_values: int = 0        # a fixed cache-row layout (ROW_FORMATS): rows of exactly this many values ...
+    row_bytes: int = 0         # ... of this many bytes each
 
     def for_cache(self, kind):
         """The format of the cache rows of `kind` (CACHE_KINDS): an override of a composite
@@ -47,6 +49,8 @@ class Dtype(Record):
 
     def nbytes(self, shape):
         """Exact bytes of a tensor of this shape, scales included."""
+        if self.row_values:
+            raise UserError(f"{self.name} is a cache-row layout ({self.description}), not a tensor format")
         n = 1
         for d in shape:
             n *= d
@@ -65,6 +69,10 @@ class Dtype(Record):
         """Bytes of n values that are one row of a larger tensor (a token's
         activations or KV-cache entry): group scales counted; a per-tensor
         scale is not, being one per layer's whole cache, not one per row."""
+        if self.row_values:
+            if n % self.row_values:
+                raise UserError(f"{self.name} keeps rows of {self.row_values} values, not {n} ({self.description})")
+            return n // self.row_values * self.row_bytes
         if not self.group:   # no group scales (a block scale needs two dimensions): ceil(n * bits / 8)
             return ceil_div(n * self.bits, 8)
         return self.nbytes((n,)) - self.tensor_scale_bytes if n else 0
@@ -124,6 +132,15 @@ DTYPES = {d.name: d for d in (
            description="MXFP4: E2M1 + one E8M0 scale per 32 values (OCP MX v1.0)"),
     scaled("fp4", group=16, scale="e4m3", name="nvfp4", tensor_scale_bytes=4,
            description="NVFP4: E2M1 + one E4M3 scale per 16 values + one FP32 per tensor"),
+)}
+
+# Fixed cache-row layouts (a KV format only, e.g. a composite's `entry=`): bits is the
+# layout's mean bits per value, for messages; the bytes are the row's.
+ROW_FORMATS = {d.name: d for d in (
+    Dtype("flashmla-v4", 9, peak="fp8", row_values=512, row_bytes=584,
+          description="FlashMLA's DeepSeek-V4 KV row: 448 FP8 E4M3 NoPE values + 64 BF16 RoPE values + 8 B of "
+                      "scales and padding = 584 B per 512 values (deepseek-ai/FlashMLA README at 07a10898, "
+                      "as bojieli/ai-infra-book's V4.1 research note quotes it)"),
 )}
 
 # Formats a checkpoint keeps a non-weight tensor in (Tensor.stored), never a --weight-dtype:
@@ -196,6 +213,8 @@ def dtype(name):
     either case, or another tool's spelling in SPELLINGS); an unknown name is a UserError."""
     if name in DTYPES:
         return DTYPES[name]
+    if name in ROW_FORMATS:
+        return ROW_FORMATS[name]
     if "," in name:
         if name not in _CACHE:
             remember(_CACHE, _CACHE_KEPT, name, cache_formats(name))
@@ -221,5 +240,6 @@ def format_help():
     return ("formats: " + ", ".join(DTYPES) + "; any BASE-gG[-SCALE] (one SCALE per G values "
             f"along a row, SCALE default {DEFAULT_GROUP_SCALE}) or BASE-bB[-SCALE] (one per BxB "
             f"block, default {DEFAULT_BLOCK_SCALE}), SCALE one of {', '.join(SCALES)}; a KV format may be "
-            f"BASE,KIND=FORMAT,... (KIND one of {', '.join(CACHE_KINDS)}: DeepSeek-V4/V4.1 cache rows). "
+            f"BASE,KIND=FORMAT,... (KIND one of {', '.join(CACHE_KINDS)}: DeepSeek-V4/V4.1 cache rows; FORMAT "
+            f"also a row layout: {', '.join(ROW_FORMATS)}). "
             "The book's tables use: " + "; ".join(BOOK_FORMATS) + ".")

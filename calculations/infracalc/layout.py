@@ -227,13 +227,18 @@ def stage_sizes(n, pp, pp_layers=()):
 
 
 def stages(arch, layout):
-    """[Stage] contiguous layer ranges; stage 0 holds the embedding, the last the head."""
-    out, lo = [], 0
-    sizes = stage_sizes(len(arch.layers), layout.pp, layout.pp_layers)
-    for s, size in enumerate(sizes):
-        out.append(Stage(s, lo, lo + size, s == 0, s == len(sizes) - 1))
-        lo += size
-    return out
+    """(Stage, ...) contiguous layer ranges; stage 0 holds the embedding, the last the head.
+    Memoized by what they depend on (the layer count, pp and the stage sizes): a command asks
+    for a layout's stages from several analyses, and equal stages are then the same records."""
+    def make():
+        out, lo = [], 0
+        sizes = stage_sizes(len(arch.layers), layout.pp, layout.pp_layers)
+        for s, size in enumerate(sizes):
+            out.append(Stage(s, lo, lo + size, s == 0, s == len(sizes) - 1))
+            lo += size
+        return tuple(out)
+
+    return memo(("stages", len(arch.layers), layout.pp, layout.pp_layers), make)
 
 
 def stage_layers(arch, lo, hi):

@@ -16,8 +16,16 @@ H = P + floor(s / 2), each step max(F_step / (peak e_c), (weights + KV read) / (
 Price: USD = GPU-seconds x (price per GPU-hour / 3600); per million input tokens x 10^6 / P; a declared list
 price L per million input tokens gives L P / 10^6 per request and its ratio to the decision path's floor.
 
+A second model's decision path (the book: DeepSeek-V4.1-Flash under its CED schedule) is priced the same way
+from its own prefill's matrix FLOPs F' (its ledger, its head at the last position only): GPU-seconds
+F' / (peak e_c), its $ per million input tokens, F' / F and the list price over that floor. An escalation
+price E per request (what the request costs on the LLM it would escalate to) gives the escalation share
+that doubles the cost, L P / 10^6 / E: the fraction of requests that may escalate before the bill doubles.
+
 Worked case: F = 10^12 FLOPs at peak 10^15 and e_c = 1/2 take 1/500 s of compute; 10^10 weight bytes at
 10^12 B/s and e_b = 1/2 take 1/50 s; the latency is 1/50 s, the GPU-seconds 1/500, at $2 an hour 1/900,000 $.
+A second model with F' = 3/2 10^12 takes 3/1000 GPU-seconds, 1/600,000 $, F' / F = 3/2; with P = 1000 and
+L = 1 $/M the list price 1/1000 $ is 600 times that floor, and E = 1/20 $ gives an escalation share 1/50.
 """
 
 from fractions import Fraction
@@ -39,8 +47,10 @@ def step_seconds(flops, read_bytes, compute_rate, byte_rate):
 
 def decision_request(*, input_tokens, questions, prefill_flops, head_flops, weight_bytes, llm_steps, decode_batch,
                      peak, bandwidth, compute_efficiency, memory_efficiency, price_per_gpu_hour,
-                     list_price_per_million=None):
-    """llm_steps: [(G, H, (FLOPs, read bytes) at batch 1, (FLOPs, read bytes) at the decode batch)]."""
+                     list_price_per_million=None, compare=None, escalation_price=None):
+    """llm_steps: [(G, H, (FLOPs, read bytes) at batch 1, (FLOPs, read bytes) at the decode batch)];
+    compare: None or {"model", "schedule", "matrix_flops"} of a second model's decision prefill;
+    escalation_price: None or the declared USD per request of the LLM escalated to (needs the list price)."""
     compute_rate, byte_rate = peak * compute_efficiency, bandwidth * memory_efficiency
     flops = prefill_flops + (questions - 1) * head_flops
     compute, memory = Fraction(flops) / compute_rate, Fraction(weight_bytes) / byte_rate
@@ -55,6 +65,19 @@ def decision_request(*, input_tokens, questions, prefill_flops, head_flops, weig
     if list_price_per_million is not None:
         listed = list_price_per_million * input_tokens / 10**6
         out.update({**_pair("list_usd_per_request", listed, 12), **_pair("list_over_decision_floor", listed / usd, 9)})
+    if compare is not None:
+        other = Fraction(compare["matrix_flops"]) / compute_rate
+        other_usd = _money(other, price_per_gpu_hour)
+        out.update({"compare_model": compare["model"], "compare_schedule": compare["schedule"],
+                    "compare_matrix_flops": compare["matrix_flops"], **_pair("compare_gpu_s", other, 9),
+                    **_pair("compare_usd", other_usd, 12),
+                    **_pair("compare_usd_per_million_input", other_usd * 10**6 / input_tokens, 9),
+                    **_pair("compare_flops_over_decision", Fraction(compare["matrix_flops"], flops), 9)})
+        if list_price_per_million is not None:
+            out.update(_pair("list_over_compare_floor", listed / other_usd, 9))
+    if escalation_price is not None:
+        out.update({**_pair("escalation_usd_per_request", escalation_price, 12),
+                    **_pair("escalation_share_doubling_cost", listed / escalation_price, 9)})
     rows = []
     for total, history, single, batched in llm_steps:
         steps = total - 1
@@ -81,6 +104,11 @@ DECISION_CONVENTIONS = [
     "LLM path: the same prefill, then G - 1 decode steps at the midpoint history P + floor((G - 1) / 2), "
     "each step max(compute, (weights + KV read, the new key included) / effective bandwidth); latency at "
     "batch 1, GPU-seconds at the declared decode batch shared by its requests.",
-    "Prices are declared: a rental price per GPU-hour and an optional list price per million input tokens; "
-    "not quotes. No quality, queueing, batching gain of the prefill or other model's path is modelled.",
+    "Compared model (optional): its own decision prefill (its ledger, under the named schedule, the head at the "
+    "last position only), priced as GPU-seconds = matrix FLOPs / (bf16 dense peak x compute efficiency) on the "
+    "same device: a compute share only (no single-device latency: its weights need not fit one device).",
+    "Prices are declared: a rental price per GPU-hour, an optional list price per million input tokens and an "
+    "optional escalation price per request (the LLM a decision escalates to); not quotes. Escalation share that "
+    "doubles the cost = list price per request / escalation price. No quality, queueing or batching gain of the "
+    "prefill is modelled.",
 ]

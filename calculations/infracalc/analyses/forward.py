@@ -1,5 +1,7 @@
 """`forward`: the per-operator ledger of one pass with roofline times on a device."""
 
+import math
+
 from .. import ledger
 from .records import SCHEMA_VERSION, conventions, device_record, model_record, workload_record
 from .efficiency.predict import PREDICTION_CONVENTION, achievable, op_time, pass_time, rates_record
@@ -62,6 +64,49 @@ def book_count_record(arch, ops):
     return {"scalar_flops": plain_sum((op.book_scalar for op in ops), 0),
             "special_ops": dict(sorted(specials.items())),
             "interface_bytes": plain_sum((op.bytes_moved + op.book_extra_bytes for op in ops), 0)}
+
+
+def book_stages(arch, w, r):
+    """--scalar-count book: the book's serial-stage resource view of the pass (its
+    stage-resource files' compute_only_bounds): stages = the input (rows before the layers),
+    each decoder layer in order, the head; each stage's matrix work at the compute format's peak
+    and its book scalar count at the vector peak, the stage's time the larger (resources
+    overlapped inside a stage; special functions have no rate and are left out, as the book's
+    known-resource figures do, and a resource without a published rate too, named in
+    `unknown_rates`: a stage with none known counts 0 s, as the book prints it); the serial sum of
+    the stages (correctly rounded, math.fsum) beside the pooled maximum."""
+    from .roofline import UNKNOWN
+    from ..arch import layer_range_label
+
+    rows = ledger.operators(arch, w, per_layer=True)
+    labels = {layer_range_label(idx): idx for _, _, idx in arch.block_groups()}
+    n = len(arch.layers)
+    work = [[0, 0] for _ in range(n + 2)]   # [matrix, scalar]: input, layers 0..n-1, head
+    seen_layer = False
+    for op in rows:
+        if op.layers == "-":
+            stage = [n + 1] if seen_layer else [0]
+        else:
+            seen_layer = True
+            stage = [i + 1 for i in labels[op.layers]]
+        for s in stage:
+            work[s][0] += op.matrix_flops
+            work[s][1] += op.book_scalar
+
+    def seconds(flops, rate):
+        return None if flops and rate == UNKNOWN else (flops / rate if flops else 0.0)
+
+    # each maximum over the resources whose rate is known (0 s when none is: the book's figure)
+    stage_s = [max((x for x in (seconds(m, r.matrix_flops_per_s), seconds(v, r.vector_flops_per_s))
+                    if x is not None), default=0.0) for m, v in work]
+    serial = math.fsum(stage_s)   # correctly rounded, whatever the Python version
+    total_m, total_v = plain_sum((m for m, _ in work), 0), plain_sum((v for _, v in work), 0)
+    matrix, vector = seconds(total_m, r.matrix_flops_per_s), seconds(total_v, r.vector_flops_per_s)
+    return {"input_stage_s": stage_s[0], "layer_stage_s": stage_s[1:n + 1], "head_stage_s": stage_s[n + 1],
+            "matrix_s": matrix, "vector_s": vector,
+            "known_global_max_s": max((x for x in (matrix, vector) if x is not None), default=0.0),
+            "known_serial_stage_max_sum_s": serial,
+            "unknown_rates": [name for name, x in (("matrix", matrix), ("vector", vector)) if x is None]}
 
 
 def totals_record(t, bounds, r, predicted=None):
@@ -188,7 +233,7 @@ def forward(arch, w, device, compute_efficiency=1.0, memory_efficiency=1.0, per_
         "operators": [{**operator_record(op, b, rates), **(book_record(op) if book else {})}
                       for op, b in zip(rows, row_bounds)],
         "totals": totals_record(L.totals, bounds, r, pass_time(L.ops, rates) if rates else None),
-        **({"book_count": book_count_record(arch, L.ops)} if book else {}),
+        **({"book_count": {**book_count_record(arch, L.ops), "stages": book_stages(arch, w, r)}} if book else {}),
         "memory": memory_record(L.totals, device),
         "prediction": rates_record(rates) if rates else None,
         **({"attn_res": stack} if stack else {}),

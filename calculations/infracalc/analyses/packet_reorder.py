@@ -21,49 +21,64 @@ from ..splits import ceil_div
 NS = 10**9
 
 
-def packet_reorder(*, payload_bytes, packet_bytes, path_delays_ns, path_rate, lost=(), recovery_ns=0):
+def packet_reorder(*, payload_bytes, packet_bytes, path_delays_ns, path_rate, lost=(), recovery_ns=0, detail=True):
+    """detail=False leaves out the per-packet transmissions and receive events (the totals only)."""
+    # Times are kept as integers in ticks of 1 / path_rate ns (every figure below is a whole number of them:
+    # a packet's serialization is size x 10^9 ticks), and printed as exact fractions of ns.
     n = ceil_div(payload_bytes, packet_bytes)
     sizes = [min(packet_bytes, payload_bytes - i * packet_bytes) for i in range(n)]
     k = len(path_delays_ns)
-    free = [Fraction(0)] * k
+    delays = [d * path_rate for d in path_delays_ns]
+    lost = set(lost)
+    free = [0] * k
     ends, arrivals, sends = [], [], []
+
+    def ns(ticks):
+        return str(Fraction(ticks, path_rate))
 
     def send(i, ready, resend):
         path = i % k
         start = max(free[path], ready)
-        end = free[path] = start + Fraction(sizes[i] * NS, path_rate)
+        end = free[path] = start + sizes[i] * NS
         dropped = not resend and i in lost
         if not dropped:
-            arrivals.append((end + path_delays_ns[path], i))
-        sends.append({"packet": i, "path": path, "resend": resend, "lost": dropped, "start_ns": str(start),
-                      "end_ns": str(end), "arrival_ns": None if dropped else str(end + path_delays_ns[path])})
+            arrivals.append((end + delays[path], i))
+        if detail:
+            sends.append({"packet": i, "path": path, "resend": resend, "lost": dropped, "start_ns": ns(start),
+                          "end_ns": ns(end), "arrival_ns": None if dropped else ns(end + delays[path])})
         return end
 
     for i in range(n):
-        ends.append(send(i, Fraction(0), False))
-    for i in sorted(lost, key=lambda i: (ends[i] + recovery_ns, i)):
-        send(i, ends[i] + recovery_ns, True)
+        ends.append(send(i, 0, False))
+    recovery = recovery_ns * path_rate
+    for i in sorted(lost, key=lambda i: (ends[i] + recovery, i)):
+        send(i, ends[i] + recovery, True)
+    at = {}
+    for a, i in arrivals:
+        at.setdefault(a, []).append(i)
     pending, events, delivered = set(), [], []
-    nxt, retained, peak, peak_packets, area, last = 0, 0, 0, 0, Fraction(0), Fraction(0)
-    for t in sorted({a for a, _ in arrivals}):
+    nxt, retained, peak, peak_packets, area, last = 0, 0, 0, 0, 0, 0
+    for t in sorted(at):
         area += retained * (t - last)
-        pending.update(i for a, i in arrivals if a == t)
+        pending.update(at[t])
+        retained += sum(sizes[i] for i in at[t])
         released = []
         while nxt in pending:
             pending.remove(nxt)
+            retained -= sizes[nxt]
             released.append(nxt)
             nxt += 1
         delivered += [t] * len(released)
-        retained = sum(sizes[i] for i in pending)
         peak, peak_packets, last = max(peak, retained), max(peak_packets, len(pending)), t
-        events.append({"time_ns": str(t), "arrived": sorted(i for a, i in arrivals if a == t), "released": released,
-                       "retained_bytes": retained})
+        if detail:
+            events.append({"time_ns": ns(t), "arrived": sorted(at[t]), "released": released,
+                           "retained_bytes": retained})
     resent = sum(sizes[i] for i in lost)
     return {
         "payload_bytes": payload_bytes, "packets": n, "retransmitted_bytes": resent, "sent_bytes": payload_bytes + resent,
         "suffix_replay_bytes": sum(sizes[min(lost):]) if lost else 0,
-        "peak_retained_bytes": peak, "peak_retained_packets": peak_packets, "retained_area_byte_ns": str(area),
-        "first_delivery_ns": str(delivered[0]), "completion_ns": str(delivered[-1]),
+        "peak_retained_bytes": peak, "peak_retained_packets": peak_packets, "retained_area_byte_ns": ns(area),
+        "first_delivery_ns": ns(delivered[0]), "completion_ns": ns(delivered[-1]),
         "receive_events": events, "transmissions": sends,
     }
 

@@ -70,25 +70,25 @@ def loss_tail(*, symbols, lost_at_most, loss):
 
 
 def repair_symbols(*, data, loss, target, extra):
-    """The least r >= extra with P(losses among data + r <= r - extra) >= target.
+    """The least r >= extra with P(losses among data + r <= r - extra) >= target. The probability never
+    falls as r grows (one more symbol adds at most one loss, and one more loss is allowed), so the search
+    doubles the step past `extra` until the target is met, then bisects: O(log r) exact tails, not r."""
+    most = 10 * data + 100
+    limit = max(most, extra)   # the largest r tried (r = extra always is)
 
-    One more repair symbol adds a symbol and a tolerated loss: with X_N the losses among N symbols,
-    P(X_(N+1) <= m + 1) = P(X_N <= m) + (1 - p) P(X_N = m + 1), and P(X_(N+1) = m + 2) =
-    P(X_N = m + 1) x p (N + 1) / ((m + 2) (1 - p)). Each step adds one binomial term, all kept exact as
-    integers over b^N for p = a / b, instead of summing the tail afresh."""
-    a, b = loss.numerator, loss.denominator
-    r, symbols = extra, data + extra
-    scale = b ** symbols                                # b^N
-    tail = (b - a) ** symbols                           # P(X_N <= 0) x b^N
-    term = symbols * a * (b - a) ** (symbols - 1)       # P(X_N = 1) x b^N
-    while tail * target.denominator < target.numerator * scale:
-        m = r - extra                                   # tolerated losses before the step
-        tail = tail * b + (b - a) * term
-        term = term * (symbols + 1) * a // (m + 2)      # C(N+1, m+2) a^(m+2) (b-a)^(N-m-1), exact
-        r, symbols, scale = r + 1, symbols + 1, scale * b
-        if r > 10 * data + 100:
-            raise ValueError(f"no repair count reaches the target {target} within {10 * data + 100} symbols")
-    return r
+    def meets(r):
+        return loss_tail(symbols=data + r, lost_at_most=r - extra, loss=loss) >= target
+
+    short, step = extra - 1, 1   # `short`: the largest r known to fall short (extra - 1: none tried yet)
+    while not meets(min(short + step, limit)):
+        if short + step >= limit:
+            raise ValueError(f"no repair count reaches the target {target} within {most} symbols")
+        short, step = short + step, 2 * step
+    enough = min(short + step, limit)
+    while enough - short > 1:
+        mid = (short + enough) // 2
+        short, enough = (short, mid) if meets(mid) else (mid, enough)
+    return enough
 
 
 def _exact(value):

@@ -150,10 +150,28 @@ KINDS = {
                  "stage's steady and isolated time, pool demands, serial and ideal-pipeline bounds",
     "decision": "a decision request (one forward, answers read at Q positions, no generation) against the LLM "
                 "path on one device: GPU-seconds, latency, cost at a declared price, against a list price",
+    "ub-fabric": "Unified Bus against RoCE from declared state sizes and phase latencies: endpoint state, context "
+                 "cache spill, a 64 B read's round trip, hosts per cache, setup, request rate, silicon share",
+    "sm-occupancy": "one GEMM tile's kernel on one SM (compute capability 9.0 limits): resident blocks and warps, "
+                    "the binding limit, loads in flight against a declared latency, MMA instructions per tile",
+    "copy-coordinates": "a shared expert's three FP8 GEMMs in DeepSeek-V4's kernel tiles: copy calls, payload, "
+                        "scale and output bytes per GEMM, each copy's offsets and strides",
+    "scaling-fit": "a loss law E + A (N/N0)^-alpha + B (D/D0)^-beta fitted to declared training points over a "
+                   "declared exponent grid (least squares per pair): law, fit SSE, holdout RMSE, residuals",
+    "scaling-lifecycle": "candidate sizes at one target loss under the fitted law: tokens, 6ND training and "
+                         "per-call proxy FLOPs at declared prices, cost crossings, the cheapest size per call count",
     "incast": "N - 1 senders into one egress through a free buffer: the feedback delay it allows, the buffer a "
               "one-hop pause and an end-to-end RTT need, a fluid check",
     "wan-loss": "random loss on a long path: the Mathis TCP rate, an ideal BBR goodput, a reliable stream repaired "
                 "once per round trip (rounds, completion) and the FEC repair symbols a target needs",
+    "hash-collision": "ECMP: the exact distribution of the busiest uplink when n flows hash onto m, expected max, "
+                      "no-collision and empty-uplink probabilities, the effective cut; per-packet spraying beside it",
+    "clos": "a folded Clos of k-port switches with leaf oversubscription: two- and three-tier switches, endpoints, "
+            "bisection, a partition's cut, supernode egress",
+    "rail-pairing": "the cross-server phase of a two-server hierarchical AllReduce on rails: aligned or shifted "
+                    "pairs, bytes through the spine, per-rail time against one NIC",
+    "switch-reduce": "an in-network (switch) reduction of the cross-server phase against the hierarchical ring "
+                     "(`gradient-ring`), and both over 2..S servers",
 }
 
 
@@ -1475,13 +1493,18 @@ def _moe_layer_training(args):
                                      hashed=bool(b.hash_vocab), vocab=b.hash_vocab, routing=args.routing))
 
 
-def _gradient_ring_arguments(q):
+def _gradient_tensor_arguments(q):
     common.add_model(q)
     q.add_argument("--tensor", default="mlp.gate_proj.weight", metavar="NAME",
                    help="the first decoder layer's tensor whose gradient is reduced (default mlp.gate_proj.weight)")
     q.add_argument("--grad-dtype", choices=("fp32", "bf16"), default="fp32", help="gradient width (default fp32)")
-    q.add_argument("--organization", choices=("flat-contiguous", "flat-interleaved", "hierarchical"),
-                   required=True, help="flat ring in rank order, flat ring alternating servers, or two-level")
+
+
+def _gradient_ring_arguments(q, organization=True):
+    _gradient_tensor_arguments(q)
+    if organization:
+        q.add_argument("--organization", choices=("flat-contiguous", "flat-interleaved", "hierarchical"),
+                       required=True, help="flat ring in rank order, flat ring alternating servers, or two-level")
     q.add_argument("--ranks-per-server", type=common.positive_int, default=8, metavar="R",
                    help="ranks in each of the two servers (default 8)")
     q.add_argument("--nics-per-server", type=common.positive_int, default=None, metavar="K",
@@ -1495,8 +1518,8 @@ def _gradient_ring_arguments(q):
     q.add_argument("--budget", type=_exact_time, default=None, metavar="T", help="a declared time budget (3ms)")
 
 
-def _gradient_ring(args):
-    from ..analyses.gradient_rings import gradient_rings
+def _gradient_tensor(args):
+    """(model id, the first layer's tensor named --tensor): its gradient is what the collective reduces."""
     from ..errors import UserError
     from ..load.models import load_model
 
@@ -1506,9 +1529,16 @@ def _gradient_ring(args):
     if tensor is None:
         names = ", ".join(t.name for t in layer.tensors()[:8])
         raise UserError(f"model '{arch.id}' has no layer tensor '{args.tensor}' (e.g. {names})")
-    return dict({"model": arch.id, "tensor": f"layers.0.{tensor.name}", "shape": list(tensor.shape)},
+    return arch.id, tensor
+
+
+def _gradient_ring(args, organization=None):
+    from ..analyses.gradient_rings import gradient_rings
+
+    model, tensor = _gradient_tensor(args)
+    return dict({"model": model, "tensor": f"layers.0.{tensor.name}", "shape": list(tensor.shape)},
                 **gradient_rings(elements=tensor.params, width=4 if args.grad_dtype == "fp32" else 2,
-                                 organization=args.organization, ranks_per_server=args.ranks_per_server,
+                                 organization=organization or args.organization, ranks_per_server=args.ranks_per_server,
                                  nics_per_server=args.nics_per_server or args.ranks_per_server,
                                  nic_rate=round(args.nic_bw), local_rate=round(args.local_bw),
                                  egress_rate=None if args.egress_bw is None else round(args.egress_bw),
@@ -1644,26 +1674,32 @@ def _capacity(args):
 
 
 class _KindParsers(dict):
-    """The kinds' parsers, each given its options the first time it is looked up (argparse does so
-    for the kind named on the command line, `budget KIND --help` included): building all of them
-    on every `budget` command cost about 30 ms of its start-up."""
+    """{kind: its parser}, each parser made and given its options the first time it is looked up (argparse
+    does so for the kind named on the command line, `budget KIND --help` included): giving all of them
+    their options on every `budget` command cost about 30 ms of its start-up, and making the 75 empty
+    parsers 1.5 ms more. The listing of `budget --help` needs only the kinds' names and lines."""
+
+    def __init__(self, sub):
+        super().__init__(dict.fromkeys(KINDS))
+        self._sub = sub
 
     def __getitem__(self, name):
         q = dict.__getitem__(self, name)
-        if not getattr(q, "_kind_built", False):
-            q._kind_built = True
+        if q is None:
+            q = self._sub._parser_class(prog=f"{self._sub._prog_prefix} {name}", description=KINDS[name])
             globals()[f"_{name.replace('-', '_')}_arguments"](q)
             common.add_output(q)
             # the options this kind echoes as its inputs (argparse's own record of them)
             q.set_defaults(echoed=tuple(a.dest for a in q._actions if a.dest not in ("help", "format", "output")))
+            dict.__setitem__(self, name, q)
         return q
 
 
 def add_arguments(p):
     sub = p.add_subparsers(dest="kind", required=True, metavar="KIND")
-    sub._name_parser_map = sub.choices = _KindParsers()
-    for name, text in KINDS.items():
-        sub.add_parser(name, help=text, description=text)
+    sub._name_parser_map = sub.choices = _KindParsers(sub)
+    for name, text in KINDS.items():   # what add_parser records for the help listing
+        sub._choices_actions.append(sub._ChoicesPseudoAction(name, (), text))
 
 
 def _params(q, required=True):
@@ -2272,4 +2308,12 @@ from .budget_cost import _supernode, _supernode_arguments  # noqa: E402,F401
 from .budget_cost import _rl_supply, _rl_supply_arguments  # noqa: E402,F401
 from .budget_cost import _decision, _decision_arguments  # noqa: E402,F401
 from .budget_fabric import _incast, _incast_arguments  # noqa: E402,F401
+from .budget_scaling import _scaling_fit, _scaling_fit_arguments  # noqa: E402,F401
+from .budget_scaling import _scaling_lifecycle, _scaling_lifecycle_arguments  # noqa: E402,F401
 from .budget_fabric import _wan_loss, _wan_loss_arguments  # noqa: E402,F401
+from .budget_fabric import _hash_collision, _hash_collision_arguments  # noqa: E402,F401
+from .budget_ub import _ub_fabric, _ub_fabric_arguments  # noqa: E402,F401
+from .budget_fabric import _clos, _clos_arguments, _rail_pairing, _rail_pairing_arguments  # noqa: E402,F401
+from .budget_fabric import _switch_reduce, _switch_reduce_arguments  # noqa: E402,F401
+from .budget_sm import _sm_occupancy, _sm_occupancy_arguments  # noqa: E402,F401
+from .budget_sm import _copy_coordinates, _copy_coordinates_arguments  # noqa: E402,F401

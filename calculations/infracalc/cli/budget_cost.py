@@ -309,6 +309,12 @@ def _decision_arguments(q):
                    help="declared rental price of the device per hour")
     q.add_argument("--list-price", type=_price_exact, default=None, metavar="USD",
                    help="a declared list price per million input tokens to compare with the decision path's floor")
+    q.add_argument("--compare-model", default=None, metavar="ID|CONFIG.json",
+                   help="a second model whose decision prefill is priced beside (the book: deepseek-v4.1-flash)")
+    q.add_argument("--compare-schedule", choices=("full", "ced"), default="full",
+                   help="the compared model's layer schedule (forward --schedule; the book: ced)")
+    q.add_argument("--escalation-price", type=_price_exact, default=None, metavar="USD",
+                   help="declared USD per request of the LLM a decision escalates to (needs --list-price)")
     q.set_defaults(weight_dtype=None, act_dtype="bf16", kv_dtype=None)
 
 
@@ -324,6 +330,10 @@ def _decision(args):
         raise UserError("--outputs: 1 to 8 lengths, each at least 2 (one decode step)")
     if args.input_tokens + max(args.outputs) > 10**7 or args.decode_batch > 10**5:
         raise UserError("--input-tokens + output at most 10^7, --decode-batch at most 10^5")
+    if args.escalation_price is not None and args.list_price is None:
+        raise UserError("--escalation-price: the escalation share needs --list-price")
+    if args.compare_model is None and args.compare_schedule != "full":
+        raise UserError("--compare-schedule: name the model with --compare-model")
     arch = load_model(args.model)
     device = common.declared_figures(load_device(args.device), args)
     peak = device.peak(dtype("bf16"))
@@ -342,10 +352,19 @@ def _decision(args):
         history = args.input_tokens + (total - 1) // 2
         one, many = sums(1, 1, history, "last"), sums(args.decode_batch, 1, history, "last")
         steps.append((total, history, (one[0], one[1] + one[2]), (many[0], many[1] + many[2])))
+    compare = None
+    if args.compare_model is not None:
+        other = load_model(args.compare_model)
+        if args.compare_schedule == "ced" and not other.ced_split:
+            raise UserError(f"--compare-schedule ced: {other.id} has no CED encoder/decoder split (DeepSeek-V4.1)")
+        ow = common.workload(args, other, 1, args.input_tokens, 0).replace(schedule=args.compare_schedule)
+        compare = {"model": other.id, "schedule": args.compare_schedule,
+                   "matrix_flops": ledger.field_sums(other, ow, ("matrix_flops",))[0]}
     out = decision_request(input_tokens=args.input_tokens, questions=args.questions, prefill_flops=prefill[0],
                            head_flops=head, weight_bytes=prefill[1], llm_steps=steps, decode_batch=args.decode_batch,
                            peak=peak, bandwidth=device.memory_bandwidth_bytes_per_s,
                            compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
-                           price_per_gpu_hour=args.price_per_gpu_hour, list_price_per_million=args.list_price)
+                           price_per_gpu_hour=args.price_per_gpu_hour, list_price_per_million=args.list_price,
+                           compare=compare, escalation_price=args.escalation_price)
     return dict({"model": arch.id, "device": device.id, "bf16_peak_flops_per_s": peak,
                  "memory_bandwidth_bytes_per_s": device.memory_bandwidth_bytes_per_s}, **out)

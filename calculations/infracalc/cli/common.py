@@ -216,6 +216,14 @@ def add_efficiency(p):
 _FLOP_UNITS = (("P", 1e15), ("T", 1e12), ("G", 1e9))
 
 
+def vector_rate(text):
+    """FLOP/s for --vector-peak: 66.9T (T = 10^12, P = 10^15, G = 10^9)."""
+    value = _scaled(text.removesuffix("FLOP/s"), _FLOP_UNITS, "a rate such as 66.9T (FLOP/s)", 1e30)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive FLOP/s, got '{text}'")
+    return round(value)
+
+
 def format_rate(text):
     """FMT=RATE for --matrix-peak: bf16=989.4T (FLOP/s; T = 10^12, P = 10^15, G = 10^9)."""
     from ..dtypes import DTYPES
@@ -236,7 +244,8 @@ def declared_figures(device, args):
     place of its file's, named in the device's name so every output shows them."""
     peaks = dict(getattr(args, "matrix_peak", None) or ())
     bw = getattr(args, "memory_bandwidth", None)
-    if not peaks and bw is None:
+    vector = getattr(args, "vector_peak", None)
+    if not peaks and bw is None and vector is None:
         return device
     table = dict(device.matrix_flops_per_s)
     said = []
@@ -247,6 +256,9 @@ def declared_figures(device, args):
     if bw is not None:
         changes["memory_bandwidth_bytes_per_s"] = round(bw)
         said.append(f"memory bandwidth {bw / 1e9:g} GB/s")
+    if vector is not None:
+        changes.update(vector_flops_per_s=vector, vector_peak_kind="fp32")
+        said.append(f"fp32 vector peak {vector / 1e12:g} TFLOP/s")
     return device.replace(name=f"{device.name} (declared: {', '.join(said)})", **changes)
 
 
@@ -267,9 +279,11 @@ def devices(args):
         for i in (device_ids() if spec == "all" else [spec]):
             if i not in ids:
                 ids.append(i)
-    if len(ids) > 1 and (getattr(args, "matrix_peak", None) or getattr(args, "memory_bandwidth", None)):
+    if len(ids) > 1 and (getattr(args, "matrix_peak", None) or getattr(args, "memory_bandwidth", None)
+                         or getattr(args, "vector_peak", None)):
         from ..errors import UserError
-        raise UserError("--matrix-peak and --memory-bandwidth declare one device's figures; give one --device")
+        raise UserError("--matrix-peak, --memory-bandwidth and --vector-peak declare one device's figures; "
+                        "give one --device")
     return [declared_figures(load_device(i), args) for i in ids]
 
 

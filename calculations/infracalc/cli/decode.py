@@ -13,6 +13,9 @@ def add_arguments(p):
                       help="B = 1, 2, 4, ... up to the largest batch whose cache fits on the device")
     common.add_dtypes(p)
     common.add_architecture_options(p)
+    p.add_argument("--schedule", choices=("full", "ced"), default="full",
+                   help="the prefill's schedule: full (default) or ced (DeepSeek-V4.1: the decoder layers run "
+                        "the prompt's last window only; decode steps run every layer either way)")
     p.add_argument("--tensor-shapes", choices=("config", "checkpoint"), default="config",
                    help="resident weight bytes from the config's tensor shapes (default) or the official "
                         "checkpoint's where they differ (Kimi K3's 128-element A_log)")
@@ -48,6 +51,10 @@ def run(args):
                         "the config's shapes; drop the flag")
     device = common.device_for(args)
     w = common.workload(args, arch, args.batch, 1, 0)
+    if args.schedule != "full":
+        if not arch.ced_split:
+            raise UserError(f"--schedule ced: {arch.id} has no CED encoder/decoder split (DeepSeek-V4.1)")
+        w = w.replace(schedule=args.schedule)
     eff = (args.compute_efficiency, args.memory_efficiency)
     reserve = common.reserve_bytes(args, device.memory_bytes)
     if not args.batch_sweep:

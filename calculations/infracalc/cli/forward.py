@@ -34,6 +34,9 @@ def add_arguments(p):
                    help="KDA layers' non-matrix work: ledger (default) or recurrent-baseline (the book's logical "
                         "recurrent count: every op and the recurrence as scalar FLOPs, per token, special "
                         "functions apart; adds the KDA summary)")
+    p.add_argument("--vector-peak", type=common.vector_rate, default=None, metavar="FLOP/S",
+                   help="a declared FP32 vector (non-tensor) peak instead of the device file's, e.g. 66.9T "
+                        "(the book's H100 figure)")
     p.add_argument("--scalar-count", choices=("ledger", "book"), default="ledger",
                    help="ledger (default): vector FLOPs only; book: also the book's per-operator scalar FLOPs "
                         "and special functions (RMSNorm, RoPE and its table, causal softmax, SiLU, residual; "

@@ -203,8 +203,15 @@ def book_lines(rec):
             for o in rec["operators"] if o["book_scalar_flops"] or o["book_special_ops"]]
     rows.append(["**pass**", "", "", f"{b['scalar_flops']:,}",
                  ", ".join(f"{k} {v:,}" for k, v in b["special_ops"].items()) or "-"])
+    st = b["stages"]
+    fmt = lambda x: "unknown" if x is None else f"{x:.6g} s"
     return ["", "## The book's count (--scalar-count book)", "",
-            markdown_table(["operator", "layers", "x", "scalar FLOPs", "special functions"], rows, "llrrl")]
+            markdown_table(["operator", "layers", "x", "scalar FLOPs", "special functions"], rows, "llrrl"), "",
+            f"Interface bytes (materialized operands): {b['interface_bytes']:,}. Stages (input, "
+            f"{len(st['layer_stage_s'])} layers, head), each the larger of matrix and scalar time: serial sum "
+            f"{fmt(st['known_serial_stage_max_sum_s'])}; pooled: matrix {fmt(st['matrix_s'])}, scalar "
+            f"{fmt(st['vector_s'])}, larger {fmt(st['known_global_max_s'])}"
+            + (f" (no rate for: {', '.join(st['unknown_rates'])}; their work is left out)." if st["unknown_rates"] else ".")]
 
 
 def kda_lines(k):

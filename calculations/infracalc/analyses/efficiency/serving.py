@@ -288,8 +288,8 @@ def tp_comm(device, tp, arch):
 
 
 def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None):
-    """The predicted steady state of a layout: one replica of tp x pp devices (each device holds
-    its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
+    """The predicted steady state of a layout: one replica of tp x cp x pp devices (each device
+    holds its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
     replica runs `pipelined` (pp micro-batches in flight); under context parallelism each
     device is one CP rank (`cp_split`, `cp_comm`). None under a skewed routing model with EP, or
