@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write docs/printed-conventions.md: the conventions each command prints (with --explain),
-taken from the tool itself, so that the docs and the output come from one source.
+"""Write docs/printed-conventions.md: the conventions each command prints (with --explain), and
+every `budget` kind's, taken from the tool itself, so that the docs and the output come from one source.
 tests/test_docs.py fails when the page and the tool disagree; rerun this script then."""
 
 import json
@@ -35,7 +35,22 @@ def page():
         rec = json.loads(render(argv + ["--format", "json"]))
         items = rec.get("conventions") or []
         out += [f"## `{name}`", "", f"`{' '.join(argv)}`", "", *[f"- {c}" for c in items], ""]
-    return "\n".join(out)
+    return "\n".join(out + budget_kinds())
+
+
+def budget_kinds():
+    """`budget`: every kind's list (render/budget.conventions, the list each kind's JSON carries),
+    in the order `budget --help` lists them; no call needed, the lists do not depend on the inputs."""
+    from infracalc.cli.budget import KINDS
+    from infracalc.render import budget
+
+    out = ["## `budget`", "",
+           "Each kind prints the same list whatever its inputs (`budget training` adds the cost rows",
+           "below when given `--price-per-device-hour`).", ""]
+    for kind in list(KINDS) + ["training-cost"]:
+        title = "training, with --price-per-device-hour" if kind == "training-cost" else kind
+        out += [f"### `budget {title}`", "", *[f"- {c}" for c in budget.conventions(kind)], ""]
+    return out
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The README and docs/: size, links that resolve, examples that are real output, and no
 statement kept in two places."""
 
+import json
 import os
 import re
 import shlex
@@ -84,6 +85,15 @@ class DocsTest(unittest.TestCase):
         spec.loader.exec_module(module)
         self.assertEqual(read(os.path.join(DOCS, "printed-conventions.md")), module.page(),
                          "run python3 scripts/conventions_page.py")
+        # every budget kind has its list there, and it is the one a call prints (inputs do not change it)
+        from infracalc.cli.budget import KINDS
+        from infracalc.render import budget
+        self.assertEqual(len(re.findall(r"^### `budget ", module.page(), re.M)), len(KINDS) + 1)
+        status, out, err = run_cli("budget", "wan-loss", "--rtt", "1s", "--knee", "1Mb/s", "--loss", "1/4",
+                                   "--request-bytes", "1000", "--format", "json")
+        self.assertEqual(status, 0, err)
+        printed = json.loads(out)["conventions"]
+        self.assertEqual(printed, budget.conventions("wan-loss"))
 
     def test_every_command_has_a_page(self):
         from infracalc.cli import COMMANDS
