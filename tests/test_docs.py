@@ -95,6 +95,15 @@ class DocsTest(unittest.TestCase):
         printed = json.loads(out)["conventions"]
         self.assertEqual(printed, budget.conventions("wan-loss"))
 
+    def test_every_bundled_device_is_listed(self):
+        # docs/hardware.md's "Bundled:" list is written by hand: every device file's id must be on it
+        text = " ".join(read(os.path.join(DOCS, "hardware.md")).split())
+        folder = os.path.join(ROOT, "calculations", "hardware")
+        listed = text[text.index("Bundled:"):text.index("Conventions: dense peaks")]
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".json"):
+                self.assertRegex(listed, rf"(?<![\w-]){re.escape(name[:-5])}(?![\w-])", name)
+
     def test_every_command_has_a_page(self):
         from infracalc.cli import COMMANDS
         pages = set(os.listdir(DOCS))
