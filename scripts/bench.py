@@ -196,6 +196,7 @@ COMMANDS = [
     ["budget", "sm-occupancy", "--tile", "128x128x64", "--threads", "256", "--registers", "64", "--accumulator",
      "registers", "--sms", "132", "--latency", "600ns", "--loads-per-warp", "4", "--load-bytes", "16", "--mma",
      "16x8x16", "--format", "json"],
+    ["budget", "copy-coordinates", "--model", "deepseek-v4-flash", "--rows", "64", "--format", "json"],
     ["forward", "--model", "qwen3-8b", "--tokens", "129", "--tile", "64x64x128"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",

@@ -109,5 +109,86 @@ class KernelKinds(Contract):
                              ("--scores", "0,ln2,abc", "--scores")])
 
 
+class SessionKinds(Contract):
+    """The kinds added in session 5 (batch-reuse .. decision): one case per class of bad input."""
+
+    def test_batch_reuse_and_zero_state(self):
+        self.assert_refused(["batch-reuse", "--model", "qwen3-8b", "--history", "2048", "--memory-bytes", "80GB",
+                             "--matrix-peak", "bf16=989.4T"],
+                            [("--history", "-1", "--history"), ("--history", "abc", "--history"),
+                             ("--memory-bytes", "80XB", "--memory-bytes"), ("--history", None, "--history"),
+                             ("--matrix-peak", "bf17=989.4T", "--matrix-peak"), ("--model", "qwen3-7b", "qwen3-8b")])
+        self.assert_refused(["zero-state", "--model", "qwen3-8b", "--ranks", "8", "--shard", "flat",
+                             "--capacity", "24GiB"],
+                            [("--ranks", "0", "--ranks"), ("--ranks", None, "--ranks"), ("--shard", "flatt", "flat"),
+                             ("--capacity", "-24GiB", "--capacity"), ("--capacity", "1e40GB", "--capacity")])
+
+    def test_gradient_ring_and_incast(self):
+        self.assert_refused(["gradient-ring", "--model", "qwen3-8b", "--grad-dtype", "fp32", "--organization",
+                             "flat-contiguous", "--nic-bw", "50GB/s", "--local-bw", "450GB/s", "--startup", "833ns",
+                             "--budget", "3ms"],
+                            [("--nic-bw", "0", "--nic-bw"), ("--nic-bw", "50GB", "--nic-bw"),
+                             ("--organization", "flat", "flat-contiguous"), ("--startup", "-1ns", "--startup"),
+                             ("--budget", "3", "--budget"), ("--local-bw", None, "--local-bw")])
+        self.assert_refused(["incast", "--groups", "8,16,64", "--sender-rate", "50GB/s", "--egress", "50GB/s",
+                             "--buffer", "1MiB", "--cable-m", "30", "--mtu", "1500", "--rtt", "20us"],
+                            [("--groups", "", "--groups"), ("--groups", "8,,16", "--groups"),
+                             ("--groups", "0", "--groups"), ("--egress", "x", "--egress"),
+                             ("--rtt", "20", "--rtt"), ("--mtu", "-1500", "--mtu")])
+
+    def test_request_chip_power_and_history(self):
+        self.assert_refused(["request", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "4"],
+                            [("--input-len", "0", "--input-len"), ("--output-len", "1.5", "--output-len"),
+                             ("--output-len", None, "--output-len"), ("--model", "qwen3-7b", "qwen3-8b")])
+        # --kda-work block on a model without KDA layers was accepted and named in the conventions
+        status, _, err = run_cli("budget", "request", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "4",
+                                 "--kda-work", "block")
+        self.assertEqual((status, len(err.strip().splitlines())), (2, 1), err)
+        self.assertIn("has no KDA", err)
+        self.assertEqual(run_cli("budget", "request", "--model", "kimi-k3", "--input-len", "128", "--output-len",
+                                 "4", "--kda-work", "block")[0], 0)
+        self.assert_refused(["chip-power", "--voltage", "0.85,0.55", "--power-area", "0.75,0.60", "--rack",
+                             "120,12,1.2", "--rack-cards", "64,72,96", "--cooling", "40", "--bus", "4,16",
+                             "--pin-rate", "10.7Gb/s", "--payload-bytes", "15136819200"],
+                            [("--voltage", "0.85", "--voltage"), ("--voltage", "0.85,-0.55", "--voltage"),
+                             ("--rack", "120,12", "--rack"), ("--rack-cards", "", "--rack-cards"),
+                             ("--pin-rate", "10.7GB", "--pin-rate"), ("--bus", "4", "--bus"),
+                             ("--payload-bytes", "0", "--payload-bytes")])
+        self.assert_refused(["history", "--compare", "llama1-7b:llama2-7b", "--count-range", "llama2-7b:6:7"],
+                            [("--compare", "llama1-7b", "--compare"), ("--compare", "llama1-7b:llama9-7b", "llama"),
+                             ("--count-range", "llama2-7b:7:6", "--count-range"),
+                             ("--count-range", "llama2-7b:x:7", "--count-range")])
+
+    def test_moe_layer_training_and_supernode(self):
+        self.assert_refused(["moe-layer-training", "--model", "deepseek-v4-flash", "--layer", "3", "--tokens", "128"],
+                            [("--layer", "9999", "MoE layer"), ("--tokens", "0", "--tokens"),
+                             ("--layer", "-1", "--layer"), ("--model", "qwen3-8b", "MoE")])
+        self.assert_refused(["supernode", "--model", "qwen3-8b", "--requests", "1", "--prompt", "256", "--outputs",
+                             "8", "--deadline", "80ms", "--candidate", "8:20ms:6ms", "--card-memory", "24GB",
+                             "--reserve", "2GiB", "--price-per-card-second", "1", "--min-valid", "3/4"],
+                            [("--candidate", "3:20ms:6ms", "does not divide"), ("--candidate", "8:20ms", "--candidate"),
+                             ("--deadline", "80", "--deadline"), ("--min-valid", "5/4", "--min-valid"),
+                             ("--requests", "100001", "--requests"), ("--price-per-card-second", "-1",
+                                                                      "--price-per-card-second")])
+
+    def test_rl_supply_and_decision(self):
+        rates = ["--rate", "rollout-prefill=actor:200T", "--rate", "rollout-decode=actor:20T", "--rate",
+                 "reference-scoring=reference:200T", "--rate", "teacher-scoring=teacher:200T", "--rate",
+                 "policy-update=learner:200T"]
+        self.assert_refused(["rl-supply", "--model", "qwen3-8b", "--prompt-tokens", "1024", "--output-tokens", "256",
+                             "--prompts", "8", "--samples-per-prompt", "4", "--accepted", "16", *rates,
+                             "--verifier", "verifier:50ms:8", "--sync", "weight_link:50GB/s"],
+                            [("--accepted", "33", "--accepted"), ("--verifier", "verifier:50ms", "--verifier"),
+                             ("--sync", "weight_link:0GB/s", "--sync"), ("--prompts", "0", "--prompts"),
+                             ("--verifier", None, "--verifier")])
+        self.assert_refused(["decision", "--model", "qwen3-8b", "--device", "h100-sxm", "--input-tokens", "1929",
+                             "--compute-efficiency", "2/5", "--questions", "8", "--outputs", "64,512",
+                             "--decode-batch", "64", "--memory-efficiency", "1/2", "--price-per-gpu-hour", "2"],
+                            [("--compute-efficiency", "0", "--compute-efficiency"),
+                             ("--compute-efficiency", "3/2", "--compute-efficiency"), ("--outputs", "", "--outputs"),
+                             ("--price-per-gpu-hour", "x", "--price-per-gpu-hour"),
+                             ("--device", "h10", "did you mean"), ("--decode-batch", None, "--decode-batch")])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -80,5 +80,26 @@ class Errors(unittest.TestCase):
         self.assertUsageError(["forward", "--model", "qwen3-8b", "--device", path], "vector_flops_per_s")
 
 
+    def test_session_options_refuse_a_model_or_mode_they_do_not_apply_to(self):
+        # forward --kda-count / --reference-path / --schedule, kv --conv-state, decode --tensor-shapes,
+        # parallel --token-feedback / --comm-path, and their unknown choices
+        fwd = ["forward", "--model", "qwen3-8b", "--tokens", "16"]
+        self.assertUsageError(fwd + ["--kda-count", "recurrent-baseline"], "--kda-count", "no KDA")
+        self.assertUsageError(fwd + ["--reference-path"], "--reference-path", "qwen3_5_moe")
+        self.assertUsageError(fwd + ["--schedule", "ced"], "--schedule ced", "no CED")
+        self.assertUsageError(fwd + ["--scalar-count", "books"], "--scalar-count", "'book'")
+        kv = ["kv", "--model", "qwen3-8b", "--device", "h100-sxm", "--context", "8192"]
+        self.assertUsageError(kv + ["--conv-state", "kernel"], "--conv-state", "Gated DeltaNet")
+        self.assertUsageError(kv + ["--screen", "80GiB,,141GB"], "--screen")
+        self.assertUsageError(kv + ["--screen", "0"], "--screen")
+        self.assertUsageError(kv + ["--weights", "every"], "--weights", "'all'")
+        par = ["parallel", "--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "1024", "--output-len", "128"]
+        self.assertUsageError(par + ["--token-feedback"], "--token-feedback applies with --comm-path")
+        self.assertUsageError(par + ["--comm-path", "--search"], "--comm-path applies to one layout")
+        self.assertUsageError(par + ["--logits-dtype", "fp8"], "--logits-dtype", "'fp32'")
+        self.assertUsageError(par + ["--pp-send", "replicate"], "--pp-send", "'replicated'")
+        self.assertUsageError(["train", "--model", "qwen3-8b", "--device", "h100-sxm", "--seq", "4096",
+                               "--hc-contractions", "matrix"], "--hc-contractions")
+
 if __name__ == "__main__":
     unittest.main()

@@ -27,6 +27,21 @@ class ByHand(unittest.TestCase):
         self.assertEqual(histogram(2, 4, 2, "concentrated"), [2, 2, 0, 0])
         self.assertEqual(histogram(3, 4, 2, "balanced"), [2, 2, 1, 1])      # row 2 -> 4 mod 4, 5 mod 4
 
+    def test_histogram_closed_form_is_the_assignment_loop(self):
+        # the closed form (floor(a / E) + [x < a mod E]; r on experts j < k) against the declared selection,
+        # walked assignment by assignment; and a batch of 10^15 rows answers without walking them
+        def walk(rows, experts, top_k, routing):
+            counts = [0] * experts
+            for i in range(rows):
+                for j in range(top_k):
+                    counts[(i * top_k + j) % experts if routing == "balanced" else j] += 1
+            return counts
+        for rows in range(25):
+            for experts, top_k in ((1, 1), (4, 2), (8, 3), (16, 6)):
+                for routing in ("balanced", "concentrated"):
+                    self.assertEqual(histogram(rows, experts, top_k, routing), walk(rows, experts, top_k, routing))
+        self.assertEqual(histogram(10**15, 256, 6, "balanced")[:2], [23437500000000, 23437500000000])
+
     def test_matrix_and_scalar(self):
         r = tiny()
         # Per expert of 1 row: 6 x 1 x 4 x 2 = 48 forward, 96 backward; router 2 x 2 x 4 x 4 = 64 / 128;

@@ -9,7 +9,7 @@ from fractions import Fraction
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import budget_result  # noqa: E402  (support puts calculations/ on sys.path)
 
-from infracalc.analyses.supernode import cost, required_valid, serve_queue  # noqa: E402
+from infracalc.analyses.supernode import candidate_schedule, cost, required_valid, serve_queue  # noqa: E402
 
 MS = 10**6
 STAGES = [20 * MS, 6 * MS, 6 * MS]   # a prefill and two decode steps: 32 ms a request
@@ -17,6 +17,17 @@ STAGES = [20 * MS, 6 * MS, 6 * MS]   # a prefill and two decode steps: 32 ms a r
 
 def completions(done):
     return [(q, t // MS, a) for q, t, a in done]
+
+
+class Replicas(unittest.TestCase):
+    def test_replicas_past_the_requests_are_not_walked(self):
+        # 3 requests round-robin on 10^15 replicas: replicas 0, 1, 2 serve one each (32 ms), the rest nothing;
+        # walking every replica took minutes at --cards 4294967296
+        done, attempts, used = candidate_schedule(requests=3, replicas=10**15, stage_ns=STAGES, fault_ns=None,
+                                                  recovery_ns=0)
+        self.assertEqual([(d["request"], d["replica"], d["completion_ns"] // MS) for d in done],
+                         [(0, 0, 32), (1, 1, 32), (2, 2, 32)])
+        self.assertEqual((len(attempts), used), (3, False))
 
 
 class Queue(unittest.TestCase):

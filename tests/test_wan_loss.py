@@ -2,6 +2,7 @@
 derived by hand in the comments, and the book's figures (public fork 899ms/ai-infra-book:
 calculations/results/wan-loss-model-book.json, -p036.json)."""
 
+import math
 import os
 import sys
 import unittest
@@ -57,6 +58,36 @@ class Formulas(unittest.TestCase):
             repair_symbols(data=1, loss=Fraction(1, 2), target=Fraction(1), extra=0)
 
 
+def binomial_tail(symbols, lost_at_most, loss):
+    """The definition, summed afresh: sum_i C(N, i) p^i (1 - p)^(N - i), i <= m."""
+    return sum((math.comb(symbols, i) * loss ** i * (1 - loss) ** (symbols - i) for i in range(lost_at_most + 1)),
+               Fraction(0))
+
+
+class Recurrences(unittest.TestCase):
+    """loss_tail builds each binomial term from the last (no math.comb per term, which made a 4,096-packet
+    request take 13 s) and repair_symbols searches by bisection; both must equal the definition."""
+
+    def test_loss_tail_is_the_definition(self):
+        for p in (Fraction(1, 4), Fraction(7, 50), Fraction(1, 2), Fraction(9, 10)):
+            for n in range(12):
+                for m in range(-1, n + 1):
+                    self.assertEqual(loss_tail(symbols=n, lost_at_most=m, loss=p), binomial_tail(n, m, p), (p, n, m))
+
+    def test_repair_is_the_least_r_of_the_definition(self):
+        def least(data, p, target, extra):
+            r = extra
+            while binomial_tail(data + r, r - extra, p) < target:
+                r += 1
+            return r
+        for data in (1, 2, 7, 30):
+            for p in (Fraction(1, 4), Fraction(7, 50), Fraction(1, 2)):
+                for target in (Fraction(1, 2), Fraction(9, 10), Fraction(999, 1000)):
+                    for extra in (0, 1, 3):
+                        self.assertEqual(repair_symbols(data=data, loss=p, target=target, extra=extra),
+                                         least(data, p, target, extra), (data, p, target, extra))
+
+
 BOOK = ["wan-loss", "--rtt", "0.2s", "--knee", "333Mb/s", "--mss", "1448", "--request-bytes", "354640",
         "--model-time", "0.038s"]
 
@@ -77,6 +108,20 @@ class Book(unittest.TestCase):
         out = budget_result(*BOOK, "--loss", "0.036")
         self.assertEqual([r["repair_symbols"] for r in out["fec"]], [20, 21])
         self.assertEqual((out["p99_rounds"], out["fec"][0]["overhead_ratio"]), (4, "4/49"))
+
+    def test_sizes_past_the_exact_sums_are_refused(self):
+        # 10^15 bytes is 690,607,734,807 packets of 1448 B: refused in one line, not an hour of exact sums;
+        # 4,096 packets is the cap, and an unreachable target names --fec-target.
+        for argv, named in (([*BOOK, "--loss", "0.14"], None),
+                            ([*BOOK[:8], "1000000000000000", *BOOK[9:], "--loss", "0.14"], "--request-bytes"),
+                            ([*BOOK, "--loss", "0.14", "--fec-symbol", "86"], "--fec-symbol"),
+                            ([*BOOK, "--loss", "0.95", "--fec-target", "0.999999"], "--fec-target")):
+            status, out, err = run_cli("budget", *argv)
+            if named is None:
+                self.assertEqual(status, 0, err)
+                continue
+            self.assertEqual((status, out, len(err.strip().splitlines())), (2, "", 1), err)
+            self.assertIn(named, err)
 
     def test_loss_of_one_is_an_error(self):
         status, _, err = run_cli("budget", *BOOK, "--loss", "1")

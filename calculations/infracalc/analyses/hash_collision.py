@@ -31,9 +31,10 @@ MAX_FLOWS = 128       # the exact distribution costs about n^2 L: 128 flows take
 MAX_UPLINKS = 65536
 
 
-def _miller_table(n, m):
-    """((m + 1) j - k) C(k, j) for k <= n, j <= k: the recurrence's coefficients, shared by every L."""
-    return [[((m + 1) * j - k) * comb(k, j) for j in range(k + 1)] for k in range(n + 1)]
+def _miller_table(binomials, m, most):
+    """((m + 1) j - k) C(k, j) for k <= n, j <= most (the largest L the recurrence runs for), from the
+    binomials C(k, j): the recurrence's coefficients, shared by every L."""
+    return [[((m + 1) * j - k) * c for j, c in enumerate(row[:most + 1])] for k, row in enumerate(binomials)]
 
 
 def _bounded_count(n, m, L, table):
@@ -65,7 +66,7 @@ def max_load_counts(flows, uplinks):
         if 3 * (L + 1) > n:
             counts[L] = _two_above(n, m, L, binomials, one, two)
         else:
-            table = table or _miller_table(n, m)
+            table = table or _miller_table(binomials, m, n // 3 - 1)   # 3 (L + 1) <= n
             counts[L] = _bounded_count(n, m, L, table)
     return counts
 

@@ -32,12 +32,13 @@ SCOPE = ("fixed selection: the top-k / hash choice and its boundary are not diff
 
 
 def histogram(rows, experts, top_k, routing):
-    """Rows per expert of a declared fixed selection (module docstring)."""
-    counts = [0] * experts
-    for i in range(rows):
-        for j in range(top_k):
-            counts[(i * top_k + j) % experts if routing == "balanced" else j] += 1
-    return counts
+    """Rows per expert of a declared fixed selection (module docstring), in closed form: balanced
+    assignments t = i k + j run over 0 .. a - 1 (a = r k), so expert x gets floor(a / E) of them plus
+    one when x < a mod E; concentrated, experts j < k get all r rows."""
+    if routing == "balanced":
+        whole, extra = divmod(rows * top_k, experts)
+        return [whole + (x < extra) for x in range(experts)]
+    return [rows if x < top_k else 0 for x in range(experts)]
 
 
 def moe_layer_training(*, rows, hidden, expert_width, shared_width, experts, top_k, hashed, vocab, routing):

@@ -73,9 +73,11 @@ def required_valid(requests, fraction):
 
 
 def candidate_schedule(*, requests, replicas, stage_ns, fault_ns, recovery_ns):
-    """Every replica's queue served; the fault belongs to replica 0."""
+    """Every replica's queue served; the fault belongs to replica 0. Replicas past the N-th serve
+    nothing (round-robin), so only min(R, N) queues are walked: the cost grows with the requests,
+    not with the cards."""
     per_request, attempts, used = [], [], False
-    for r in range(replicas):
+    for r in range(min(replicas, requests)):
         done, rows, hit = serve_queue(replica_queue(requests, r, replicas), stage_ns,
                                       fault_ns if r == 0 else None, recovery_ns)
         per_request += [{"request": q, "replica": r, "completion_ns": t, "attempts": a} for q, t, a in done]

@@ -374,11 +374,11 @@ def validate(case_id=None, directory=VALIDATION_DIR):
     """The `validate` record over every case (or one)."""
     paths = case_paths(directory)
     if case_id is not None:
-        ids = [os.path.basename(p)[:-5] for p in paths]
-        if case_id not in ids:
+        by_id = {os.path.basename(p)[:-5]: p for p in paths}
+        if case_id not in by_id:
             from ..errors import unknown
-            raise unknown("validation case", case_id, ids, "`validate --format csv`")
-        paths = [p for p in paths if os.path.basename(p)[:-5] == case_id]
+            raise unknown("validation case", case_id, list(by_id), "`validate --format csv`")
+        paths = [by_id[case_id]]
     from .validate_predict import PREDICTION_CONVENTIONS, accuracy
 
     rows = [evaluate(load_case(p)) for p in paths]

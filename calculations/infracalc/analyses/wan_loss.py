@@ -58,10 +58,15 @@ def rounds_cdf(*, packets, loss, tail):
 
 
 def loss_tail(*, symbols, lost_at_most, loss):
-    """P(at most `lost_at_most` of `symbols` lost), exact: sum_i C(N, i) p^i (1 - p)^(N - i)."""
+    """P(at most `lost_at_most` of `symbols` lost), exact: sum_i C(N, i) p^i (1 - p)^(N - i), for 0 < p < 1.
+    With p = a / b the terms are integers over b^N, each from the last:
+    T(i + 1) = T(i) (N - i) a / ((i + 1) (b - a)), an exact division."""
     a, b = loss.numerator, loss.denominator
-    return Fraction(sum(math.comb(symbols, i) * a ** i * (b - a) ** (symbols - i) for i in range(lost_at_most + 1)),
-                    b ** symbols)
+    term, total = (b - a) ** symbols, 0
+    for i in range(min(lost_at_most, symbols) + 1):
+        total += term
+        term = term * (symbols - i) * a // ((i + 1) * (b - a))
+    return Fraction(total, b ** symbols)
 
 
 def repair_symbols(*, data, loss, target, extra):

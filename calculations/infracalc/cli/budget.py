@@ -156,6 +156,8 @@ KINDS = {
                  "cache spill, a 64 B read's round trip, hosts per cache, setup, request rate, silicon share",
     "sm-occupancy": "one GEMM tile's kernel on one SM (compute capability 9.0 limits): resident blocks and warps, "
                     "the binding limit, loads in flight against a declared latency, MMA instructions per tile",
+    "copy-coordinates": "a shared expert's three FP8 GEMMs in DeepSeek-V4's kernel tiles: copy calls, payload, "
+                        "scale and output bytes per GEMM, each copy's offsets and strides",
     "scaling-fit": "a loss law E + A (N/N0)^-alpha + B (D/D0)^-beta fitted to declared training points over a "
                    "declared exponent grid (least squares per pair): law, fit SSE, holdout RMSE, residuals",
     "scaling-lifecycle": "candidate sizes at one target loss under the fitted law: tokens, 6ND training and "
@@ -1965,6 +1967,11 @@ def _request(args):
     from ..load.models import load_model
 
     arch = load_model(args.model)
+    if args.kda_work != "ledger":   # as forward --kda-count: never a no-op named in the conventions
+        from ..blocks.kimi import KDA
+        from ..errors import UserError
+        if not any(isinstance(b, KDA) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+            raise UserError(f"--kda-work {args.kda_work}: {arch.id} has no KDA (Kimi Delta Attention) layers")
     w = common.workload(args, arch, args.batch, args.input_len, args.prefix_len)
     return dict({"model": arch.id}, **request(arch, w, prefix=args.prefix_len, inputs=args.input_len,
                                                outputs=args.output_len, attention=args.attention_count,
@@ -2312,3 +2319,4 @@ from .budget_fabric import _clos, _clos_arguments, _rail_pairing, _rail_pairing_
 from .budget_fabric import _switch_reduce, _switch_reduce_arguments  # noqa: E402,F401
 from .budget_sm import _sm_occupancy, _sm_occupancy_arguments  # noqa: E402,F401
 from .budget_expert import _expert_execution, _expert_execution_arguments  # noqa: E402,F401
+from .budget_sm import _copy_coordinates, _copy_coordinates_arguments  # noqa: E402,F401

@@ -102,18 +102,25 @@ def _non_negative_list(text):
     return tuple(int(i) for i in items)
 
 
+WAN_LOSS_MAX_UNITS = 4096   # packets of the request, and FEC data symbols (the book's case: 245)
+
+
 def _wan_loss(args):
     from ..analyses.wan_loss import wan_loss
     from ..errors import UserError
 
     if not args.rtt:
         raise UserError("--rtt must be positive")
+    for option, size in (("--mss", args.mss), ("--fec-symbol", args.fec_symbol)):
+        if -(-args.request_bytes // size) > WAN_LOSS_MAX_UNITS:   # the exact sums grow with the count
+            raise UserError(f"--request-bytes {args.request_bytes:,} is over {WAN_LOSS_MAX_UNITS:,} units of {option} "
+                            f"{size:,} (the exact binomial sums grow with the count); raise {option} or shrink the request")
     try:
         return wan_loss(rtt_s=args.rtt, knee_bits_per_s=args.knee, loss=args.loss, mss_bytes=args.mss,
                         request_bytes=args.request_bytes, model_s=args.model_time, symbol_bytes=args.fec_symbol,
                         target=args.fec_target, extras=args.fec_extra, tail=args.rounds_tail)
-    except ValueError as e:
-        raise UserError(str(e))
+    except ValueError as e:   # repair_symbols: the target out of reach
+        raise UserError(f"--fec-target: {e}")
 
 
 def _hash_collision_arguments(q):

@@ -73,3 +73,30 @@ def _sm_occupancy(args):
                        warp_size=args.warp_size, bandwidth=Fraction(bandwidth), sms=args.sms, latency_ns=latency_ns,
                        loads_per_warp=args.loads_per_warp, load_bytes=args.load_bytes, mma_shape=args.mma)
     return dict({"memory_bandwidth_bytes_per_s": bandwidth, "latency_ns": str(latency_ns)}, **out)
+
+
+def _copy_coordinates_arguments(q):
+    common.add_model(q)
+    q.add_argument("--rows", type=common.positive_int, required=True, metavar="M",
+                   help="token rows through the shared expert (a multiple of 32)")
+    q.add_argument("--tiles", action="store_true", help="list every copy's coordinates (long)")
+    q.set_defaults(weight_dtype=None, act_dtype="bf16", kv_dtype=None)
+
+
+def _copy_coordinates(args):
+    from ..analyses.copy_coordinates import shared_expert
+    from ..blocks.moe import MoE
+    from ..errors import UserError
+    from ..load.models import load_model
+
+    arch = load_model(args.model)
+    moe = next((b for layer in arch.layers for b in layer.blocks if isinstance(b, MoE) and b.shared_inter), None)
+    if moe is None:
+        raise UserError(f"{arch.id} has no MoE layer with a shared expert (the kernel copies a shared expert's GEMMs)")
+    if args.rows % 32 or moe.hidden % 128 or moe.shared_inter % 128:
+        raise UserError(f"the kernel's blocks need rows % 32 == 0 and hidden, shared width % 128 == 0 "
+                        f"(rows {args.rows}, hidden {moe.hidden}, shared width {moe.shared_inter})")
+    if args.tiles and args.rows > 4096:
+        raise UserError("--tiles lists at most 4,096 rows of copies")
+    return dict({"model": arch.id, "rows": args.rows, "hidden": moe.hidden, "shared_inter": moe.shared_inter},
+                **shared_expert(rows=args.rows, hidden=moe.hidden, inter=moe.shared_inter, tiles=args.tiles))
