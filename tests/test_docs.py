@@ -84,7 +84,8 @@ class DocsTest(unittest.TestCase):
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         self.assertEqual(read(os.path.join(DOCS, "printed-conventions.md")), module.page(),
-                         "run python3 scripts/conventions_page.py")
+                         "run python3 scripts/conventions_page.py (a command's or a budget kind's conventions "
+                         "changed, or a kind was added)")
         # every budget kind has its list there, and it is the one a call prints (inputs do not change it)
         from infracalc.cli.budget import KINDS
         from infracalc.render import budget
