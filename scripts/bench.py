@@ -197,6 +197,8 @@ COMMANDS = [
      "registers", "--sms", "132", "--latency", "600ns", "--loads-per-warp", "4", "--load-bytes", "16", "--mma",
      "16x8x16", "--format", "json"],
     ["budget", "copy-coordinates", "--model", "deepseek-v4-flash", "--rows", "64", "--format", "json"],
+    ["budget", "expert-execution", "--model", "qwen3-235b-a22b", "--tp", "2", "--ep", "4", "--tokens", "16",
+     "--requests", "2", "--format", "json"],
     ["forward", "--model", "qwen3-8b", "--tokens", "129", "--tile", "64x64x128"],
     ["budget", "pipeline", "--model", "qwen3-8b", "--schedule", "1f1b", "--stages", "4", "--microbatches", "16",
      "--seq", "128", "--forward-times", "10ms", "--backward-times", "20ms", "--activation-times", "20ms",

@@ -89,6 +89,8 @@ KINDS = {
                  "kernel's buffers and known live subset",
     "routing-metadata": "routing replay metadata: the routed expert ids of T tokens in a whole-byte encoding, "
                         "declared identity fields and header, stored and per-second transport bytes",
+    "expert-execution": "same-cohort MoE expert execution on TP x EP (x PP) ranks from a declared route table: "
+                        "per-rank expert FLOPs, reduce and broadcast messages, wire bytes, a conditional bound",
     "environments": "agent environments from declared sizes and times: clone placements against a local budget, "
                     "creation byte paths, snapshot deltas, prewarm waits and byte-seconds",
     "sequence-toy": "a toy RNN against a toy causal Transformer over the same tokens: matrix work with and without "
@@ -2316,4 +2318,5 @@ from .budget_ub import _ub_fabric, _ub_fabric_arguments  # noqa: E402,F401
 from .budget_fabric import _clos, _clos_arguments, _rail_pairing, _rail_pairing_arguments  # noqa: E402,F401
 from .budget_fabric import _switch_reduce, _switch_reduce_arguments  # noqa: E402,F401
 from .budget_sm import _sm_occupancy, _sm_occupancy_arguments  # noqa: E402,F401
+from .budget_expert import _expert_execution, _expert_execution_arguments  # noqa: E402,F401
 from .budget_sm import _copy_coordinates, _copy_coordinates_arguments  # noqa: E402,F401
