@@ -304,6 +304,11 @@ class Architecture(Record):
         (computed once, when the architecture is built)."""
         return self._groups
 
+    def has_block(self, kind):
+        """Whether any decoder layer holds a block of class `kind` (an option that acts on one block
+        kind refuses a model without it)."""
+        return any(isinstance(b, kind) for layer, _, _ in self._groups for b in layer.blocks)
+
     def block_groups(self):
         """block_groups(self.layer_groups()), computed once."""
         d = self.__dict__

@@ -1970,7 +1970,7 @@ def _request(args):
     if args.kda_work != "ledger":   # as forward --kda-count: never a no-op named in the conventions
         from ..blocks.kimi import KDA
         from ..errors import UserError
-        if not any(isinstance(b, KDA) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+        if not arch.has_block(KDA):
             raise UserError(f"--kda-work {args.kda_work}: {arch.id} has no KDA (Kimi Delta Attention) layers")
     w = common.workload(args, arch, args.batch, args.input_len, args.prefix_len)
     return dict({"model": arch.id}, **request(arch, w, prefix=args.prefix_len, inputs=args.input_len,

@@ -71,15 +71,14 @@ def run(args):
     if args.reference_path:
         from ..blocks.linear_attention import GatedDeltaNet
         from ..errors import UserError
-        if arch.model_type not in ("qwen3_5_moe", "qwen3_5_moe_text") or not any(
-                isinstance(b, GatedDeltaNet) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+        if arch.model_type not in ("qwen3_5_moe", "qwen3_5_moe_text") or not arch.has_block(GatedDeltaNet):
             raise UserError(f"--reference-path is the book's Qwen3.5/3.6 reference fallback (model_type "
                             f"qwen3_5_moe); {arch.id} is {arch.model_type}")
         w = w.replace(reference_path=args.reference_path)
     if args.kda_count != "ledger":
         from ..blocks.kimi import KDA
         from ..errors import UserError
-        if not any(isinstance(b, KDA) for layer, _, _ in arch.layer_groups() for b in layer.blocks):
+        if not arch.has_block(KDA):
             raise UserError(f"--kda-count: {arch.id} has no KDA (Kimi Delta Attention) layers")
         w = w.replace(kda_count=args.kda_count)
     if args.schedule != "full":

@@ -112,11 +112,6 @@ def _modules(text):
     return tuple(m for m in RECOMPUTE_MODULES if m in names)
 
 
-def _has_hc(arch):
-    from ..blocks.hyper_connections import HCPre
-    return any(isinstance(b, HCPre) for layer in arch.layers for b in layer.blocks)
-
-
 def _layers_list(text):
     from .parallel import layers_list
     return layers_list(text)
@@ -160,9 +155,11 @@ def run(args):
     from ..workload import Workload
 
     arch = load_model(args.model)
-    if args.hc_contractions != "vector" and not _has_hc(arch):
-        raise UserError(f"--hc-contractions {args.hc_contractions}: {args.model} has no mHC "
-                        "(hyper-connection) streams; drop the flag")
+    if args.hc_contractions != "vector":
+        from ..blocks.hyper_connections import HCPre
+        if not arch.has_block(HCPre):
+            raise UserError(f"--hc-contractions {args.hc_contractions}: {args.model} has no mHC "
+                            "(hyper-connection) streams; drop the flag")
     device = common.device_for(args)
     grad = _whole_bytes(dtype(args.grad_dtype), "--grad-dtype")
     master = 0 if args.master_dtype == "none" else _whole_bytes(dtype(args.master_dtype), "--master-dtype")
