@@ -24,6 +24,37 @@ class BudgetKinds(unittest.TestCase):
         self.assertEqual(made, ["fp8-scale"])
         self.assertEqual([a.dest for a in sub._choices_actions], list(budget.KINDS))
 
+    def test_every_kind_has_its_options_and_its_run_in_its_home(self):
+        # HOMES names the topic module of a kind (cli/budget_<topic>.py); the others are in budget.py,
+        # whose run() computes the three nominal-model kinds itself
+        import importlib
+        for kind in budget.KINDS:
+            with self.subTest(kind=kind):
+                home = budget.HOMES.get(kind)
+                module = importlib.import_module("infracalc.cli." + home) if home else budget
+                for suffix in ("_arguments",) if kind in ("decode", "transfer", "training") else ("", "_arguments"):
+                    function = budget.kind_function(kind, suffix)
+                    self.assertIs(function, getattr(module, "_" + kind.replace("-", "_") + suffix))
+        self.assertLessEqual(set(budget.HOMES), set(budget.KINDS))
+
+    def test_a_kind_imports_only_its_own_topic_module(self):
+        # parsing and running `budget fp8-scale` imports cli/budget_kernel.py and no other topic module
+        import subprocess
+        code = ("import sys\n"
+                "from infracalc import cli\n"
+                "from infracalc.cli import budget\n"
+                "parser = cli.Parser(prog='budget')\n"
+                "budget.add_arguments(parser)\n"
+                "args = parser.parse_args(['fp8-scale', '--block', '128'])\n"
+                "budget.kind_function(args.kind)(args)\n"
+                "print(' '.join(sorted(m for m in sys.modules if m.startswith('infracalc.cli.budget_'))))")
+        calc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "calculations")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=dict(os.environ, PYTHONPATH=calc), check=True).stdout.split()
+        self.assertIn("infracalc.cli.budget_kernel", out)
+        for other in ("budget_training", "budget_media", "budget_model", "budget_net", "budget_cost"):
+            self.assertNotIn("infracalc.cli." + other, out)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -11,7 +11,7 @@ from . import common
 
 def _candidate(text):
     """TP:PREFILL:DECODE: 8:20ms:6ms (declared stage times, whole ns)."""
-    from .budget import exact_ns
+    from .budget_values import exact_ns
 
     parts = text.split(":")
     try:
@@ -23,25 +23,25 @@ def _candidate(text):
 
 
 def _time(text):
-    from .budget import exact_ns
+    from .budget_values import exact_ns
 
     return exact_ns(text)
 
 
 def _credit(text):
-    from .budget import _exact
+    from .budget_values import _exact
 
     return _exact(text, "a non-negative exact number such as 1, 5 or 1/1000")
 
 
 def _bytes_or_zero(text):
-    from .budget import byte_count
+    from .budget_values import byte_count
 
     return byte_count(text)
 
 
 def _share(text):
-    from .budget import _share
+    from .budget_values import _share
 
     return _share(text)
 
@@ -160,7 +160,7 @@ def _stage_rate(text):
 
 def _verifier(text):
     """POOL:SECONDS:WORKERS: verifier:50ms:8."""
-    from .budget import exact_seconds
+    from .budget_values import exact_seconds
 
     parts = text.split(":")
     try:

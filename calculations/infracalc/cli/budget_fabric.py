@@ -16,7 +16,7 @@ def _rate(text):
 
 
 def _ns(text):
-    from .budget import exact_ns
+    from .budget_values import exact_ns
 
     return exact_ns(text)
 
@@ -53,7 +53,7 @@ def _incast(args):
 
 
 def _loss(text):
-    from .budget import _exact
+    from .budget_values import _exact
 
     value = _exact(text, "a probability strictly between 0 and 1 such as 0.14 or 7/50", 0, 1)
     if not 0 < value < 1:
@@ -65,13 +65,13 @@ def _loss(text):
 
 
 def _seconds(text):
-    from .budget import _exact_time
+    from .budget_values import _exact_time
 
     return _exact_time(text)
 
 
 def _wan_loss_arguments(q):
-    from .budget import _line_rate
+    from .budget_media import _line_rate
 
     q.add_argument("--rtt", type=_seconds, required=True, metavar="T", help="round trip of the path (0.2s, 200ms)")
     q.add_argument("--knee", type=_line_rate, required=True, metavar="R",
@@ -165,7 +165,7 @@ def _hash_collision(args):
 
 
 def _ratio(text):
-    from .budget import _exact
+    from .budget_values import _exact
 
     value = _exact(text, "a positive exact ratio such as 1, 3 or 3/2", 0, 10**6)
     if not value:
@@ -179,7 +179,7 @@ def _supernode(text):
     """SIZE[:REMOTE_BYTES]: 8:127GB."""
     import argparse
 
-    from .budget import byte_count
+    from .budget_values import byte_count
 
     size, _, remote = text.partition(":")
     try:
@@ -227,7 +227,8 @@ def _clos(args):
 
 
 def _rail_pairing_arguments(q):
-    from .budget import _exact_time, _gradient_tensor_arguments
+    from .budget_values import _exact_time
+    from .budget_training import _gradient_tensor_arguments
 
     _gradient_tensor_arguments(q)
     q.add_argument("--rails", type=common.positive_int, default=8, metavar="R",
@@ -241,7 +242,7 @@ def _rail_pairing_arguments(q):
 def _rail_pairing(args):
     from ..analyses.rail_pairing import rail_pairing
     from ..errors import UserError
-    from .budget import _gradient_tensor
+    from .budget_training import _gradient_tensor
 
     if not args.nic_bw:
         raise UserError("--nic-bw must be positive")
@@ -257,7 +258,7 @@ def _rail_pairing(args):
 
 
 def _switch_reduce_arguments(q):
-    from .budget import _gradient_ring_arguments
+    from .budget_training import _gradient_ring_arguments
 
     _gradient_ring_arguments(q, organization=False)
     q.add_argument("--servers-sweep", type=common.positive_int_list, default=(2, 4, 8, 16, 32), metavar="S,...",
@@ -267,7 +268,7 @@ def _switch_reduce_arguments(q):
 def _switch_reduce(args):
     from ..analyses.switch_reduce import switch_reduce
     from ..errors import UserError
-    from .budget import _gradient_ring
+    from .budget_training import _gradient_ring
 
     if min(args.servers_sweep) < 2:
         raise UserError("--servers-sweep: at least 2 servers")

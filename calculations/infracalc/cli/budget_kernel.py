@@ -100,7 +100,7 @@ def _quant_gemm(args):
 
 def exact_ns(text):
     """A declared duration in whole nanoseconds (budget.exact_ns: 10us, 0.48ms, 2000ns)."""
-    from .budget import exact_ns as parse
+    from .budget_values import exact_ns as parse
     return parse(text)
 
 

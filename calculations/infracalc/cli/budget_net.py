@@ -27,7 +27,7 @@ def byte_rate(text):
 
 
 def _ns(text):
-    from .budget import exact_ns
+    from .budget_values import exact_ns
 
     return exact_ns(text)
 
@@ -65,7 +65,7 @@ def _queue_limits(q):
 
 def byte_count_text(text):
     """A non-negative byte count: 0, 262144, 256KiB."""
-    from .budget import byte_count
+    from .budget_values import byte_count
 
     return byte_count(text)
 
@@ -464,7 +464,7 @@ def _memory_pool_arguments(q):
 
 
 def _list(parse):
-    from .budget import _list as listed
+    from .budget_values import _list as listed
 
     return listed(parse)
 

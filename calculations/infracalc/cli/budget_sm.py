@@ -18,7 +18,7 @@ def _shape(text):
 
 
 def _ns(text):
-    from .budget import exact_ns
+    from .budget_values import exact_ns
 
     return exact_ns(text)
 
