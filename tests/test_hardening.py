@@ -364,6 +364,14 @@ class RawInput(Case):
                 self.assertNotIn("\x1b", out)
                 self.assertIn(r"m\x1b[3m\nn on ", out.splitlines()[0])
                 self.assertIn(r"a|b\nc\x1b[2J", out.splitlines()[0])
+        # encode's title printed a VL model's id raw (fuzz seed 33)
+        vl = json.dumps(bundled("models", "qwen3-vl-4b"))
+        plain = run("encode", "--model", self.file(vl, "v.json"), "--image", "64x64")
+        status, out, err = run("encode", "--model", self.file(vl, "v\x1b[2J\nw.json"), "--image", "64x64")
+        self.assertEqual((status, err, plain[0]), (0, "", 0))
+        self.assertEqual(len(out.splitlines()), len(plain[1].splitlines()))
+        self.assertNotIn("\x1b", out)
+        self.assertIn(r"# encode: v\x1b[2J\nw vision encoder", out)
 
 
 class InputSize(Case):

@@ -1,7 +1,7 @@
 """`encode` records -> Markdown and CSV."""
 
 from . import units as u
-from .table import markdown_table, to_csv
+from .table import inline, markdown_table, to_csv
 
 CSV_COLUMNS = ("image", "width", "height", "patches", "tokens", "encoded", "matrix_flops", "ec_bytes", "kv_bytes")
 
@@ -9,7 +9,7 @@ CSV_COLUMNS = ("image", "width", "height", "patches", "tokens", "encoded", "matr
 def markdown(rec):
     t, i = rec["tower"], rec["inputs"]
     deepstack = f"DeepStack at blocks {', '.join(map(str, t['deepstack']))}" if t["deepstack"] else "no DeepStack"
-    lines = [f"# encode: {rec['model']['id']} vision encoder, {len(rec['images'])} image(s), "
+    lines = [f"# encode: {inline(rec['model']['id'])} vision encoder, {len(rec['images'])} image(s), "
              f"{i['cached']} from the encoder cache", "",
              f"- Tower: {t['depth']} blocks of hidden {t['hidden']}, patch {t['patch']}, merge {t['merge']}x{t['merge']}, "
              f"{deepstack}; {u.integer(t['params'])} params, "
