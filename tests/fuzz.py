@@ -353,10 +353,10 @@ def command_actions(name):
     return options, positionals
 
 
-def draw(rnd, files, actions_of):
-    """One argument vector: a subcommand, its required options (almost always), some
-    optional ones, now and then a garbage token."""
-    name = rnd.choice(sorted(cli.COMMANDS))
+def draw(rnd, files, actions_of, commands=None):
+    """One argument vector: a subcommand (of `commands`, default all), its required options
+    (almost always), some optional ones, now and then a garbage token."""
+    name = rnd.choice(sorted(commands or cli.COMMANDS))
     options, positionals = actions_of(name)
     hostile = rnd.choice((0.0, 0.0, 0.02, 0.1, 0.3))
     optional = rnd.choice((0.0, 0.1, 0.25))   # chance of each optional option
@@ -490,9 +490,9 @@ def _tally(failures, argv, reason, report, label):
     return 0
 
 
-def run(seed, count, limit_s=5.0, report=None, seen=None):
+def run(seed, count, limit_s=5.0, report=None, seen=None, commands=None):
     """Draw and check `count` vectors from `seed`: (clean count, [(argv, reason)]).
-    `seen`, a dict, collects {command: set of exit statuses}."""
+    `seen`, a dict, collects {command: set of exit statuses}; `commands` limits the draw."""
     rnd = random.Random(seed)
     files = Files(rnd)
     cache = {}
@@ -507,7 +507,7 @@ def run(seed, count, limit_s=5.0, report=None, seen=None):
     os.chdir(files.dir)   # an output named by a drawn string ('x', '|', ...) lands in the temporary folder
     try:
         for i in range(count):
-            argv = draw(rnd, files, actions_of)
+            argv = draw(rnd, files, actions_of, commands)
             fresh = new_files(argv)
             result = call(argv, limit_s)
             reason = breach(argv, *result, limit_s, fresh)

@@ -130,6 +130,13 @@ class SessionKinds(Contract):
                             [("--nic-bw", "0", "--nic-bw"), ("--nic-bw", "50GB", "--nic-bw"),
                              ("--organization", "flat", "flat-contiguous"), ("--startup", "-1ns", "--startup"),
                              ("--budget", "3", "--budget"), ("--local-bw", None, "--local-bw")])
+        # 131,072 ranks per server listed every ring round (R^2 rows) for minutes, switch-reduce too (fuzz seed 42)
+        for kind in ("gradient-ring", "switch-reduce"):
+            status, _, err = run_cli("budget", kind, "--model", "qwen3-8b", "--ranks-per-server", "131072",
+                                     "--nic-bw", "50GB/s", "--local-bw", "450GB/s",
+                                     *(["--organization", "hierarchical"] if kind == "gradient-ring" else []))
+            self.assertEqual((status, len(err.strip().splitlines())), (2, 1), err)
+            self.assertIn("--ranks-per-server 131,072: at most 128", err)
         self.assert_refused(["incast", "--groups", "8,16,64", "--sender-rate", "50GB/s", "--egress", "50GB/s",
                              "--buffer", "1MiB", "--cable-m", "30", "--mtu", "1500", "--rtt", "20us"],
                             [("--groups", "", "--groups"), ("--groups", "8,,16", "--groups"),

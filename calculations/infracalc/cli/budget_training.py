@@ -385,9 +385,16 @@ def _gradient_tensor(args):
     return arch.id, tensor
 
 
+GRADIENT_RING_MAX_RANKS = 128   # ranks per server: every round of the 2R-rank rings is listed (R^2 rows)
+
+
 def _gradient_ring(args, organization=None):
     from ..analyses.gradient_rings import gradient_rings
+    from ..errors import UserError
 
+    if args.ranks_per_server > GRADIENT_RING_MAX_RANKS:
+        raise UserError(f"--ranks-per-server {args.ranks_per_server:,}: at most {GRADIENT_RING_MAX_RANKS} (every round "
+                        "of the rings is listed; the rows grow as R^2)")
     model, tensor = _gradient_tensor(args)
     return dict({"model": model, "tensor": f"layers.0.{tensor.name}", "shape": list(tensor.shape)},
                 **gradient_rings(elements=tensor.params, width=4 if args.grad_dtype == "fp32" else 2,
