@@ -73,5 +73,22 @@ class Values(unittest.TestCase):
         self.assertEqual(r["max_abs_difference"], 0.0)
 
 
+class Sizes(unittest.TestCase):
+    def test_beyond_a_teaching_toy_is_refused_in_one_line(self):
+        # the work grows as T^2 L (D^2 + D F): --tokens 1024 ran for over 20 s before the caps
+        for option, value in (("--tokens", "17"), ("--layers", "9"), ("--width", "17"), ("--ff-width", "65"),
+                              ("--vocabulary", "4097")):
+            with self.subTest(option=option):
+                status, out, err = support.run_cli("budget", "sequence-toy", option, value)
+                self.assertEqual((status, out), (2, ""))
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn(f"{option} at most", err)
+
+    def test_the_caps_themselves_are_accepted(self):
+        status, _, _ = support.run_cli("budget", "sequence-toy", "--tokens", "16", "--layers", "1",
+                                       "--vocabulary", "4096", "--format", "json")
+        self.assertEqual(status, 0)
+
+
 if __name__ == "__main__":
     unittest.main()

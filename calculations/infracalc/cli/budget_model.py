@@ -108,8 +108,14 @@ def _sequence_toy(args):
     from ..analyses.sequence_toy import sequence_toy
     from ..errors import UserError
 
-    if args.tokens > 4096 or args.layers * args.width * args.ff_width > 10**9:
-        raise UserError("--tokens at most 4096 (a teaching sequence)")
+    # a teaching toy: its output lists every matrix product of every mode and its binary64 values
+    # recompute every prefix, so the work grows as T^2 L (D^2 + D F); these sizes answer in under 0.5 s
+    for option, value, most in (("--tokens", args.tokens, 16), ("--layers", args.layers, 8),
+                                ("--width", args.width, 16), ("--ff-width", args.ff_width, 64),
+                                ("--vocabulary", args.vocabulary, 4096)):
+        if value > most:
+            raise UserError(f"{option} at most {most} (a teaching toy; the book's is 4 tokens, 3 layers, "
+                            f"width 4, feed-forward 8, 5 rows), got {value}")
     return sequence_toy(tokens=args.tokens, layers=args.layers, d=args.width, f=args.ff_width,
                         vocabulary=args.vocabulary)
 
