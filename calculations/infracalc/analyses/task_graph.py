@@ -39,25 +39,44 @@ def task(name, duration, resource=None, deps=()):
 
 
 def list_schedule(tasks):
-    """Scheduled rows (task, resource, start, end, critical predecessor), the finish and the critical path."""
-    pending = list(tasks)
+    """Scheduled rows (task, resource, start, end, critical predecessor), the finish and the critical path.
+
+    The rule of the module docstring, in O(n log n): the ready tasks sit in a heap by (start, input
+    order) with a start that can only be too early (a resource's last end only grows), so the task
+    popped is scheduled when its start, worked out again, is unchanged, and pushed back otherwise."""
+    import heapq
+
+    index = {t["task"]: i for i, t in enumerate(tasks)}
+    waiting = [len(t["deps"]) for t in tasks]
+    dependents = [[] for _ in tasks]
+    for i, t in enumerate(tasks):
+        for d in t["deps"]:
+            dependents[index[d]].append(i)
     done, last_on = {}, {}
-    while pending:
-        best = None
-        for i, t in enumerate(pending):
-            if not all(d in done for d in t["deps"]):
-                continue
-            before = list(t["deps"]) + ([last_on[t["resource"]]] if t["resource"] in last_on else [])
-            critical = max(before, key=lambda d: done[d]["end_ns"]) if before else None
-            start = done[critical]["end_ns"] if critical else 0
-            if best is None or start < best[0]:
-                best = (start, i, critical)
-        start, i, critical = best
-        t = pending.pop(i)
+
+    def start_of(t):
+        before = list(t["deps"]) + ([last_on[t["resource"]]] if t["resource"] in last_on else [])
+        critical = max(before, key=lambda d: done[d]["end_ns"]) if before else None
+        return (done[critical]["end_ns"] if critical else 0), critical
+
+    ready = [(0, i) for i, t in enumerate(tasks) if not t["deps"]]
+    while ready:
+        key, i = heapq.heappop(ready)
+        t = tasks[i]
+        start, critical = start_of(t)
+        if start != key:
+            heapq.heappush(ready, (start, i))
+            continue
         done[t["task"]] = {"task": t["task"], "resource": t["resource"], "start_ns": start,
                            "end_ns": start + t["duration_ns"], "critical_predecessor": critical}
         if t["resource"] is not None:
             last_on[t["resource"]] = t["task"]
+        for j in dependents[i]:
+            waiting[j] -= 1
+            if not waiting[j]:
+                heapq.heappush(ready, (start_of(tasks[j])[0], j))
+    if len(done) != len(tasks):
+        raise ValueError("the task graph has a dependency cycle")
     rows = list(done.values())
     cursor, path = max(rows, key=lambda r: r["end_ns"])["task"], []
     while cursor is not None:
