@@ -64,5 +64,12 @@ class AsyncCheckpoint(unittest.TestCase):
         self.assertIsNone(run(durability=F(20))["latest_recoverable_snapshot"])
 
 
+    def test_buffers_past_the_snapshots_are_never_taken(self):
+        # 2 snapshots take at most 2 buffers: 10^6 buffers schedule as 2 do
+        few, many = run(slots=2), run(slots=10**6)
+        self.assertEqual({k: v for k, v in few.items() if k != "reserved_buffer_bytes"},
+                         {k: v for k, v in many.items() if k != "reserved_buffer_bytes"})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -84,5 +84,14 @@ class FifoPipeline(unittest.TestCase):
         self.assertEqual(status, 2, err)
 
 
+    def test_slots_past_the_transfers_are_never_taken(self):
+        # a link moves steps x groups = 16 tensors: 10^6 slots schedule as 16 do; only
+        # the reserved pool grows
+        few, many = fifo_pipeline(**dict(BOOK, slots=16)), fifo_pipeline(**dict(BOOK, slots=10**6))
+        self.assertEqual({k: v for k, v in few.items() if k != "reserved_boundary_pool_bytes"},
+                         {k: v for k, v in many.items() if k != "reserved_boundary_pool_bytes"})
+        self.assertEqual(many["reserved_boundary_pool_bytes"], 2 * 3 * 10**6 * 8192)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -106,5 +106,14 @@ class HostTransfer(unittest.TestCase):
         self.assertEqual(Fraction(r["serial_ns"]), 8 * (5 * 10**6 + Fraction(15625000, 3)))
 
 
+    def test_slots_past_the_blocks_are_never_taken(self):
+        # 8 blocks take at most 8 slots of each pool: 10^6 slots schedule as 8 do,
+        # only the pools' reserved bytes grow
+        kw = dict(block_bytes=64 * 2**20, blocks=8, prepare_ns=10**6, consume_ns=4 * 10**6, bandwidth=24 * 2**30)
+        few, many = host_transfer(host_slots=8, device_slots=8, **kw), host_transfer(host_slots=10**6, device_slots=10**6, **kw)
+        self.assertEqual(few["schedule"], many["schedule"])
+        self.assertEqual(many["host_pool_bytes"], 10**6 * 64 * 2**20)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -26,12 +26,12 @@ def async_checkpoint(*, parameters, payload=None, snapshots, first, interval, st
                      durability=0, failure):
     size = 14 * parameters if payload is None else payload
     service = Fraction(size, bandwidth)
-    free = [Fraction(0)] * slots
+    free = [Fraction(0)] * min(slots, snapshots)   # one buffer per snapshot at most: the others stay free
     stage_free = writer_free = Fraction(0)
     rows, held, pauses = [], [], []
     for i in range(snapshots):
         requested = first + i * interval
-        slot = min(range(slots), key=lambda s: (free[s], s))
+        slot = min(range(len(free)), key=lambda s: (free[s], s))
         capture = max(requested, stage_free, free[slot])
         staged = capture + staging
         start = max(staged, writer_free)

@@ -28,8 +28,9 @@ from .training_pipeline import peak
 def fifo_pipeline(*, stage_ns, transfer_ns, groups, steps, feedback_ns, activation_bytes, slots=None):
     p, links = len(stage_ns), len(transfer_ns)
     stage_free, link_free, ready = [0] * p, [0] * links, [0] * groups
-    senders = [[(0, s) for s in range(slots or 0)] for _ in range(links)]
-    receivers = [[(0, s) for s in range(slots or 0)] for _ in range(links)]
+    used = min(slots or 0, steps * groups)   # a link moves steps x groups tensors: the other slots stay free
+    senders = [[(0, s) for s in range(used)] for _ in range(links)]
+    receivers = [[(0, s) for s in range(used)] for _ in range(links)]
     sender_life, receiver_life = [[] for _ in range(links)], [[] for _ in range(links)]
     completions = [[] for _ in range(groups)]
     ops, sender_wait, receiver_wait, transfers = [], 0, 0, 0

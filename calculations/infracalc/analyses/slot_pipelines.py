@@ -90,8 +90,9 @@ def stream_buffer(*, block_bytes, blocks, first_produce, produce_interval, first
 
 def host_transfer(*, block_bytes, blocks, host_slots, device_slots, prepare_ns, consume_ns, bandwidth):
     copy = Fraction(block_bytes * 10**9, bandwidth)
-    host = [(Fraction(0), s) for s in range(host_slots)]
-    device = [(Fraction(0), s) for s in range(device_slots)]
+    # each block takes one slot of each pool: slots past the blocks' count are never taken
+    host = [(Fraction(0), s) for s in range(min(host_slots, blocks))]
+    device = [(Fraction(0), s) for s in range(min(device_slots, blocks))]
     preparer = engine = consumer = Fraction(0)
     rows, host_life, device_life = [], [], []
     for b in range(blocks):
