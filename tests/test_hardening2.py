@@ -227,9 +227,23 @@ class ExitStatusWithABadStderr(Case):
 
 
 def copy_tree(case):
-    """A private copy of calculations/ (results included); returns its calc.py."""
+    """A private copy of calculations/ whose results/ holds one scenario, `hardware`, and its two
+    stored files (its scenario list cut to that one): `reproduce --check` over the whole of it
+    takes the paths of the real one (stray, stale, symlink checks) without re-deriving the
+    3,000 stored results of the real tree. Returns its calc.py."""
+    import json
+
     dst = os.path.join(case.folder(), "calculations")
-    shutil.copytree(CALC, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(CALC, dst, ignore=lambda d, names: [n for n in names if n == "__pycache__" or (
+        n == "results" and os.path.samefile(d, CALC))])
+    results = os.path.join(dst, "results")
+    os.mkdir(results)
+    with open(os.path.join(CALC, "results", "scenarios.json"), encoding="utf-8") as f:
+        kept = [s for s in json.load(f)["scenarios"] if s["name"] == "hardware"]
+    with open(os.path.join(results, "scenarios.json"), "w", encoding="utf-8") as f:
+        json.dump({"scenarios": kept}, f)
+    for name in ("hardware.md", "hardware.json"):
+        shutil.copy(os.path.join(CALC, "results", name), results)
     return os.path.join(dst, "calc.py")
 
 
