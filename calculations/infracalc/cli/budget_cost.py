@@ -7,6 +7,7 @@ cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's name is 
 import argparse
 
 from . import common
+from .budget_values import _share, exact_ns as _time, byte_count as _bytes_or_zero
 
 
 def _candidate(text):
@@ -22,28 +23,10 @@ def _candidate(text):
         raise argparse.ArgumentTypeError(f"must be TP:PREFILL:DECODE with times in units (8:20ms:6ms), got '{text}'")
 
 
-def _time(text):
-    from .budget_values import exact_ns
-
-    return exact_ns(text)
-
-
 def _credit(text):
     from .budget_values import _exact
 
     return _exact(text, "a non-negative exact number such as 1, 5 or 1/1000")
-
-
-def _bytes_or_zero(text):
-    from .budget_values import byte_count
-
-    return byte_count(text)
-
-
-def _share(text):
-    from .budget_values import _share
-
-    return _share(text)
 
 
 def _supernode_arguments(q):

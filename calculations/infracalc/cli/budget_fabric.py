@@ -7,18 +7,13 @@ cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's name is 
 from fractions import Fraction
 
 from . import common
+from .budget_values import exact_ns as _ns
 
 
 def _rate(text):
     from .budget_net import byte_rate
 
     return byte_rate(text)
-
-
-def _ns(text):
-    from .budget_values import exact_ns
-
-    return exact_ns(text)
 
 
 def _incast_arguments(q):

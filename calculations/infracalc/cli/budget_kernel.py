@@ -5,6 +5,7 @@ record; cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's 
 """
 
 from . import common
+from .budget_values import exact_ns
 
 MAX_STEPS = 1024   # tiles, blocks, lanes or banks one schedule lists (its rows are printed)
 
@@ -98,12 +99,6 @@ def _quant_gemm(args):
     return dict({"model": arch.id}, **out)
 
 
-def exact_ns(text):
-    """A declared duration in whole nanoseconds (budget.exact_ns: 10us, 0.48ms, 2000ns)."""
-    from .budget_values import exact_ns as parse
-    return parse(text)
-
-
 def _ns_pair(text):
     import argparse
 
@@ -111,7 +106,6 @@ def _ns_pair(text):
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"must be two durations A,B (200us,210us), got '{text}'")
     return tuple(exact_ns(p) for p in parts)
-
 
 
 def _task_text(text):
@@ -209,7 +203,6 @@ def _microbatch(args):
                  "matrix_flops": 2 * args.tokens * params,
                  "micro_batch_matrix_flops": [2 * first * params, 2 * (args.tokens - first) * params],
                  "split_weight_reads_bytes": 4 * params}, **out)
-
 
 
 def byte_rate(text):

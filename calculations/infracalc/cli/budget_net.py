@@ -8,6 +8,7 @@ import argparse
 from fractions import Fraction
 
 from . import common
+from .budget_values import exact_ns as _ns
 
 _BYTE_RATES = (("TiB/s", 2**40), ("GiB/s", 2**30), ("MiB/s", 2**20), ("KiB/s", 2**10),
                ("TB/s", 10**12), ("GB/s", 10**9), ("MB/s", 10**6), ("KB/s", 10**3), ("B/s", 1))
@@ -24,12 +25,6 @@ def byte_rate(text):
         raise argparse.ArgumentTypeError(f"must be a whole number of bytes/s up to 10^18 such as 50GB/s or 4e10, "
                                          f"got '{text}'")
     return int(value)
-
-
-def _ns(text):
-    from .budget_values import exact_ns
-
-    return exact_ns(text)
 
 
 def _job(text):

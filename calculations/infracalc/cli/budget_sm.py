@@ -7,6 +7,7 @@ cli/budget.py lists the kinds and dispatches to them.
 import argparse
 
 from . import common
+from .budget_values import exact_ns as _ns
 
 
 def _shape(text):
@@ -15,12 +16,6 @@ def _shape(text):
     if values is None or len(values) != 3:
         raise argparse.ArgumentTypeError(f"must be three positive integers joined by x (128x128x64), got '{text}'")
     return values
-
-
-def _ns(text):
-    from .budget_values import exact_ns
-
-    return exact_ns(text)
 
 
 def _sm_occupancy_arguments(q):
