@@ -199,13 +199,15 @@ def training_cause(t, host_s=0.0):
 # Each training publication's recipe, as its pages and default configs state it.
 TRAINING_RECIPES = {
     "NVIDIA": {"zero": 1, "overlap_dp": True, "overlap_tp": True, "recompute": "none", "per_expert_gemms": True,
-               "token_permute": True, "overlap_pp": True,
+               "token_permute": True, "overlap_pp": True, "unfused_expert_bias": True,
                "why": "NeMo 24.07 and 25.11 performance recipes: Megatron distributed optimizer (ZeRO-1) "
                       "with gradient reduce-scatter and parameter all-gather overlapped, TP communication "
                       "overlapped with the GEMMs (tp_comm_overlap, Transformer Engine userbuffers), "
                       "no recompute; MoE experts in Transformer Engine's GroupedLinear (one GEMM "
                       "launch per local expert); MoE tokens through Megatron-Core's all-to-all "
                       "dispatcher (its token permutations before and after each all-to-all); "
+                      "expert output biases added per expert outside the GEMM (Megatron-Core's "
+                      "TEGroupedMLP._apply_bias); "
                       "an interleaved pipeline's sends overlapped with compute (overlap_p2p_comm, "
                       "which Megatron Bridge sets whenever pp > 1 and vp > 1)"},
     "PyTorch (Meta)": {"zero": 3, "overlap_dp": True, "overlap_tp": False, "recompute": "selective",
@@ -408,7 +410,8 @@ def training_prediction(case, factor=None, expert_host_s=None):
                          overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"],
                          overlap_ep=recipe.get("overlap_ep", False), wire=recipe.get("wire", ("", "")),
                          expert_gemm_host_s=h, token_permute=recipe.get("token_permute", False),
-                         overlap_pp=recipe.get("overlap_pp", False), **schedule)
+                         overlap_pp=recipe.get("overlap_pp", False),
+                         unfused_expert_bias=recipe.get("unfused_expert_bias", False), **schedule)
     if got is None:
         return None, None
     step, t = got
