@@ -56,6 +56,9 @@ SETUP_FIELDS = {
     # collective cases: ranks per node, operation, S (nccl-tests' bytes), the cluster's NIC figure
     "ranks_per_node": _count(), "operation": _text(), "bytes": (_positive_int, "a positive integer (bytes)"),
     "link_bw_out_bytes_per_s": (_positive_number, "a positive number (bytes/s per direction per device)"),
+    # the NCCL_ALGO the run forced (NCCL's names in lower case; efficiency.collective.NCCL_ALGOS)
+    "nccl_algo": (lambda v: v in ("ring", "tree", "nvls", "nvlstree", "collnet"),
+                  "one of ring, tree, nvls, nvlstree, collnet"),
 }
 
 
