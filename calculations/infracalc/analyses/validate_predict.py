@@ -404,12 +404,14 @@ def training_prediction(case, factor=None, expert_host_s=None):
     schedule = ({"schedule": "interleaved", "chunks": vp} if vp > 1 and lay.pp > 1
                 else {"schedule": recipe["schedule"]} if "schedule" in recipe else {})
     recompute = s.get("recompute", recipe["recompute"])   # the row's own, where the source prints it
+    # the row's EP all-to-all overlap, where its published configuration states it (setup.overlap_ep)
     h = 0.0
     if recipe.get("per_expert_gemms"):
         h = expert_host_for(case)[0] if expert_host_s is None else expert_host_s
     got = predicted_step(arch, w, lay, device, factor=k, recompute=recompute, zero=recipe["zero"],
                          overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"],
-                         overlap_ep=recipe.get("overlap_ep", False), wire=recipe.get("wire", ("", "")),
+                         overlap_ep=s.get("overlap_ep", recipe.get("overlap_ep", False)),
+                         wire=recipe.get("wire", ("", "")),
                          expert_gemm_host_s=h, token_permute=recipe.get("token_permute", False),
                          overlap_pp=recipe.get("overlap_pp", False),
                          unfused_expert_bias=recipe.get("unfused_expert_bias", False), **schedule)
