@@ -362,6 +362,7 @@ def _inputs(w, lay, s, global_batch, links):
     return {
         "devices": lay.devices, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
         "sp": lay.sp, "seq": w.tokens, **({"supervised_tokens": w.head_positions} if w.head_positions else {}),
+        **({"supervised_tokens": w.loss_positions, "loss_mask": "dense"} if w.loss_positions else {}),
         "micro_batch": w.batch, "global_batch": global_batch,
         "micro_batches_per_step": lay.micro_batches,
         "recompute": s.recompute, "recompute_modules": list(s.recompute_modules),
