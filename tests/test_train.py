@@ -216,6 +216,19 @@ class Invariants(unittest.TestCase):
         floors = [train.states_floor(mem, lay, s, c.get("zero", 0)) for _, c in changes]
         self.assertTrue(any(f < n for f, n in zip(floors, needs)))   # not vacuous: the floor is below
 
+    def test_layer_pass_is_its_rows_summed_in_order(self):
+        # layer_pass reuses each block's per-row seconds across the layers sharing it; the sums
+        # must still be the rows' in row order, bit for bit (the figures are printed rounded).
+        from infracalc.analyses.train_time import block_terms, layer_pass, roofs_of, terms_pass
+
+        arch, w = load_model("kimi-k2"), train.train_flops.training_workload(Workload(tokens=512))
+        roofs = roofs_of(load_device("h100-sxm"), w, 0.7, 0.8)
+        for layer, _, _ in arch.layer_groups():
+            for cp, sp_tp, recompute in ((1, 1, "none"), (2, 4, "selective")):
+                terms = [t for b in layer.blocks for t in block_terms(b, w, recompute, False)]
+                got = layer_pass(layer, w, roofs, cp=cp, recompute=recompute, flash=False, sp_tp=sp_tp)
+                self.assertEqual(got, terms_pass(terms, roofs, cp, sp_tp))
+
     def test_overlap_never_increases_time(self):
         dev = load_device("h100-sxm")
         for lay, zero in ((Layout(dp=8), 0), (Layout(dp=4, tp=2), 1), (Layout(dp=8), 3), (Layout(dp=2, pp=4), 2)):
