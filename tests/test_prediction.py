@@ -408,6 +408,42 @@ class TpOverlap(unittest.TestCase):
         more = TT.step_time(arch, w, lay, b200, overlap_dp=True, zero=1, unfused_expert_bias=True)
         self.assertAlmostEqual(more.step_s - plain.step_s, 2 * 36 * 14 * 188_743_680 / r.bytes_per_s, places=9)
 
+    def test_case_overlap_ep_is_the_rows_own(self):
+        # setup.overlap_ep (a row's published moe_a2a_overlap) replaces the recipe's default: the
+        # prediction equals the step run with overlap_ep on, and hides all-to-all time (never adds)
+        import copy
+        from infracalc.analyses.efficiency.training import predicted_step
+        case = V.load_case(os.path.join(V.VALIDATION_DIR,
+                                        "mbridge2602-pretrain-qwen3-235b-a22b-fp8-cs-h100-sxm-x256.json"))
+        self.assertIs(case["setup"]["overlap_ep"], True)
+        self.assertFalse(VP.TRAINING_RECIPES["NVIDIA"].get("overlap_ep", False))
+        on, t_on = VP.training_prediction(case)
+        off_case = copy.deepcopy(case)
+        del off_case["setup"]["overlap_ep"]
+        off, t_off = VP.training_prediction(off_case)
+        self.assertGreater(on, off)
+        self.assertLess(t_on.step_s, t_off.step_s)
+        # the same step as predicted_step called with the option by hand
+        from infracalc.analyses.validate import _device, _layout, _model
+        from infracalc.dtypes import dtype
+        from infracalc.workload import Workload
+        s = case["setup"]
+        arch = _model(case)
+        w = Workload(batch=1, tokens=4096, logits="all", weight_dtype=dtype("bf16"), act_dtype=dtype("fp8"),
+                     kv_dtype=dtype("fp8"))
+        r = VP.TRAINING_RECIPES["NVIDIA"]
+        step, _ = predicted_step(arch, w, _layout(case, arch, 1), _device("h100-sxm"),
+                                 factor=VP.training_factor(case)[0], recompute="none", zero=r["zero"],
+                                 overlap_dp=r["overlap_dp"], overlap_tp=r["overlap_tp"], overlap_ep=True,
+                                 expert_gemm_host_s=VP.expert_host_for(case)[0], schedule="interleaved", chunks=4)
+        self.assertAlmostEqual(on, s["global_batch"] * s["seq_len"] / step / s["devices"], places=6)
+        # the schema refuses a non-boolean
+        from infracalc.analyses import case_schema
+        check, what = case_schema.SETUP_FIELDS["overlap_ep"]
+        self.assertTrue(check(True) and check(False) is True)
+        self.assertFalse(check("yes"))
+        self.assertFalse(check(1))
+
     def test_token_permute_charged_per_recipe(self):
         # the pass is the bytes at the stored format's roof, forward = backward, once per MoE layer
         from infracalc import layout as placement

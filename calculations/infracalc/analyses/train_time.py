@@ -117,12 +117,18 @@ def row_terms(op, w, vocab, recompute, flash):
 
 
 def terms_pass(terms, roofs, cp, sp_tp=1):
-    """Pass of forward rows given by their `row_terms`: each direction's roofline on one CP rank,
-    max(matrix / (cp peak) + vector / (cp vector peak), (weights + other bytes / cp) / bandwidth),
-    summed over the rows; `roofs` = (the compute format's roof, BF16's): linear rows at the first,
-    every other row at the second (the format convention, train_flops.stored_workload);
-    `sp_tp` = tp under sequence parallelism: the sequence-region rows do 1/sp_tp of their work."""
-    fwd_s = bwd_s = wgrad_s = rec_s = 0.0
+    """Pass of forward rows given by their `row_terms`: their `row_seconds` summed in order."""
+    return seconds_pass(row_seconds(terms, roofs, cp, sp_tp))
+
+
+def row_seconds(terms, roofs, cp, sp_tp=1):
+    """[(forward s, backward s, a GEMM?, run again by the recompute?)] of forward rows given by their
+    `row_terms`: each direction's roofline on one CP rank, max(matrix / (cp peak) + vector / (cp
+    vector peak), (weights + other bytes / cp) / bandwidth); `roofs` = (the compute format's roof,
+    BF16's): linear rows at the first, every other row at the second (the format convention,
+    train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the sequence-region
+    rows do 1/sp_tp of their work."""
+    out = []
     r_linear, r_other = roofs
     seq_split = cp * sp_tp
     for linear, seq, fm, fv, fb, fw, bm, bv, bb, bw, gemm, rec in terms:
@@ -131,6 +137,15 @@ def terms_pass(terms, roofs, cp, sp_tp=1):
         split = seq_split if seq else cp
         fwd = max(fm / split / mps + fv / split / vps, (fw + (fb - fw) / split) / bps)
         bwd = max(bm / split / mps + bv / split / vps, (bw + (bb - bw) / split) / bps)
+        out.append((fwd, bwd, gemm, rec))
+    return out
+
+
+def seconds_pass(rows):
+    """Pass of rows given by their `row_seconds`, summed in row order: forward, backward, the
+    GEMMs' weight gradients (each its forward's time) and the recomputed rows' forward."""
+    fwd_s = bwd_s = wgrad_s = rec_s = 0.0
+    for fwd, bwd, gemm, rec in rows:
         fwd_s += fwd
         bwd_s += bwd
         if gemm:
@@ -154,10 +169,14 @@ def block_terms(block, w, recompute, flash):
 
 
 def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
-    """Pass of one decoder layer as one device holds it (memoized)."""
+    """Pass of one decoder layer as one device holds it: its blocks' `row_seconds` (memoized per
+    block: the layers share most blocks) summed in row order (memoized)."""
+    def block_seconds(b):
+        return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
+                              lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
+
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
-    return placement.memo(key, lambda: terms_pass(
-        [t for b in layer.blocks for t in block_terms(b, w, recompute, flash)], r, cp, sp_tp))
+    return placement.memo(key, lambda: seconds_pass([row for b in layer.blocks for row in block_seconds(b)]))
 
 
 def top_pass(arch, lay, stage, w, *, r, cp, recompute, flash):
