@@ -79,7 +79,7 @@ PCI_NCCL_SHARE = 0.75
 PCI_SOURCE = "NVIDIA/nccl: src/graph/topo.cc (ncclTopoAddPci, kvDictPciGen: width x speed / 80)"
 GENERATION = {"v100-sxm2": "sm70", "a100-sxm-80gb": "sm80", "h100-sxm": "sm90", "h100-nvl": "sm90",
               "h200": "sm90", "h800": "sm90", "h20": "sm90", "b200": "sm100", "b300": "sm100",
-              "gb200": "sm100"}
+              "gb200": "sm100", "gb300": "sm100"}
 
 
 def protocol_factor(algorithm, protocol, across):
