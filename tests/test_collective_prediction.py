@@ -108,6 +108,21 @@ class NicPath(unittest.TestCase):
         with self.assertRaises(UserError):
             EC.predicted_s(c, links, "h100-sxm", forced="nvls")
 
+    def test_case_field_nccl_algo(self):
+        # the schema takes NCCL_ALGO's names in lower case, nothing else
+        from infracalc.analyses import case_schema
+        check, what = case_schema.SETUP_FIELDS["nccl_algo"]
+        for name in ("ring", "tree", "nvls", "nvlstree", "collnet"):
+            self.assertTrue(check(name), name)
+        for bad in ("Tree", "in_network", "nvls_tree", 1, None):
+            self.assertFalse(check(bad), bad)
+        # the issue #232 case is predicted as the tree it forced, its bound from every algorithm
+        from infracalc.analyses import validate as V
+        import os
+        row = V.evaluate(V.load_case(os.path.join(V.VALIDATION_DIR, "nccltests232-allreduce-h100-sxm-x2-4nics.json")))
+        self.assertEqual(row["predicted_cause"], "NCCL model: tree/Simple")
+        self.assertAlmostEqual(row["bound"], ((1 << 25) / 64e9 + 2.7e-6) * 1e6, places=6)
+
 
 class Predicted(unittest.TestCase):
     def setUp(self):

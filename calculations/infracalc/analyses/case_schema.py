@@ -57,9 +57,13 @@ SETUP_FIELDS = {
     "ranks_per_node": _count(), "operation": _text(), "bytes": (_positive_int, "a positive integer (bytes)"),
     "link_bw_out_bytes_per_s": (_positive_number, "a positive number (bytes/s per direction per device)"),
     # the NCCL_ALGO the run forced (NCCL's names in lower case; efficiency.collective.NCCL_ALGOS)
-    "nccl_algo": (lambda v: v in ("ring", "tree", "nvls", "nvlstree", "collnet"),
-                  "one of ring, tree, nvls, nvlstree, collnet"),
+    "nccl_algo": (lambda v: v in _nccl_algos(), "one of ring, tree, nvls, nvlstree, collnet"),
 }
+
+
+def _nccl_algos():
+    from .efficiency.collective import NCCL_ALGOS
+    return NCCL_ALGOS
 
 
 def _fail(name, field, what, value):
