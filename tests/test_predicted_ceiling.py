@@ -60,6 +60,30 @@ class ShardCountsByHand(unittest.TestCase):
         self.assertEqual(serving.history_read_bytes(arch, w, 1000), 131_072_000)
         self.assertEqual(serving.attention_pair_flops(arch, w, 50, 100), 5_269_094_400)
 
+    def test_llama_8b_iteration_floor(self):
+        # Llama-3.1-8B on an H100, 64 requests of P = 1,000 and G = 101 (100 steps): a decode
+        # history of h = 1,000 + 50 = 1,050, 0.64 prefills of 1,000 tokens an iteration.
+        #   outside attention: F = 13,958,643,712 x (64 + 640) + 1,050,673,152 x 64.64 FLOPs
+        #                      W = 15,009,316,864 B
+        #   decodes' attention: 64 x 32 x 16,384 x 1,051 pairs FLOPs, 64 x 131,072 x 1,050 B read
+        #   prefills' attention: 0.64 x 32 x 16,384 x 500,500 pairs FLOPs
+        # each group's max(compute, memory), summed (rates: the device's achievable ones)
+        arch = load_model("llama-3.1-8b")
+        w = from_formats(arch, batch=1, tokens=1)
+        r = predict.achievable(H100, w.compute_dtype)
+        flops = 13_958_643_712 * (64 + 640) + 1_050_673_152 * 64.64
+        want = (max(flops / max(r.matrix_flops_per_s, r.vector_flops_per_s), 15_009_316_864 / r.bytes_per_s)
+                + max(64 * 32 * 16_384 * 1_051 / r.attention_flops_per_s, 64 * 131_072 * 1_050 / r.bytes_per_s)
+                + 0.64 * 32 * 16_384 * 500_500 / r.attention_flops_per_s)
+        self.assertAlmostEqual(serving.iteration_floor(arch, w, r, 64, 1000, 101), want, delta=want * 1e-12)
+        # under CP 4 a rank decodes at ceil(1,050 / 4) = 263 and runs 250 prompt tokens after 375
+        # (zig-zag), 250 x 375 + 250 x 251 / 2 = 125,125 pairs
+        flops = 13_958_643_712 * (64 + 0.64 * 250) + 1_050_673_152 * 64.64
+        want = (max(flops / max(r.matrix_flops_per_s, r.vector_flops_per_s), 15_009_316_864 / r.bytes_per_s)
+                + max(64 * 32 * 16_384 * 264 / r.attention_flops_per_s, 64 * 131_072 * 263 / r.bytes_per_s)
+                + 0.64 * 32 * 16_384 * 125_125 / r.attention_flops_per_s)
+        self.assertAlmostEqual(serving.iteration_floor(arch, w, r, 64, 1000, 101, cp=4), want, delta=want * 1e-12)
+
     def test_windows_and_chunks_cap_the_keys_read(self):
         # GPT-OSS-20B: 24 layers alternating a 128-token window and full attention (KV heads 8 x 64,
         # BF16: 2,048 B a key); at history 1,000 a window layer's token sees 127 cached keys, a full
