@@ -41,10 +41,9 @@ class SearchByPredicted(unittest.TestCase):
             want = predicted_layout(arch, w, dev, lay, 2048, 256)
             self.assertAlmostEqual(t["predicted"]["output_tokens_per_s_per_device"],
                                    want["output_tokens_per_s_per_device"], places=9)
-            if lay.cp > 1:
-                continue
             # the predicted rate is a figure of a real engine: never above the layout's serving bound
-            # (its replica's throughput at the memory's largest concurrency, at peak)
+            # (its replica's throughput at the memory's largest concurrency, at peak; under CP its CP
+            # group's, pooled)
             bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
             self.assertLessEqual(t["predicted"]["output_tokens_per_s_per_device"],
                                  bound["output_tokens_per_s_per_device"] * (1 + 1e-12))
@@ -83,9 +82,9 @@ class SearchByPredicted(unittest.TestCase):
         arch, dev = load_model("qwen3-30b-a3b"), load_device("h100-sxm")
         w = from_formats(arch, weight_dtype="bf16", act_dtype="bf16", kv_dtype="bf16", batch=1, tokens=1)
         plan = Plan(arch, w, dev, 2048, 256)
-        for t in [t for t in beyond if t["layout"]["cp"] == 1][:3]:
+        for t in beyond[:3]:
             L = t["layout"]
-            lay = placement.Layout(tp=L["tp"], pp=L["pp"], dp=L["dp"], ep=L["ep"])
+            lay = placement.Layout(tp=L["tp"], pp=L["pp"], dp=L["dp"], ep=L["ep"], cp=L["cp"])
             self.assertEqual(t["predicted"]["exposed_collectives"],
                              "TP all-reduces and EP dispatch and combine all-to-alls")
             bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])

@@ -278,8 +278,8 @@ def search_record(plan, devices, *, objective="throughput", tpot_limit=None, top
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
         "tpot": "mean TPOT (--batch, default 1), smallest first",
         "predicted": "predicted output tokens/s per device (efficiency.serving: a tuned engine's steady "
-                     "state at its own concurrency; TP, PP and DP layouts), the estimate's figures shown at the "
-                     "largest batch that fits (or --batch) with mean TPOT within --tpot-limit"}[objective] + \
+                     "state at its own concurrency; TP, PP, DP, EP and CP layouts), the estimate's figures "
+                     "shown at the largest batch that fits (or --batch) with mean TPOT within --tpot-limit"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
     rec["definitions"] = [ESTIMATE, LOWER_BOUND]
     rec["layouts_considered"] = total
