@@ -342,21 +342,12 @@ def _replica(arch, device, lay, w):
     MoE layer's dispatch and combine all-to-all of each TP rank's 1/tp share of the iteration's
     copies, and with tp > 1 keeps the replica's TP all-reduces (`ep_comm`). Context parallelism
     adds each layer's CP collectives to those (`cp_comm`; `w` gives the cache format)."""
-    from ... import layout as placement
-
-    if lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and lay.cp == 1:
-        return [(arch, None, 1)]
-    groups = {}
-    for st in placement.stages(arch, lay):
-        key = placement.stage_signature(arch, lay, st)
-        if key in groups:
-            groups[key][2] += 1
-        else:
-            shard = placement.shard(arch, lay, st)
-            comm_s = (ep_comm(device, lay, shard) if lay.ep > lay.tp
-                      else tp_comm(device, lay.tp, shard) if lay.tp > 1 else None)
-            groups[key] = [shard, cp_comm(device, lay, shard, w, comm_s) if lay.cp > 1 else comm_s, 1]
-    return [tuple(g) for g in groups.values()]
+    out = []
+    for shard, count in stage_shards(arch, lay):
+        comm_s = (ep_comm(device, lay, shard) if lay.ep > lay.tp
+                  else tp_comm(device, lay.tp, shard) if lay.tp > 1 else None)
+        out.append((shard, cp_comm(device, lay, shard, w, comm_s) if lay.cp > 1 else comm_s, count))
+    return out
 
 
 def ep_comm(device, lay, shard):
