@@ -8,6 +8,7 @@ import support  # noqa: F401  (import path)
 from infracalc import comm
 from infracalc.collectives import Collective
 from infracalc.analyses.efficiency import collective as EC
+from infracalc.errors import UserError
 from infracalc.load.hardware import load_device
 
 US = 1e-6
@@ -69,9 +70,58 @@ class Bandwidth(unittest.TestCase):
         for dev, want in (("h100-sxm", 20.6 / 25), ("b200", 40.1 / 50), ("a100-sxm-80gb", 0.8)):
             d = load_device(dev)
             self.assertAlmostEqual(EC.link_efficiency(dev, comm.links(d)["up"])[0], want, places=12)
-            self.assertEqual(EC.link_efficiency(dev, comm.links(d)["out"])[0], 1.0)
         mi = load_device("mi300x")
         self.assertEqual(EC.link_efficiency("mi300x", comm.links(mi)["up"])[0], 1.0)
+
+
+class NicPath(unittest.TestCase):
+    def test_nccl_pcie_figure(self):
+        # topo.cc: PCIe width x per-lane code / 80 GB/s; Gen5 (32 GT/s) code 240: 16 x 240 / 80 = 48
+        # GB/s; Gen4 code 120: 24 GB/s. The NIC path is min(port, that):
+        # H100, B200: min(50, 48) / 50 = 0.96; A100: min(25, 24) / 25 = 0.96
+        for dev in ("h100-sxm", "b200", "a100-sxm-80gb"):
+            self.assertAlmostEqual(EC.link_efficiency(dev, comm.links(load_device(dev))["out"])[0], 0.96,
+                                   places=12, msg=dev)
+        # L40S (link capped at 32): 24 / 32 = 0.75; four NICs behind one H100 (capped at 64): 48 / 64
+        self.assertAlmostEqual(EC.link_efficiency("l40s", comm.links(load_device("l40s"))["out"])[0], 0.75)
+        four = comm.links(load_device("h100-sxm"), link_bw_out=200e9)["out"]
+        self.assertAlmostEqual(EC.link_efficiency("h100-sxm", four)[0], 0.75, places=12)
+        # no PCIe host link published (H800) or NVLink-C2C (GB200): the port's own figure
+        for dev in ("h800", "gb200"):
+            self.assertEqual(EC.link_efficiency(dev, comm.links(load_device(dev))["out"])[0], 1.0)
+
+    def test_forced_tree_two_nodes_one_gpu(self):
+        # nccl-tests issue #232's row: 32 MiB over 2 H100s, one per node, NCCL_ALGO=Tree, 4 NICs.
+        # Tree/Simple: latency 8.4 + 2 (0 x 4.0 + floor(log2 2) x 14) = 36.4 us; bandwidth
+        # S max(1/(1 x B)) at B = 48 GB/s (NCCL's PCIe figure) over the tree's 0.92:
+        # 2^25 / (48e9 x 0.92) = 759.78 us, + 36.4 = 796.18 us at residual 1.
+        links = comm.links(load_device("h100-sxm"), link_bw_out=200e9)
+        c = ar(1 << 25, 2, tier="out", local=1)
+        t, name, proto = EC.predicted_s(c, links, "h100-sxm", residual=1.0, forced="tree")
+        self.assertEqual((name, proto), ("tree", "Simple"))
+        self.assertAlmostEqual(t / US, (1 << 25) / (48e9 * 0.92) / US + 36.4, places=6)
+        # unforced, the ring wins: 36.4 us (base 8.4 + 2 x 14) + 2^25 / 48e9 = 735.4 us
+        t, name, proto = EC.predicted_s(c, links, "h100-sxm", residual=1.0)
+        self.assertEqual((name, proto), ("ring", "Simple"))
+        self.assertAlmostEqual(t / US, (1 << 25) / 48e9 / US + 36.4, places=6)
+        # a forced algorithm that does not apply is refused
+        with self.assertRaises(UserError):
+            EC.predicted_s(c, links, "h100-sxm", forced="nvls")
+
+    def test_case_field_nccl_algo(self):
+        # the schema takes NCCL_ALGO's names in lower case, nothing else
+        from infracalc.analyses import case_schema
+        check, what = case_schema.SETUP_FIELDS["nccl_algo"]
+        for name in ("ring", "tree", "nvls", "nvlstree", "collnet"):
+            self.assertTrue(check(name), name)
+        for bad in ("Tree", "in_network", "nvls_tree", 1, None):
+            self.assertFalse(check(bad), bad)
+        # the issue #232 case is predicted as the tree it forced, its bound from every algorithm
+        from infracalc.analyses import validate as V
+        import os
+        row = V.evaluate(V.load_case(os.path.join(V.VALIDATION_DIR, "nccltests232-allreduce-h100-sxm-x2-4nics.json")))
+        self.assertEqual(row["predicted_cause"], "NCCL model: tree/Simple")
+        self.assertAlmostEqual(row["bound"], ((1 << 25) / 64e9 + 2.7e-6) * 1e6, places=6)
 
 
 class Predicted(unittest.TestCase):

@@ -45,10 +45,10 @@ class TwoNodesEightRails(unittest.TestCase):
         self.assertAlmostEqual(t / US, 1.875 * S / 50e9 / US + 81, places=6)
 
     def test_tree_two_level_nvls_tree(self):
-        # tree, m = 2 (t_m = 1): 2 S max(1/400e9, 1/450e9) + 2 (1 x 2.7 + 7 x 0.6) us
-        #   = 5,368.71 + 13.8 us.
+        # tree, m = 2 (t_m = 1): S max(1/400e9, 2/450e9) + 2 (1 x 2.7 + 7 x 0.6) us
+        #   = 4,772.19 + 13.8 us: the chain's two sends per rank over NVLink bind, not the NICs.
         t = comm.time_s(self.c, self.out, "tree", up=self.up)
-        self.assertAlmostEqual(t / US, 2 * S / 400e9 / US + 13.8, places=6)
+        self.assertAlmostEqual(t / US, 2 * S / 450e9 / US + 13.8, places=6)
         # two_level: 2 x 7/8 S / 450e9 + 2 x 1/2 x S / 400e9 + 2 x 7 x 0.6 + 2 x 1 x 2.7 us
         #   = 4,175.66 + 2,684.35 + 8.4 + 5.4 us.
         t = comm.time_s(self.c, self.out, "two_level", up=self.up)
@@ -104,6 +104,52 @@ class TwoNodesEightRails(unittest.TestCase):
             comm.time_s(ar(16, 8), self.out, "collnet", up=self.up)     # no SHARP in the data
         with self.assertRaises(UserError):
             Collective("ar", "all_reduce", S, 16, "out", local=17)     # more per domain than ranks
+
+
+class TreeAcrossNodes(unittest.TestCase):
+    """The double binary tree's NIC bytes: per direction a domain's NICs carry S on two domains
+    (each tree one edge: S/2 up one tree, S/2 down the other), 2 S beyond (interior in one tree:
+    2 x S/2 in from its children and S/2 up, then the reverse; a leaf in the other: S/2 each way)."""
+
+    def test_one_rank_per_node(self):
+        # g = 1 over 50 GB/s: m = 2, S/50e9 + 2 x 1 x 2.7 us = 21,474.84 + 5.4 us (the ring's
+        # bandwidth term 2(n-1)/n S/B is the same S/50e9 at n = 2).
+        out = H100["out"]
+        t = comm.time_s(ar(2, 1), out, "tree", up=H100["up"])
+        self.assertAlmostEqual(t / US, S / 50e9 / US + 5.4, places=6)
+        # m = 4: 2 S/50e9 + 2 x 2 x 2.7 us = 42,949.67 + 10.8 us.
+        t = comm.time_s(ar(4, 1), out, "tree", up=H100["up"])
+        self.assertAlmostEqual(t / US, 2 * S / 50e9 / US + 10.8, places=6)
+        # never below the bound (its floor is the ring's 2(m-1)/m S/B_o = 1.5 S/50e9 here)
+        self.assertGreaterEqual(t, comm.lower_bound_s(ar(4, 1), out, H100["up"]))
+
+
+class HostLinkCap(unittest.TestCase):
+    """A rank's NIC traffic crosses its own PCIe host link (NVIDIA/nccl-tests issue #232: one H100
+    per node, four 400 Gb/s NICs, busbw about 50 GB/s): B_o = min(NICs, host link)."""
+
+    def test_four_nics_behind_one_pcie_gen5_x16(self):
+        out = comm.links(load_device("h100-sxm"), link_bw_out=200e9)["out"]
+        # min(200, 64) GB/s: PCIe Gen5 x16 per direction
+        self.assertEqual(out.bytes_per_s, 64_000_000_000)
+        self.assertEqual(out.host_bytes_per_s, 64_000_000_000)
+        self.assertIn("capped at the PCIe Gen5 x16 host link's 64 GB/s", out.assumptions[-1])
+        # the bound of the issue's row: all-reduce of 32 MiB over 2 ranks, one per node: the floor
+        # max(2(m-1)/m S/(g B_o), 2 (n-1)/n S/B_o) + 1 x 2.7 us = 2^25/64e9 + 2.7 us = 527.0 us
+        # <= 808.2 us measured (it was 2^25/200e9 + 2.7 = 170.5 us before the cap)
+        c = Collective("ar", "all_reduce", 1 << 25, 2, "out", local=1)
+        self.assertAlmostEqual(comm.lower_bound_s(c, out, None) / US, (1 << 25) / 64e9 / US + 2.7, places=6)
+
+    def test_one_nic_per_gpu_is_unchanged_and_l40s_is_capped(self):
+        # H100: 50 GB/s of NIC under a 64 GB/s link: the NIC's figure, no note
+        out = H100["out"]
+        self.assertEqual((out.bytes_per_s, out.assumptions), (50_000_000_000, ()))
+        # L40S: a 400 Gb/s NIC behind PCIe Gen4 x16 (32 GB/s)
+        l40s = comm.links(load_device("l40s"))["out"]
+        self.assertEqual(l40s.bytes_per_s, 32_000_000_000)
+        # GB200's host link is NVLink-C2C, not PCIe: no cap, no host figure
+        gb = comm.links(load_device("gb200"))["out"]
+        self.assertEqual((gb.bytes_per_s, gb.host_bytes_per_s), (50_000_000_000, 0))
 
 
 class ExpertParallelAllToAll(unittest.TestCase):

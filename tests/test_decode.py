@@ -26,19 +26,24 @@ BW = H100["memory_bandwidth_bytes_per_s"]          # 3.35e12 B/s
 VECTOR = H100["vector_flops_per_s"]["fp32"]        # 67e12 FLOP/s
 
 
-def loop_sum(arch, w, lo, hi):
-    """Per-operator FIELDS summed over explicit per-step ledgers, histories lo..hi."""
+def step_ops(arch, w, lo, hi):
+    """[the operators of each step's own ledger], histories lo..hi."""
+    return [ledger.build(arch, w.replace(tokens=1, history=h)).ops for h in range(lo, hi + 1)]
+
+
+def loop_sum(arch, w, lo, hi, steps=None):
+    """Per-operator FIELDS summed over explicit per-step ledgers, histories lo..hi
+    (`steps`: step_ops of the same arguments, when the caller has built them)."""
     total = None
-    for h in range(lo, hi + 1):
-        rows = [[getattr(op, f) for f in S.FIELDS] for op in ledger.build(arch, w.replace(tokens=1, history=h)).ops]
+    for ops in steps or step_ops(arch, w, lo, hi):
+        rows = [[getattr(op, f) for f in S.FIELDS] for op in ops]
         total = rows if total is None else [[a + b for a, b in zip(x, y)] for x, y in zip(total, rows)]
     return total
 
 
-def loop_time(arch, w, lo, hi, r):
+def loop_time(arch, w, lo, hi, r, steps=None):
     """Sum over steps and operators of max(compute, memory)."""
-    return sum(op_bound(op, r)[2] for h in range(lo, hi + 1)
-               for op in ledger.build(arch, w.replace(tokens=1, history=h)).ops)
+    return sum(op_bound(op, r)[2] for ops in steps or step_ops(arch, w, lo, hi) for op in ops)
 
 
 def closed(arch, w, lo, hi):
@@ -67,10 +72,11 @@ class ClosedFormEqualsLoop(unittest.TestCase):
 
     def check(self, arch, w, lo, hi, min_pieces=1):
         self.assertGreaterEqual(len(S.pieces(arch, lo, hi)), min_pieces)
-        self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi))
+        steps = step_ops(arch, w, lo, hi)
+        self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi, steps))
         r = roof(load_device("h100-sxm"), w.compute_dtype)
-        self.assertAlmostEqual(D.account(S.decode_pieces(arch, w, lo, hi), r).time_s / loop_time(arch, w, lo, hi, r),
-                               1.0, places=12)
+        self.assertAlmostEqual(D.account(S.decode_pieces(arch, w, lo, hi), r).time_s
+                               / loop_time(arch, w, lo, hi, r, steps), 1.0, places=12)
 
     def test_dense(self):
         self.check(load_model("qwen3-8b"), Workload(batch=3), 5, 44)
@@ -136,10 +142,11 @@ class EveryAttentionKind(unittest.TestCase):
             with self.subTest(model=model, mla=mla):
                 arch, w = load_model(model), Workload(batch=2, mla=mla)
                 self.assertEqual(len(S.pieces(arch, lo, hi)), n_pieces)
-                self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi))
+                steps = step_ops(arch, w, lo, hi)
+                self.assertEqual(closed(arch, w, lo, hi), loop_sum(arch, w, lo, hi, steps))
                 r = roof(dev, w.compute_dtype)
                 got = D.account(S.decode_pieces(arch, w, lo, hi), r).time_s
-                self.assertAlmostEqual(got / loop_time(arch, w, lo, hi, r), 1.0, places=12)
+                self.assertAlmostEqual(got / loop_time(arch, w, lo, hi, r, steps), 1.0, places=12)
 
 
 class RepeatedChunks(unittest.TestCase):
@@ -161,12 +168,13 @@ class RepeatedChunks(unittest.TestCase):
                 pcs = S.decode_pieces(self.arch, w, lo, hi)
                 self.assertTrue(any(run.repeats >= 6 for runs in pcs.runs for run in runs))
                 self.assertEqual({sum(run.total_steps for run in runs) for runs in pcs.runs}, {hi - lo + 1})
-                self.assertEqual(closed(self.arch, w, lo, hi), loop_sum(self.arch, w, lo, hi))
-                self.assertAlmostEqual(D.account(pcs, r).time_s / loop_time(self.arch, w, lo, hi, r), 1.0,
+                steps = step_ops(self.arch, w, lo, hi)
+                self.assertEqual(closed(self.arch, w, lo, hi), loop_sum(self.arch, w, lo, hi, steps))
+                self.assertAlmostEqual(D.account(pcs, r).time_s / loop_time(self.arch, w, lo, hi, r, steps), 1.0,
                                        places=12)
                 looped = {}
-                for h in range(lo, hi + 1):
-                    for op in ledger.build(self.arch, w.replace(tokens=1, history=h)).ops:
+                for ops in steps:
+                    for op in ops:
                         key = (op.name, op.layers)
                         looped[key] = looped.get(key, 0) + (op_bound(op, r)[3] == "compute")
                 n = hi - lo + 1

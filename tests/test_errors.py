@@ -1,13 +1,19 @@
-"""Bad input: one line on stderr, exit status 2, no traceback."""
+"""Bad input: one line on stderr, exit status 2, no traceback.
+
+The messages are checked through main() in this process (an exception escaping it, a traceback
+for the user, fails the test); ProcessBoundary runs a few of them as a process of their own, so
+that the contract is checked where the user sees it: exit status, stderr, no traceback."""
 
 import unittest
 
-from support import cli, write_config
+from support import cli, run_cli, write_config
 
 
 class Errors(unittest.TestCase):
+    invoke = staticmethod(run_cli)   # (status, stdout, stderr) of one command line
+
     def assertUsageError(self, args, *fragments):
-        status, out, err = cli(*args)
+        status, out, err = self.invoke(*args)
         self.assertEqual(status, 2, err)
         self.assertEqual(out, "")
         self.assertEqual(len(err.strip().splitlines()), 1, err)
@@ -100,6 +106,23 @@ class Errors(unittest.TestCase):
         self.assertUsageError(par + ["--pp-send", "replicate"], "--pp-send", "'replicated'")
         self.assertUsageError(["train", "--model", "qwen3-8b", "--device", "h100-sxm", "--seq", "4096",
                                "--hc-contractions", "matrix"], "--hc-contractions")
+
+
+class ProcessBoundary(unittest.TestCase):
+    """Errors of each origin (a bad id, a size argparse refuses, a malformed file, a refused
+    option combination) in a process of their own (calc.py): status 2, one line, no traceback."""
+
+    invoke = staticmethod(cli)
+    assertUsageError = Errors.assertUsageError
+
+    def test_each_origin(self):
+        self.assertUsageError(["forward", "--model", "qwen3-7b"], "unknown model 'qwen3-7b'", "qwen3-8b")
+        self.assertUsageError(["forward", "--model", "qwen3-8b", "--tokens", "1.5"], "--tokens", "1.5")
+        path = write_config(self, '{"model_type": "llama", "hidden_size": 8,')
+        self.assertUsageError(["forward", "--model", path], "malformed JSON", "line 1")
+        self.assertUsageError(["parallel", "--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "1024",
+                               "--output-len", "128", "--comm-path", "--search"], "--comm-path applies to one layout")
+
 
 if __name__ == "__main__":
     unittest.main()

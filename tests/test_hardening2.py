@@ -383,20 +383,33 @@ class Smaller(Case):
                 resource.setrlimit(resource.RLIMIT_AS, (mb * 2**20, mb * 2**20))
             return subprocess.run([sys.executable, *args], capture_output=True, text=True,
                                   preexec_fn=cap)
-        # From the least address space in which the bare interpreter starts, upward until the
-        # 1,024-stage pipeline fits: the run at the largest limit still too small fails inside
-        # the tool and must say so in one line. (Near the floor the interpreter itself fails
-        # before the tool runs; the pipeline's margin over a models listing is only 2-12 MB
-        # depending on the Python version, so neither makes a fixed limit.)
+        # From the least address space in which the bare interpreter starts, upward (in 2 MB
+        # steps) until the 1,024-stage pipeline fits: the run at the largest limit still too
+        # small fails inside the tool and must say so in one line. (Near the floor the
+        # interpreter itself fails before the tool runs; the pipeline's margin over a models
+        # listing is only 2-12 MB depending on the Python version, so neither makes a fixed
+        # limit.) The limit is found by doubling the step from the floor until a run fits, then
+        # bisecting: a run that fits at one limit fits at every higher one, so this is the
+        # limit the step-by-step walk stopped below, in ~10 runs of the pipeline, not ~20.
         floor = next(mb for mb in range(8, 400, 2) if under(mb, "-c", "pass").returncode == 0)
-        failed = []
-        for limit in range(floor, floor + 400, 2):
-            p = under(limit, CALC_PY, *argv)
-            if p.returncode == 0:
-                break
-            failed.append(p)
-        self.assertTrue(failed, "the pipeline fits wherever the interpreter starts")
-        p = failed[-1]
+        runs = {}
+
+        def fails(limit):
+            runs[limit] = under(limit, CALC_PY, *argv)
+            return runs[limit].returncode != 0
+
+        self.assertTrue(fails(floor), "the pipeline fits wherever the interpreter starts")
+        low, step = floor, 2   # low fails; find a high that fits, within the walk's 400 MB
+        while low + step < floor + 400 and fails(low + step):
+            low, step = low + step, 2 * step
+        high = min(low + step, floor + 400)
+        while high - low > 2:   # low fails, high fits (or is past the walk's end)
+            mid = low + (high - low) // 4 * 2
+            if fails(mid):
+                low = mid
+            else:
+                high = mid
+        p = runs[low]
         self.assertEqual(p.returncode, 2, p.stderr[-500:])
         self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr[-500:])
         self.assertIn("out of memory", p.stderr)

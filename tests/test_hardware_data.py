@@ -208,7 +208,7 @@ class HardwareDataTest(unittest.TestCase):
         # H800: the HGX H100's NVSwitch with fewer links; NCCL runs NVLS on it (NVIDIA/nccl-tests
         # issue #153; 215 GB/s busbw on 8 GPUs, NVIDIA/nccl issue #1374, above a ring's 200).
         expect = {"h100-sxm": 0.85, "h200": 0.85, "h20": 0.85, "h800": 0.85, "b200": 0.74, "b300": 0.74,
-                  "gb200": 0.74}
+                  "gb200": 0.74, "gb300": 0.74}
         for stem, (_, data) in self.records.items():
             with self.subTest(device=stem):
                 up = data["scale_up"]

@@ -11,7 +11,7 @@ from itertools import product
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from support import budget_result, run_cli  # noqa: E402  (support puts calculations/ on sys.path)
 
-from infracalc.analyses.hash_collision import hash_collision, max_load_counts, spray  # noqa: E402
+from infracalc.analyses.hash_collision import hash_collision, max_load_counts, pascal_rows, spray  # noqa: E402
 
 
 class Counts(unittest.TestCase):
@@ -34,6 +34,26 @@ class Counts(unittest.TestCase):
                     for L in range(top, n + 1):
                         brute[L] += 1
                 self.assertEqual(max_load_counts(n, m), brute, (n, m))
+
+
+    def test_pascal_rows_are_the_binomials(self):
+        from math import comb
+        self.assertEqual(pascal_rows(0), [[1]])
+        self.assertEqual(pascal_rows(4)[4], [1, 4, 6, 4, 1])
+        self.assertEqual(pascal_rows(128), [[comb(k, j) for j in range(k + 1)] for k in range(129)])
+
+
+    def test_miller_counts_with_one_above_seeds(self):
+        # q_k = (1/k) sum_{j=1}^{L} ((m+1) j - k) C(k, j) q_{k-j}, q_k = m^k for k <= L, run for every k
+        # (the module seeds L < k <= 2L + 1 with the one-above count instead): the same A(L).
+        from math import comb
+        n, m = 90, 7
+        counts = max_load_counts(n, m)
+        for L in range(-(-n // m), n // 3):
+            q = [m ** k for k in range(L + 1)]
+            for k in range(L + 1, n + 1):
+                q.append(sum(((m + 1) * j - k) * comb(k, j) * q[k - j] for j in range(1, L + 1)) // k)
+            self.assertEqual(counts[L], q[n], L)
 
 
 class Summary(unittest.TestCase):

@@ -354,6 +354,96 @@ class TpOverlap(unittest.TestCase):
         self.assertEqual(TT.permute_bytes(block("qwen3-30b-a3b", placement.Layout(dp=128, ep=128)), 4096),
                          150_994_944)
 
+    def test_expert_bias_bytes_by_hand(self):
+        # Megatron-Core's TEGroupedMLP._apply_bias, one MoE layer, BF16 (2 bytes): GPT-OSS-120B at
+        # EP 64, 8,192 tokens, top-4: 32,768 routed copies of hidden 2,880, one plane 2 x 32,768 x
+        # 2,880 = 188,743,680 bytes; forward b x p (1 write), t + b p (2 reads, 1 write), cat (1 read,
+        # 1 write) = 6 planes = 1,132,462,080; backward split-cat (2), grad x p + sum (3), grad x b +
+        # sum (3) = 8 planes = 1,509,949,440
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.blocks.moe import MoE
+        from infracalc.load.models import load_model
+
+        def block(model, lay):
+            arch = load_model(model)
+            shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
+            return next(b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE))
+
+        self.assertEqual(TT.expert_bias_bytes(block("gpt-oss-120b", placement.Layout(dp=64, ep=64)), 8192),
+                         (1_132_462_080, 1_509_949_440))
+        # the copies do not depend on how many experts are local: EP 8 holds 16, the same 32,768 copies
+        self.assertEqual(TT.expert_bias_bytes(block("gpt-oss-120b", placement.Layout(dp=8, ep=8)), 8192),
+                         (1_132_462_080, 1_509_949_440))
+        # Qwen3 has no expert biases: nothing is charged
+        self.assertEqual(TT.expert_bias_bytes(block("qwen3-30b-a3b", placement.Layout(dp=8, ep=8)), 4096), (0, 0))
+
+    def test_expert_bias_charged_per_recipe(self):
+        # 36 MoE layers of GPT-OSS-120B on one B200 stage: each direction its bytes at the stored
+        # format's roof; the forward again under full recompute; NVIDIA's recipe charges it
+        from infracalc import layout as placement
+        from infracalc.analyses import train_flops
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.validate import _device
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("gpt-oss-120b")
+        lay = placement.Layout(dp=64, ep=64, micro_batches=2)
+        st = placement.stages(arch, lay)[0]
+        w = train_flops.training_workload(Workload(batch=1, tokens=8192, logits="all", weight_dtype=dtype("bf16"),
+                                                   act_dtype=dtype("bf16"), kv_dtype=dtype("bf16")))
+        r = TT.roofs_of(_device("b200"), w)[1]
+        got = TT.expert_bias_pass(arch, lay, st, w, r, "none")
+        self.assertAlmostEqual(got.forward, 36 * 1_132_462_080 / r.bytes_per_s, places=12)
+        self.assertAlmostEqual(got.backward, 36 * 1_509_949_440 / r.bytes_per_s, places=12)
+        self.assertEqual(got.recompute, 0.0)
+        self.assertEqual(TT.expert_bias_pass(arch, lay, st, w, r, "full").recompute, got.forward)
+        self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["unfused_expert_bias"])
+        self.assertFalse(VP.TRAINING_RECIPES["DeepSeek"].get("unfused_expert_bias", False))
+        # the option adds m x the pass to the step (one stage, no bubble)
+        b200 = _device("b200")
+        plain = TT.step_time(arch, w, lay, b200, overlap_dp=True, zero=1)
+        more = TT.step_time(arch, w, lay, b200, overlap_dp=True, zero=1, unfused_expert_bias=True)
+        self.assertAlmostEqual(more.step_s - plain.step_s, 2 * 36 * 14 * 188_743_680 / r.bytes_per_s, places=9)
+
+    def test_case_overlap_ep_is_the_rows_own(self):
+        # setup.overlap_ep (a row's published moe_a2a_overlap) replaces the recipe's default: the
+        # prediction equals the step run with overlap_ep on, and hides all-to-all time (never adds)
+        import copy
+        from infracalc.analyses.efficiency.training import predicted_step
+        case = V.load_case(os.path.join(V.VALIDATION_DIR,
+                                        "mbridge2602-pretrain-qwen3-235b-a22b-fp8-cs-h100-sxm-x256.json"))
+        self.assertIs(case["setup"]["overlap_ep"], True)
+        self.assertFalse(VP.TRAINING_RECIPES["NVIDIA"].get("overlap_ep", False))
+        on, t_on = VP.training_prediction(case)
+        off_case = copy.deepcopy(case)
+        del off_case["setup"]["overlap_ep"]
+        off, t_off = VP.training_prediction(off_case)
+        self.assertGreater(on, off)
+        self.assertLess(t_on.step_s, t_off.step_s)
+        # the same step as predicted_step called with the option by hand
+        from infracalc.analyses.validate import _device, _layout, _model
+        from infracalc.dtypes import dtype
+        from infracalc.workload import Workload
+        s = case["setup"]
+        arch = _model(case)
+        w = Workload(batch=1, tokens=4096, logits="all", weight_dtype=dtype("bf16"), act_dtype=dtype("fp8"),
+                     kv_dtype=dtype("fp8"))
+        r = VP.TRAINING_RECIPES["NVIDIA"]
+        step, _ = predicted_step(arch, w, _layout(case, arch, 1), _device("h100-sxm"),
+                                 factor=VP.training_factor(case)[0], recompute="none", zero=r["zero"],
+                                 overlap_dp=r["overlap_dp"], overlap_tp=r["overlap_tp"], overlap_ep=True,
+                                 expert_gemm_host_s=VP.expert_host_for(case)[0], schedule="interleaved", chunks=4)
+        self.assertAlmostEqual(on, s["global_batch"] * s["seq_len"] / step / s["devices"], places=6)
+        # the schema refuses a non-boolean
+        from infracalc.analyses import case_schema
+        check, what = case_schema.SETUP_FIELDS["overlap_ep"]
+        self.assertTrue(check(True) and check(False) is True)
+        self.assertFalse(check("yes"))
+        self.assertFalse(check(1))
+
     def test_token_permute_charged_per_recipe(self):
         # the pass is the bytes at the stored format's roof, forward = backward, once per MoE layer
         from infracalc import layout as placement

@@ -180,6 +180,55 @@ class Invariants(unittest.TestCase):
             self.assertEqual(b.activation_bytes, a.activation_bytes + r.activation_bytes)
             self.assertEqual(a.in_flight[0] + r.in_flight[0], 5)   # p + 1 micro-batches of layers
 
+    def test_states_floor_is_the_states_part_of_every_recipe_change(self):
+        # would_fit skips a change whose model states alone exceed the device: the floor must be
+        # the largest rank's states under that ZeRO stage exactly (recompute does not change them)
+        # and so never above the rank's total (activations, gathers and buffers are >= 0).
+        arch, w = load_model("qwen3-30b-a3b"), Workload(tokens=2048, logits="all")
+        for lay, schedule in ((Layout(dp=4, ep=4, micro_batches=2), "1f1b"),
+                              (Layout(tp=2, pp=3, dp=2, micro_batches=4), "1f1b"),
+                              (Layout(pp=4, dp=2, micro_batches=8), "dualpipe")):
+            s = train.Setup(schedule=schedule)
+            mem = train.stage_memory(arch, w, lay, s)
+            for zero in (0, 1, 2, 3):
+                for recompute in ("none", "selective", "full"):
+                    got = train.stage_memory(arch, w, lay, s.replace(zero=zero, recompute=recompute))
+                    floor = train.states_floor(mem, lay, s, zero)
+                    self.assertEqual(floor, max(m.states.total for m in got), (lay, schedule, zero))
+                    self.assertLessEqual(floor, max(m.total for m in got))
+
+    def test_would_fit_lists_what_the_full_evaluation_lists(self):
+        # A capacity between the changes' needs: some fit, some are refused by the floor, some by
+        # their full memory; the answer equals evaluating every change.
+        arch, w = load_model("qwen3-8b"), Workload(tokens=4096, logits="all")
+        lay, s = Layout(dp=8, micro_batches=1), train.Setup()
+        changes = [("--zero 1", {"zero": 1}), ("--zero 2", {"zero": 2}), ("--zero 3", {"zero": 3}),
+                   ("--recompute selective", {"recompute": "selective"}),
+                   ("--recompute full", {"recompute": "full", "recompute_modules": ()})]
+        changes += [(f"--zero {z} --recompute {r}", {"zero": z, "recompute": r,
+                                                     **({"recompute_modules": ()} if r == "full" else {})})
+                    for r in ("selective", "full") for z in (1, 2, 3)]
+        needs = [max(m.total for m in train.stage_memory(arch, w, lay, s.replace(**c))) for _, c in changes]
+        mem = train.stage_memory(arch, w, lay, s)
+        for capacity in sorted(set(needs)):
+            expected = [{"options": o, "needs_bytes": n} for (o, _), n in zip(changes, needs) if n <= capacity][:3]
+            self.assertEqual(train.would_fit(arch, w, lay, s, capacity, mem=mem), expected, capacity)
+        floors = [train.states_floor(mem, lay, s, c.get("zero", 0)) for _, c in changes]
+        self.assertTrue(any(f < n for f, n in zip(floors, needs)))   # not vacuous: the floor is below
+
+    def test_layer_pass_is_its_rows_summed_in_order(self):
+        # layer_pass reuses each block's per-row seconds across the layers sharing it; the sums
+        # must still be the rows' in row order, bit for bit (the figures are printed rounded).
+        from infracalc.analyses.train_time import block_terms, layer_pass, roofs_of, terms_pass
+
+        arch, w = load_model("kimi-k2"), train.train_flops.training_workload(Workload(tokens=512))
+        roofs = roofs_of(load_device("h100-sxm"), w, 0.7, 0.8)
+        for layer, _, _ in arch.layer_groups():
+            for cp, sp_tp, recompute in ((1, 1, "none"), (2, 4, "selective")):
+                terms = [t for b in layer.blocks for t in block_terms(b, w, recompute, False)]
+                got = layer_pass(layer, w, roofs, cp=cp, recompute=recompute, flash=False, sp_tp=sp_tp)
+                self.assertEqual(got, terms_pass(terms, roofs, cp, sp_tp))
+
     def test_overlap_never_increases_time(self):
         dev = load_device("h100-sxm")
         for lay, zero in ((Layout(dp=8), 0), (Layout(dp=4, tp=2), 1), (Layout(dp=8), 3), (Layout(dp=2, pp=4), 2)):

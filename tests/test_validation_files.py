@@ -43,7 +43,8 @@ KINDS = {
                    {"nccl-tests", "deepep"}, {"time_us", "busbw_GB_per_s"}),
 }
 SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla",   # see SOURCES.md
-                  "optimizer", "master_bytes", "grad_bytes", "link_bw_out_bytes_per_s", "recompute"}
+                  "optimizer", "master_bytes", "grad_bytes", "link_bw_out_bytes_per_s", "recompute",
+                  "nccl_algo", "overlap_ep"}
 DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
 LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
 
@@ -210,7 +211,7 @@ class CorpusShape(unittest.TestCase):
         """Issue 17: the collectives family holds published nccl-tests runs (one node and across
         nodes) and DeepEP's all-to-all table, from more than one publisher."""
         cases = [c for c in map(load_case, case_files()) if c["kind"] == "collective"]
-        self.assertGreaterEqual(len(cases), 19)
+        self.assertGreaterEqual(len(cases), 21)
         self.assertEqual({c["setup"]["scenario"] for c in cases}, {"nccl-tests", "deepep"})
         self.assertTrue(any(c["setup"]["devices"] > c["setup"]["ranks_per_node"] > 1 for c in cases))
         self.assertGreaterEqual(len({c["source"]["publisher"] for c in cases}), 3)

@@ -44,7 +44,7 @@ class Tensor(Record):
 
 
 def _memoized_tensors(method, key):
-    """`method` (a block's tensors()) computed once per instance: a block is
+    """`method` (a block's tensors() or active_params()) computed once per instance: a block is
     immutable and its tensors are a function of its fields alone, while
     parameter counts and every ledger ask for them again."""
     def tensors(self):
@@ -102,8 +102,9 @@ class Block(Record):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if "tensors" in cls.__dict__:   # keyed per class: a subclass's tensors() may call super()'s
-            cls.tensors = _memoized_tensors(cls.__dict__["tensors"], f"_tensors.{cls.__qualname__}")
+        for name in ("tensors", "active_params"):   # keyed per class: a subclass's may call super()'s
+            if name in cls.__dict__:
+                setattr(cls, name, _memoized_tensors(cls.__dict__[name], f"_{name}.{cls.__qualname__}"))
 
     def tensors(self):
         return ()
@@ -179,10 +180,16 @@ class Block(Record):
 
     @property
     def params(self):
-        return sum(t.params for t in self.tensors())
+        """The tensors' parameters (once per instance, as `tensors`: the layers share blocks)."""
+        d = self.__dict__
+        out = d.get("_params")
+        if out is None:
+            out = d["_params"] = sum(t.params for t in self.tensors())
+        return out
 
     def active_params(self):
-        """Parameters one token uses (differs from `params` for MoE)."""
+        """Parameters one token uses (differs from `params` for MoE; a subclass's is computed
+        once per instance)."""
         return self.params
 
 

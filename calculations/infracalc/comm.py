@@ -42,7 +42,8 @@ Which B a group gets depends on the tier and the topology:
   each): all-gather-type bandwidth scales with the axes, hops add up per axis.
 - a group spanning scale-up domains ("out"): n ranks, g of them in each domain (`Collective.local`,
   `group_local`), m = n / g domains; B_o is one device's scale-out bandwidth (its NIC bandwidth times
-  its NICs, the device file's per-device figure), so the g ranks of a domain own g B_o of NIC
+  its NICs, the device file's per-device figure, never above the device's PCIe host link, which
+  its NIC traffic crosses: `host_capped`), so the g ranks of a domain own g B_o of NIC
   ("rails"), B_u the scale-up bandwidth among them. `across` lists the algorithms (formulas with
   their sources in `ACROSS`):
   ring (NCCL's multi-rail rings: one channel per NIC, each ring leaves every domain once, so a
@@ -50,8 +51,10 @@ Which B a group gets depends on the tier and the topology:
   link, concurrently): f S max(1/(g B_o), (g-1)/(g B_u)) + steps alpha_o; with g = 1 the flat ring
   over one NIC;
   tree (all-reduce: a chain inside the domain, NCCL's double binary tree across m domains, each
-  of the g ranks on its own rail with S/g): 2 S max(t_m/(g B_o), 1/B_u) + 2 (ceil(log2 m) alpha_o
-  + (g-1) alpha_u), t_m = 1 on two domains (each tree is one edge), 2 beyond (an interior node);
+  of the g ranks on its own rail with S/g): S max(t_m/(g B_o), 2/B_u) + 2 (ceil(log2 m) alpha_o
+  + (g-1) alpha_u). Per direction a domain's NICs carry t_m S: t_m = 1 on two domains (each of the
+  two trees is one edge: S/2 up one, S/2 down the other), 2 beyond (interior in one tree: 3 S/2,
+  a leaf in the other: S/2); a rank of the chain sends S up and S down over the scale-up link;
   two_level (all-reduce: reduce-scatter inside, all-reduce of the S/g shard across domains on
   each rank's rail, all-gather inside, one after the other; all-gather and reduce-scatter the
   two halves): 2(g-1)/g S/B_u + 2(m-1)/m S/(g B_o) + 2 (g-1) alpha_u + 2 (m-1) alpha_o;
@@ -153,8 +156,10 @@ ACROSS = (
               "NCCL multi-rail rings, one channel per NIC (NVIDIA/nccl-tests:doc/PERFORMANCE.md: busbw "
               "of a multi-node ring is the node's NIC bandwidth per GPU x rails)"),
     Algorithm("tree", "all-reduce across domains",
-              "2 S max(t_m/(g B_o), 1/B_u) + 2 (ceil(log2 m) alpha_o + (g-1) alpha_u); t_m = 1 if m = 2 else 2",
-              "NCCL tree: chain inside the node, double binary tree across nodes (Sanders, Speck, Traeff 2009)"),
+              "S max(t_m/(g B_o), 2/B_u) + 2 (ceil(log2 m) alpha_o + (g-1) alpha_u); t_m = 1 if m = 2 else 2",
+              "NCCL tree: chain inside the node, double binary tree across nodes (Sanders, Speck, Traeff 2009): "
+              "a domain's NICs carry t_m S per direction (on two nodes NVIDIA/nccl-tests issue #196: the tree "
+              "goes beyond the network bottleneck)"),
     Algorithm("two_level", "all-reduce, all-gather, reduce-scatter across domains",
               "2(g-1)/g S/B_u + 2(m-1)/m S/(g B_o) + 2(g-1) alpha_u + 2(m-1) alpha_o (all-reduce)",
               "hierarchical all-reduce: reduce-scatter inside, shard across, all-gather inside "
@@ -204,6 +209,7 @@ class Link(Record):
     wraparound_axis: int = 0
     in_network_efficiency: float = 0.0
     in_network_alpha_s: float = 0.0
+    host_bytes_per_s: int = 0    # "out" only: the PCIe host link the rank's NIC traffic crosses (0: none)
     assumptions: tuple = ()      # defaults and overrides in force, in words
 
 
@@ -268,7 +274,25 @@ def links(device, alpha_up=None, alpha_out=None, link_bw_up=None, link_bw_out=No
         if data is None and bw is not None:
             data = DataLink(f"scale-{name} (given)", _bandwidth(bw, f"--link-bw-{name}"))
         result[name] = None if data is None else _link(name, data, alpha, bw, eff)
+    if result["out"] is not None and device.scale_out is not None:
+        result["out"] = host_capped(result["out"], device.host_link)
     return result
+
+
+def host_capped(out, host):
+    """The scale-out Link of a device whose NICs sit on PCIe behind its host link: a rank's NIC
+    traffic (GPUDirect RDMA reads and writes its memory through that link) crosses its own PCIe
+    link, so B_o = min(NICs, host link) per direction. With one GPU per node and four 400 Gb/s NICs
+    (NVIDIA/nccl-tests issue #232) the rank gets 64 GB/s (PCIe Gen5 x16), not 200. Unchanged when
+    the host link is not PCIe (NVLink-C2C) or not published."""
+    if host is None or "PCIe" not in host.name:
+        return out
+    capped = out.replace(host_bytes_per_s=host.bytes_per_s)
+    if out.bytes_per_s <= host.bytes_per_s:
+        return capped
+    return capped.replace(bytes_per_s=host.bytes_per_s, assumptions=out.assumptions + (
+        f"NICs {out.bytes_per_s / 1e9:g} GB/s per direction capped at the {host.name} host link's "
+        f"{host.bytes_per_s / 1e9:g} GB/s (a rank's NIC traffic crosses it)",))
 
 
 def tier(layout_group_span_devices, device):
@@ -479,7 +503,7 @@ def _across(c, link, up, algorithm):
         return bus_factor(c.kind, n) * s * max(1 / (g * b_o), inside) + _ring_steps(c.kind, n) * a_o
     t_m = 1 if m == 2 else 2
     if algorithm == "tree":
-        return 2 * s * max(t_m / (g * b_o), 1 / b_u if g > 1 else 0.0) + \
+        return s * max(t_m / (g * b_o), 2 / b_u if g > 1 else 0.0) + \
             2 * (binomial_rounds(m) * a_o + (g - 1) * a_u)
     if algorithm == "two_level":
         phases = 2 if c.kind == "all_reduce" else 1

@@ -12,7 +12,7 @@ from operator import attrgetter
 from .arch import layer_range_label
 from .errors import UserError
 from .memo import remember
-from .ops import Op, book
+from .ops import Op, book, train_rope_table, train_rule
 from .record import Record
 from .summation import plain_sum
 
@@ -137,7 +137,8 @@ def rope_table_op(arch, w):
     # its interface: reads the int64 positions and the fp32 inverse frequencies, writes cos and sin
     moved = 8 * t + 4 * (r // 2) + 2 * w.act_dtype.nbytes_flat(t * r)
     return Op("rope_table", "vector", f"[{t},{r // 2}] -> cos, sin [{t},{r}]", layers="-",
-              **book(t * r // 2, moved, sin=t * r, cos=t * r))
+              **book(t * r // 2, moved, sin=t * r, cos=t * r),
+              book_train=train_rule(train_rope_table, t, r))
 
 
 def ced_replay(arch, w):

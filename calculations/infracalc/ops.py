@@ -81,6 +81,7 @@ class Op(Record):
     book_scalar: int = 0
     book_specials: tuple = ()
     book_extra_bytes: int = 0   # the book's materialized-operand bytes beyond ours (scores, tables, indices)
+    book_train: tuple = None    # the book's training rule of the row (train_rule; train --scalar-count book)
 
     @property
     def bytes_read(self):
@@ -111,6 +112,9 @@ class Op(Record):
                 values[f] *= k
             if self.book_specials:
                 values["book_specials"] = tuple((name, n * k) for name, n in self.book_specials)
+            if self.book_train is not None:
+                count, args, m = self.book_train
+                values["book_train"] = (count, args, m * k)
         values["layers"], values["repeats"] = layers, k
         return Op._from_fields(values)
 
@@ -151,6 +155,9 @@ def gemm(w, name, m, weight, bias=None, in_features=None, shape=None, saves_inpu
         compute=w.compute_dtype.name,
         kind="gemm", weight=weight.name, saved_bytes=saved,
         saved_replicated=saved if replicated else 0,
+        # the book's training count: an input another projection also reads (k and v read q's,
+        # up reads gate's) joins its input gradient to the others', m k adds; no rule with a bias
+        book_train=None if bias is not None else NO_TRAIN_WORK if saves_input else train_rule(train_adds, 0, m * k),
     )
 
 
@@ -161,6 +168,111 @@ def book(scalar, extra_bytes=0, **specials):
     bytes its materialized-operand interface moves beyond ours (`extra_bytes`)."""
     return {"book_scalar": scalar, "book_extra_bytes": extra_bytes,
             "book_specials": tuple(sorted((k, v) for k, v in specials.items() if v))}
+
+
+def _specials(counts):
+    return tuple(sorted((k, v) for k, v in counts.items() if v))
+
+
+class TrainCount(Record):
+    """The book's training count of one ledger row (train --scalar-count book; its Qwen3-8B
+    training tally, bojieli/ai-infra-book:calculations/research/training-nonmatrix-completion/
+    CONTRACT.md): plain scalar FLOPs of the forward and of the backward (FP32; a sum of n values
+    n - 1 adds), their special functions apart ((name, count), ...), the FP32 objects the
+    declared backward keeps (`saved_bytes`), the values cast BF16 -> FP32 on the way in and
+    FP32 -> BF16 on the way out, and `temp_bytes`: what the backward of one instance allocates
+    again (a recompute; per instance, not multiplied over layers). `recomputed`: the row's count
+    under the book's SiLU-recompute policy (None: the same)."""
+    forward: int = 0
+    backward: int = 0
+    forward_specials: tuple = ()
+    backward_specials: tuple = ()
+    saved_bytes: int = 0
+    cast_in: int = 0
+    cast_out: int = 0
+    temp_bytes: int = 0
+    recomputed: object = None
+
+    def times(self, k):
+        """This count over k identical layers (temp_bytes stays per instance)."""
+        if k == 1:
+            return self
+        return TrainCount(self.forward * k, self.backward * k,
+                          tuple((n, c * k) for n, c in self.forward_specials),
+                          tuple((n, c * k) for n, c in self.backward_specials),
+                          self.saved_bytes * k, self.cast_in * k, self.cast_out * k, self.temp_bytes,
+                          self.recomputed.times(k) if self.recomputed is not None else None)
+
+    def under(self, policy):
+        """The count under the book's activation policy (save-nonlinear | recompute-silu)."""
+        return self.recomputed if policy == "recompute-silu" and self.recomputed is not None else self
+
+
+FP32 = 4   # the book's declared FP32 nonlinear intermediates, saved objects and gradients
+
+
+def train_count(forward=0, backward=0, saved=0, cast_in=0, cast_out=0, backward_specials=None, **specials):
+    """A TrainCount; `specials` are the forward's special functions (sigmoid=..., exp=...)."""
+    return TrainCount(forward, backward, _specials(specials), _specials(backward_specials or {}),
+                      saved, cast_in, cast_out)
+
+
+def train_rule(count, *args):
+    """A row's book training rule (count, args, k): the TrainCount count(*args) over k layers
+    (Op.times multiplies k). Evaluated by train --scalar-count book only (`train_evaluated`), so
+    no other command builds the counts."""
+    return (count, args, 1)
+
+
+def train_evaluated(rule):
+    count, args, k = rule
+    return count(*args).times(k)
+
+
+def train_adds(forward, backward):
+    """Plain adds or multiplies, no specials, nothing kept (residual adds, joins, RoPE)."""
+    return TrainCount(forward, backward)
+
+
+NO_TRAIN_WORK = (train_adds, (0, 0), 1)   # a row whose training count is zero (train_rule)
+
+
+def train_rope_table(tokens, rotated):
+    """The book's RoPE table in training, as in the forward count (ledger.rope_table_op): T R / 2
+    scalar FLOPs, T R sin and T R cos; no backward."""
+    return train_count(tokens * rotated // 2, sin=tokens * rotated, cos=tokens * rotated)
+
+
+def train_rmsnorm(rows, width):
+    """The book's RMSNorm in training, R rows of width D: forward R (4D + 1) with R rsqrt (as the
+    forward count); backward dx = r (g - z sum(g z) / D), g = dy gamma: 6 per element, and the
+    weight gradient sum over rows of dy z: R D multiplies + (R - 1) D adds; keeps FP32 z and r
+    (R D + R values); casts its R D inputs in and R D outputs out."""
+    return train_count(rows * (4 * width + 1), 6 * rows * width + (2 * rows - 1) * width,
+                       saved=FP32 * (rows * width + rows), cast_in=rows * width, cast_out=rows * width,
+                       rsqrt=rows)
+
+
+def train_swiglu(elements):
+    """The book's SwiGLU in training over E elements: forward s = sigmoid(g), a = g s, z = a u
+    (2E and E sigmoids); backward du = dy a, da = dy u, dg = da (s + a (1 - s)): 6E; keeps a, s, u
+    in FP32 (12E bytes); casts g and u in (2E), z out (E). Under recompute-silu it keeps g and u
+    only (8E bytes) and recomputes s and a before the backward: E more sigmoids and multiplies,
+    8E bytes allocated again per instance."""
+    e = elements
+    keep = train_count(2 * e, 6 * e, saved=3 * FP32 * e, cast_in=2 * e, cast_out=e, sigmoid=e)
+    again = TrainCount(2 * e, 7 * e, keep.forward_specials, (("sigmoid", e),), 2 * FP32 * e,
+                       2 * e, e, temp_bytes=2 * FP32 * e)
+    return keep.replace(recomputed=again)
+
+
+def train_softmax(rows, pairs):
+    """The book's scaled causal softmax in training, `rows` query rows over `pairs` valid
+    query-key pairs: forward per row of width K scale, subtract the max, sum (K - 1), divide
+    = 4K - 1 with K exps and K - 1 max compares; backward dot = sum(dp p), ds = p (dp - dot)
+    = 4K - 1, and the scale's K: 5K - 1; keeps the probabilities in FP32."""
+    return train_count(4 * pairs - rows, 5 * pairs - rows, saved=FP32 * pairs,
+                       exp=pairs, max_compare=pairs - rows)
 
 
 def elementwise(w, name, elements, flops_per_element, inputs=1, outputs=1,
@@ -194,13 +306,16 @@ def rmsnorm(w, name, rows, weight, replicated=True):
     saved = saved_inputs(w, rows * width) + rows * STAT_BYTES
     return elementwise(w, name, rows * width, VECTOR_FLOPS["rmsnorm"], weight=weight,
                        shape=f"[{rows},{width}]", kind="norm", saved=saved, replicated=replicated,
-                       counted=book(rows * (4 * width + 1), rsqrt=rows))
+                       counted={**book(rows * (4 * width + 1), rsqrt=rows),
+                                "book_train": train_rule(train_rmsnorm, rows, width)})
 
 
 def residual(w, rows, width, name="residual_add"):
     """x + f(x): 1 FLOP per element, reads both, writes the sum; keeps nothing."""
     return elementwise(w, name, rows * width, VECTOR_FLOPS["residual"], inputs=2,
-                       shape=f"[{rows},{width}]", kind="residual", counted=book(rows * width))
+                       shape=f"[{rows},{width}]", kind="residual",
+                       counted={**book(rows * width),
+                                "book_train": train_rule(train_adds, rows * width, rows * width)})
 
 
 DROPOUT_MASK_BYTES = 1   # one byte per element (Korthikanti et al. 2022, arXiv:2205.05198)

@@ -48,6 +48,8 @@ class Workload(Record):
                                   # logical recurrent baseline: every op and the recurrence as scalar FLOPs)
     head_positions: int = 0       # positions per request the head runs on (0: as `logits` says); training's
                                   # compacted supervised tokens (train --supervised-tokens)
+    loss_positions: int = 0       # positions per request the loss supervises (0: every head row); a dense
+                                  # loss mask: the head on every position, the loss on these (train --loss-mask)
     scalar_count: str = "ledger"   # ledger | book: also the book's per-operator scalar and special-function
                                    # count (ops.book; forward --scalar-count), and its RoPE table row
     tensor_shapes: str = "config"   # resident weights: the config's tensor shapes | the official checkpoint's
@@ -89,6 +91,9 @@ class Workload(Record):
             raise UserError(f"logits must be one of {', '.join(LOGITS)}, got {self.logits!r}")
         if self.schedule not in SCHEDULES:
             raise UserError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if not 0 <= self.loss_positions <= self.tokens:
+            raise UserError(f"loss positions must be in 0..{self.tokens} (the new tokens per request), "
+                            f"got {self.loss_positions}")
         if not 0 <= self.head_positions <= self.tokens:
             raise UserError(f"head positions must be in 0..{self.tokens} (the new tokens per request), "
                             f"got {self.head_positions}")
@@ -134,6 +139,11 @@ class Workload(Record):
         if self.head_positions:
             return self.batch * self.head_positions
         return {"last": self.batch, "all": self.positions, "none": 0}[self.logits]
+
+    @property
+    def loss_rows(self):
+        """Rows the loss supervises: `loss_positions` per request when set, else every head row."""
+        return self.batch * self.loss_positions if self.loss_positions else self.head_rows
 
     @property
     def compute_dtype(self):

@@ -52,10 +52,18 @@ SETUP_FIELDS = {
     "global_batch": _count(), "micro_batch": _count(), "seq_len": _count(),
     "reserve_bytes": _non_negative_int(), "routing": _text(), "mla": _text(),
     "optimizer": _text(), "master_bytes": _count(), "grad_bytes": _count(), "recompute": _text(),
+    "overlap_ep": (lambda v: isinstance(v, bool), "true or false"),
     # collective cases: ranks per node, operation, S (nccl-tests' bytes), the cluster's NIC figure
     "ranks_per_node": _count(), "operation": _text(), "bytes": (_positive_int, "a positive integer (bytes)"),
     "link_bw_out_bytes_per_s": (_positive_number, "a positive number (bytes/s per direction per device)"),
+    # the NCCL_ALGO the run forced (NCCL's names in lower case; efficiency.collective.NCCL_ALGOS)
+    "nccl_algo": (lambda v: v in _nccl_algos(), "one of ring, tree, nvls, nvlstree, collnet"),
 }
+
+
+def _nccl_algos():
+    from .efficiency.collective import NCCL_ALGOS
+    return NCCL_ALGOS
 
 
 def _fail(name, field, what, value):

@@ -149,10 +149,12 @@ CONVENTIONS = (
     "included; 'estimate' marks the fastest algorithm (what --algorithm best charges in parallel and train); "
     "the bound row is comm.lower_bound_s, what parallel's lower bound charges: no run can be faster.",
     "A group of n ranks with g per node fits one scale-up domain when n = g (tier up); otherwise it spans "
-    "n / g nodes, the g ranks of a node using their g NICs (rails) and the scale-up link among them.",
+    "n / g nodes, the g ranks of a node using their g NICs (rails) and the scale-up link among them; a "
+    "rank's NICs never faster than its PCIe host link, which their traffic crosses.",
     "Predicted (a third figure, not a bound): NCCL's own cost model, the fastest (algorithm, protocol) for "
     "the size: latency per algorithm and protocol (LL, LL128, Simple) and their bandwidth shares from "
-    "NVIDIA/nccl tuning.cc, NVLinks at NCCL's topo.h figures, one fitted residual on the bandwidth "
+    "NVIDIA/nccl tuning.cc, NVLinks at NCCL's topo.h figures, a NIC path at NCCL's PCIe figure (topo.cc), "
+    "one fitted residual on the bandwidth "
     "(efficiency.collective; docs/prediction.md); never below the bound.",
 )
 

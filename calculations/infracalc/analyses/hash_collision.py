@@ -10,6 +10,7 @@ T_L(x) = sum_{j<=L} x^j / j!, so P(max <= L) = A(L) / m^n. A(L) is computed in i
         S2 = sum_{a>L} C(n, a) sum_{b>L, a+b<=n} C(n - a, b) (m - 2)^(n - a - b)
     otherwise, by the power-series recurrence for T^m (J.C.P. Miller), q_k = k! [x^k] T_L^m:
         q_k = m^k for k <= L,   q_k = (1 / k) sum_{j=1}^{L} ((m + 1) j - k) C(k, j) q_{k-j},   A(L) = q_n
+        (the same q_k for L < k <= 2L + 1, where at most one uplink can exceed L: m^k - m S1 at n = k)
 
     E[max] = sum_{L=0}^{n-1} (1 - P(max <= L)),   p99 = the least L with P(max <= L) >= 99/100,
     P(no collision) = m! / (m - n)! / m^n (0 when n > m),   E[empty uplinks] = m (1 - 1/m)^n,
@@ -24,10 +25,10 @@ effective uplinks 2 / (3/2) = 4/3, fraction (2/2) / (3/2) = 2/3.
 """
 
 from fractions import Fraction
-from math import comb, perm
-from operator import mul
+from math import perm
+from operator import add, mul
 
-MAX_FLOWS = 128       # the exact distribution costs about n^2 L: 128 flows take ~15 ms
+MAX_FLOWS = 128       # the exact distribution costs about n^2 L: 128 flows take ~11 ms
 MAX_UPLINKS = 65536
 
 
@@ -37,29 +38,47 @@ def _miller_table(binomials, m, most):
     return [[((m + 1) * j - k) * c for j, c in enumerate(row[:most + 1])] for k, row in enumerate(binomials)]
 
 
-def _bounded_count(n, m, L, table):
-    """q_n of the recurrence: assignments of n flows with every uplink at most L (q_k = m^k for k <= L)."""
+def _bounded_count(n, m, L, table, binomials, one):
+    """q_n of the recurrence: assignments of n flows with every uplink at most L (q_k = m^k for k <= L;
+    for L < k <= 2L + 1 at most one uplink can exceed L, and q_k is `_one_above`'s count, the
+    recurrence's value computed in k - L products instead of L)."""
     q = [m ** k for k in range(L + 1)]
-    for k in range(L + 1, n + 1):
+    q += [_one_above(k, m, L, binomials, one) for k in range(L + 1, min(2 * L + 1, n) + 1)]
+    for k in range(len(q), n + 1):
         q.append(sum(map(mul, table[k][1:L + 1], reversed(q[k - L:k]))) // k)
     return q[n]
 
 
+def _one_above(n, m, L, binomials, one):
+    """m^n - m S1, S1 = sum_{a>L} C(n, a) (m-1)^(n-a): the assignments with every uplink at most L when at
+    most one can exceed it (2 (L + 1) > n); one: the powers of m - 1."""
+    return m ** n - m * sum(map(mul, binomials[n][L + 1:], reversed(one[:n - L])))
+
+
 def _two_above(n, m, L, binomials, one, two):
     """Assignments with every uplink at most L when at most two can exceed it (3 (L + 1) > n), by inclusion-
-    exclusion: m^n - m S1 + C(m, 2) S2, S1 = sum_{a>L} C(n, a) (m-1)^(n-a),
+    exclusion: m^n - m S1 + C(m, 2) S2 (`_one_above` for the first two terms),
     S2 = sum_{a>L} C(n, a) sum_{b>L, a+b<=n} C(n-a, b) (m-2)^(n-a-b); one, two: the powers of m - 1, m - 2."""
-    s1 = sum(map(mul, binomials[n][L + 1:], reversed(one[:n - L])))
     s2 = sum(binomials[n][a] * sum(map(mul, binomials[n - a][L + 1:], reversed(two[:n - a - L])))
              for a in range(L + 1, n - L))
-    return m ** n - m * s1 + m * (m - 1) // 2 * s2
+    return _one_above(n, m, L, binomials, one) + m * (m - 1) // 2 * s2
+
+
+def pascal_rows(n):
+    """[[C(k, j) for j <= k] for k <= n], each row from the one above: C(k, j) = C(k-1, j-1) + C(k-1, j)
+    (additions instead of a fresh math.comb per entry)."""
+    rows = [[1]]
+    for _ in range(n):
+        above = rows[-1]
+        rows.append([1, *map(add, above, above[1:]), 1])
+    return rows
 
 
 def max_load_counts(flows, uplinks):
     """[A(L) for L = 0..n]: assignments with every uplink carrying at most L of the n flows."""
     n, m = flows, uplinks
     counts = [0] * (n + 1)
-    binomials = [[comb(k, j) for j in range(k + 1)] for k in range(n + 1)]
+    binomials = pascal_rows(n)
     one, two = ([(m - d) ** e for e in range(n + 1)] for d in (1, 2))
     table = None
     for L in range(-(-n // m), n + 1):
@@ -67,7 +86,7 @@ def max_load_counts(flows, uplinks):
             counts[L] = _two_above(n, m, L, binomials, one, two)
         else:
             table = table or _miller_table(binomials, m, n // 3 - 1)   # 3 (L + 1) <= n
-            counts[L] = _bounded_count(n, m, L, table)
+            counts[L] = _bounded_count(n, m, L, table, binomials, one)
     return counts
 
 

@@ -362,6 +362,7 @@ def _inputs(w, lay, s, global_batch, links):
     return {
         "devices": lay.devices, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
         "sp": lay.sp, "seq": w.tokens, **({"supervised_tokens": w.head_positions} if w.head_positions else {}),
+        **({"supervised_tokens": w.loss_positions, "loss_mask": "dense"} if w.loss_positions else {}),
         "micro_batch": w.batch, "global_batch": global_batch,
         "micro_batches_per_step": lay.micro_batches,
         "recompute": s.recompute, "recompute_modules": list(s.recompute_modules),
@@ -426,7 +427,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, pe
             "shortfall_bytes": max(0, mem[bind].total - device.memory_bytes),
             "stages": memory_record(mem, device.memory_bytes, lay),
             **({} if mem[bind].total <= device.memory_bytes
-               else {"would_fit": would_fit(arch, w, lay, s, device.memory_bytes)}),
+               else {"would_fit": would_fit(arch, w, lay, s, device.memory_bytes, mem=mem)}),
         },
         **({"per_layer": True} if per_layer else {}),
         **({"hc_contractions": w.hc_contractions} if w.hc_contractions != "vector" else {}),
@@ -436,12 +437,14 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, pe
     }
 
 
-def would_fit(arch, w, lay, s, capacity, limit=3):
+def would_fit(arch, w, lay, s, capacity, limit=3, *, mem):
     """The first `limit` recipe changes, least invasive first, under which every stage of the
     layout fits: ZeRO stages past the current one (they shard over DP x CP, so only with more
     than one replica), then recompute levels past the current one, then both. Each as
     {"options": the flags, "needs_bytes": the binding stage's memory}. Empty when none fits:
-    more devices are needed (`--search` ranks the layouts of a device count)."""
+    more devices are needed (`--search` ranks the layouts of a device count). `mem`: the
+    layout's `stage_memory` under `s`; a change whose model states alone exceed the capacity on
+    some rank (`states_floor`) does not fit and is not evaluated further."""
     levels = ("none", "selective", "full")
     zeros = [z for z in (1, 2, 3) if z > s.zero] if lay.dp * lay.cp > 1 else []
     recomputes = [r for r in levels if levels.index(r) > levels.index(s.recompute)]
@@ -451,12 +454,28 @@ def would_fit(arch, w, lay, s, capacity, limit=3):
                   for r in recomputes for z in zeros])
     found = []
     for options, change in changes:
+        if states_floor(mem, lay, s, change.get("zero", s.zero)) > capacity:
+            continue
         need = max(m.total for m in stage_memory(arch, w, lay, s.replace(**change)))
         if need <= capacity:
             found.append({"options": options, "needs_bytes": need})
             if len(found) == limit:
                 break
     return found
+
+
+def states_floor(mem, lay, s, zero):
+    """The most model states a rank holds under ZeRO stage `zero` (`train_memory.stage_states` of
+    its stage's parameters in `mem`, the `stage_memory` rows; DualPipe's rank adds the reverse
+    stage's, as `stage_memory` does). No recompute level changes them, and a stage's total only
+    adds activations, gathers and buffers to them, so a rank's total under the change is never
+    below its figure here."""
+    k = train_memory.optimizer_bytes(s.optimizer, s.master_bytes)
+    states = [train_memory.stage_states(m.dense_params, m.expert_params, lay, zero, weight_bytes=s.weight_bytes,
+                                        grad_bytes=s.grad_bytes, optimizer_bytes=k).total for m in mem]
+    if s.schedule == "dualpipe":
+        states = [states[i] + states[lay.pp - 1 - i] for i in range(len(states))]
+    return max(states)
 
 
 def _level(r):

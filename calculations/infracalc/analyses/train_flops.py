@@ -34,7 +34,7 @@ from .. import ledger
 from ..arch import Block
 from ..errors import UserError
 from ..memo import remember
-from ..ops import STAT_BYTES, Op
+from ..ops import FP32, STAT_BYTES, Op, train_count, train_rule
 from ..dtypes import DTYPES
 from ..record import Record
 
@@ -67,18 +67,30 @@ LOSS_BYTES = 4           # the loss works on fp32 logits
 
 
 class CrossEntropy(Block):
-    """Softmax cross-entropy over the vocabulary on every position the head runs
-    on (fp32; all of them, or the compacted supervised tokens): reads the logits,
-    writes one loss per token; keeps the fp32 logits and the log-sum-exp per row
-    for the backward."""
+    """Softmax cross-entropy over the vocabulary on every supervised row (`Workload.loss_rows`:
+    every position the head runs on, the compacted supervised tokens, or those of a dense loss
+    mask; fp32): reads their logits, writes one loss per row; keeps the fp32 logits and the
+    log-sum-exp per row for the backward."""
     vocab: int
 
     def ops(self, w):
-        rows, v = w.head_rows, self.vocab
+        rows, v = w.loss_rows, self.vocab
         return [Op("cross_entropy", "vector", f"[{rows},{v}] fp32",
                    vector_flops=rows * v * LOSS_FWD_PER_LOGIT + rows * LOSS_FWD_PER_ROW,
                    act_read=w.act_dtype.nbytes_flat(rows * v), act_write=rows * LOSS_BYTES,
-                   kind="loss", saved_bytes=rows * v * LOSS_BYTES + rows * STAT_BYTES)]
+                   kind="loss", saved_bytes=rows * v * LOSS_BYTES + rows * STAT_BYTES,
+                   book_train=train_rule(book_cross_entropy, rows, v))]
+
+
+def book_cross_entropy(rows, vocab):
+    """The book's mean cross entropy over S supervised rows of V logits, probabilities saved:
+    forward per row max (V - 1 compares), subtract V, exp V, sum V - 1, log 1, add the max and
+    subtract the target 2, divide V (the probabilities) = 3V + 1 scalar FLOPs, and the mean over
+    the S rows S (S - 1 adds, one divide); backward (p - onehot) / S: one subtract and V scales
+    per row; keeps the S V probabilities in FP32, casts the S V logits in."""
+    s, v = rows, vocab
+    return train_count(s * (3 * v + 1) + s, s * (v + 1), saved=FP32 * s * v, cast_in=s * v,
+                       exp=s * v, log=s, max_compare=s * (v - 1))
 
 
 class Backward(Record):
@@ -101,7 +113,7 @@ def backward(op, w, vocab, flash_recompute=False):
         hidden = op.act_write // w.act_dtype.nbytes_flat(w.positions)
         return Backward(0, w.positions * hidden, op.act_write + 2 * op.weight_read)
     if kind == "loss":
-        rows = w.head_rows
+        rows = w.loss_rows
         logits = rows * vocab
         return Backward(0, logits * LOSS_BWD_PER_LOGIT + rows * LOSS_BWD_PER_ROW,
                         op.saved_bytes + op.act_read)

@@ -93,6 +93,14 @@ def model_states(params, dp, zero, *, weight_bytes=2, grad_bytes=2, optimizer_by
                        ceil_div(k, dp) if zero >= 1 else k)
 
 
+def stage_states(dense, expert, lay, zero, *, weight_bytes=2, grad_bytes=2, optimizer_bytes=12):
+    """ModelStates of one device holding `dense` + `expert` parameters under layout `lay`: the
+    dense ones replicated over DP x CP, the routed experts' over EDP (`expert_dp`)."""
+    sizes = dict(weight_bytes=weight_bytes, grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
+    return (model_states(dense, lay.dp * lay.cp, zero, **sizes)
+            + model_states(expert, expert_dp(lay), zero, **sizes))
+
+
 def device_params(dev):
     """(dense, expert) parameters of a per-device architecture (`layout.shard`):
     routed-expert tensors apart, since ZeRO shards them over another group."""
@@ -361,10 +369,8 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
         def make():
             top, groups, (dense, expert), acts, extra, logits = placement.memo(
                 ("stage held", arch, one, signature, w, modules, attention, fp8_activation_input), held)
-            states = (model_states(dense, lay.dp * cp, zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
-                                   optimizer_bytes=k)
-                      + model_states(expert, edp, zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
-                                     optimizer_bytes=k))
+            states = stage_states(dense, expert, lay, zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
+                                  optimizer_bytes=k)
             if offload_layers >= stage.layers:
                 raise UserError(f"--cpu-offloading-num-layers {offload_layers} offloads every layer of stage "
                                 f"{stage.index} ({stage.layers}); at least one must stay on the device")

@@ -117,12 +117,18 @@ def row_terms(op, w, vocab, recompute, flash):
 
 
 def terms_pass(terms, roofs, cp, sp_tp=1):
-    """Pass of forward rows given by their `row_terms`: each direction's roofline on one CP rank,
-    max(matrix / (cp peak) + vector / (cp vector peak), (weights + other bytes / cp) / bandwidth),
-    summed over the rows; `roofs` = (the compute format's roof, BF16's): linear rows at the first,
-    every other row at the second (the format convention, train_flops.stored_workload);
-    `sp_tp` = tp under sequence parallelism: the sequence-region rows do 1/sp_tp of their work."""
-    fwd_s = bwd_s = wgrad_s = rec_s = 0.0
+    """Pass of forward rows given by their `row_terms`: their `row_seconds` summed in order."""
+    return seconds_pass(row_seconds(terms, roofs, cp, sp_tp))
+
+
+def row_seconds(terms, roofs, cp, sp_tp=1):
+    """[(forward s, backward s, a GEMM?, run again by the recompute?)] of forward rows given by their
+    `row_terms`: each direction's roofline on one CP rank, max(matrix / (cp peak) + vector / (cp
+    vector peak), (weights + other bytes / cp) / bandwidth); `roofs` = (the compute format's roof,
+    BF16's): linear rows at the first, every other row at the second (the format convention,
+    train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the sequence-region
+    rows do 1/sp_tp of their work."""
+    out = []
     r_linear, r_other = roofs
     seq_split = cp * sp_tp
     for linear, seq, fm, fv, fb, fw, bm, bv, bb, bw, gemm, rec in terms:
@@ -131,6 +137,15 @@ def terms_pass(terms, roofs, cp, sp_tp=1):
         split = seq_split if seq else cp
         fwd = max(fm / split / mps + fv / split / vps, (fw + (fb - fw) / split) / bps)
         bwd = max(bm / split / mps + bv / split / vps, (bw + (bb - bw) / split) / bps)
+        out.append((fwd, bwd, gemm, rec))
+    return out
+
+
+def seconds_pass(rows):
+    """Pass of rows given by their `row_seconds`, summed in row order: forward, backward, the
+    GEMMs' weight gradients (each its forward's time) and the recomputed rows' forward."""
+    fwd_s = bwd_s = wgrad_s = rec_s = 0.0
+    for fwd, bwd, gemm, rec in rows:
         fwd_s += fwd
         bwd_s += bwd
         if gemm:
@@ -154,10 +169,14 @@ def block_terms(block, w, recompute, flash):
 
 
 def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
-    """Pass of one decoder layer as one device holds it (memoized)."""
+    """Pass of one decoder layer as one device holds it: its blocks' `row_seconds` (memoized per
+    block: the layers share most blocks) summed in row order (memoized)."""
+    def block_seconds(b):
+        return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
+                              lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
+
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
-    return placement.memo(key, lambda: terms_pass(
-        [t for b in layer.blocks for t in block_terms(b, w, recompute, flash)], r, cp, sp_tp))
+    return placement.memo(key, lambda: seconds_pass([row for b in layer.blocks for row in block_seconds(b)]))
 
 
 def top_pass(arch, lay, stage, w, *, r, cp, recompute, flash):
@@ -386,6 +405,47 @@ def token_permute_pass(arch, lay, st, w, r, recompute):
     return Pass(forward=f, backward=f, recompute=f if recompute == "full" else 0.0)
 
 
+def expert_bias_bytes(block, positions, act_bytes=2):
+    """(forward, backward) bytes of one micro-batch's unfused expert output bias in one MoE layer on a
+    device whose shard of the layer is `block` (0, 0 without expert biases). Megatron-Core's grouped
+    experts (NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py, TEGroupedMLP: linear_fc2
+    built with skip_bias_add=True, then `_apply_bias`) add each local expert's down-projection bias
+    scaled by the routing probability outside the GEMM, as separate PyTorch ops on the [c, h] output
+    (c = the shard's routed copies, `permute_bytes`' n k; h the hidden size; probabilities in the
+    activation format: Megatron-Core's moe_router_dtype None keeps the input's): per expert split
+    b x p (writes c h), t + b p (reads 2 c h, writes c h), then one torch.cat (reads and writes c h):
+
+        forward  = act_bytes x c x h x 6
+        backward = act_bytes x c x h x 8
+
+    (the backward: the split's gradient concatenated, 2 c h; the bias gradient, grad x p written and
+    summed over the tokens, 3 c h; the probabilities' gradient, grad x b written and summed over the
+    hidden size, 3 c h; the cat and add pass gradients as views)."""
+    if not getattr(block, "expert_bias", False):
+        return 0, 0
+    copies = ceil_div(positions * block.top_k, min(block.tp, block.ep))
+    plane = act_bytes * copies * block.hidden
+    return 6 * plane, 8 * plane
+
+
+def expert_bias_pass(arch, lay, st, w, r, recompute):
+    """The Pass of the unfused expert output bias (`expert_bias_bytes`) of every MoE layer one device
+    of stage `st` runs in one micro-batch, memory-bound at `r` (the stored format's roof; 1/cp of the
+    tokens per CP rank), the forward again under full recompute."""
+    moe = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.moe")
+    if moe is None:
+        return Pass()
+    act = train_flops.stored_workload(w).act_dtype.bits // 8
+    fwd = bwd = 0
+    for layer, count, _ in placement.device_layers(arch, lay, st):
+        for b in layer.blocks:
+            if isinstance(b, moe.MoE):
+                f, g = expert_bias_bytes(b, w.positions, act)
+                fwd, bwd = fwd + count * f, bwd + count * g
+    f = r.memory_s(fwd / lay.cp)
+    return Pass(forward=f, backward=r.memory_s(bwd / lay.cp), recompute=f if recompute == "full" else 0.0)
+
+
 def hidden_dims(overlap_tp=False, overlap_ep=False, overlap_pp=False):
     """The parallel dimensions whose per-micro-batch collectives a recipe runs under compute."""
     return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep) + ("pp",) * bool(overlap_pp)
@@ -553,7 +613,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
               wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring",
-              expert_gemm_host_s=0.0, token_permute=False, overlap_pp=False):
+              expert_gemm_host_s=0.0, token_permute=False, overlap_pp=False, unfused_expert_bias=False):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
@@ -571,7 +631,9 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     under the interleaved schedule (chunks > 1) the pipeline boundary sends and receives run
     under the same phase's compute, as TP's do under `overlap_tp` (Megatron's overlap_p2p_comm,
     which Megatron Bridge turns on whenever pp > 1 and vp > 1 and replaces by batched, blocking
-    sends otherwise: src/megatron/bridge/training/comm_overlap.py); off by default."""
+    sends otherwise: src/megatron/bridge/training/comm_overlap.py); off by default.
+    `unfused_expert_bias`: charge Megatron-Core's per-expert output bias add of every MoE layer with
+    expert biases (`expert_bias_pass`; off in the estimate, whose ledger fuses the bias into the GEMM)."""
     check_schedule(arch, lay, schedule, chunks)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
@@ -595,6 +657,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
             compute = compute + expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
         if token_permute:
             compute = compute + token_permute_pass(arch, lay, st, w, roofs[1], recompute)
+        if unfused_expert_bias:
+            compute = compute + expert_bias_pass(arch, lay, st, w, roofs[1], recompute)
         exposed = _exposed_dp(dp, compute, m, overlap_dp)
         opt_s = optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                             optimizer_bytes=optimizer_bytes)

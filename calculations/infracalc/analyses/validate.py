@@ -82,7 +82,8 @@ CONVENTIONS = (
     "nodes no faster than a node's bytes through its NICs and a rank's through all its links; "
     "docs/communication.md) for the published operation, message size S (nccl-tests' convention), ranks "
     "and ranks per node on the device's links, the NIC figure of the published cluster where the case "
-    "gives one (setup.link_bw_out_bytes_per_s, per device per direction); a time is compared as bound / "
+    "gives one (setup.link_bw_out_bytes_per_s, per device per direction), never above the device's PCIe "
+    "host link (a rank's NIC traffic crosses it); a time is compared as bound / "
     "measured, a bus bandwidth (nccl-tests' busbw) as measured / the bound's busbw.",
     "Spread: per kind (one-device and multi-device serving apart), device and format family (weights/activations/KV), the smallest, median and "
     "largest efficiency of its evaluated cases.",

@@ -37,7 +37,8 @@ fused kernel regenerates the probability-dropout mask from its RNG seed.
 
 from ..arch import Block, Tensor, history_free_rows
 from ..errors import UserError
-from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, book, elementwise, gemm, rmsnorm, saved_inputs, with_dropout_mask
+from ..ops import (STAT_BYTES, VECTOR_FLOPS, Op, book, elementwise, gemm, rmsnorm, saved_inputs,
+                   NO_TRAIN_WORK, train_adds, train_rule, train_softmax, with_dropout_mask)
 
 
 def sum_min(a, b, cap):
@@ -240,7 +241,9 @@ class Attention(Block):
             out.append(elementwise(w, "rope", rotated,
                                    VECTOR_FLOPS["rope"],
                                    shape=f"[{n},{heads}+{kvh},{self.rope_dim}]", kind="rope",
-                                   counted=book(3 * rotated, tables, negate=rotated // 2)))
+                                   counted={**book(3 * rotated, tables, negate=rotated // 2),
+                                            # training: the rotation, and its transpose in the backward
+                                            "book_train": train_rule(train_adds, 3 * rotated, 3 * rotated)}))
         if self.qk_l2norm:
             rows = n * (heads + kvh)
             out.append(elementwise(w, "qk_l2norm", rows * hd, VECTOR_FLOPS["l2norm"],
@@ -248,7 +251,7 @@ class Attention(Block):
                                    saved=saved_inputs(w, rows * hd) + rows * STAT_BYTES))
         out.append(Op("kv_store", "memory", f"[{n},2,{kvh},{hd}]",
                       act_read=act.nbytes_flat(n * 2 * kvh * hd),
-                      kv_write=n * 2 * k_token, kind="memory"))
+                      kv_write=n * 2 * k_token, kind="memory", book_train=NO_TRAIN_WORK))
         o_proj = with_dropout_mask(gemm(w, "o_proj", n, named["o_proj.weight"], named.get("o_proj.bias")),
                                    n * self.hidden if self.dropout else 0)
         return tuple(out), (o_proj,)
@@ -265,6 +268,9 @@ class Attention(Block):
         act = w.act_dtype
         k_token = w.kv_dtype.nbytes_flat(self.kv_heads * hd)
         read = keys - w.new_keys_on_chip   # keys read from the cache (--new-kv)
+        # the book's training count: each query head's dK (at QK^T) and dV (at PV) summed into its
+        # KV head, (heads / kv_heads - 1) adds per key value of a KV head
+        reduce = train_rule(train_adds, 0, b * keys * self.kv_heads * (heads // self.kv_heads - 1) * hd)
         if getattr(w, "reference_path", False):   # the eager rectangle (blocks.reference_path)
             pairs = rect
         out = [Op("attn_qk", "attention", f"{b}x{heads}x[{t},{hd}]x[{hd},{keys}]",
@@ -273,7 +279,7 @@ class Attention(Block):
                   act_read=act.nbytes_flat(n * heads * hd),
                   kv_read=b * read * k_token, compute=w.compute_dtype.name,
                   kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token,
-                  book_extra_bytes=act.nbytes_flat(b * heads * rect))]
+                  book_extra_bytes=act.nbytes_flat(b * heads * rect), book_train=reduce)]
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         named = {tn.name.split(".", 1)[1]: tn for tn in self.tensors()} if self.sinks else {}
         rows, valid = b * heads * t, b * heads * pairs
@@ -282,8 +288,9 @@ class Attention(Block):
         # Its interface materializes the scores and probabilities (the rectangle, activation format):
         # QK^T writes them, the softmax reads and writes them, PV reads them.
         scores = act.nbytes_flat(b * heads * rect)
-        counted = {} if self.sinks or self.softcap else book(
-            4 * valid - rows, 2 * scores, exp=valid, compare_max=valid - rows, mask_decisions=b * heads * rect)
+        counted = {} if self.sinks or self.softcap else {**book(
+            4 * valid - rows, 2 * scores, exp=valid, compare_max=valid - rows, mask_decisions=b * heads * rect),
+            "book_train": train_rule(train_softmax, rows, valid)}
         out.append(Op("softmax", "vector", f"{b}x{heads}x{pairs} pairs"
                       + (f" + {t} sink logits" if self.sinks else "") + (" + softcap" if self.softcap else ""),
                       **counted,
@@ -299,5 +306,5 @@ class Attention(Block):
                       kv_read=b * read * k_token,
                       act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name,
                       kind="attention", saved_bytes=b * keys * k_token,
-                      book_extra_bytes=act.nbytes_flat(b * heads * rect)))
+                      book_extra_bytes=act.nbytes_flat(b * heads * rect), book_train=reduce))
         return out

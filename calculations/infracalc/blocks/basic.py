@@ -3,7 +3,8 @@
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gathered_rows, gemm, residual, rmsnorm, with_dropout_mask
+from ..ops import (VECTOR_FLOPS, Op, elementwise, gathered_rows, gemm, residual, rmsnorm, train_adds, train_rule,
+                   with_dropout_mask)
 from ..splits import ceil_div
 
 
@@ -35,7 +36,9 @@ class Embedding(Block):
                   weight_read=w.weight_bytes(gathered),
                   act_write=w.act_dtype.nbytes_flat(w.positions * self.hidden),
                   kind="embedding", weight=gathered.name,
-                  book_extra_bytes=INDEX_BYTES * w.positions)]   # the book also reads the int64 token ids
+                  book_extra_bytes=INDEX_BYTES * w.positions,   # the book also reads the int64 token ids
+                  # its training count: the backward scatter-adds one value per token and width
+                  book_train=train_rule(train_adds, 0, w.positions * self.hidden))]
         if self.dropout:
             out[0] = with_dropout_mask(out[0], w.positions * self.hidden)
         if self.scale:

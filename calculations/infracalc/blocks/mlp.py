@@ -3,7 +3,7 @@
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, book, elementwise, gemm, saved_inputs
+from ..ops import VECTOR_FLOPS, book, elementwise, gemm, saved_inputs, train_rule, train_swiglu
 
 ACTIVATIONS = {"situ": "situ", "silu": "swiglu", "gelu_pytorch_tanh": "geglu_tanh", "gelu_tanh": "geglu_tanh"}
 
@@ -11,8 +11,10 @@ ACTIVATIONS = {"situ": "situ", "silu": "swiglu", "gelu_pytorch_tanh": "geglu_tan
 def book_activation(act, elements):
     """The book's count of a gated activation: SiLU(g) * u = g / (1 + exp(-g)) * u, 4 scalar
     FLOPs per element (add, divide, two multiplies) with exp and the negation apart; other
-    activations have no book rule here."""
-    return book(4 * elements, exp=elements, negate=elements) if act == "swiglu" else None
+    activations have no book rule here. Its training count: ops.train_swiglu."""
+    if act != "swiglu":
+        return None
+    return {**book(4 * elements, exp=elements, negate=elements), "book_train": train_rule(train_swiglu, elements)}
 
 
 class GatedMLP(Block):

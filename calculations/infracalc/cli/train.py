@@ -10,6 +10,16 @@ def add_arguments(p):
     p.add_argument("--supervised-tokens", type=common.tokens, default=None, metavar="N",
                    help="tokens per sequence the loss supervises, compacted so the output head and loss run "
                         "on them only (default: every position; a dense loss mask keeps the head on all)")
+    p.add_argument("--loss-mask", choices=("compact", "dense"), default="compact",
+                   help="with --supervised-tokens: compact (default: the head and loss run on the supervised "
+                        "tokens only) or dense (the head runs on every position, the loss on the supervised)")
+    p.add_argument("--scalar-count", choices=("ledger", "book"), default="ledger",
+                   help="book: also the book's training tally of one micro-batch (per-operator forward and "
+                        "backward scalar FLOPs, special functions apart, AdamW, saved objects; docs/train.md)")
+    p.add_argument("--book-activation-policy", choices=("save-nonlinear", "recompute-silu"),
+                   default="save-nonlinear",
+                   help="with --scalar-count book: the SwiGLU keeps a, s, u (default) or keeps g, u and "
+                        "recomputes s and a before its backward")
     p.add_argument("--hc-contractions", choices=("vector", "matrix"), default="vector",
                    help="mHC (DeepSeek-V4) pre weighted sum and post stream mix: vector FLOPs (default) or "
                         "matrix contractions with their backward (the book's training wrapper)")
@@ -166,9 +176,15 @@ def run(args):
     act = dtype(args.act_dtype)
     if args.supervised_tokens is not None and args.supervised_tokens > args.seq:
         raise UserError(f"--supervised-tokens {args.supervised_tokens} exceeds --seq {args.seq}")
+    if args.loss_mask == "dense" and args.supervised_tokens is None:
+        raise UserError("--loss-mask dense needs --supervised-tokens (the tokens the loss supervises)")
+    if args.book_activation_policy != "save-nonlinear" and args.scalar_count != "book":
+        raise UserError("--book-activation-policy applies to --scalar-count book only")
+    dense = args.loss_mask == "dense"
     w = Workload(batch=args.micro_batch, tokens=args.seq, logits="all",
                  weight_dtype=dtype(args.weight_dtype), act_dtype=act, kv_dtype=act,
-                 head_positions=args.supervised_tokens or 0, hc_contractions=args.hc_contractions)
+                 head_positions=0 if dense else args.supervised_tokens or 0,
+                 loss_positions=args.supervised_tokens if dense else 0, hc_contractions=args.hc_contractions)
     weight = _whole_bytes(w.weight_dtype, "--weight-dtype")
     chunks = args.virtual_stages or (2 if args.schedule == "interleaved" else 1)
     s = train.Setup(recompute=args.recompute, recompute_modules=args.recompute_modules,
@@ -183,6 +199,8 @@ def run(args):
     lk = links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
                link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
     if args.search:
+        if args.scalar_count != "ledger":
+            raise UserError("--scalar-count book counts one layout's micro-batch; drop --search")
         if not args.devices:
             raise UserError("--search needs --devices")
         if any(getattr(args, d) is not None for d in ("tp", "pp", "dp", "cp", "ep")) or args.sp or args.pp_layers:
@@ -200,4 +218,8 @@ def run(args):
         raise UserError(m)
     rec = train.train(arch, w, device, lay.replace(micro_batches=m), s, global_batch=gb, links=lk,
                       train_tokens=args.train_tokens, per_layer=args.per_layer)
+    if args.scalar_count == "book":
+        from ..analyses import train_book
+        rec["book_count"] = train_book.tally(arch, w, s, args.book_activation_policy)
+        rec["conventions"].append(train_book.CONVENTION)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -12,8 +12,11 @@ ncclTopoTuneModel; src/graph/topo.h for the link bandwidths). For one run of S b
    with no latency, on links whose bandwidth is scaled by eta_link: the bandwidth NCCL's topology
    assigns a link over its nominal figure. NVLink: topo.h's per-link figure over the nominal 25
    (NVLink 2-4) or 50 GB/s (NVLink 5) per direction: SM70 and SM80 20.0, SM90 20.6, SM100 40.1
-   GB/s (0.80, 0.824, 0.802). The network (NICs) and every other fabric: 1.0, NCCL takes the
-   port's speed as it is (a stated convention, not a measurement).
+   GB/s (0.80, 0.824, 0.802). The network: the slower of the NICs' port speed (NCCL takes it as
+   it is) and the rank's PCIe host link at NCCL's PCIe figure (src/graph/topo.cc: width x the
+   per-lane code / 80, Gen5 x16 48 GB/s, 0.75 of nominal), the path a NIC reaches the GPU by:
+   0.96 for one 400 Gb/s NIC per Gen5 GPU, 0.75 where the host link caps the NICs (comm.host_capped).
+   Every other fabric: 1.0 (a stated convention, not a measurement).
 2. protocol(a, p), ncclTopoTuneModel's refinements: ring LL 0.5 (8-byte stores carrying 4 data
    bytes), LL128 0.92 (120 of 128 bytes), Simple 1; tree all-reduce 0.92 (all protocols), times
    1/3.8 for LL and 7/9 (one node) or 120/128 (across nodes) for LL128. NVLS, NVLS tree, CollNet
@@ -35,6 +38,8 @@ ncclTopoTuneModel; src/graph/topo.h for the link bandwidths). For one run of S b
    all-reduce across, each with its base.
    A torus (TPU ICI) has no published library model: the prediction is comm's own best time.
 
+A run that forced NCCL_ALGO (a case's `setup.nccl_algo`) lets the tuner pick its protocol only.
+
 The prediction is never below the bound (`bound_s` is the floor), and on this model's own terms
 it is not: every latency above is at least the bound's per-step LL figure times its steps and
 every efficiency is at most 1.
@@ -43,6 +48,7 @@ every efficiency is at most 1.
 import functools
 
 from ... import comm
+from ...errors import UserError
 
 SOURCE = "NVIDIA/nccl v2.28.3: src/graph/tuning.cc (ncclTunerConstantsDefaults, ncclTopoTuneModel)"
 TOPO_SOURCE = "NVIDIA/nccl: src/graph/topo.h (SM70/SM80_NVLINK_BW 20.0, SM90 20.6, SM100 40.1 GB/s)"
@@ -66,9 +72,14 @@ COLLNET_ARITY_US = 0.4     # CollNet direct's arity serialisation per local rank
 # nominal per-link figure it is a share of.
 NVLINK_NCCL_GBPS = {"sm70": 20.0, "sm80": 20.0, "sm90": 20.6, "sm100": 40.1}
 NVLINK_NOMINAL_GBPS = {"sm70": 25.0, "sm80": 25.0, "sm90": 25.0, "sm100": 50.0}
+# topo.cc (ncclTopoAddPci): a PCIe link is width x the per-lane code / 80 GB/s, the code 15, 30, 60,
+# 120, 240, 480 (x100 Mb/s per lane) for 2.5 to 64 GT/s: Gen3 x16 12, Gen4 x16 24, Gen5 x16 48 GB/s,
+# 0.75 of the nominal 16, 32, 64 GB/s. A rank's path to its NIC is the slower of the port and that.
+PCI_NCCL_SHARE = 0.75
+PCI_SOURCE = "NVIDIA/nccl: src/graph/topo.cc (ncclTopoAddPci, kvDictPciGen: width x speed / 80)"
 GENERATION = {"v100-sxm2": "sm70", "a100-sxm-80gb": "sm80", "h100-sxm": "sm90", "h100-nvl": "sm90",
               "h200": "sm90", "h800": "sm90", "h20": "sm90", "b200": "sm100", "b300": "sm100",
-              "gb200": "sm100"}
+              "gb200": "sm100", "gb300": "sm100"}
 
 
 def protocol_factor(algorithm, protocol, across):
@@ -92,6 +103,9 @@ def link_efficiency(device_id, link):
     if link is not None and link.tier == "up" and gen and "NVLink" in link.name:
         per_link = link.bytes_per_s_per_link or NVLINK_NOMINAL_GBPS[gen] * 1e9
         return min(1.0, NVLINK_NCCL_GBPS[gen] * 1e9 / per_link), f"NCCL's {gen} NVLink figure ({TOPO_SOURCE})"
+    if link is not None and link.tier == "out" and link.host_bytes_per_s:
+        path = min(link.bytes_per_s, PCI_NCCL_SHARE * link.host_bytes_per_s)
+        return path / link.bytes_per_s, f"the NIC path at NCCL's PCIe figure ({PCI_SOURCE})"
     return 1.0, "the link's own figure (NCCL takes the port speed)"
 
 
@@ -155,26 +169,39 @@ def _achievable(link, eta):
     return link.replace(efficiency=link.efficiency * eta, alpha_s=0.0, in_network_alpha_s=0.0)
 
 
-def choices(c, links, device_id, residual=1.0):
+# NCCL_ALGO's names (lower case) -> comm's algorithm: what a run that forces one lets the tuner pick.
+NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "in_network", "nvlstree": "nvls_tree",
+              "collnet": "collnet"}
+
+
+def choices(c, links, device_id, residual=1.0, forced=None):
     """[(algorithm, protocol, latency s, bandwidth s)] of every pair NCCL's tuner weighs for one
-    run of `c`; the bandwidth seconds at the protocol's share and `residual` (FITTED)."""
+    run of `c`; the bandwidth seconds at the protocol's share and `residual` (FITTED). `forced`:
+    an NCCL_ALGO value (`NCCL_ALGOS`) the run set, which leaves the tuner that algorithm alone."""
     up, out = links.get("up"), links.get("out")
     link = up if c.tier == "up" else out
     a_up = _achievable(up, link_efficiency(device_id, up)[0])
     a_link = a_up if c.tier == "up" else _achievable(out, link_efficiency(device_id, out)[0])
     across = c.tier == "out"
     rows = []
-    for name in comm.applicable(c, link, up):
+    names = comm.applicable(c, link, up)
+    if forced is not None:
+        if NCCL_ALGOS.get(forced) not in names:
+            raise UserError(f"NCCL_ALGO={forced} does not apply to {c.kind} over {c.group} ranks, "
+                            f"{c.local} per node; choose from {', '.join(sorted(NCCL_ALGOS))}")
+        names = [NCCL_ALGOS[forced]]
+    for name in names:
         bw = comm.time_s(c, a_link, name, up=a_up)
         for p in protocols(name):
             rows.append((name, p, latency_s(c, name, p, up), bw / (protocol_factor(name, p, across) * residual)))
     return rows
 
 
-def predicted_s(c, links, device_id, residual=None):
+def predicted_s(c, links, device_id, residual=None, forced=None):
     """(seconds, algorithm, protocol) of one run of `c` as NCCL runs it: the fastest pair of
-    `choices` at the residual efficiency (default FITTED["all"]), never below the bound. A torus
-    scale-up tier (no library model): comm's best time over the residual."""
+    `choices` (of the `forced` NCCL_ALGO alone, when the run set one) at the residual efficiency
+    (default FITTED["all"]), never below the bound. A torus scale-up tier (no library model):
+    comm's best time over the residual."""
     if c.group == 1 or c.bytes == 0:
         return 0.0, "-", "-"
     residual = FITTED["all"] if residual is None else residual
@@ -184,7 +211,7 @@ def predicted_s(c, links, device_id, residual=None):
     if link.topology == "torus" and c.tier == "up":
         name, t = comm.choose(c, link, up=up)
         return max(t / residual, bound), name, "-"
-    name, p, lat, bw = min(choices(c, links, device_id, residual), key=lambda r: r[2] + r[3])
+    name, p, lat, bw = min(choices(c, links, device_id, residual, forced), key=lambda r: r[2] + r[3])
     return max(lat + bw, bound), name, p
 
 
@@ -199,4 +226,4 @@ def seconds(c, up, out, device_id):
 # is optimistic: its per-channel caps, chunking and the measured clusters' own losses are not in
 # it). One fitted figure on the collective corpus, leave one publication out (analyses/
 # validate_predict.fit_collectives; tests/test_prediction.py refits it): "all" on every case.
-FITTED = {"all": 0.842494786729858}   # = analyses/validate_predict.COLLECTIVE_FITTED["all"]
+FITTED = {"all": 0.8505251448435689}   # = analyses/validate_predict.COLLECTIVE_FITTED["all"]

@@ -30,7 +30,7 @@ them, and the corpus holds two (validate_predict.engine: TensorRT-LLM, and vLLM)
 fits once per publication on the other publications of the same engine; "all" is the fit on every
 TensorRT-LLM case, the product default (the concurrency rule the prediction runs is
 trtllm-bench's). All fits share one pass over GRID (each point's errors computed once for every
-sample, then scored per fit).
+sample and each configuration's median once, then scored per fit).
 """
 
 import statistics
@@ -126,11 +126,18 @@ def _fits(samples, subsets, grid=GRID):
     local = {i: j for j, i in enumerate(used)}
     mine = [samples[i] for i in used]
     plans = {key: _plan(mine, [local[i] for i in idx]) for key, idx in subsets.items()}
+    # A configuration's median is the same in every subset that holds it (a subset leaves out
+    # whole publications): computed once per grid point, each plan scored from the medians.
+    groups = {}
+    numbered = {key: [[groups.setdefault(tuple(g), len(groups)) for g in fam] for fam in plan]
+                for key, plan in plans.items()}
+    members = list(groups)
     best = {key: (None, None) for key in subsets}
     for c in grid:
-        errs = [abs(e) for e in errors(mine, c)]
-        for key, plan in plans.items():
-            sc = _plan_score(plan, errs)
+        errs = list(map(abs, errors(mine, c)))
+        medians = [statistics.median([errs[i] for i in g]) for g in members]
+        for key, plan in numbered.items():
+            sc = plain_sum(score([medians[g] for g in fam]) for fam in plan) / len(plan)
             if best[key][0] is None or sc < best[key][0]:
                 best[key] = (sc, c)
     return {key: c for key, (_, c) in best.items()}

@@ -64,6 +64,7 @@ ANALOGY = {
     "b200": "h100-sxm",      # no published Blackwell MAMF: the previous NVIDIA generation
     "b300": "h100-sxm",
     "gb200": "h100-sxm",
+    "gb300": "h100-sxm",
     "rtx-pro-6000": "h100-sxm",
     "l40s": "h100-sxm",
     "rtx-4090": "h100-sxm",
@@ -81,7 +82,7 @@ DEFAULT = "h100-sxm"   # anything else: the most measured device (stated as assu
 # vendors' architecture whitepapers / datasheets.
 SMS = {
     "a100-sxm-80gb": 108, "h100-sxm": 132, "h100-nvl": 132, "h100-pcie": 114, "h200": 132,
-    "h800": 132, "h20": 78, "b200": 148, "b300": 160, "gb200": 148, "l40s": 142,
+    "h800": 132, "h20": 78, "b200": 148, "b300": 160, "gb200": 148, "gb300": 160, "l40s": 142,
     "rtx-4090": 128, "rtx-5090": 170, "rtx-3090": 82, "rtx-pro-6000": 188, "v100-sxm2": 80,
     "mi300x": 304, "mi325x": 304, "mi355x": 256,
 }

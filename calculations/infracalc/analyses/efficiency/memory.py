@@ -56,7 +56,7 @@ ATTENTION_MEASURED = {   # (device, format) -> (fraction of the dense peak, sour
     ("b200", "bf16"): (1460 / 2250, _FMLA),
 }
 ATTENTION_ANALOGY = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-nvl": "h100-sxm",
-                     "h100-pcie": "h100-sxm", "h20": "h100-sxm", "gb200": "b200", "b300": "b200",
+                     "h100-pcie": "h100-sxm", "h20": "h100-sxm", "gb200": "b200", "b300": "b200", "gb300": "b200",
                      "rtx-3090": "a100-sxm-80gb", "v100-sxm2": "a100-sxm-80gb"}
 _FORMATS = {"fp16": "bf16", "fp4": "fp8", "int8": "fp8"}
 

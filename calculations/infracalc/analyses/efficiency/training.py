@@ -14,7 +14,7 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.4600593346764943,
+    'all': 1.4595278161917025,
     'NVIDIA': 1.3905748457912845,
     'PyTorch (Meta)': 1.4729007098118208,
 }
@@ -24,15 +24,15 @@ FITTED = {
 # each expert's GEMMs as launches of their own (Transformer Engine's GroupedLinear over a host list
 # of splits: per expert its GEMMs, casts, split-K reduces and fills; NVIDIA/TransformerEngine issue
 # #2939 counts them) adds when the experts' GEMMs are short: train_time.expert_host_pass. Fitted on
-# the MoE training cases (Megatron Bridge 25.11), leave one MODEL out: a case is predicted with the
+# the MoE training cases (Megatron Bridge 25.11 and 26.02), leave one MODEL out: a case is predicted with the
 # fit on the other models' cases (validate_predict.fit_expert_host; tests/test_prediction.py refits).
 # "all" is the product default for MoE layers in `train`'s predicted step.
 EXPERT_HOST_FITTED = {
-    'all': 0.00021,
-    'deepseek-v3': 0.00024,
-    'gpt-oss-120b': 0.00026,
-    'qwen3-235b-a22b': 0.00025,
-    'qwen3-30b-a3b': 0.00023,
+    'all': 0.0001,
+    'deepseek-v3': 0.00019,
+    'gpt-oss-120b': 0.00013,
+    'qwen3-235b-a22b': 0.0001,
+    'qwen3-30b-a3b': 0.0002,
 }
 
 
@@ -43,7 +43,8 @@ def convention():
             "the same phase's compute, every collective priced as NCCL runs it (its algorithm and "
             "protocol for the size, the fitted residual), an interleaved pipeline's boundary sends under "
             "the same phase's compute, MoE layers charged the all-to-all "
-            "dispatcher's token permutations (their bytes at the achievable bandwidth) and "
+            "dispatcher's token permutations and the per-expert output bias add (their bytes at the "
+            "achievable bandwidth) and "
             f"{EXPERT_HOST_FITTED['all'] * 1e6:.0f} us per local expert per micro-batch (fitted, leave one "
             f"model out), times the fitted step factor {FITTED['all']:.3f} (leave one publisher out on the "
             "dense training cases).")
@@ -55,8 +56,9 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     overlaps its TP communication with the GEMMs (Megatron-LM/NeMo tp_comm_overlap), so
     overlap_tp defaults to True here (validate's recipes state it per publication), and its MoE
     layers run Megatron-Core's all-to-all dispatcher, so token_permute defaults to True (the
-    permutations' bytes, train_time.permute_bytes), and its interleaved pipeline overlaps the
-    boundary sends with compute, so overlap_pp defaults to True. None when
+    permutations' bytes, train_time.permute_bytes) and adds the experts' output biases outside the
+    GEMM, so unfused_expert_bias defaults to True (train_time.expert_bias_bytes), and its interleaved
+    pipeline overlaps the boundary sends with compute, so overlap_pp defaults to True. None when
     the device has no prediction (no published peak)."""
     from ..train_time import step_time
     from .predict import achievable
@@ -72,14 +74,14 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
 def _tuned(options):
     """`options` with a tuned stack's defaults (predicted_step's docstring)."""
     return {"overlap_tp": True, "collective_model": "nccl", "expert_gemm_host_s": EXPERT_HOST_FITTED["all"],
-            "token_permute": True, "overlap_pp": True, **options}
+            "token_permute": True, "overlap_pp": True, "unfused_expert_bias": True, **options}
 
 
 def predicted_floor(arch, w, lay, device, *, factor=None, **options):
     """A value never above predicted_step(...)[0] with the same arguments, for pruning a search:
     the factor times `train_time.step_floor` at the same achievable rates and options (the floor
-    leaves out only terms >= 0 of step_time: the per-expert host cost, the token permutations
-    and the pipeline's sends among them). None when predicted_step has no prediction."""
+    leaves out only terms >= 0 of step_time: the per-expert host cost, the token permutations,
+    the unfused expert bias and the pipeline's sends among them). None when predicted_step has no prediction."""
     from ..train_time import step_floor
     from .predict import achievable
 

@@ -1,0 +1,143 @@
+"""train --scalar-count book: the book's training tally (analyses.train_book, ops.TrainCount),
+each rule on a small case worked by hand, then the book's Qwen3-8B totals
+(bojieli/ai-infra-book:calculations/research/training-nonmatrix-completion/summary.json)."""
+
+import json
+import unittest
+
+from support import run_cli  # noqa: E402  (support puts calculations/ on sys.path)
+
+from infracalc import ledger  # noqa: E402
+from infracalc.analyses import train_book  # noqa: E402
+from infracalc.analyses.train import Setup  # noqa: E402
+from infracalc.analyses.train_flops import book_cross_entropy  # noqa: E402
+from infracalc.load.models import load_model  # noqa: E402
+from infracalc.ops import (TrainCount, train_count, train_evaluated, train_rmsnorm, train_softmax,  # noqa: E402
+                           train_swiglu)
+from infracalc.workload import Workload  # noqa: E402
+
+
+class Rules(unittest.TestCase):
+    def test_rmsnorm(self):
+        # R = 2 rows of D = 3: forward 2 x (4 x 3 + 1) = 26, 2 rsqrt; backward dx 6 x 6 = 36 and
+        # the weight gradient 2 x 3 multiplies + 1 x 3 adds = 9: 45; keeps z (6) and r (2) in FP32.
+        c = train_rmsnorm(2, 3)
+        self.assertEqual((c.forward, c.backward, c.forward_specials, c.saved_bytes, c.cast_in, c.cast_out),
+                         (26, 45, (("rsqrt", 2),), 32, 6, 6))
+
+    def test_swiglu_and_its_recompute(self):
+        # E = 4: forward g s and a u = 8, 4 sigmoids; backward 6 x 4 = 24; a, s, u kept: 48 B.
+        # recompute-silu: g, u kept (32 B); s and a again: 4 sigmoids and 4 multiplies more (28),
+        # 32 B allocated again per instance.
+        c = train_swiglu(4)
+        self.assertEqual((c.forward, c.backward, c.forward_specials, c.saved_bytes), (8, 24, (("sigmoid", 4),), 48))
+        r = c.under("recompute-silu")
+        self.assertEqual((r.forward, r.backward, r.backward_specials, r.saved_bytes, r.temp_bytes),
+                         (8, 28, (("sigmoid", 4),), 32, 32))
+        self.assertIs(c.under("save-nonlinear"), c)
+
+    def test_causal_softmax(self):
+        # T = 3 causal rows of widths 1, 2, 3 (6 pairs): forward (4K - 1) = 3 + 7 + 11 = 21, 6 exp,
+        # 0 + 1 + 2 = 3 max compares; backward (5K - 1) = 4 + 9 + 14 = 27; 6 FP32 probabilities.
+        c = train_softmax(3, 6)
+        self.assertEqual((c.forward, c.backward, dict(c.forward_specials), c.saved_bytes),
+                         (21, 27, {"exp": 6, "max_compare": 3}, 24))
+
+    def test_mean_cross_entropy(self):
+        # S = 2 rows of V = 5: forward 2 x (3 x 5 + 1) + the mean 2 = 34, 10 exp, 2 log, 8 compares;
+        # backward 2 x (5 + 1) = 12; 10 FP32 probabilities; 10 logits cast in.
+        c = book_cross_entropy(2, 5)
+        self.assertEqual((c.forward, c.backward, dict(c.forward_specials), c.saved_bytes, c.cast_in),
+                         (34, 12, {"exp": 10, "log": 2, "max_compare": 8}, 40, 10))
+
+    def test_times_scales_all_but_the_reallocation(self):
+        c = train_swiglu(4).times(3)
+        self.assertEqual((c.forward, c.backward, c.saved_bytes, c.temp_bytes, c.forward_specials),
+                         (24, 72, 144, 0, (("sigmoid", 12),)))
+        self.assertEqual(c.recomputed.temp_bytes, 32)
+        self.assertEqual(c.recomputed.backward, 84)
+
+    def test_adamw(self):
+        # P = 10: 14 x 10 + 6 = 146, 10 sqrt, 2 pow; reads gradient, master, m, v 4 B each (160 B),
+        # writes master, m, v (120 B) and the BF16 weights (20 B).
+        a = train_book.adamw(10, Setup(grad_bytes=4))
+        self.assertEqual((a["scalar_flops"], a["special_ops"], a["read_bytes"], a["write_bytes"],
+                          a["weight_write_bytes"]), (146, {"pow": 2, "sqrt": 10}, 160, 120, 20))
+
+    def test_peak_of_the_saved_subset(self):
+        # a layer row keeping 10 B and re-allocating 8 B, then a head row keeping 5 B: the end of
+        # the forward holds 15 B; the layer's recompute 15 - 5 + 8 = 18 B.
+        layer = ledger.Op("swiglu", "vector", "", layers="0", kind="activation")
+        head = ledger.Op("loss", "vector", "", layers="-", kind="loss")
+        rows = [(layer, TrainCount(saved_bytes=10, temp_bytes=8)), (head, TrainCount(saved_bytes=5))]
+        self.assertEqual(train_book.saved_peak(rows), (15, 18))
+
+    def test_qwen3_8b_layer_rows(self):
+        # one layer at T = 128: k and v join q's input gradient, up gate's, 128 x 4096 adds each;
+        # the GQA sums (32 / 8 - 1) x 8 x 128 x 128 = 393,216 adds at QK^T (dK) and PV (dV)
+        ops = ledger.operators(load_model("qwen3-8b"), Workload(tokens=128, logits="all"), per_layer=True)
+        bwd = {op.name: train_evaluated(op.book_train).backward for op in ops if op.book_train is not None}
+        self.assertEqual([bwd[n] for n in ("q_proj", "k_proj", "v_proj", "up_proj", "gate_proj")],
+                         [0, 524_288, 524_288, 524_288, 0])
+        self.assertEqual((bwd["attn_qk"], bwd["attn_pv"], bwd["rope"], bwd["embedding"]),
+                         (393_216, 393_216, 3 * 128 * 40 * 128, 524_288))
+        self.assertEqual(train_count(backward=3).backward, 3)
+
+
+# The book's five Qwen3-8B scenarios (summary.json): forward, backward, optimizer scalar FLOPs,
+# matrix + scalar, saved at the end of the forward, and some special functions.
+BOOK = {
+    "-book": ([], 565_679_488, 1_095_199_872, 5_943_238_646_278, 1_043_550_720, 28_958_720, 56_623_104),
+    "-dense-mask": (["--supervised-tokens", "64", "--loss-mask", "dense"], 536_507_648, 1_085_475_904,
+                    5_943_199_750_470, 1_004_655_104, 19_234_816, 56_623_104),
+    "-compact-mask": (["--supervised-tokens", "64"], 536_507_648, 1_085_475_904, 5_704_225_085_766,
+                      1_004_655_104, 19_234_816, 56_623_104),
+    "-recompute-silu": (["--book-activation-policy", "recompute-silu"], 565_679_488, 1_151_822_976,
+                        5_943_295_269_382, 817_058_304, 28_958_720, 113_246_208),
+}
+
+
+class BookTotals(unittest.TestCase):
+    def test_the_books_scenarios(self):
+        arch, s = load_model("qwen3-8b"), Setup(grad_bytes=4)
+        for name, (args, fwd, bwd, total, saved, exp, sigmoid) in BOOK.items():
+            with self.subTest(name):
+                w = Workload(tokens=128, logits="all",
+                             head_positions=64 if name == "-compact-mask" else 0,
+                             loss_positions=64 if name == "-dense-mask" else 0)
+                policy = "recompute-silu" if name == "-recompute-silu" else "save-nonlinear"
+                b = train_book.tally(arch, w, s, policy)
+                self.assertEqual((b["forward_scalar_flops"], b["backward_scalar_flops"],
+                                  b["optimizer_scalar_flops"], b["matrix_plus_scalar_flops"],
+                                  b["saved_at_forward_end_bytes"], b["saved_peak_bytes"],
+                                  b["special_ops"]["exp"], b["special_ops"]["sigmoid"],
+                                  b["special_ops"]["rsqrt"]),
+                                 (fwd, bwd, 114_670_295_046, total, saved, saved, exp, sigmoid, 193_664))
+
+    def test_cli_dense_mask(self):
+        status, out, err = run_cli("train", "--model", "qwen3-8b", "--seq", "128", "--grad-dtype", "fp32",
+                                   "--scalar-count", "book", *BOOK["-dense-mask"][0], "--format", "json")
+        self.assertEqual(status, 0, err)
+        b = json.loads(out)["book_count"]
+        self.assertEqual((b["forward_scalar_flops"], b["data_operations"]["loss_gradient_zero_bytes"],
+                          b["data_operations"]["cast_in_elements"]), (536_507_648, 77_791_232, 184_836_096))
+
+
+class Errors(unittest.TestCase):
+    def refused(self, *args):
+        status, _, err = run_cli("train", "--seq", "16", *args)
+        self.assertEqual(status, 2, err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        return err
+
+    def test_refusals(self):
+        for args, text in ((["--loss-mask", "dense"], "needs --supervised-tokens"),
+                           (["--book-activation-policy", "recompute-silu"], "--scalar-count book only")):
+            with self.subTest(args):
+                self.assertIn(text, self.refused("--model", "qwen3-8b", *args))
+        self.assertIn("no book training rule for",
+                      self.refused("--model", "deepseek-v4-flash", "--scalar-count", "book"))
+
+
+if __name__ == "__main__":
+    unittest.main()
