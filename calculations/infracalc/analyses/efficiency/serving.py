@@ -610,9 +610,9 @@ def shard_counts(arch, w):
                     token_flops += 2 * count * t.params
             if routed:
                 one = block._expert()
-                token_flops += 2 * count * block.top_k * sum(t.params for t in one if t.role == "expert") \
+                token_flops += 2 * count * block.top_k * plain_sum(t.params for t in one if t.role == "expert") \
                     / min(block.tp, block.ep)
-                experts.append((block, count, sum(w.weight_bytes(t) for t in one)))
+                experts.append((block, count, plain_sum(w.weight_bytes(t) for t in one)))
         return weights, token_flops, head_flops, tuple(experts)
     return placement.memo(("serving shard counts", arch, w.without_history()), make)
 
@@ -654,7 +654,7 @@ def attention_readers(arch, w):
         out, readers, one = [], _cache_readers(), w.replace(batch=1, tokens=1, history=0)
 
         def attention(rows, field):
-            return sum(getattr(op, field) for op in rows if op.category == "attention")
+            return plain_sum(getattr(op, field) for op in rows if op.category == "attention")
         for layer, count, _ in arch.layer_groups():
             for b in layer.blocks:
                 if isinstance(b, readers):
@@ -671,7 +671,7 @@ def history_read_bytes(arch, w, history):
     keys_touched(h, 1) - 1 (h; a window's W - 1; a chunk's h mod C), never its own new key."""
     from ...blocks.attention import keys_touched
 
-    return sum(per_key * (keys_touched(history, 1, getattr(b, "window", None), getattr(b, "chunk", None)) - 1)
+    return plain_sum(per_key * (keys_touched(history, 1, getattr(b, "window", None), getattr(b, "chunk", None)) - 1)
                for b, per_key, _ in attention_readers(arch, w))
 
 
@@ -681,7 +681,7 @@ def attention_pair_flops(arch, w, history, tokens):
     blocks.attention.causal_pairs)."""
     from ...blocks.attention import causal_pairs
 
-    return sum(per_pair * causal_pairs(history, tokens, getattr(b, "window", None), getattr(b, "chunk", None))
+    return plain_sum(per_pair * causal_pairs(history, tokens, getattr(b, "window", None), getattr(b, "chunk", None))
                for b, _, per_pair in attention_readers(arch, w))
 
 
