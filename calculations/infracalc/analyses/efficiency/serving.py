@@ -672,7 +672,7 @@ def history_read_bytes(arch, w, history):
     from ...blocks.attention import keys_touched
 
     return plain_sum(per_key * (keys_touched(history, 1, getattr(b, "window", None), getattr(b, "chunk", None)) - 1)
-               for b, per_key, _ in attention_readers(arch, w))
+                     for b, per_key, _ in attention_readers(arch, w))
 
 
 def attention_pair_flops(arch, w, history, tokens):
@@ -682,7 +682,7 @@ def attention_pair_flops(arch, w, history, tokens):
     from ...blocks.attention import causal_pairs
 
     return plain_sum(per_pair * causal_pairs(history, tokens, getattr(b, "window", None), getattr(b, "chunk", None))
-               for b, _, per_pair in attention_readers(arch, w))
+                     for b, _, per_pair in attention_readers(arch, w))
 
 
 def iteration_floor(arch, w, rates, n, input_len, output_len, cp=1):
