@@ -43,9 +43,9 @@ class BlockGroups(unittest.TestCase):
             arch = load_model(model)
             for w in (Workload(tokens=8), Workload(batch=4, tokens=1, history=1000)):
                 with self.subTest(model=model, w=w):
-                    ops = ledger.operators(arch, w)
-                    self.assertEqual([ledger.sum_field(ops, f) for f in FIELDS], layer_by_layer(arch, w))
-                    self.assertEqual(list(ledger.field_sums(arch, w, FIELDS)), layer_by_layer(arch, w))
+                    ops, walk = ledger.operators(arch, w), layer_by_layer(arch, w)
+                    self.assertEqual([ledger.sum_field(ops, f) for f in FIELDS], walk)
+                    self.assertEqual(list(ledger.field_sums(arch, w, FIELDS)), walk)
 
     def test_repeats_count_every_layer_once(self):
         # Over the layers' rows, each layer index is listed by as many row groups as its

@@ -135,8 +135,62 @@ class Errors(unittest.TestCase):
                            (["--book-activation-policy", "recompute-silu"], "--scalar-count book only")):
             with self.subTest(args):
                 self.assertIn(text, self.refused("--model", "qwen3-8b", *args))
-        self.assertIn("no book training rule for",
-                      self.refused("--model", "deepseek-v4-flash", "--scalar-count", "book"))
+        self.assertIn("--scalar-count book only",
+                      self.refused("--model", "deepseek-v4-flash", "--book-activation-policy", "recompute-silu"))
+
+
+class DeepSeekV4(unittest.TestCase):
+    def test_mhc_wrapper_rules(self):
+        # m = 2 streams of D = 3 (n = 6, M = 8 mixes), I = 1 (N = 1 normalization), R = 1 row.
+        # forward: the RMS 2n + 1 = 13, the scale 8, the split affine 2M = 16 + pre/post 4 + the row
+        # softmax m (4m - 1) = 14 + the normalization N 2m^2 = 8 (42): 63. Backward: mixes 3M - 1 =
+        # 23, RMS n + 4 = 10, pre 6, joins 3n = 18 (57); the split 7m + (N + 1)(4m^2 - m) + M =
+        # 14 + 28 + 8 = 50; the scale gradients 2RM - 3 = 13 and base M (R - 1) = 0: 120. Kept:
+        # n + 1 + 2M + 2m + (2m + m^2 + N (m^2 + m)) = 41 values. The post: 2mD = 12, keeps D.
+        from infracalc.blocks.hyper_connections import train_post, train_pre
+
+        c = train_pre(1, 2, 3, 1)
+        self.assertEqual((c.forward, c.backward, c.saved_bytes, dict(c.forward_specials)),
+                         (63, 120, 164, {"exp": 4, "max_compare": 2, "rsqrt": 1, "sigmoid": 4}))
+        p = train_post(1, 2, 3)
+        self.assertEqual((p.forward, p.backward, p.saved_bytes), (12, 0, 12))
+
+    def test_router_rule(self):
+        # R = 2 rows, E = 4, k = 2: forward 2 x (3k - 1) = 10 and the bias adds 2 x 4 (not hashed):
+        # 18; backward 2 x (5k - 1 + 3E) = 42; 8 softplus, 8 sqrt, 8 sigmoids in the backward.
+        from infracalc.blocks.moe import train_router
+
+        c = train_router(2, 4, 2, False)
+        self.assertEqual((c.forward, c.backward, dict(c.forward_specials), dict(c.backward_specials)),
+                         (18, 42, {"softplus": 8, "sqrt": 8}, {"sigmoid": 8}))
+        self.assertEqual(train_router(2, 4, 2, True).forward, 10)
+
+    def rows(self, tokens, batch=1, hc="matrix"):
+        b = train_book.tally(load_model("deepseek-v4-flash"),
+                             Workload(batch=batch, tokens=tokens, logits="all", hc_contractions=hc),
+                             Setup(grad_bytes=4))
+        self.assertIsNone(b["forward_scalar_flops"])   # rows without rules: the totals are unknown
+        self.assertIn("hc_head", b["missing_rules"])
+        return [o for o in b["operators"] if o.get("rule", True) is not None]
+
+    def test_the_books_mhc_and_router_figures(self):
+        # bojieli/ai-infra-book:calculations/results/v4-hc-training-one-row.md, -128.md and
+        # .../v4-hc-training-completion/public/results/v4-hc-training-batch2.md: totals forward /
+        # backward scalar, rsqrt, saved subset; .../v4-training-primitives-128.md and -batch2.md: the router
+        hc = ("hc_attn.pre", "hc_attn.post", "hc_ffn.pre", "hc_ffn.post")
+        for (tokens, batch), want in {(1, 1): (5_755_550, 7_266_312, 86, 7_341_304),
+                                      (128, 1): (736_710_400, 930_382_830, 11_008, 939_686_912),
+                                      (128, 2): (1_473_420_800, 1_860_767_982, 22_016, 1_879_373_824)}.items():
+            with self.subTest(tokens=tokens, batch=batch):
+                ops = [o for o in self.rows(tokens, batch) if o["name"] in hc]
+                self.assertEqual((sum(o["forward_scalar_flops"] for o in ops),
+                                  sum(o["backward_scalar_flops"] for o in ops),
+                                  sum(o["forward_special_ops"].get("rsqrt", 0) for o in ops),
+                                  sum(o["saved_bytes"] for o in ops)), want)
+        for batch, want in ((1, (1_404_288, 4_386_688, 1_409_024)), (2, (2_808_576, 8_773_376, 2_818_048))):
+            ops = [o for o in self.rows(128, batch, hc="vector") if o["name"] == "routing"]
+            self.assertEqual((sum(o["forward_scalar_flops"] for o in ops), sum(o["backward_scalar_flops"] for o in ops),
+                              sum(o["backward_special_ops"]["sigmoid"] for o in ops)), want)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 import unittest
 
-from support import DTYPES, Workload, build, cli, load_model, run_cli
+from support import DTYPES, Workload, build, load_model, run_cli
 
 
 class WeightFormats(unittest.TestCase):
@@ -31,20 +31,20 @@ class WeightFormats(unittest.TestCase):
         self.assertEqual(t.weight_bytes, 15_401_484_288 + 3_082_186_752)
 
     def test_weight_only_int4_computes_at_activation_peak(self):
-        status, out, _ = cli("forward", "--model", "qwen3-8b", "--weight-dtype", "int4-g128",
-                             "--format", "json")
+        status, out, _ = run_cli("forward", "--model", "qwen3-8b", "--weight-dtype", "int4-g128",
+                                 "--format", "json")
         self.assertEqual(status, 0)
         self.assertIn('"compute_dtype": "bf16"', out)
         self.assertIn('"matrix_flops_per_s": 989500000000000', out)
 
     def test_fp8_compute_uses_fp8_peak(self):
-        status, out, _ = cli("forward", "--model", "qwen3-8b", "--weight-dtype", "fp8",
-                             "--act-dtype", "fp8", "--format", "json")
+        status, out, _ = run_cli("forward", "--model", "qwen3-8b", "--weight-dtype", "fp8",
+                                 "--act-dtype", "fp8", "--format", "json")
         self.assertEqual(status, 0)
         self.assertIn('"matrix_flops_per_s": 1979000000000000', out)
 
     def test_storage_only_format_cannot_compute(self):
-        status, _, err = cli("forward", "--model", "qwen3-8b", "--act-dtype", "int4")
+        status, _, err = run_cli("forward", "--model", "qwen3-8b", "--act-dtype", "int4")
         self.assertEqual(status, 2)
         self.assertIn("storage-only", err)
 

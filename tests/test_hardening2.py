@@ -14,6 +14,15 @@ from fuzz import default_signals
 from test_hardening import CALC_PY, Case as Round1, bundled
 
 
+def link_or_copy(src, dst):
+    """A private tree's file as a hard link to the source (no test writes into a copied file:
+    the trees' own files, .pyc caches and results/, are new), or a copy across file systems."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 class Case(Round1):
     def calc_at(self, calc_py, *args):
         """A private copy's calc.py, run from an empty directory."""
@@ -75,7 +84,7 @@ class BytecodeCache(Case):
         shutil.copy(CALC_PY, dst)
         for name in ("infracalc", "models", "hardware"):
             shutil.copytree(os.path.join(CALC, name), os.path.join(dst, name),
-                            ignore=shutil.ignore_patterns("__pycache__"))
+                            ignore=shutil.ignore_patterns("__pycache__"), copy_function=link_or_copy)
         return os.path.join(dst, "calc.py")
 
     def env(self, **extra):
@@ -235,7 +244,7 @@ def copy_tree(case):
 
     dst = os.path.join(case.folder(), "calculations")
     shutil.copytree(CALC, dst, ignore=lambda d, names: [n for n in names if n == "__pycache__" or (
-        n == "results" and os.path.samefile(d, CALC))])
+        n == "results" and os.path.samefile(d, CALC))], copy_function=link_or_copy)
     results = os.path.join(dst, "results")
     os.mkdir(results)
     with open(os.path.join(CALC, "results", "scenarios.json"), encoding="utf-8") as f:

@@ -11,7 +11,7 @@ import os
 import unittest
 
 from helpers import tiny_model, write_config
-from support import build, cli, load_model, Workload
+from support import build, load_model, run_cli, Workload
 
 from infracalc.blocks.attention import Attention
 from infracalc.dtypes import DTYPES
@@ -209,7 +209,7 @@ class Llama4(unittest.TestCase):
 class Cli(unittest.TestCase):
 
     def test_models_lists_the_four(self):
-        status, out, err = cli("models", "--format", "json")
+        status, out, err = run_cli("models", "--format", "json")
         self.assertEqual(status, 0, err)
         rows = {r["id"]: r for r in json.loads(out)["models"]}
         expect = {"gemma-3-27b": 27009346304, "gpt-oss-20b": 20914757184,
@@ -221,7 +221,7 @@ class Cli(unittest.TestCase):
                              "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4,
                              "num_hidden_layers": 6, "final_logit_softcapping": 30.0})
         try:
-            status, _, err = cli("forward", "--model", path)
+            status, _, err = run_cli("forward", "--model", path)
         finally:
             os.unlink(path)
         self.assertEqual(status, 2)
@@ -230,11 +230,11 @@ class Cli(unittest.TestCase):
 
     def test_forward_uses_native_mxfp4(self):
         # the checkpoint's native MXFP4 experts give the published 13,761,264,768 bytes
-        status, out, err = cli("forward", "--model", "gpt-oss-20b", "--format", "json")
+        status, out, err = run_cli("forward", "--model", "gpt-oss-20b", "--format", "json")
         self.assertEqual(status, 0, err)
         self.assertEqual(json.loads(out)["totals"]["weight_bytes"], 13761264768)
         for model_id in ("gemma-3-27b", "gpt-oss-120b", "llama-4-scout"):
-            status, _, err = cli("forward", "--model", model_id, "--tokens", "8192")
+            status, _, err = run_cli("forward", "--model", model_id, "--tokens", "8192")
             self.assertEqual(status, 0, err)
 
 

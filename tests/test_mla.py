@@ -6,9 +6,9 @@ published checkpoint figures (DeepSeek-V3 safetensors totals, README_WEIGHTS).
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
+import types
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -320,8 +320,10 @@ class OtherFamilies(unittest.TestCase):
 
 class CLI(unittest.TestCase):
     def calc(self, *args):
-        return subprocess.run([sys.executable, os.path.join(ROOT, "calculations", "calc.py"), *args],
-                              capture_output=True, text=True)
+        """One command through main() in this process, as a finished process's fields."""
+        from support import run_cli
+        status, out, err = run_cli(*args)
+        return types.SimpleNamespace(returncode=status, stdout=out, stderr=err)
 
     def test_forward_paths(self):
         for mla, present, absent in (("naive", "kv_b_proj", "out_absorb"),

@@ -2,7 +2,7 @@
 
 import unittest
 
-from support import Workload, cli, load_model
+from support import Workload, load_model, run_cli
 
 from infracalc.analyses import decode as D
 from infracalc.analyses.forward import forward
@@ -72,8 +72,8 @@ class StepCost(unittest.TestCase):
 
 class Errors(unittest.TestCase):
     def run_bad(self, *args):
-        status, out, err = cli("decode", "--model", "llama-3.1-8b", "--input-len", "64",
-                               "--output-len", "8", *args)
+        status, out, err = run_cli("decode", "--model", "llama-3.1-8b", "--input-len", "64",
+                                   "--output-len", "8", *args)
         self.assertEqual(status, 2, err)
         self.assertEqual(len(err.strip().splitlines()), 1)
         return err

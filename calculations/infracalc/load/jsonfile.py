@@ -71,14 +71,17 @@ def _constant(name):
 
 
 def _depth_ok(value):
-    """True when no list or object nests deeper than MAX_DEPTH (iterative walk)."""
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, (list, dict)):
-            if depth > MAX_DEPTH:
-                return False
-            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+    """True when no list or object nests deeper than MAX_DEPTH (a walk one depth at a time,
+    over the containers alone: a scenario list's thousands of strings are only looked at)."""
+    level = [value] if isinstance(value, (list, dict)) else []
+    depth = 1
+    while level:
+        if depth > MAX_DEPTH:
+            return False
+        inner = []
+        for v in level:
+            inner += [x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, (list, dict))]
+        level, depth = inner, depth + 1
     return True
 
 

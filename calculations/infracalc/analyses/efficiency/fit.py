@@ -85,10 +85,20 @@ def errors(samples, constants):
     `constants` of four (no per-request host term) or five; a sample without N (its tenth item)
     has no per-request host term."""
     k, f, q, t = constants[:4]
-    h = constants[4] if len(constants) > 4 else 0.0
+    return _errors_from(samples, _fixed_part(samples, k, f, q), t, constants[4] if len(constants) > 4 else 0.0)
+
+
+def _fixed_part(samples, k, f, q):
+    """Each sample's predicted iteration before its prefill and per-request terms: GPU seconds +
+    k x kernels + f + q x N x layers (added in this order, as `errors` adds them)."""
+    return [s[2] + k * s[3] + f + q * s[1] for s in samples]
+
+
+def _errors_from(samples, fixed, t, h):
+    """errors() from the samples' _fixed_part: + t x prefill tokens x layers (+ h x N)."""
     if not h:
-        return [s[4] / (s[2] + k * s[3] + f + q * s[1] + t * s[7]) - 1 for s in samples]
-    return [s[4] / (s[2] + k * s[3] + f + q * s[1] + t * s[7] + h * s[9]) - 1 for s in samples]
+        return [s[4] / (b + t * s[7]) - 1 for s, b in zip(samples, fixed)]
+    return [s[4] / (b + t * s[7] + h * s[9]) - 1 for s, b in zip(samples, fixed)]
 
 
 def _configuration(s, i):
@@ -136,8 +146,12 @@ def _fits(samples, subsets, grid=GRID):
                 for key, plan in plans.items()}
     members = list(groups)
     best = {key: (None, None) for key in subsets}
+    prefix = fixed = None
     for c in grid:
-        errs = list(map(abs, errors(mine, c)))
+        if c[:3] != prefix:   # the grid's last constants vary fastest: the fixed part is shared
+            prefix = c[:3]
+            fixed = _fixed_part(mine, *prefix)
+        errs = list(map(abs, _errors_from(mine, fixed, c[3], c[4] if len(c) > 4 else 0.0)))
         medians = [statistics.median([errs[i] for i in g]) for g in members]
         for key, plan in numbered.items():
             sc = plain_sum(score([medians[g] for g in fam]) for fam in plan) / len(plan)
