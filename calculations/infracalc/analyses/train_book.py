@@ -120,10 +120,11 @@ def _row(op, c):
             "backward_special_ops": dict(c.backward_specials), "saved_bytes": c.saved_bytes}
 
 
-def tally(arch, w, s, policy="save-nonlinear"):
+def tally(arch, w, s, policy="save-nonlinear", per_layer=False):
     """The book's training tally of one micro-batch `w` through the whole model `arch`. Rows
     without a book rule are listed (`missing_rules`) and every total that would sum them is None
-    (unknown): the rows that have one still give their figures."""
+    (unknown): the rows that have one still give their figures. per_layer: the operator rows are
+    one instance of each distinct layer (as `train --per-layer`); the totals stay the whole model."""
     if policy not in POLICIES:
         raise UserError(f"book activation policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     model_flops = train_flops.step(arch, w).model_flops
@@ -131,7 +132,7 @@ def tally(arch, w, s, policy="save-nonlinear"):
     rows = operator_rows(ops, policy)
     missing = missing_rules(rows)
     opt = adamw(arch.params, s)
-    out = {"activation_policy": policy, "missing_rules": missing,
+    out = {"activation_policy": policy, **({"per_layer": True} if per_layer else {}), "missing_rules": missing,
            "forward_scalar_flops": None, "backward_scalar_flops": None,
            "optimizer_scalar_flops": opt["scalar_flops"], "special_ops": None,
            "training_matrix_flops": model_flops, "matrix_plus_scalar_flops": None,
@@ -144,6 +145,8 @@ def tally(arch, w, s, policy="save-nonlinear"):
                                          opt["special_ops"].items()),
                    matrix_plus_scalar_flops=model_flops + fwd + bwd + opt["scalar_flops"],
                    saved_at_forward_end_bytes=saved, saved_peak_bytes=peak)
-    out.update(operators=[_row(op, c) for op, c in rows], adamw=opt,
+    shown = operator_rows(train_flops.training_ops(arch, w.replace(scalar_count="book"), True)[1], policy) \
+        if per_layer else rows
+    out.update(operators=[_row(op, c) for op, c in shown], adamw=opt,
                data_operations=data_operations(arch, high, s, rows) if not missing else None)
     return out

@@ -331,6 +331,8 @@ def book_lines(b):
     missing = b["missing_rules"]
     return ["## The book's training tally (--scalar-count book)", "",
             f"One micro-batch, the whole model; activation policy `{b['activation_policy']}`."
+            + (" Operator rows: one instance of each distinct layer (x layers share it); totals: the whole model."
+               if b.get("per_layer") else "")
             + (f" No book rule for {', '.join(missing)}: the totals they enter are unknown." if missing else ""), "",
             markdown_table(["operator", "layers", "x", "fwd scalar", "bwd scalar", "fwd special", "bwd special",
                             "saved (B)"], rows, "llrrrllr"), "",
