@@ -636,6 +636,15 @@ class Fit(unittest.TestCase):
         # without configurations every case is its own and the five C cases carry the median
         self.assertEqual(fit.fit([s[:8] for s in samples])[1], 0.020)
 
+    def test_host_time_searched_in_half_milliseconds(self):
+        # GPU 10 ms, no kernels, sequences or prompt tokens, measured 13.5 ms: a host time of 3.5 ms
+        # exactly; a grid in 1-2 ms steps below 8 ms (0, 1, 2, 4, 6) would stop at 4 ms (error -3.6%)
+        samples = [("p", 0, 0.010, 0, 0.0135, "f", "e", 0, "c")] * 3
+        self.assertEqual(fit.fit(samples), (0.0, 0.0035, 0.0, 0.0, 0.0))
+        self.assertAlmostEqual(fit.errors(samples[:1], (0.0, 0.0035, 0.0, 0.0))[0], 0.0, places=12)
+        self.assertEqual(fit.HOSTS[:17], tuple(i / 2 for i in range(17)))   # 0-8 ms in 0.5 ms
+        self.assertEqual(fit.HOSTS[17:], (10, 12, 16, 20, 24))
+
     def test_held_out_within_the_engine(self):
         # two engines, one publication each of A and B per engine: a publication's fit uses only the
         # other publication of its own engine; "all" only the default engine's samples
