@@ -357,8 +357,9 @@ class Compressor(Block):
         return self.replace(heads=self.heads // tp)
 
     def book_rules(self, w):
-        """Whether the book's training rules (train_ape, train_pool) cover this compressor's pass:
-        the attention's compressor from position 0, overlapping, or unoverlapped without a tail."""
+        """Whether the book's training rule train_pool covers this compressor's pass: the
+        attention's compressor from position 0, overlapping, or unoverlapped without a tail (its
+        score_ape rule, history-free like the row, holds for the attention's compressor)."""
         return (self.cache_kind == "entry" and not w.history
                 and (self.overlap == 2 or not w.tokens % self.ratio))
 
@@ -369,7 +370,8 @@ class Compressor(Block):
                 gemm(w, f"{self.prefix}.wgate", n, t["wgate"], saves_input=False),
                 elementwise(w, f"{self.prefix}.score_ape", n * c, 1, weight=t["ape"],
                             shape=f"[{n},{c}] + ape [{self.ratio},{c}]",
-                            counted={"book_train": train_rule(train_ape, n, c, self.ratio)} if self.book_rules(w) else None))
+                            counted={"book_train": train_rule(train_ape, n, c, self.ratio)}
+                            if self.cache_kind == "entry" else None))
 
     def ops(self, w):
         out = list(history_free_rows(self, w, "projections", lambda: self.projection_ops(w)))
