@@ -24,7 +24,7 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_search_prune test_search_size test_search_predicted test_train test_train_acceptance "
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
-         "test_mla test_collective_pins test_train_pins test_one_vocabulary").split()
+         "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
@@ -111,6 +111,12 @@ MUTANTS = (
     ("analyses/parallel/bound.py", "r = r * cp - first.time_s * x - last.time_s * y", "r = r * cp", "CP decode floor's end correction"),
     ("analyses/parallel/bound.py", "comms.stage_time(plan, max(R), min(C) if comm", "comms.stage_time(plan, max(R), max(C) if comm", "prefill floor takes the least collective time"),
     ("analyses/train_time.py", "return lay.micro_batches * max(c) + (rest", "return (lay.micro_batches + 1) * max(c) + (rest", "train step floor m x max c"),
+    # the predicted search's ceiling (analyses/efficiency/serving.py): a floor above the iteration
+    ("analyses/efficiency/serving.py", "                    token_flops += 2 * count * t.params", "                    token_flops += 3 * count * t.params", "2 FLOPs a parameter a position"),
+    ("analyses/efficiency/serving.py", "        out += count * min(b.local_experts, touched) * per_expert", "        out += count * b.local_experts * per_expert", "only the experts touched are read"),
+    ("analyses/efficiency/serving.py", 'getattr(b, "chunk", None)) - 1)', 'getattr(b, "chunk", None)))', "a decode reads the cached keys, not its own"),
+    ("analyses/efficiency/serving.py", "        decodes = max(n * attention_pair_flops(arch, w, history, 1) / rates.attention_flops_per_s,", "        decodes = (n * attention_pair_flops(arch, w, history, 1) / rates.attention_flops_per_s +", "a group of rows takes max(compute, memory)"),
+    ("analyses/efficiency/serving.py", "    m = math.ceil(n / lay.pp)\n    tokens", "    m = n\n    tokens", "a pipeline stage runs ceil(N / pp) requests"),
     # more train and parallel formulas
     ("analyses/parallel/costs.py", "return max(options, key=lambda o: o[0].time_s)", "return min(options, key=lambda o: o[0].time_s)", "slowest CP rank bounds the prefill"),
     ("analyses/parallel/pipeline.py", '"ttft_first_s": L,', '"ttft_first_s": L + slowest,', "first micro-batch's TTFT"),

@@ -135,8 +135,124 @@ class Errors(unittest.TestCase):
                            (["--book-activation-policy", "recompute-silu"], "--scalar-count book only")):
             with self.subTest(args):
                 self.assertIn(text, self.refused("--model", "qwen3-8b", *args))
-        self.assertIn("no book training rule for",
-                      self.refused("--model", "deepseek-v4-flash", "--scalar-count", "book"))
+        self.assertIn("--scalar-count book only",
+                      self.refused("--model", "deepseek-v4-flash", "--book-activation-policy", "recompute-silu"))
+
+
+class DeepSeekV4(unittest.TestCase):
+    def test_mhc_wrapper_rules(self):
+        # m = 2 streams of D = 3 (n = 6, M = 8 mixes), I = 1 (N = 1 normalization), R = 1 row.
+        # forward: the RMS 2n + 1 = 13, the scale 8, the split affine 2M = 16 + pre/post 4 + the row
+        # softmax m (4m - 1) = 14 + the normalization N 2m^2 = 8 (42): 63. Backward: mixes 3M - 1 =
+        # 23, RMS n + 4 = 10, pre 6, joins 3n = 18 (57); the split 7m + (N + 1)(4m^2 - m) + M =
+        # 14 + 28 + 8 = 50; the scale gradients 2RM - 3 = 13 and base M (R - 1) = 0: 120. Kept:
+        # n + 1 + 2M + 2m + (2m + m^2 + N (m^2 + m)) = 41 values. The post: 2mD = 12, keeps D.
+        from infracalc.blocks.hyper_connections import train_post, train_pre
+
+        c = train_pre(1, 2, 3, 1)
+        self.assertEqual((c.forward, c.backward, c.saved_bytes, dict(c.forward_specials)),
+                         (63, 120, 164, {"exp": 4, "max_compare": 2, "rsqrt": 1, "sigmoid": 4}))
+        p = train_post(1, 2, 3)
+        self.assertEqual((p.forward, p.backward, p.saved_bytes), (12, 0, 12))
+
+    def test_router_rule(self):
+        # R = 2 rows, E = 4, k = 2: forward 2 x (3k - 1) = 10 and the bias adds 2 x 4 (not hashed):
+        # 18; backward 2 x (5k - 1 + 3E) = 42; 8 softplus, 8 sqrt, 8 sigmoids in the backward.
+        from infracalc.blocks.moe import train_router
+
+        c = train_router(2, 4, 2, False)
+        self.assertEqual((c.forward, c.backward, dict(c.forward_specials), dict(c.backward_specials)),
+                         (18, 42, {"softplus": 8, "sqrt": 8}, {"sigmoid": 8}))
+        self.assertEqual(train_router(2, 4, 2, True).forward, 10)
+
+    def test_window_core_rules(self):
+        # one head, T = 2 causal rows of K = 1 and 2 window slots (P = 3, Q = 2) and a sink: per row
+        # scale K, subtract K + 1, sum K, divide K + 1 (4K + 2: 6 + 10 = 16), K + 1 exps (5), K max
+        # compares (3); backward 5K (15) and the sink gradient over the 2 positions (1): 16; keeps
+        # P + Q FP32 probabilities (20 B). PV: 2d adds per slot at d = 4, 24.
+        from infracalc.blocks.compressed_attention import train_shared_kv_join, train_sink_softmax
+
+        c = train_sink_softmax(3, 2, 1, 2)
+        self.assertEqual((c.forward, c.backward, dict(c.forward_specials), c.saved_bytes),
+                         (16, 16, {"exp": 5, "max_compare": 3}, 20))
+        j = train_shared_kv_join(3, 4, 8)
+        self.assertEqual((j.forward, j.backward, j.saved_bytes), (0, 24, 8))
+
+    def test_the_books_window_cores(self):
+        # bojieli/ai-infra-book:calculations/results/v4-attention-training-window128.md and
+        # -window129-batch2.md: one core's totals.forward / backward_scalar_flops, exp calls, max
+        # comparisons and saved_forward_boundary.total_bytes = our attn_qk + softmax + attn_pv rows
+        # of one layer instance (train --per-layer)
+        arch = load_model("deepseek-v4-flash")
+        for (tokens, batch), want in {(128, 1): (2_129_920, 543_715_264, 536_576, 528_384, 19_251_200),
+                                      (129, 2): (4_325_632, 1_104_289_856, 1_089_664, 1_073_152, 38_835_712)}.items():
+            with self.subTest(tokens=tokens, batch=batch):
+                b = train_book.tally(arch, Workload(batch=batch, tokens=tokens, logits="all"), Setup(grad_bytes=4),
+                                     per_layer=True)
+                ops = [o for o in b["operators"] if o["name"] in ("attn_qk", "softmax", "attn_pv")]
+                self.assertEqual((sum(o["forward_scalar_flops"] for o in ops),
+                                  sum(o["backward_scalar_flops"] for o in ops),
+                                  sum(o["forward_special_ops"].get("exp", 0) for o in ops),
+                                  sum(o["forward_special_ops"].get("max_compare", 0) for o in ops),
+                                  sum(o["saved_bytes"] for o in ops)), want)
+
+    def test_unweighted_rms_rule(self):
+        # R = 2 rows of D = 3 without a weight: forward 2 x (3 squares + 2 adds + mean + epsilon +
+        # 3 multiplies = 3D + 1 = 10) = 20, 2 rsqrt; backward 5D per row = 30; z and r kept (8 values)
+        from infracalc.blocks.compressed_attention import train_unweighted_rms
+
+        c = train_unweighted_rms(2, 3)
+        self.assertEqual((c.forward, c.backward, c.forward_specials, c.saved_bytes), (20, 30, (("rsqrt", 2),), 32))
+
+    def test_the_books_attention_periphery(self):
+        # bojieli/ai-infra-book:calculations/results/v4-attention-projections-128.md: weighted q-rank
+        # norm, weighted kv norm, weightless q-head norm (forward, backward, rsqrt), RoPE (q, kv and the
+        # output's inverse) and the x join of the q and kv branches; and the three files' totals
+        arch = load_model("deepseek-v4-flash")
+        b = train_book.tally(arch, Workload(tokens=128, logits="all"), Setup(grad_bytes=4), per_layer=True)
+        got = {o["name"]: (o["forward_scalar_flops"], o["backward_scalar_flops"], o["forward_special_ops"].get("rsqrt", 0))
+               for o in b["operators"] if o["layers"] == "0-42" and o.get("rule", True) is not None}
+        self.assertEqual(got["q_norm"], (524_416, 1_047_552, 128))
+        self.assertEqual(got["kv_norm"], (262_272, 523_776, 128))
+        self.assertEqual(got["q_rms"], (12_591_104, 20_971_520, 8_192))
+        self.assertEqual(got["rope"][0] + got["rope_inverse"][0], 3_170_304)
+        self.assertEqual(got["wkv"][1], 524_288)
+        names = ("q_norm", "kv_norm", "q_rms", "rope", "rope_inverse", "wkv")
+        for (tokens, batch), want in {(1, 1): (129_282, 203_456, 66), (128, 1): (16_548_096, 26_237_440, 8_448),
+                                      (128, 2): (33_096_192, 52_476_416, 16_896)}.items():
+            with self.subTest(tokens=tokens, batch=batch):
+                b = train_book.tally(arch, Workload(batch=batch, tokens=tokens, logits="all"), Setup(grad_bytes=4),
+                                     per_layer=True)
+                ops = [o for o in b["operators"] if o["name"] in names and o["layers"] == "0-42"]
+                self.assertEqual((sum(o["forward_scalar_flops"] for o in ops), sum(o["backward_scalar_flops"] for o in ops),
+                                  sum(o["forward_special_ops"].get("rsqrt", 0) for o in ops)), want)
+
+    def rows(self, tokens, batch=1, hc="matrix"):
+        b = train_book.tally(load_model("deepseek-v4-flash"),
+                             Workload(batch=batch, tokens=tokens, logits="all", hc_contractions=hc),
+                             Setup(grad_bytes=4))
+        self.assertIsNone(b["forward_scalar_flops"])   # rows without rules: the totals are unknown
+        self.assertIn("hc_head", b["missing_rules"])
+        return [o for o in b["operators"] if o.get("rule", True) is not None]
+
+    def test_the_books_mhc_and_router_figures(self):
+        # bojieli/ai-infra-book:calculations/results/v4-hc-training-one-row.md, -128.md and
+        # .../v4-hc-training-completion/public/results/v4-hc-training-batch2.md: totals forward /
+        # backward scalar, rsqrt, saved subset; .../v4-training-primitives-128.md and -batch2.md: the router
+        hc = ("hc_attn.pre", "hc_attn.post", "hc_ffn.pre", "hc_ffn.post")
+        for (tokens, batch), want in {(1, 1): (5_755_550, 7_266_312, 86, 7_341_304),
+                                      (128, 1): (736_710_400, 930_382_830, 11_008, 939_686_912),
+                                      (128, 2): (1_473_420_800, 1_860_767_982, 22_016, 1_879_373_824)}.items():
+            with self.subTest(tokens=tokens, batch=batch):
+                ops = [o for o in self.rows(tokens, batch) if o["name"] in hc]
+                self.assertEqual((sum(o["forward_scalar_flops"] for o in ops),
+                                  sum(o["backward_scalar_flops"] for o in ops),
+                                  sum(o["forward_special_ops"].get("rsqrt", 0) for o in ops),
+                                  sum(o["saved_bytes"] for o in ops)), want)
+        for batch, want in ((1, (1_404_288, 4_386_688, 1_409_024)), (2, (2_808_576, 8_773_376, 2_818_048))):
+            ops = [o for o in self.rows(128, batch, hc="vector") if o["name"] == "routing"]
+            self.assertEqual((sum(o["forward_scalar_flops"] for o in ops), sum(o["backward_scalar_flops"] for o in ops),
+                              sum(o["backward_special_ops"]["sigmoid"] for o in ops)), want)
 
 
 if __name__ == "__main__":

@@ -522,7 +522,20 @@ class TpOverlap(unittest.TestCase):
         # one stage, 64 micro-batches, no bubble: the step grows by 64 x 768 x 100 us (the DP sync's
         # overlap unchanged)
         self.assertAlmostEqual(t1.step_s - t0.step_s, 64 * 768 * 1e-4, places=6)
-        self.assertEqual(VP.expert_host_for(case), (training.EXPERT_HOST_FITTED["qwen3-30b-a3b"], "without its model"))
+        # held out by model within the case's own publication (release): 25.11's Qwen3-30B row takes
+        # the 25.11 fit on the other models, the 26.02 row the 26.02 one
+        pub = VP.publication(case)
+        self.assertIn("25.11", pub)
+        self.assertEqual(VP.expert_host_for(case), (training.EXPERT_HOST_FITTED[pub]["qwen3-30b-a3b"],
+                                                    "without its model, same publication"))
+        later = V.load_case(os.path.join(V.VALIDATION_DIR, "mbridge2602-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8.json"))
+        self.assertEqual(VP.expert_host_for(later)[0],
+                         training.EXPERT_HOST_FITTED[VP.publication(later)]["qwen3-30b-a3b"])
+        self.assertNotEqual(VP.expert_host_for(later)[0], VP.expert_host_for(case)[0])
+        # a case of a publication without a fit takes the fit on all
+        other = dict(case, source=dict(case["source"], title="elsewhere"))
+        self.assertEqual(VP.expert_host_for(other), (training.EXPERT_HOST_FITTED["all"],
+                                                     "all MoE cases, none of its model's in its publication"))
         # DeepSeek's own stack is not charged (its recipe names no per-expert GEMM launches)
         ds = V.load_case(os.path.join(V.VALIDATION_DIR, "deepseek-v3-report-pretrain-h800-x2048.json"))
         self.assertEqual(VP.training_prediction(ds, 1.0, expert_host_s=0.0)[0],
@@ -632,6 +645,15 @@ class Fit(unittest.TestCase):
         self.assertEqual(fit.fit(samples), (0.0, 0.004, 0.0, 0.0, 0.0))   # the first grid point at 4 ms
         # without configurations every case is its own and the five C cases carry the median
         self.assertEqual(fit.fit([s[:8] for s in samples])[1], 0.020)
+
+    def test_host_time_searched_in_half_milliseconds(self):
+        # GPU 10 ms, no kernels, sequences or prompt tokens, measured 13.5 ms: a host time of 3.5 ms
+        # exactly; a grid in 1-2 ms steps below 8 ms (0, 1, 2, 4, 6) would stop at 4 ms (error -3.6%)
+        samples = [("p", 0, 0.010, 0, 0.0135, "f", "e", 0, "c")] * 3
+        self.assertEqual(fit.fit(samples), (0.0, 0.0035, 0.0, 0.0, 0.0))
+        self.assertAlmostEqual(fit.errors(samples[:1], (0.0, 0.0035, 0.0, 0.0))[0], 0.0, places=12)
+        self.assertEqual(fit.HOSTS[:17], tuple(i / 2 for i in range(17)))   # 0-8 ms in 0.5 ms
+        self.assertEqual(fit.HOSTS[17:], (10, 12, 16, 20, 24))
 
     def test_held_out_within_the_engine(self):
         # two engines, one publication each of A and B per engine: a publication's fit uses only the

@@ -1,5 +1,6 @@
 """`parallel --search --objective predicted`: layouts ranked by the predicted figure
-(efficiency.serving.predicted_layout), the layouts it does not model refused by name."""
+(efficiency.serving.predicted_layout), context-parallel ones included, the layouts it does not
+model refused by name."""
 
 import json
 import unittest
@@ -36,31 +37,35 @@ class SearchByPredicted(unittest.TestCase):
         from infracalc.analyses.parallel import Plan, memory_record, serving_record
         plan = Plan(arch, w, dev, 2048, 256)
         for t in top:
-            lay = placement.Layout(tp=t["layout"]["tp"], pp=t["layout"]["pp"], dp=t["layout"]["dp"])
+            lay = placement.Layout(**{d: t["layout"][d] for d in ("tp", "pp", "dp", "cp")})
             want = predicted_layout(arch, w, dev, lay, 2048, 256)
             self.assertAlmostEqual(t["predicted"]["output_tokens_per_s_per_device"],
                                    want["output_tokens_per_s_per_device"], places=9)
             # the predicted rate is a figure of a real engine: never above the layout's serving bound
-            # (its replica's throughput at the memory's largest concurrency, at peak)
+            # (its replica's throughput at the memory's largest concurrency, at peak; under CP its CP
+            # group's, pooled)
             bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
             self.assertLessEqual(t["predicted"]["output_tokens_per_s_per_device"],
                                  bound["output_tokens_per_s_per_device"] * (1 + 1e-12))
         self.assertTrue(any(t["layout"]["pp"] > 1 for t in top))   # PP layouts are ranked too
 
-    def test_context_parallel_layouts_are_refused_by_name(self):
-        # CP layouts have a predicted figure (efficiency.serving.predicted_layout), but the search
-        # does not rank by it: refused by name, before any figure is computed
-        from infracalc.analyses.parallel.search import CP_NOT_RANKED
-        reasons = {r["reason"]: r["layouts"] for r in self.rec["rejected"]}
-        self.assertNotIn(NOT_PREDICTED, reasons)
-        self.assertIn(CP_NOT_RANKED, reasons)
-        for t in self.rec["top"]:
-            self.assertEqual(t["layout"]["cp"], 1)
+    def test_context_parallel_layouts_are_ranked(self):
+        # CP layouts are ranked by their predicted figure (the search prunes by
+        # efficiency.serving.predicted_ceiling, so ranking them costs few exact figures): on 8 H100s
+        # the admitted ones are the 16 of 20 that fit, CP degrees 2 and 4 among them (cp 8 alone
+        # does not fit)
+        self.assertNotIn(NOT_PREDICTED, {r["reason"] for r in self.rec["rejected"]})
+        status, out, err = run_cli(*ARGS, "--top", "100", "--format", "json")
+        self.assertEqual(status, 0, err)
+        every = json.loads(out)
+        self.assertEqual(every["layouts_admitted"], len(every["top"]))
+        self.assertEqual({t["layout"]["cp"] for t in every["top"]}, {1, 2, 4})
+        self.assertTrue(all(t["predicted"]["output_tokens_per_s_per_device"] > 0 for t in every["top"]))
 
     def test_expert_parallel_beyond_tp_is_ranked(self):
         # Qwen3-30B-A3B on 16 H100s: layouts with EP beyond a TP group of two or more devices get
-        # a predicted figure (TP all-reduces and the EP all-to-alls), only CP is refused; the
-        # figure never exceeds the layout's serving bound
+        # a predicted figure (TP all-reduces and the EP all-to-alls); the figure never exceeds
+        # the layout's serving bound
         from support import load_model
         from infracalc.load.hardware import load_device
         from infracalc.analyses.parallel import Plan, memory_record, serving_record
@@ -79,7 +84,7 @@ class SearchByPredicted(unittest.TestCase):
         plan = Plan(arch, w, dev, 2048, 256)
         for t in beyond[:3]:
             L = t["layout"]
-            lay = placement.Layout(tp=L["tp"], pp=L["pp"], dp=L["dp"], ep=L["ep"])
+            lay = placement.Layout(tp=L["tp"], pp=L["pp"], dp=L["dp"], ep=L["ep"], cp=L["cp"])
             self.assertEqual(t["predicted"]["exposed_collectives"],
                              "TP all-reduces and EP dispatch and combine all-to-alls")
             bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])

@@ -32,7 +32,7 @@ H100, H200 = load_device("h100-sxm"), load_device("h200")
 
 def reference(plan, devices, objective, tpot_limit, batch):
     """The unpruned search: every layout admitted, scored by best_batch, ranked."""
-    if objective != "throughput" and batch is None:
+    if objective not in ("throughput", "predicted") and batch is None:
         batch = 1
 
     def scored(lay):

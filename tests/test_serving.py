@@ -145,6 +145,59 @@ class ParallelServing(unittest.TestCase):
         self.assertIsNone(engines["SGLang"]["reserve_bytes"])
 
 
+class ContextParallelServing(unittest.TestCase):
+    """Under CP a stage's serving bound is its CP group's, pooled (parallel.records.cp_pool)."""
+
+    def cluster(self, *layout):
+        code, out, err = run_cli("parallel", "--model", "llama-3.1-70b", "--devices", "16", *layout,
+                                 "--input-len", "32768", "--output-len", "256", "--format", "json")
+        self.assertEqual(code, 0, err)
+        return json.loads(out)["serving"]
+
+    def test_cp_bounds_no_higher_than_dp(self):
+        # A dense model's bound of a CP group of 4 equals 4 DP replicas': the pooled device has 4x
+        # the room (4x the steady concurrency N), so its weights per request W (G - 1) / (4 N), and
+        # 4x the peaks and bandwidth, so each request's time is a quarter of one replica's. CP adds
+        # no capacity a DP replica of the same devices lacks.
+        cp, dp = self.cluster("--tp", "4", "--cp", "4"), self.cluster("--tp", "4", "--dp", "4")
+        self.assertAlmostEqual(cp["output_tokens_per_s_cluster"], dp["output_tokens_per_s_cluster"],
+                               delta=dp["output_tokens_per_s_cluster"] * 1e-12)
+        self.assertAlmostEqual(cp["stages"][0]["concurrency"], 4 * dp["stages"][0]["concurrency"], delta=1e-9)
+        # the prediction sits below it, beside it in the record
+        self.assertLess(cp["predicted"]["output_tokens_per_s_per_device"], cp["output_tokens_per_s_per_device"])
+
+    def test_prediction_below_the_bound_on_cp_layouts(self):
+        from infracalc.analyses.parallel import Plan, memory_record, serving_record
+        from infracalc.analyses.efficiency.serving import predicted_layout
+        from infracalc.layout import Layout
+        from infracalc.load.hardware import load_device
+        from infracalc.workload import from_formats
+
+        for model, device, layouts in (("llama-3.1-70b", "h100-sxm", ((4, 2, 1, 1), (2, 4, 2, 1), (8, 8, 1, 1))),
+                                       ("qwen3-30b-a3b", "h100-sxm", ((1, 4, 1, 1), (2, 2, 2, 2), (4, 2, 1, 4))),
+                                       ("deepseek-v3", "h200", ((8, 2, 2, 8), (8, 4, 1, 8)))):
+            arch, dev = load_model(model), load_device(device)
+            w = from_formats(arch, batch=1, tokens=1)
+            plan = Plan(arch, w, dev, 8192, 512)
+            for tp, cp, pp, ep in layouts:
+                lay = Layout(tp=tp, cp=cp, pp=pp, ep=ep, dp=max(1, ep // tp))
+                bound = serving_record(plan, lay, memory_record(plan, lay, 1)["stages"])
+                got = predicted_layout(arch, w, dev, lay, 8192, 512)
+                self.assertLess(got["output_tokens_per_s_per_device"], bound["output_tokens_per_s_per_device"],
+                                (model, lay))
+
+    def test_record_prints_the_prediction_beside_it(self):
+        code, md, _ = run_cli("parallel", "--model", "llama-3.1-70b", "--devices", "16", "--tp", "4", "--cp", "4",
+                              "--input-len", "32768", "--output-len", "256")
+        self.assertEqual(code, 0)
+        self.assertIn("## Serving-throughput bound per stage shard", md)
+        self.assertIn("- Predicted (a well-tuned engine, not a bound)", md)
+        code, out, _ = run_cli("parallel", "--model", "llama-3.1-70b", "--devices", "16", "--tp", "4", "--cp", "4",
+                               "--input-len", "32768", "--output-len", "256", "--format", "json")
+        self.assertTrue(any("Under context parallelism a stage's bound is its CP group's" in c
+                            for c in json.loads(out)["conventions"]))
+
+
 class ReserveAndEngineDefaults(unittest.TestCase):
     def test_decode_reserve_and_engines(self):
         code, out, _ = run_cli("decode", "--model", "qwen3-8b", "--input-len", "1024", "--output-len", "1024",

@@ -23,6 +23,7 @@ blocks, layers and stages are memoized (records are hashable).
 import bisect
 import math
 
+from .arch import Block
 from .capacity import binding_stage, cache_room, requests_in, reserve_of
 from .errors import UserError
 from .memo import remember
@@ -273,13 +274,12 @@ def top_shards(arch, layout, stage):
     """(embedding, final norm, head) one device of `stage` holds: absent blocks
     where the stage has none; with tied embeddings and pp > 1 the last stage
     holds a copy of the embedding matrix (as `WeightsOnly`) for its head."""
-    from .arch import Block
-    from .blocks.basic import WeightsOnly
-
     tp = layout.tp
     none = Block()
     embedding = shard_block(arch.embedding, tp) if stage.has_embedding else none
     if stage.has_head and arch.tied_embeddings and not stage.has_embedding:
+        from .blocks.basic import WeightsOnly
+
         held = (shard_block(arch.head, tp).weight().replace(name="copy of the embedding for the tied head"),)
         embedding = WeightsOnly(held)
     if not stage.has_head:

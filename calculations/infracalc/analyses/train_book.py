@@ -8,7 +8,8 @@ declared backward keeps, and the data operations around the embedding and the lo
 Qwen3-8B results in .../results/ and summary.json). Each ledger row carries its rule
 (`ops.TrainCount`: ops.train_rmsnorm, train_swiglu, train_softmax, train_flops.book_cross_entropy,
 the joins of shared projection inputs, the GQA head-gradient sums, RoPE and its table, the
-residual adds, the embedding's scatter-add); a row without one is an error naming it.
+residual adds, the embedding's scatter-add, DeepSeek-V4's mHC wrapper); a row without one is
+listed as unknown, and so is every total it would enter.
 
 - AdamW, unfused, per parameter m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2, the two bias
   corrections, theta (1 - lr wd) - lr mhat / (sqrt(vhat) + eps): 14 scalar FLOPs and one sqrt;
@@ -26,13 +27,15 @@ from . import train_flops
 
 POLICIES = ("save-nonlinear", "recompute-silu")
 CONVENTION = (
-    "Book count, --scalar-count book (the book's Qwen3-8B training tally): one micro-batch through the "
+    "Book count, --scalar-count book (the book's Qwen3-8B training tally and its DeepSeek-V4 mHC wrapper and "
+    "router): one micro-batch through the "
     "whole model, unsharded; plain scalar FLOPs of the forward and the backward apart (FP32, a sum of n "
     "values n - 1 adds), special functions (exp, sigmoid, rsqrt, sqrt, log, pow, sin, cos, max compares) "
     "apart; RMSNorm backward 6RD + (2R - 1)D, SwiGLU 6 per element, softmax 5K - 1 per row of K valid "
     "keys, mean cross entropy S (V + 1), the joins of shared projection inputs and the GQA head "
-    "gradients as adds; an unfused AdamW 14 per parameter + 6 per step with a sqrt per parameter; the "
-    "FP32 objects the declared backward keeps. Beside our vector FLOPs, not instead of them.")
+    "gradients as adds; V4's mHC pre/post (matrix convention) and sqrt(softplus) router; an unfused AdamW 14 per parameter + 6 per step with a sqrt per parameter; the "
+    "FP32 objects the declared backward keeps; rows without a rule are listed and the totals they enter are "
+    "unknown. Beside our vector FLOPs, not instead of them.")
 ADAMW_PER_PARAM = 14       # scalar FLOPs per parameter (sqrt apart)
 ADAMW_PER_STEP = 6         # the shared coefficients: 1 - b1, 1 - b2, 1 - b1^t, 1 - b2^t, lr wd, 1 - lr wd
 MOMENT_BYTES = 4           # m and v in FP32 (optimizer adamw)
@@ -49,13 +52,13 @@ def _specials(*groups):
 
 
 def operator_rows(ops, policy):
-    """One record per ledger row: its forward and backward scalar FLOPs and specials, saved bytes."""
-    missing = list(dict.fromkeys(op.name for op in ops if op.book_train is None))
-    if missing:
-        raise UserError(f"--scalar-count book: no book training rule for {', '.join(missing)} "
-                        "(rules: RMSNorm, SwiGLU, causal softmax, RoPE and its table, residual add, shared "
-                        "projection inputs, GQA head gradients, embedding, mean cross entropy)")
-    return [(op, train_evaluated(op.book_train).under(policy)) for op in ops]
+    """(op, TrainCount or None) per ledger row: None where the row has no book rule."""
+    return [(op, None if op.book_train is None else train_evaluated(op.book_train).under(policy)) for op in ops]
+
+
+def missing_rules(rows):
+    """The distinct names of the rows without a book training rule, in order."""
+    return list(dict.fromkeys(op.name for op, c in rows if c is None))
 
 
 def saved_peak(rows):
@@ -104,33 +107,46 @@ def data_operations(arch, w, s, rows):
             "compact_hidden_gradient_scatter_bytes": 2 * GRAD_FP32 * head * h if compact else 0}
 
 
-def tally(arch, w, s, policy="save-nonlinear"):
-    """The book's training tally of one micro-batch `w` through the whole model `arch`."""
+def _total(rows, field):
+    return sum(getattr(c, field) for _, c in rows)
+
+
+def _row(op, c):
+    if c is None:
+        return {"name": op.name, "layers": op.layers, "repeats": op.repeats, "rule": None}
+    return {"name": op.name, "layers": op.layers, "repeats": op.repeats,
+            "forward_scalar_flops": c.forward, "backward_scalar_flops": c.backward,
+            "forward_special_ops": dict(c.forward_specials),
+            "backward_special_ops": dict(c.backward_specials), "saved_bytes": c.saved_bytes}
+
+
+def tally(arch, w, s, policy="save-nonlinear", per_layer=False):
+    """The book's training tally of one micro-batch `w` through the whole model `arch`. Rows
+    without a book rule are listed (`missing_rules`) and every total that would sum them is None
+    (unknown): the rows that have one still give their figures. per_layer: the operator rows are
+    one instance of each distinct layer (as `train --per-layer`); the totals stay the whole model."""
     if policy not in POLICIES:
         raise UserError(f"book activation policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     model_flops = train_flops.step(arch, w).model_flops
     high, ops = train_flops.training_ops(arch, w.replace(scalar_count="book"))
     rows = operator_rows(ops, policy)
-    fwd = sum(c.forward for _, c in rows)
-    bwd = sum(c.backward for _, c in rows)
+    missing = missing_rules(rows)
     opt = adamw(arch.params, s)
-    saved, peak = saved_peak(rows)
-    return {
-        "activation_policy": policy,
-        "forward_scalar_flops": fwd,
-        "backward_scalar_flops": bwd,
-        "optimizer_scalar_flops": opt["scalar_flops"],
-        "special_ops": _specials(*((c.forward_specials + c.backward_specials) for _, c in rows),
-                                 opt["special_ops"].items()),
-        "training_matrix_flops": model_flops,
-        "matrix_plus_scalar_flops": model_flops + fwd + bwd + opt["scalar_flops"],
-        "saved_at_forward_end_bytes": saved,
-        "saved_peak_bytes": peak,
-        "operators": [{"name": op.name, "layers": op.layers, "repeats": op.repeats,
-                       "forward_scalar_flops": c.forward, "backward_scalar_flops": c.backward,
-                       "forward_special_ops": dict(c.forward_specials),
-                       "backward_special_ops": dict(c.backward_specials), "saved_bytes": c.saved_bytes}
-                      for op, c in rows],
-        "adamw": opt,
-        "data_operations": data_operations(arch, high, s, rows),
-    }
+    out = {"activation_policy": policy, **({"per_layer": True} if per_layer else {}), "missing_rules": missing,
+           "forward_scalar_flops": None, "backward_scalar_flops": None,
+           "optimizer_scalar_flops": opt["scalar_flops"], "special_ops": None,
+           "training_matrix_flops": model_flops, "matrix_plus_scalar_flops": None,
+           "saved_at_forward_end_bytes": None, "saved_peak_bytes": None}
+    if not missing:
+        fwd, bwd = _total(rows, "forward"), _total(rows, "backward")
+        saved, peak = saved_peak(rows)
+        out.update(forward_scalar_flops=fwd, backward_scalar_flops=bwd,
+                   special_ops=_specials(*((c.forward_specials + c.backward_specials) for _, c in rows),
+                                         opt["special_ops"].items()),
+                   matrix_plus_scalar_flops=model_flops + fwd + bwd + opt["scalar_flops"],
+                   saved_at_forward_end_bytes=saved, saved_peak_bytes=peak)
+    shown = operator_rows(train_flops.training_ops(arch, w.replace(scalar_count="book"), True)[1], policy) \
+        if per_layer else rows
+    out.update(operators=[_row(op, c) for op, c in shown], adamw=opt,
+               data_operations=data_operations(arch, high, s, rows) if not missing else None)
+    return out

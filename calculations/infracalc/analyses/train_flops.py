@@ -30,6 +30,7 @@ recompute level runs again. Conventions (docs/train.md, "Conventions: FLOPs"):
   gradients.
 """
 
+from .. import layout as placement
 from .. import ledger
 from ..arch import Block
 from ..errors import UserError
@@ -223,12 +224,11 @@ def recipe_block_ops(block, w):
     """A block's training rows under the format convention (`stored_workload`): the linear
     rows of the compute-format ledger (their FP8 FLOPs and FP8 inputs read and kept; the
     output written in BF16), every other row of the BF16 ledger (memoized)."""
-    from ..layout import block_ops, memo
-
     high = stored_workload(w)
     if high is w:
-        return block_ops(block, w)
-    return memo(("recipe ops", block, w), lambda: _merged(block_ops(block, w), block_ops(block, high)))
+        return placement.block_ops(block, w)
+    return placement.memo(("recipe ops", block, w),
+                          lambda: _merged(placement.block_ops(block, w), placement.block_ops(block, high)))
 
 
 def _merged(low, high):

@@ -36,6 +36,8 @@ layers (Narayanan et al. 2021, arXiv:2104.04473; stage 0: p + (p - 1)/v
 micro-batches' worth, Megatron-LM's 1 + (p - 1)/(p v) factor).
 """
 
+from .. import layout as placement
+from ..dtypes import DTYPES
 from ..splits import ceil_div
 from ..errors import UserError
 from ..record import Record
@@ -111,8 +113,6 @@ def device_params(dev):
 def stage_params(arch, lay, stage):
     """`device_params` of one device of `stage`, from its top block shards and layer shards
     (`layout.top_shards`, `layout.device_layers`) without building its architecture."""
-    from .. import layout as placement
-
     return parts_params([(block, 1) for block in placement.top_shards(arch, lay, stage)]
                         + [(layer, count) for layer, count, _ in placement.device_layers(arch, lay, stage)])
 
@@ -120,11 +120,9 @@ def stage_params(arch, lay, stage):
 def parts_params(parts):
     """(dense, expert) parameters of [(block or layer, copies)]: each part's tensors, the
     routed experts' apart (memoized per part: a search meets the same shards in many layouts)."""
-    from ..layout import memo
-
     dense = expert = 0
     for part, count in parts:
-        d, e = memo(("part params", part), lambda: _part_params(part))
+        d, e = placement.memo(("part params", part), lambda: _part_params(part))
         dense += count * d
         expert += count * e
     return dense, expert
@@ -177,10 +175,8 @@ def layer_activations(layer, w, hidden, *, tp=1, sp=False, cp=1, attention="fuse
                       fp8_activation_input=False):
     """`_layer_activations`, memoized (a search meets the same layer shard in many layouts; the
     figures of every level depend on the recipe's modules only, so the levels share them)."""
-    from ..layout import memo
-
     _, modules = train_flops.parse_recompute(recompute)
-    return memo(("layer activations", layer, w, hidden, tp, sp, cp, attention, modules, fp8_activation_input),
+    return placement.memo(("layer activations", layer, w, hidden, tp, sp, cp, attention, modules, fp8_activation_input),
                 lambda: _layer_activations(layer, w, hidden, tp=tp, sp=sp, cp=cp, attention=attention,
                                            recompute=recompute, fp8_activation_input=fp8_activation_input))
 
@@ -199,12 +195,9 @@ def kept_rows(layer, w, modules=frozenset(), fp8_activation_input=False):
     `fp8_activation_input`: every activation keeps its inputs in FP8, one byte per value
     (Megatron-LM's activation_func_fp8_input_store; the DeepSeek-V3 report, section 3.3.3,
     caches the MoE SwiGLU inputs so)."""
-    from ..dtypes import DTYPES
-    from ..layout import block_ops
-
     fp8 = DTYPES["fp8"]
     pairs = [(b, op) for b in layer.blocks for op in train_flops.recipe_block_ops(b, w)]
-    low = ([op for b in layer.blocks for op in block_ops(b, w.replace(act_dtype=fp8, kv_dtype=fp8))]
+    low = ([op for b in layer.blocks for op in placement.block_ops(b, w.replace(act_dtype=fp8, kv_dtype=fp8))]
            if fp8_activation_input else None)
     store = train_flops.stored_workload(w)
     rows = []
@@ -335,8 +328,6 @@ def memory(arch, w, layout=None, *, zero=0, recompute="none", optimizer="adamw",
     `w` is one micro-batch (batch = micro-batch size, tokens = sequence length);
     the placement is a `layout.Layout` or its fields as keywords (tp, pp, dp,
     cp, ep, sp, micro_batches, pp_layers); `chunks` = interleaved chunks per stage."""
-    from .. import layout as placement
-
     if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
         raise UserError(f"chunks must be a positive integer, got {chunks!r}")
     level, _ = train_flops.parse_recompute(recompute)

@@ -308,21 +308,25 @@ def model_id(case):
 
 
 def expert_host_for(case):
-    """(seconds per local expert per MoE layer and micro-batch, basis) for a training case: the fit
-    without the case's model (efficiency.training.EXPERT_HOST_FITTED), else the fit on all."""
+    """(seconds per local expert per MoE layer and micro-batch, basis) for a training case: the fit on
+    the other models' cases of its own publication (a software release: efficiency.training.
+    EXPERT_HOST_FITTED[publication][model]), else the fit on all."""
     from .efficiency.training import EXPERT_HOST_FITTED
 
-    key = model_id(case)
-    return ((EXPERT_HOST_FITTED[key], "without its model") if key in EXPERT_HOST_FITTED
-            else (EXPERT_HOST_FITTED["all"], "all MoE cases, none of its model's: without its model"))
+    got = EXPERT_HOST_FITTED.get(publication(case), {}).get(model_id(case))
+    if got is not None:
+        return got, "without its model, same publication"
+    return EXPERT_HOST_FITTED["all"], "all MoE cases, none of its model's in its publication"
 
 
 def fit_expert_host(cases):
     """efficiency.training.EXPERT_HOST_FITTED from the MoE training cases whose recipe runs per-expert
-    GEMMs: the grid value (0-2 ms in steps of 10 us) of minimal median |error|, over all and over
-    all but each model (leave one model out). The predicted step is linear in the constant on these
-    layouts (every stage gains the same share), so each case is evaluated at 0 and 1 ms once and
-    interpolated."""
+    GEMMs: the grid value (0-2 ms in steps of 10 us) of minimal median |error|, over all ("all",
+    `train`'s default) and, per publication (one software release of one publisher's stack: the host
+    cost is the stack's, and Megatron Bridge 26.02's MoE path launches less per expert than 25.11's),
+    over its cases of every other model (leave one model out within the publication). The predicted
+    step is linear in the constant on these layouts (every stage gains the same share), so each case
+    is evaluated at 0 and 1 ms once and interpolated."""
     rows = []
     for case in cases:
         recipe = TRAINING_RECIPES.get(case["source"].get("publisher", ""), {})
@@ -330,18 +334,22 @@ def fit_expert_host(cases):
             continue
         a, _ = training_prediction(case, expert_host_s=0.0)
         b, _ = training_prediction(case, expert_host_s=1e-3)
-        rows.append((model_id(case), 1 / a, 1 / b, 1 / case["measured"]["value"]))   # seconds per token
+        rows.append((publication(case), model_id(case), 1 / a, 1 / b, 1 / case["measured"]["value"]))
 
     def err(h, rs):
-        return [r[3] / (r[1] + (r[2] - r[1]) * h / 1e-3) - 1 for r in rs]
+        return [r[4] / (r[2] + (r[3] - r[2]) * h / 1e-3) - 1 for r in rs]
 
     def best(rs):
         return min((round(i * 1e-5, 8) for i in range(201)),
                    key=lambda h: statistics.median(abs(e) for e in err(h, rs)))
 
     out = {"all": best(rows)}
-    for model in sorted({r[0] for r in rows}):
-        out[model] = best([r for r in rows if r[0] != model])
+    for pub in sorted({r[0] for r in rows}):
+        mine = [r for r in rows if r[0] == pub]
+        fits = {model: best([r for r in mine if r[1] != model])
+                for model in sorted({r[1] for r in mine}) if any(r[1] != model for r in mine)}
+        if fits:
+            out[pub] = fits
     return out
 
 

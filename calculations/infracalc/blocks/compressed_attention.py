@@ -59,7 +59,7 @@ import math
 
 from ..arch import Block, Tensor, history_free_rows
 from ..errors import UserError
-from ..ops import STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm
+from ..ops import FP32, STAT_BYTES, VECTOR_FLOPS, Op, elementwise, gemm, rmsnorm, train_adds, train_count, train_rule
 from .attention import keys_touched, sum_min
 
 POOL_FLOPS = 7      # per pooled value: softmax (5) and the weighted sum (multiply, add)
@@ -92,25 +92,70 @@ def entries_made(history, tokens, ratio):
     return (history + tokens) // ratio - history // ratio
 
 
-def core_ops(w, tag, heads, dim, pairs, rows_read, entry_bytes, sink_rows=0, sink=None, saved_q=True):
+INDEX_BYTES = 4   # the book's int32 slot indices of the attention core
+
+
+def train_sink_softmax(slots, rows, heads, positions):
+    """The book's training count of the sliding-window core's softmax with one sink logit per
+    head (bojieli/ai-infra-book:calculations/results/v4-attention-training-window128.md,
+    -window129-batch2.md): P valid (query, key) slots over Q = heads x positions rows; forward per
+    row of K slots the scale K, then over the K + 1 logits with the sink the max (K compares), the
+    subtraction K + 1, K + 1 exps, the sum K and the division K + 1: 4P + 2Q, P + Q exps, P max
+    compares; backward the softmax and scale 5K per row (5P) and the sink gradient summed over
+    the positions, heads x (positions - 1); keeps the FP32 probabilities and sink probabilities."""
+    return train_count(4 * slots + 2 * rows, 5 * slots + heads * (positions - 1),
+                       saved=FP32 * (slots + rows), exp=slots + rows, max_compare=slots)
+
+
+def train_shared_kv_join(slots, dim, saved):
+    """The book's training count at PV of the core over a shared K = V row: each slot's local key
+    and value gradients joined, then scattered into dKV, 2 d adds per slot (P slots); keeps `saved`
+    bytes (the int32 slot indices)."""
+    return train_count(0, 2 * slots * dim, saved=saved)
+
+
+def train_unweighted_rms(rows, width):
+    """The book's training count of a weightless RMS norm (V4's per-head q_rms; results/
+    v4-attention-projections-*.md): forward per row of D squares, D - 1 adds, the mean and the
+    epsilon, D multiplies: 3D + 1 with one rsqrt; backward dx = r (g - z sum(g z) / D): 5D (no
+    weight gradient); keeps z and r in FP32."""
+    return train_count(rows * (3 * width + 1), 5 * rows * width, saved=FP32 * (rows * width + rows), rsqrt=rows)
+
+
+def train_core_inputs(saved):
+    """The book's training count at QK^T of the core: no scalar work; keeps Q and the shared KV
+    rows in FP32 (`saved` bytes)."""
+    return train_count(0, 0, saved=saved)
+
+
+def core_ops(w, tag, heads, dim, pairs, rows_read, entry_bytes, sink_rows=0, sink=None, saved_q=True,
+             window_slots=0):
     """QK^T, softmax and PV of `pairs` (query, key) pairs per request over shared
     K=V rows of `dim` values, `rows_read` rows read per request (the kernel loads
-    each row once for both products)."""
+    each row once for both products). `window_slots`: the sliding window's index slots per query,
+    for the book's training count of the window core with its sink (train --scalar-count book)."""
     n, b, t = w.positions, w.batch, w.tokens
     act = w.act_dtype
     q = act.nbytes_flat(n * heads * dim)
+    book = window_slots and sink_rows
+    slots = b * heads * pairs
     out = [Op(f"attn_qk{tag}", "attention", f"{b}x{heads}x[{t},{dim}] . {rows_read} rows",
               matrix_flops=2 * b * heads * dim * pairs, rect_flops=2 * b * heads * dim * pairs,
               act_read=q, kv_read=b * rows_read * entry_bytes, compute=w.compute_dtype.name,
-              kind="attention", saved_bytes=(q if saved_q else 0) + b * rows_read * entry_bytes),
+              kind="attention", saved_bytes=(q if saved_q else 0) + b * rows_read * entry_bytes,
+              book_train=train_rule(train_core_inputs, FP32 * (n * heads * dim + b * rows_read * dim))
+              if book else None),
            Op(f"softmax{tag}", "vector", f"{b}x{heads}x{pairs} pairs" + (f" + {t} sink logits" if sink_rows else ""),
               vector_flops=VECTOR_FLOPS["softmax"] * b * heads * pairs + VECTOR_FLOPS["sink"] * sink_rows,
               weight_read=w.weight_bytes(sink) if sink is not None else 0,
               weight=sink.name if sink is not None else "", kind="softmax",
-              saved_bytes=b * heads * t * STAT_BYTES),
+              saved_bytes=b * heads * t * STAT_BYTES,
+              book_train=train_rule(train_sink_softmax, slots, sink_rows, heads, n) if book else None),
            Op(f"attn_pv{tag}", "attention", f"{b}x{heads}x[{t},{rows_read}]x[{dim}]",
               matrix_flops=2 * b * heads * dim * pairs, rect_flops=2 * b * heads * dim * pairs,
-              act_write=q, compute=w.compute_dtype.name, kind="attention")]
+              act_write=q, compute=w.compute_dtype.name, kind="attention",
+              book_train=train_rule(train_shared_kv_join, slots, dim, INDEX_BYTES * n * window_slots)
+              if book else None)]
     return out
 
 
@@ -173,21 +218,26 @@ class WindowAttention(Block):
         t = {x.name.split(".", 1)[1]: x for x in self.tensors()}
         n, hq, d = w.positions, self.heads * self.head_dim, self.head_dim
         act = w.act_dtype
+        # the book's training count of the rotations: 3 per rotated value (6 per pair) each way
+        rotated_in, rotated_out = 3 * n * (self.heads + 1) * self.rope_dim, 3 * n * self.heads * self.rope_dim
         pre = (gemm(w, "wq_a", n, t["wq_a.weight"], replicated=True),
                rmsnorm(w, "q_norm", n, t["q_norm.weight"], replicated=False),
                gemm(w, "wq_b", n, t["wq_b.weight"]),
                elementwise(w, "q_rms", n * hq, VECTOR_FLOPS["l2norm"], shape=f"[{n},{self.heads},{d}]",
-                           kind="norm", saved=act.nbytes_flat(n * hq) + n * self.heads * STAT_BYTES),
+                           kind="norm", saved=act.nbytes_flat(n * hq) + n * self.heads * STAT_BYTES,
+                           counted={"book_train": train_rule(train_unweighted_rms, n * self.heads, d)}),
                gemm(w, "wkv", n, t["wkv.weight"], saves_input=False),
                rmsnorm(w, "kv_norm", n, t["kv_norm.weight"], replicated=False),
                elementwise(w, "rope", n * (self.heads + 1) * self.rope_dim, VECTOR_FLOPS["rope"],
-                           shape=f"[{n},{self.heads}+1,{self.rope_dim}]", kind="rope"),
+                           shape=f"[{n},{self.heads}+1,{self.rope_dim}]", kind="rope",
+                           counted={"book_train": train_rule(train_adds, rotated_in, rotated_in)}),
                Op("kv_store", "memory", f"[{n},{d}]", act_read=act.nbytes_flat(n * d),
                   kv_write=n * w.kv_dtype.for_cache("window").nbytes_flat(d), kind="memory"))
         wo_a = gemm(w, "wo_a", n, t["wo_a.weight"],
                     shape=f"{self.o_groups} groups x [{n},{hq // self.o_groups}]x[{hq // self.o_groups},{self.o_lora}]")
         post = (elementwise(w, "rope_inverse", n * self.heads * self.rope_dim, VECTOR_FLOPS["rope"],
-                            shape=f"[{n},{self.heads},{self.rope_dim}]", kind="rope"),
+                            shape=f"[{n},{self.heads},{self.rope_dim}]", kind="rope",
+                            counted={"book_train": train_rule(train_adds, rotated_out, rotated_out)}),
                 wo_a.replace(act_read=act.nbytes_flat(n * hq), saved_bytes=act.nbytes_flat(n * hq)),
                 gemm(w, "wo_b", n, t["wo_b.weight"]))
         return pre, post
@@ -200,7 +250,7 @@ class WindowAttention(Block):
         sink = self.tensors()[0]
         core = core_ops(w, "", self.heads, self.head_dim, pairs, read,
                         w.kv_dtype.for_cache("window").nbytes_flat(self.head_dim),
-                        sink_rows=w.batch * self.heads * t, sink=sink)
+                        sink_rows=w.batch * self.heads * t, sink=sink, window_slots=self.window)
         return [*pre, *core, *post]
 
 

@@ -48,7 +48,7 @@ Training keeps each op's inputs (x, and f for HCPost) and post/comb.
 """
 
 from ..arch import Block, Tensor
-from ..ops import Op, gemm
+from ..ops import FP32, Op, gemm, train_count, train_rule
 from .basic import Embedding
 
 def sinkhorn_arithmetic(m, iters):
@@ -85,6 +85,35 @@ def post_vjp_matrix(m, d):
     dx_residual (the mix's two gradients, 4m^2 D) and dz = sum_j post_j dout_j, dpost_j =
     dout_j . z (2mD each): 4m^2 D + 4mD."""
     return 4 * m * m * d + 4 * m * d
+
+
+def train_pre(rows, m, d, iters):
+    """The book's training count of one sublayer's hc_pre over R rows (its mHC training wrapper
+    under hc_contractions "matrix", the pre weighted sum and the post mix as matrix work;
+    bojieli/ai-infra-book:calculations/research/v4-hc-training-completion, results/
+    v4-hc-training-*.md; the frozen split of .../v4-training-reference). n = mD, M = (2 + m) m,
+    N = 2I - 1 normalizations. Per row, forward: the RMS statistic 2n + 1 (one rsqrt) and the scale
+    of the M mixes; the split 2M (affine maps) + 2m (pre, post) + m (4m - 1) (row softmax) + N 2m^2
+    (normalizations) = 5m + (6 + 2N) m^2, with 2m sigmoid, m^2 exp, m(m - 1) max compares.
+    Backward per row: the mixes 3M - 1, the RMS n + 4, the pre n, the joins of x's four gradient
+    branches 3n: 5n + 3M + 3; the split 7m + (N + 1)(4m^2 - m) + M; per sublayer (over the rows)
+    its scale gradients 2RM - 3 and base gradient M (R - 1). Keeps in FP32 x (n), r, the mixes
+    twice, pre and post (m each) and the split's 2m + m^2 + N (m^2 + m) values."""
+    n, mx, norms = m * d, (2 + m) * m, 2 * iters - 1
+    split_fwd = 5 * m + (6 + 2 * norms) * m * m
+    split_bwd = 7 * m + (norms + 1) * (4 * m * m - m) + mx
+    kept = n + 1 + 2 * mx + 2 * m + 2 * m + m * m + norms * (m * m + m)
+    return train_count(rows * (2 * n + 1 + mx + split_fwd),
+                       rows * (5 * n + 3 * mx + 3 + split_bwd) + 2 * rows * mx - 3 + mx * (rows - 1),
+                       saved=FP32 * rows * kept, rsqrt=rows, sigmoid=rows * 2 * m, exp=rows * m * m,
+                       max_compare=rows * m * (m - 1))
+
+
+def train_post(rows, m, d):
+    """The book's training count of one sublayer's hc_post over R rows (matrix convention): the
+    post products and the final adds, 2mD per row; its backward contractions are matrix work;
+    keeps the sublayer's output in FP32 (D per row)."""
+    return train_count(rows * 2 * m * d, 0, saved=FP32 * rows * d)
 
 
 def _fp32(name, shape):
@@ -125,7 +154,9 @@ class HCPre(Block):
                      weight_read=w.weight_bytes(base) + w.weight_bytes(scale),
                      act_read=act.nbytes_flat(n * m * d) + n * mx * fp32,
                      act_write=act.nbytes_flat(n * d) + n * (m + m * m) * fp32,
-                     kind="elementwise", saved_bytes=act.nbytes_flat(n * m * d) + n * mx * fp32)
+                     kind="elementwise", saved_bytes=act.nbytes_flat(n * m * d) + n * mx * fp32,
+                     book_train=train_rule(train_pre, n, m, d, self.iters)
+                     if w.hc_contractions == "matrix" else None)
         return [mix, combine]
 
     def shard(self, tp, ep=1):
@@ -153,7 +184,8 @@ class HCPost(Block):
                    vector_flops=vector,
                    act_read=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4,
                    act_write=act.nbytes_flat(n * m * d), kind="residual",
-                   saved_bytes=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4)]
+                   saved_bytes=act.nbytes_flat(n * d) + act.nbytes_flat(n * m * d) + n * (m + m * m) * 4,
+                   book_train=train_rule(train_post, n, m, d) if w.hc_contractions == "matrix" else None)]
 
 
 class HCHeadNorm(Block):

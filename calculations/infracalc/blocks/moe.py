@@ -35,7 +35,7 @@ import math
 
 from ..arch import Block, Tensor
 from ..errors import UserError
-from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs
+from ..ops import VECTOR_FLOPS, Op, elementwise, gemm, saved_inputs, train_count, train_rule
 from ..splits import ceil_div, expert_tp
 
 from ..workload import ROUTING_MODELS  # noqa: F401  (re-exported: the routing models below)
@@ -67,6 +67,20 @@ def experts_touched(routing, experts, top_k, tokens, loads=()):
     raise UserError(f"unknown routing model '{routing}'")
 
 
+
+def train_router(rows, experts, k, hashed):
+    """The book's training count of DeepSeek-V4's router over R rows (sqrt(softplus) scores, the
+    k chosen weights normalized and scaled; bojieli/ai-infra-book:calculations/research/
+    v4-hc-training-completion, results/v4-training-primitives-*.md): forward per row the sum of
+    the k chosen scores (k - 1), their division and route scale (2k), and where the scores choose
+    (not a hash layer) the E bias adds; E softplus and E sqrt. Backward per row 5k - 1 over the
+    chosen and 3E for the sqrt(softplus) derivative, with E sigmoids. Nothing kept here (the
+    router GEMM keeps its input)."""
+    return train_count(rows * (3 * k - 1) + (0 if hashed else rows * experts), rows * (5 * k - 1 + 3 * experts),
+                       backward_specials={"sigmoid": rows * experts}, softplus=rows * experts,
+                       sqrt=rows * experts)
+
+
 class MoE(Block):
     history_independent = True   # no cache, no position (see Block)
     hidden: int
@@ -81,6 +95,7 @@ class MoE(Block):
     shared_gate: bool = False    # sigmoid gate [1, hidden] on the shared expert (Qwen3-Next)
     shared_name: str = "shared_experts"  # checkpoint module name (Qwen3-Next: shared_expert)
     hash_vocab: int = 0          # hash routing (DeepSeek-V4 hash layers): a [vocab, top_k] int64 table
+    scoring: str = ""            # the router's score function where a book rule needs it ("sqrtsoftplus": V4)
     vl_bias: bool = False        # a second fp32 score bias per expert, gate.bias_vl (DeepSeek-V4.1; not
                                  # used by text routing: a parameter, no operator)
                                  # tid2eid picks each token's experts by token id (no score bias)
@@ -182,7 +197,9 @@ class MoE(Block):
                   weight_read=w.weight_bytes(table) if table is not None else 0,
                   act_read=w.act_dtype.nbytes_flat(n * e),
                   kind="routing", weight=table.name if table is not None else "",
-                  saved_bytes=saved_inputs(w, n * e))]
+                  saved_bytes=saved_inputs(w, n * e),
+                  book_train=train_rule(train_router, n, e, k, bool(self.hash_vocab))
+                  if self.scoring == "sqrtsoftplus" else None)]
         # experts touched by the tokens the EP group routes (ep / tp replicas' tokens when
         # ep > tp), this device's 1/ep share of them, rounded up
         group = n * max(1, self.ep // self.tp)

@@ -92,7 +92,7 @@ def add_arguments(p):
     s = p.add_argument_group("search")
     s.add_argument("--objective", choices=("throughput", "ttft", "tpot", "predicted"), default="throughput",
                    help="throughput: decode tokens/s per device (default); ttft; tpot; predicted: the "
-                        "predicted output tokens/s per device of a tuned engine (TP, PP and DP layouts)")
+                        "predicted output tokens/s per device of a tuned engine (every layout, CP included)")
     s.add_argument("--tpot-limit", type=common.duration, default=None, metavar="T",
                    help="the mean TPOT a layout must meet (e.g. 50ms), under any objective; the throughput "
                         "objective takes the best batch within it")

@@ -220,6 +220,6 @@ def run(args):
                       train_tokens=args.train_tokens, per_layer=args.per_layer)
     if args.scalar_count == "book":
         from ..analyses import train_book
-        rec["book_count"] = train_book.tally(arch, w, s, args.book_activation_policy)
+        rec["book_count"] = train_book.tally(arch, w, s, args.book_activation_policy, args.per_layer)
         rec["conventions"].append(train_book.CONVENTION)
     return common.emit(args, rec, render.markdown, render.csv)

@@ -99,6 +99,7 @@ class V4Shapes:
         self.experts, self.top_k = cfg.experts("n_routed_experts")
         self.inter = cfg.int("moe_intermediate_size")
         self.hash_layers = cfg.int("num_hash_layers", 0, low=0)
+        self.scoring = cfg.string("scoring_func", "")
         self.act = "swiglu_limit" if cfg.has("swiglu_limit") and cfg.number("swiglu_limit", 0) > 0 else "swiglu"
 
     def layer(self, ratio, hashed, prefix=""):
@@ -117,7 +118,8 @@ class V4Shapes:
                               rope_dim=self.rope, topk=self.topk, attn_heads=self.heads,
                               attn_dim=self.head_dim, prefix=prefix + "attn.indexer")]
         moe = MoE(d, self.experts, self.top_k, self.inter, shared_inter=self.inter, act=self.act,
-                  score_bias=not hashed, hash_vocab=self.vocab if hashed else 0, prefix=prefix + "ffn")
+                  score_bias=not hashed, hash_vocab=self.vocab if hashed else 0, scoring=self.scoring,
+                  prefix=prefix + "ffn")
         return Layer((HCPre(prefix + "hc_attn", d, m, self.iters), RMSNorm(prefix + "attn_norm", d), *mixer,
                       HCPost(prefix + "hc_attn", d, m),
                       HCPre(prefix + "hc_ffn", d, m, self.iters), RMSNorm(prefix + "ffn_norm", d), moe,

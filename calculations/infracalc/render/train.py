@@ -292,30 +292,48 @@ def _specials(d):
     return ", ".join(f"{k} {v:,}" for k, v in d.items()) or "-"
 
 
+def _known(n):
+    return "unknown" if n is None else f"{n:,}"
+
+
+def _book_row(o):
+    if o.get("rule", True) is None:
+        return [inline(o["name"]), o["layers"], str(o["repeats"]), "no rule", "no rule", "-", "-", "-"]
+    return [inline(o["name"]), o["layers"], str(o["repeats"]), f"{o['forward_scalar_flops']:,}",
+            f"{o['backward_scalar_flops']:,}", _specials(o["forward_special_ops"]),
+            _specials(o["backward_special_ops"]), f"{o['saved_bytes']:,}"]
+
+
+def _counted(o):
+    return o.get("rule", True) is None or any(
+        o[k] for k in ("forward_scalar_flops", "backward_scalar_flops", "forward_special_ops",
+                       "backward_special_ops", "saved_bytes"))
+
+
 def book_lines(b):
     """--scalar-count book: the book's training tally of one micro-batch."""
     if not b:
         return []
-    rows = [[inline(o["name"]), o["layers"], str(o["repeats"]), f"{o['forward_scalar_flops']:,}",
-             f"{o['backward_scalar_flops']:,}", _specials(o["forward_special_ops"]),
-             _specials(o["backward_special_ops"]), f"{o['saved_bytes']:,}"]
-            for o in b["operators"] if o["forward_scalar_flops"] or o["backward_scalar_flops"]
-            or o["forward_special_ops"] or o["backward_special_ops"] or o["saved_bytes"]]
-    a, d = b["adamw"], b["data_operations"]
-    totals = [["forward scalar FLOPs", f"{b['forward_scalar_flops']:,}"],
-              ["backward scalar FLOPs", f"{b['backward_scalar_flops']:,}"],
+    rows = [_book_row(o) for o in b["operators"] if _counted(o)]
+    a, d = b["adamw"], b["data_operations"] or {}
+    totals = [["forward scalar FLOPs", _known(b["forward_scalar_flops"])],
+              ["backward scalar FLOPs", _known(b["backward_scalar_flops"])],
               ["AdamW scalar FLOPs (14 per parameter + 6)", f"{b['optimizer_scalar_flops']:,}"],
-              ["special functions", _specials(b["special_ops"])],
+              ["special functions", "unknown" if b["special_ops"] is None else _specials(b["special_ops"])],
               ["training matrix FLOPs (model FLOPs)", f"{b['training_matrix_flops']:,}"],
-              ["matrix + scalar FLOPs", f"{b['matrix_plus_scalar_flops']:,}"],
-              ["saved objects at the end of the forward (B)", f"{b['saved_at_forward_end_bytes']:,}"],
-              ["saved objects, peak with recompute (B)", f"{b['saved_peak_bytes']:,}"],
+              ["matrix + scalar FLOPs", _known(b["matrix_plus_scalar_flops"])],
+              ["saved objects at the end of the forward (B)", _known(b["saved_at_forward_end_bytes"])],
+              ["saved objects, peak with recompute (B)", _known(b["saved_peak_bytes"])],
               ["AdamW reads / writes / weights written (B)",
                f"{a['read_bytes']:,} / {a['write_bytes']:,} / {a['weight_write_bytes']:,}"],
               ["AdamW master-to-weight casts, step increments", f"{a['master_to_weight_casts']:,}, {a['step_index_increments']}"],
               *[[k.replace("_", " "), f"{v:,}"] for k, v in d.items()]]
+    missing = b["missing_rules"]
     return ["## The book's training tally (--scalar-count book)", "",
-            f"One micro-batch, the whole model; activation policy `{b['activation_policy']}`.", "",
+            f"One micro-batch, the whole model; activation policy `{b['activation_policy']}`."
+            + (" Operator rows: one instance of each distinct layer (x layers share it); totals: the whole model."
+               if b.get("per_layer") else "")
+            + (f" No book rule for {', '.join(missing)}: the totals they enter are unknown." if missing else ""), "",
             markdown_table(["operator", "layers", "x", "fwd scalar", "bwd scalar", "fwd special", "bwd special",
                             "saved (B)"], rows, "llrrrllr"), "",
             markdown_table(["quantity", "value"], totals, "lr"), ""]
@@ -362,43 +380,10 @@ def search_markdown(rec):
         "## Rejected layouts, by reason", "",
         markdown_table(["layouts", "reason", "example", "least shortfall (B)"], rejected, "rllr")
         if rejected else "None.", "",
-        *book_lines(rec.get("book_count")),
         *conventions(rec["conventions"]),
     ]
     return "\n".join(parts)
 
-
-def _specials(d):
-    return ", ".join(f"{k} {v:,}" for k, v in d.items()) or "-"
-
-
-def book_lines(b):
-    """--scalar-count book: the book's training tally of one micro-batch."""
-    if not b:
-        return []
-    rows = [[inline(o["name"]), o["layers"], str(o["repeats"]), f"{o['forward_scalar_flops']:,}",
-             f"{o['backward_scalar_flops']:,}", _specials(o["forward_special_ops"]),
-             _specials(o["backward_special_ops"]), f"{o['saved_bytes']:,}"]
-            for o in b["operators"] if o["forward_scalar_flops"] or o["backward_scalar_flops"]
-            or o["forward_special_ops"] or o["backward_special_ops"] or o["saved_bytes"]]
-    a, d = b["adamw"], b["data_operations"]
-    totals = [["forward scalar FLOPs", f"{b['forward_scalar_flops']:,}"],
-              ["backward scalar FLOPs", f"{b['backward_scalar_flops']:,}"],
-              ["AdamW scalar FLOPs (14 per parameter + 6)", f"{b['optimizer_scalar_flops']:,}"],
-              ["special functions", _specials(b["special_ops"])],
-              ["training matrix FLOPs (model FLOPs)", f"{b['training_matrix_flops']:,}"],
-              ["matrix + scalar FLOPs", f"{b['matrix_plus_scalar_flops']:,}"],
-              ["saved objects at the end of the forward (B)", f"{b['saved_at_forward_end_bytes']:,}"],
-              ["saved objects, peak with recompute (B)", f"{b['saved_peak_bytes']:,}"],
-              ["AdamW reads / writes / weights written (B)",
-               f"{a['read_bytes']:,} / {a['write_bytes']:,} / {a['weight_write_bytes']:,}"],
-              ["AdamW master-to-weight casts, step increments", f"{a['master_to_weight_casts']:,}, {a['step_index_increments']}"],
-              *[[k.replace("_", " "), f"{v:,}"] for k, v in d.items()]]
-    return ["## The book's training tally (--scalar-count book)", "",
-            f"One micro-batch, the whole model; activation policy `{b['activation_policy']}`.", "",
-            markdown_table(["operator", "layers", "x", "fwd scalar", "bwd scalar", "fwd special", "bwd special",
-                            "saved (B)"], rows, "llrrrllr"), "",
-            markdown_table(["quantity", "value"], totals, "lr"), ""]
 
 
 def search_csv(rec):

@@ -75,19 +75,19 @@ ENGINE_MAX_BATCH = 4096
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.001, 3e-07, 1.4e-07, 0.0),
+        (4e-06, 0.0025, 3e-07, 1.4e-07, 0.0),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
         (2e-06, 0.024, 0.0, 1.8e-07, 3.84e-05),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
         (4e-06, 0.024, 0.0, 3e-07, 3.84e-05),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (4e-06, 0.002, 3e-07, 1e-07, 0.0),
+        (4e-06, 0.0025, 3e-07, 1e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.004, 2e-07, 1.8e-07, 0.0),
+        (4e-06, 0.0035, 2.5e-07, 1.2e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.001, 3e-07, 1.4e-07, 0.0),
+        (4e-06, 0.0025, 3e-07, 1.4e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.006, 2.5e-07, 1.4e-07, 0.0),
+        (4e-06, 0.005, 2.5e-07, 1.4e-07, 0.0),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
         (4e-06, 0.024, 0.0, 3e-07, 3.84e-05),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
@@ -161,7 +161,11 @@ def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1):
     """(N, room, engine batch limit): the requests an engine keeps in flight on one device
     (or one device's shard `arch`) with `memory_bytes` to allocate from; under context
     parallelism each device holds ceil(L / cp) of a request's L cached tokens."""
-    room = KV_FRACTION * max(memory_bytes - arch.weight_bytes(w), 0)
+    from ... import layout as placement
+
+    # the shard's weights memoized: a search meets each shard under many CP degrees and batches
+    weights = placement.memo(("serving weight bytes", arch, w.without_history()), lambda: arch.weight_bytes(w))
+    room = KV_FRACTION * max(memory_bytes - weights, 0)
     final = request_bytes(arch, w, math.ceil((input_len + output_len - 1) / cp))
     limit = engine_batch(room, request_bytes(arch, w, math.ceil((input_len + output_len) / cp)))
     fits = int(room // final) if final else limit
@@ -338,21 +342,12 @@ def _replica(arch, device, lay, w):
     MoE layer's dispatch and combine all-to-all of each TP rank's 1/tp share of the iteration's
     copies, and with tp > 1 keeps the replica's TP all-reduces (`ep_comm`). Context parallelism
     adds each layer's CP collectives to those (`cp_comm`; `w` gives the cache format)."""
-    from ... import layout as placement
-
-    if lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and lay.cp == 1:
-        return [(arch, None, 1)]
-    groups = {}
-    for st in placement.stages(arch, lay):
-        key = placement.stage_signature(arch, lay, st)
-        if key in groups:
-            groups[key][2] += 1
-        else:
-            shard = placement.shard(arch, lay, st)
-            comm_s = (ep_comm(device, lay, shard) if lay.ep > lay.tp
-                      else tp_comm(device, lay.tp, shard) if lay.tp > 1 else None)
-            groups[key] = [shard, cp_comm(device, lay, shard, w, comm_s) if lay.cp > 1 else comm_s, 1]
-    return [tuple(g) for g in groups.values()]
+    out = []
+    for shard, count in stage_shards(arch, lay):
+        comm_s = (ep_comm(device, lay, shard) if lay.ep > lay.tp
+                  else tp_comm(device, lay.tp, shard) if lay.tp > 1 else None)
+        out.append((shard, cp_comm(device, lay, shard, w, comm_s) if lay.cp > 1 else comm_s, count))
+    return out
 
 
 def ep_comm(device, lay, shard):
@@ -409,9 +404,16 @@ def cp_comm(device, lay, shard, w, base=None):
     def cp_s(tokens, p):
         if tokens < 1:
             return 0.0
-        return plain_sum(c.count * collective.seconds(c, up, out, device.id) for layer in shard.layers
-                         for c in stage_comm.layer_collectives(layer, lay, max(1, round(tokens)), traffic[p])
-                         if c.dim == "cp")
+        terms = {}   # per distinct layer (a model repeats a few): its terms, summed in the layers' order
+
+        def of(layer):
+            got = terms.get(layer)
+            if got is None:
+                got = terms[layer] = [c.count * collective.seconds(c, up, out, device.id) for c in
+                                      stage_comm.layer_collectives(layer, lay, max(1, round(tokens)), traffic[p])
+                                      if c.dim == "cp"]
+            return got
+        return plain_sum(x for layer in shard.layers for x in of(layer))
 
     def seconds(tokens, decode=0):
         return (base(tokens, decode) if base else 0.0) + cp_s(decode, "merge") + cp_s(tokens - decode, "ring")
@@ -541,3 +543,233 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
     steps = max(output_len - 1, 1)
     return {"ttft_s": ttft, "tpot_s": tpot,
             "output_tokens_per_s_per_device": batch * output_len / steps / tpot * lay.dp / lay.devices}
+
+
+# -- A ceiling on the predicted rate (what `parallel --search --objective predicted` prunes by) --
+#
+# predicted_ceiling(...) >= predicted_layout(...)["output_tokens_per_s_per_device"] on every layout,
+# from closed forms per stage shard (its tensors and the attention's cached tokens: no ledger), so a
+# search can rule a layout out without its iteration's ledgers. Each term is one the iteration
+# charges, counted no higher than its rows do (tests/test_predicted_ceiling.py checks each on the
+# ledger of every bundled model):
+#
+#   iteration >= max(F / max(matrix rate, vector rate), W / bandwidth)
+#                + max(n A(h, 1) / attention rate, n R(h) / bandwidth) + n / (G - 1) x A(H', P') / attention rate
+#                + the fitted per-sequence and per-prompt-token terms + host (exact)
+#                [+ the pipeline's boundary sends (exact)] [+ the collectives, `with_comm`]
+#
+# because a sum of rows max(compute_i, memory_i) is at least, over any group of the rows,
+# max(their compute, their memory): the rows outside attention, the decodes' attention rows and
+# the prefills' (mixed_ops keeps the two attention passes apart); with
+#   F = (n + n P' / (G - 1)) x 2 x (the params of the matrix and router tensors + top_k / min(tp, ep)
+#       x one routed expert's) + (n + n / (G - 1)) x 2 x the head's params     (FLOPs of those rows:
+#       every position multiplies each such weight once, its routed copies split min(tp, ep) ways;
+#       the head runs on one last position per pass of a request)
+#   W = the bytes of those tensors outside the routed experts + each MoE layer's experts touched
+#       (moe.experts_touched, the ledger's rule) by the decode's or the prefill's tokens
+#   R(h) = the cache bytes a decode at history h reads in its attention rows: the cached keys its
+#       token sees (blocks.attention.keys_touched, less its own) x the bytes a key adds to those
+#       rows, over the blocks whose rows follow blocks.attention's key and pair counts
+#       (`_cache_readers`: softmax attention, MLA); recurrent state, compressed and sparse caches
+#       are left out (their reads are not all of what they hold)
+#   A(H, T) = the FLOPs of those blocks' attention rows for T tokens after H: the causal pairs x
+#       the FLOPs of one pair; the decodes' and the prefills' attention rows are rows of their own
+# P' is a CP rank's prompt share, H' its history before it and h its decode history (cp_split).
+# Norm and bias vectors, the embedding's gather, vector FLOPs, activation traffic, kernel launches
+# and (without `with_comm`) the collectives are left out: a ceiling, never below the figure.
+
+def _cache_readers():
+    from ...blocks.attention import Attention
+    from ...blocks.mla import MLA
+    return (Attention, MLA)
+
+
+def _routed_experts():
+    from ...blocks.moe import MoE
+    return MoE
+
+
+def shard_counts(arch, w):
+    """(weight bytes W0, matrix FLOPs per position, head FLOPs per last position, ((MoE block,
+    layers holding it, bytes of one routed expert), ...)) of a shard in `w`'s formats: the terms
+    of `iteration_floor` that do not depend on the tokens (memoized per shard and formats)."""
+    from ... import layout as placement
+
+    def make():
+        moe = _routed_experts()
+        weights, token_flops, head_flops, experts = 0, 0.0, 0, []
+        for block, count in _blocks_of(arch):
+            routed = {t.name for t in block._expert()} if isinstance(block, moe) else ()
+            for t in block.tensors():
+                if t.name in routed or t.role not in ("matrix", "router", "head"):
+                    continue
+                weights += count * w.weight_bytes(t)
+                if t.role == "head":
+                    head_flops += 2 * count * t.params
+                else:
+                    token_flops += 2 * count * t.params
+            if routed:
+                one = block._expert()
+                token_flops += 2 * count * block.top_k * plain_sum(t.params for t in one if t.role == "expert") \
+                    / min(block.tp, block.ep)
+                experts.append((block, count, plain_sum(w.weight_bytes(t) for t in one)))
+        return weights, token_flops, head_flops, tuple(experts)
+    return placement.memo(("serving shard counts", arch, w.without_history()), make)
+
+
+def _blocks_of(arch):
+    """(block, layers holding it) of every block of an architecture, the top blocks once."""
+    yield arch.embedding, 1
+    for layer, count, _ in arch.layer_groups():
+        for block in layer.blocks:
+            yield block, count
+    yield arch.final_norm, 1
+    yield arch.head, 1
+
+
+def expert_read_bytes(experts, w, tokens):
+    """Bytes of the routed experts a pass of `tokens` positions reads: per MoE layer the experts
+    its EP group's tokens touch, this device's share (the ledger's rule, blocks/moe.py)."""
+    from ...blocks.moe import experts_touched
+    from ...splits import ceil_div
+
+    out = 0
+    for b, count, per_expert in experts:
+        group = tokens * max(1, b.ep // b.tp)
+        touched = ceil_div(experts_touched(w.routing, b.experts, b.top_k, group, w.routing_loads), b.ep)
+        out += count * min(b.local_experts, touched) * per_expert
+    return out
+
+
+def attention_readers(arch, w):
+    """((block, layers x the bytes its attention rows read per cached key, layers x their FLOPs per
+    query-key pair), ...) of the shard's blocks whose attention rows scale with the keys and pairs
+    of blocks.attention (`_cache_readers`: softmax attention, MLA): both from the block's own rows
+    of one request and one token, at history 1 less at history 0 (one key more) and at history 0
+    (one pair); memoized per shard, formats and MLA path. An MLA path that reads its cache in a
+    projection (expanded) reads no key in its attention rows: 0, as counted."""
+    from ... import layout as placement
+
+    def make():
+        out, readers, one = [], _cache_readers(), w.replace(batch=1, tokens=1, history=0)
+
+        def attention(rows, field):
+            return plain_sum(getattr(op, field) for op in rows if op.category == "attention")
+        for layer, count, _ in arch.layer_groups():
+            for b in layer.blocks:
+                if isinstance(b, readers):
+                    first, second = b.ops(one), b.ops(one.replace(history=1))
+                    out.append((b, count * (attention(second, "kv_read") - attention(first, "kv_read")),
+                                count * attention(first, "matrix_flops")))
+        return tuple(out)
+    return placement.memo(("serving attention readers", arch, w.without_history()), make)
+
+
+def history_read_bytes(arch, w, history):
+    """R(h): one request's cache bytes a decode step's attention rows read at `history` over
+    `attention_readers`: per block its bytes per key x the cached keys the new token sees,
+    keys_touched(h, 1) - 1 (h; a window's W - 1; a chunk's h mod C), never its own new key."""
+    from ...blocks.attention import keys_touched
+
+    return plain_sum(per_key * (keys_touched(history, 1, getattr(b, "window", None), getattr(b, "chunk", None)) - 1)
+                     for b, per_key, _ in attention_readers(arch, w))
+
+
+def attention_pair_flops(arch, w, history, tokens):
+    """A(H, T): one request's attention-row FLOPs for T new tokens after H over `attention_readers`:
+    per block its FLOPs per pair x the causal pairs its kernel computes (windows and chunks capped,
+    blocks.attention.causal_pairs)."""
+    from ...blocks.attention import causal_pairs
+
+    return plain_sum(per_pair * causal_pairs(history, tokens, getattr(b, "window", None), getattr(b, "chunk", None))
+                     for b, _, per_pair in attention_readers(arch, w))
+
+
+def iteration_floor(arch, w, rates, n, input_len, output_len, cp=1):
+    """A lower bound on `iteration(arch, w, rates, n, ...)`'s GPU seconds without its
+    communication (the section's comment above):
+
+        max(F / max(matrix, vector rate), W / bandwidth)                the rows outside attention
+        + max(n A(h, 1) / attention rate, n R(h) / bandwidth)           the decodes' attention rows
+        + n / (G - 1) x A(H', P') / attention rate                      the prefills' attention rows
+
+    Float rounding and the iteration's rounding of scaled rows to whole FLOPs and bytes move
+    either side by far less than ranking.PRUNE_MARGIN."""
+    from ... import layout as placement
+
+    def make():
+        history, prompt, before = cp_split(input_len, output_len, cp)
+        prefills = n / max(output_len - 1, 1)
+        weights, token_flops, head_flops, experts = shard_counts(arch, w)
+        flops = token_flops * (n + prefills * prompt) + head_flops * (n + prefills)
+        read = weights + max(expert_read_bytes(experts, w, n), expert_read_bytes(experts, w, prompt)) if experts \
+            else weights
+        outside = max(flops / max(rates.matrix_flops_per_s, rates.vector_flops_per_s), read / rates.bytes_per_s)
+        decodes = max(n * attention_pair_flops(arch, w, history, 1) / rates.attention_flops_per_s,
+                      n * history_read_bytes(arch, w, history) / rates.bytes_per_s)
+        return outside + decodes + prefills * attention_pair_flops(arch, w, before, prompt) / rates.attention_flops_per_s
+    return placement.memo(("serving iteration floor", arch, w, rates, n, input_len, output_len, cp), make)
+
+
+def stage_shards(arch, lay):
+    """[(the shard each device of a stage holds, the stages that hold an equal one)], one entry per
+    distinct stage (`stage_signature`), in the stages' order; the architecture itself on one device."""
+    from ... import layout as placement
+
+    if lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and lay.cp == 1:
+        return [(arch, 1)]
+
+    def make():
+        groups = {}
+        for st in placement.stages(arch, lay):
+            key = placement.stage_signature(arch, lay, st)
+            if key in groups:
+                groups[key][1] += 1
+            else:
+                groups[key] = [placement.shard(arch, lay, st), 1]
+        return tuple(tuple(g) for g in groups.values())
+    return list(placement.memo(("serving stage shards", arch, lay.tp, lay.ep, lay.pp, lay.pp_layers), make))
+
+
+def predicted_ceiling(arch, w, device, lay, input_len, output_len, constants=None, with_comm=False):
+    """An upper bound on predicted_layout(...)["output_tokens_per_s_per_device"], None exactly where
+    that is None (EP under a skewed routing model, no achievable rates, nothing fits): the engine's
+    concurrency N (`concurrency`, exact: the smallest stage's) over a lower bound on its iteration,
+
+        N G / (G - 1) / (pp x max over stages of (iteration_floor at m + the fitted per-sequence
+                         and per-prompt-token work of m + [pp > 1] the boundary send)
+                         + host time of N) x dp / devices,      m = ceil(N / pp) (N when pp = 1)
+
+    `pipelined`'s and `predicted_serving`'s sums with each stage's GPU time bounded below. With
+    `with_comm` each stage adds its exposed collectives (the exact ones of `_replica`: tighter, and
+    as costly to build as the figure's own)."""
+    from ... import layout as placement
+
+    kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
+    rates = predict.achievable(device, w.compute_dtype, kernel_s)
+    if rates is None or _routing_unmodelled(w, lay):
+        return None
+    stages = (_replica(arch, device, lay, w) if with_comm
+              else [(shard, None, count) for shard, count in stage_shards(arch, lay)])
+    memory_bytes = memory.engine_memory_bytes(device)
+    n = min(concurrency(shard, w, memory_bytes, input_len, output_len, lay.cp)[0] for shard, _, _ in stages)
+    if n < 1:
+        return None
+    steps = max(output_len - 1, 1)
+    prompt = cp_split(input_len, output_len, lay.cp)[1]
+    m = math.ceil(n / lay.pp)
+    tokens = m + m * prompt / steps
+    send = 0.0
+    if lay.pp > 1:   # the boundary send of pipelined's stage time, memoized (it depends on tp x pp alone)
+        hidden = stages[0][0].hidden_size
+        send = placement.memo(("serving pp send", device, lay.tp * lay.pp, hidden, tokens),
+                              lambda: pp_send_s(device, lay, hidden)(tokens))
+    slowest = 0.0
+    for shard, comm_s, _ in stages:
+        t = (iteration_floor(shard, w, rates, m, input_len, output_len, lay.cp)
+             + (sequence_layer_s * m + prefill_token_layer_s * m * prompt / steps) * len(shard.layers) + send)
+        if comm_s is not None:
+            t += comm_s(tokens, m)
+        slowest = max(slowest, t)
+    it = lay.pp * slowest + host_fixed + sequence_host_s * n
+    return n * output_len / steps / it * lay.dp / lay.devices

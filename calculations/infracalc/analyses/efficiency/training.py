@@ -24,15 +24,18 @@ FITTED = {
 # each expert's GEMMs as launches of their own (Transformer Engine's GroupedLinear over a host list
 # of splits: per expert its GEMMs, casts, split-K reduces and fills; NVIDIA/TransformerEngine issue
 # #2939 counts them) adds when the experts' GEMMs are short: train_time.expert_host_pass. Fitted on
-# the MoE training cases (Megatron Bridge 25.11 and 26.02), leave one MODEL out: a case is predicted with the
-# fit on the other models' cases (validate_predict.fit_expert_host; tests/test_prediction.py refits).
-# "all" is the product default for MoE layers in `train`'s predicted step.
+# the MoE training cases (Megatron Bridge 25.11 and 26.02): per publication (one release of the
+# stack, whose launch path sets the cost), leave one MODEL out within it: a case is predicted with
+# the fit on the other models' cases of its publication (validate_predict.fit_expert_host;
+# tests/test_prediction.py refits). "all", the fit on every case, is the product default for MoE
+# layers in `train`'s predicted step.
+_MB = "NVIDIA: Megatron Bridge Performance Summary, {} NeMo Container, Pre-Training Performance (docs/performance-summary.md)"
 EXPERT_HOST_FITTED = {
     'all': 0.0001,
-    'deepseek-v3': 0.00019,
-    'gpt-oss-120b': 0.00013,
-    'qwen3-235b-a22b': 0.0001,
-    'qwen3-30b-a3b': 0.0002,
+    _MB.format("25.11"): {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.00021, 'qwen3-235b-a22b': 0.00024,
+                          'qwen3-30b-a3b': 0.00021},
+    _MB.format("26.02"): {'deepseek-v3': 0.00012, 'gpt-oss-120b': 0.00011, 'qwen3-235b-a22b': 0.00011,
+                          'qwen3-30b-a3b': 0.00014},
 }
 
 

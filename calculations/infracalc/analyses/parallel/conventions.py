@@ -66,7 +66,10 @@ SERVING_LAYOUT = (
     "its memory beside them and the reserve for the caches of its layers) goes through decode's "
     "serving bound below; a replica serves at most its slowest stage's rate, the cluster dp "
     "replicas' (requests/s = output tokens/s / G). Communication is not charged (hidden "
-    "entirely), so it stays an upper bound; not derived under context parallelism.")
+    "entirely), so it stays an upper bound. Under context parallelism a stage's bound is its CP "
+    "group's: the cp devices holding one shard taken as one device of cp x its cache room, peaks "
+    "and bandwidth, charged every request's whole work and one weight read a step (CP moves a "
+    "request's work between the ranks, it adds none, so this bounds any split).")
 
 LEFT_OUT = (
     "Neither the estimate nor the lower bound charges scheduling, kernel launch and "

@@ -70,18 +70,19 @@ def memory_record(plan, lay, batch):
 def serving_record(plan, lay, rows):
     """analyses/serving's bound per distinct stage shard (its room beside its weights and
     reserve); the replica is bounded by its slowest stage, the cluster by dp replicas.
-    Communication is not charged (still an upper bound). Not derived under CP."""
+    Communication is not charged (still an upper bound). Under CP a stage's bound is its CP
+    group's (`cp_pool`): the cp devices holding one shard as one device of cp x its room, peaks
+    and bandwidth, charged each request's whole work."""
     from ..serving import serving_bound
 
-    if lay.cp > 1:
-        return None
     per_stage, seen = [], {}
+    r = cp_pool(plan.r, lay.cp)
     for st, mem in zip(placement.stages(plan.arch, lay), rows):
-        room = cache_room(mem["memory_bytes"], mem["weight_bytes"], mem["reserve_bytes"])
+        room = cache_room(mem["memory_bytes"], mem["weight_bytes"], mem["reserve_bytes"]) * lay.cp
         key = (placement.stage_signature(plan.arch, lay, st), room)   # equal shards, one bound
         if key not in seen:
             shard = placement.shard(plan.arch, lay, st)
-            seen[key] = serving_bound(shard, plan.wd, plan.r, plan.P, plan.G, room_bytes=room,
+            seen[key] = serving_bound(shard, plan.wd, r, plan.P, plan.G, room_bytes=room,
                                       prefill_w=plan.wp.replace(tokens=plan.P))
         b = seen[key]
         s = b["steady_state"]
@@ -97,6 +98,19 @@ def serving_record(plan, lay, rows):
             "output_tokens_per_s_per_device": replica * lay.dp / lay.devices,
             "requests_per_s_replica": replica / plan.G,
             "requests_per_s_cluster": replica * lay.dp / plan.G}
+
+
+def cp_pool(r, cp):
+    """The ceilings of a CP group of cp devices taken as one device: cp x each peak and the
+    bandwidth (`r` itself when cp is 1). Context parallelism moves a request's work and cache
+    between the ranks and cannot add any: whatever the split, the group holds at most cp x one
+    device's room, runs each request's whole prefill and decode work (its FLOPs and cache
+    traffic, not a rank's share) at no more than cp x the peaks, and reads the shard's weights at
+    least once a step, so analyses/serving's bound of that pooled device bounds the group."""
+    if cp == 1:
+        return r
+    return r.replace(matrix_flops_per_s=r.matrix_flops_per_s * cp, vector_flops_per_s=r.vector_flops_per_s * cp,
+                     bytes_per_s=r.bytes_per_s * cp)
 
 
 def inputs_record(plan, batch):

@@ -19,8 +19,6 @@ from .records import header, inputs_record, layout_record, memory_record, search
 
 
 NOT_PREDICTED = "no predicted figure: EP under a skewed routing model, or nothing fits the engine's memory"
-CP_NOT_RANKED = ("context parallelism: not ranked by the predicted figure (each CP degree's iteration has "
-                 "its own ledgers; unpruned, they multiply the search's cost)")
 
 
 def predicted(plan, lay):
@@ -45,6 +43,13 @@ def score(plan, lay, batch, objective, times=stage_times):
     if objective == "tpot":
         return lat["tpot_mean_s"], lat, ph
     return -lat["decode_tokens_per_s_per_device"], lat, ph
+
+
+def predicted_ceiling(plan, lay, with_comm=False):
+    """efficiency.serving's ceiling on a layout's predicted output tokens/s per device (never below
+    `predicted`'s, None exactly where it is None)."""
+    from ..efficiency.serving import predicted_ceiling as ceiling
+    return ceiling(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G, with_comm=with_comm)
 
 
 def score_bound(plan, lay, batch, objective, times=stage_time_bounds):
@@ -173,8 +178,6 @@ def search(plan, devices, *, objective="throughput", tpot_limit=None, top=None, 
     layouts = list(placement.candidate_layouts(plan.arch, devices))
 
     def scored(lay):
-        if objective == "predicted" and lay.cp > 1:
-            raise Rejected(CP_NOT_RANKED)
         batches = admitted_batches(plan, lay, batch)
         if tpot_limit is not None and over_limit(plan, lay, batches, tpot_limit):
             raise Rejected(TPOT_REJECTED)
@@ -198,9 +201,7 @@ def search_top(plan, devices, *, objective="throughput", tpot_limit=None, top=10
     top; on links whose ring charge can refuse a collective -- a missing tier, a mesh or a
     torus -- every layout is scored, as the refusal would be a rejection). With --tpot-limit whether a layout is admitted needs its exact figures (unless
     `over_limit` rejects it), so every layout is scored as `search` scores it."""
-    if tpot_limit is not None or objective == "predicted":
-        # the predicted figure has no bound of its own to prune by: every layout is scored (the
-        # ones it does not model are refused before any figure is computed)
+    if tpot_limit is not None:
         ranked, rejected, total = search(plan, devices, objective=objective, tpot_limit=tpot_limit, top=None,
                                          batch=batch)
         return ranked[:top], rejected, total, len(ranked)
@@ -213,9 +214,16 @@ def search_top(plan, devices, *, objective="throughput", tpot_limit=None, top=10
 
     def bounded(lay):
         b = admitted_batches(plan, lay, batch)[-1]
+        if objective == "predicted":
+            ceiling = predicted_ceiling(plan, lay)
+            if ceiling is None:
+                raise Rejected(NOT_PREDICTED)
+            return -ceiling, b
         return score_bound(plan, lay, b, objective, comm_free_bounds), b
 
     def refined(lay, b):
+        if objective == "predicted":
+            return -predicted_ceiling(plan, lay, with_comm=True)
         return score_bound(plan, lay, b, objective)
 
     def exact(lay, b):
@@ -270,8 +278,8 @@ def search_record(plan, devices, *, objective="throughput", tpot_limit=None, top
         "ttft": "TTFT of the batch (--batch, default 1), smallest first",
         "tpot": "mean TPOT (--batch, default 1), smallest first",
         "predicted": "predicted output tokens/s per device (efficiency.serving: a tuned engine's steady "
-                     "state at its own concurrency; TP, PP and DP layouts), the estimate's figures shown at the "
-                     "largest batch that fits (or --batch) with mean TPOT within --tpot-limit"}[objective] + \
+                     "state at its own concurrency; TP, PP, DP, EP and CP layouts), the estimate's figures "
+                     "shown at the largest batch that fits (or --batch) with mean TPOT within --tpot-limit"}[objective] + \
         "; ties: fewer devices per collective (largest group, then tp, cp, ep, pp)"
     rec["definitions"] = [ESTIMATE, LOWER_BOUND]
     rec["layouts_considered"] = total
