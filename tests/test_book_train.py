@@ -285,6 +285,13 @@ class DeepSeekV4(unittest.TestCase):
         # .../v4-hc-training-completion/public/results/v4-hc-training-batch2.md: totals forward /
         # backward scalar, rsqrt, saved subset; .../v4-training-primitives-128.md and -batch2.md: the router
         hc = ("hc_attn.pre", "hc_attn.post", "hc_ffn.pre", "hc_ffn.post")
+        # the frozen Sinkhorn split inside hc_*.pre, as .../v4-training-primitives-one-row.md, -128.md and
+        # -batch2.md print it (sinkhorn_split forward / backward scalar, declared saved bytes)
+        for (tokens, batch), want in {(1, 1): (117_304, 214_742, 276_576), (128, 1): (15_014_912, 27_781_870, 35_401_728),
+                                      (128, 2): (30_029_824, 55_566_062, 70_803_456)}.items():
+            parts = [p for o in self.rows(tokens, batch) for p in o.get("parts", ())]
+            self.assertEqual((sum(p["forward_scalar_flops"] for p in parts), sum(p["backward_scalar_flops"] for p in parts),
+                              sum(p["saved_bytes"] for p in parts)), want)
         for (tokens, batch), want in {(1, 1): (5_755_550, 7_266_312, 86, 7_341_304),
                                       (128, 1): (736_710_400, 930_382_830, 11_008, 939_686_912),
                                       (128, 2): (1_473_420_800, 1_860_767_982, 22_016, 1_879_373_824)}.items():
