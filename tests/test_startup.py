@@ -56,5 +56,31 @@ class BudgetKinds(unittest.TestCase):
             self.assertNotIn("infracalc.cli." + other, out)
 
 
+def modules_after(*argv):
+    """The infracalc modules a fresh process has imported after running one command."""
+    import subprocess
+    code = ("import io, sys, contextlib\n"
+            "from infracalc.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    main({list(argv)!r})\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('infracalc'))))")
+    calc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "calculations")
+    return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=calc), check=True).stdout.split())
+
+
+class TrainImports(unittest.TestCase):
+    def test_a_layout_imports_no_search_ranking(self):
+        # `train` on one layout ranks nothing: analyses.ranking is imported by --search alone, and
+        # the binding stage comes from capacity (analyses.memory is the serving side's)
+        one = modules_after("train", "--model", "qwen3-0.6b", "--seq", "128")
+        self.assertIn("infracalc.analyses.train", one)   # not vacuous
+        self.assertNotIn("infracalc.analyses.ranking", one)
+        self.assertNotIn("infracalc.analyses.memory", one)
+        search = modules_after("train", "--model", "qwen3-0.6b", "--seq", "128", "--devices", "2",
+                               "--global-batch", "2", "--search")
+        self.assertIn("infracalc.analyses.ranking", search)
+
+
 if __name__ == "__main__":
     unittest.main()
