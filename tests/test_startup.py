@@ -94,5 +94,16 @@ class TrainImports(unittest.TestCase):
         self.assertIn("infracalc.analyses.parallel.search", search)
 
 
+class BudgetImports(unittest.TestCase):
+    def test_a_kind_loads_no_other_kinds_conventions_or_parsers(self):
+        # render.budget resolves a kind's conventions when it runs (merge_numerics builds its FP8
+        # table as it loads), and hash-collision's time lists come from budget_values, not budget_net
+        got = modules_after("budget", "hash-collision", "--flows", "8", "--uplinks", "4")
+        self.assertIn("infracalc.render.budget", got)   # not vacuous
+        self.assertNotIn("infracalc.analyses.merge_numerics", got)
+        self.assertNotIn("infracalc.cli.budget_net", got)
+        self.assertIn("infracalc.analyses.merge_numerics", modules_after("budget", "fp8-scale", "--block", "128"))
+
+
 if __name__ == "__main__":
     unittest.main()
