@@ -169,10 +169,20 @@ class MixedIteration(unittest.TestCase):
         self.assertEqual((rows[1].matrix_flops, rows[1].act_read, rows[1].weight_read), (100, 10, 8))
 
 
+_CORPUS = []
+
+
+def corpus():
+    """V.validate() over the whole corpus, evaluated once for the module (the tests only read it)."""
+    if not _CORPUS:
+        _CORPUS.append(V.validate())
+    return _CORPUS[0]
+
+
 class CorpusPrediction(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.rec = V.validate()
+        cls.rec = corpus()
 
     def test_never_above_the_bound(self):
         # a predicted rate is below the bound, a predicted time above it, on every case
@@ -550,7 +560,7 @@ class TpOverlap(unittest.TestCase):
     def test_training_cause_shares_add_up(self):
         # the worst-case cause names the step's parts; they add up to the step (up to rounding)
         import re
-        rows = {r["id"]: r for r in V.validate()["cases"]}
+        rows = {r["id"]: r for r in corpus()["cases"]}
         for cid in ("mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8", "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64"):
             cause = rows[cid]["predicted_cause"]
             shares = [int(x) for x in re.findall(r"(\d+)%", cause)]
@@ -635,6 +645,15 @@ class Fit(unittest.TestCase):
         self.assertEqual(fit.fit(samples), (0.0, 0.004, 0.0, 0.0, 0.0))   # the first grid point at 4 ms
         # without configurations every case is its own and the five C cases carry the median
         self.assertEqual(fit.fit([s[:8] for s in samples])[1], 0.020)
+
+    def test_host_time_searched_in_half_milliseconds(self):
+        # GPU 10 ms, no kernels, sequences or prompt tokens, measured 13.5 ms: a host time of 3.5 ms
+        # exactly; a grid in 1-2 ms steps below 8 ms (0, 1, 2, 4, 6) would stop at 4 ms (error -3.6%)
+        samples = [("p", 0, 0.010, 0, 0.0135, "f", "e", 0, "c")] * 3
+        self.assertEqual(fit.fit(samples), (0.0, 0.0035, 0.0, 0.0, 0.0))
+        self.assertAlmostEqual(fit.errors(samples[:1], (0.0, 0.0035, 0.0, 0.0))[0], 0.0, places=12)
+        self.assertEqual(fit.HOSTS[:17], tuple(i / 2 for i in range(17)))   # 0-8 ms in 0.5 ms
+        self.assertEqual(fit.HOSTS[17:], (10, 12, 16, 20, 24))
 
     def test_held_out_within_the_engine(self):
         # two engines, one publication each of A and B per engine: a publication's fit uses only the

@@ -56,5 +56,56 @@ class BudgetKinds(unittest.TestCase):
             self.assertNotIn("infracalc.cli." + other, out)
 
 
+def modules_after(*argv):
+    """The infracalc modules a fresh process has imported after running one command."""
+    import subprocess
+    code = ("import io, sys, contextlib\n"
+            "from infracalc.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    main({list(argv)!r})\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('infracalc'))))")
+    calc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "calculations")
+    return set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=calc), check=True).stdout.split())
+
+
+class TrainImports(unittest.TestCase):
+    def test_a_layout_imports_no_search_ranking(self):
+        # `train` on one layout ranks nothing: analyses.ranking is imported by --search alone, and
+        # the binding stage comes from capacity (analyses.memory is the serving side's)
+        one = modules_after("train", "--model", "qwen3-0.6b", "--seq", "128")
+        self.assertIn("infracalc.analyses.train", one)   # not vacuous
+        self.assertNotIn("infracalc.analyses.ranking", one)
+        self.assertNotIn("infracalc.analyses.memory", one)
+        search = modules_after("train", "--model", "qwen3-0.6b", "--seq", "128", "--devices", "2",
+                               "--global-batch", "2", "--search")
+        self.assertIn("infracalc.analyses.ranking", search)
+
+    def test_parallel_on_a_layout_imports_no_search(self):
+        # the layout search, its floors and the ranking are imported by --search (and serve's SLO
+        # sizing) alone
+        one = modules_after("parallel", "--model", "qwen3-0.6b", "--tp", "2", "--input-len", "16", "--output-len", "4")
+        self.assertIn("infracalc.analyses.parallel.records", one)   # not vacuous
+        for name in ("search", "bound"):
+            self.assertNotIn("infracalc.analyses.parallel." + name, one)
+        self.assertNotIn("infracalc.analyses.ranking", one)
+        search = modules_after("parallel", "--model", "qwen3-0.6b", "--devices", "2", "--search", "--input-len", "16",
+                               "--output-len", "4")
+        self.assertIn("infracalc.analyses.parallel.search", search)
+
+
+class BudgetImports(unittest.TestCase):
+    def test_a_kind_loads_no_other_kinds_conventions_or_parsers(self):
+        # render.budget resolves a kind's conventions when it runs (merge_numerics builds its FP8
+        # table as it loads), hash-collision's time lists come from budget_values, not budget_net,
+        # and analyses.nominal is imported by the three kinds budget.run computes itself
+        got = modules_after("budget", "hash-collision", "--flows", "8", "--uplinks", "4")
+        self.assertIn("infracalc.render.budget", got)   # not vacuous
+        self.assertNotIn("infracalc.analyses.merge_numerics", got)
+        self.assertNotIn("infracalc.cli.budget_net", got)
+        self.assertNotIn("infracalc.analyses.nominal", got)   # the nominal-model kinds' (decode, ...)
+        self.assertIn("infracalc.analyses.merge_numerics", modules_after("budget", "fp8-scale", "--block", "128"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -12,8 +12,8 @@ step (`train_time`).
 from ..errors import UserError
 from ..record import Record
 from ..splits import ceil_div
-from . import ranking, train_flops, train_memory, train_time
-from .memory import binding_stage
+from ..capacity import binding_stage
+from . import train_flops, train_memory, train_time
 from .records import SCHEMA_VERSION, device_record, links_record, model_record
 
 CONVENTIONS = (
@@ -523,6 +523,7 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
     nor for a prediction on a device without one)."""
     from .. import comm
     from .. import layout as placement
+    from . import ranking
 
     if objective not in OBJECTIVES:
         raise UserError(f"unknown objective '{objective}'; choose from {', '.join(OBJECTIVES)}")

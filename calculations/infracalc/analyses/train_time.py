@@ -68,6 +68,7 @@ from ..errors import UserError
 from ..record import Record
 from ..splits import ceil_div
 from . import stage_comm, train_flops, train_memory
+from .efficiency.collective import seconds as nccl_seconds
 from .roofline import roof as make_roof
 from ..summation import plain_sum
 
@@ -310,8 +311,7 @@ def run_s(c, links, model="ring", device_id=None):
 
 def _nccl_s(c, up, out, device_id):
     """`run_s` under NCCL's model (`efficiency.collective.seconds`, memoized)."""
-    from .efficiency.collective import seconds
-    return seconds(c, up, out, device_id)
+    return nccl_seconds(c, up, out, device_id)
 
 
 def cost(collectives, links, model="ring", device_id=None):

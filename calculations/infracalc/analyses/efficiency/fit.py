@@ -38,13 +38,16 @@ from ...summation import plain_sum
 
 # kernel_s is searched over 0-4 us only, the range of a kernel's launch gap and tail under
 # CUDA graphs (a larger figure would stand in for work the ledger does not model);
-# host_fixed_s over 0-24 ms; prefill_token_layer_s over 0-0.3 us in steps of 0.02 us; the
+# host_fixed_s over 0-24 ms, in steps of 0.5 ms up to 8 ms (where every fit lands; the objective's
+# optimum is converged at that step: steps of 0.25 ms, or of 0.5 us for kernel_s, 0.025 us for
+# sequence_layer_s or 0.01 us for prefill_token_layer_s, give the same validate figures), then
+# 10-24 ms; prefill_token_layer_s over 0-0.3 us in steps of 0.02 us; the
 # per-sequence work in the engine's form: TensorRT-LLM's on the GPU per layer (sequence_layer_s,
 # 0-1.2 us in steps of 0.05 us; its scheduler is C++, and its per-request time grows with depth),
 # vLLM's on the host per request (sequence_host_s, 0-38.4 us in steps of 1.6 us: the per-layer
 # range times 32 layers; its scheduler walks every request in Python each step, a cost that does
 # not grow with depth).
-HOSTS = (0, 1, 2, 4, 6, 8, 10, 12, 16, 20, 24)
+HOSTS = tuple(i / 2 for i in range(17)) + (10, 12, 16, 20, 24)   # ms
 GRID = tuple((k * 1e-6, f * 1e-3, q * 5e-8, t / 5e7, 0.0) for k in range(5) for f in HOSTS
              for q in range(25) for t in range(16))
 VLLM_GRID = tuple((k * 1e-6, f * 1e-3, 0.0, t / 5e7, h * 1.6e-6) for k in range(5) for f in HOSTS
