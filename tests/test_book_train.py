@@ -227,6 +227,51 @@ class DeepSeekV4(unittest.TestCase):
                 self.assertEqual((sum(o["forward_scalar_flops"] for o in ops), sum(o["backward_scalar_flops"] for o in ops),
                                   sum(o["forward_special_ops"].get("rsqrt", 0) for o in ops)), want)
 
+    def test_compressor_rules(self):
+        # APE: R = 5 rows of W = 3, ratio 2: forward 15 adds; backward 3 x (5 - 2) = 9 (the rows
+        # sharing each APE row summed); the projected rows kept (60 B).
+        # pool, 4 tokens at ratio 2, d = 1, r_d = 2: E = 2 entries. Overlapping (S = 4 slots):
+        # forward 2 x (5S - 2 = 18) + 2 x (4d + 1) + 3 x 2 x 2 = 36 + 10 + 12 = 58, 8 exps, 6 max
+        # compares, 2 rsqrt; backward 2 x (6S - 1) = 46, the norm 6Ed + (2E - 1)d = 15, RoPE 12,
+        # the scatter 2d (E S - B r) = 12 and the returned state 2 c d (r + tail) = 8: 93.
+        # Unoverlapped (S = 2): forward 2 x 8 + 10 + 12 = 38; backward 2 x 11 + 15 + 12 = 49.
+        from infracalc.blocks.compressed_attention import train_ape, train_pool
+
+        a = train_ape(5, 3, 2)
+        self.assertEqual((a.forward, a.backward, a.saved_bytes), (15, 9, 60))
+        o = train_pool(1, 4, 2, 2, 1, 2)
+        self.assertEqual((o.forward, o.backward, dict(o.forward_specials)),
+                         (58, 93, {"exp": 8, "max_compare": 6, "rsqrt": 2}))
+        u = train_pool(1, 4, 2, 1, 1, 2)
+        self.assertEqual((u.forward, u.backward), (38, 49))
+
+    def test_the_books_compressors(self):
+        # bojieli/ai-infra-book:calculations/results/v4-compressor128-one-block.json and
+        # v4-overlap-first-block.md, -two-blocks.md: totals.forward / backward_scalar_flops and the
+        # specials; calculations/src/infra_calc/outline.py: v4-compressor128-two-blocks 788,866 /
+        # 1,907,584 and v4-overlap-tail-state-batch2 105,220 / 246,016. Ours: the compressor's
+        # score_ape + pool rows and the one input join of its two projections (the wgate row).
+        arch = load_model("deepseek-v4-flash")
+        names = ("attn.compressor.score_ape", "attn.compressor.pool", "attn.compressor.wgate")
+        cases = {(128, 1, "3,5,...,41"): (394_433, 920_768, 65_536, 65_024, 1),
+                 (256, 1, "3,5,...,41"): (788_866, 1_907_584, None, None, None),
+                 (4, 1, "2,4,...,42"): (25_793, 56_512, 4_096, 3_584, 1),
+                 (8, 1, "2,4,...,42"): (51_586, 113_536, 8_192, 7_168, 2),
+                 (9, 2, "2,4,...,42"): (105_220, 246_016, None, None, None)}
+        for (tokens, batch, layers), (fwd, bwd, exp, cmp_, rsqrt) in cases.items():
+            with self.subTest(tokens=tokens, batch=batch):
+                b = train_book.tally(arch, Workload(batch=batch, tokens=tokens, logits="all"), Setup(grad_bytes=4),
+                                     per_layer=True)
+                ops = [o for o in b["operators"] if o["name"] in names and o["layers"] == layers]
+                self.assertEqual((sum(o["forward_scalar_flops"] for o in ops), sum(o["backward_scalar_flops"] for o in ops)),
+                                 (fwd, bwd))
+                if exp is not None:
+                    sp = [o["forward_special_ops"] for o in ops if o["forward_special_ops"]][0]
+                    self.assertEqual((sp["exp"], sp["max_compare"], sp["rsqrt"]), (exp, cmp_, rsqrt))
+        # an unoverlapped compressor with a tail (129 = 128 + 1) has no book rule: unknown, not guessed
+        b = train_book.tally(arch, Workload(tokens=129, logits="all"), Setup(grad_bytes=4), per_layer=True)
+        self.assertIn("attn.compressor.pool", b["missing_rules"])
+
     def rows(self, tokens, batch=1, hc="matrix"):
         b = train_book.tally(load_model("deepseek-v4-flash"),
                              Workload(batch=batch, tokens=tokens, logits="all", hc_contractions=hc),
@@ -240,6 +285,13 @@ class DeepSeekV4(unittest.TestCase):
         # .../v4-hc-training-completion/public/results/v4-hc-training-batch2.md: totals forward /
         # backward scalar, rsqrt, saved subset; .../v4-training-primitives-128.md and -batch2.md: the router
         hc = ("hc_attn.pre", "hc_attn.post", "hc_ffn.pre", "hc_ffn.post")
+        # the frozen Sinkhorn split inside hc_*.pre, as .../v4-training-primitives-one-row.md, -128.md and
+        # -batch2.md print it (sinkhorn_split forward / backward scalar, declared saved bytes)
+        for (tokens, batch), want in {(1, 1): (117_304, 214_742, 276_576), (128, 1): (15_014_912, 27_781_870, 35_401_728),
+                                      (128, 2): (30_029_824, 55_566_062, 70_803_456)}.items():
+            parts = [p for o in self.rows(tokens, batch) for p in o.get("parts", ())]
+            self.assertEqual((sum(p["forward_scalar_flops"] for p in parts), sum(p["backward_scalar_flops"] for p in parts),
+                              sum(p["saved_bytes"] for p in parts)), want)
         for (tokens, batch), want in {(1, 1): (5_755_550, 7_266_312, 86, 7_341_304),
                                       (128, 1): (736_710_400, 930_382_830, 11_008, 939_686_912),
                                       (128, 2): (1_473_420_800, 1_860_767_982, 22_016, 1_879_373_824)}.items():

@@ -78,7 +78,7 @@ class ParallelSearchBatchHelp(unittest.TestCase):
         # With no --batch the throughput search tries pp micro-batches of 1, 4, 16, ...
         # requests while they fit: capacity 100 at pp 2 -> 2, 8, 32 (128 > 100); at pp 1
         # -> 1, 4, 16, 64. The help said "1, 2, 4, ... up to the capacity".
-        from infracalc.analyses.parallel import search_batches
+        from infracalc.analyses.parallel.search import search_batches
         self.assertEqual(search_batches(100, None, 2), [2, 8, 32])
         self.assertEqual(search_batches(100, None, 1), [1, 4, 16, 64])
         text = help_of("parallel", "--batch")

@@ -10,6 +10,7 @@ import unittest
 from support import load_model, run_cli  # noqa: F401  (sets the path)
 
 from infracalc.analyses import parallel as P  # noqa: E402
+from infracalc.analyses.parallel import search as S  # noqa: E402
 from infracalc.analyses.parallel import costs  # noqa: E402
 from infracalc import layout as placement  # noqa: E402
 from infracalc.layout import Layout  # noqa: E402
@@ -130,7 +131,7 @@ class Composition(unittest.TestCase):
         # The search scores a layout without building collective lists; same times as the record.
         p = plan(output_len=64)
         for lay in (Layout(tp=4, pp=2), Layout(tp=2, cp=2, dp=2)):
-            value, lat, _ = P.score(p, lay, 8, "throughput")
+            value, lat, _ = S.score(p, lay, 8, "throughput")
             full = P.parallel(p, lay, 8)["latency"]
             self.assertAlmostEqual(lat["tpot_mean_s"], full["tpot_mean_s"], delta=1e-15)
             self.assertAlmostEqual(-value, full["decode_tokens_per_s_per_device"], delta=1e-9)
@@ -146,8 +147,8 @@ class PlanIsImmutable(unittest.TestCase):
         used = make()
         P.parallel(used, Layout(tp=8), 64)
         self.assertEqual(used.batch, 1)
-        after = P.search_record(used, 8, top=3)
-        fresh = P.search_record(make(), 8, top=3)
+        after = S.search_record(used, 8, top=3)
+        fresh = S.search_record(make(), 8, top=3)
         self.assertEqual(json.dumps(after), json.dumps(fresh))
         self.assertIsNot(used.at_batch(64), used)
         self.assertIs(used.at_batch(1), used)
@@ -157,19 +158,19 @@ class SearchBatches(unittest.TestCase):
     def test_search_batches_are_pp_times_powers_of_4(self):
         # pp micro-batches of b = 1, 4, 16, ... requests while b x pp fits the capacity;
         # 2^20 when memory does not bound it; a given batch alone.
-        self.assertEqual(P.search_batches(100, None, 2), [2, 8, 32])
-        self.assertEqual(P.search_batches(7, None, 8), [])
-        self.assertEqual(P.search_batches(None, None, 1), [4 ** k for k in range(11)])
-        self.assertEqual(P.search_batches(100, 12, 4), [12])
+        self.assertEqual(S.search_batches(100, None, 2), [2, 8, 32])
+        self.assertEqual(S.search_batches(7, None, 8), [])
+        self.assertEqual(S.search_batches(None, None, 1), [4 ** k for k in range(11)])
+        self.assertEqual(S.search_batches(100, 12, 4), [12])
 
     def test_throughput_ranks_at_the_largest_batch_that_fits(self):
         # t(b)/b never grows with b, so the kept batch is the last of search_batches within the
         # capacity (no --tpot-limit here).
         p = plan(output_len=64)
-        ranked, _, _ = P.search(p, 8)
+        ranked, _, _ = S.search(p, 8)
         for value, _, lay, b, _ in ranked:
             _, cap = P.search_memory(p, lay)
-            self.assertEqual(b, P.search_batches(cap, None, lay.pp)[-1], lay.label())
+            self.assertEqual(b, S.search_batches(cap, None, lay.pp)[-1], lay.label())
 
 
 class Sweep(unittest.TestCase):
@@ -190,21 +191,21 @@ class Search(unittest.TestCase):
         # 8 = 2^3 over tp, pp, cp, dp: C(6, 3) = 20 layouts. Llama-3.1-70B's bf16 weights
         # (141 GB) do not fit one H100 with tp = pp = 1: the 4 layouts (cp, dp) = (1, 8),
         # (2, 4), (4, 2), (8, 1) are rejected for memory.
-        rec = P.search_record(plan(output_len=64), 8, top=3)
+        rec = S.search_record(plan(output_len=64), 8, top=3)
         self.assertEqual(rec["layouts_considered"], 20)
         self.assertEqual(rec["layouts_admitted"], 16)
         self.assertEqual([(r["layouts"], r["reason"][:13]) for r in rec["rejected"]], [(4, "does not fit:")])
         values = [t["latency"]["decode_tokens_per_s_per_device"] for t in rec["top"]]
         self.assertEqual(values, sorted(values, reverse=True))
-        again = P.search_record(plan(output_len=64), 8, top=3)
+        again = S.search_record(plan(output_len=64), 8, top=3)
         self.assertEqual(json.dumps(rec), json.dumps(again))
 
     def test_tpot_limit_and_objectives(self):
         p = plan(output_len=64)
-        rec = P.search_record(p, 8, objective="throughput", tpot_limit=0.015, top=20)
+        rec = S.search_record(p, 8, objective="throughput", tpot_limit=0.015, top=20)
         self.assertTrue(rec["top"])   # not vacuous: some layout meets the limit
         self.assertTrue(all(t["latency"]["tpot_mean_s"] <= 0.015 for t in rec["top"]))
-        ttft = P.search_record(p, 8, objective="ttft", top=20)["top"]
+        ttft = S.search_record(p, 8, objective="ttft", top=20)["top"]
         values = [t["latency"]["ttft_s"] for t in ttft]
         self.assertEqual(values, sorted(values))
 

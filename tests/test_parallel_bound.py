@@ -9,6 +9,7 @@ import unittest
 from support import load_model  # noqa: F401  (sets the path)
 
 from infracalc.analyses import parallel as P
+from infracalc.analyses.parallel import search as S
 from infracalc.layout import Layout
 from infracalc.load.hardware import load_device
 from infracalc.workload import Workload
@@ -67,7 +68,7 @@ class NeverAboveTheEstimate(unittest.TestCase):
                         self.assertLessEqual(s["ideal_s"], s["roofline_s"] * (1 + 1e-12), (name, s["stage"]))
 
     def test_search_reports_the_bound_of_each_top_layout(self):
-        rec = P.search_record(plan(output_len=64), 8, top=5)
+        rec = S.search_record(plan(output_len=64), 8, top=5)
         self.assertEqual(len(rec["definitions"]), 2)
         for t in rec["top"]:
             self.assertGreaterEqual(t["lower_bound"]["decode_tokens_per_s_per_device"],

@@ -25,6 +25,7 @@ from support import load_model  # noqa: F401  (sets the path)
 from infracalc import comm, ledger
 from infracalc import layout as placement
 from infracalc.analyses import parallel as P
+from infracalc.analyses.parallel import search as S
 from infracalc.analyses.roofline import op_bound, roof
 from infracalc.layout import Layout
 from infracalc.load.hardware import load_device
@@ -132,10 +133,10 @@ class SearchAndRecordEqualTheIndependentFigures(unittest.TestCase):
                 rate = lay.dp * batch * steps / decode / lay.devices
                 self.assertAlmostEqual(rec["decode_tokens_per_s_per_device"], rate, delta=rate * 1e-12)
                 # the search ranks by the same figures (prefill: ttft; decode: tpot, throughput)
-                self.assertAlmostEqual(P.score(plan, lay, batch, "ttft")[0], ttft, delta=ttft * 1e-12)
-                self.assertAlmostEqual(P.score(plan, lay, batch, "tpot")[0], decode / steps,
+                self.assertAlmostEqual(S.score(plan, lay, batch, "ttft")[0], ttft, delta=ttft * 1e-12)
+                self.assertAlmostEqual(S.score(plan, lay, batch, "tpot")[0], decode / steps,
                                        delta=decode * 1e-12)
-                self.assertAlmostEqual(-P.score(plan, lay, batch, "throughput")[0], rate, delta=rate * 1e-12)
+                self.assertAlmostEqual(-S.score(plan, lay, batch, "throughput")[0], rate, delta=rate * 1e-12)
 
     def test_llama_8b(self):
         self.check("llama-3.1-8b", 2048, 9, 8)

@@ -8,6 +8,7 @@ from support import load_model  # noqa: F401  (sets the path)
 
 from infracalc import ledger
 from infracalc.analyses import parallel as P
+from infracalc.analyses.parallel import search as S
 from infracalc.load.hardware import load_device
 from infracalc.workload import Workload
 
@@ -18,14 +19,14 @@ class SearchSpeed(unittest.TestCase):
         # several batches each. About 0.2 s of CPU on an idle machine; 3 s is a generous bound.
         plan = P.Plan(load_model("qwen3-30b-a3b"), Workload(), load_device("h100-sxm"), 2048, 1024)
         t0 = time.process_time()
-        first = P.search(plan, 32)
+        first = S.search(plan, 32)
         self.assertLess(time.process_time() - t0, 3.0)
         self.assertEqual(first[2], 196)
         built = []
         real = ledger.operators
         ledger.operators = lambda *a, **k: built.append(1) or real(*a, **k)
         try:
-            again = P.search(plan, 32)
+            again = S.search(plan, 32)
         finally:
             ledger.operators = real
         self.assertEqual(built, [])   # every block shard's ledger came from the plan's caches

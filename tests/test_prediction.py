@@ -169,10 +169,20 @@ class MixedIteration(unittest.TestCase):
         self.assertEqual((rows[1].matrix_flops, rows[1].act_read, rows[1].weight_read), (100, 10, 8))
 
 
+_CORPUS = []
+
+
+def corpus():
+    """V.validate() over the whole corpus, evaluated once for the module (the tests only read it)."""
+    if not _CORPUS:
+        _CORPUS.append(V.validate())
+    return _CORPUS[0]
+
+
 class CorpusPrediction(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.rec = V.validate()
+        cls.rec = corpus()
 
     def test_never_above_the_bound(self):
         # a predicted rate is below the bound, a predicted time above it, on every case
@@ -550,7 +560,7 @@ class TpOverlap(unittest.TestCase):
     def test_training_cause_shares_add_up(self):
         # the worst-case cause names the step's parts; they add up to the step (up to rounding)
         import re
-        rows = {r["id"]: r for r in V.validate()["cases"]}
+        rows = {r["id"]: r for r in corpus()["cases"]}
         for cid in ("mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8", "nemo2407-pretrain-llama2-70b-fp8-h100-sxm-x64"):
             cause = rows[cid]["predicted_cause"]
             shares = [int(x) for x in re.findall(r"(\d+)%", cause)]

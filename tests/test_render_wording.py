@@ -65,6 +65,7 @@ class SearchRejections(unittest.TestCase):
         # wording `train --search` uses, with one of them as the example.
         from infracalc import layout as L
         from infracalc.analyses import parallel as P
+        from infracalc.analyses.parallel import search as S
         from infracalc.load.hardware import load_device
         from infracalc.workload import Workload
         from support import load_model
@@ -72,7 +73,7 @@ class SearchRejections(unittest.TestCase):
         bad_tp = [lay for lay in L.candidate_layouts(arch, 24) if lay.tp in (3, 6, 12, 24)]
         self.assertTrue(bad_tp)
         plan = P.Plan(arch, Workload(), load_device("h100-sxm"), 128, 2)
-        _, rejected, _ = P.search(plan, 24, top=1)
+        _, rejected, _ = S.search(plan, 24, top=1)
         tp_rows = [r for r in rejected if "TP" in r["reason"] or "--tp" in r["reason"]]
         self.assertEqual([r["reason"] for r in tp_rows], ["TP does not split the attention heads into whole heads"])
         self.assertEqual(tp_rows[0]["layouts"], len(bad_tp))

@@ -81,6 +81,18 @@ class TrainImports(unittest.TestCase):
                                "--global-batch", "2", "--search")
         self.assertIn("infracalc.analyses.ranking", search)
 
+    def test_parallel_on_a_layout_imports_no_search(self):
+        # the layout search, its floors and the ranking are imported by --search (and serve's SLO
+        # sizing) alone
+        one = modules_after("parallel", "--model", "qwen3-0.6b", "--tp", "2", "--input-len", "16", "--output-len", "4")
+        self.assertIn("infracalc.analyses.parallel.records", one)   # not vacuous
+        for name in ("search", "bound"):
+            self.assertNotIn("infracalc.analyses.parallel." + name, one)
+        self.assertNotIn("infracalc.analyses.ranking", one)
+        search = modules_after("parallel", "--model", "qwen3-0.6b", "--devices", "2", "--search", "--input-len", "16",
+                               "--output-len", "4")
+        self.assertIn("infracalc.analyses.parallel.search", search)
+
 
 if __name__ == "__main__":
     unittest.main()

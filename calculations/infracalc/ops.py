@@ -192,6 +192,7 @@ class TrainCount(Record):
     cast_out: int = 0
     temp_bytes: int = 0
     recomputed: object = None
+    parts: tuple = ()   # named parts of the count the book also prints apart: ((name, forward, backward, saved), ...)
 
     def times(self, k):
         """This count over k identical layers (temp_bytes stays per instance)."""
@@ -201,7 +202,8 @@ class TrainCount(Record):
                           tuple((n, c * k) for n, c in self.forward_specials),
                           tuple((n, c * k) for n, c in self.backward_specials),
                           self.saved_bytes * k, self.cast_in * k, self.cast_out * k, self.temp_bytes,
-                          self.recomputed.times(k) if self.recomputed is not None else None)
+                          self.recomputed.times(k) if self.recomputed is not None else None,
+                          tuple((name, *(v * k for v in values)) for name, *values in self.parts))
 
     def under(self, policy):
         """The count under the book's activation policy (save-nonlinear | recompute-silu)."""

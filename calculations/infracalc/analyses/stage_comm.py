@@ -88,7 +88,7 @@ def units(collectives):
     """((values, the collective with count 1, its count), ...): the form runs merge in."""
     out = []
     for c in collectives:
-        one = c.replace(count=1)
+        one = c if c.count == 1 else c.replace(count=1)   # most already run once per layer
         out.append((one._values(), one, c.count))
     return tuple(out)
 

@@ -117,7 +117,9 @@ def _row(op, c):
     return {"name": op.name, "layers": op.layers, "repeats": op.repeats,
             "forward_scalar_flops": c.forward, "backward_scalar_flops": c.backward,
             "forward_special_ops": dict(c.forward_specials),
-            "backward_special_ops": dict(c.backward_specials), "saved_bytes": c.saved_bytes}
+            "backward_special_ops": dict(c.backward_specials), "saved_bytes": c.saved_bytes,
+            **({"parts": [{"name": name, "forward_scalar_flops": f, "backward_scalar_flops": b, "saved_bytes": s}
+                          for name, f, b, s in c.parts]} if c.parts else {})}
 
 
 def tally(arch, w, s, policy="save-nonlinear", per_layer=False):

@@ -68,6 +68,7 @@ from ..errors import UserError
 from ..record import Record
 from ..splits import ceil_div
 from . import stage_comm, train_flops, train_memory
+from .efficiency.collective import EP_DISPATCHERS, seconds as nccl_seconds
 from .roofline import roof as make_roof
 from ..summation import plain_sum
 
@@ -303,7 +304,6 @@ def pricing(collective_model, ep_dispatcher="alltoall"):
     """The pricing key `run_s` takes: "ring" (the estimate), "nccl" (NCCL's model, the EP
     all-to-all by NCCL's own all-to-all), or "nccl/<dispatcher>" when the recipe's EP dispatch
     runs another dispatcher (efficiency.collective.EP_DISPATCHERS)."""
-    from .efficiency.collective import EP_DISPATCHERS
     if ep_dispatcher not in EP_DISPATCHERS:
         raise UserError(f"unknown EP dispatcher {ep_dispatcher!r}; choose from {', '.join(EP_DISPATCHERS)}")
     if collective_model == "ring" or ep_dispatcher == "alltoall":
@@ -324,8 +324,7 @@ def run_s(c, links, model="ring", device_id=None):
 
 def _nccl_s(c, up, out, device_id, dispatcher="alltoall"):
     """`run_s` under NCCL's model (`efficiency.collective.seconds`, memoized)."""
-    from .efficiency.collective import seconds
-    return seconds(c, up, out, device_id, dispatcher)
+    return nccl_seconds(c, up, out, device_id, dispatcher)
 
 
 def cost(collectives, links, model="ring", device_id=None):

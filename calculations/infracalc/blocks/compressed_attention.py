@@ -122,6 +122,34 @@ def train_unweighted_rms(rows, width):
     return train_count(rows * (3 * width + 1), 5 * rows * width, saved=FP32 * (rows * width + rows), rsqrt=rows)
 
 
+def train_ape(rows, width, ratio):
+    """The book's training count of a compressor's score + APE (results/v4-compressor128-*.md,
+    v4-overlap-*.md): R W adds forward; backward the APE gradient, each of its `ratio` rows the sum
+    of the R token rows that share it, W (R - min(R, ratio)) adds; keeps the projected rows in FP32."""
+    return train_count(rows * width, width * (rows - min(rows, ratio)), saved=FP32 * rows * width)
+
+
+def train_pool(batch, tokens, ratio, overlap, dim, rope_dim):
+    """The book's training count of a compressor's pooling from position 0 (fresh state), E entries
+    of S = c r slots (c = 2 overlapping) over d channels: forward per entry and channel the softmax
+    over S slots and the weighted sum 5S - 2 (S exps, S - 1 max compares), the entry's RMSNorm
+    4d + 1 (one rsqrt) and RoPE 3 r_d; backward per entry and channel 6S - 1, the RMSNorm
+    6Ed + (2E - 1) d, RoPE 3 E r_d. Overlapping (c = 2): the slots' gradients scattered into the
+    projected rows, 2d per slot but the first block's padded half (2d (E S - B r)), and the
+    returned state's kv and score gradients (the last complete block and the tail, 2 c d per
+    channel row). Keeps the probabilities and the norm's z and r in FP32. (No rule for an
+    unoverlapped compressor with a tail: the book's files have none; see Compressor.ops.)"""
+    per, tail = divmod(tokens, ratio)
+    e, slots, d = batch * per, overlap * ratio, dim
+    fwd = e * d * (5 * slots - 2) + e * (4 * d + 1) + 3 * e * rope_dim
+    bwd = e * d * (6 * slots - 1) + (6 * e * d + (2 * e - 1) * d if e else 0) + 3 * e * rope_dim
+    if overlap == 2:
+        bwd += 2 * d * (e * slots - batch * ratio) if per else 0
+        bwd += 2 * overlap * d * batch * ((ratio if per else 0) + tail)
+    return train_count(fwd, bwd, saved=FP32 * (e * d * slots + e * d + e),
+                       exp=e * d * slots, max_compare=e * d * (slots - 1), rsqrt=e)
+
+
 def train_core_inputs(saved):
     """The book's training count at QK^T of the core: no scalar work; keeps Q and the shared KV
     rows in FP32 (`saved` bytes)."""
@@ -328,13 +356,22 @@ class Compressor(Block):
             raise UserError(f"TP {tp} does not divide the {self.heads} heads attending {self.label}")
         return self.replace(heads=self.heads // tp)
 
+    def book_rules(self, w):
+        """Whether the book's training rule train_pool covers this compressor's pass: the
+        attention's compressor from position 0, overlapping, or unoverlapped without a tail (its
+        score_ape rule, history-free like the row, holds for the attention's compressor)."""
+        return (self.cache_kind == "entry" and not w.history
+                and (self.overlap == 2 or not w.tokens % self.ratio))
+
     def projection_ops(self, w):
         t = {x.name.rsplit(".", 2)[-2] if x.name.endswith(".weight") else "ape": x for x in self.tensors()}
         n, c = w.positions, self.overlap * self.dim
         return (gemm(w, f"{self.prefix}.wkv", n, t["wkv"], saves_input=False),
                 gemm(w, f"{self.prefix}.wgate", n, t["wgate"], saves_input=False),
                 elementwise(w, f"{self.prefix}.score_ape", n * c, 1, weight=t["ape"],
-                            shape=f"[{n},{c}] + ape [{self.ratio},{c}]"))
+                            shape=f"[{n},{c}] + ape [{self.ratio},{c}]",
+                            counted={"book_train": train_rule(train_ape, n, c, self.ratio)}
+                            if self.cache_kind == "entry" else None))
 
     def ops(self, w):
         out = list(history_free_rows(self, w, "projections", lambda: self.projection_ops(w)))
@@ -352,7 +389,9 @@ class Compressor(Block):
                       act_read=2 * fp32 * w.positions * self.overlap * d,
                       kv_read=state if hist else 0, kv_write=made * entry + state,
                       kind="elementwise", weight=norm.name,
-                      saved_bytes=2 * fp32 * w.positions * self.overlap * d))
+                      saved_bytes=2 * fp32 * w.positions * self.overlap * d,
+                      book_train=train_rule(train_pool, b, t, r, self.overlap, d, self.rope_dim)
+                      if self.book_rules(w) else None))
         if self.heads:
             pairs = compressed_pairs(hist, t, r)
             read = (hist + t) // r - (entries_made(hist, t, r) if w.new_kv == "on-chip" else 0)

@@ -102,11 +102,13 @@ def train_pre(rows, m, d, iters):
     n, mx, norms = m * d, (2 + m) * m, 2 * iters - 1
     split_fwd = 5 * m + (6 + 2 * norms) * m * m
     split_bwd = 7 * m + (norms + 1) * (4 * m * m - m) + mx
-    kept = n + 1 + 2 * mx + 2 * m + 2 * m + m * m + norms * (m * m + m)
-    return train_count(rows * (2 * n + 1 + mx + split_fwd),
-                       rows * (5 * n + 3 * mx + 3 + split_bwd) + 2 * rows * mx - 3 + mx * (rows - 1),
+    split_kept = 2 * m + m * m + norms * (m * m + m)
+    kept = n + 1 + 2 * mx + 2 * m + split_kept
+    split = ("sinkhorn split", rows * split_fwd, rows * split_bwd + 2 * rows * mx - 3 + mx * (rows - 1),
+             FP32 * rows * split_kept)
+    return train_count(rows * (2 * n + 1 + mx) + split[1], rows * (5 * n + 3 * mx + 3) + split[2],
                        saved=FP32 * rows * kept, rsqrt=rows, sigmoid=rows * 2 * m, exp=rows * m * m,
-                       max_compare=rows * m * (m - 1))
+                       max_compare=rows * m * (m - 1)).replace(parts=(split,))
 
 
 def train_post(rows, m, d):

@@ -170,8 +170,10 @@ def run(args):
     if args.search and args.devices is None:
         raise UserError("--search needs --devices N (the device count whose layouts it ranks)")
     if args.search:
-        rec = parallel.search_record(plan, args.devices, objective=args.objective, tpot_limit=args.tpot_limit,
-                                     top=args.top, batch=args.batch)
+        from ..analyses.parallel.search import search_record
+
+        rec = search_record(plan, args.devices, objective=args.objective, tpot_limit=args.tpot_limit,
+                            top=args.top, batch=args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)
     lay = _layout(args, args.devices)
     if args.batch_sweep:

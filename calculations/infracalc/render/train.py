@@ -329,6 +329,9 @@ def book_lines(b):
               ["AdamW master-to-weight casts, step increments", f"{a['master_to_weight_casts']:,}, {a['step_index_increments']}"],
               *[[k.replace("_", " "), f"{v:,}"] for k, v in d.items()]]
     missing = b["missing_rules"]
+    parts = [f"{inline(o['name'])} ({o['layers']}) {p['name']}: forward {p['forward_scalar_flops']:,}, backward "
+             f"{p['backward_scalar_flops']:,}, saved {p['saved_bytes']:,} B"
+             for o in b["operators"] for p in o.get("parts", ())]
     return ["## The book's training tally (--scalar-count book)", "",
             f"One micro-batch, the whole model; activation policy `{b['activation_policy']}`."
             + (" Operator rows: one instance of each distinct layer (x layers share it); totals: the whole model."
@@ -336,6 +339,7 @@ def book_lines(b):
             + (f" No book rule for {', '.join(missing)}: the totals they enter are unknown." if missing else ""), "",
             markdown_table(["operator", "layers", "x", "fwd scalar", "bwd scalar", "fwd special", "bwd special",
                             "saved (B)"], rows, "llrrrllr"), "",
+            *([f"Parts inside these rows, as the book prints them apart: {'; '.join(parts)}.", ""] if parts else []),
             markdown_table(["quantity", "value"], totals, "lr"), ""]
 
 

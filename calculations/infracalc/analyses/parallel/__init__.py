@@ -25,7 +25,8 @@ thousands of layouts builds each (tp, ep) shard's ledgers once per batch.
 The package, in the order data flows: conventions (what every record states), costs
 (per-part cost vectors), communication (collectives and their seconds), plan (what a
 command or search shares), stage (one stage in one phase), pipeline (stages composed),
-records (`parallel`, `--batch-sweep`), search (`--search`).
+records (`parallel`, `--batch-sweep`), search (`--search`; imported from `.search` by its callers,
+so a command on one layout does not load it, its floors or the ranking).
 """
 
 from .conventions import (ALGORITHMS, CP_SPLITS, ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES,
@@ -35,7 +36,6 @@ from .pipeline import check_cp, latency, latency_bound, micro_batches, phases, p
 from .plan import Plan, ServingOptions, stage_kinds, stages
 from .records import (SWEEP_COLUMNS, header, inputs_record, layout_record, memory, memory_record,
                       notes, parallel, search_memory, serving_record, sweep)
-from .search import score, search, search_batches, search_record
 from .stage import StageFigures, evaluate, ideal_s, stage_figures, stage_records, stage_times
 
 __all__ = [
@@ -43,7 +43,7 @@ __all__ = [
     'header', 'ideal_s', 'inputs_record', 'latency', 'latency_bound', 'layout_record',
     'LEFT_OUT', 'LOWER_BOUND', 'memory', 'memory_record', 'micro_batches', 'notes',
     'OBJECTIVES', 'parallel', 'PARALLEL_CONVENTIONS', 'phases', 'phases_bound', 'Plan', 'ranked_phase',
-    'score', 'search', 'search_batches', 'search_memory', 'search_record', 'SERVING_LAYOUT',
+    'search_memory', 'SERVING_LAYOUT',
     'serving_record', 'ServingOptions', 'stage_figures', 'stage_kinds', 'stage_records', 'stage_times',
     'stages', 'sweep', 'SWEEP_COLUMNS', 'StageFigures',
 ]

@@ -9,6 +9,7 @@ ledgers once per workload."""
 from collections import namedtuple
 from operator import add
 
+from ... import layout as placement
 from ... import ledger
 from ...arch import Block, Layer
 from ...splits import ceil_div
@@ -54,8 +55,6 @@ def pieces_cost(steps, r):
 def top_unit(plan, lay, stage):
     """The embedding, final norm and head shards one device of `stage` holds, as an
     architecture without layers."""
-    from ... import layout as placement
-
     def make():
         emb, norm, head = placement.top_shards(plan.arch, lay, stage)
         return plan.arch.replace(id=f"{plan.arch.id} [top blocks]", embedding=emb, layers=(), final_norm=norm,
@@ -133,8 +132,6 @@ def stage_cost(plan, lay, stage, w, spec, *, i=0):
     """unit_cost(...)[i] of one device of `stage`: its top blocks' + count x each distinct
     layer's (i: 0 the pass or the summed steps, 1 the first step, 2 the last). Not memoized:
     `stage.evaluate`, its one caller, is (a memo here saved nothing, by instruction count)."""
-    from ... import layout as placement
-
     total = unit_cost(plan, top_unit(plan, lay, stage), w, spec)[i]
     for layer, count, _ in placement.device_layers(plan.arch, lay, stage):
         total = total.plus(unit_cost(plan, unit(plan, layer), w, spec)[i].times(count))

@@ -16,6 +16,7 @@ fails under the estimate.
 """
 
 from .. import parallel
+from ..parallel import search as layouts
 
 SLO_PREDICTED = (
     "SLO by the predicted figure (--slo-figure predicted, the default): among the layouts the "
@@ -50,7 +51,7 @@ def device_counts(max_devices):
 
 
 def _ttft(plan, lay):
-    return parallel.score(plan, lay, 1, "ttft")[0]
+    return layouts.score(plan, lay, 1, "ttft")[0]
 
 
 def _failure(rejected, best_ttft, ttft_limit):
@@ -115,7 +116,7 @@ def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
         return {"devices": n, "meets": False, "judged_by": "predicted",
                 "why": "the estimate admits layouts, but none meets the limits under the predicted figure"}
     lay, ttft, (b, p) = best
-    _, lat, _ = parallel.score(plan, lay, b, "throughput")
+    _, lat, _ = layouts.score(plan, lay, b, "throughput")
     return {"devices": n, "meets": True, "judged_by": "predicted", "layout": lay.label(), "layout_record": lay,
             "_predicted": p,
             "batch_per_replica": b, "ttft_s": ttft, "tpot_s": lat["tpot_mean_s"],
@@ -125,7 +126,7 @@ def _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo):
 def _batches_upto(lay, batch):
     """The search's batches of a layout (pp micro-batches of 1, 4, 16, ... requests) up to `batch`
     (the estimate's choice, itself one of them)."""
-    return parallel.search_batches(batch, None, lay.pp)
+    return layouts.search_batches(batch, None, lay.pp)
 
 
 def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
@@ -133,7 +134,7 @@ def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
     batch 1 (one score per layout: the mean TPOT grows with the batch, so a layout over the
     limit at batch 1 is over it at every batch) keeps the layouts that can meet the TPOT and
     TTFT limits; only when one can does the throughput search run over the batches."""
-    ranked, rejected, total = parallel.search(plan, n, objective="tpot", tpot_limit=tpot_limit, batch=1)
+    ranked, rejected, total = layouts.search(plan, n, objective="tpot", tpot_limit=tpot_limit, batch=1)
     fastest, feasible = None, False
     for value, _, lay, batch, lat in ranked:
         ttft = _ttft(plan, lay)
@@ -145,7 +146,7 @@ def count_row(plan, n, ttft_limit, tpot_limit, figure="estimate", memo=None):
     if not feasible:
         return {"devices": n, "meets": False, "layouts_considered": total,
                 "layouts_meeting_tpot": len(ranked), "why": _failure(rejected, fastest, ttft_limit)}
-    ranked, rejected, total = parallel.search(plan, n, objective="throughput", tpot_limit=tpot_limit)
+    ranked, rejected, total = layouts.search(plan, n, objective="throughput", tpot_limit=tpot_limit)
     if figure == "predicted":
         memo = {} if memo is None else memo
         row = _predicted_choice(plan, n, ranked, ttft_limit, tpot_limit, memo)
