@@ -94,5 +94,18 @@ class TrainImports(unittest.TestCase):
         self.assertIn("infracalc.analyses.parallel.search", search)
 
 
+class BudgetImports(unittest.TestCase):
+    def test_a_kind_loads_no_other_kinds_conventions_or_parsers(self):
+        # render.budget resolves a kind's conventions when it runs (merge_numerics builds its FP8
+        # table as it loads), hash-collision's time lists come from budget_values, not budget_net,
+        # and analyses.nominal is imported by the three kinds budget.run computes itself
+        got = modules_after("budget", "hash-collision", "--flows", "8", "--uplinks", "4")
+        self.assertIn("infracalc.render.budget", got)   # not vacuous
+        self.assertNotIn("infracalc.analyses.merge_numerics", got)
+        self.assertNotIn("infracalc.cli.budget_net", got)
+        self.assertNotIn("infracalc.analyses.nominal", got)   # the nominal-model kinds' (decode, ...)
+        self.assertIn("infracalc.analyses.merge_numerics", modules_after("budget", "fp8-scale", "--block", "128"))
+
+
 if __name__ == "__main__":
     unittest.main()

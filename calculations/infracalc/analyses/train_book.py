@@ -27,13 +27,14 @@ from . import train_flops
 
 POLICIES = ("save-nonlinear", "recompute-silu")
 CONVENTION = (
-    "Book count, --scalar-count book (the book's Qwen3-8B training tally and its DeepSeek-V4 mHC wrapper and "
-    "router): one micro-batch through the "
+    "Book count, --scalar-count book (the book's Qwen3-8B training tally and its DeepSeek-V4 training "
+    "modules): one micro-batch through the "
     "whole model, unsharded; plain scalar FLOPs of the forward and the backward apart (FP32, a sum of n "
     "values n - 1 adds), special functions (exp, sigmoid, rsqrt, sqrt, log, pow, sin, cos, max compares) "
     "apart; RMSNorm backward 6RD + (2R - 1)D, SwiGLU 6 per element, softmax 5K - 1 per row of K valid "
     "keys, mean cross entropy S (V + 1), the joins of shared projection inputs and the GQA head "
-    "gradients as adds; V4's mHC pre/post (matrix convention) and sqrt(softplus) router; an unfused AdamW 14 per parameter + 6 per step with a sqrt per parameter; the "
+    "gradients as adds; V4's mHC pre/post (matrix convention), sqrt(softplus) router, window attention core "
+    "with its sink, projection periphery and attention compressors; an unfused AdamW 14 per parameter + 6 per step with a sqrt per parameter; the "
     "FP32 objects the declared backward keeps; rows without a rule are listed and the totals they enter are "
     "unknown. Beside our vector FLOPs, not instead of them.")
 ADAMW_PER_PARAM = 14       # scalar FLOPs per parameter (sqrt apart)

@@ -462,9 +462,10 @@ def _inputs(args):
 
 
 def run(args):
-    from ..analyses import nominal
     from ..render import budget as render
 
+    if args.kind in ("decode", "training", "transfer"):   # the nominal-model kinds, computed here
+        from ..analyses import nominal
     rec = {"schema_version": 1, "command": "budget", "kind": args.kind, "inputs": _inputs(args)}
     if args.kind == "decode":
         device, capacity, peak = _device_figures(args, args.device)

@@ -7,7 +7,7 @@ cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's name is 
 from fractions import Fraction
 
 from . import common
-from .budget_values import exact_ns as _ns
+from .budget_values import exact_ns as _ns, exact_ns_list
 
 
 def _rate(text):
@@ -119,12 +119,10 @@ def _wan_loss(args):
 
 
 def _hash_collision_arguments(q):
-    from .budget_net import _list_ns
-
     q.add_argument("--flows", type=common.positive_int, required=True, metavar="N",
                    help="equal flows hashed onto the uplinks (one leaf's cross-spine flows; 8)")
     q.add_argument("--uplinks", type=common.positive_int, required=True, metavar="M", help="the leaf's uplinks (32)")
-    q.add_argument("--path-delays", type=_list_ns, default=None, metavar="T,T,...",
+    q.add_argument("--path-delays", type=exact_ns_list, default=None, metavar="T,T,...",
                    help="spray the message over these paths instead, one delay each (1us,2us,...; optional)")
     q.add_argument("--path-rate", type=_rate, default=None, metavar="R", help="each spray path's bytes/s (50GB/s)")
     q.add_argument("--packet-bytes", type=common.positive_int, default=None, metavar="B", help="spray packet (4096)")

@@ -8,7 +8,7 @@ import argparse
 from fractions import Fraction
 
 from . import common
-from .budget_values import exact_ns as _ns
+from .budget_values import exact_ns as _ns, exact_ns_list as _list_ns
 
 _BYTE_RATES = (("TiB/s", 2**40), ("GiB/s", 2**30), ("MiB/s", 2**20), ("KiB/s", 2**10),
                ("TB/s", 10**12), ("GB/s", 10**9), ("MB/s", 10**6), ("KB/s", 10**3), ("B/s", 1))
@@ -305,13 +305,6 @@ def _fifo_pipeline_arguments(q):
     q.add_argument("--feedback", type=_ns, default=0, metavar="T", help="completion to the group's next step (default 0s)")
     q.add_argument("--buffer-slots", type=common.positive_int, default=None, metavar="N",
                    help="sender and receiver slots per boundary (default unbounded)")
-
-
-def _list_ns(text):
-    items = text.split(",")
-    if len(items) > 256:
-        raise argparse.ArgumentTypeError("at most 256 times")
-    return tuple(_ns(t.strip()) for t in items)
 
 
 def _fifo_pipeline(args):

@@ -77,6 +77,14 @@ def exact_ns(text):
     return int(value)
 
 
+def exact_ns_list(text):
+    """Up to 256 comma-separated `exact_ns` times: 1us,2us,3us."""
+    items = text.split(",")
+    if len(items) > 256:
+        raise argparse.ArgumentTypeError("at most 256 times")
+    return tuple(exact_ns(t.strip()) for t in items)
+
+
 def _byte_rate(text):
     """Bytes per second: a size (50GB, 25GiB) or an exact positive number or fraction (256025000000000/25901553)."""
     from fractions import Fraction

@@ -2,8 +2,6 @@
 
 from .table import inline, markdown_table
 
-from ..analyses.merge_numerics import FP8_CONVENTIONS, NUMERICS_CONVENTIONS
-
 # Conventions that live in an analysis module: imported when their kind runs (importing all of them cost
 # every budget command several milliseconds). conventions(kind) resolves them.
 _HOME = {
@@ -15,6 +13,7 @@ _HOME = {
     "FIFO_PIPELINE_CONVENTIONS": "fifo_pipeline",
     "ENVIRONMENT_CONVENTIONS": "environment_budget",
     "FLUID_CONVENTIONS": "fluid_queue",
+    "FP8_CONVENTIONS": "merge_numerics",
     "FUSION_CONVENTIONS": "fusion",
     "GROWING_KV_CONVENTIONS": "growing_kv",
     "STAGING_CONVENTIONS": "host_staging",
@@ -24,6 +23,7 @@ _HOME = {
     "BATCH_REUSE_CONVENTIONS": "batch_reuse",
     "MEMORY_POOL_CONVENTIONS": "memory_pool",
     "MOE_DEDUP_CONVENTIONS": "moe_dedup",
+    "NUMERICS_CONVENTIONS": "merge_numerics",
     "ORDERING_CONVENTIONS": "operation_ordering",
     "PACKET_CONVENTIONS": "packet_budget",
     "PACKET_REORDER_CONVENTIONS": "packet_reorder",
@@ -149,8 +149,8 @@ CONVENTIONS = {
     "attention-input": _lazy("INPUT_SLOT_CONVENTIONS"),
     "matrix-vector": _lazy("MATRIX_VECTOR_CONVENTIONS"),
     "sm-balance": _lazy("SM_BALANCE_CONVENTIONS"),
-    "online-softmax": NUMERICS_CONVENTIONS,
-    "fp8-scale": FP8_CONVENTIONS,
+    "online-softmax": _lazy("NUMERICS_CONVENTIONS"),
+    "fp8-scale": _lazy("FP8_CONVENTIONS"),
     "nic": _lazy("PACKET_CONVENTIONS"),
     "kda-chunk": _lazy("KDA_CHUNK_CONVENTIONS"),
     "batch-reuse": _lazy("BATCH_REUSE_CONVENTIONS"),
