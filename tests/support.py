@@ -41,6 +41,18 @@ from infracalc.load.models import load_model  # noqa: E402
 from infracalc.workload import Workload  # noqa: E402
 
 
+_CORPUS = []
+
+
+def corpus():
+    """validate over the whole corpus (analyses.validate.validate()), evaluated once for the test
+    run: the modules that read it (test_prediction, test_docs) share one record and never change it."""
+    if not _CORPUS:
+        from infracalc.analyses import validate
+        _CORPUS.append(validate.validate())
+    return _CORPUS[0]
+
+
 def write_config(test, data):
     """Write a config dict to a temp JSON file removed after the test; return its path."""
     fd, path = tempfile.mkstemp(suffix=".json")
