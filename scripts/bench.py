@@ -43,6 +43,9 @@ PARALLEL_SEARCH_MLA = ["parallel", "--model", "deepseek-v3", "--device", "h200",
                        "--input-len", "2048", "--output-len", "1024"]
 PARALLEL_SEARCH_MLA_16K = ["parallel", "--model", "deepseek-v3", "--device", "h200", "--devices", "16384", "--search",
                            "--input-len", "2048", "--output-len", "1024"]
+# The predicted objective: CP layouts ranked, pruned by efficiency.serving.predicted_ceiling (issue 18).
+PARALLEL_SEARCH_DENSE_PREDICTED = PARALLEL_SEARCH_DENSE + ["--objective", "predicted"]
+PARALLEL_SEARCH_MLA_16K_PREDICTED = PARALLEL_SEARCH_MLA_16K + ["--objective", "predicted"]
 TRAIN_SEARCH_MOE_16K = ["train", "--model", "deepseek-v3", "--device", "h200", "--devices", "16384", "--seq", "4096",
                         "--global-batch", "16384", "--recompute", "full", "--zero", "1", "--search"]
 SERVE_SLO_SEARCH = ["serve", "--model", "llama-3.1-70b", "--input-len", "2048", "--output-len", "256",
@@ -107,6 +110,8 @@ COMMANDS = [
     PARALLEL_SEARCH_MOE,
     PARALLEL_SEARCH_MLA,
     PARALLEL_SEARCH_MLA_16K,
+    PARALLEL_SEARCH_DENSE_PREDICTED,
+    PARALLEL_SEARCH_MLA_16K_PREDICTED,
     TRAIN_SEARCH_MOE_16K,
     # deep pipelines: a stage per layer
     ["parallel", "--model", "llama-3.1-405b", "--pp", "126", "--input-len", "2048", "--output-len", "256"],
@@ -221,7 +226,8 @@ SEARCH_BUDGET_S = 1.0
 # Bulk checks: many results or cases in one run (a few ms each), and layout searches (hundreds of
 # layouts, ~1 s for 1,024 devices); timed, not held to the per-command budget.
 SEARCHES = (TRAIN_SEARCH_DENSE, TRAIN_SEARCH_MOE, PARALLEL_SEARCH_SMALL, PARALLEL_SEARCH_DENSE, PARALLEL_SEARCH_MOE,
-            PARALLEL_SEARCH_MLA, PARALLEL_SEARCH_MLA_16K, TRAIN_SEARCH_MOE_16K, SERVE_SLO_SEARCH)
+            PARALLEL_SEARCH_MLA, PARALLEL_SEARCH_MLA_16K, PARALLEL_SEARCH_DENSE_PREDICTED,
+            PARALLEL_SEARCH_MLA_16K_PREDICTED, TRAIN_SEARCH_MOE_16K, SERVE_SLO_SEARCH)
 BULK = (["reproduce", "--check"], ["validate"]) + SEARCHES
 
 

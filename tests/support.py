@@ -11,10 +11,46 @@ CALC = os.path.join(ROOT, "calculations")
 if CALC not in sys.path:
     sys.path.insert(0, CALC)
 
+
+def _bytecode_in_a_temporary_folder():
+    """Under -B or PYTHONDONTWRITEBYTECODE every calc.py process a test starts compiled the whole
+    package from source again (25-80 ms a process, ~100 processes a run). Then the children
+    share bytecode in a temporary folder of this run instead (a mirror of the source paths,
+    PYTHONPYCACHEPREFIX; the first to import a module writes it), removed when the run ends:
+    never beside the sources, nothing kept from one run to the next, and this process itself
+    as the user started it. The tests of the bytecode settings give their children the user's
+    environment back (test_hardening2.BytecodeCache.env)."""
+    if not sys.flags.dont_write_bytecode and "PYTHONDONTWRITEBYTECODE" not in os.environ:
+        return   # bytecode beside the sources, as Python writes it by default
+    if sys.pycache_prefix is not None or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return   # a folder of the user's own
+    import atexit
+    import shutil
+
+    folder = tempfile.mkdtemp(prefix="infracalc-tests-pycache-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+_bytecode_in_a_temporary_folder()
+
 from infracalc.dtypes import DTYPES  # noqa: E402
 from infracalc.ledger import build  # noqa: E402
 from infracalc.load.models import load_model  # noqa: E402
 from infracalc.workload import Workload  # noqa: E402
+
+
+_CORPUS = []
+
+
+def corpus():
+    """validate over the whole corpus (analyses.validate.validate()), evaluated once for the test
+    run: the modules that read it (test_prediction, test_docs) share one record and never change it."""
+    if not _CORPUS:
+        from infracalc.analyses import validate
+        _CORPUS.append(validate.validate())
+    return _CORPUS[0]
 
 
 def write_config(test, data):

@@ -7,7 +7,7 @@ import re
 import shlex
 import unittest
 
-from support import ROOT, run_cli
+from support import ROOT, corpus, run_cli
 
 README = os.path.join(ROOT, "README.md")
 DOCS = os.path.join(ROOT, "docs")
@@ -33,6 +33,43 @@ def examples(text):
         if lines[0].startswith("$ python3 calculations/calc.py "):
             argv = shlex.split(lines[0][len("$ python3 calculations/calc.py "):])
             yield argv, [line for line in lines[1:] if line.strip() and line != "..."]
+
+
+def table_rows(text, header):
+    """The body rows of the one Markdown table whose header line starts with `header`."""
+    lines = text.split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith(header)]
+    if len(starts) != 1:
+        raise AssertionError(f"{len(starts)} tables start with {header!r}")
+    rows = []
+    for line in lines[starts[0] + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def target_met(median, p90):
+    """docs/prediction.md's column: 'yes', or 'no' with the figures that miss."""
+    missed = [name for name, value, limit in (("median", median, 0.10), ("p90", p90, 0.25)) if value > limit]
+    return "yes" if not missed else "no" if len(missed) == 2 else f"no ({missed[0]})"
+
+
+def spread_rows(rec):
+    """docs/validation.md's efficiency spread, one row per validate `spread` record."""
+    return [f"| {r['kind']} | {r['device']} | {r['formats']} | {r['cases']} | {r['min_ratio']:.3f} | "
+            f"{r['median_ratio']:.3f} | {r['max_ratio']:.3f} |" for r in rec["spread"]]
+
+
+def accuracy_rows(rec):
+    """docs/prediction.md's accuracy table, one row per validate `accuracy` record."""
+    return [f"| {a['family']} | {a['cases']} | {100 * a['median_abs_error']:.1f}% | {100 * a['p90_abs_error']:.1f}% | "
+            f"{target_met(a['median_abs_error'], a['p90_abs_error'])} |" for a in rec["accuracy"]]
+
+
+# (page, the table's header start, its rows from validate's record)
+VALIDATION_TABLES = (("validation.md", "| kind | device |", spread_rows),
+                     ("prediction.md", "| family | cases |", accuracy_rows))
 
 
 class ReadmeTest(unittest.TestCase):
@@ -96,6 +133,16 @@ class DocsTest(unittest.TestCase):
         self.assertEqual(status, 0, err)
         printed = json.loads(out)["conventions"]
         self.assertEqual(printed, budget.conventions("wan-loss"))
+
+    def test_validation_tables_are_validates_own(self):
+        # The tables of figures the docs copy from `validate` equal what it prints now: the
+        # efficiency spread (docs/validation.md) and the accuracy per family (docs/prediction.md,
+        # its "target met" column by the stated target: median <= 10%, p90 <= 25%).
+        # Regenerate both with `python3 scripts/validation_tables.py`.
+        rec = corpus()
+        for page, header, rows in VALIDATION_TABLES:
+            self.assertEqual(table_rows(read(os.path.join(DOCS, page)), header), rows(rec),
+                             f"docs/{page}: a table is not validate's (run python3 scripts/validation_tables.py)")
 
     def test_every_bundled_device_is_listed(self):
         # docs/hardware.md's "Bundled:" list is written by hand: every device file's id must be on it

@@ -88,7 +88,7 @@ class BytecodeCache(Case):
         return os.path.join(dst, "calc.py")
 
     def env(self, **extra):
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
         env.update(extra)
         return env
 

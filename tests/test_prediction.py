@@ -5,7 +5,7 @@ import math
 import os
 import unittest
 
-import support  # noqa: F401  (import path)
+import support
 
 from infracalc.analyses import validate as V
 from infracalc.analyses import validate_predict as VP
@@ -169,14 +169,7 @@ class MixedIteration(unittest.TestCase):
         self.assertEqual((rows[1].matrix_flops, rows[1].act_read, rows[1].weight_read), (100, 10, 8))
 
 
-_CORPUS = []
-
-
-def corpus():
-    """V.validate() over the whole corpus, evaluated once for the module (the tests only read it)."""
-    if not _CORPUS:
-        _CORPUS.append(V.validate())
-    return _CORPUS[0]
+corpus = support.corpus   # V.validate() over the whole corpus, once per test run (read only)
 
 
 class CorpusPrediction(unittest.TestCase):

@@ -665,24 +665,25 @@ def attention_readers(arch, w):
     return placement.memo(("serving attention readers", arch, w.without_history()), make)
 
 
-def history_read_bytes(arch, w, history):
+def history_read_bytes(arch, w, history, readers=None):
     """R(h): one request's cache bytes a decode step's attention rows read at `history` over
-    `attention_readers`: per block its bytes per key x the cached keys the new token sees,
-    keys_touched(h, 1) - 1 (h; a window's W - 1; a chunk's h mod C), never its own new key."""
+    `attention_readers` (or `readers`, their tuple): per block its bytes per key x the cached keys
+    the new token sees, keys_touched(h, 1) - 1 (h; a window's W - 1; a chunk's h mod C), never its
+    own new key."""
     from ...blocks.attention import keys_touched
 
     return plain_sum(per_key * (keys_touched(history, 1, getattr(b, "window", None), getattr(b, "chunk", None)) - 1)
-                     for b, per_key, _ in attention_readers(arch, w))
+                     for b, per_key, _ in readers or attention_readers(arch, w))
 
 
-def attention_pair_flops(arch, w, history, tokens):
-    """A(H, T): one request's attention-row FLOPs for T new tokens after H over `attention_readers`:
-    per block its FLOPs per pair x the causal pairs its kernel computes (windows and chunks capped,
-    blocks.attention.causal_pairs)."""
+def attention_pair_flops(arch, w, history, tokens, readers=None):
+    """A(H, T): one request's attention-row FLOPs for T new tokens after H over `attention_readers`
+    (or `readers`): per block its FLOPs per pair x the causal pairs its kernel computes (windows and
+    chunks capped, blocks.attention.causal_pairs)."""
     from ...blocks.attention import causal_pairs
 
     return plain_sum(per_pair * causal_pairs(history, tokens, getattr(b, "window", None), getattr(b, "chunk", None))
-                     for b, _, per_pair in attention_readers(arch, w))
+                     for b, _, per_pair in readers or attention_readers(arch, w))
 
 
 def iteration_floor(arch, w, rates, n, input_len, output_len, cp=1):
@@ -693,8 +694,9 @@ def iteration_floor(arch, w, rates, n, input_len, output_len, cp=1):
         + max(n A(h, 1) / attention rate, n R(h) / bandwidth)           the decodes' attention rows
         + n / (G - 1) x A(H', P') / attention rate                      the prefills' attention rows
 
-    Float rounding and the iteration's rounding of scaled rows to whole FLOPs and bytes move
-    either side by far less than ranking.PRUNE_MARGIN."""
+    The iteration rounds its scaled prefill rows to whole FLOPs and bytes (under 1e-14 s a row at
+    these rates): far less than the kernel launches the floor leaves out (kernel_s a row that
+    moves bytes)."""
     from ... import layout as placement
 
     def make():
@@ -705,9 +707,13 @@ def iteration_floor(arch, w, rates, n, input_len, output_len, cp=1):
         read = weights + max(expert_read_bytes(experts, w, n), expert_read_bytes(experts, w, prompt)) if experts \
             else weights
         outside = max(flops / max(rates.matrix_flops_per_s, rates.vector_flops_per_s), read / rates.bytes_per_s)
-        decodes = max(n * attention_pair_flops(arch, w, history, 1) / rates.attention_flops_per_s,
-                      n * history_read_bytes(arch, w, history) / rates.bytes_per_s)
-        return outside + decodes + prefills * attention_pair_flops(arch, w, before, prompt) / rates.attention_flops_per_s
+        readers = attention_readers(arch, w)
+        if not readers:
+            return outside
+        decodes = max(n * attention_pair_flops(arch, w, history, 1, readers) / rates.attention_flops_per_s,
+                      n * history_read_bytes(arch, w, history, readers) / rates.bytes_per_s)
+        return (outside + decodes
+                + prefills * attention_pair_flops(arch, w, before, prompt, readers) / rates.attention_flops_per_s)
     return placement.memo(("serving iteration floor", arch, w, rates, n, input_len, output_len, cp), make)
 
 
