@@ -44,7 +44,7 @@ KINDS = {
 }
 SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla",   # see SOURCES.md
                   "optimizer", "master_bytes", "grad_bytes", "link_bw_out_bytes_per_s", "recompute",
-                  "nccl_algo", "overlap_ep", "ep_dispatcher"}
+                  "nccl_algo", "overlap_ep", "overlap_tp", "ep_dispatcher"}
 DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
 LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
 
