@@ -43,7 +43,7 @@ CONVENTIONS = (
     "backward, EP all-to-all 4 per MoE layer, CP ring K/V passes, PP point-to-point; then the "
     "pipeline bubble of the schedule, the data-parallel gradient sync (overlapped with the "
     "backward under --overlap-dp) and the optimizer update (memory-bound).",
-    "Formats: an 8-bit compute format (--act-dtype fp8, mxfp8) converts only the decoder layers' "
+    "Formats: an 8-bit or 4-bit compute format (--act-dtype fp8, mxfp8, nvfp4) converts only the decoder layers' "
     "linear projections (the MoE router excepted), which run at its peak and keep their inputs in "
     "it; attention (at the BF16 peak), norms, activations, the router, embedding, head and loss, "
     "and the activations TP/EP/PP send stay in BF16, as Transformer Engine, torchao and NeMo train "
@@ -349,14 +349,21 @@ def check_recipe(arch, s):
         raise UserError(f"--recompute-modules moe_act: {arch.id} has no routed experts")
 
 
+# Sub-byte compute formats train runs: NVFP4, Transformer Engine's NVFP4BlockScaling recipe (every
+# linear layer's forward, data-gradient and weight-gradient GEMMs in NVFP4), which Megatron Bridge's
+# bf16_with_nvfp4_mixed selects (NVIDIA-NeMo/Megatron-Bridge:src/megatron/bridge/training/
+# mixed_precision.py: fp4 = "e2m1", fp4_recipe = "nvfp4").
+NARROW_COMPUTE = ("nvfp4",)
+
+
 def check_formats(w):
     wd = w.weight_dtype
     if wd.bits % 8 or wd.is_quantized or w.formats:
         raise UserError(f"train keeps every weight in one whole-byte format (bf16, fp16, fp32); "
                         f"got {wd.name}{' with native formats' if w.formats else ''}")
-    if w.act_dtype.bits % 8:
-        raise UserError(f"train computes in a whole-byte activation format (bf16, fp16, fp8, mxfp8), "
-                        f"got {w.act_dtype.name}")
+    if w.act_dtype.bits % 8 and w.act_dtype.name not in NARROW_COMPUTE:
+        raise UserError(f"train computes in a whole-byte activation format (bf16, fp16, fp8, mxfp8) "
+                        f"or {', '.join(NARROW_COMPUTE)}, got {w.act_dtype.name}")
 
 
 def _inputs(w, lay, s, global_batch, links):
