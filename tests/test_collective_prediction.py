@@ -217,3 +217,80 @@ class ServingUsesIt(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class MeasuredAllToAll(unittest.TestCase):
+    """Item 4: NCCL's all-to-all on SM100 NVLink at the measured busbw (rapidsai/rapidsmpf #590:
+    446.20 GB/s at 4 ranks, 383.43 at 8), no residual; topo.h's figure below 4 ranks, on SM90 and
+    for a dispatcher that is not NCCL's all-to-all."""
+
+    def setUp(self):
+        self.b200 = load_device("b200")
+        self.links = comm.links(self.b200)
+
+    def a2a(self, n, nbytes=1 << 30):
+        return Collective("t", "all_to_all", nbytes, n, "up", local=n)
+
+    def test_rate_by_ranks(self):
+        up = self.links["up"]
+        self.assertIsNone(EC.a2a_busbw("b200", up, 2))
+        self.assertEqual(EC.a2a_busbw("b200", up, 4), 446.20e9)
+        self.assertEqual(EC.a2a_busbw("b200", up, 7), 446.20e9)
+        self.assertEqual(EC.a2a_busbw("b200", up, 8), 383.43e9)
+        self.assertEqual(EC.a2a_busbw("gb200", comm.links(load_device("gb200"))["up"], 64), 383.43e9)
+        self.assertIsNone(EC.a2a_busbw("h100-sxm", comm.links(load_device("h100-sxm"))["up"], 8))
+        self.assertIsNone(EC.a2a_busbw("b200", up, 8, "hybridep"))
+        self.assertIsNone(EC.a2a_busbw("b200", self.links["out"], 16))
+
+    def test_eight_ranks_by_hand(self):
+        # direct, one Simple ring step: 8.4 + 3.4 us; bandwidth S (n-1)/n / 383.43 GB/s, no residual:
+        # 1,073,741,824 x 7/8 = 939,524,096 B / 383.43e9 = 2,450.309 us
+        t, name, proto = EC.predicted_s(self.a2a(8), self.links, "b200")
+        self.assertEqual((name, proto), ("direct", "Simple"))
+        self.assertAlmostEqual(t, 11.8e-6 + 939524096 / 383.43e9, places=12)
+        # the same residual passed explicitly changes nothing (a measured rate)
+        self.assertAlmostEqual(EC.predicted_s(self.a2a(8), self.links, "b200", residual=0.5)[0], t, places=15)
+
+    def test_hybridep_keeps_topo_figure(self):
+        # topo.h's 40.1 x 18 = 721.8 GB/s x the residual, the same 11.8 us latency
+        t = EC.predicted_s(self.a2a(8), self.links, "b200", residual=0.85, dispatcher="hybridep")[0]
+        self.assertAlmostEqual(t, 11.8e-6 + 939524096 / (721.8e9 * 0.85), places=12)
+
+    def test_four_ranks_and_two(self):
+        # 4 ranks: 3/4 S / 446.20 GB/s + 11.8 us
+        t = EC.predicted_s(self.a2a(4), self.links, "b200")[0]
+        self.assertAlmostEqual(t, 11.8e-6 + 805306368 / 446.20e9, places=12)
+        # 2 ranks: topo.h's figure and the residual (the all-to-all of 2 is a ring step here or direct)
+        t2 = EC.predicted_s(self.a2a(2), self.links, "b200", residual=1.0)[0]
+        self.assertLess(t2, 536870912 / 700e9 + 20e-6)
+
+
+class Dispatcher(unittest.TestCase):
+    def test_case_field(self):
+        from infracalc.analyses import case_schema
+        check, _ = case_schema.SETUP_FIELDS["ep_dispatcher"]
+        for name in ("alltoall", "hybridep", "deepep"):
+            self.assertTrue(check(name), name)
+        for bad in ("flex", "AllToAll", None):
+            self.assertFalse(check(bad), bad)
+
+    def test_pricing_key(self):
+        from infracalc.analyses import train_time as T
+        self.assertEqual(T.pricing("ring", "hybridep"), "ring")
+        self.assertEqual(T.pricing("nccl", "alltoall"), "nccl")
+        self.assertEqual(T.pricing("nccl", "deepep"), "nccl/deepep")
+        with self.assertRaises(UserError):
+            T.pricing("nccl", "flex")
+
+    def test_only_ep_collectives_take_the_dispatcher(self):
+        from infracalc.analyses import train_time as T
+        b200 = load_device("b200")
+        links = comm.links(b200)
+        ep = Collective("ep", "all_to_all", 1 << 30, 8, "up", local=8, dim="ep")
+        cp = Collective("cp", "all_to_all", 1 << 30, 8, "up", local=8, dim="cp")
+        nccl = T.run_s(ep, links, "nccl", "b200")
+        hybrid = T.run_s(ep, links, "nccl/hybridep", "b200")
+        self.assertAlmostEqual(nccl, 11.8e-6 + 939524096 / 383.43e9, places=12)
+        self.assertAlmostEqual(hybrid, 11.8e-6 + 939524096 / (721.8e9 * EC.FITTED["all"]), places=12)
+        # a collective of another dimension is NCCL's all-to-all whatever the EP dispatcher
+        self.assertEqual(T.run_s(cp, links, "nccl/hybridep", "b200"), nccl)

@@ -53,12 +53,22 @@ SETUP_FIELDS = {
     "reserve_bytes": _non_negative_int(), "routing": _text(), "mla": _text(),
     "optimizer": _text(), "master_bytes": _count(), "grad_bytes": _count(), "recompute": _text(),
     "overlap_ep": (lambda v: isinstance(v, bool), "true or false"),
+    # the row's TP communication overlap where its published recipe departs from the publisher's
+    # (Megatron Bridge's NVFP4 recipes turn tp_comm_overlap off)
+    "overlap_tp": (lambda v: isinstance(v, bool), "true or false"),
+    # the EP dispatcher of the row's published recipe (efficiency.collective.EP_DISPATCHERS)
+    "ep_dispatcher": (lambda v: v in _ep_dispatchers(), "one of alltoall, hybridep, deepep"),
     # collective cases: ranks per node, operation, S (nccl-tests' bytes), the cluster's NIC figure
     "ranks_per_node": _count(), "operation": _text(), "bytes": (_positive_int, "a positive integer (bytes)"),
     "link_bw_out_bytes_per_s": (_positive_number, "a positive number (bytes/s per direction per device)"),
     # the NCCL_ALGO the run forced (NCCL's names in lower case; efficiency.collective.NCCL_ALGOS)
     "nccl_algo": (lambda v: v in _nccl_algos(), "one of ring, tree, nvls, nvlstree, collnet"),
 }
+
+
+def _ep_dispatchers():
+    from .efficiency.collective import EP_DISPATCHERS
+    return EP_DISPATCHERS
 
 
 def _nccl_algos():

@@ -154,7 +154,8 @@ CONVENTIONS = (
     "Predicted (a third figure, not a bound): NCCL's own cost model, the fastest (algorithm, protocol) for "
     "the size: latency per algorithm and protocol (LL, LL128, Simple) and their bandwidth shares from "
     "NVIDIA/nccl tuning.cc, NVLinks at NCCL's topo.h figures, a NIC path at NCCL's PCIe figure (topo.cc), "
-    "one fitted residual on the bandwidth "
+    "one fitted residual on the bandwidth; an all-to-all of 4 or more ranks on SM100 NVLink at NCCL's "
+    "measured all-to-all busbw instead (446 GB/s at 4 ranks, 383 from 8; rapidsai/rapidsmpf #590), no residual "
     "(efficiency.collective; docs/prediction.md); never below the bound.",
 )
 

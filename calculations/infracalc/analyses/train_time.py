@@ -68,7 +68,7 @@ from ..errors import UserError
 from ..record import Record
 from ..splits import ceil_div
 from . import stage_comm, train_flops, train_memory
-from .efficiency.collective import seconds as nccl_seconds
+from .efficiency.collective import EP_DISPATCHERS, seconds as nccl_seconds
 from .roofline import roof as make_roof
 from ..summation import plain_sum
 
@@ -300,18 +300,31 @@ def layer_comm_s(layer, lay, tokens, t, *, links, recompute, overlap_tp=False, o
 COLLECTIVE_MODELS = ("ring", "nccl")
 
 
+def pricing(collective_model, ep_dispatcher="alltoall"):
+    """The pricing key `run_s` takes: "ring" (the estimate), "nccl" (NCCL's model, the EP
+    all-to-all by NCCL's own all-to-all), or "nccl/<dispatcher>" when the recipe's EP dispatch
+    runs another dispatcher (efficiency.collective.EP_DISPATCHERS)."""
+    if ep_dispatcher not in EP_DISPATCHERS:
+        raise UserError(f"unknown EP dispatcher {ep_dispatcher!r}; choose from {', '.join(EP_DISPATCHERS)}")
+    if collective_model == "ring" or ep_dispatcher == "alltoall":
+        return collective_model
+    return f"{collective_model}/{ep_dispatcher}"
+
+
 def run_s(c, links, model="ring", device_id=None):
     """Seconds of one run of `c`: the estimate's (`comm.run_s`, ring algorithm), or under
     model "nccl" the predicted figure's, NCCL's own cost model with its fitted residual
-    (`efficiency.collective.predicted_s`: the algorithm and protocol NCCL picks for the size)."""
-    if model == "nccl":
-        return _nccl_s(c, links.get("up"), links.get("out"), device_id)
+    (`efficiency.collective.predicted_s`: the algorithm and protocol NCCL picks for the size);
+    "nccl/<dispatcher>" (`pricing`) prices the EP collectives as that dispatcher runs them."""
+    if model.startswith("nccl"):
+        dispatcher = model.partition("/")[2] if c.dim == "ep" else ""
+        return _nccl_s(c, links.get("up"), links.get("out"), device_id, dispatcher or "alltoall")
     return comm.run_s(c, links, ALGORITHM)
 
 
-def _nccl_s(c, up, out, device_id):
+def _nccl_s(c, up, out, device_id, dispatcher="alltoall"):
     """`run_s` under NCCL's model (`efficiency.collective.seconds`, memoized)."""
-    return nccl_seconds(c, up, out, device_id)
+    return nccl_seconds(c, up, out, device_id, dispatcher)
 
 
 def cost(collectives, links, model="ring", device_id=None):
@@ -613,7 +626,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
               chunks=1, weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None,
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
               wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring",
-              expert_gemm_host_s=0.0, token_permute=False, overlap_pp=False, unfused_expert_bias=False):
+              expert_gemm_host_s=0.0, token_permute=False, overlap_pp=False, unfused_expert_bias=False,
+              ep_dispatcher="alltoall"):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
@@ -633,8 +647,11 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     which Megatron Bridge turns on whenever pp > 1 and vp > 1 and replaces by batched, blocking
     sends otherwise: src/megatron/bridge/training/comm_overlap.py); off by default.
     `unfused_expert_bias`: charge Megatron-Core's per-expert output bias add of every MoE layer with
-    expert biases (`expert_bias_pass`; off in the estimate, whose ledger fuses the bias into the GEMM)."""
+    expert biases (`expert_bias_pass`; off in the estimate, whose ledger fuses the bias into the GEMM).
+    `ep_dispatcher`: what runs the EP dispatch and combine under the NCCL model (`pricing`;
+    efficiency.collective item 4): "alltoall" (NCCL's all-to-all, the default), "hybridep", "deepep"."""
     check_schedule(arch, lay, schedule, chunks)
+    collective_model = pricing(collective_model, ep_dispatcher)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
     r = roofs[0]
@@ -678,7 +695,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
 def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b", chunks=1,
                weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None, compute_efficiency=1.0,
                memory_efficiency=1.0, stage_params=None, wire=("", ""), overlap_tp=False, overlap_ep=False,
-               collective_model="ring", **_):
+               collective_model="ring", ep_dispatcher="alltoall", **_):
     """A value never above step_time(...).step_s with the same arguments, for pruning a search.
     With c_s = stage s's layers' compute and their TP, EP and CP collectives (count x
     (`layer_pass` + `layer_comm_s`); the top blocks', the PP boundary's and, under
@@ -687,6 +704,7 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     the pipeline m t_b + bubble >= m max c + (1f1b: sum_{s != b} t_s >= sum c - max c;
     interleaved: that / v; zero-bubble and DualPipe: a max with 0, >= 0), and the sync, the
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
+    collective_model = pricing(collective_model, ep_dispatcher)
     w = train_flops.training_workload(w)
     roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
     r = roofs[0]

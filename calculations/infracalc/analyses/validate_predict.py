@@ -228,15 +228,17 @@ TRAINING_RECIPES = {
 # over the measured time less that pair's latency; "all" over every case (efficiency.collective.
 # FITTED). tests/test_prediction.py refits it.
 COLLECTIVE_FITTED = {
-    'all': 0.8505251448435689,
-    "CoreWeave: coreweave/nccl-tests pull request #43, 'feat(slurm): Add a GB200 NVL72 example'": 0.8516021091425856,
-    "DeepSeek (deepseek-ai): deepseek-ai/DeepEP README, 'Low-latency kernels with pure RDMA'": 0.8526790734416022,
-    "ProHuper (GitHub user): NVIDIA/nccl issue #1411, 'Why NCCL_CROSS_NIC option can improve the bandwidth of ring allreduce?'": 0.8505251448435689,
-    "ProHuper (GitHub user): NVIDIA/nccl-tests issue #232, 'NCCL Tree allreduce test cannot reach the theoretical bus bandwidth on 2 nodes with 4 nics'": 0.8465099657867134,
-    "ishanbshah (GitHub user; an H100 cluster operator): nccl-tests issue #347, 'Multi-node NCCL performance drop due to cross numa issues' (output 'Within one node')": 0.8465099657867134,
-    "qdbkppkbdq (GitHub user): NVIDIA/nccl issue #1221, 'NVLS don not work in systems with more than four nodes'": 0.8526790734416022,
-    "yupatrick22 (GitHub user): NVIDIA/nccl issue #1374, 'Why NVLS allreduce performance is so weird?'": 0.8465099657867134,
-    "zhangmenghao (GitHub user): NVIDIA/nccl-tests issue #153, '`busbw` does not reflect the speed of hardware bottleneck in H800'": 0.8465099657867134,
+    'all': 0.8526790734416022,
+    "CoreWeave: coreweave/nccl-tests pull request #43, 'feat(slurm): Add a GB200 NVL72 example'": 0.8536626136438781,
+    "DeepSeek (deepseek-ai): deepseek-ai/DeepEP README, 'Low-latency kernels with pure RDMA'": 0.8591218280095859,
+    "ProHuper (GitHub user): NVIDIA/nccl issue #1411, 'Why NCCL_CROSS_NIC option can improve the bandwidth of ring allreduce?'": 0.8546461538461539,
+    "ProHuper (GitHub user): NVIDIA/nccl-tests issue #232, 'NCCL Tree allreduce test cannot reach the theoretical bus bandwidth on 2 nodes with 4 nics'": 0.8516021091425856,
+    "erfiboy (GitHub user): NVIDIA/nccl issue #2169, '[Question]: alltoall throughput drops sharply above 512 MB message size'": 0.8516021091425856,
+    "ishanbshah (GitHub user; an H100 cluster operator): nccl-tests issue #347, 'Multi-node NCCL performance drop due to cross numa issues' (output 'Within one node')": 0.8516021091425856,
+    "nirandaperera (GitHub user; a RAPIDS developer running rapidsmpf's benchmarks): rapidsai/rapidsmpf issue #590, 'Poor performance against NCCL' (NCCL Alltoall busbw table)": 0.8516021091425856,
+    "qdbkppkbdq (GitHub user): NVIDIA/nccl issue #1221, 'NVLS don not work in systems with more than four nodes'": 0.8546461538461539,
+    "yupatrick22 (GitHub user): NVIDIA/nccl issue #1374, 'Why NVLS allreduce performance is so weird?'": 0.8516021091425856,
+    "zhangmenghao (GitHub user): NVIDIA/nccl-tests issue #153, '`busbw` does not reflect the speed of hardware bottleneck in H800'": 0.8516021091425856,
 }
 
 
@@ -263,10 +265,13 @@ def measured_seconds(case, c):
 
 def collective_sample(case):
     """(publication, residual): the bandwidth seconds of the pair NCCL's model picks at residual 1
-    over (measured seconds - that pair's latency); None when the latency alone exceeds the run."""
+    over (measured seconds - that pair's latency); None when the latency alone exceeds the run, or
+    when the prediction runs a measured all-to-all rate (no residual: efficiency.collective item 4)."""
     from .efficiency import collective
 
     c, links, device = _collective_setup(case)
+    if c.kind == "all_to_all" and collective.a2a_busbw(device.id, links.get(c.tier), c.group) is not None:
+        return None
     forced = case["setup"].get("nccl_algo")
     _, _, lat, bw = min(collective.choices(c, links, device.id, forced=forced), key=lambda r: r[2] + r[3])
     rest = measured_seconds(case, c) - lat
@@ -412,13 +417,15 @@ def training_prediction(case, factor=None, expert_host_s=None):
     schedule = ({"schedule": "interleaved", "chunks": vp} if vp > 1 and lay.pp > 1
                 else {"schedule": recipe["schedule"]} if "schedule" in recipe else {})
     recompute = s.get("recompute", recipe["recompute"])   # the row's own, where the source prints it
-    # the row's EP all-to-all overlap, where its published configuration states it (setup.overlap_ep)
+    # the row's EP all-to-all and TP overlap, where its published configuration states them
+    # (setup.overlap_ep, setup.overlap_tp)
     h = 0.0
     if recipe.get("per_expert_gemms"):
         h = expert_host_for(case)[0] if expert_host_s is None else expert_host_s
     got = predicted_step(arch, w, lay, device, factor=k, recompute=recompute, zero=recipe["zero"],
-                         overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"],
+                         overlap_dp=recipe["overlap_dp"], overlap_tp=s.get("overlap_tp", recipe["overlap_tp"]),
                          overlap_ep=s.get("overlap_ep", recipe.get("overlap_ep", False)),
+                         ep_dispatcher=s.get("ep_dispatcher", "alltoall"),
                          wire=recipe.get("wire", ("", "")),
                          expert_gemm_host_s=h, token_permute=recipe.get("token_permute", False),
                          overlap_pp=recipe.get("overlap_pp", False),

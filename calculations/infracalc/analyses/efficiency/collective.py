@@ -40,6 +40,22 @@ ncclTopoTuneModel; src/graph/topo.h for the link bandwidths). For one run of S b
 
 A run that forced NCCL_ALGO (a case's `setup.nccl_algo`) lets the tuner pick its protocol only.
 
+4. NCCL's all-to-all on NVLink, measured where topo.h's figure is not what it reaches: its
+   peer-to-peer sends do not run at the ring's per-link figure. On SM100 (NVLink 5, 900 GB/s per
+   direction) nccl-tests' alltoall_perf at 1 GiB per rank on one 8-GPU node reports busbw 628.87
+   (2 ranks), 446.20 (4), 383.43 GB/s (8) (rapidsai/rapidsmpf issue #590; the 2-rank figure is
+   above any NVLink 4 link, 450 GB/s, so the node is NVLink 5: an HGX B200 or B300). From 4 ranks
+   up an all-to-all inside an SM100 NVLink domain runs at the measured busbw of the largest
+   measured rank count <= n (8 ranks for every larger group, NVL72's 64 and 72 included: no
+   published NVL72 alltoall_perf; an extrapolation, stated), with no residual (a measured rate);
+   2 ranks keep topo.h's figure (629 measured, 613 = 721.8 x the residual). SM90: topo.h's 370.8
+   GB/s is what NCCL's maintainer quotes for non-all-reduce operations (NVIDIA/nccl-tests issue
+   #212) and what NVIDIA/nccl issue #2169 measures on 4 H100 (335 GB/s): no measured override.
+   An EP dispatch that does not run NCCL's all-to-all (`dispatcher` "hybridep", Megatron-Core's
+   flex dispatcher with NVIDIA's HybridEP backend, or "deepep") is priced at topo.h's figure and
+   the residual as before: no published rate of those kernels on these fabrics is used (a stated
+   stand-in).
+
 The prediction is never below the bound (`bound_s` is the floor), and on this model's own terms
 it is not: every latency above is at least the bound's per-step LL figure times its steps and
 every efficiency is at most 1.
@@ -169,19 +185,44 @@ def _achievable(link, eta):
     return link.replace(efficiency=link.efficiency * eta, alpha_s=0.0, in_network_alpha_s=0.0)
 
 
+# Item 4: NCCL's all-to-all busbw (GB/s) on NVLink by generation, ((ranks, busbw), ...) ascending.
+A2A_NVLINK_BUSBW_GBPS = {"sm100": ((4, 446.20), (8, 383.43))}
+A2A_SOURCE = ("rapidsai/rapidsmpf issue #590 (nccl-tests alltoall_perf busbw, 1 GiB per rank, one 8-GPU "
+              "NVLink 5 node: 628.87 / 446.20 / 383.43 GB/s at 2 / 4 / 8 ranks)")
+# The EP dispatchers a training recipe runs (Megatron-Core moe_token_dispatcher_type "alltoall", or
+# its flex dispatcher with moe_flex_dispatcher_backend "hybridep" or "deepep").
+EP_DISPATCHERS = ("alltoall", "hybridep", "deepep")
+
+
+def a2a_busbw(device_id, link, ranks, dispatcher="alltoall"):
+    """The measured busbw (bytes/s) NCCL's all-to-all reaches over `ranks` ranks on the scale-up
+    `link` of `device_id` (item 4), or None where topo.h's figure stands (another generation or
+    fabric, fewer ranks than measured, or a dispatcher that is not NCCL's all-to-all)."""
+    gen = GENERATION.get(device_id)
+    if dispatcher != "alltoall" or link is None or link.tier != "up" or "NVLink" not in link.name:
+        return None
+    got = [bw for n, bw in A2A_NVLINK_BUSBW_GBPS.get(gen, ()) if n <= ranks]
+    return got[-1] * 1e9 if got else None
+
+
 # NCCL_ALGO's names (lower case) -> comm's algorithm: what a run that forces one lets the tuner pick.
 NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "in_network", "nvlstree": "nvls_tree",
               "collnet": "collnet"}
 
 
-def choices(c, links, device_id, residual=1.0, forced=None):
+def choices(c, links, device_id, residual=1.0, forced=None, dispatcher="alltoall"):
     """[(algorithm, protocol, latency s, bandwidth s)] of every pair NCCL's tuner weighs for one
     run of `c`; the bandwidth seconds at the protocol's share and `residual` (FITTED). `forced`:
-    an NCCL_ALGO value (`NCCL_ALGOS`) the run set, which leaves the tuner that algorithm alone."""
+    an NCCL_ALGO value (`NCCL_ALGOS`) the run set, which leaves the tuner that algorithm alone.
+    An all-to-all with a measured rate (`a2a_busbw`, item 4) runs its link at that busbw, no residual."""
     up, out = links.get("up"), links.get("out")
     link = up if c.tier == "up" else out
     a_up = _achievable(up, link_efficiency(device_id, up)[0])
     a_link = a_up if c.tier == "up" else _achievable(out, link_efficiency(device_id, out)[0])
+    measured = a2a_busbw(device_id, link, c.group, dispatcher) if c.kind == "all_to_all" else None
+    if measured is not None:
+        a_link = a_up = _achievable(up, measured / up.bytes_per_s)
+        residual = 1.0
     across = c.tier == "out"
     rows = []
     names = comm.applicable(c, link, up)
@@ -197,10 +238,11 @@ def choices(c, links, device_id, residual=1.0, forced=None):
     return rows
 
 
-def predicted_s(c, links, device_id, residual=None, forced=None):
+def predicted_s(c, links, device_id, residual=None, forced=None, dispatcher="alltoall"):
     """(seconds, algorithm, protocol) of one run of `c` as NCCL runs it: the fastest pair of
     `choices` (of the `forced` NCCL_ALGO alone, when the run set one) at the residual efficiency
-    (default FITTED["all"]), never below the bound. A torus scale-up tier (no library model):
+    (default FITTED["all"]), never below the bound; `dispatcher`: what runs an EP all-to-all
+    (`EP_DISPATCHERS`; item 4). A torus scale-up tier (no library model):
     comm's best time over the residual."""
     if c.group == 1 or c.bytes == 0:
         return 0.0, "-", "-"
@@ -211,19 +253,19 @@ def predicted_s(c, links, device_id, residual=None, forced=None):
     if link.topology == "torus" and c.tier == "up":
         name, t = comm.choose(c, link, up=up)
         return max(t / residual, bound), name, "-"
-    name, p, lat, bw = min(choices(c, links, device_id, residual, forced), key=lambda r: r[2] + r[3])
+    name, p, lat, bw = min(choices(c, links, device_id, residual, forced, dispatcher), key=lambda r: r[2] + r[3])
     return max(lat + bw, bound), name, p
 
 
 @functools.lru_cache(maxsize=1 << 14)
-def seconds(c, up, out, device_id):
+def seconds(c, up, out, device_id, dispatcher="alltoall"):
     """`predicted_s`'s seconds of one run of `c` on the links `up` and `out` (records, so
     hashable), memoized: a search meets the same collective on the same links under many layouts."""
-    return predicted_s(c, {"up": up, "out": out}, device_id)[0]
+    return predicted_s(c, {"up": up, "out": out}, device_id, dispatcher=dispatcher)[0]
 
 
 # The residual: the share of NCCL's own bandwidth model that published runs reach (NCCL's tuner
 # is optimistic: its per-channel caps, chunking and the measured clusters' own losses are not in
 # it). One fitted figure on the collective corpus, leave one publication out (analyses/
 # validate_predict.fit_collectives; tests/test_prediction.py refits it): "all" on every case.
-FITTED = {"all": 0.8505251448435689}   # = analyses/validate_predict.COLLECTIVE_FITTED["all"]
+FITTED = {"all": 0.8526790734416022}   # = analyses/validate_predict.COLLECTIVE_FITTED["all"]

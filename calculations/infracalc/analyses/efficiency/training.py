@@ -14,9 +14,9 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.4540651628618821,
+    'all': 1.45508728792,
     'NVIDIA': 1.3905748457912845,
-    'PyTorch (Meta)': 1.4562854269977332,
+    'PyTorch (Meta)': 1.459624282649833,
 }
 
 
@@ -32,19 +32,33 @@ FITTED = {
 _MB = "NVIDIA: Megatron Bridge Performance Summary, {} NeMo Container, Pre-Training Performance (docs/performance-summary.md)"
 EXPERT_HOST_FITTED = {
     'all': 0.0001,
-    _MB.format("25.11"): {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.00021, 'qwen3-235b-a22b': 0.00024,
-                          'qwen3-30b-a3b': 0.00021},
-    _MB.format("26.02"): {'deepseek-v3': 0.00012, 'gpt-oss-120b': 0.00011, 'qwen3-235b-a22b': 0.00011,
+    _MB.format("25.11"): {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.0002, 'qwen3-235b-a22b': 0.00024,
+                          'qwen3-30b-a3b': 0.0002},
+    _MB.format("26.02"): {'deepseek-v3': 7e-05, 'gpt-oss-120b': 9e-05, 'qwen3-235b-a22b': 0.00011,
                           'qwen3-30b-a3b': 0.00014},
 }
 
 
-def convention():
-    """The predicted step's convention line (train's output)."""
+# The EP dispatcher `train`'s predicted step assumes (a named convention; validate takes each row's
+# own, setup.ep_dispatcher): Megatron-Core's default token dispatcher, NCCL's all-to-all.
+DISPATCHER = "alltoall"
+MEASURED_NOTE = {"alltoall": ", NCCL's measured all-to-all rate on SM100 NVLink from 4 ranks",
+                 "hybridep": ", at NCCL's topology figure and the residual (no published rate used)",
+                 "deepep": ", at NCCL's topology figure and the residual (no published rate used)"}
+DISPATCHER_NAMES = {"alltoall": "Megatron-Core's all-to-all dispatcher (NCCL all-to-all)",
+                    "hybridep": "the flex dispatcher's HybridEP backend",
+                    "deepep": "the flex dispatcher's DeepEP backend"}
+
+
+def convention(dispatcher=DISPATCHER):
+    """The predicted step's convention line (train's output); `dispatcher`: the EP dispatcher it prices
+    (DISPATCHER unless the user names another)."""
     return ("Predicted step (a third figure, not a bound; efficiency.training, docs/prediction.md): the "
             "step estimate at the device's achievable matmul and HBM fractions, the TP collectives under "
             "the same phase's compute, every collective priced as NCCL runs it (its algorithm and "
-            "protocol for the size, the fitted residual), an interleaved pipeline's boundary sends under "
+            "protocol for the size, the fitted residual; the EP dispatch and combine by "
+            f"{DISPATCHER_NAMES[dispatcher]}{MEASURED_NOTE[dispatcher]}), "
+            "an interleaved pipeline's boundary sends under "
             "the same phase's compute, MoE layers charged the all-to-all "
             "dispatcher's token permutations and the per-expert output bias add (their bytes at the "
             "achievable bandwidth) and "
@@ -58,7 +72,8 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     step_time's recipe options (recompute, zero, schedule, ...; no efficiencies). A tuned stack
     overlaps its TP communication with the GEMMs (Megatron-LM/NeMo tp_comm_overlap), so
     overlap_tp defaults to True here (validate's recipes state it per publication), and its MoE
-    layers run Megatron-Core's all-to-all dispatcher, so token_permute defaults to True (the
+    layers run Megatron-Core's all-to-all dispatcher, so ep_dispatcher defaults to "alltoall" (NCCL's
+    all-to-all: efficiency.collective item 4) and token_permute to True (the
     permutations' bytes, train_time.permute_bytes) and adds the experts' output biases outside the
     GEMM, so unfused_expert_bias defaults to True (train_time.expert_bias_bytes), and its interleaved
     pipeline overlaps the boundary sends with compute, so overlap_pp defaults to True. None when
@@ -77,7 +92,8 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
 def _tuned(options):
     """`options` with a tuned stack's defaults (predicted_step's docstring)."""
     return {"overlap_tp": True, "collective_model": "nccl", "expert_gemm_host_s": EXPERT_HOST_FITTED["all"],
-            "token_permute": True, "overlap_pp": True, "unfused_expert_bias": True, **options}
+            "token_permute": True, "overlap_pp": True, "unfused_expert_bias": True, "ep_dispatcher": DISPATCHER,
+            **options}
 
 
 def predicted_floor(arch, w, lay, device, *, factor=None, **options):
