@@ -127,7 +127,8 @@ PREDICTION_CONVENTIONS = (
     "publication out).",
     "Accuracy per family: cases with a prediction, median and 90th percentile (linear "
     "interpolation) of |error|, the median signed error, and the worst case with the term "
-    "that dominated its predicted iteration.",
+    "that dominated its predicted iteration; a case whose prediction takes a rate measured in its "
+    "own publication (its fit column says in-sample) is printed but not counted.",
 )
 
 
@@ -135,7 +136,7 @@ def with_prediction(case, row):
     """`row` (validate's bound row) with the predicted figure, its error against the
     measurement, the family and the fit it used; None where there is no prediction."""
     row.update(family=family(case), predicted=None, predicted_error=None, predicted_fit=None,
-               predicted_cause=None)
+               predicted_cause=None, predicted_in_sample=False)
     if row["not_evaluated"]:
         return row
     if case["kind"] == "training-step":
@@ -168,8 +169,13 @@ def with_prediction(case, row):
         value, name, proto = collective_prediction(case, eff)
         time = str(case["measured"].get("unit", "")).startswith("time")
         error = case["measured"]["value"] / value - 1 if time else value / case["measured"]["value"] - 1
-        row.update(predicted=value, predicted_error=error, predicted_fit=f"residual {eff:.3f}, {basis}",
-                   predicted_cause=f"NCCL model: {name}/{proto}")
+        rate, in_sample = measured_rate(case)
+        fit = f"residual {eff:.3f}, {basis}"
+        if rate:
+            fit = "NCCL's measured all-to-all rate, no residual, " + (
+                "in-sample: measured in this publication, not in the accuracy" if in_sample else "without its publication")
+        row.update(predicted=value, predicted_error=error, predicted_fit=fit,
+                   predicted_cause=f"NCCL model: {name}/{proto}", predicted_in_sample=in_sample)
         return row
     if case["kind"] != "serving-throughput":
         return row
@@ -269,13 +275,26 @@ def collective_sample(case):
     when the prediction runs a measured all-to-all rate (no residual: efficiency.collective item 4)."""
     from .efficiency import collective
 
-    c, links, device = _collective_setup(case)
-    if c.kind == "all_to_all" and collective.a2a_busbw(device.id, links.get(c.tier), c.group) is not None:
+    if measured_rate(case)[0]:
         return None
+    c, links, device = _collective_setup(case)
     forced = case["setup"].get("nccl_algo")
     _, _, lat, bw = min(collective.choices(c, links, device.id, forced=forced), key=lambda r: r[2] + r[3])
     rest = measured_seconds(case, c) - lat
     return (publication(case), bw / rest) if rest > 0 else None
+
+
+def measured_rate(case):
+    """(runs a measured rate, in-sample) of a collective case: whether its prediction takes NCCL's
+    measured all-to-all rate (efficiency.collective item 4, no residual), and whether that rate was
+    measured in the case's own publication: then the prediction restates the measurement, so it is
+    printed but not counted in the accuracy (`accuracy`)."""
+    from .efficiency import collective
+
+    c, links, device = _collective_setup(case)
+    if c.kind != "all_to_all" or collective.a2a_busbw(device.id, links.get(c.tier), c.group) is None:
+        return False, False
+    return True, case["source"].get("url_or_ref") == collective.A2A_URL
 
 
 def fit_collectives(cases):
@@ -458,7 +477,8 @@ def accuracy(rows):
     the median signed error, and the worst case with its cause."""
     out = []
     for fam in FAMILIES:
-        sel = [r for r in rows if r.get("family") == fam and r.get("predicted_error") is not None]
+        sel = [r for r in rows if r.get("family") == fam and r.get("predicted_error") is not None
+               and not r.get("predicted_in_sample")]
         if not sel:
             out.append({"family": fam, "cases": 0, "median_abs_error": None, "p90_abs_error": None,
                         "median_error": None, "worst_case": None, "worst_error": None, "worst_cause": None})

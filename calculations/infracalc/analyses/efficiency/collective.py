@@ -187,6 +187,7 @@ def _achievable(link, eta):
 
 # Item 4: NCCL's all-to-all busbw (GB/s) on NVLink by generation, ((ranks, busbw), ...) ascending.
 A2A_NVLINK_BUSBW_GBPS = {"sm100": ((4, 446.20), (8, 383.43))}
+A2A_URL = "https://github.com/rapidsai/rapidsmpf/issues/590"   # its corpus cases restate these figures
 A2A_SOURCE = ("rapidsai/rapidsmpf issue #590 (nccl-tests alltoall_perf busbw, 1 GiB per rank, one 8-GPU "
               "NVLink 5 node: 628.87 / 446.20 / 383.43 GB/s at 2 / 4 / 8 ranks)")
 # The EP dispatchers a training recipe runs (Megatron-Core moe_token_dispatcher_type "alltoall", or
