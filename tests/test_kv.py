@@ -500,6 +500,16 @@ class Invariants(unittest.TestCase):
                     got = K.kv(arch, w, K.Request(ctx), mem)["capacity"]["max_requests"]
                     self.assertEqual(got, max_requests(arch, w, mem, ctx), (model, ctx))
 
+    def test_model_cache_is_its_layers_cache(self):
+        # Architecture.kv_bytes counts each block place once times the layers holding it
+        # (block_groups); it must equal the sum over the decoder layers, layer by layer.
+        from infracalc.load.models import bundled_ids
+        for model in bundled_ids():
+            arch = load_model(model)
+            for ctx, peak in ((1, False), (8191, True), (100_000, False), (100_000, True)):
+                by_layer = sum(layer.kv_bytes(BF16.kv_dtype, ctx, "absorbed", peak) for layer in arch.layers)
+                self.assertEqual(arch.kv_bytes(BF16.kv_dtype, ctx, "absorbed", peak), by_layer, (model, ctx, peak))
+
     def test_tp1_shard_is_whole_model(self):
         for model in self.MODELS:
             arch = load_model(model)

@@ -474,6 +474,25 @@ class TpOverlap(unittest.TestCase):
         more = TT.step_time(arch, w, lay, b200, overlap_dp=True, zero=1, unfused_expert_bias=True)
         self.assertAlmostEqual(more.step_s - plain.step_s, 2 * 36 * 14 * 188_743_680 / r.bytes_per_s, places=9)
 
+    def test_case_overlap_tp_is_the_rows_own(self):
+        # setup.overlap_tp = false (Megatron Bridge's NVFP4 recipes turn tp_comm_overlap off)
+        # replaces NVIDIA's recipe (TP overlapped): every TP collective of the step is then exposed,
+        # the step is longer, and without the key the recipe's overlap hides part of it.
+        import copy
+        self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["overlap_tp"])
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "mbridge2602-pretrain-llama3-70b-nvfp4-gb200-x64.json"))
+        self.assertIs(case["setup"]["overlap_tp"], False)
+        off, t_off = VP.training_prediction(case)
+        on_case = copy.deepcopy(case)
+        del on_case["setup"]["overlap_tp"]
+        on, t_on = VP.training_prediction(on_case)
+        self.assertLess(off, on)
+        self.assertGreater(t_off.step_s, t_on.step_s)
+        st_off, st_on = t_off.stages[0], t_on.stages[0]
+        tp = [c for c in st_off.collectives if c.collective.dim == "tp"]
+        self.assertTrue(tp)
+        self.assertLess(st_on.comm.total, st_off.comm.total)
+
     def test_case_overlap_ep_is_the_rows_own(self):
         # setup.overlap_ep (a row's published moe_a2a_overlap) replaces the recipe's default: the
         # prediction equals the step run with overlap_ep on, and hides all-to-all time (never adds)

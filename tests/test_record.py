@@ -86,6 +86,29 @@ class Records(unittest.TestCase):
         self.assertEqual((w.a, w.b, w.c, w.d), (1, "x", (), 9))
         self.assertEqual(Wider(2).d, 4)
 
+    def test_a_check_runs_on_every_construction_path(self):
+        # construction skips the call only for a class that keeps Record's empty _check; one that
+        # defines it (or inherits it) is checked by the generic and the compiled constructor and by
+        # replace
+        class Checked(Record):
+            _hot = True
+            x: int
+
+            def _check(self):
+                if self.x < 0:
+                    raise ValueError("x must be >= 0")
+
+        class Inherits(Checked):
+            y: int = 0
+
+        self.assertEqual((Point._checked, Checked._checked, Inherits._checked), (False, True, True))
+        for _ in range(record.HOT_AFTER + 1):   # past the switch to the compiled constructor
+            Checked(1)
+        for bad in (lambda: Checked(-1), lambda: Checked(x=-1), lambda: Checked(1).replace(x=-1),
+                    lambda: Inherits(-1)):
+            with self.assertRaises(ValueError):
+                bad()
+
 
 if __name__ == "__main__":
     unittest.main()

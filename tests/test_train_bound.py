@@ -53,6 +53,32 @@ class LowerBound(unittest.TestCase):
         self.assertAlmostEqual(b["tokens_per_s_per_device"], 128 * 8192 / 8 / (6_746_431_549_341_696 / 1979e12),
                                places=4)
 
+    def test_nvfp4_runs_the_linear_rows_at_the_fp4_peak(self):
+        # The same Llama-3.1-8B step (6,746,431,549,341,696 model FLOPs per device, above) on a
+        # GB300 in NVFP4: the bound takes every model FLOP at the FP4 peak 15,000 TFLOP/s =
+        # 0.449762... s (compute-bound: the 1,027,873,439,744 + 28,105,914,368 B at 8 TB/s take
+        # 0.132 s). The estimate's decoder linear rows run at that peak too (attention, the head and
+        # the rest stay at BF16's in both formats): their 2 x 218,103,808 x 32 x 8,192 forward FLOPs
+        # per sequence, 3x with the backward, on one CP rank of two = 171,523,814,572,032 per
+        # micro-batch, save at most 171,523,814,572,032 x (1/5e15 - 1/15e15) = 22.870 ms against
+        # FP8 (less where a row turns memory-bound).
+        gb300 = load_device("gb300")
+        rec = record("llama-3.1-8b", gb300, Layout(dp=4, cp=2), seq=8192, global_batch=128, act="nvfp4")
+        b = rec["lower_bound"]
+        self.assertEqual(b["model_flops_per_device"], 6_746_431_549_341_696)
+        self.assertEqual(b["bound"], "compute")
+        self.assertAlmostEqual(b["step_s"], 6_746_431_549_341_696 / 15000e12, places=9)
+        fp8 = record("llama-3.1-8b", gb300, Layout(dp=4, cp=2), seq=8192, global_batch=128, act="fp8")
+        saved = fp8["time"]["micro_batch_s"] - rec["time"]["micro_batch_s"]
+        most = 171_523_814_572_032 * (1 / 5e15 - 1 / 15e15)
+        self.assertLessEqual(saved, most * (1 + 1e-9))
+        self.assertGreater(saved, 0.95 * most)
+        # sub-byte formats other than NVFP4 stay refused
+        from support import run_cli
+        status, _, err = run_cli("train", "--model", "qwen3-8b", "--seq", "16", "--act-dtype", "mxfp4")
+        self.assertEqual(status, 2)
+        self.assertIn("nvfp4, got mxfp4", err)
+
     def test_memory_bound_by_hand(self):
         # Qwen3-8B (8,190,735,360 params), one device, one sequence, a matrix peak of
         # 10^30: memory decides: 2 x 16,381,470,720 + 8,190,735,360 x 28 =

@@ -44,7 +44,7 @@ KINDS = {
 }
 SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla",   # see SOURCES.md
                   "optimizer", "master_bytes", "grad_bytes", "link_bw_out_bytes_per_s", "recompute",
-                  "nccl_algo", "overlap_ep", "ep_dispatcher", "requests"}
+                  "nccl_algo", "overlap_ep", "overlap_tp", "ep_dispatcher", "requests"}
 DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
 LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
 
@@ -229,6 +229,27 @@ class CorpusShape(unittest.TestCase):
                 first = ref.split(" ")[0]
                 self.assertTrue(first in listed, f"{first} is not in SOURCES.md")
 
+
+    def test_training_layouts_multiply_out_and_their_ga_checks(self):
+        """A training case's layout covers its devices (tp x pp x cp x dp), and where the case states
+        the published GA ('(GA n)' in batch_or_load, the Megatron Bridge rows), n = GBS / (dp x MBS):
+        a row whose printed GA contradicts its GBS is left out of the corpus (SOURCES.md), never added."""
+        import re
+        checked = 0
+        for name in case_files():
+            case = load_case(name)
+            if case["kind"] != "training-step":
+                continue
+            s = case["setup"]
+            lay = s["layout"]
+            with self.subTest(case=name):
+                self.assertEqual(lay.get("tp", 1) * lay.get("pp", 1) * lay.get("cp", 1) * lay["dp"], s["devices"])
+                m = re.search(r"\(GA (\d+)\)", s["batch_or_load"])
+                if m:
+                    checked += 1
+                    self.assertEqual(s["global_batch"] % (lay["dp"] * s["micro_batch"]), 0)
+                    self.assertEqual(int(m.group(1)), s["global_batch"] // (lay["dp"] * s["micro_batch"]))
+        self.assertGreaterEqual(checked, 50)   # the Megatron Bridge 25.11 and 26.02 rows
 
     def test_collective_cases_from_nccl_tests_and_deepep(self):
         """Issue 17: the collectives family holds published nccl-tests runs (one node and across

@@ -129,6 +129,12 @@ class Block(Record):
         `kv_tokens` can fall as the context grows (chunked attention)."""
         return self.kv_tokens(context)
 
+    def kv_bytes(self, kv_dtype, context, mla="absorbed", peak=False):
+        """Cache and state bytes one request holds in this block after `context` tokens (peak:
+        the most it holds on the way there): bytes per token x tokens kept + fixed state."""
+        tokens = self.kv_tokens_peak(context) if peak else self.kv_tokens(context)
+        return self.kv_bytes_per_token(kv_dtype, mla) * tokens + self.state_bytes(kv_dtype)
+
     def history_breakpoints(self, lo, hi):
         """History values h in (lo, hi] where a new linear piece of the per-step
         cost begins. For one new token per request (T = 1) every quantity of
@@ -216,9 +222,7 @@ class Layer(Record):
     def kv_bytes(self, kv_dtype, context, mla="absorbed", peak=False):
         """Cache bytes one request holds in this layer after `context` tokens
         (peak: the most it holds on the way there, what it must reserve)."""
-        return sum(b.kv_bytes_per_token(kv_dtype, mla)
-                   * (b.kv_tokens_peak(context) if peak else b.kv_tokens(context))
-                   + b.state_bytes(kv_dtype) for b in self.blocks)
+        return sum(b.kv_bytes(kv_dtype, context, mla, peak) for b in self.blocks)
 
 
 class Part(Record):
@@ -360,9 +364,9 @@ class Architecture(Record):
 
     def kv_bytes(self, kv_dtype, context, mla="absorbed", peak=False):
         """Cache and state bytes of one request after `context` tokens
-        (peak: the most held on the way there; differs for chunked attention)."""
-        return sum(layer.kv_bytes(kv_dtype, context, mla, peak) * count
-                   for layer, count, _ in self.layer_groups())
+        (peak: the most held on the way there; differs for chunked attention): each block place
+        once, times the layers holding it (`block_groups`: the layers share most blocks)."""
+        return sum(b.kv_bytes(kv_dtype, context, mla, peak) * count for b, count, _ in self.block_groups())
 
     @property
     def attention_summary(self):

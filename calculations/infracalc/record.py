@@ -45,9 +45,10 @@ def _compiled_init(cls):
     params = ", ".join(required + [f"{f}=_defaults[{f!r}]" for f in fields[len(required):]])
     values = ", ".join(f"{f!r}: {f}" for f in fields)
     namespace = {"_defaults": defaults}
+    check = "    self._check()\n" if cls._checked else ""
     exec(f"def __init__(self, {params}):\n"
          f"    self.__dict__.update({{{values}}})\n"
-         f"    self._check()\n", namespace)
+         f"{check}", namespace)
     init = namespace["__init__"]
     init.hot_of = cls
     return init
@@ -68,6 +69,7 @@ def _counting_init(cls):
 
 
 class Record:
+    _checked = False   # the class overrides _check (set per class)
     _fields = ()
     _field_set = frozenset()
     _defaults = {}
@@ -85,6 +87,7 @@ class Record:
         cls._field_set = frozenset(fields)
         cls._values_of = staticmethod(_fields_of(cls._fields))
         cls._defaults = defaults
+        cls._checked = cls._check is not Record._check   # construction calls _check only when it checks
         if cls.__dict__.get("_hot"):
             cls.__init__ = _counting_init(cls)
         elif getattr(cls.__init__, "hot_of", None) is not None:   # a hot class's subclass: its own fields
@@ -107,7 +110,8 @@ class Record:
             d.update(kwargs)
         if len(d) < len(fields):
             raise TypeError(f"{type(self).__name__}: missing fields {[f for f in fields if f not in d]}")
-        self._check()
+        if self._checked:
+            self._check()
 
     def _check(self):
         """Validate after construction (override as needed)."""
@@ -128,7 +132,8 @@ class Record:
         fields (what `replace` and the ledger's copies build): no name checks."""
         obj = cls.__new__(cls)
         obj.__dict__.update(values)
-        obj._check()
+        if cls._checked:
+            obj._check()
         return obj
 
     def __setattr__(self, name, value):

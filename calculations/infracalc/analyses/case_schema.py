@@ -55,6 +55,9 @@ SETUP_FIELDS = {
     "reserve_bytes": _non_negative_int(), "routing": _text(), "mla": _text(),
     "optimizer": _text(), "master_bytes": _count(), "grad_bytes": _count(), "recompute": _text(),
     "overlap_ep": (lambda v: isinstance(v, bool), "true or false"),
+    # the row's TP communication overlap where its published recipe departs from the publisher's
+    # (Megatron Bridge's NVFP4 recipes turn tp_comm_overlap off)
+    "overlap_tp": (lambda v: isinstance(v, bool), "true or false"),
     # the EP dispatcher of the row's published recipe (efficiency.collective.EP_DISPATCHERS)
     "ep_dispatcher": (lambda v: v in _ep_dispatchers(), "one of alltoall, hybridep, deepep"),
     # collective cases: ranks per node, operation, S (nccl-tests' bytes), the cluster's NIC figure

@@ -43,7 +43,7 @@ CONVENTIONS = (
     "backward, EP all-to-all 4 per MoE layer, CP ring K/V passes, PP point-to-point; then the "
     "pipeline bubble of the schedule, the data-parallel gradient sync (overlapped with the "
     "backward under --overlap-dp) and the optimizer update (memory-bound).",
-    "Formats: an 8-bit compute format (--act-dtype fp8, mxfp8) converts only the decoder layers' "
+    "Formats: an 8-bit or 4-bit compute format (--act-dtype fp8, mxfp8, nvfp4) converts only the decoder layers' "
     "linear projections (the MoE router excepted), which run at its peak and keep their inputs in "
     "it; attention (at the BF16 peak), norms, activations, the router, embedding, head and loss, "
     "and the activations TP/EP/PP send stay in BF16, as Transformer Engine, torchao and NeMo train "
@@ -86,6 +86,7 @@ class Setup(Record):
     overlap_dp: bool = False
     dispatch_dtype: str = ""     # EP all-to-all formats on the wire (collectives.token_bytes); "" = activations
     combine_dtype: str = ""
+    ep_dispatcher: str = "alltoall"   # what runs the EP dispatch in the predicted step (efficiency.collective.EP_DISPATCHERS)
 
     @property
     def recompute_spec(self):
@@ -162,7 +163,7 @@ def recipe_options(s, links, mem):
                 chunks=s.chunks, weight_bytes=s.weight_bytes, grad_bytes=s.grad_bytes,
                 optimizer_bytes=train_memory.optimizer_bytes(s.optimizer, s.master_bytes), links=links,
                 overlap_dp=s.overlap_dp, stage_params=lambda st: params[st.index],
-                wire=(s.dispatch_dtype, s.combine_dtype))
+                wire=(s.dispatch_dtype, s.combine_dtype), ep_dispatcher=s.ep_dispatcher)
 
 
 def evaluate(arch, w, lay, device, s, *, links):
@@ -348,14 +349,21 @@ def check_recipe(arch, s):
         raise UserError(f"--recompute-modules moe_act: {arch.id} has no routed experts")
 
 
+# Sub-byte compute formats train runs: NVFP4, Transformer Engine's NVFP4BlockScaling recipe (every
+# linear layer's forward, data-gradient and weight-gradient GEMMs in NVFP4), which Megatron Bridge's
+# bf16_with_nvfp4_mixed selects (NVIDIA-NeMo/Megatron-Bridge:src/megatron/bridge/training/
+# mixed_precision.py: fp4 = "e2m1", fp4_recipe = "nvfp4").
+NARROW_COMPUTE = ("nvfp4",)
+
+
 def check_formats(w):
     wd = w.weight_dtype
     if wd.bits % 8 or wd.is_quantized or w.formats:
         raise UserError(f"train keeps every weight in one whole-byte format (bf16, fp16, fp32); "
                         f"got {wd.name}{' with native formats' if w.formats else ''}")
-    if w.act_dtype.bits % 8:
-        raise UserError(f"train computes in a whole-byte activation format (bf16, fp16, fp8, mxfp8), "
-                        f"got {w.act_dtype.name}")
+    if w.act_dtype.bits % 8 and w.act_dtype.name not in NARROW_COMPUTE:
+        raise UserError(f"train computes in a whole-byte activation format (bf16, fp16, fp8, mxfp8) "
+                        f"or {', '.join(NARROW_COMPUTE)}, got {w.act_dtype.name}")
 
 
 def _inputs(w, lay, s, global_batch, links):
@@ -376,6 +384,7 @@ def _inputs(w, lay, s, global_batch, links):
         "overlap_dp": s.overlap_dp, "compute_efficiency": s.compute_efficiency,
         "memory_efficiency": s.memory_efficiency,
         "links": links_record(links),
+        **({"ep_dispatcher": s.ep_dispatcher} if s.ep_dispatcher != "alltoall" else {}),
     }
 
 
@@ -432,7 +441,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, pe
         **({"per_layer": True} if per_layer else {}),
         **({"hc_contractions": w.hc_contractions} if w.hc_contractions != "vector" else {}),
         "operators_per_micro_batch": [_op_record(r) for r in micro.ops],
-        "conventions": _conventions(peaks) + ([PER_LAYER] if per_layer else [])
+        "conventions": _conventions(peaks, s.ep_dispatcher) + ([PER_LAYER] if per_layer else [])
                        + ([HC_MATRIX] if w.hc_contractions == "matrix" else []),
     }
 
@@ -506,12 +515,13 @@ def unknown_peak_note(peaks):
             f"unknown.")
 
 
-def _conventions(peaks):
-    """CONVENTIONS, plus `unknown_peak_note` when a peak is unknown."""
+def _conventions(peaks, dispatcher="alltoall"):
+    """CONVENTIONS, plus `unknown_peak_note` when a peak is unknown; `dispatcher`: the predicted
+    step's EP dispatcher (efficiency.training.convention)."""
     from .efficiency.training import convention
 
     note = unknown_peak_note(peaks)
-    return list(CONVENTIONS) + [convention()] + ([note] if note else [])
+    return list(CONVENTIONS) + [convention(dispatcher)] + ([note] if note else [])
 
 
 def search(arch, w, device, s, *, devices, global_batch, links, objective="step", top=10, cps=(1,)):
@@ -630,7 +640,7 @@ def search(arch, w, device, s, *, devices, global_batch, links, objective="step"
         "rejected": rejections.records(),
         "top": rows,
         "unknown_peaks": peaks,
-        "conventions": _conventions(peaks) + [
+        "conventions": _conventions(peaks, s.ep_dispatcher) + [
             "Search: every tp x pp x cp x dp = devices (cp from the given values), every EP degree "
             "dividing tp x dp and the experts, sequence parallelism whenever tp > 1; ranked by step "
             "time (MFU ranks the same at a fixed model and batch; --objective predicted ranks by the "

@@ -418,12 +418,13 @@ def training_prediction(case, factor=None, expert_host_s=None):
     schedule = ({"schedule": "interleaved", "chunks": vp} if vp > 1 and lay.pp > 1
                 else {"schedule": recipe["schedule"]} if "schedule" in recipe else {})
     recompute = s.get("recompute", recipe["recompute"])   # the row's own, where the source prints it
-    # the row's EP all-to-all overlap, where its published configuration states it (setup.overlap_ep)
+    # the row's EP all-to-all and TP overlap, where its published configuration states them
+    # (setup.overlap_ep, setup.overlap_tp)
     h = 0.0
     if recipe.get("per_expert_gemms"):
         h = expert_host_for(case)[0] if expert_host_s is None else expert_host_s
     got = predicted_step(arch, w, lay, device, factor=k, recompute=recompute, zero=recipe["zero"],
-                         overlap_dp=recipe["overlap_dp"], overlap_tp=recipe["overlap_tp"],
+                         overlap_dp=recipe["overlap_dp"], overlap_tp=s.get("overlap_tp", recipe["overlap_tp"]),
                          overlap_ep=s.get("overlap_ep", recipe.get("overlap_ep", False)),
                          ep_dispatcher=s.get("ep_dispatcher", "alltoall"),
                          wire=recipe.get("wire", ("", "")),

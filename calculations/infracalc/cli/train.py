@@ -86,6 +86,10 @@ def add_arguments(p):
     p.add_argument("--overlap-dp", action="store_true",
                    help="overlap the data-parallel gradient sync with the backward (and parameter "
                         "gathers with the forward)")
+    p.add_argument("--ep-dispatcher", choices=("alltoall", "hybridep", "deepep"), default="alltoall",
+                   help="what runs the EP dispatch and combine in the predicted step: Megatron-Core's "
+                        "all-to-all dispatcher (NCCL all-to-all, default) or its flex dispatcher's HybridEP "
+                        "or DeepEP backend")
     common.add_link_options(p.add_argument_group("links (override the device data)"))
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
@@ -195,7 +199,7 @@ def run(args):
                     master_bytes=master, schedule=args.schedule, chunks=chunks,
                     compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
                     overlap_dp=args.overlap_dp, dispatch_dtype=args.dispatch_dtype,
-                    combine_dtype=args.combine_dtype)
+                    combine_dtype=args.combine_dtype, ep_dispatcher=args.ep_dispatcher)
     lk = links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
                link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
     if args.search:

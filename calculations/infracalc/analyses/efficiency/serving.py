@@ -70,9 +70,12 @@ named:
 
 import math
 
+from ... import layout as placement
 from ... import ledger
+from ...blocks.attention import causal_pairs, keys_touched
 from ..memory import request_bytes
 from . import memory, predict
+from ...splits import ceil_div
 from ...summation import plain_sum
 
 KV_FRACTION = 0.9
@@ -172,8 +175,6 @@ def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1, requests=Non
     (or one device's shard `arch`) with `memory_bytes` to allocate from, at most `requests` (a
     finite run's request count; None: unbounded); under context parallelism each device holds
     ceil(L / cp) of a request's L cached tokens."""
-    from ... import layout as placement
-
     # the shard's weights memoized: a search meets each shard under many CP degrees and batches
     weights = placement.memo(("serving weight bytes", arch, w.without_history()), lambda: arch.weight_bytes(w))
     room = KV_FRACTION * max(memory_bytes - weights, 0)
@@ -188,8 +189,6 @@ def iteration(arch, w, rates, n, input_len, output_len, comm_s=None, cp=1):
     """(GPU seconds of one steady-state iteration at concurrency n, its rows); `comm_s`
     maps the iteration's token count per device and its decode tokens to its exposed
     communication seconds; under context parallelism one device's share (`cp_split`)."""
-    from ... import layout as placement
-
     history, prompt, before = cp_split(input_len, output_len, cp)
 
     def make():
@@ -615,8 +614,6 @@ def shard_counts(arch, w):
     """(weight bytes W0, matrix FLOPs per position, head FLOPs per last position, ((MoE block,
     layers holding it, bytes of one routed expert), ...)) of a shard in `w`'s formats: the terms
     of `iteration_floor` that do not depend on the tokens (memoized per shard and formats)."""
-    from ... import layout as placement
-
     def make():
         moe = _routed_experts()
         weights, token_flops, head_flops, experts = 0, 0.0, 0, []
@@ -652,8 +649,7 @@ def _blocks_of(arch):
 def expert_read_bytes(experts, w, tokens):
     """Bytes of the routed experts a pass of `tokens` positions reads: per MoE layer the experts
     its EP group's tokens touch, this device's share (the ledger's rule, blocks/moe.py)."""
-    from ...blocks.moe import experts_touched
-    from ...splits import ceil_div
+    from ...blocks.moe import experts_touched   # here: only MoE models load blocks.moe
 
     out = 0
     for b, count, per_expert in experts:
@@ -670,8 +666,6 @@ def attention_readers(arch, w):
     of one request and one token, at history 1 less at history 0 (one key more) and at history 0
     (one pair); memoized per shard, formats and MLA path. An MLA path that reads its cache in a
     projection (expanded) reads no key in its attention rows: 0, as counted."""
-    from ... import layout as placement
-
     def make():
         out, readers, one = [], _cache_readers(), w.replace(batch=1, tokens=1, history=0)
 
@@ -692,8 +686,6 @@ def history_read_bytes(arch, w, history, readers=None):
     `attention_readers` (or `readers`, their tuple): per block its bytes per key x the cached keys
     the new token sees, keys_touched(h, 1) - 1 (h; a window's W - 1; a chunk's h mod C), never its
     own new key."""
-    from ...blocks.attention import keys_touched
-
     return plain_sum(per_key * (keys_touched(history, 1, getattr(b, "window", None), getattr(b, "chunk", None)) - 1)
                      for b, per_key, _ in readers or attention_readers(arch, w))
 
@@ -702,8 +694,6 @@ def attention_pair_flops(arch, w, history, tokens, readers=None):
     """A(H, T): one request's attention-row FLOPs for T new tokens after H over `attention_readers`
     (or `readers`): per block its FLOPs per pair x the causal pairs its kernel computes (windows and
     chunks capped, blocks.attention.causal_pairs)."""
-    from ...blocks.attention import causal_pairs
-
     return plain_sum(per_pair * causal_pairs(history, tokens, getattr(b, "window", None), getattr(b, "chunk", None))
                      for b, _, per_pair in readers or attention_readers(arch, w))
 
@@ -719,8 +709,6 @@ def iteration_floor(arch, w, rates, n, input_len, output_len, cp=1):
     The iteration rounds its scaled prefill rows to whole FLOPs and bytes (under 1e-14 s a row at
     these rates): far less than the kernel launches the floor leaves out (kernel_s a row that
     moves bytes)."""
-    from ... import layout as placement
-
     def make():
         history, prompt, before = cp_split(input_len, output_len, cp)
         prefills = n / max(output_len - 1, 1)
@@ -742,8 +730,6 @@ def iteration_floor(arch, w, rates, n, input_len, output_len, cp=1):
 def stage_shards(arch, lay):
     """[(the shard each device of a stage holds, the stages that hold an equal one)], one entry per
     distinct stage (`stage_signature`), in the stages' order; the architecture itself on one device."""
-    from ... import layout as placement
-
     if lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and lay.cp == 1:
         return [(arch, 1)]
 
@@ -771,8 +757,6 @@ def predicted_ceiling(arch, w, device, lay, input_len, output_len, constants=Non
     `pipelined`'s and `predicted_serving`'s sums with each stage's GPU time bounded below. With
     `with_comm` each stage adds its exposed collectives (the exact ones of `_replica`: tighter, and
     as costly to build as the figure's own)."""
-    from ... import layout as placement
-
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None or _routing_unmodelled(w, lay):

@@ -14,9 +14,9 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.4541470336018105,
+    'all': 1.45508728792,
     'NVIDIA': 1.3905748457912845,
-    'PyTorch (Meta)': 1.4564155309667268,
+    'PyTorch (Meta)': 1.459624282649833,
 }
 
 
@@ -42,18 +42,22 @@ EXPERT_HOST_FITTED = {
 # The EP dispatcher `train`'s predicted step assumes (a named convention; validate takes each row's
 # own, setup.ep_dispatcher): Megatron-Core's default token dispatcher, NCCL's all-to-all.
 DISPATCHER = "alltoall"
+MEASURED_NOTE = {"alltoall": ", NCCL's measured all-to-all rate on SM100 NVLink from 4 ranks",
+                 "hybridep": ", at NCCL's topology figure and the residual (no published rate used)",
+                 "deepep": ", at NCCL's topology figure and the residual (no published rate used)"}
 DISPATCHER_NAMES = {"alltoall": "Megatron-Core's all-to-all dispatcher (NCCL all-to-all)",
                     "hybridep": "the flex dispatcher's HybridEP backend",
                     "deepep": "the flex dispatcher's DeepEP backend"}
 
 
-def convention():
-    """The predicted step's convention line (train's output)."""
+def convention(dispatcher=DISPATCHER):
+    """The predicted step's convention line (train's output); `dispatcher`: the EP dispatcher it prices
+    (DISPATCHER unless the user names another)."""
     return ("Predicted step (a third figure, not a bound; efficiency.training, docs/prediction.md): the "
             "step estimate at the device's achievable matmul and HBM fractions, the TP collectives under "
             "the same phase's compute, every collective priced as NCCL runs it (its algorithm and "
             "protocol for the size, the fitted residual; the EP dispatch and combine by "
-            f"{DISPATCHER_NAMES[DISPATCHER]}, NCCL's measured all-to-all rate on SM100 NVLink from 4 ranks), "
+            f"{DISPATCHER_NAMES[dispatcher]}{MEASURED_NOTE[dispatcher]}), "
             "an interleaved pipeline's boundary sends under "
             "the same phase's compute, MoE layers charged the all-to-all "
             "dispatcher's token permutations and the per-expert output bias add (their bytes at the "

@@ -7,6 +7,7 @@ from ...errors import UserError
 from .. import mla_path
 from .. import ranking
 from ..ranking import PRUNE_MARGIN, Rejected, Rejections
+from ..efficiency.serving import predicted_ceiling as serving_ceiling, predicted_layout
 from ..records import CONVENTIONS
 from .conventions import ESTIMATE, LEFT_OUT, LOWER_BOUND, OBJECTIVES, PARALLEL_CONVENTIONS, comm_conventions
 from .bound import comm_free_bounds, stage_time_bounds
@@ -23,7 +24,6 @@ NOT_PREDICTED = "no predicted figure: EP under a skewed routing model, or nothin
 
 def predicted(plan, lay):
     """efficiency.serving's steady state of a layout (the engine's own concurrency), or None."""
-    from ..efficiency.serving import predicted_layout
     return predicted_layout(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G)
 
 
@@ -48,8 +48,7 @@ def score(plan, lay, batch, objective, times=stage_times):
 def predicted_ceiling(plan, lay, with_comm=False):
     """efficiency.serving's ceiling on a layout's predicted output tokens/s per device (never below
     `predicted`'s, None exactly where it is None)."""
-    from ..efficiency.serving import predicted_ceiling as ceiling
-    return ceiling(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G, with_comm=with_comm)
+    return serving_ceiling(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G, with_comm=with_comm)
 
 
 def score_bound(plan, lay, batch, objective, times=stage_time_bounds):
