@@ -3,7 +3,7 @@
 must fail on every one. Runs on a copy of calculations/ and tests/ (the tree is never
 touched), one mutant at a time, and prints each mutant's verdict and the count caught.
 
-    python3 scripts/mutation_check.py            # every mutant (about 5 s each)
+    python3 scripts/mutation_check.py            # every mutant (about 15 s each)
     python3 scripts/mutation_check.py --match pipeline
 
 A mutant that escapes is a formula no unit test pins: add an exact, hand-derived test for it.
@@ -24,7 +24,8 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_search_prune test_search_size test_search_predicted test_train test_train_acceptance "
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
-         "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling").split()
+         "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
+         "test_collective_prediction test_book_train test_prediction").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
@@ -131,6 +132,39 @@ MUTANTS = (
     ("layout.py", "    tokens = ceil_div(context, layout.cp)\n", "    tokens = context // layout.cp\n", "KV per CP rank ceil(context/cp)"),
     ("layout.py", "return self.weight_bytes + self.reserve_bytes + batch * self.kv_bytes_per_request", "return self.weight_bytes + batch * self.kv_bytes_per_request", "stage memory needs the reserve"),
     ("layout.py", "return self.group_stride(dim) * (self._size(dim) - 1) + 1", "return self.group_stride(dim) * self._size(dim)", "group span"),
+    # session 6 (2026-12-03): the expert output bias, the host-link cap, the two-node tree, forced
+    # NCCL_ALGO, the per-release expert host constant, the fit grids, would_fit's states floor, the
+    # memoized per-block seconds, the book's training counting rules
+    ("analyses/train_time.py", "return 6 * plane, 8 * plane", "return 6 * plane, 6 * plane", "expert bias backward 8 planes"),
+    ("analyses/train_time.py", "copies = ceil_div(positions * block.top_k, min(block.tp, block.ep))\n    plane",
+     "copies = ceil_div(positions * block.top_k, block.ep)\n    plane", "expert bias copies over min(tp, ep)"),
+    ("analyses/train_time.py", "    f = r.memory_s(fwd / lay.cp)\n    return Pass(forward=f, backward=r.memory_s(bwd / lay.cp), recompute=f if",
+     "    f = r.memory_s(fwd)\n    return Pass(forward=f, backward=r.memory_s(bwd / lay.cp), recompute=f if", "expert bias bytes per CP rank"),
+    ("comm.py", "    if out.bytes_per_s <= host.bytes_per_s:\n        return capped", "    if True:\n        return capped", "NICs capped at the PCIe host link"),
+    ("comm.py", "    t_m = 1 if m == 2 else 2\n", "    t_m = 2\n", "two-node tree carries S per direction"),
+    ("comm.py", "return s * max(t_m / (g * b_o), 2 / b_u if g > 1", "return s * max(2 * t_m / (g * b_o), 2 / b_u if g > 1", "tree across domains t_m S / (g B_o)"),
+    ("analyses/efficiency/collective.py", "PCI_NCCL_SHARE = 0.75", "PCI_NCCL_SHARE = 1.0", "NIC path at NCCL's PCIe figure"),
+    ("analyses/efficiency/collective.py", "        names = [NCCL_ALGOS[forced]]", "        names = names", "a forced NCCL_ALGO prices that algorithm alone"),
+    ("analyses/validate_predict.py", "got = EXPERT_HOST_FITTED.get(publication(case), {}).get(model_id(case))", "got = None",
+     "expert host constant of the case's own release"),
+    ("analyses/validate_predict.py", "for i in range(201)),", "for i in range(0, 201, 2)),", "expert host grid 10 us steps"),
+    ("analyses/efficiency/fit.py", "HOSTS = tuple(i / 2 for i in range(17))", "HOSTS = (0, 1, 2, 4, 6, 8)", "serving host grid 0.5 ms steps"),
+    ("analyses/train.py", "        if states_floor(mem, lay, s, change.get(\"zero\", s.zero)) > capacity:",
+     "        if states_floor(mem, lay, s, change.get(\"zero\", s.zero)) > 0.5 * capacity:", "would_fit prunes by the states floor only"),
+    ("analyses/train.py", "        states = [states[i] + states[lay.pp - 1 - i] for i in range(len(states))]", "        states = states",
+     "DualPipe's floor adds the partner stage"),
+    ("analyses/train_time.py", '("train seconds", b, w, r, cp, recompute, flash, sp_tp)', '("train seconds", b, w, r, cp, recompute, flash)',
+     "per-block seconds memo keyed by sp_tp"),
+    ("analyses/train_time.py", '("train seconds", b, w, r, cp, recompute, flash, sp_tp)', '("train seconds", b, w, r, recompute, flash, sp_tp)',
+     "per-block seconds memo keyed by cp"),
+    ("ops.py", "6 * rows * width + (2 * rows - 1) * width", "6 * rows * width + 2 * rows * width", "book RMSNorm backward 6RD + (2R - 1)D"),
+    ("ops.py", "return train_count(4 * pairs - rows, 5 * pairs - rows,", "return train_count(4 * pairs - rows, 5 * pairs,", "book softmax backward 5K - 1"),
+    ("analyses/train_book.py", "ADAMW_PER_PARAM = 14 ", "ADAMW_PER_PARAM = 13 ", "book AdamW 14 per parameter"),
+    ("blocks/compressed_attention.py", "return train_count(4 * slots + 2 * rows,", "return train_count(4 * slots + rows,", "book window core 4P + 2Q"),
+    ("blocks/moe.py", "rows * (5 * k - 1 + 3 * experts)", "rows * (5 * k + 3 * experts)", "book sqrt(softplus) router backward"),
+    ("blocks/hyper_connections.py", "return train_count(rows * 2 * m * d, 0,", "return train_count(rows * m * d, 0,", "book mHC post forward"),
+    ("blocks/compressed_attention.py", "return train_count(rows * (3 * width + 1), 5 * rows * width,", "return train_count(rows * (3 * width), 5 * rows * width,",
+     "book weightless q_rms 3D + 1"),
 )
 
 

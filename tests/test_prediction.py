@@ -466,6 +466,12 @@ class TpOverlap(unittest.TestCase):
         self.assertAlmostEqual(got.backward, 36 * 1_509_949_440 / r.bytes_per_s, places=12)
         self.assertEqual(got.recompute, 0.0)
         self.assertEqual(TT.expert_bias_pass(arch, lay, st, w, r, "full").recompute, got.forward)
+        # under CP 2 a rank holds half the sequence: half the routed copies, half of each direction
+        cp2 = placement.Layout(dp=32, cp=2, ep=64, micro_batches=2)
+        half = TT.expert_bias_pass(arch, cp2, placement.stages(arch, cp2)[0], w, r, "full")
+        self.assertAlmostEqual(half.forward, 36 * 1_132_462_080 / 2 / r.bytes_per_s, places=12)
+        self.assertAlmostEqual(half.backward, 36 * 1_509_949_440 / 2 / r.bytes_per_s, places=12)
+        self.assertEqual(half.recompute, half.forward)
         self.assertTrue(VP.TRAINING_RECIPES["NVIDIA"]["unfused_expert_bias"])
         self.assertFalse(VP.TRAINING_RECIPES["DeepSeek"].get("unfused_expert_bias", False))
         # the option adds m x the pass to the step (one stage, no bubble)
