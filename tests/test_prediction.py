@@ -49,6 +49,69 @@ class Concurrency(unittest.TestCase):
         self.assertEqual(n, min(int(room // (65_536 * 1999)), limit))
 
 
+class FiniteRun(unittest.TestCase):
+    """A finite run's published request count caps the concurrency (setup.requests)."""
+
+    def setUp(self):
+        from support import DTYPES, Workload, load_model
+        from infracalc.load.hardware import load_device
+
+        self.arch, self.d = load_model("llama-3.1-8b"), load_device("h100-sxm")
+        fp8 = DTYPES["fp8"]
+        self.w = Workload(weight_dtype=fp8, act_dtype=fp8, kv_dtype=fp8)
+
+    def test_requests_below_the_engine_limit(self):
+        # Llama 3.1 8B FP8 on H100, 1000/1000: the memory keeps floor(room / (65,536 x 1999 B)) in
+        # flight, at most the engine's limit (Concurrency above: 525 of a limit of 640); a run of 500
+        # requests keeps 500, a run of 5,000 the memory's figure; the limit itself is unchanged.
+        room = 0.9 * (85_520_809_984 - self.arch.weight_bytes(self.w))
+        free, _, limit = serving.concurrency(self.arch, self.w, self.d.memory_bytes, 1000, 1000)
+        self.assertEqual(free, min(int(room // (65_536 * 1999)), limit))
+        self.assertEqual((free, limit), (525, 640))
+        self.assertEqual(serving.concurrency(self.arch, self.w, self.d.memory_bytes, 1000, 1000, requests=500),
+                         (500, room, limit))
+        self.assertEqual(serving.concurrency(self.arch, self.w, self.d.memory_bytes, 1000, 1000, requests=5000)[0],
+                         free)
+
+    def test_prediction_at_the_request_count(self):
+        # At constants (0, 0, 1 us, 0, 0) a run of 500 requests is the iteration at N = 500: its per-
+        # sequence work 1 us x 500 x 32 layers = 16 ms, and the same iteration predicted_at_batch sums
+        # at batch 500 (a second path to the same figure); 500 x 1000 / 999 output tokens per iteration.
+        from infracalc.layout import Layout
+
+        c = (0.0, 0.0, 1e-6, 0.0, 0.0)
+        rec = serving.predicted_serving(self.arch, self.w, self.d, 1000, 1000, c, requests=500)
+        self.assertEqual((rec["concurrency"], rec["requests"]), (500, 500))
+        self.assertAlmostEqual(rec["sequence_s"], 0.016, places=15)
+        at = serving.predicted_at_batch(self.arch, self.w, self.d, Layout(), 1000, 1000, 500, c)
+        self.assertAlmostEqual(rec["iteration_s"], at["tpot_s"], places=15)
+        self.assertAlmostEqual(rec["output_tokens_per_s"], 500 * 1000 / 999 / rec["iteration_s"], places=6)
+        self.assertNotIn("requests", serving.predicted_serving(self.arch, self.w, self.d, 1000, 1000, c))
+
+    def test_replicas_share_the_requests(self):
+        # dp 2 replicas of a 501-request run: each keeps ceil(501 / 2) = 251 in flight
+        from infracalc.layout import Layout
+
+        rec = serving.predicted_layout(self.arch, self.w, self.d, Layout(dp=2), 1000, 1000, requests=501)
+        self.assertEqual((rec["concurrency"], rec["requests"]), (251, 251))
+
+    def test_online_case_runs_at_its_500_requests(self):
+        # TensorRT-LLM 0.14's online rows: "500 requests, offered load QPS INF"; the memory and the
+        # engine would keep more (limit 1280 on H100 at 202 + 214 tokens)
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "trtllm014-serving-llama31-8b-bf16-h100-sxm-202-214-qps-inf.json"))
+        self.assertEqual(case["setup"]["requests"], 500)
+        _, rec = VP.serving_prediction(case)
+        self.assertEqual(rec["concurrency"], 500)
+        self.assertIn("at concurrency 500 (engine limit 1280, requests 500)", VP.cause(rec))
+
+    def test_schema_field(self):
+        from infracalc.analyses import case_schema
+        check, _ = case_schema.SETUP_FIELDS["requests"]
+        self.assertTrue(check(500))
+        for bad in (0, -1, 2.5, "500", True):
+            self.assertFalse(check(bad), bad)
+
+
 class SequenceWork(unittest.TestCase):
     def test_per_sequence_per_layer(self):
         # Llama 3.1 8B (32 layers) FP8 on H100, 1000/1000: at constants (0, 0, 1 us) the iteration is

@@ -44,7 +44,7 @@ KINDS = {
 }
 SETUP_OPTIONAL = {"layout", "reserve_bytes", "routing", "mla",   # see SOURCES.md
                   "optimizer", "master_bytes", "grad_bytes", "link_bw_out_bytes_per_s", "recompute",
-                  "nccl_algo", "overlap_ep", "overlap_tp", "ep_dispatcher"}
+                  "nccl_algo", "overlap_ep", "overlap_tp", "ep_dispatcher", "requests"}
 DEVICE_AXES = {"tp", "pp", "cp", "dp"}        # their product is the number of devices used
 LAYOUT_KEYS = DEVICE_AXES | {"ep", "vp"}      # ep splits experts within dp; vp splits a pipeline stage
 
@@ -84,6 +84,29 @@ class CaseSchema(unittest.TestCase):
                 self.assertEqual(set(case["source"]), SOURCE_KEYS)
                 for key in SOURCE_KEYS:
                     self.assertTrue(text(case["source"][key]), key)
+
+    def test_requests_is_the_published_count(self):
+        # setup.requests is the count batch_or_load quotes from the source ("all 3000 requests
+        # queued at once", "500 requests", "3,000 samples", "samples_per_query 28802"): every number
+        # the text gives for it agrees; a serving case that states a count has the field, and an
+        # open-ended load (MLPerf Server: Poisson arrivals for a duration) has none.
+        import re
+        pats = (r"all (\d[\d,]*) requests queued", r"(\d[\d,]*) requests, offered load", r"(?<![\d.])(\d[\d,]*) samples(?!/)",
+                r"samples_per_query (\d+)")
+        stated = 0
+        for name, case in self.cases.items():
+            if case["kind"] != "serving-throughput":
+                continue
+            load = case["setup"]["batch_or_load"]
+            counts = {int(m.group(1).replace(",", "")) for p in pats for m in re.finditer(p, load)}
+            with self.subTest(case=name):
+                if counts:
+                    self.assertEqual(counts, {case["setup"]["requests"]})
+                    stated += 1
+                else:
+                    self.assertNotIn("requests", case["setup"])
+                    self.assertIn("Poisson arrivals", load)
+        self.assertGreaterEqual(stated, 198)
 
     def test_setup(self):
         for name, case in self.cases.items():

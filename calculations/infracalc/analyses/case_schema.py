@@ -48,6 +48,8 @@ SETUP_FIELDS = {
     "weight_dtype": _text(), "act_dtype": _text(), "kv_dtype": _text(),
     "input_len": _count(), "output_len": _count(),
     "batch_or_load": _text(), "scenario": _text(),
+    # a serving run's published request count (a finite run: at most this many in flight)
+    "requests": _count(),
     "layout": (lambda v: isinstance(v, dict), "an object of " + ", ".join(LAYOUT_FIELDS)),
     "global_batch": _count(), "micro_batch": _count(), "seq_len": _count(),
     "reserve_bytes": _non_negative_int(), "routing": _text(), "mla": _text(),

@@ -94,11 +94,11 @@ def serving_prediction(case, constants=None):
     limit = tpot_limit(case)
     if s["devices"] > 1:
         rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants,
-                               limit)
+                               limit, s.get("requests"))
         out = rec and rec["output_tokens_per_s_cluster"]
     else:
         rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants,
-                                tpot_limit_s=limit)
+                                tpot_limit_s=limit, requests=s.get("requests"))
         out = rec and rec["output_tokens_per_s"]
     if rec is None:
         return None, None
@@ -110,7 +110,8 @@ def serving_prediction(case, constants=None):
 
 PREDICTION_CONVENTIONS = (
     "Predicted (beside the bound, not a bound): serving cases at efficiency.serving's steady "
-    "state (the engine's concurrency and batch limit, one iteration of decode and chunked "
+    "state (the engine's concurrency and batch limit, at most the run's published request count "
+    "where the case gives one, one iteration of decode and chunked "
     "prefill at achievable rates, TP all-reduces exposed, a fixed cost per request in flight in "
     "the form the engine's scheduler runs it (TensorRT-LLM: on the GPU per layer; vLLM: on the host "
     "per request, its Python scheduler walking every request each step), host time per iteration); "
@@ -468,8 +469,9 @@ def cause(rec):
               for what, key in (("per-sequence work", "sequence_s"), ("per-prompt-token work", "prefill_token_s"))
               if rec.get(key)]
     seq = f" ({', '.join(shares)})" if name == "GPU work" and shares else ""
+    run = f", requests {rec['requests']}" if rec.get("requests") is not None else ""
     return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration{seq} at concurrency "
-            f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{held})")
+            f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{run}{held})")
 
 
 def accuracy(rows):

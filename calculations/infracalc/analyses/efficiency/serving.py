@@ -15,7 +15,17 @@ named:
    fit in the room, at most 4096, rounded up to a multiple of 32 (at least 64) below
    256, of 128 below 1024, of 256 above.
 
-       N = min(floor(room / cache at P + G - 1 tokens), engine_batch)
+       N = min(floor(room / cache at P + G - 1 tokens), engine_batch, requests)
+
+   where `requests` is a finite run's published request count (a benchmark of R requests sent
+   at once keeps at most R in flight; validation cases' setup.requests, per replica ceil(R / dp));
+   none when the load is unbounded. With R below the engine's limit every request is admitted at
+   once, and the run is one prefill of the R prompts and G - 1 decode steps at batch R: the same
+   work as G - 1 steady-state iterations at N = R (R prefills, R (G - 1) decode tokens at the
+   mean history P + G / 2, on which the decode step's cost is linear), laid out differently (the
+   prefills together instead of spread over the decodes: a compute-bound prefill wave in place
+   of FLOPs hidden under the decodes' weight reads). The steady state at N = R is taken for it;
+   the difference is the prefill's share, small at these lengths (docs/prediction.md).
 
 2. One iteration carries the N requests' decode tokens (history: the mean, P + G/2)
    and, as chunked prefill, the prefills that keep N in flight: N / (G - 1) requests of
@@ -78,7 +88,7 @@ ENGINE_MAX_BATCH = 4096
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.0025, 3e-07, 1.4e-07, 0.0),
+        (4e-06, 0.0025, 3e-07, 1e-07, 0.0),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
         (2e-06, 0.024, 0.0, 1.8e-07, 3.84e-05),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
@@ -86,11 +96,11 @@ FITTED = {
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
         (4e-06, 0.0025, 3e-07, 1e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.0035, 2.5e-07, 1.2e-07, 0.0),
+        (4e-06, 0.0015, 3e-07, 1e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
         (4e-06, 0.0025, 3e-07, 1.4e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.005, 2.5e-07, 1.4e-07, 0.0),
+        (4e-06, 0.002, 3e-07, 1e-07, 0.0),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
         (4e-06, 0.024, 0.0, 3e-07, 3.84e-05),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
@@ -160,17 +170,19 @@ def cp_split(input_len, output_len, cp=1):
     return math.ceil(history / cp), math.ceil(input_len / cp), (cp - 1) * input_len // (2 * cp)
 
 
-def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1):
+def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1, requests=None):
     """(N, room, engine batch limit): the requests an engine keeps in flight on one device
-    (or one device's shard `arch`) with `memory_bytes` to allocate from; under context
-    parallelism each device holds ceil(L / cp) of a request's L cached tokens."""
+    (or one device's shard `arch`) with `memory_bytes` to allocate from, at most `requests` (a
+    finite run's request count; None: unbounded); under context parallelism each device holds
+    ceil(L / cp) of a request's L cached tokens."""
     # the shard's weights memoized: a search meets each shard under many CP degrees and batches
     weights = placement.memo(("serving weight bytes", arch, w.without_history()), lambda: arch.weight_bytes(w))
     room = KV_FRACTION * max(memory_bytes - weights, 0)
     final = request_bytes(arch, w, math.ceil((input_len + output_len - 1) / cp))
     limit = engine_batch(room, request_bytes(arch, w, math.ceil((input_len + output_len) / cp)))
     fits = int(room // final) if final else limit
-    return min(fits, limit), room, limit
+    n = min(fits, limit)
+    return (n if requests is None else min(n, requests)), room, limit
 
 
 def iteration(arch, w, rates, n, input_len, output_len, comm_s=None, cp=1):
@@ -213,7 +225,7 @@ def latency_limited(step_s, n, tpot_limit_s):
 
 
 def predicted_serving(arch, w, device, input_len, output_len, constants=None, comm_s=None,
-                      tpot_limit_s=None, cp=1):
+                      tpot_limit_s=None, cp=1, requests=None):
     """The predicted steady state of one replica (one device, or the shard `arch` each of
     its devices holds): concurrency, iteration time split, output tokens/s of the replica.
     With `tpot_limit_s` (a latency-constrained load such as MLPerf's Server scenario) the
@@ -221,12 +233,13 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     (latency_limited). The memory is the engine's (efficiency.memory.engine_memory_bytes: the
     device's default, ECC-enabled capacity). Under context parallelism (`cp`) the shard is
     one CP rank's: its cache share and its share of each iteration (`cp_split`). None when
-    the device has no prediction (no published peak) or nothing fits."""
+    the device has no prediction (no published peak) or nothing fits. `requests`: a finite
+    run's request count, a cap on the concurrency (`concurrency`)."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len, cp)
+    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len, cp, requests)
     if n < 1:
         return None
     memory_n = n
@@ -248,7 +261,7 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     sequences = sequence_layer_s * n * layers
     prompts = per_token_s(n) - sequences
     host = host_s(n)
-    it = gpu + sequences + prompts + host
+    it = gpu + per_token_s(n) + host   # predicted_at_batch's sum, in its order
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
@@ -264,6 +277,8 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     }
     if tpot_limit_s is not None:   # a latency-constrained load: the limit and the memory's N
         rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
+    if requests is not None:       # a finite run: its request count, the cap on N
+        rec.update(requests=requests)
     return rec
 
 
@@ -290,21 +305,25 @@ def tp_comm(device, tp, arch):
     return seconds
 
 
-def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None):
+def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None,
+                     requests=None):
     """The predicted steady state of a layout: one replica of tp x cp x pp devices (each device
     holds its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
     replica runs `pipelined` (pp micro-batches in flight); under context parallelism each
     device is one CP rank (`cp_split`, `cp_comm`). None under a skewed routing model with EP, or
-    without a prediction on the device."""
+    without a prediction on the device. `requests`: a finite run's request count, shared by the
+    dp replicas (each keeps at most ceil(requests / dp) in flight)."""
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay, w)
     if replica is None:
         return None
+    per_replica = None if requests is None else math.ceil(requests / lay.dp)
     if lay.pp > 1:
-        rec = pipelined(replica, w, device, lay, input_len, output_len, constants, tpot_limit_s)
+        rec = pipelined(replica, w, device, lay, input_len, output_len, constants, tpot_limit_s,
+                        requests=per_replica)
     else:
         rec = predicted_serving(replica[0][0], w, device, input_len, output_len, constants, replica[0][1],
-                                tpot_limit_s, lay.cp)
+                                tpot_limit_s, lay.cp, per_replica)
     if rec is None:
         return None
     return {**rec, "exposed_collectives": exposed_collectives(lay),
@@ -436,7 +455,8 @@ def pp_send_s(device, lay, hidden):
     return seconds
 
 
-def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None, batch=None):
+def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None, batch=None,
+              requests=None):
     """A pipeline-parallel replica's steady state (`predicted_layout` under pp > 1): the engine
     keeps pp micro-batches of N / pp requests in flight, one per stage, so that every stage is
     busy (TensorRT-LLM's and vLLM's pipeline parallelism); each stage holds its layers' cache of
@@ -451,12 +471,12 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
 
     (the boundary sends are charged on the stage's time: a stage receives its micro-batch before
     it can run it). With `batch` the iteration at that concurrency (predicted_at_batch) instead
-    of the engine's."""
+    of the engine's; `requests` caps N (a finite run's request count, `concurrency`)."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    got = [concurrency(shard, w, memory.engine_memory_bytes(device), input_len, output_len, lay.cp)
+    got = [concurrency(shard, w, memory.engine_memory_bytes(device), input_len, output_len, lay.cp, requests)
            for shard, _, _ in replica]
     n, room, limit = min(got, key=lambda g: g[0])
     if batch is not None:
@@ -504,6 +524,8 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     }
     if tpot_limit_s is not None:
         rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
+    if requests is not None:
+        rec.update(requests=requests)
     return rec
 
 
@@ -532,7 +554,7 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
         gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s, lay.cp)
         steps = max(output_len - 1, 1)
         tpot = (gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * prompt / steps)
-                * len(shard.layers) + host_fixed + sequence_host_s * batch)   # predicted_serving's sum
+                * len(shard.layers) + (host_fixed + sequence_host_s * batch))   # predicted_serving's sum
         send = 0.0
     ttft = send + host_fixed + sequence_host_s
     for shard, comm_s, count in replica:
