@@ -16,7 +16,7 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 FITTED = {
     'all': 1.45508728792,
     'NVIDIA': 1.3905748457912845,
-    'PyTorch (Meta)': 1.459624282649833,
+    'PyTorch (Meta)': 1.4595278161917025,
 }
 
 
@@ -34,7 +34,7 @@ EXPERT_HOST_FITTED = {
     'all': 0.0001,
     _MB.format("25.11"): {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.0002, 'qwen3-235b-a22b': 0.00024,
                           'qwen3-30b-a3b': 0.0002},
-    _MB.format("26.02"): {'deepseek-v3': 7e-05, 'gpt-oss-120b': 9e-05, 'qwen3-235b-a22b': 0.00011,
+    _MB.format("26.02"): {'deepseek-v3': 7e-05, 'gpt-oss-120b': 8e-05, 'qwen3-235b-a22b': 0.00011,
                           'qwen3-30b-a3b': 0.00014},
 }
 
