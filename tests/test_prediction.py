@@ -232,6 +232,34 @@ class MixedIteration(unittest.TestCase):
         self.assertEqual((rows[1].matrix_flops, rows[1].act_read, rows[1].weight_read), (100, 10, 8))
 
 
+def moe_block(model, lay):
+    """The first MoE block of `model`'s first stage shard under `lay`."""
+    from infracalc import layout as placement
+    from infracalc.blocks.moe import MoE
+    from infracalc.load.models import load_model
+
+    arch = load_model(model)
+    shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
+    return next(b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE))
+
+
+def moe_stage(model, lay, tokens, act):
+    """(arch, its first stage, the training workload of one `tokens`-token sequence with activations
+    in `act`, B200's roof of the stored format) for a MoE pass test."""
+    from infracalc import layout as placement
+    from infracalc.analyses import train_flops
+    from infracalc.analyses import train_time as TT
+    from infracalc.analyses.validate import _device
+    from infracalc.dtypes import dtype
+    from infracalc.load.models import load_model
+    from infracalc.workload import Workload
+
+    arch = load_model(model)
+    w = train_flops.training_workload(Workload(batch=1, tokens=tokens, logits="all", weight_dtype=dtype("bf16"),
+                                               act_dtype=dtype(act), kv_dtype=dtype(act)))
+    return arch, placement.stages(arch, lay)[0], w, TT.roofs_of(_device("b200"), w)[1]
+
+
 corpus = support.corpus   # V.validate() over the whole corpus, once per test run (read only)
 
 
@@ -416,14 +444,8 @@ class TpOverlap(unittest.TestCase):
         # 2 x 2,880 x (8,192 + 32,768 + 131,072) = 990,904,320 bytes
         from infracalc import layout as placement
         from infracalc.analyses import train_time as TT
-        from infracalc.blocks.moe import MoE
-        from infracalc.load.models import load_model
 
-        def block(model, lay):
-            arch = load_model(model)
-            shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
-            return next(b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE))
-
+        block = moe_block
         oss = block("gpt-oss-120b", placement.Layout(dp=64, ep=64))
         self.assertEqual(oss.local_experts, 2)
         self.assertEqual(TT.permute_bytes(oss, 8192), 990_904_320)
@@ -442,14 +464,8 @@ class TpOverlap(unittest.TestCase):
         # sum (3) = 8 planes = 1,509,949,440
         from infracalc import layout as placement
         from infracalc.analyses import train_time as TT
-        from infracalc.blocks.moe import MoE
-        from infracalc.load.models import load_model
 
-        def block(model, lay):
-            arch = load_model(model)
-            shard = placement.shard(arch, lay, placement.stages(arch, lay)[0])
-            return next(b for layer in shard.layers for b in layer.blocks if isinstance(b, MoE))
-
+        block = moe_block
         self.assertEqual(TT.expert_bias_bytes(block("gpt-oss-120b", placement.Layout(dp=64, ep=64)), 8192),
                          (1_132_462_080, 1_509_949_440))
         # the copies do not depend on how many experts are local: EP 8 holds 16, the same 32,768 copies
@@ -462,19 +478,11 @@ class TpOverlap(unittest.TestCase):
         # 36 MoE layers of GPT-OSS-120B on one B200 stage: each direction its bytes at the stored
         # format's roof; the forward again under full recompute; NVIDIA's recipe charges it
         from infracalc import layout as placement
-        from infracalc.analyses import train_flops
         from infracalc.analyses import train_time as TT
         from infracalc.analyses.validate import _device
-        from infracalc.dtypes import dtype
-        from infracalc.load.models import load_model
-        from infracalc.workload import Workload
 
-        arch = load_model("gpt-oss-120b")
         lay = placement.Layout(dp=64, ep=64, micro_batches=2)
-        st = placement.stages(arch, lay)[0]
-        w = train_flops.training_workload(Workload(batch=1, tokens=8192, logits="all", weight_dtype=dtype("bf16"),
-                                                   act_dtype=dtype("bf16"), kv_dtype=dtype("bf16")))
-        r = TT.roofs_of(_device("b200"), w)[1]
+        arch, st, w, r = moe_stage("gpt-oss-120b", lay, 8192, "bf16")
         got = TT.expert_bias_pass(arch, lay, st, w, r, "none")
         self.assertAlmostEqual(got.forward, 36 * 1_132_462_080 / r.bytes_per_s, places=12)
         self.assertAlmostEqual(got.backward, 36 * 1_509_949_440 / r.bytes_per_s, places=12)
@@ -552,20 +560,12 @@ class TpOverlap(unittest.TestCase):
     def test_token_permute_charged_per_recipe(self):
         # the pass is the bytes at the stored format's roof, forward = backward, once per MoE layer
         from infracalc import layout as placement
-        from infracalc.analyses import train_flops
         from infracalc.analyses import train_time as TT
-        from infracalc.blocks.moe import MoE
-        from infracalc.analyses.validate import _device
-        from infracalc.dtypes import dtype
         from infracalc.load.models import load_model
-        from infracalc.workload import Workload
+        from infracalc.analyses.validate import _device
 
-        arch = load_model("qwen3-30b-a3b")
         lay = placement.Layout(dp=8, ep=8, micro_batches=4)
-        st = placement.stages(arch, lay)[0]
-        w = train_flops.training_workload(Workload(batch=1, tokens=4096, logits="all", weight_dtype=dtype("bf16"),
-                                                   act_dtype=dtype("fp8"), kv_dtype=dtype("fp8")))
-        r = TT.roofs_of(_device("b200"), w)[1]
+        arch, st, w, r = moe_stage("qwen3-30b-a3b", lay, 4096, "fp8")
         got = TT.token_permute_pass(arch, lay, st, w, r, "none")
         self.assertAlmostEqual(got.forward, 48 * 687_865_856 / r.bytes_per_s, places=12)
         self.assertEqual(got.forward, got.backward)

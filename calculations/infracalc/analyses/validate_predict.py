@@ -150,18 +150,17 @@ def with_prediction(case, row):
             error = value / case["measured"]["value"] - 1
         factor, basis = training_factor(case)
         fit = f"step x {factor:.3f}, {basis}"
+        host = 0.0
         if TRAINING_RECIPES[case["source"]["publisher"]].get("per_expert_gemms") and family(case) == "training, MoE":
             h, why = expert_host_for(case)
             fit = f"{h * 1e6:.0f} us per local expert and MoE layer, {why}; {fit}"
-        host = 0.0
-        if TRAINING_RECIPES[case["source"]["publisher"]].get("per_expert_gemms") and family(case) == "training, MoE":
             from .train_time import local_expert_layers
             from .validate import _layout, _model
             arch = _model(case)
             lay = _layout(case, arch, case["setup"]["micro_batch"])
             from .. import layout as placement
             st = placement.stages(arch, lay)[t.bottleneck]
-            host = t.micro_batches * local_expert_layers(arch, lay, st) * expert_host_for(case)[0]
+            host = t.micro_batches * local_expert_layers(arch, lay, st) * h
         row.update(predicted=value, predicted_error=error, predicted_fit=fit,
                    predicted_cause=training_cause(t, host))
         return row
