@@ -147,7 +147,7 @@ MUTANTS = (
     ("analyses/efficiency/collective.py", "        names = [NCCL_ALGOS[forced]]", "        names = names", "a forced NCCL_ALGO prices that algorithm alone"),
     ("analyses/validate_predict.py", "got = EXPERT_HOST_FITTED.get(publication(case), {}).get(model_id(case))", "got = None",
      "expert host constant of the case's own release"),
-    ("analyses/validate_predict.py", "for i in range(201)),", "for i in range(0, 201, 2)),", "expert host grid 10 us steps"),
+    ("analyses/validate_predict.py", "round(i * 1e-5, 8) for i in range(61))", "round(i * 2e-5, 8) for i in range(31))", "expert host grid 10 us steps"),
     ("analyses/efficiency/fit.py", "HOSTS = tuple(i / 2 for i in range(17))", "HOSTS = (0, 1, 2, 4, 6, 8)", "serving host grid 0.5 ms steps"),
     ("analyses/train.py", "        if states_floor(mem, lay, s, change.get(\"zero\", s.zero)) > capacity:",
      "        if states_floor(mem, lay, s, change.get(\"zero\", s.zero)) > 0.5 * capacity:", "would_fit prunes by the states floor only"),

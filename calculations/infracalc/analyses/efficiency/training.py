@@ -32,10 +32,10 @@ FITTED = {
 _MB = "NVIDIA: Megatron Bridge Performance Summary, {} NeMo Container, Pre-Training Performance (docs/performance-summary.md)"
 EXPERT_HOST_FITTED = {
     'all': 0.0001,
-    _MB.format("25.11"): {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.0002, 'qwen3-235b-a22b': 0.00024,
-                          'qwen3-30b-a3b': 0.0002},
-    _MB.format("26.02"): {'deepseek-v3': 7e-05, 'gpt-oss-120b': 8e-05, 'qwen3-235b-a22b': 0.00011,
-                          'qwen3-30b-a3b': 0.00014},
+    _MB.format("25.11"): {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.00021, 'qwen3-235b-a22b': 0.00024,
+                          'qwen3-30b-a3b': 0.00021},
+    _MB.format("26.02"): {'deepseek-v3': 7e-05, 'gpt-oss-120b': 9e-05, 'qwen3-235b-a22b': 0.00013,
+                          'qwen3-30b-a3b': 0.00017},
 }
 
 
