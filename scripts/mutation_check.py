@@ -165,6 +165,12 @@ MUTANTS = (
     ("blocks/hyper_connections.py", "return train_count(rows * 2 * m * d, 0,", "return train_count(rows * m * d, 0,", "book mHC post forward"),
     ("blocks/compressed_attention.py", "return train_count(rows * (3 * width + 1), 5 * rows * width,", "return train_count(rows * (3 * width), 5 * rows * width,",
      "book weightless q_rms 3D + 1"),
+    ("analyses/validate_predict.py", 'overlap_tp=s.get("overlap_tp", recipe["overlap_tp"])', 'overlap_tp=recipe["overlap_tp"]',
+     "a case's own overlap_tp"),
+    ("analyses/efficiency/collective.py", "A2A_NVLINK_BUSBW_GBPS.get(gen, ()) if n <= ranks]", "A2A_NVLINK_BUSBW_GBPS.get(gen, ()) if n < ranks]",
+     "a2a rate of the largest measured count <= n"),
+    ("analyses/validate_predict.py", '    return True, case["source"].get("url_or_ref") == collective.A2A_URL', "    return True, False",
+     "in-sample cases by their publication"),
 )
 
 
