@@ -68,6 +68,18 @@ class Routing(unittest.TestCase):
         self.assertEqual(experts_touched("histogram", 128, 8, 8, (1,) * 128), 52)
         self.assertEqual(experts_touched("uniform", 384, 8, 1), 8)   # no float ceil noise
 
+    def test_experts_read_per_device(self):
+        # one decode token per replica on Qwen3-30B-A3B's MoE block (128 experts, top-8, uniform):
+        # EP 8 over TP 1 routes the tokens of 8 replicas: 52 experts touched (above), ceil(52 / 8) = 7
+        # of the 16 local; EP 8 over TP 2: 4 replicas' tokens, 128 (1 - (15/16)^4) = 29.1 -> 30,
+        # ceil(30 / 8) = 4; EP = TP = 8: one token's 8 experts, ceil(8 / 8) = 1; at most the local
+        # experts (1,000 tokens touch all 128: 16 local)
+        from infracalc.blocks.moe import MoE
+        moe = next(b for layer in load_model("qwen3-30b-a3b").layers for b in layer.blocks if isinstance(b, MoE))
+        w = Workload(batch=1, tokens=1)
+        self.assertEqual([moe.shard(tp, 8).experts_read(w, 1) for tp in (1, 2, 8)], [7, 4, 1])
+        self.assertEqual(moe.shard(1, 8).experts_read(w, 1000), 16)
+
     def test_touched_never_exceeds_experts_and_grows_with_tokens(self):
         for routing in ("uniform", "balanced"):
             seen = [experts_touched(routing, 64, 6, n) for n in range(1, 200)]

@@ -183,6 +183,14 @@ class MoE(Block):
         return (sum(t.params for t in self._router()) + self.top_k * one
                 + sum(t.params for t in self._shared()))
 
+    def experts_read(self, w, positions):
+        """Local experts a pass of `positions` tokens reads on this device: the experts touched by
+        the tokens the EP group routes (ep / tp replicas' tokens when ep > tp), this device's 1/ep
+        share of them, rounded up, at most its local experts."""
+        group = positions * max(1, self.ep // self.tp)
+        touched = experts_touched(w.routing, self.experts, self.top_k, group, w.routing_loads)
+        return min(self.local_experts, ceil_div(touched, self.ep))
+
     def ops(self, w):
         n, h, e, k, i = w.positions, self.hidden, self.experts, self.top_k, self.expert_inter
         ways = min(self.tp, self.ep)
@@ -200,11 +208,7 @@ class MoE(Block):
                   saved_bytes=saved_inputs(w, n * e),
                   book_train=train_rule(train_router, n, e, k, bool(self.hash_vocab))
                   if self.scoring == "sqrtsoftplus" else None)]
-        # experts touched by the tokens the EP group routes (ep / tp replicas' tokens when
-        # ep > tp), this device's 1/ep share of them, rounded up
-        group = n * max(1, self.ep // self.tp)
-        touched = min(self.local_experts,
-                      ceil_div(experts_touched(w.routing, e, k, group, w.routing_loads), self.ep))
+        touched = self.experts_read(w, n)
         local = self.local_experts
         gate, up, down = self._expert()[:3]
         biases = self._expert()[3:] if self.expert_bias else (None, None, None)

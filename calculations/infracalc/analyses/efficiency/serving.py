@@ -75,7 +75,6 @@ from ... import ledger
 from ...blocks.attention import causal_pairs, keys_touched
 from ..memory import request_bytes
 from . import memory, predict
-from ...splits import ceil_div
 from ...summation import plain_sum
 
 KV_FRACTION = 0.9
@@ -648,15 +647,8 @@ def _blocks_of(arch):
 
 def expert_read_bytes(experts, w, tokens):
     """Bytes of the routed experts a pass of `tokens` positions reads: per MoE layer the experts
-    its EP group's tokens touch, this device's share (the ledger's rule, blocks/moe.py)."""
-    from ...blocks.moe import experts_touched   # here: only MoE models load blocks.moe
-
-    out = 0
-    for b, count, per_expert in experts:
-        group = tokens * max(1, b.ep // b.tp)
-        touched = ceil_div(experts_touched(w.routing, b.experts, b.top_k, group, w.routing_loads), b.ep)
-        out += count * min(b.local_experts, touched) * per_expert
-    return out
+    its EP group's tokens touch, this device's share (the ledger's rule, MoE.experts_read)."""
+    return plain_sum(count * b.experts_read(w, tokens) * per_expert for b, count, per_expert in experts)
 
 
 def attention_readers(arch, w):
