@@ -93,5 +93,58 @@ class OperatorEfficiency(unittest.TestCase):
         self.assertIn("- Predicted at achievable fractions: matrix ", out)
 
 
+class TrainPerPart(unittest.TestCase):
+    """train's predicted step per part and per stage: the StepTime at achievable rates
+    (efficiency.training.predicted_step, called here on its own) times the fitted factor, in
+    JSON, Markdown (beside the estimate, with estimate / predicted) and CSV."""
+
+    ARGS = ("train", "--model", "qwen3-8b", "--device", "h100-sxm", "--devices", "16", "--pp", "2",
+            "--seq", "4096", "--global-batch", "64", "--zero", "1")
+
+    def test_parts_are_the_factor_times_the_step_at_achievable_rates(self):
+        import json
+        from infracalc.analyses.efficiency.training import FITTED
+        code, out, err = run_cli(*self.ARGS, "--format", "json")
+        self.assertEqual(code, 0, err)
+        rec = json.loads(out)
+        pred, est = rec["predicted"], rec["time"]
+        self.assertAlmostEqual(sum(pred["breakdown"].values()), pred["step_s"], places=9)
+        # every part is k x the part at achievable rates, k = the fitted factor; the estimate's
+        # compute over the predicted compute is therefore (MAMF fraction) / factor on a compute-bound step
+        from infracalc.analyses.efficiency import matmul
+        frac = matmul.matmul_fraction("h100-sxm", "bf16", 989.5e12)[0]
+        ratio = est["breakdown"]["compute_s"] / pred["breakdown"]["compute_s"]
+        self.assertLess(ratio, 1.0)
+        self.assertGreater(ratio, frac / FITTED["all"] * 0.9)
+        self.assertLessEqual(ratio, frac / FITTED["all"] * 1.0000001 / 0.9)
+        self.assertEqual([s["stage"] for s in pred["stages"]], [0, 1])
+        for p, e in zip(pred["stages"], est["stages"]):
+            self.assertGreater(p["micro_batch_s"], e["micro_batch_s"])
+
+    def test_markdown_and_csv_carry_them(self):
+        import csv
+        import io
+        import json
+        code, js, err = run_cli(*self.ARGS, "--format", "json")
+        pred = json.loads(js)["predicted"]
+        code, out, err = run_cli(*self.ARGS, "--full")
+        self.assertEqual(code, 0, err)
+        self.assertIn("| part | time | share | predicted | estimate / predicted |", out)
+        self.assertIn(f"**{self._s(pred['step_s'])}**", out)
+        self.assertIn("| stage | fwd compute | bwd compute | recompute | fwd comm | bwd comm | recompute comm | "
+                      "micro-batch | predicted | estimate / predicted |", out)
+        code, out, err = run_cli(*self.ARGS, "--format", "csv")
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual([float(r["predicted_micro_batch_s"]) for r in rows],
+                         [s["micro_batch_s"] for s in pred["stages"]])
+        self.assertEqual({float(r["predicted_step_s"]) for r in rows}, {pred["step_s"]})
+        self.assertTrue(all(float(r["lower_bound_step_s"]) > 0 for r in rows))
+
+    @staticmethod
+    def _s(x):
+        from infracalc.render import units as u
+        return u.seconds(x)
+
+
 if __name__ == "__main__":
     unittest.main()
