@@ -25,7 +25,7 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
          "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
-         "test_collective_prediction test_book_train test_prediction").split()
+         "test_collective_prediction test_book_train test_prediction test_efficiency").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
@@ -177,6 +177,12 @@ MUTANTS = (
      "a2a rate of the largest measured count <= n"),
     ("analyses/validate_predict.py", '    return True, case["source"].get("url_or_ref") == collective.A2A_URL', "    return True, False",
      "in-sample cases by their publication"),
+    # the L40S's own rates (analyses/efficiency/matmul.py, memory.py, predict.py)
+    ("analyses/efficiency/matmul.py", "2 * 512 * 4096 * 4096 / 45.50e-6 / 1e12", "2 * 512 * 4096 * 4096 / 45.05e-6 / 1e12",
+     "L40S FP8 rate from the measured 45.50 us"),
+    ("analyses/efficiency/memory.py", "return (got / 3350e9 * share,", "return (got / 3350e9,", "inline ECC keeps 15/16 of the stream"),
+    ("analyses/efficiency/predict.py", '        order = tuple(f for f in order if f in ("bf16", "fp16"))', "        order = order",
+     "16-bit attention on a device with no FP8 attention kernel"),
 )
 
 
