@@ -94,7 +94,8 @@ def add_arguments(p):
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
     p.add_argument("--objective", choices=("step", "mfu", "predicted"), default="step",
-                   help="search ranking: step time (default) or MFU (the same order)")
+                   help="search ranking: step time (default), MFU (the same order) or the predicted "
+                        "step of a well-tuned stack (docs/prediction.md)")
     p.add_argument("--top", type=common.positive_int, default=10, help="layouts to list (default 10)")
     p.add_argument("--cp-values", default="1", metavar="1,2,4",
                    help="context-parallel degrees the search tries (default 1)")

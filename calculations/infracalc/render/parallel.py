@@ -106,8 +106,21 @@ def _summary(rec):
         f"TPOT (mean): {v.times(lat['tpot_mean_s'], lb.get('tpot_mean_s'), lat.get('predicted_tpot_mean_s'), fits)}",
         f"Decode tokens/s per device: {_rate(lat['decode_tokens_per_s_per_device'])} estimate, "
         f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        + _stream_line(rec.get("serving"))
         + ([] if fits else ["Would fit with a smaller `--batch`, more devices (`--tp`, `--pp`), smaller formats, "
                             "or run with `--search` over a device count"]))
+
+
+def _stream_line(s):
+    """The first screen's serving-stream line: the layout's serving bound per device beside the
+    predicted steady state of a tuned engine (efficiency.serving.predicted_layout)."""
+    if not s:
+        return []
+    p = s.get("predicted")
+    pred = (f", {_rate(p['output_tokens_per_s_per_device'])} predicted (a well-tuned engine at "
+            f"{u.integer(p['concurrency'])} requests in flight per replica)" if p else "")
+    return [f"Serving a stream (continuous batching): at most {_rate(s['output_tokens_per_s_per_device'])} "
+            f"output tokens/s per device (upper bound){pred}"]
 
 
 def _sweep_summary(rec):
