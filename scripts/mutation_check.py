@@ -154,6 +154,8 @@ MUTANTS = (
      "expert host constant of the case's own stack"),
     ("analyses/train_time.py", "forward=max(0.0, host.forward - gpu.forward)", "forward=host.forward",
      "host exposed only beyond the MoE blocks' GPU time"),
+    ("analyses/train_time.py", "            if not overlap_ep:   # the overlapped schedule's", "            if True:   # the overlapped schedule's",
+     "host time in full under the overlapped schedule"),
     ("analyses/validate_predict.py", 'or not recipe.get("per_expert_gemms") or case["setup"].get("overlap_ep"):',
      'or not recipe.get("per_expert_gemms"):', "overlapped-schedule cases out of the expert host fit"),
     ("analyses/validate_predict.py", "{src.get('title', '').split(',')[0]}", "{src.get('title', '')}",
