@@ -25,7 +25,7 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
          "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
-         "test_collective_prediction test_book_train test_prediction test_efficiency").split()
+         "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
@@ -177,6 +177,12 @@ MUTANTS = (
      "a2a rate of the largest measured count <= n"),
     ("analyses/validate_predict.py", '    return True, case["source"].get("url_or_ref") == collective.A2A_URL', "    return True, False",
      "in-sample cases by their publication"),
+    # trtllm-bench's build rule (analyses/efficiency/trtllm_bench.py) and its token limit (serving.py)
+    ("analyses/efficiency/trtllm_bench.py", "engine = param_count / 1000 ** 3", "engine = param_count / 1024 ** 3", "the rule's engine in 10^9 bytes"),
+    ("analyses/efficiency/trtllm_bench.py", "2 * layers * max(tp, kv_heads)", "2 * layers * kv_heads", "at least one KV head per TP rank"),
+    ("analyses/efficiency/trtllm_bench.py", "KV_CACHE_GPU_MEM_FRACTION = 0.95", "KV_CACHE_GPU_MEM_FRACTION = 0.9", "the build's cache fraction 0.95"),
+    ("analyses/efficiency/trtllm_bench.py", "raw_batch * (1 + input_len / output_len)", "raw_batch * input_len / output_len", "max num tokens N (1 + ISL / OSL)"),
+    ("analyses/efficiency/serving.py", "int(max_tokens / (1 + cp_split(", "int(max_tokens / (2 + cp_split(", "token limit N (1 + P / (G - 1)) <= M"),
     # the L40S's own rates (analyses/efficiency/matmul.py, memory.py, predict.py)
     ("analyses/efficiency/matmul.py", "2 * 512 * 4096 * 4096 / 45.50e-6 / 1e12", "2 * 512 * 4096 * 4096 / 45.05e-6 / 1e12",
      "L40S FP8 rate from the measured 45.50 us"),

@@ -80,6 +80,40 @@ def tpot_limit(case):
     return MLPERF_SERVER_LIMITS[title.rsplit(", ", 1)[-1]][1]
 
 
+# Publications whose engines `trtllm-bench build --dataset` sized (its build rule sets the max
+# batch size and max num tokens from the model, the quantisation, TP/PP and the dataset's ISL/OSL;
+# efficiency.trtllm_bench), keyed by title: TensorRT-LLM 0.14's performance page builds every engine
+# with `trtllm-bench --model $model_name build --tp_size $tp_size --quantization FP8 --dataset
+# $dataset_file` (FP16 engines the same without --quantization; docs/source/performance/
+# perf-overview.md at v0.14.0, "Engine Building").
+TRTLLM_BENCH_BUILDS = ("TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)",)
+
+
+def engine_limits(case, arch, w, device):
+    """(max batch size, max num tokens) of a case whose publication built its engine with
+    trtllm-bench's rule (TRTLLM_BENCH_BUILDS), from the checkpoint's parameters, its attention's
+    KV heads and head size, the formats, the device's driver total and the case's lengths; None
+    for other cases (the engine limit then follows the runtime's room: efficiency.serving
+    .engine_batch). An error naming the case where the rule's inputs are not one uniform attention."""
+    if case["source"].get("title") not in TRTLLM_BENCH_BUILDS:
+        return None
+    from ..blocks.attention import Attention
+    from .efficiency import memory, trtllm_bench
+
+    s = case["setup"]
+    heads = {(b.kv_heads, b.head_dim) for layer in arch.layers for b in layer.blocks if isinstance(b, Attention)}
+    if len(heads) != 1 or any(not any(isinstance(b, Attention) for b in layer.blocks) for layer in arch.layers):
+        raise UserError(f"validation case {case['id']}: trtllm-bench's build rule needs one attention "
+                        f"geometry in every layer; {arch.id} has {sorted(heads)}")
+    (kv_heads, head_size), = heads
+    lay = s.get("layout", {})
+    return trtllm_bench.engine_setting(
+        param_count=arch.params, fp8_weights=s["weight_dtype"] == "fp8", layers=len(arch.layers),
+        kv_heads=kv_heads, head_size=head_size, fp8_cache=s["kv_dtype"] == "fp8",
+        device_total_bytes=memory.engine_memory_bytes(device), input_len=s["input_len"],
+        output_len=s["output_len"], tp=lay.get("tp", 1), pp=lay.get("pp", 1))
+
+
 def serving_prediction(case, constants=None):
     """(predicted figure in the case's unit, the steady-state record) of a serving case;
     (None, None) when the tool has no prediction for it."""
@@ -92,13 +126,17 @@ def serving_prediction(case, constants=None):
     w = _serving_workload(s, arch)
     constants = constants or constants_for(case)[0]
     limit = tpot_limit(case)
+    limits = engine_limits(case, arch, w, device)
     if s["devices"] > 1:
+        if limits is not None:
+            raise UserError(f"validation case {case['id']}: trtllm-bench's build limits are applied to one "
+                            f"device only (the layout's stages and replicas do not take them yet)")
         rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants,
                                limit, s.get("requests"))
         out = rec and rec["output_tokens_per_s_cluster"]
     else:
         rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants,
-                                tpot_limit_s=limit, requests=s.get("requests"))
+                                tpot_limit_s=limit, requests=s.get("requests"), engine_limits=limits)
         out = rec and rec["output_tokens_per_s"]
     if rec is None:
         return None, None
@@ -478,6 +516,8 @@ def cause(rec):
               if rec.get(key)]
     seq = f" ({', '.join(shares)})" if name == "GPU work" and shares else ""
     run = f", requests {rec['requests']}" if rec.get("requests") is not None else ""
+    if rec.get("engine_max_num_tokens") is not None:   # the build rule's limits
+        run = f" and {rec['engine_max_num_tokens']} tokens, trtllm-bench's build rule" + run
     return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration{seq} at concurrency "
             f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{run}{held})")
 

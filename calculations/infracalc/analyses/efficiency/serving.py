@@ -13,7 +13,10 @@ named:
    trtllm-bench rule (NVIDIA/TensorRT-LLM: tensorrt_llm/bench/build/tuning.py,
    `calc_engine_setting` and `finetune_setting`): requests of ISL + OSL tokens that
    fit in the room, at most 4096, rounded up to a multiple of 32 (at least 64) below
-   256, of 128 below 1024, of 256 above.
+   256, of 128 below 1024, of 256 above. Where a publication built its engines with that tool
+   (`trtllm-bench build --dataset`), the limits are the build rule's own (trtllm_bench.engine_setting:
+   its estimate of the room, not the runtime's), and its max num tokens M caps N at
+   M / (1 + P / (G - 1)), the tokens of one steady-state iteration.
 
        N = min(floor(room / cache at P + G - 1 tokens), engine_batch, requests)
 
@@ -74,7 +77,7 @@ from ... import layout as placement
 from ... import ledger
 from ...blocks.attention import causal_pairs, keys_touched
 from ..memory import request_bytes
-from . import memory, predict
+from . import memory, predict, trtllm_bench
 from ...summation import plain_sum
 
 KV_FRACTION = 0.9
@@ -110,13 +113,11 @@ FITTED = {
 def engine_batch(room_bytes, full_request_bytes):
     """TensorRT-LLM trtllm-bench's max batch size: min(requests of ISL + OSL tokens in the
     room, 4096), rounded up (multiples of 32, at least 64, below 256; of 128 below 1024; of
-    256 above); the cap alone when a request keeps no cache."""
+    256 above: trtllm_bench.round_batch); the cap alone when a request keeps no cache. The room
+    is the runtime's (`concurrency`); a case whose engine the build rule itself sized passes
+    that rule's result instead (trtllm_bench.engine_setting)."""
     raw = min(room_bytes / full_request_bytes, ENGINE_MAX_BATCH) if full_request_bytes else ENGINE_MAX_BATCH
-    if raw < 256:
-        return max(64, 32 * math.ceil(raw / 32))
-    if raw < 1024:
-        return 128 * math.ceil(raw / 128)
-    return 256 * math.ceil(raw / 256)
+    return trtllm_bench.round_batch(raw)
 
 
 def mixed_ops(decode_ops, prefill_ops, prefills):
@@ -182,18 +183,27 @@ def cp_split(input_len, output_len, cp=1):
     return math.ceil(history / cp), math.ceil(input_len / cp), (cp - 1) * input_len // (2 * cp)
 
 
-def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1, requests=None):
+def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1, requests=None, engine_limits=None):
     """(N, room, engine batch limit): the requests an engine keeps in flight on one device
     (or one device's shard `arch`) with `memory_bytes` to allocate from, at most `requests` (a
     finite run's request count; None: unbounded); under context parallelism each device holds
-    ceil(L / cp) of a request's L cached tokens."""
+    ceil(L / cp) of a request's L cached tokens. `engine_limits`: the (max batch size, max num
+    tokens) the engine was built with (trtllm_bench.engine_setting), else the batch limit from
+    the runtime's room (engine_batch) and no token limit. A token limit M caps N where one steady-
+    state iteration would carry more tokens than M: N decode tokens and N P / (G - 1) prompt
+    tokens, so N <= M / (1 + P / (G - 1))."""
     # the shard's weights memoized: a search meets each shard under many CP degrees and batches
     weights = placement.memo(("serving weight bytes", arch, w.without_history()), lambda: arch.weight_bytes(w))
     room = KV_FRACTION * max(memory_bytes - weights, 0)
     final = request_bytes(arch, w, math.ceil((input_len + output_len - 1) / cp))
-    limit = engine_batch(room, request_bytes(arch, w, math.ceil((input_len + output_len) / cp)))
+    if engine_limits is None:
+        limit = engine_batch(room, request_bytes(arch, w, math.ceil((input_len + output_len) / cp)))
+        tokens_cap = limit
+    else:
+        limit, max_tokens = engine_limits
+        tokens_cap = int(max_tokens / (1 + cp_split(input_len, output_len, cp)[1] / max(output_len - 1, 1)))
     fits = int(room // final) if final else limit
-    n = min(fits, limit)
+    n = min(fits, limit, tokens_cap)
     return (n if requests is None else min(n, requests)), room, limit
 
 
@@ -258,7 +268,7 @@ def latency_limited(step_s, n, tpot_limit_s):
 
 
 def predicted_serving(arch, w, device, input_len, output_len, constants=None, comm_s=None,
-                      tpot_limit_s=None, cp=1, requests=None):
+                      tpot_limit_s=None, cp=1, requests=None, engine_limits=None):
     """The predicted steady state of one replica (one device, or the shard `arch` each of
     its devices holds): concurrency, iteration time split, output tokens/s of the replica.
     With `tpot_limit_s` (a latency-constrained load such as MLPerf's Server scenario) the
@@ -267,12 +277,14 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     device's default, ECC-enabled capacity). Under context parallelism (`cp`) the shard is
     one CP rank's: its cache share and its share of each iteration (`cp_split`). None when
     the device has no prediction (no published peak) or nothing fits. `requests`: a finite
-    run's request count, a cap on the concurrency (`concurrency`)."""
+    run's request count, a cap on the concurrency (`concurrency`); `engine_limits`: the engine's
+    built (max batch size, max num tokens), where the case publishes how it was built."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len, cp, requests)
+    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len, cp, requests,
+                                 engine_limits)
     if n < 1:
         return None
     memory_n = n
@@ -312,6 +324,8 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
     if requests is not None:       # a finite run: its request count, the cap on N
         rec.update(requests=requests)
+    if engine_limits is not None:  # the engine's built limits (the build rule's result)
+        rec.update(engine_max_num_tokens=engine_limits[1])
     return rec
 
 
