@@ -25,10 +25,15 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
          "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
-         "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench").split()
+         "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench "
+         "test_parallel_predicted test_first_screen_predicted").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
+    # parallel's predicted figure per stage (analyses/parallel/predicted.py)
+    ("analyses/parallel/predicted.py", "total += count * unit_s(", "total += unit_s(", "predicted stage: count x each layer"),
+    ("analyses/parallel/predicted.py", "return runs * collective.seconds(", "return collective.seconds(", "predicted collective runs"),
+    ("analyses/parallel/predicted.py", '"total" if phase == "decode" else phase', 'phase', "predicted decode phase sums every step"),
     # pipeline composition (analyses/parallel/pipeline.py)
     ("analyses/parallel/pipeline.py", "+ (pp - 1) * transfer_s", "+ pp * transfer_s", "pass: pp-1 boundary transfers"),
     ("analyses/parallel/pipeline.py", '"ttft_s": L + full - slowest', '"ttft_s": L + full', "prefill TTFT of m micro-batches"),
@@ -149,6 +154,8 @@ MUTANTS = (
      "expert host constant of the case's own stack"),
     ("analyses/train_time.py", "forward=max(0.0, host.forward - gpu.forward)", "forward=host.forward",
      "host exposed only beyond the MoE blocks' GPU time"),
+    ("analyses/train_time.py", "            if not overlap_ep:   # the overlapped schedule's", "            if True:   # the overlapped schedule's",
+     "host time in full under the overlapped schedule"),
     ("analyses/validate_predict.py", 'or not recipe.get("per_expert_gemms") or case["setup"].get("overlap_ep"):',
      'or not recipe.get("per_expert_gemms"):', "overlapped-schedule cases out of the expert host fit"),
     ("analyses/validate_predict.py", "{src.get('title', '').split(',')[0]}", "{src.get('title', '')}",

@@ -476,6 +476,27 @@ class TpOverlap(unittest.TestCase):
         got = TT.exposed_host_pass(TT.Pass(forward=3.0, backward=6.0, recompute=3.0), TT.Pass(forward=1.0, backward=8.0))
         self.assertEqual((got.forward, got.backward, got.weight_grad, got.recompute), (2.0, 0.0, 0.0, 3.0))
 
+    def test_host_in_full_under_the_overlapped_schedule(self):
+        # Qwen3-30B-A3B at EP 8, 768 local expert-layers, 100 us each: under overlap_ep the host time is
+        # charged in full, 768 x 100 us = 76.8 ms per micro-batch; in the plain schedule at eight
+        # sequences per micro-batch the MoE blocks' GPU time hides part of it
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.validate import _device
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("qwen3-30b-a3b")
+        lay = placement.Layout(tp=1, pp=1, dp=8, cp=1, ep=8, micro_batches=8)
+        w = Workload(batch=8, tokens=4096, logits="all", weight_dtype=dtype("bf16"), act_dtype=dtype("fp8"),
+                     kv_dtype=dtype("fp8"))
+        opts = dict(overlap_tp=True, collective_model="nccl", expert_gemm_host_s=1e-4)
+        full = TT.step_time(arch, w, lay, _device("b200"), overlap_ep=True, **opts).stages[0].host_s
+        plain = TT.step_time(arch, w, lay, _device("b200"), overlap_ep=False, **opts).stages[0].host_s
+        self.assertAlmostEqual(full, 768 * 1e-4, places=12)
+        self.assertLess(plain, full)
+
     def test_moe_block_pass_is_the_layers_moe_share(self):
         # the MoE blocks' GPU time is the layer pass less its other blocks' (attention, norms), and it
         # grows with the tokens, so more sequences per micro-batch hide more of a fixed host cost

@@ -412,7 +412,14 @@ def exposed_host_pass(host, gpu):
     (NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py: the all-to-all
     dispatcher's `cuda_sync_point = "before_ep_alltoall"` for the all-to-all splits; the flex
     dispatcher's `tokens_per_expert.sum().item()`). Short expert GEMMs (few tokens per expert: one
-    sequence per micro-batch) leave the host's time exposed; long ones hide it."""
+    sequence per micro-batch) leave the host's time exposed; long ones hide it.
+
+    Under the EP all-to-all overlap (step_time's `overlap_ep`: Megatron's combined forward-backward
+    schedule, `moe_a2a_overlap`) step_time charges the host time in full instead: that schedule
+    interleaves two micro-batches' sub-modules across streams, and NVIDIA disabled it for its "CPU
+    overhead" (NVIDIA-NeMo/Megatron-Bridge pull request #1760: Qwen3-235B-A22B on 64 B200s, MXFP8 step
+    20.1 s with it, 16.9 s without, with the VP change), about 52 ms per micro-batch beyond the
+    all-to-all it hid, where the full per-expert host time of that layout is 48 ms at 250 us."""
     return Pass(forward=max(0.0, host.forward - gpu.forward), backward=max(0.0, host.backward - gpu.backward),
                 recompute=max(0.0, host.recompute - gpu.recompute))
 
@@ -675,8 +682,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     ring at the links' figures) or "nccl" (the predicted figure's NCCL model, `run_s`).
     `expert_gemm_host_s`: seconds per local expert per MoE layer per micro-batch that a stack
     running each expert's GEMMs as their own launches spends on the host (`expert_host_pass`),
-    charged where the MoE blocks' own GPU time does not cover it (`exposed_host_pass`; 0 in the
-    estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
+    charged where the MoE blocks' own GPU time does not cover it (`exposed_host_pass`), in full under
+    `overlap_ep` (0 in the estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
     MoE layer (`token_permute_pass`; off in the estimate, whose ledger has none). `overlap_pp`:
     under the interleaved schedule (chunks > 1) the pipeline boundary sends and receives run
     under the same phase's compute, as TP's do under `overlap_tp` (Megatron's overlap_p2p_comm,
@@ -708,8 +715,9 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                                             device=device, links=links, micro_batches=m, model=collective_model))
         host = Pass()
         if expert_gemm_host_s:
-            host = exposed_host_pass(expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute),
-                                     moe_block_pass(arch, lay, st, w, roofs, recompute=recompute, flash=flash))
+            host = expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
+            if not overlap_ep:   # the overlapped schedule's host time is charged in full (exposed_host_pass)
+                host = exposed_host_pass(host, moe_block_pass(arch, lay, st, w, roofs, recompute=recompute, flash=flash))
             compute = compute + host
         if token_permute:
             compute = compute + token_permute_pass(arch, lay, st, w, roofs[1], recompute)
