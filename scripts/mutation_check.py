@@ -25,10 +25,15 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
          "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
-         "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench").split()
+         "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench "
+         "test_parallel_predicted test_first_screen_predicted").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
+    # parallel's predicted figure per stage (analyses/parallel/predicted.py)
+    ("analyses/parallel/predicted.py", "total += count * unit_s(", "total += unit_s(", "predicted stage: count x each layer"),
+    ("analyses/parallel/predicted.py", "return runs * collective.seconds(", "return collective.seconds(", "predicted collective runs"),
+    ("analyses/parallel/predicted.py", '"total" if phase == "decode" else phase', 'phase', "predicted decode phase sums every step"),
     # pipeline composition (analyses/parallel/pipeline.py)
     ("analyses/parallel/pipeline.py", "+ (pp - 1) * transfer_s", "+ pp * transfer_s", "pass: pp-1 boundary transfers"),
     ("analyses/parallel/pipeline.py", '"ttft_s": L + full - slowest', '"ttft_s": L + full', "prefill TTFT of m micro-batches"),
@@ -191,6 +196,12 @@ MUTANTS = (
     ("analyses/efficiency/memory.py", "return (got / 3350e9 * share,", "return (got / 3350e9,", "inline ECC keeps 15/16 of the stream"),
     ("analyses/efficiency/predict.py", '        order = tuple(f for f in order if f in ("bf16", "fp16"))', "        order = order",
      "16-bit attention on a device with no FP8 attention kernel"),
+    # the mixed iteration's GEMM shape and the Server run's p99 TPOT (analyses/efficiency/serving.py)
+    ("analyses/efficiency/serving.py", "    m = ga[0] + round(gb[0] * prefills)\n", "    m = ga[0]\n", "one GEMM's rows: decode + prefill tokens"),
+    ("analyses/efficiency/serving.py", "math.ceil(m + Z_TAIL * math.sqrt(2 * m / 3))", "math.ceil(m + Z_TAIL * math.sqrt(m))",
+     "p99 window concurrency, variance 2m/3"),
+    ("analyses/efficiency/serving.py", "        n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)\n    gpu, rows",
+     "        n = latency_limited(step_s, n, tpot_limit_s)\n    gpu, rows", "Server limit on the p99 request's iteration"),
 )
 
 
