@@ -196,6 +196,12 @@ MUTANTS = (
     ("analyses/efficiency/memory.py", "return (got / 3350e9 * share,", "return (got / 3350e9,", "inline ECC keeps 15/16 of the stream"),
     ("analyses/efficiency/predict.py", '        order = tuple(f for f in order if f in ("bf16", "fp16"))', "        order = order",
      "16-bit attention on a device with no FP8 attention kernel"),
+    # the mixed iteration's GEMM shape and the Server run's p99 TPOT (analyses/efficiency/serving.py)
+    ("analyses/efficiency/serving.py", "    m = ga[0] + round(gb[0] * prefills)\n", "    m = ga[0]\n", "one GEMM's rows: decode + prefill tokens"),
+    ("analyses/efficiency/serving.py", "math.ceil(m + Z_TAIL * math.sqrt(2 * m / 3))", "math.ceil(m + Z_TAIL * math.sqrt(m))",
+     "p99 window concurrency, variance 2m/3"),
+    ("analyses/efficiency/serving.py", "        n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)\n    gpu, rows",
+     "        n = latency_limited(step_s, n, tpot_limit_s)\n    gpu, rows", "Server limit on the p99 request's iteration"),
 )
 
 

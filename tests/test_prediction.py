@@ -193,10 +193,33 @@ class LatencyLimit(unittest.TestCase):
         w = _serving_workload(s, arch)
         k, f, q, t, h = VP.constants_for(case)[0]
         rates = serving.predict.achievable(device, w.compute_dtype, k)
-        n = rec["concurrency"] + 1
-        gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
-        self.assertGreater(gpu + f + h * n + (q * n + t * n * s["input_len"] / (s["output_len"] - 1)) * len(arch.layers),
-                           0.200)
+
+
+        def step(n):   # the iteration at n in flight, as predicted_serving sums it
+            gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
+            return gpu + f + h * n + (q * n + t * n * s["input_len"] / (s["output_len"] - 1)) * len(arch.layers)
+
+        # the limit binds the 99th-percentile request's iteration, at tail_concurrency of the mean:
+        # within 200 ms at the answer, over it one request more
+        cap = rec["memory_concurrency"]
+        self.assertLessEqual(step(serving.tail_concurrency(rec["concurrency"], cap)), 0.200)
+        self.assertGreater(step(serving.tail_concurrency(rec["concurrency"] + 1, cap)), 0.200)
+
+    def test_tail_concurrency_by_hand(self):
+        # Z_TAIL is the standard normal's 99th percentile
+        import statistics
+        self.assertEqual(serving.Z_TAIL, statistics.NormalDist().inv_cdf(0.99))
+        # m = 150 in flight on average: the window's variance 2 x 150 / 3 = 100, sd 10;
+        # p99 = ceil(150 + 2.3263 x 10) = ceil(173.26) = 174
+        self.assertEqual(serving.tail_concurrency(150, 10**6), 174)
+        self.assertEqual(serving.tail_concurrency(150, 160), 160)   # the memory's N caps it
+        # a Server case's p99 request sees more than the mean: its concurrency is below the mean rule's
+        step = lambda m: 0.010 + 0.001 * m   # noqa: E731
+        mean_rule = serving.latency_limited(step, 500, 0.1000001)
+        tail_rule = serving.latency_limited(lambda m: step(serving.tail_concurrency(m, 500)), 500, 0.1000001)
+        self.assertEqual(mean_rule, 90)
+        # m + 2.3263 sqrt(2m/3) <= 90: m = 73 gives ceil(73 + 16.23) = 90, m = 74 gives 91
+        self.assertEqual(tail_rule, 73)
 
 
 class MixedIteration(unittest.TestCase):
@@ -207,6 +230,15 @@ class MixedIteration(unittest.TestCase):
                Op("att", "attention", "x", matrix_flops=300, kv_read=0, kv_write=500, act_read=20)]
         q, att, att_pre = serving.mixed_ops(dec, pre, 0.5)
         self.assertEqual((q.matrix_flops, q.weight_read, q.act_read, q.act_write), (512, 32, 128, 128))
+        # one GEMM over the iteration's tokens: 8 decode tokens + 0.5 x 16 prompt tokens = 16 rows
+        self.assertEqual(q.shape, "[16,4]x[4,4]")
+        # its wave quantisation reads them: 300 decode + 0.5 x 2,048 = 1,324 tokens x 4,096 on 132
+        # SMs: 11 x 32 = 352 tiles, 3 waves of 132 -> 352 / 396 (the decode's 300 rows alone: 3 x 32
+        # = 96 tiles, below one wave, 1.0)
+        big = serving.mixed_ops([Op("q", "linear", "[300,4096]x[4096,4096]", matrix_flops=1)],
+                                [Op("q", "linear", "[2048,4096]x[4096,4096]", matrix_flops=1)], 0.5)[0]
+        self.assertEqual(big.shape, "[1324,4096]x[4096,4096]")
+        self.assertAlmostEqual(serving.predict.wave(big, 132), 352 / 396, places=15)
         # attention: the decodes' row unchanged, the prefills' row at half its work (two kernels)
         self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (100, 1000, 0, 10))
         self.assertEqual((att_pre.matrix_flops, att_pre.kv_read, att_pre.kv_write, att_pre.act_read),
