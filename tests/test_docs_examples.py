@@ -46,8 +46,10 @@ class WorkedExamples(unittest.TestCase):
                     if not line.strip() or line.strip() == "...":
                         continue
                     with self.subTest(example=f"{path}: {command[len(PREFIX):][:60]}", line=line[:80]):
-                        self.assertIn(line, printed[at:], f"{path}: the example shows a line the command does not "
-                                                          f"print (or not in this order)")
+                        near = [x for x in printed[at:] if x[:24] == line[:24]][:1]
+                        self.assertTrue(line in printed[at:], f"{path}: the example shows a line the command does "
+                                                              f"not print (or not in this order); it prints "
+                                                              f"{near[0] if near else '-'!r}")
                         at = printed.index(line, at) + 1
 
 
