@@ -169,15 +169,19 @@ def block_terms(block, w, recompute, flash):
         row_terms(op, w, 0, recompute, flash) for op in train_flops.recipe_block_ops(block, w)))
 
 
-def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
-    """Pass of one decoder layer as one device holds it: its blocks' `row_seconds` (memoized per
-    block: the layers share most blocks) summed in row order (memoized)."""
-    def block_seconds(b):
-        return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
-                              lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
+def block_seconds(b, w, r, *, cp, recompute, flash, sp_tp=1):
+    """The `row_seconds` of one block's training rows, memoized per block (the layers share most blocks)."""
+    return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
+                          lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
 
+
+def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
+    """Pass of one decoder layer as one device holds it: its blocks' `block_seconds` summed in row
+    order (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
-    return placement.memo(key, lambda: seconds_pass([row for b in layer.blocks for row in block_seconds(b)]))
+    return placement.memo(key, lambda: seconds_pass([
+        row for b in layer.blocks for row in block_seconds(b, w, r, cp=cp, recompute=recompute, flash=flash,
+                                                           sp_tp=sp_tp)]))
 
 
 def top_pass(arch, lay, stage, w, *, r, cp, recompute, flash):
@@ -394,8 +398,7 @@ def moe_block_pass(arch, lay, st, w, r, *, recompute, flash):
     for layer, count, _ in placement.device_layers(arch, lay, st):
         for b in layer.blocks:
             if isinstance(b, moe.MoE):
-                rows = placement.memo(("train seconds", b, w, r, lay.cp, recompute, flash, sp_tp),
-                                      lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, lay.cp, sp_tp)))
+                rows = block_seconds(b, w, r, cp=lay.cp, recompute=recompute, flash=flash, sp_tp=sp_tp)
                 out = out + seconds_pass(list(rows)).times(count)
     return out
 
