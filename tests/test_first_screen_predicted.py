@@ -175,5 +175,26 @@ class ServeSchedulers(unittest.TestCase):
         self.assertIsNone(json.loads(out)["predicted"])
 
 
+class ValidateRecipes(unittest.TestCase):
+    """validate states, per training publisher, the overlaps its recipe runs (issue 18 item 5:
+    'stated per recipe'), as the predictor takes them (validate_predict.predict_training: a
+    flag the recipe leaves out is off)."""
+
+    def test_table_and_record(self):
+        import json
+        from infracalc.analyses.validate_predict import TRAINING_RECIPES
+        code, out, err = run_cli("validate", "--format", "json")
+        self.assertEqual(code, 0, err)
+        recs = {r["publisher"]: r for r in json.loads(out)["training_recipes"]}
+        self.assertEqual(sorted(recs), sorted(TRAINING_RECIPES))
+        self.assertEqual((recs["NVIDIA"]["overlap_tp"], recs["NVIDIA"]["overlap_pp"]), (True, True))
+        self.assertEqual((recs["PyTorch (Meta)"]["zero"], recs["PyTorch (Meta)"]["overlap_tp"]), (3, False))
+        self.assertEqual((recs["DeepSeek"]["overlap_ep"], recs["DeepSeek"]["schedule"]), (True, "dualpipe"))
+        self.assertFalse(recs["DeepSeek"]["overlap_pp"])   # absent from its recipe: off, as predicted
+        code, out, err = run_cli("validate", "--full")
+        self.assertIn("## Training recipes the prediction runs, per publisher", out)
+        self.assertIn("| NVIDIA | 1 | on | on | off | on | none |", out)
+
+
 if __name__ == "__main__":
     unittest.main()
