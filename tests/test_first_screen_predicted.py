@@ -146,5 +146,34 @@ class TrainPerPart(unittest.TestCase):
         return u.seconds(x)
 
 
+class ServeSchedulers(unittest.TestCase):
+    """`serve` without an SLO: the tuned engine's predicted steady state on the first screen,
+    the same figure `decode` prints for one device (its serving section's)."""
+
+    def test_one_device_is_decodes_steady_state(self):
+        import json
+        common = ("--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "2048", "--output-len", "256")
+        code, out, err = run_cli("serve", *common, "--format", "json")
+        self.assertEqual(code, 0, err)
+        p = json.loads(out)["predicted"]
+        code, out, err = run_cli("decode", *common, "--format", "json")
+        d = json.loads(out)["serving"]["predicted"]
+        self.assertEqual(p["concurrency"], d["concurrency"])
+        self.assertAlmostEqual(p["output_tokens_per_s_cluster"], d["output_tokens_per_s"], delta=1e-9)
+        self.assertAlmostEqual(p["requests_per_s"] * 256, p["output_tokens_per_s_cluster"], delta=1e-9)
+        code, out, err = run_cli("serve", *common)
+        block = " ".join(first_block(out).split())
+        self.assertIn(f"Predicted (a well-tuned engine, not a bound): {p['requests_per_s']:,.3f} requests/s, "
+                      f"{p['output_tokens_per_s_cluster']:,.3f} output tokens/s at {p['concurrency']:,} requests "
+                      "in flight", block)
+
+    def test_none_with_a_prefix_cache(self):
+        import json
+        code, out, err = run_cli("serve", "--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "2048",
+                                 "--output-len", "256", "--cached-prefix", "1024", "--format", "json")
+        self.assertEqual(code, 0, err)
+        self.assertIsNone(json.loads(out)["predicted"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -357,7 +357,17 @@ def verdict_lines(rec):
     return verdict.block(f"{top['policy']} serves the most: {_rate(top['requests_per_s']['estimate'])} "
                          f"requests/s (estimate; {_rate(top['requests_per_s']['lower_bound'])} upper bound)",
                          [f"TTFT {verdict.times(top['ttft_s']['estimate'], top['ttft_s']['lower_bound'])}",
-                          f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}"])
+                          f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}",
+                          *predicted_lines(rec.get("predicted"))])
+
+
+def predicted_lines(p):
+    """The tuned engine's predicted steady state (system.predicted_replica) on the first screen."""
+    if not p:
+        return []
+    return [f"Predicted (a well-tuned engine, not a bound): {_rate(p['requests_per_s'])} requests/s, "
+            f"{_rate(p['output_tokens_per_s_cluster'])} output tokens/s at {u.integer(p['concurrency'])} requests "
+            f"in flight; TPOT {_s(p['iteration_s'])} (one iteration)"]
 
 
 def round_lines(rec):
