@@ -156,6 +156,8 @@ MUTANTS = (
      "host exposed only beyond the MoE blocks' GPU time"),
     ("analyses/train_time.py", "            if not overlap_ep:   # the overlapped schedule's", "            if True:   # the overlapped schedule's",
      "host time in full under the overlapped schedule"),
+    ("analyses/train_time.py", "                out = out + seconds_pass(list(rows)).times(count)\n    return out",
+     "                out = out + seconds_pass(list(rows))\n    return out", "MoE blocks' GPU time over the stage's MoE layers"),
     ("analyses/validate_predict.py", 'or not recipe.get("per_expert_gemms") or case["setup"].get("overlap_ep"):',
      'or not recipe.get("per_expert_gemms"):', "overlapped-schedule cases out of the expert host fit"),
     ("analyses/validate_predict.py", "{src.get('title', '').split(',')[0]}", "{src.get('title', '')}",
