@@ -196,5 +196,44 @@ class ValidateRecipes(unittest.TestCase):
         self.assertIn("| NVIDIA | 1 | on | on | off | on | none |", out)
 
 
+class PredictionOptionErrors(unittest.TestCase):
+    """An option only another question reads is refused, one line, exit 2, never silently ignored."""
+
+    CASES = (
+        (("serve", "--model", "qwen3-8b", "--input-len", "2048", "--output-len", "256", "--slo-figure", "estimate"),
+         "--slo-figure is read only with one of --ttft-limit, --tpot-limit"),
+        (("serve", "--model", "qwen3-8b", "--input-len", "2048", "--output-len", "256", "--max-devices", "8"),
+         "--max-devices is read only with one of --ttft-limit, --tpot-limit"),
+        (("parallel", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "8", "--objective", "predicted"),
+         "--objective applies to --search"),
+        (("parallel", "--model", "qwen3-8b", "--input-len", "128", "--output-len", "8", "--top", "3"),
+         "--top applies to --search"),
+        (("train", "--model", "qwen3-8b", "--seq", "1024", "--objective", "predicted"),
+         "--objective applies to --search"),
+        (("train", "--model", "qwen3-8b", "--seq", "1024", "--cp-values", "1,2"), "--cp-values applies to --search"),
+        (("train", "--model", "qwen3-8b", "--seq", "1024", "--ep-dispatcher", "deepep"),
+         "--ep-dispatcher: qwen3-8b has no routed experts"),
+        (("train", "--model", "qwen3-8b", "--seq", "1024", "--ep-dispatcher", "deep"),
+         "invalid choice: 'deep' (choose from 'alltoall', 'hybridep', 'deepep')"),
+    )
+
+    def test_refused(self):
+        for argv, text in self.CASES:
+            with self.subTest(argv=" ".join(argv)):
+                code, out, err = run_cli(*argv)
+                self.assertEqual(code, 2)
+                self.assertEqual(out, "")
+                self.assertIn(text, err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+    def test_search_defaults_unchanged(self):
+        import json
+        code, out, err = run_cli("train", "--model", "qwen3-8b", "--device", "h100-sxm", "--devices", "8",
+                                 "--seq", "1024", "--global-batch", "64", "--search", "--format", "json")
+        self.assertEqual(code, 0, err)
+        rec = json.loads(out)
+        self.assertEqual((rec["inputs"]["objective"], len(rec["top"]) <= 10), ("step", True))
+
+
 if __name__ == "__main__":
     unittest.main()

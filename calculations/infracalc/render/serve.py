@@ -276,7 +276,8 @@ def verdict_lines(rec):
         fewer = [f"{c['devices']}: {c['why']}" for c in rec["sizing"]["counts"] if not c["meets"]]
         return verdict.block(
             f"{u.count(a['devices'], 'device')} ({a['layout']}, batch {a['batch_per_replica']} per replica) "
-            f"meet {_limits(i)} ({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
+            f"{'meets' if a['devices'] == 1 else 'meet'} {_limits(i)} "
+            f"({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
             [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'], a.get('predicted_ttft_s'))}",
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]

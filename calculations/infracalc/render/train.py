@@ -269,6 +269,8 @@ def search_summary(rec):
                    f"{u.seconds(best['step_s'])} (estimate){mfu}", [
         f"{u.decimal(best['tokens_per_s_per_device'], 1)} tokens/s per device; peak memory "
         f"{u.nbytes(best['peak_memory_bytes'])} per device ({u.nbytes(best['headroom_bytes'])} left)",
+        *([f"Predicted step (ranked; a well-tuned stack, not a bound): {u.seconds(best['predicted_step_s'])}"]
+          if best.get("predicted_step_s") is not None else []),
         f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts fit and run"])
 
 
