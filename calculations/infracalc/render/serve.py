@@ -276,7 +276,8 @@ def verdict_lines(rec):
         fewer = [f"{c['devices']}: {c['why']}" for c in rec["sizing"]["counts"] if not c["meets"]]
         return verdict.block(
             f"{u.count(a['devices'], 'device')} ({a['layout']}, batch {a['batch_per_replica']} per replica) "
-            f"meet {_limits(i)} ({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
+            f"{'meets' if a['devices'] == 1 else 'meet'} {_limits(i)} "
+            f"({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
             [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'], a.get('predicted_ttft_s'))}",
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
@@ -357,7 +358,17 @@ def verdict_lines(rec):
     return verdict.block(f"{top['policy']} serves the most: {_rate(top['requests_per_s']['estimate'])} "
                          f"requests/s (estimate; {_rate(top['requests_per_s']['lower_bound'])} upper bound)",
                          [f"TTFT {verdict.times(top['ttft_s']['estimate'], top['ttft_s']['lower_bound'])}",
-                          f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}"])
+                          f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}",
+                          *predicted_lines(rec.get("predicted"))])
+
+
+def predicted_lines(p):
+    """The tuned engine's predicted steady state (system.predicted_replica) on the first screen."""
+    if not p:
+        return []
+    return [f"Predicted (a well-tuned engine, not a bound): {_rate(p['requests_per_s'])} requests/s, "
+            f"{_rate(p['output_tokens_per_s_cluster'])} output tokens/s at {u.integer(p['concurrency'])} requests "
+            f"in flight; TPOT {_s(p['iteration_s'])} (one iteration)"]
 
 
 def round_lines(rec):
