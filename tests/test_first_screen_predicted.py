@@ -235,5 +235,40 @@ class PredictionOptionErrors(unittest.TestCase):
         self.assertEqual((rec["inputs"]["objective"], len(rec["top"]) <= 10), ("step", True))
 
 
+class ServeCsv(unittest.TestCase):
+    """serve --format csv: the schedulers (estimate, bound and a predicted row) or the SLO sizing
+    (the predicted figures per count); other questions refuse it in one line."""
+
+    def test_schedulers(self):
+        import csv
+        import io
+        import json
+        common = ("serve", "--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "2048", "--output-len", "256")
+        code, out, err = run_cli(*common, "--format", "csv")
+        self.assertEqual(code, 0, err)
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertEqual([(r["policy"], r["figure"]) for r in rows][-1], ("tuned engine", "predicted"))
+        pred = json.loads(run_cli(*common, "--format", "json")[1])["predicted"]
+        self.assertEqual(float(rows[-1]["output_tokens_per_s"]), pred["output_tokens_per_s_cluster"])
+        self.assertEqual({r["figure"] for r in rows}, {"estimate", "lower_bound", "predicted"})
+
+    def test_sizing(self):
+        import csv
+        import io
+        code, out, err = run_cli("serve", "--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "2048",
+                                 "--output-len", "256", "--tpot-limit", "50ms", "--format", "csv")
+        self.assertEqual(code, 0, err)
+        rows = list(csv.DictReader(io.StringIO(out)))
+        self.assertIn("predicted_tpot_s", rows[0])
+        self.assertTrue(float(rows[-1]["predicted_tpot_s"]) <= 0.05)
+
+    def test_other_questions_refuse(self):
+        code, out, err = run_cli("serve", "--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "2048",
+                                 "--output-len", "256", "--draft-model", "qwen3-0.6b", "--acceptance", "0.8",
+                                 "--format", "csv")
+        self.assertEqual((code, out), (2, ""))
+        self.assertIn("--format csv: this serve question has no table form", err)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -516,7 +516,7 @@ def add_arguments(p):
     common.add_architecture_options(p)
     common.add_device(p)
     common.add_memory(p)
-    common.add_output(p, ("md", "json"))
+    common.add_output(p, ("md", "json", "csv"))   # csv: the schedulers and the SLO sizing only
 
 
 def run(args):
@@ -660,7 +660,7 @@ def run(args):
         rec["conventions"].append(system.SPEC_CONVENTION)
         if rec["speculative"]["drafter"] == "dflash":
             rec["conventions"].append(system.DFLASH_SPEC_CONVENTION)
-    return common.emit(args, rec, render.markdown)
+    return common.emit(args, rec, render.markdown, render.csv if _tabular(rec) else None)
 
 
 # The options that each ask serve a different question (the first given answers; the others
@@ -706,6 +706,11 @@ COMPANIONS = (
 
 def _flag(dest):
     return "--" + dest.replace("_", "-")
+
+
+def _tabular(rec):
+    """True for the records --format csv tables: the schedulers' comparison and the SLO sizing."""
+    return not any(k in rec for k in ("speculative", "spec_round", "spec_budget", "workers", "pd"))
 
 
 def _one_question(args):

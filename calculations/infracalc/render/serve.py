@@ -2,7 +2,7 @@
 
 from . import units as u
 from .forward import device_line, formats_line, model_line, note_lines
-from .table import conventions, inline, markdown_table
+from .table import conventions, inline, markdown_table, records_to_csv
 
 KINDS = (("estimate", "estimate"), ("lower_bound", "lower bound"))
 
@@ -707,3 +707,23 @@ def markdown(rec):
               "## What it leaves out", "", *[f"- {t}" for t in rec["left_out"]], "",
               *conventions(rec["conventions"])]
     return "\n".join(lines)
+
+
+def csv(rec):
+    """The SLO sizing's rows (one per device count tried) when the record has one, else one row
+    per scheduler and figure (estimate, lower bound) and a tuned engine's predicted row."""
+    sizing = rec.get("sizing")
+    if sizing is not None:   # a count that fails carries fewer fields: every row gets every column
+        rows = [dict(c, figure=sizing["figure"]) for c in sizing["counts"]]
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        return records_to_csv([{k: r.get(k) for k in columns} for r in rows], columns)
+    keys = ("requests_per_s", "output_tokens_per_s", "ttft_s", "tpot_s", "iteration_s")
+    rows = [{"policy": p["policy"], "figure": fig, "concurrency": p["concurrency"],
+             **{k: p[k][fig] for k in keys}} for p in rec["policies"] if "refused" not in p
+            for fig in ("estimate", "lower_bound")]
+    pred = rec.get("predicted")
+    if pred:
+        rows.append({"policy": "tuned engine", "figure": "predicted", "concurrency": pred["concurrency"],
+                     "requests_per_s": pred["requests_per_s"], "output_tokens_per_s": pred["output_tokens_per_s_cluster"],
+                     "ttft_s": None, "tpot_s": pred["iteration_s"], "iteration_s": pred["iteration_s"]})
+    return records_to_csv(rows, ("policy", "figure", "concurrency") + keys)
