@@ -169,15 +169,19 @@ def block_terms(block, w, recompute, flash):
         row_terms(op, w, 0, recompute, flash) for op in train_flops.recipe_block_ops(block, w)))
 
 
-def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
-    """Pass of one decoder layer as one device holds it: its blocks' `row_seconds` (memoized per
-    block: the layers share most blocks) summed in row order (memoized)."""
-    def block_seconds(b):
-        return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
-                              lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
+def block_seconds(b, w, r, *, cp, recompute, flash, sp_tp=1):
+    """The `row_seconds` of one block's training rows, memoized per block (the layers share most blocks)."""
+    return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
+                          lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
 
+
+def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
+    """Pass of one decoder layer as one device holds it: its blocks' `block_seconds` summed in row
+    order (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
-    return placement.memo(key, lambda: seconds_pass([row for b in layer.blocks for row in block_seconds(b)]))
+    return placement.memo(key, lambda: seconds_pass([
+        row for b in layer.blocks for row in block_seconds(b, w, r, cp=cp, recompute=recompute, flash=flash,
+                                                           sp_tp=sp_tp)]))
 
 
 def top_pass(arch, lay, stage, w, *, r, cp, recompute, flash):
@@ -355,6 +359,7 @@ class StageTime(Record):
     dp_collectives: tuple      # Timed, per step (phase "step")
     dp_exposed_s: float        # per step, after overlap
     optimizer_s: float         # per step
+    host_s: float = 0.0        # per micro-batch: the per-expert host cost left exposed (`exposed_host_pass`)
 
     @property
     def micro_batch(self):
@@ -380,6 +385,46 @@ def expert_host_pass(arch, lay, st, per_expert_s, recompute):
     that the GPU waits for when each expert's GEMM is short."""
     f = per_expert_s * local_expert_layers(arch, lay, st) / 3
     return Pass(forward=f, backward=2 * f, recompute=f if recompute == "full" else 0.0)
+
+
+def moe_block_pass(arch, lay, st, w, r, *, recompute, flash):
+    """The GPU Pass of the MoE blocks one device of stage `st` runs in one micro-batch (the ledger's
+    MoE rows: router, the local experts' GEMMs and activations, the combine), at the roofs `r`."""
+    moe = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.moe")
+    out = Pass()
+    if moe is None:
+        return out
+    sp_tp = lay.tp if lay.sp else 1
+    for layer, count, _ in placement.device_layers(arch, lay, st):
+        for b in layer.blocks:
+            if isinstance(b, moe.MoE):
+                rows = block_seconds(b, w, r, cp=lay.cp, recompute=recompute, flash=flash, sp_tp=sp_tp)
+                out = out + seconds_pass(list(rows)).times(count)
+    return out
+
+
+def exposed_host_pass(host, gpu):
+    """The Pass of the host time `host` (`expert_host_pass`) the GPU waits for when the host issues it
+    while the GPU runs only `gpu` (`moe_block_pass`), per phase:
+
+        exposed = max(0, host - gpu)
+
+    What it stands for: the host launches asynchronously, so the GPU runs the MoE layer's own kernels
+    while the host issues the per-expert launches; it cannot run further ahead, because a dropless
+    dispatcher waits on the device once per MoE layer and micro-batch for the routed token counts
+    (NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py: the all-to-all
+    dispatcher's `cuda_sync_point = "before_ep_alltoall"` for the all-to-all splits; the flex
+    dispatcher's `tokens_per_expert.sum().item()`). Short expert GEMMs (few tokens per expert: one
+    sequence per micro-batch) leave the host's time exposed; long ones hide it.
+
+    Under the EP all-to-all overlap (step_time's `overlap_ep`: Megatron's combined forward-backward
+    schedule, `moe_a2a_overlap`) step_time charges the host time in full instead: that schedule
+    interleaves two micro-batches' sub-modules across streams, and NVIDIA disabled it for its "CPU
+    overhead" (NVIDIA-NeMo/Megatron-Bridge pull request #1760: Qwen3-235B-A22B on 64 B200s, MXFP8 step
+    20.1 s with it, 16.9 s without, with the VP change), about 52 ms per micro-batch beyond the
+    all-to-all it hid, where the full per-expert host time of that layout is 48 ms at 250 us."""
+    return Pass(forward=max(0.0, host.forward - gpu.forward), backward=max(0.0, host.backward - gpu.backward),
+                recompute=max(0.0, host.recompute - gpu.recompute))
 
 
 def permute_bytes(block, positions, act_bytes=2):
@@ -639,8 +684,9 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     all-to-all overlap): off by default. `collective_model`: "ring" (the estimate's alpha-beta
     ring at the links' figures) or "nccl" (the predicted figure's NCCL model, `run_s`).
     `expert_gemm_host_s`: seconds per local expert per MoE layer per micro-batch that a stack
-    running each expert's GEMMs as their own launches adds (`expert_host_pass`; 0 in the
-    estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
+    running each expert's GEMMs as their own launches spends on the host (`expert_host_pass`),
+    charged where the MoE blocks' own GPU time does not cover it (`exposed_host_pass`), in full under
+    `overlap_ep` (0 in the estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
     MoE layer (`token_permute_pass`; off in the estimate, whose ledger has none). `overlap_pp`:
     under the interleaved schedule (chunks > 1) the pipeline boundary sends and receives run
     under the same phase's compute, as TP's do under `overlap_tp` (Megatron's overlap_p2p_comm,
@@ -670,8 +716,12 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                              collective_model),
                             lambda: dp_step(dense, expert, lay, w_bytes=weight_bytes, g_bytes=grad_bytes, zero=zero,
                                             device=device, links=links, micro_batches=m, model=collective_model))
+        host = Pass()
         if expert_gemm_host_s:
-            compute = compute + expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
+            host = expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
+            if not overlap_ep:   # the overlapped schedule's host time is charged in full (exposed_host_pass)
+                host = exposed_host_pass(host, moe_block_pass(arch, lay, st, w, roofs, recompute=recompute, flash=flash))
+            compute = compute + host
         if token_permute:
             compute = compute + token_permute_pass(arch, lay, st, w, roofs[1], recompute)
         if unfused_expert_bias:
@@ -682,7 +732,8 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
         hidden = hidden_dims(overlap_tp, overlap_ep, overlap_pp and chunks > 1)
         stages.append(StageTime(st.index, compute=compute, comm=_pass_of(timed, compute if hidden else None, hidden),
                                 collectives=tuple(timed),
-                                dp_collectives=tuple(dp), dp_exposed_s=exposed, optimizer_s=opt_s))
+                                dp_collectives=tuple(dp), dp_exposed_s=exposed, optimizer_s=opt_s,
+                                host_s=host.total))
     times = [s.micro_batch for s in stages]
     b = max(range(len(times)), key=lambda i: (times[i].total, -i))
     bub, formula = bubble(schedule, times, b, pp=lay.pp, micro_batches=m, chunks=chunks)

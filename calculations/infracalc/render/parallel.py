@@ -10,7 +10,7 @@ PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last"
 STAGE_COLUMNS = ("phase", "stage", "roofline_s", "compute_bound_s", "weights_s", "kv_s", "activations_s",
                  "comm_s", "exposed_comm_s", "time_s", "matrix_flops", "vector_flops", "weight_bytes_read",
                  "kv_bytes_read", "kv_bytes_written", "act_bytes_moved", "ideal_s", "comm_fastest_s",
-                 "lower_bound_s")
+                 "lower_bound_s", "predicted_s", "predicted_comm_s", "predicted_efficiency")
 SEARCH_COLUMNS = ("rank", "layout", "tp", "pp", "dp", "cp", "ep", "batch", "micro_batches", "ttft_s",
                   "tpot_mean_s", "decode_tokens_per_s_cluster", "decode_tokens_per_s_per_device",
                   "bubble_fraction", "comm_s", "exposed_comm_s", "binding_stage", "max_requests_per_replica",
@@ -105,9 +105,25 @@ def _summary(rec):
         f"TTFT: {v.times(lat['ttft_s'], lb.get('ttft_s'), lat.get('predicted_ttft_s'), fits)}",
         f"TPOT (mean): {v.times(lat['tpot_mean_s'], lb.get('tpot_mean_s'), lat.get('predicted_tpot_mean_s'), fits)}",
         f"Decode tokens/s per device: {_rate(lat['decode_tokens_per_s_per_device'])} estimate, "
-        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound"
+        + (f", {_rate(lat['predicted_decode_tokens_per_s_per_device'])} predicted"
+           if lat.get("predicted_decode_tokens_per_s_per_device") is not None else "")
+        + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        + _stream_line(rec.get("serving"))
         + ([] if fits else ["Would fit with a smaller `--batch`, more devices (`--tp`, `--pp`), smaller formats, "
                             "or run with `--search` over a device count"]))
+
+
+def _stream_line(s):
+    """The first screen's serving-stream line: the layout's serving bound per device beside the
+    predicted steady state of a tuned engine (efficiency.serving.predicted_layout)."""
+    if not s:
+        return []
+    p = s.get("predicted")
+    pred = (f", {_rate(p['output_tokens_per_s_per_device'])} predicted (a well-tuned engine at "
+            f"{u.integer(p['concurrency'])} requests in flight per replica)" if p else "")
+    return [f"Serving a stream (continuous batching): at most {_rate(s['output_tokens_per_s_per_device'])} "
+            f"output tokens/s per device (upper bound){pred}"]
 
 
 def _sweep_summary(rec):
@@ -150,7 +166,8 @@ def _stage_row(name, s):
     return [name, s["stage"], u.seconds(s["roofline_s"]), u.seconds(s["compute_bound_s"]), u.seconds(s["weights_s"]),
             u.seconds(s["kv_s"]), u.seconds(s["activations_s"]), u.seconds(s["comm_s"]),
             u.seconds(s["exposed_comm_s"]), u.seconds(s["time_s"]), u.seconds(s["ideal_s"]),
-            u.seconds(s["lower_bound_s"])]
+            u.seconds(s["lower_bound_s"])] + ([u.seconds(s["predicted_s"]), u.ratio(s.get("predicted_efficiency"), 2)]
+                                              if "predicted_s" in s else [])
 
 
 def _collective_rows(name, stage, cs):
@@ -196,8 +213,11 @@ def markdown(rec):
     m, d, lat, lb = rec["model"], rec["device"], rec["latency"], rec["lower_bound"]
     i, lay = rec["inputs"], rec["layout"]
     steps = i["decode_steps"]
+    has_pred = "predicted_ttft_s" in lat
     quantities = [
-        [name, fmt(lat[key]), fmt(lb[key]) if key in lb else "-"] for name, key, fmt in (
+        [name, fmt(lat[key]), fmt(lb[key]) if key in lb else "-"]
+        + ([fmt(lat[f"predicted_{key}"]) if lat.get(f"predicted_{key}") is not None else "-"] if has_pred else [])
+        for name, key, fmt in (
             ("TTFT of the batch (all micro-batches prefilled)", "ttft_s", u.seconds),
             ("TTFT of the first micro-batch", "ttft_first_micro_batch_s", u.seconds),
             ("TPOT, first decode step", "tpot_first_s", u.seconds),
@@ -224,10 +244,11 @@ def markdown(rec):
             coll_rows += _collective_rows(name, "boundary", p["transfer"])
     parts = [*_with_summary(_header(rec, f"parallel: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
                             _summary(rec)), "",
-             "## Latency and throughput: estimate and lower bound", "",
-             "Definitions of the estimate and the bound: Conventions.", "",
-             markdown_table(["quantity", "estimate (exposed communication)",
-                             "bound (time: lower; tokens/s: upper)"], quantities, "lrr"),
+             "## Latency and throughput: estimate, lower bound" + (" and predicted" if has_pred else ""), "",
+             "Definitions of the estimate, the bound and the prediction: Conventions.", "",
+             markdown_table(["quantity", "estimate (exposed communication)", "bound (time: lower; tokens/s: upper)"]
+                            + (["predicted (a well-tuned stack)"] if has_pred else []), quantities,
+                            "lrrr" if has_pred else "lrr"),
              "", "## Pipeline", "",
              "Slowest stage and boundary transfer per micro-batch pass; pass = sum of stage times + "
              "transfers; cycle = TTFT of the batch (prefill) or max(pass, micro-batches x slowest stage) "
@@ -237,11 +258,14 @@ def markdown(rec):
              "", "## Per device, per stage and phase", "",
              "Roofline of the stage's shard (compute-bound operators, then memory-bound operators' time by "
              "bytes moved) plus communication; time (the estimate) = roofline + exposed communication; "
-             "lower bound = max(ideal, communication with the fastest algorithm). Per micro-batch "
-             "pass; the decode row sums every step.", "",
+             "lower bound = max(ideal, communication with the fastest algorithm)"
+             + ("; predicted = the shard at the achievable rates plus its collectives as NCCL runs them, "
+                "and bound / predicted the share of it the lower bound explains" if has_pred else "")
+             + ". Per micro-batch pass; the decode row sums every step.", "",
              markdown_table(["phase", "stage", "roofline", "compute-bound", "weights", "KV", "activations",
-                             "comm", "exposed comm", "time", "ideal", "lower bound"], stage_rows,
-                            "lrrrrrrrrrrr"),
+                             "comm", "exposed comm", "time", "ideal", "lower bound"]
+                            + (["predicted", "bound / predicted"] if has_pred else []), stage_rows,
+                            "lrrrrrrrrrrr" + ("rr" if has_pred else "")),
              "", "## Collectives per device (one micro-batch pass; decode summed over the steps)", "",
              "Stages with the same collectives are listed once. Bytes per run are S as nccl-tests counts it.", "",
              markdown_table(["phase", "stage", "collective", "kind", "bytes per run", "runs", "group", "tier",
@@ -322,7 +346,7 @@ def csv(rec):
     for key, _ in PHASES:
         p = rec["phases"].get(key)
         for s in (p or {}).get("stages", []):
-            rows.append([key] + [s[c] for c in STAGE_COLUMNS[1:]])
+            rows.append([key] + [s.get(c) for c in STAGE_COLUMNS[1:]])
     return to_csv(STAGE_COLUMNS, rows)
 
 

@@ -183,6 +183,8 @@ def parallel(plan, lay, batch, comm_path=False, token_feedback=False):
     rec["latency"] = latency(plan, lay, batch, ph)
     rec["latency_definition"] = ESTIMATE
     rec["lower_bound"] = latency_bound(plan, lay, batch, ph)
+    from . import predicted
+    predicted.annotate(plan, lay, batch, ph, rec["latency"])
     rec["phases"] = {k: ph[k] for k in ("prefill", "first", "last", "decode") if k in ph}
     if comm_path:
         from .path import PATH_CONVENTION, path_record
@@ -193,6 +195,7 @@ def parallel(plan, lay, batch, comm_path=False, token_feedback=False):
         rec["serving"]["predicted"] = predicted_layout(plan.arch, plan.wd, plan.device, lay, plan.P, plan.G)
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = (list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
+                          + ([predicted.DEFINITION] if "predicted_ttft_s" in rec["latency"] else [])
                           + ([SERVING_LAYOUT] + list(SERVING_CONVENTIONS) if rec["serving"] else [])
                           + ([PATH_CONVENTION] if comm_path else []))
     return rec
