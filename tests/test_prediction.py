@@ -914,5 +914,83 @@ class Fit(unittest.TestCase):
             VP.engine({"id": "x", "source": {"title": "an engine we do not know"}})
 
 
+class HostStep(unittest.TestCase):
+    """TensorRT-LLM's measured host step on a Grace host bounds the iteration from below."""
+
+    def setUp(self):
+        from support import load_model
+        from infracalc.load.hardware import load_device
+        from infracalc.workload import from_formats
+
+        self.arch = load_model("qwen3-30b-a3b")
+        self.gb200, self.b200 = load_device("gb200"), load_device("b200")
+        self.w = from_formats(self.arch, weight_dtype="nvfp4", act_dtype="nvfp4", kv_dtype="fp8")
+
+    def test_floor_by_hand(self):
+        # PR #10273: 44.53 ms a step at 1,536 requests a rank -> 4,096 requests: 44.53 x 4096 / 1536
+        # = 118.7467 ms; none on B200's x86 host, none for vLLM (no published step)
+        self.assertAlmostEqual(serving.host_floor_s("TensorRT-LLM", self.gb200, 4096), 0.04453 * 8 / 3, places=15)
+        self.assertAlmostEqual(serving.host_floor_s("TensorRT-LLM", self.gb200, 1536), 0.04453, places=15)
+        self.assertEqual(serving.host_floor_s("TensorRT-LLM", self.b200, 4096), 0.0)
+        self.assertEqual(serving.host_floor_s("vLLM", self.gb200, 4096), 0.0)
+        self.assertEqual(serving.HOST_CPU, {"gb200": "Grace", "gb300": "Grace"})
+
+    def test_iteration_is_the_longer(self):
+        # Qwen3-30B-A3B NVFP4 at 128/128, 30,000 requests: 4,096 in flight (the engine's limit); the
+        # GPU's sum is below the host's 118.75 ms step, so the iteration is the step and the output
+        # 4096 x 128 / 127 / 0.11875 = 1536 x 128 / (127 x 0.04453) = 34,765.2 tokens/s
+        rec = serving.predicted_serving(self.arch, self.w, self.gb200, 128, 128, requests=30000)
+        self.assertEqual(rec["concurrency"], 4096)
+        self.assertAlmostEqual(rec["iteration_s"], 0.04453 * 8 / 3, places=15)
+        self.assertAlmostEqual(rec["output_tokens_per_s"], 1536 * 128 / (127 * 0.04453), places=6)
+        self.assertLess(rec["gpu_s"] + rec["host_s"], rec["iteration_s"])
+        # without a published step (another engine) the iteration is the sum, the key absent
+        other = serving.predicted_serving(self.arch, self.w, self.gb200, 128, 128, requests=30000, engine="none")
+        self.assertNotIn("host_step_s", other)
+        self.assertAlmostEqual(other["iteration_s"], other["gpu_s"] + other["host_s"], places=12)
+        self.assertNotIn("host_step_s", serving.predicted_serving(self.arch, self.w, self.b200, 128, 128))
+        # a GPU-bound row keeps its sum: 20000/2000 (151 in flight, a step of 4.4 ms)
+        long = serving.predicted_serving(self.arch, self.w, self.gb200, 20000, 2000, requests=1000)
+        self.assertAlmostEqual(long["host_step_s"], long["concurrency"] * 0.04453 / 1536, places=15)
+        self.assertAlmostEqual(long["iteration_s"], long["gpu_s"] + long["host_s"], places=12)
+
+    def test_at_batch_is_the_steady_state(self):
+        from infracalc.layout import Layout
+
+        rec = serving.predicted_serving(self.arch, self.w, self.gb200, 128, 128, requests=30000)
+        at = serving.predicted_at_batch(self.arch, self.w, self.gb200, Layout(), 128, 128, 4096)
+        self.assertEqual(at["tpot_s"], rec["iteration_s"])
+        lay = serving.predicted_layout(self.arch, self.w, self.gb200, Layout(), 128, 128, requests=30000)
+        self.assertEqual(lay["iteration_s"], rec["iteration_s"])
+
+    def test_pipeline_takes_the_floor(self):
+        # PP 2: two stages of 24 layers, 4,096 requests in flight; the pipeline's 60 ms (2 x the
+        # slowest stage + 1.5 ms of host) is below the step of 4,096 requests, 118.75 ms
+        from infracalc.layout import Layout
+
+        rec = serving.predicted_layout(self.arch, self.w, self.gb200, Layout(pp=2), 128, 128, requests=30000)
+        self.assertEqual(rec["concurrency"], 4096)
+        self.assertAlmostEqual(rec["iteration_s"], 0.04453 * 8 / 3, places=15)
+        self.assertLess(rec["gpu_s"] + rec["host_s"], rec["iteration_s"])
+        at = serving.predicted_at_batch(self.arch, self.w, self.gb200, Layout(pp=2), 128, 128, 4096)
+        self.assertEqual(at["tpot_s"], rec["iteration_s"])
+
+    def test_fit_errors_take_the_floor(self):
+        # GPU 10 ms, measured 30 ms, a host step of 30 ms: at zero constants the step is the iteration
+        # (error 0); a fixed host time of 25 ms makes the sum 35 ms, above it: 30 / 35 - 1
+        s = [("p", 0, 0.010, 0, 0.030, "f", "e", 0, "c", 1000, 0.030)]
+        self.assertAlmostEqual(fit.errors(s, (0, 0, 0, 0))[0], 0.0, places=12)
+        self.assertAlmostEqual(fit.errors(s, (0, 0.025, 0, 0))[0], 30 / 35 - 1, places=12)
+        self.assertAlmostEqual(fit.errors([s[0][:10]], (0, 0, 0, 0))[0], 2.0, places=12)   # no step: 3x
+
+    def test_validate_names_the_host_step(self):
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "trtllm-qwen3-30b-a3b-fp4-gb200-128-128.json"))
+        value, rec = VP.serving_prediction(case)
+        self.assertAlmostEqual(value, 1536 * 128 / (127 * 0.04453), places=6)
+        self.assertTrue(VP.cause(rec).startswith("host step"), VP.cause(rec))
+        twin = V.load_case(os.path.join(V.VALIDATION_DIR, "trtllm-qwen3-30b-a3b-fp4-b200-128-128.json"))
+        self.assertTrue(VP.cause(VP.serving_prediction(twin)[1]).startswith("GPU work"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -132,11 +132,12 @@ def serving_prediction(case, constants=None):
             raise UserError(f"validation case {case['id']}: trtllm-bench's build limits are applied to one "
                             f"device only (the layout's stages and replicas do not take them yet)")
         rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants,
-                               limit, s.get("requests"))
+                               limit, s.get("requests"), engine(case))
         out = rec and rec["output_tokens_per_s_cluster"]
     else:
         rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants,
-                                tpot_limit_s=limit, requests=s.get("requests"), engine_limits=limits)
+                                tpot_limit_s=limit, requests=s.get("requests"), engine_limits=limits,
+                                engine=engine(case))
         out = rec and rec["output_tokens_per_s"]
     if rec is None:
         return None, None
@@ -152,7 +153,9 @@ PREDICTION_CONVENTIONS = (
     "where the case gives one, one iteration of decode and chunked "
     "prefill at achievable rates, TP all-reduces exposed, a fixed cost per request in flight in "
     "the form the engine's scheduler runs it (TensorRT-LLM: on the GPU per layer; vLLM: on the host "
-    "per request, its Python scheduler walking every request each step), host time per iteration); "
+    "per request, its Python scheduler walking every request each step), host time per iteration, "
+    "and at least the engine's measured host step of the requests in flight where one is published "
+    "(TensorRT-LLM on a Grace host: 29.0 us a request, overlapped with the GPU's work)); "
     "error = predicted / measured - 1 (positive: the prediction is optimistic). Its four fitted "
     "constants are the serving engine's (TensorRT-LLM or vLLM, named by the publication) and are "
     "fitted leave one publication out within the "
@@ -511,13 +514,17 @@ def cause(rec):
     held = (f", held by the {rec['tpot_limit_s'] * 1e3:.0f} ms TPOT limit below the memory's "
             f"{rec['memory_concurrency']}" if rec.get("tpot_limit_s") and rec["concurrency"] < rec["memory_concurrency"]
             else "")
+    run = f", requests {rec['requests']}" if rec.get("requests") is not None else ""
+    if rec.get("engine_max_num_tokens") is not None:   # the build rule's limits
+        run = f" and {rec['engine_max_num_tokens']} tokens, trtllm-bench's build rule" + run
+    if rec.get("host_step_s") and rec["host_step_s"] >= rec["iteration_s"]:
+        return (f"host step (the engine's measured step on its host CPU, per request in flight) 100% of the "
+                f"iteration, GPU work {rec['gpu_s'] / rec['iteration_s']:.0%} under it, at concurrency "
+                f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{run}{held})")
     shares = [f"{what} {rec[key] / rec['iteration_s']:.0%}"
               for what, key in (("per-sequence work", "sequence_s"), ("per-prompt-token work", "prefill_token_s"))
               if rec.get(key)]
     seq = f" ({', '.join(shares)})" if name == "GPU work" and shares else ""
-    run = f", requests {rec['requests']}" if rec.get("requests") is not None else ""
-    if rec.get("engine_max_num_tokens") is not None:   # the build rule's limits
-        run = f" and {rec['engine_max_num_tokens']} tokens, trtllm-bench's build rule" + run
     return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration{seq} at concurrency "
             f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{run}{held})")
 

@@ -67,6 +67,20 @@ named:
    PREFILL_TOKEN_LAYER_S, HOST_FIXED_S and SEQUENCE_HOST_S, like predict.KERNEL_S, are FITTED on
    the validation corpus (FITTED below; docs/prediction.md), not measured.
 
+5. The host's step, where it is measured: TensorRT-LLM's PyTorch executor (its default backend
+   since v0.19) overlaps the host's work of one iteration (scheduling, sampling, the requests'
+   updates and responses, the next step's inputs) with the GPU's work of the previous one (its
+   overlap scheduler, on by default: nvidia.github.io/TensorRT-LLM, "Overlap Scheduler"), so an
+   iteration takes at least the host's step, which grows with the requests in flight. On a Grace
+   host (GB200, GB300: HOST_CPU) that step is measured: 44.53 ms at 1,536 requests a rank
+   (HOST_PER_REQUEST_S, NVIDIA/TensorRT-LLM pull request #10273), 29.0 us a request, so
+
+       iteration = max(GPU time + per-sequence and per-prompt-token work + host time,
+                       N x HOST_PER_REQUEST_S[engine, host CPU])             (`host_floor_s`)
+
+   Where no figure is published (x86 hosts, vLLM, TensorRT-LLM's C++ executor) no floor is
+   charged beyond the fitted host time.
+
    output tokens/s = N G / (G - 1) / iteration   (N (G - 1) / G requests finish per step
    ... each yields G tokens: N G / (G - 1) per iteration)
 """
@@ -82,6 +96,22 @@ from ...summation import plain_sum
 
 KV_FRACTION = 0.9
 ENGINE_MAX_BATCH = 4096
+DEFAULT_ENGINE = "TensorRT-LLM"   # the product default's engine (FITTED["all"]; efficiency.fit)
+
+# The host CPU a device's serving engine runs on, where a host step is measured for it: GB200 and
+# GB300 are Grace-Blackwell superchips, one NVIDIA Grace CPU (72 Arm Neoverse V2 cores) with two
+# GPUs over NVLink-C2C (NVIDIA GB200 NVL72 and GB300 NVL72 product pages). Any other device: a host
+# without a published step time (none charged beyond the fitted host time).
+HOST_CPU = {"gb200": "Grace", "gb300": "Grace"}
+
+# Host step time per request in flight of one iteration, per (engine, host CPU), measured: on GB200
+# TensorRT-LLM's PyTorch executor logs host_step_time 44.53 ms per iteration with Llama-3.2-1B and
+# 45.11 ms with GPT-OSS-120B at the same load (ISL/OSL 1k/1k, attention DP 2 with max_batch_size
+# 1536 a rank, 3,072 requests in flight; its C++ scheduler; NVIDIA/TensorRT-LLM pull request
+# #10273, description): a 16-layer 1B model and a 36-layer 120B MoE at the same step time, so the
+# step is the host's and set by the requests, not by the model. The 1B model's figure (its GPU
+# work is the smallest part of the step) over its 1,536 requests a rank.
+HOST_PER_REQUEST_S = {("TensorRT-LLM", "Grace"): 44.53e-3 / 1536}
 
 # Fitted constants: (kernel_s, host_fixed_s, sequence_layer_s, prefill_token_layer_s, sequence_host_s),
 # an engine's (efficiency.fit).
@@ -108,6 +138,15 @@ FITTED = {
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
         (2e-06, 0.024, 0.0, 3e-07, 2.4e-05),
 }
+
+
+def host_floor_s(engine, device, n):
+    """The host step of an iteration with n requests in flight: n x the engine's measured host
+    time per request on the device's host CPU (HOST_PER_REQUEST_S, HOST_CPU); 0 where none is
+    published. The engine overlaps it with the GPU's work, so it bounds the iteration from below
+    (the iteration is the longer of the two), it does not add to it."""
+    per = HOST_PER_REQUEST_S.get((engine, HOST_CPU.get(device.id)))
+    return per * n if per else 0.0
 
 
 def engine_batch(room_bytes, full_request_bytes):
@@ -268,7 +307,7 @@ def latency_limited(step_s, n, tpot_limit_s):
 
 
 def predicted_serving(arch, w, device, input_len, output_len, constants=None, comm_s=None,
-                      tpot_limit_s=None, cp=1, requests=None, engine_limits=None):
+                      tpot_limit_s=None, cp=1, requests=None, engine_limits=None, engine=DEFAULT_ENGINE):
     """The predicted steady state of one replica (one device, or the shard `arch` each of
     its devices holds): concurrency, iteration time split, output tokens/s of the replica.
     With `tpot_limit_s` (a latency-constrained load such as MLPerf's Server scenario) the
@@ -278,7 +317,8 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     one CP rank's: its cache share and its share of each iteration (`cp_split`). None when
     the device has no prediction (no published peak) or nothing fits. `requests`: a finite
     run's request count, a cap on the concurrency (`concurrency`); `engine_limits`: the engine's
-    built (max batch size, max num tokens), where the case publishes how it was built."""
+    built (max batch size, max num tokens), where the case publishes how it was built. `engine`:
+    whose host step bounds the iteration from below on the device's host (`host_floor_s`)."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
@@ -300,13 +340,15 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
 
     if tpot_limit_s is not None:
         def step_s(m):
-            return iteration(arch, w, rates, m, input_len, output_len, comm_s, cp)[0] + per_token_s(m) + host_s(m)
+            return max(iteration(arch, w, rates, m, input_len, output_len, comm_s, cp)[0] + per_token_s(m) + host_s(m),
+                       host_floor_s(engine, device, m))
         n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)
     gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s, cp)
     sequences = sequence_layer_s * n * layers
     prompts = per_token_s(n) - sequences
     host = host_s(n)
-    it = gpu + per_token_s(n) + host   # predicted_at_batch's sum, in its order
+    floor = host_floor_s(engine, device, n)
+    it = max(gpu + per_token_s(n) + host, floor)   # predicted_at_batch's, in its order
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
@@ -320,6 +362,8 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         "host_s": host,
         "output_tokens_per_s": n * output_len / steps / it,
     }
+    if floor:                      # a host with a measured step: the floor under the iteration
+        rec.update(host_step_s=floor)
     if tpot_limit_s is not None:   # a latency-constrained load: the limit and the memory's N
         rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
     if requests is not None:       # a finite run: its request count, the cap on N
@@ -353,24 +397,25 @@ def tp_comm(device, tp, arch):
 
 
 def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None,
-                     requests=None):
+                     requests=None, engine=DEFAULT_ENGINE):
     """The predicted steady state of a layout: one replica of tp x cp x pp devices (each device
     holds its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
     replica runs `pipelined` (pp micro-batches in flight); under context parallelism each
     device is one CP rank (`cp_split`, `cp_comm`). None under a skewed routing model with EP, or
     without a prediction on the device. `requests`: a finite run's request count, shared by the
-    dp replicas (each keeps at most ceil(requests / dp) in flight)."""
+    dp replicas (each keeps at most ceil(requests / dp) in flight). `engine`: whose host step
+    bounds each replica's iteration from below (`host_floor_s`)."""
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay, w)
     if replica is None:
         return None
     per_replica = None if requests is None else math.ceil(requests / lay.dp)
     if lay.pp > 1:
         rec = pipelined(replica, w, device, lay, input_len, output_len, constants, tpot_limit_s,
-                        requests=per_replica)
+                        requests=per_replica, engine=engine)
     else:
         rec = predicted_serving(replica[0][0], w, device, input_len, output_len, constants, replica[0][1],
-                                tpot_limit_s, lay.cp, per_replica)
+                                tpot_limit_s, lay.cp, per_replica, engine=engine)
     if rec is None:
         return None
     return {**rec, "exposed_collectives": exposed_collectives(lay),
@@ -503,7 +548,7 @@ def pp_send_s(device, lay, hidden):
 
 
 def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None, batch=None,
-              requests=None):
+              requests=None, engine=DEFAULT_ENGINE):
     """A pipeline-parallel replica's steady state (`predicted_layout` under pp > 1): the engine
     keeps pp micro-batches of N / pp requests in flight, one per stage, so that every stage is
     busy (TensorRT-LLM's and vLLM's pipeline parallelism); each stage holds its layers' cache of
@@ -514,7 +559,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         iteration = pp x max over stages of (GPU time of ceil(N / pp) requests on the stage
                     + its per-sequence and per-prompt-token work + the boundary send of the
                     micro-batch's tokens)
-                    + host time
+                    + host time,   at least the host's step of N requests (`host_floor_s`)
 
     (the boundary sends are charged on the stage's time: a stage receives its micro-batch before
     it can run it). With `batch` the iteration at that concurrency (predicted_at_batch) instead
@@ -549,14 +594,15 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
 
     if tpot_limit_s is not None:
         def step_s(m):
-            return pp * stage_s(m)[0] + host_fixed + sequence_host_s * m
+            return max(pp * stage_s(m)[0] + host_fixed + sequence_host_s * m, host_floor_s(engine, device, m))
         n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)
     t, kernels = stage_s(n)
     deepest = max(len(sh.layers) for sh, _, _ in replica)
     sequences = sequence_layer_s * math.ceil(n / pp) * deepest * pp
     prompts = prefill_token_layer_s * math.ceil(n / pp) * prompt / steps * deepest * pp
     host = host_fixed + sequence_host_s * n
-    it = pp * t + host
+    floor = host_floor_s(engine, device, n)
+    it = max(pp * t + host, floor)
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
@@ -571,6 +617,8 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         "pipeline_micro_batches": pp,
         "output_tokens_per_s": n * output_len / steps / it,
     }
+    if floor:
+        rec.update(host_step_s=floor)
     if tpot_limit_s is not None:
         rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
     if requests is not None:
@@ -578,10 +626,11 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     return rec
 
 
-def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, constants=None):
+def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, constants=None, engine=DEFAULT_ENGINE):
     """The prediction at a given concurrency per replica (the SLO answer's batch), not the
     engine's own: TPOT = one steady-state iteration at `batch` requests (iteration(), plus
-    the per-sequence work of `batch` requests and the host time; under pipeline parallelism
+    the per-sequence work of `batch` requests and the host time, at least the host's step of
+    `batch` requests (`host_floor_s`); under pipeline parallelism
     `pipelined`'s iteration at that batch); TTFT = one prompt's prefill alone (batch 1, the SLO
     sizing's TTFT case) at the achievable rates, through every stage in turn, plus its
     all-reduces and boundary sends, one sequence's per-layer work and its prompt tokens' per-layer
@@ -596,14 +645,16 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
         return None
     _, prompt, before = cp_split(input_len, output_len, lay.cp)
     if lay.pp > 1:
-        tpot = pipelined(replica, w, device, lay, input_len, output_len, constants, batch=batch)["iteration_s"]
+        tpot = pipelined(replica, w, device, lay, input_len, output_len, constants, batch=batch,
+                         engine=engine)["iteration_s"]
         send = pp_send_s(device, lay, replica[0][0].hidden_size)(prompt) * (lay.pp - 1)
     else:
         shard, comm_s, _ = replica[0]
         gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s, lay.cp)
         steps = max(output_len - 1, 1)
-        tpot = (gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * prompt / steps)
-                * len(shard.layers) + (host_fixed + sequence_host_s * batch))   # predicted_serving's sum
+        tpot = max(gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * prompt / steps)
+                   * len(shard.layers) + (host_fixed + sequence_host_s * batch),
+                   host_floor_s(engine, device, batch))   # predicted_serving's, in its order
         send = 0.0
     ttft = send + host_fixed + sequence_host_s
     for shard, comm_s, count in replica:
@@ -796,7 +847,8 @@ def predicted_ceiling(arch, w, device, lay, input_len, output_len, constants=Non
                          and per-prompt-token work of m + [pp > 1] the boundary send)
                          + host time of N) x dp / devices,      m = ceil(N / pp) (N when pp = 1)
 
-    `pipelined`'s and `predicted_serving`'s sums with each stage's GPU time bounded below. With
+    `pipelined`'s and `predicted_serving`'s sums with each stage's GPU time bounded below (the
+    host step's floor, `host_floor_s`, left out: a smaller iteration, still a ceiling). With
     `with_comm` each stage adds its exposed collectives (the exact ones of `_replica`: tighter, and
     as costly to build as the figure's own)."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
