@@ -167,6 +167,7 @@ MUTANTS = (
     ("analyses/efficiency/serving.py", "    it = max(gpu + per_token_s(n) + host, floor)", "    it = gpu + per_token_s(n) + host", "grace host step floors the iteration"),
     ("analyses/efficiency/serving.py", "{(\"TensorRT-LLM\", \"Grace\"): 44.53e-3 / 1536}", "{(\"TensorRT-LLM\", \"Grace\"): 44.53e-3 / 1024}", "grace host step per request 44.53 ms / 1536"),
     ("analyses/efficiency/serving.py", "                   host_floor_s(engine, device, batch))", "                   0.0)", "grace host step at a batch"),
+    ("analyses/efficiency/serving.py", "    it = max(pp * t + host, floor)", "    it = pp * t + host", "grace host step floors the pipeline"),
     ("analyses/efficiency/fit.py", "            errs[i] = s[4] / floor - 1", "            pass", "grace host step in the fit's errors"),
     ("analyses/efficiency/fit.py", "HOSTS = tuple(i / 2 for i in range(17))", "HOSTS = (0, 1, 2, 4, 6, 8)", "serving host grid 0.5 ms steps"),
     ("analyses/train.py", "        if states_floor(mem, lay, s, change.get(\"zero\", s.zero)) > capacity:",

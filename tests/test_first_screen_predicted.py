@@ -270,5 +270,37 @@ class ServeCsv(unittest.TestCase):
         self.assertIn("--format csv: this serve question has no table form", err)
 
 
+class KernelCommands(unittest.TestCase):
+    """gemm and attention print the predicted kernel time beside the time bound (they printed none)."""
+
+    def test_gemm_against_deepgemm(self):
+        # deepseek-ai/DeepGEMM README, normal dense GEMMs on H800 (FP8): M 64, N 7168, K 16384 at
+        # 336 TFLOPS = 2 x 64 x 7168 x 16384 / 336e12 = 44.74 us; the prediction streams the FP8
+        # weights at FlashMLA's 3,000 GB/s plus one kernel (tests/test_efficiency.DeepGemmTable)
+        import json
+        code, out, err = run_cli("gemm", "--m", "64", "--k", "16384", "--n", "7168", "--device", "h800",
+                                 "--compute-dtype", "fp8", "--input-dtype", "fp8", "--weight-dtype", "fp8",
+                                 "--format", "json")
+        self.assertEqual(code, 0, err)
+        d = json.loads(out)["devices"][0]
+        self.assertAlmostEqual(d["predicted_time_s"] / (2 * 64 * 7168 * 16384 / 336e12), 1.0, delta=0.05)
+        self.assertGreaterEqual(d["predicted_time_s"], d["time_s"])
+        self.assertAlmostEqual(d["predicted_efficiency"], d["time_s"] / d["predicted_time_s"])
+        self.assertEqual(d["prediction"]["fractions"][1]["rate"], "hbm")
+
+    def test_attention_and_unknown_devices(self):
+        import json
+        code, out, err = run_cli("attention", "--queries", "4096", "--keys", "4096", "--heads", "16",
+                                 "--head-dim", "128", "--device", "h100-sxm", "--device", "apple-m4-max",
+                                 "--format", "json")
+        self.assertEqual(code, 0, err)
+        h100, apple = json.loads(out)["devices"]
+        self.assertGreater(h100["predicted_time_s"], h100["time_s"])
+        self.assertIsNone(apple.get("predicted_time_s"))
+        code, out, err = run_cli("attention", "--queries", "4096", "--keys", "4096", "--heads", "16",
+                                 "--head-dim", "128", "--device", "h100-sxm", "--full")
+        self.assertIn("| predicted | bound / predicted |", out)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -963,6 +963,18 @@ class HostStep(unittest.TestCase):
         lay = serving.predicted_layout(self.arch, self.w, self.gb200, Layout(), 128, 128, requests=30000)
         self.assertEqual(lay["iteration_s"], rec["iteration_s"])
 
+    def test_pipeline_takes_the_floor(self):
+        # PP 2: two stages of 24 layers, 4,096 requests in flight; the pipeline's 60 ms (2 x the
+        # slowest stage + 1.5 ms of host) is below the step of 4,096 requests, 118.75 ms
+        from infracalc.layout import Layout
+
+        rec = serving.predicted_layout(self.arch, self.w, self.gb200, Layout(pp=2), 128, 128, requests=30000)
+        self.assertEqual(rec["concurrency"], 4096)
+        self.assertAlmostEqual(rec["iteration_s"], 0.04453 * 8 / 3, places=15)
+        self.assertLess(rec["gpu_s"] + rec["host_s"], rec["iteration_s"])
+        at = serving.predicted_at_batch(self.arch, self.w, self.gb200, Layout(pp=2), 128, 128, 4096)
+        self.assertEqual(at["tpot_s"], rec["iteration_s"])
+
     def test_fit_errors_take_the_floor(self):
         # GPU 10 ms, measured 30 ms, a host step of 30 ms: at zero constants the step is the iteration
         # (error 0); a fixed host time of 25 ms makes the sum 35 ms, above it: 30 / 35 - 1
