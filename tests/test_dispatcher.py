@@ -47,8 +47,10 @@ class Rates(unittest.TestCase):
         self.assertAlmostEqual(D.rate("deepep", "h100-sxm", up, "up", 8, "combine"), 355.5e9, delta=1)
         # the same 50 GB/s NIC: the H800 row as it is
         self.assertEqual(D.rate("deepep", "h100-sxm", links("h100-sxm")["out"], "out", 64, "dispatch"), 51e9)
-        # no DeepEP row on SM100
-        self.assertIsNone(D.rate("deepep", "b200", links("b200")["up"], "up", 8, "dispatch"))
+        # SM100: the HybridEP document's DeepEP B200 row at 24 SMs, B300 takes it; none on GB200
+        self.assertEqual(D.rate("deepep", "b200", links("b200")["up"], "up", 8, "dispatch"), 494e9)
+        self.assertAlmostEqual(D.rate("deepep", "b300", links("b300")["up"], "up", 64, "combine"), 420e9, delta=1)
+        self.assertIsNone(D.rate("deepep", "gb200", links("gb200")["up"], "up", 8, "dispatch"))
 
     def test_hybridep_rows(self):
         gb = links("gb200")["up"]
@@ -62,6 +64,12 @@ class Rates(unittest.TestCase):
         self.assertIsNone(D.rate("hybridep", "gb200", gb, "up", 4, "dispatch"))
         self.assertIsNone(D.rate("hybridep", "h100-sxm", links("h100-sxm")["up"], "up", 8, "dispatch"))
         self.assertIsNone(D.rate("hybridep", "b200", links("b200")["out"], "out", 16, "dispatch"))
+        # HybridEP over H100's RDMA (one 50 GB/s NIC per GPU), H800 and H200 take it
+        h = links("h100-sxm")["out"]
+        self.assertEqual(D.rate("hybridep", "h100-sxm", h, "out", 16, "dispatch"), 54.47e9)
+        self.assertEqual(D.rate("hybridep", "h800", links("h800")["out"], "out", 32, "combine"), 52.53e9)
+        self.assertEqual(D.rate("hybridep", "h200", links("h200")["out"], "out", 128, "dispatch"), 41.24e9)
+        self.assertIsNone(D.rate("hybridep", "h100-sxm", h, "out", 8, "dispatch"))
         self.assertIsNone(D.rate("alltoall", "b200", links("b200")["up"], "up", 8, "dispatch"))
 
     def test_sm_share(self):

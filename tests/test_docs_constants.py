@@ -153,7 +153,9 @@ class PredictionDoc(unittest.TestCase):
         self.check("EP dispatch / combine, DeepEP", " / ".join(f"{x:g}" for x in r[("deepep", "h800", "up")][1][0][1:]),
                    ", ".join(f"{d:g} / {c:g}" for _, d, c in r[("deepep", "h800", "out")][1]))
         self.check("EP dispatch / combine, HybridEP", text(r[("hybridep", "gb200", "up")][1]),
-                   f"B200 at 8 ranks {text(r[('hybridep', 'b200', 'up')][1])}")
+                   f"B200 at 8 ranks {text(r[('hybridep', 'b200', 'up')][1])}",
+                   f"H100 RDMA at 16, 32, 64 ranks {text(r[('hybridep', 'h100', 'out')][1])}",
+                   "B200 at 8 ranks, 24 SMs, " + " / ".join(f"{x:g}" for x in r[("deepep", "b200", "up")][1][0][1:]))
         self.check("SMs the flex dispatcher's kernels take", f"DeepEP {dispatcher.SMS['deepep']}, "
                    f"HybridEP {dispatcher.SMS['hybridep']}")
 

@@ -31,13 +31,18 @@ Rates, GB/s per rank (dispatch, combine), at the SM count the benchmark ran, on 
   what Megatron calls, at 16 SMs, Megatron's moe_hybridep_num_sms = 16; BF16 dispatch, "algorithm
   bandwidth" on the rows received): GB200 NVL72 at 8, 16, 24, 32, 36 ranks 550.10 / 538.44,
   472.84 / 474.48, 441.89 / 444.40, 485.50 / 423.19, 469.96 / 418.27; B200 (HGX, 8 ranks)
-  535.94 / 530.86.
+  535.94 / 530.86; H100 over RDMA (one 400 Gb/s NIC per GPU; its rows per (token, destination node),
+  the own node included "to align with the implementation in the DeepEP": tests/utils.py,
+  count_rdma_send_from_routing_map) at 16, 32, 64 ranks 54.47 / 53.35, 47.36 / 52.53, 41.24 / 46.57.
+- DeepEP on B200 (the same document's DeepEP rows, Torch API, BF16, 8 ranks, at DeepEP's README SM
+  count, 24): 494 / 420.
 A row applies to the devices of its generation and fabric (`PLATFORM`): DeepEP's H800 rows to every SM90
 NVLink 4 node (H800, H100 SXM, H200, H20), scaled by the link's per-direction bandwidth over the H800's
 (450 / 200 GB/s: the kernels reach the same share of the link, 0.765 / 0.79; DeepEP issue #16 measures
-337 GB/s, 0.750, on H20's 18-link NVLink 4 at the test's SM count), its RDMA rows to SM90 nodes with the
-same 50 GB/s NIC; HybridEP's GB200 rows to GB200 and GB300 (NVL72), its B200 row to B200 and B300
-(HGX). A group of n ranks takes the row of the largest measured rank count <= n (GB200's 36 for EP 64
+337 GB/s, 0.750, on H20's 18-link NVLink 4 at the test's default SM count), its RDMA rows to SM90 nodes
+with the same 50 GB/s NIC, its B200 row to B200 and B300; HybridEP's GB200 rows to GB200 and GB300
+(NVL72), its B200 row to B200 and B300 (HGX), its H100 RDMA rows to SM90 nodes with the same NIC
+(Megatron Bridge runs DeepEP on neither GB200 nor GB300: NVIDIA-NeMo/Megatron-Bridge issue #5992). A group of n ranks takes the row of the largest measured rank count <= n (GB200's 36 for EP 64
 inside an NVL72: no published row beyond, an extrapolation, stated); fewer ranks than measured, another
 generation or fabric, or no row: None, and the dispatch is priced by NCCL's model as before
 (efficiency.collective, a stated stand-in). Each format is priced at its table's rate (DeepEP's FP8
@@ -68,11 +73,14 @@ RATES = {
     ("hybridep", "gb200", "up"): (900.0, ((8, 550.10, 538.44), (16, 472.84, 474.48), (24, 441.89, 444.40),
                                           (32, 485.50, 423.19), (36, 469.96, 418.27))),
     ("hybridep", "b200", "up"): (900.0, ((8, 535.94, 530.86),)),
+    ("hybridep", "h100", "out"): (50.0, ((16, 54.47, 53.35), (32, 47.36, 52.53), (64, 41.24, 46.57))),
+    ("deepep", "b200", "up"): (900.0, ((8, 494.0, 420.0),)),
 }
 # backend -> device -> the platform its rows were measured on (same GPU generation and fabric)
 PLATFORM = {
-    "deepep": {"h800": "h800", "h100-sxm": "h800", "h200": "h800", "h20": "h800"},
-    "hybridep": {"gb200": "gb200", "gb300": "gb200", "b200": "b200", "b300": "b200"},
+    "deepep": {"h800": "h800", "h100-sxm": "h800", "h200": "h800", "h20": "h800", "b200": "b200", "b300": "b200"},
+    "hybridep": {"gb200": "gb200", "gb300": "gb200", "b200": "b200", "b300": "b200",
+                 "h100-sxm": "h100", "h200": "h100", "h800": "h100", "h20": "h100"},
 }
 
 

@@ -41,9 +41,9 @@ EXPERT_HOST_FITTED = {
 DISPATCHER = "alltoall"
 MEASURED_NOTE = {"alltoall": ", NCCL's measured all-to-all rate on SM100 NVLink from 4 ranks",
                  "hybridep": (", at HybridEP's published rate on B200 and GB200 NVLink (16 SMs; B300 and GB300 "
-                              "take it), NCCL's model elsewhere"),
-                 "deepep": (", at DeepEP's published H800 rate (NVLink scaled to other SM90 nodes; RDMA from "
-                            "16 ranks), NCCL's model elsewhere")}
+                              "take it) and over SM90 RDMA from 16 ranks, NCCL's model elsewhere"),
+                 "deepep": (", at DeepEP's published rate on H800 (NVLink scaled to other SM90 nodes; RDMA from "
+                            "16 ranks) and B200 NVLink, NCCL's model elsewhere")}
 DISPATCHER_NAMES = {"alltoall": "Megatron-Core's all-to-all dispatcher (NCCL all-to-all)",
                     "hybridep": "the flex dispatcher's HybridEP backend",
                     "deepep": "the flex dispatcher's DeepEP backend"}
