@@ -26,7 +26,7 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
          "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
          "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench "
-         "test_parallel_predicted test_first_screen_predicted test_attention_rates").split()
+         "test_parallel_predicted test_first_screen_predicted test_dispatcher test_attention_rates").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
@@ -192,6 +192,25 @@ MUTANTS = (
      "a2a rate of the largest measured count <= n"),
     ("analyses/validate_predict.py", '    return True, case["source"].get("url_or_ref") == collective.A2A_URL', "    return True, False",
      "in-sample cases by their publication"),
+    # the flex dispatcher's backends at their published rates (analyses/efficiency/dispatcher.py, issue 18 item 4)
+    ("analyses/efficiency/dispatcher.py", "return c.bytes * (c.rank_share if c.tier == \"up\" else c.nic_share)",
+     "return c.bytes", "the rows a backend's benchmark counts"),
+    ("analyses/efficiency/dispatcher.py", "got = [row for row in rows if row[0] <= ranks]",
+     "got = [row for row in rows if row[0] < ranks]", "the row of the largest measured count <= n"),
+    ("analyses/efficiency/dispatcher.py", "return gbps * 1e9 * (link.bytes_per_s / (link_gbps * 1e9))",
+     "return gbps * 1e9", "a row scaled by the link over the measured platform's"),
+    ("analyses/efficiency/dispatcher.py", "gbps = got[-1][1 if direction == \"dispatch\" else 2]", "gbps = got[-1][1]",
+     "the combine's own rate"),
+    ("analyses/efficiency/dispatcher.py", "return counted_bytes(c) * c.skew / r", "return counted_bytes(c) / r",
+     "the busiest rank's skew"),
+    ("analyses/efficiency/dispatcher.py", 'SMS = {"deepep": 20, "hybridep": 16}', 'SMS = {"deepep": 24, "hybridep": 16}',
+     "Megatron's 20 DeepEP SMs"),
+    ("analyses/efficiency/collective.py", "    if t is not None:   # the flex dispatcher's", "    if False:   # the flex dispatcher's",
+     "the flex dispatcher priced at its backend's rate"),
+    ("analyses/train_time.py", "getattr(hide_tp_under, phase), ep[phase] * ep_sm_share)",
+     "getattr(hide_tp_under, phase))", "the overlapped dispatch's SMs taken from compute"),
+    ("collectives.py", "return float(distinct_devices(experts, top_k, ep) / top_k)",
+     "return float(distinct_devices(experts, top_k, ep) / ep)", "one copy per destination rank: E[ranks] / k"),
     # trtllm-bench's build rule (analyses/efficiency/trtllm_bench.py) and its token limit (serving.py)
     ("analyses/efficiency/trtllm_bench.py", "engine = param_count / 1000 ** 3", "engine = param_count / 1024 ** 3", "the rule's engine in 10^9 bytes"),
     ("analyses/efficiency/trtllm_bench.py", "2 * layers * max(tp, kv_heads)", "2 * layers * kv_heads", "at least one KV head per TP rank"),

@@ -7,7 +7,7 @@ import unittest
 
 from support import ROOT  # noqa: F401  (sets the path)
 
-from infracalc.analyses.efficiency import collective, matmul, memory, predict, serving, training  # noqa: E402
+from infracalc.analyses.efficiency import collective, dispatcher, matmul, memory, predict, serving, training  # noqa: E402
 
 
 def _rows(path, header):
@@ -96,6 +96,17 @@ class Readme(unittest.TestCase):
         (r4, b4), (r8, b8) = collective.A2A_NVLINK_BUSBW_GBPS["sm100"]
         self.check("NCCL all-to-all on SM100 NVLink", f"{b4:.2f} ({r4} ranks) / {b8:.2f} ({r8}+)")
 
+    def test_dispatcher_rates(self):
+        r = dispatcher.RATES
+        (_, nd, nc), = r[("deepep", "h800", "up")][1]
+        _, d64, c64 = r[("deepep", "h800", "out")][1][-1]
+        _, gd, gc = r[("hybridep", "gb200", "up")][1][0]
+        (_, bd, bc), = r[("hybridep", "b200", "up")][1]
+        self.check("EP dispatch by the flex dispatcher's backends",
+                   f"DeepEP {nd:g} / {nc:g} GB/s over H800 NVLink", f"{d64:g} / {c64:g} GB/s over RDMA at EP 64",
+                   f"HybridEP {gd:.2f} / {gc:.2f} GB/s on GB200 at 8 ranks", f"{bd:.2f} / {bc:.2f} on B200",
+                   f"{dispatcher.SMS['deepep']} and {dispatcher.SMS['hybridep']} SMs")
+
 
 class PredictionDoc(unittest.TestCase):
     """docs/prediction.md's table of rates (its fitted rows)."""
@@ -135,6 +146,18 @@ class PredictionDoc(unittest.TestCase):
         self.check("inline ECC", f"| {round(share * 16)}/16 |")
         (_, b4), (_, b8) = collective.A2A_NVLINK_BUSBW_GBPS["sm100"]
         self.check("NCCL all-to-all on SM100 NVLink", f"{b4:.2f} / {b8:.2f} GB/s")
+
+    def test_dispatcher_rows(self):
+        r = dispatcher.RATES
+        text = lambda rows: ", ".join(f"{d:.2f} / {c:.2f}" for _, d, c in rows)
+        self.check("EP dispatch / combine, DeepEP", " / ".join(f"{x:g}" for x in r[("deepep", "h800", "up")][1][0][1:]),
+                   ", ".join(f"{d:g} / {c:g}" for _, d, c in r[("deepep", "h800", "out")][1]))
+        self.check("EP dispatch / combine, HybridEP", text(r[("hybridep", "gb200", "up")][1]),
+                   f"B200 at 8 ranks {text(r[('hybridep', 'b200', 'up')][1])}",
+                   f"H100 RDMA at 16, 32, 64 ranks {text(r[('hybridep', 'h100', 'out')][1])}",
+                   "B200 at 8 ranks, 24 SMs, " + " / ".join(f"{x:g}" for x in r[("deepep", "b200", "up")][1][0][1:]))
+        self.check("SMs the flex dispatcher's kernels take", f"DeepEP {dispatcher.SMS['deepep']}, "
+                   f"HybridEP {dispatcher.SMS['hybridep']}")
 
 
 if __name__ == "__main__":

@@ -180,18 +180,25 @@ class ValidateRecipes(unittest.TestCase):
     'stated per recipe'), as the predictor takes them (validate_predict.predict_training: a
     flag the recipe leaves out is off)."""
 
+    CASES = {"NVIDIA": "nemo2407-pretrain-llama3-70b-fp8-h100-sxm-x64",
+             "PyTorch (Meta)": "torchtitan-llama3-8b-bf16-a100-x64",
+             "DeepSeek": "deepseek-v3-report-pretrain-h800-x2048"}
+
     def test_table_and_record(self):
         import json
         from infracalc.analyses.validate_predict import TRAINING_RECIPES
-        code, out, err = run_cli("validate", "--format", "json")
-        self.assertEqual(code, 0, err)
-        recs = {r["publisher"]: r for r in json.loads(out)["training_recipes"]}
-        self.assertEqual(sorted(recs), sorted(TRAINING_RECIPES))
+        self.assertEqual(sorted(self.CASES), sorted(TRAINING_RECIPES))
+        recs = {}
+        for name, case in self.CASES.items():   # one case each: validate states its publisher's recipe
+            code, out, err = run_cli("validate", "--case", case, "--format", "json")
+            self.assertEqual(code, 0, err)
+            (recs[name],) = json.loads(out)["training_recipes"]
+            self.assertEqual(recs[name]["publisher"], name)
         self.assertEqual((recs["NVIDIA"]["overlap_tp"], recs["NVIDIA"]["overlap_pp"]), (True, True))
         self.assertEqual((recs["PyTorch (Meta)"]["zero"], recs["PyTorch (Meta)"]["overlap_tp"]), (3, False))
         self.assertEqual((recs["DeepSeek"]["overlap_ep"], recs["DeepSeek"]["schedule"]), (True, "dualpipe"))
         self.assertFalse(recs["DeepSeek"]["overlap_pp"])   # absent from its recipe: off, as predicted
-        code, out, err = run_cli("validate", "--full")
+        code, out, err = run_cli("validate", "--case", self.CASES["NVIDIA"], "--full")
         self.assertIn("## Training recipes the prediction runs, per publisher", out)
         self.assertIn("| NVIDIA | 1 | on | on | off | on | none |", out)
 
@@ -268,6 +275,56 @@ class ServeCsv(unittest.TestCase):
                                  "--format", "csv")
         self.assertEqual((code, out), (2, ""))
         self.assertIn("--format csv: this serve question has no table form", err)
+
+
+class KernelCommands(unittest.TestCase):
+    """gemm and attention print the predicted kernel time beside the time bound (they printed none)."""
+
+    def test_gemm_against_deepgemm(self):
+        # deepseek-ai/DeepGEMM README, normal dense GEMMs on H800 (FP8): M 64, N 7168, K 16384 at
+        # 336 TFLOPS = 2 x 64 x 7168 x 16384 / 336e12 = 44.74 us; the prediction streams the FP8
+        # weights at FlashMLA's 3,000 GB/s plus one kernel (tests/test_efficiency.DeepGemmTable)
+        import json
+        code, out, err = run_cli("gemm", "--m", "64", "--k", "16384", "--n", "7168", "--device", "h800",
+                                 "--compute-dtype", "fp8", "--input-dtype", "fp8", "--weight-dtype", "fp8",
+                                 "--format", "json")
+        self.assertEqual(code, 0, err)
+        d = json.loads(out)["devices"][0]
+        self.assertAlmostEqual(d["predicted_time_s"] / (2 * 64 * 7168 * 16384 / 336e12), 1.0, delta=0.05)
+        self.assertGreaterEqual(d["predicted_time_s"], d["time_s"])
+        self.assertAlmostEqual(d["predicted_efficiency"], d["time_s"] / d["predicted_time_s"])
+        self.assertEqual(d["prediction"]["fractions"][1]["rate"], "hbm")
+
+    def test_attention_and_unknown_devices(self):
+        import json
+        code, out, err = run_cli("attention", "--queries", "4096", "--keys", "4096", "--heads", "16",
+                                 "--head-dim", "128", "--device", "h100-sxm", "--device", "apple-m4-max",
+                                 "--format", "json")
+        self.assertEqual(code, 0, err)
+        h100, apple = json.loads(out)["devices"]
+        self.assertGreater(h100["predicted_time_s"], h100["time_s"])
+        self.assertIsNone(apple.get("predicted_time_s"))
+        code, out, err = run_cli("attention", "--queries", "4096", "--keys", "4096", "--heads", "16",
+                                 "--head-dim", "128", "--device", "h100-sxm", "--full")
+        self.assertIn("| predicted | bound / predicted |", out)
+
+
+class ParallelSearchFirstScreen(unittest.TestCase):
+    def test_throughput_search_shows_the_best_layouts_prediction(self):
+        import json
+        args = ("parallel", "--model", "qwen3-8b", "--device", "h100-sxm", "--devices", "4", "--search",
+                "--input-len", "1024", "--output-len", "128")
+        rec = json.loads(run_cli(*args, "--format", "json")[1])
+        p = rec["best_predicted"]
+        # the same figure `parallel` prints for that one layout (its serving section's)
+        lay = rec["top"][0]["layout"]
+        one = json.loads(run_cli("parallel", "--model", "qwen3-8b", "--device", "h100-sxm", "--tp", str(lay["tp"]),
+                                 "--pp", str(lay["pp"]), "--dp", str(lay["dp"]), "--input-len", "1024",
+                                 "--output-len", "128", "--format", "json")[1])["serving"]["predicted"]
+        self.assertAlmostEqual(p["output_tokens_per_s_per_device"], one["output_tokens_per_s_per_device"])
+        code, out, err = run_cli(*args)
+        self.assertIn(f"{p['output_tokens_per_s_per_device']:,.1f} output tokens/s per device at "
+                      f"{p['concurrency']:,} requests in flight", " ".join(first_block(out).split()))
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ from ..record import Record
 from ..splits import ceil_div
 from . import stage_comm, train_flops, train_memory
 from .efficiency.collective import EP_DISPATCHERS, seconds as nccl_seconds
+from .efficiency.dispatcher import sm_share
 from .roofline import roof as make_roof
 from ..summation import plain_sum
 
@@ -522,21 +523,25 @@ def hidden_dims(overlap_tp=False, overlap_ep=False, overlap_pp=False):
     return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep) + ("pp",) * bool(overlap_pp)
 
 
-def _pass_of(timed, hide_tp_under=None, dims=("tp",)):
+def _pass_of(timed, hide_tp_under=None, dims=("tp",), ep_sm_share=0.0):
     """The seconds of per-micro-batch collectives summed by phase, as a Pass; with
     `hide_tp_under` (the stage's compute Pass) the collectives of `dims` (TP's; EP's too under
     an all-to-all overlapping schedule) of a phase are exposed only beyond that phase's compute:
-    max(0, their seconds - compute seconds)."""
+    max(0, their seconds - compute seconds), and at least the compute the overlapped EP dispatch's
+    kernels take from it, ep seconds x `ep_sm_share` (their share of the SMs,
+    efficiency.dispatcher.sm_share): max(hidden - compute, ep x share)."""
     p = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     tp = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
+    ep = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     for t in timed:
         if hide_tp_under is not None and t.collective.dim in dims:
             tp[t.phase] += t.seconds
+            ep[t.phase] += t.seconds if t.collective.dim == "ep" else 0.0
         else:
             p[t.phase] += t.seconds
     if hide_tp_under is not None:
         for phase in p:
-            p[phase] += max(0.0, tp[phase] - getattr(hide_tp_under, phase))
+            p[phase] += max(0.0, tp[phase] - getattr(hide_tp_under, phase), ep[phase] * ep_sm_share)
     return Pass(p["forward"], p["backward"], 0.0, p["recompute"])
 
 
@@ -747,7 +752,10 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
         opt_s = optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                             optimizer_bytes=optimizer_bytes)
         hidden = hidden_dims(overlap_tp, overlap_ep, overlap_pp and chunks > 1)
-        stages.append(StageTime(st.index, compute=compute, comm=_pass_of(timed, compute if hidden else None, hidden),
+        stages.append(StageTime(st.index, compute=compute,
+                                comm=_pass_of(timed, compute if hidden else None, hidden,
+                                              ep_sm_share=sm_share(ep_dispatcher, device.id)
+                                              if overlap_ep and collective_model != "ring" else 0.0),
                                 collectives=tuple(timed),
                                 dp_collectives=tuple(dp), dp_exposed_s=exposed, optimizer_s=opt_s,
                                 host_s=host.total))

@@ -156,6 +156,10 @@ def _search_summary(rec):
              *([f"Predicted (ranked): {_rate(best['predicted_output_tokens_per_s_per_device'])} output tokens/s "
                 f"per device at the engine's concurrency {u.integer(best['predicted_concurrency'])} per replica"]
                if "predicted_output_tokens_per_s_per_device" in best else []),
+             *([f"Predicted for this layout (a well-tuned engine, not a bound; `--objective predicted` ranks by "
+                f"it): {_rate(rec['best_predicted']['output_tokens_per_s_per_device'])} output tokens/s per "
+                f"device at {u.integer(rec['best_predicted']['concurrency'])} requests in flight per replica"]
+               if rec.get("best_predicted") else []),
              f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts admitted; "
              + (", ".join(f"{r['layouts']} rejected: {r['reason']}" for r in rec["rejected"][:2]) or "none rejected")]
     return v.block(f"Best of {u.count(i['devices'], 'device')}{limit}: {best['layout']}, batch {best['batch']} per "

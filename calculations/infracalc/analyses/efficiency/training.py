@@ -31,8 +31,8 @@ FITTED = {
 # is the product default for MoE layers in `train`'s predicted step.
 EXPERT_HOST_FITTED = {
     'all': 0.00024,
-    "NVIDIA: Megatron Bridge Performance Summary": {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.00019,
-                                                    'qwen3-235b-a22b': 0.00025, 'qwen3-30b-a3b': 0.00022},
+    "NVIDIA: Megatron Bridge Performance Summary": {'deepseek-v3': 0.00025, 'gpt-oss-120b': 0.00022,
+                                                    'qwen3-235b-a22b': 0.00025, 'qwen3-30b-a3b': 0.00023},
 }
 
 
@@ -40,8 +40,10 @@ EXPERT_HOST_FITTED = {
 # own, setup.ep_dispatcher): Megatron-Core's default token dispatcher, NCCL's all-to-all.
 DISPATCHER = "alltoall"
 MEASURED_NOTE = {"alltoall": ", NCCL's measured all-to-all rate on SM100 NVLink from 4 ranks",
-                 "hybridep": ", at NCCL's topology figure and the residual (no published rate used)",
-                 "deepep": ", at NCCL's topology figure and the residual (no published rate used)"}
+                 "hybridep": (", at HybridEP's published rate on B200 and GB200 NVLink (16 SMs; B300 and GB300 "
+                              "take it) and over SM90 RDMA from 16 ranks, NCCL's model elsewhere"),
+                 "deepep": (", at DeepEP's published rate on H800 (NVLink scaled to other SM90 nodes; RDMA from "
+                            "16 ranks) and B200 NVLink, NCCL's model elsewhere")}
 DISPATCHER_NAMES = {"alltoall": "Megatron-Core's all-to-all dispatcher (NCCL all-to-all)",
                     "hybridep": "the flex dispatcher's HybridEP backend",
                     "deepep": "the flex dispatcher's DeepEP backend"}
