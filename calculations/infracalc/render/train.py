@@ -236,7 +236,8 @@ def summary(rec):
              f"Throughput: {u.decimal(th['tokens_per_s_per_device'], 1)} tokens/s per device (estimate)"]
     pred = rec.get("predicted")
     if pred:
-        lines.append(f"Predicted (a well-tuned stack, not a bound): {u.decimal(pred['tokens_per_s_per_device'], 1)} "
+        lines.append(f"Predicted (a well-tuned stack, not a bound: the step at achievable rates x the fitted factor "
+                     f"{pred['fitted_factor']:.3f}): {u.decimal(pred['tokens_per_s_per_device'], 1)} "
                      f"tokens/s per device" + (f", {pred['train_days']:.2f} days to the token budget"
                                                if pred.get("train_days") is not None else "")
                      + ("" if fits else f" ({v.DOES_NOT_FIT})"))
