@@ -26,7 +26,7 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
          "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
          "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench "
-         "test_parallel_predicted test_first_screen_predicted test_dispatcher").split()
+         "test_parallel_predicted test_first_screen_predicted test_dispatcher test_attention_rates").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
@@ -229,6 +229,15 @@ MUTANTS = (
      "p99 window concurrency, variance 2m/3"),
     ("analyses/efficiency/serving.py", "        n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)\n    gpu, rows",
      "        n = latency_limited(step_s, n, tpot_limit_s)\n    gpu, rows", "Server limit on the p99 request's iteration"),
+    # training's fused attention rates (analyses/efficiency/attention.py, train_time.row_terms)
+    ("analyses/efficiency/attention.py", "table_figure(FORWARD_CAUSAL, head_dim, 2 * keys_per_query)",
+     "table_figure(FORWARD_CAUSAL, head_dim, keys_per_query)", "attention forward at the causal figure of S = 2k"),
+    ("analyses/efficiency/attention.py", "work = BACKWARD_FLOPS * forward_flops", "work = 2 * forward_flops",
+     "attention backward: FA's 2.5x the forward work"),
+    ("analyses/efficiency/attention.py", "f = (x - xs[i - 1]) / (xs[i] - xs[i - 1])",
+     "f = (x - xs[i - 1]) / xs[i]", "attention table interpolation"),
+    ("analyses/train_time.py", "geometry = (op.head_dim, w.tokens * op.matrix_flops / op.rect_flops)",
+     "geometry = (op.head_dim, op.matrix_flops / op.rect_flops)", "attention keys per query T x FLOPs / rectangle"),
 )
 
 

@@ -327,5 +327,21 @@ class ParallelSearchFirstScreen(unittest.TestCase):
                       f"{p['concurrency']:,} requests in flight", " ".join(first_block(out).split()))
 
 
+class DecodeSweep(unittest.TestCase):
+    def test_rows_equal_decode_at_each_batch(self):
+        import json
+        common = ("--model", "qwen3-8b", "--device", "h100-sxm", "--input-len", "1024", "--output-len", "64")
+        rows = json.loads(run_cli("decode", *common, "--batch-sweep", "--format", "json")[1])["rows"]
+        for r in (rows[0], rows[3], rows[-1]):
+            with self.subTest(batch=r["batch"]):
+                one = json.loads(run_cli("decode", *common, "--batch", str(r["batch"]), "--format", "json")[1])
+                self.assertAlmostEqual(r["predicted_tpot_mean_s"], one["latency"]["predicted_tpot_mean_s"],
+                                       delta=1e-12)
+                self.assertAlmostEqual(r["predicted_decode_tokens_per_s_aggregate"],
+                                       r["batch"] / r["predicted_tpot_mean_s"])
+        code, out, err = run_cli("decode", *common, "--batch-sweep")
+        self.assertIn(f"{rows[-1]['predicted_decode_tokens_per_s_aggregate']:,.1f} predicted", first_block(out))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -110,12 +110,17 @@ def row_terms(op, w, vocab, recompute, flash):
     """What the roofline of one forward row's pass reads, device-independent: (linear row?, in the
     sequence region?, forward matrix FLOPs, vector FLOPs, bytes, weight bytes, the same four of
     its backward (`train_flops.backward`; the weights read twice, dX = dY W^T and dW, none by a
-    memory row), a GEMM (its weight gradient = its forward time)?, run again by the recompute?)."""
+    memory row), a GEMM (its weight gradient = its forward time)?, run again by the recompute?, and for
+    a fused attention row (head dimension, keys per query: pairs / queries = T x FLOPs / rectangle
+    FLOPs, the shape efficiency.attention prices it by), else None)."""
     b = train_flops.backward(op, w, vocab, flash)
     wb = op.weight_read
+    geometry = None
+    if op.kind == "attention" and op.rect_flops:
+        geometry = (op.head_dim, w.tokens * op.matrix_flops / op.rect_flops)
     return (train_flops.linear_row(op), in_sequence_region(op), op.matrix_flops, op.vector_flops,
             op.bytes_moved, wb, b.matrix_flops, b.vector_flops, b.bytes, 0 if op.kind == "memory" else 2 * wb,
-            op.kind == "gemm", train_flops.recomputed(op, recompute))
+            op.kind == "gemm", train_flops.recomputed(op, recompute), geometry)
 
 
 def terms_pass(terms, roofs, cp, sp_tp=1):
@@ -129,16 +134,24 @@ def row_seconds(terms, roofs, cp, sp_tp=1):
     vector peak), (weights + other bytes / cp) / bandwidth); `roofs` = (the compute format's roof,
     BF16's): linear rows at the first, every other row at the second (the format convention,
     train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the sequence-region
-    rows do 1/sp_tp of their work."""
+    rows do 1/sp_tp of their work. A third roof, efficiency.attention's AttentionRates (the
+    predicted step's), prices the fused attention rows' matrix work at the kernel's forward and
+    backward rates for their shape instead of the matrix peak."""
     out = []
-    r_linear, r_other = roofs
+    r_linear, r_other = roofs[0], roofs[1]
+    attention = roofs[2] if len(roofs) > 2 else None
     seq_split = cp * sp_tp
-    for linear, seq, fm, fv, fb, fw, bm, bv, bb, bw, gemm, rec in terms:
+    for linear, seq, fm, fv, fb, fw, bm, bv, bb, bw, gemm, rec, geometry in terms:
         r = r_linear if linear else r_other
         mps, vps, bps = r.matrix_flops_per_s, r.vector_flops_per_s, r.bytes_per_s
         split = seq_split if seq else cp
-        fwd = max(fm / split / mps + fv / split / vps, (fw + (fb - fw) / split) / bps)
-        bwd = max(bm / split / mps + bv / split / vps, (bw + (bb - bw) / split) / bps)
+        if attention is not None and geometry is not None:
+            fm_s = attention.forward_s(fm, *geometry) / split
+            bm_s = attention.backward_s(fm, *geometry) / split
+        else:
+            fm_s, bm_s = fm / split / mps, bm / split / mps
+        fwd = max(fm_s + fv / split / vps, (fw + (fb - fw) / split) / bps)
+        bwd = max(bm_s + bv / split / vps, (bw + (bb - bw) / split) / bps)
         out.append((fwd, bwd, gemm, rec))
     return out
 
@@ -664,12 +677,14 @@ def rank_params(arch, lay, st, schedule, stage_params=None):
     return dense, expert
 
 
-def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
+def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0, attention=None):
     """(the compute format's roof, the roof of every other row): the same roof unless the
-    format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload)."""
+    format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload); with
+    `attention` (efficiency.attention.AttentionRates) a third, the fused attention rows' rates."""
     r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     store = train_flops.stored_workload(w)
-    return r, r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency)
+    other = r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency)
+    return (r, other) if attention is None else (r, other, attention)
 
 
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
@@ -677,7 +692,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
               wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring",
               expert_gemm_host_s=0.0, token_permute=False, overlap_pp=False, unfused_expert_bias=False,
-              ep_dispatcher="alltoall"):
+              ep_dispatcher="alltoall", attention=None):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
@@ -700,11 +715,13 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     `unfused_expert_bias`: charge Megatron-Core's per-expert output bias add of every MoE layer with
     expert biases (`expert_bias_pass`; off in the estimate, whose ledger fuses the bias into the GEMM).
     `ep_dispatcher`: what runs the EP dispatch and combine under the NCCL model (`pricing`;
-    efficiency.collective item 4): "alltoall" (NCCL's all-to-all, the default), "hybridep", "deepep"."""
+    efficiency.collective item 4): "alltoall" (NCCL's all-to-all, the default), "hybridep", "deepep".
+    `attention`: efficiency.attention.AttentionRates pricing the fused attention rows (the predicted
+    step's; None, the estimate: at the matrix peak like every matmul)."""
     check_schedule(arch, lay, schedule, chunks)
     collective_model = pricing(collective_model, ep_dispatcher)
     w = train_flops.training_workload(w)
-    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency, attention)
     r = roofs[0]
     links = links or comm.links(device)
     m = lay.micro_batches
@@ -754,7 +771,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
 def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b", chunks=1,
                weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None, compute_efficiency=1.0,
                memory_efficiency=1.0, stage_params=None, wire=("", ""), overlap_tp=False, overlap_ep=False,
-               collective_model="ring", ep_dispatcher="alltoall", **_):
+               collective_model="ring", ep_dispatcher="alltoall", attention=None, **_):
     """A value never above step_time(...).step_s with the same arguments, for pruning a search.
     With c_s = stage s's layers' compute and their TP, EP and CP collectives (count x
     (`layer_pass` + `layer_comm_s`); the top blocks', the PP boundary's and, under
@@ -765,7 +782,7 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
     collective_model = pricing(collective_model, ep_dispatcher)
     w = train_flops.training_workload(w)
-    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency, attention)
     r = roofs[0]
     links = links or comm.links(device)
     sp_tp = lay.tp if lay.sp else 1

@@ -240,8 +240,9 @@ def sweep_summary(rec):
         return v.block("Does not fit: not one request beside the weights and the reserve", [])
     last = rows[-1]
     cb = rec["compute_bound_batch"]
+    pred = last.get("predicted_decode_tokens_per_s_aggregate")
     return v.block(f"Fits up to batch {last['batch']}: at most {_rate(last['decode_tokens_per_s_aggregate'])} "
-                   f"decode tokens/s there", [
+                   f"decode tokens/s there" + (f", {_rate(pred)} predicted" if pred is not None else ""), [
         f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch 1: "
         f"{u.seconds(rows[0]['tpot_mean_s'])}",
         ("Decode turns compute-bound from batch " + str(cb)) if cb is not None else
@@ -254,7 +255,8 @@ def sweep_markdown(rec):
              _rate(r["decode_tokens_per_s_per_request"]), _rate(r["decode_tokens_per_s_aggregate"]),
              f"{100 * r['compute_share']:.1f}%",
              r["bound"], u.nbytes(r["cache_bytes"]), _rate(r["stream_output_tokens_per_s"]),
-             r["stream_bound"]] for r in rec["rows"]]
+             r["stream_bound"], _opt_seconds(r.get("predicted_tpot_mean_s")),
+             _rate(r.get("predicted_decode_tokens_per_s_aggregate"))] for r in rec["rows"]]
     cb, ideal, cap = rec["compute_bound_batch"], rec["ideal_compute_bound_batch"], rec["capacity_batch"]
 
     def crossover(batch, name):
@@ -284,10 +286,12 @@ def sweep_markdown(rec):
              *_header(rec, "B requests in lockstep"), "",
              "## Sweep", "",
              "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "
-             "compute share = compute-bound operators' share of the decode time.", "",
+             "compute share = compute-bound operators' share of the decode time; predicted = the same "
+             "steps at the achievable rates (a well-tuned stack, not a bound).", "",
              markdown_table(["batch", "TPOT first", "TPOT mean", "TPOT last", "tokens/s per request",
                              "tokens/s aggregate", "compute share", "bound", "caches", "stream tokens/s",
-                             "stream bound"], rows, "rrrrrrrlrrl")
+                             "stream bound", "predicted TPOT mean", "predicted tokens/s aggregate"], rows,
+                            "rrrrrrrlrrlrr")
              if rows else "No batch fits.",
              "", *findings, *serving_lines(rec["serving"]),
              "", "## Capacity", "", *_capacity_lines(rec["capacity"])]

@@ -14,9 +14,9 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.45508728792,
-    'NVIDIA': 1.3905748457912845,
-    'PyTorch (Meta)': 1.4595278161917025,
+    'all': 1.3719682376173223,
+    'NVIDIA': 1.330723478180754,
+    'PyTorch (Meta)': 1.3719682376173223,
 }
 
 
@@ -30,9 +30,9 @@ FITTED = {
 # (validate_predict.fit_expert_host; tests/test_prediction.py refits). "all", the fit on every case,
 # is the product default for MoE layers in `train`'s predicted step.
 EXPERT_HOST_FITTED = {
-    'all': 0.00026,
-    "NVIDIA: Megatron Bridge Performance Summary": {'deepseek-v3': 0.00025, 'gpt-oss-120b': 0.00027,
-                                                    'qwen3-235b-a22b': 0.00026, 'qwen3-30b-a3b': 0.00025},
+    'all': 0.00024,
+    "NVIDIA: Megatron Bridge Performance Summary": {'deepseek-v3': 0.00025, 'gpt-oss-120b': 0.00022,
+                                                    'qwen3-235b-a22b': 0.00025, 'qwen3-30b-a3b': 0.00023},
 }
 
 
@@ -54,7 +54,9 @@ def convention(dispatcher=DISPATCHER):
     (DISPATCHER unless the user names another)."""
     return ("Predicted step (a third figure, not a bound; efficiency.training, docs/prediction.md): the "
             "step estimate at the device's achievable matmul and HBM fractions, the TP collectives under "
-            "the same phase's compute, every collective priced as NCCL runs it (its algorithm and "
+            "the same phase's compute, the fused attention at the measured kernel's forward and backward "
+            "rates for its head dimension and keys per query (FlashAttention-3's curves: efficiency.attention), "
+            "every collective priced as NCCL runs it (its algorithm and "
             "protocol for the size, the fitted residual; the EP dispatch and combine by "
             f"{DISPATCHER_NAMES[dispatcher]}{MEASURED_NOTE[dispatcher]}), "
             "an interleaved pipeline's boundary sends under "
@@ -85,15 +87,18 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     if rates is None:
         return None
     t = step_time(arch, w, lay, device, compute_efficiency=rates.matrix_fraction,
-                  memory_efficiency=rates.memory_fraction, **_tuned(options))
+                  memory_efficiency=rates.memory_fraction, **_tuned(options, device))
     return t.step_s * (FITTED["all"] if factor is None else factor), t
 
 
-def _tuned(options):
-    """`options` with a tuned stack's defaults (predicted_step's docstring)."""
+def _tuned(options, device):
+    """`options` with a tuned stack's defaults (predicted_step's docstring), the fused attention rows
+    at the device's measured kernel rates for their shape (efficiency.attention)."""
+    from .attention import training_rates
+
     return {"overlap_tp": True, "collective_model": "nccl", "expert_gemm_host_s": EXPERT_HOST_FITTED["all"],
             "token_permute": True, "overlap_pp": True, "unfused_expert_bias": True, "ep_dispatcher": DISPATCHER,
-            **options}
+            "attention": training_rates(device), **options}
 
 
 def predicted_floor(arch, w, lay, device, *, factor=None, **options):
@@ -108,6 +113,6 @@ def predicted_floor(arch, w, lay, device, *, factor=None, **options):
     if rates is None:
         return None
     floor = step_floor(arch, w, lay, device, compute_efficiency=rates.matrix_fraction,
-                       memory_efficiency=rates.memory_fraction, **_tuned(options))
+                       memory_efficiency=rates.memory_fraction, **_tuned(options, device))
     return floor * (FITTED["all"] if factor is None else factor)
 
