@@ -28,7 +28,7 @@ def _us(x):
 
 
 def _ms(x):
-    """'2.5 ms', '3.0 ms' below 10 ms; '24 ms' above (the docs' precision, the fit's grid steps)."""
+    """'1.4 ms', '3.0 ms' below 10 ms; '24 ms' above (the docs' precision)."""
     return f"{x * 1e3:.1f} ms" if x < 0.01 else f"{x * 1e3:.0f} ms"
 
 

@@ -815,34 +815,55 @@ class Fit(unittest.TestCase):
         # 0.1 us x 250 x 80 = 2 ms of context-phase work: 4 us x 1000 + 2 ms + 0.25 us x 8000 + 2 ms
         self.assertAlmostEqual(fit.errors(s, (4e-6, 2e-3, 0.25e-6, 1e-7))[0], 0.0, places=12)
 
-    def test_configuration_score_by_hand(self):
-        # medians of four configurations 0.1, 0.2, 0.3, 0.4: median 0.25 + 0.3 x the 90th-percentile
-        # rank below (index int(0.9 x 3) = 2: 0.3) = 0.34
-        self.assertAlmostEqual(fit.score([0.4, 0.1, 0.3, 0.2]), 0.34, places=12)
-
-    def test_a_configuration_counts_once(self):
-        # GPU 10 ms, no kernels, sequences or prompt tokens. Configurations A (3 cases) and B (1 case)
-        # measure 14 ms: a host time of 4 ms exactly; configuration C (5 cases) measures 30 ms. Case by
-        # case, 5 of the 9 want 20 ms; configuration by configuration, 2 of the 3 want 4 ms.
+    def test_l1_fit_by_hand(self):
+        # GPU 10 ms, no kernels, sequences or prompt tokens: the iteration is 10 ms + host f, the
+        # error of a case measured M is (10 ms + f) / M - 1. Configurations A (3 cases, 12 ms),
+        # B (1 case, 13 ms), C (9 cases, 20 ms), weighted equally (1/3 each, a case 1/9 of C's):
+        # sum_c |10 + f - M_c| / M_c is least at a weighted median of the breakpoints f = 2, 3, 10 ms,
+        # weights 1/12, 1/13, 1/20 (half their sum 0.105; 1/12 = 0.083 below it, 1/12 + 1/13 above):
+        # f = 3 ms. Smoothed (|r| -> sqrt(r^2 + d^2), d = 0.001), B's error r solves
+        # 1/12 - 1/20 + (1/13) r / sqrt(r^2 + d^2) = 0: r / sqrt(r^2 + d^2) = -a, a = 13/12 - 13/20 =
+        # 26/60, r = -a d / sqrt(1 - a^2) = -4.808e-4, f = 13 ms x (1 + r) - 10 ms = 2.99375 ms ->
+        # 2.994 ms at the 1 us resolution.
         def case(conf, meas):
-            return ("p", 0, 0.010, 0, meas, "f", "e", 0, conf)
-        samples = [case("A", 0.014)] * 3 + [case("B", 0.014)] + [case("C", 0.030)] * 5
-        # at 4 ms: A and B exact, C 30 / 14 - 1 = 8/7: medians [0, 0, 8/7] -> 0 + 0.3 x 0 = 0
-        self.assertAlmostEqual(fit.family_score(samples, (0, 0.004, 0, 0)), 0.0, places=12)
-        # at 20 ms: A and B 14 / 30 - 1 = -8/15, C exact: [0, 8/15, 8/15] -> 8/15 + 0.3 x 8/15
-        self.assertAlmostEqual(fit.family_score(samples, (0, 0.020, 0, 0)), 1.3 * 8 / 15, places=12)
-        self.assertEqual(fit.fit(samples), (0.0, 0.004, 0.0, 0.0, 0.0))   # the first grid point at 4 ms
-        # without configurations every case is its own and the five C cases carry the median
-        self.assertEqual(fit.fit([s[:8] for s in samples])[1], 0.020)
+            return ("p", 0, 0.010, 0, meas, "f", "TensorRT-LLM", 0, conf, 0)
+        samples = [case("A", 0.012)] * 3 + [case("B", 0.013)] + [case("C", 0.020)] * 9
+        self.assertEqual(fit.DELTA, 1e-3)
+        self.assertEqual(fit.fit(samples), (0.0, 0.002994, 0.0, 0.0, 0.0))
+        # Every case its own configuration: weights 3/12, 1/13, 9/20 (half of the sum 0.388; 3/12 +
+        # 1/13 = 0.327 below it): f = 10 ms, smoothed C's r = -a d / sqrt(1 - a^2) with a = (3/12 +
+        # 1/13) / (9/20) = 0.72650: r = -1.0572e-3, f = 20 ms x (1 + r) - 10 ms = 9.97886 ms -> 9.979 ms
+        self.assertEqual(fit.fit([s[:8] for s in samples]), (0.0, 0.009979, 0.0, 0.0, 0.0))
 
-    def test_host_time_searched_in_half_milliseconds(self):
-        # GPU 10 ms, no kernels, sequences or prompt tokens, measured 13.5 ms: a host time of 3.5 ms
-        # exactly; a grid in 1-2 ms steps below 8 ms (0, 1, 2, 4, 6) would stop at 4 ms (error -3.6%)
-        samples = [("p", 0, 0.010, 0, 0.0135, "f", "e", 0, "c")] * 3
-        self.assertEqual(fit.fit(samples), (0.0, 0.0035, 0.0, 0.0, 0.0))
-        self.assertAlmostEqual(fit.errors(samples[:1], (0.0, 0.0035, 0.0, 0.0))[0], 0.0, places=12)
-        self.assertEqual(fit.HOSTS[:17], tuple(i / 2 for i in range(17)))   # 0-8 ms in 0.5 ms
-        self.assertEqual(fit.HOSTS[17:], (10, 12, 16, 20, 24))
+    def test_configuration_weights(self):
+        # two families; family f1: configuration A of 3 cases, B of 1; family f2: C of 2 cases:
+        # w = 1 / (2 families x configurations of the family x cases of the configuration)
+        s = [("p", 0, 0, 0, 1, "f1", "e", 0, "A")] * 3 + [("p", 0, 0, 0, 1, "f1", "e", 0, "B")] + \
+            [("p", 0, 0, 0, 1, "f2", "e", 0, "C")] * 2
+        w = fit.weights(s, range(6))
+        self.assertEqual([w[i] for i in range(6)], [1 / 12] * 3 + [1 / 4] + [1 / 4] * 2)
+
+    def test_box_and_host_step(self):
+        # kernel cost is at most 4 us. GPU 10 ms; configuration B (no kernels) measures 14 ms: host
+        # 4 ms; A (1000 kernels) 22 ms: 8 us x 1000 + 4 ms, exactly fitted without the box. In the box
+        # k = 4 us, and A wants f = 8 ms, B 4 ms: the weighted median of 4 ms (weight 1/14) and 8 ms
+        # (1/22) is 4 ms; smoothed, B's error r solves (1/14) r / sqrt(r^2 + d^2) = 1/22: r = t d /
+        # sqrt(1 - t^2), t = 14/22: r = 8.2495e-4, f = 14 ms x (1 + r) - 10 ms = 4.01155 ms -> 4.012 ms
+        s = [("p", 0, 0.010, 1000, 0.022, "f", "TensorRT-LLM", 0, "a", 0),
+             ("p", 0, 0.010, 0, 0.014, "f", "TensorRT-LLM", 0, "b", 0)]
+        self.assertEqual(fit.fit(s), (4e-06, 0.004012, 0.0, 0.0, 0.0))
+        # a case whose host step (30 ms) is at least its measurement (20 ms) is (F - M) / M +
+        # max(0, L - F) / M: any L at most 30 ms costs nothing more, so with it a case measured 15 ms
+        # (GPU 10 ms) still wants 5 ms of host time
+        s = [("p", 0, 0.010, 0, 0.020, "f", "TensorRT-LLM", 0, "a", 0, 0.030),
+             ("p", 0, 0.010, 0, 0.015, "f", "TensorRT-LLM", 0, "b", 0, 0.0)]
+        self.assertAlmostEqual(fit.fit(s)[1], 0.005, delta=2e-6)
+
+    def test_box_qp_by_hand(self):
+        # 1/2 z' H z + b' z, H = [[2, 0], [0, 2]], b = (-2, 4): unconstrained z = (1, -2); the box
+        # 0 <= z <= (0.5, none) puts z0 at its upper bound 0.5 and z1 at 0
+        self.assertEqual(fit.box_qp([[2.0, 0.0], [0.0, 2.0]], [-2.0, 4.0], [0.5, None]), [0.5, 0.0])
+        self.assertEqual(fit.box_qp([[2.0, 0.0], [0.0, 2.0]], [-2.0, -4.0], [5.0, None]), [1.0, 2.0])
 
     def test_held_out_within_the_engine(self):
         # two engines, one publication each of A and B per engine: a publication's fit uses only the
@@ -855,13 +876,15 @@ class Fit(unittest.TestCase):
         v2 = [("V2", 8000, gpu, 0, 0.026, "f", "vLLM", 0, "V2", 100)]   # wants 16 ms
         got = fit.leave_one_out(t1 + t2 + v1 + v2)
         self.assertEqual(got["T1"], fit.fit(t2))
-        # a vLLM publication is fitted on vLLM's grid (its per-sequence work per request on the host)
-        self.assertEqual(got["V1"], fit.fit(v2, fit.GRIDS["vLLM"]))
-        self.assertEqual(got["V2"], fit.fit(v1, fit.GRIDS["vLLM"]))
+        # a vLLM publication is fitted with vLLM's free constants (its per-sequence work per request on the host)
+        self.assertEqual(got["V1"], fit.fit(v2, "vLLM"))
+        self.assertEqual(got["V2"], fit.fit(v1, "vLLM"))
         self.assertAlmostEqual(fit.errors(v1, got["V2"])[0], 0.0, places=12)
         self.assertEqual(got["all"], fit.fit(t1 + t2))
-        # on TensorRT-LLM's grid v1's 10 ms more would go to 12 ms of host and 1 us x 8000 per layer
-        self.assertEqual(fit.fit(v1), (0.0, 0.012, 1e-06, 0.0, 0.0))
+        # with TensorRT-LLM's constants v1's 20 ms more is host and per-layer time, never per request
+        c = fit.fit(v1)
+        self.assertEqual(c[4], 0.0)
+        self.assertAlmostEqual(fit.errors(v1, c)[0], 0.0, delta=1e-3)
 
     def test_per_request_host_work(self):
         # N = 1000 requests (x 80 layers), GPU 10 ms, measured 20 ms: 10 us per request on the host
@@ -873,12 +896,10 @@ class Fit(unittest.TestCase):
         self.assertAlmostEqual(fit.errors(s, (0, 0, 1.25e-7, 0, 0))[0], 0.0, places=12)
 
     def test_each_engine_its_per_sequence_form(self):
-        # TensorRT-LLM's grid charges per-sequence work per layer (never per request on the host),
-        # vLLM's per request on the host (never per layer); the fitted table follows its engine's grid
-        self.assertTrue(all(c[4] == 0.0 for c in fit.GRIDS["TensorRT-LLM"]))
-        self.assertTrue(all(c[2] == 0.0 for c in fit.GRIDS["vLLM"]))
-        self.assertEqual(max(c[4] for c in fit.GRIDS["vLLM"]), 24 * 1.6e-6)   # 0-38.4 us
-        self.assertEqual(len(fit.GRIDS["vLLM"]), len(fit.GRID))
+        # TensorRT-LLM fits per-sequence work per layer (never per request on the host), vLLM per
+        # request on the host (never per layer); the fitted table follows its engine's form
+        self.assertEqual(fit.FREE, {"TensorRT-LLM": (0, 1, 2, 3), "vLLM": (0, 1, 3, 4)})
+        self.assertEqual(fit.UPPER, (4e-6, 24e-3, 1.2e-6, 0.3e-6, 38.4e-6))   # 38.4 us = 1.2 us x 32 layers
         for key, c in serving.FITTED.items():
             if "vLLM" in key:
                 self.assertEqual(c[2], 0.0, key)
