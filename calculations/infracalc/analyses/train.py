@@ -191,17 +191,24 @@ def predicted_with_step(arch, w, lay, device, s, *, links, mem):
     return predicted_step(arch, w, lay, device, **recipe_options(s, links, mem))
 
 
-def predicted_record(step, global_batch, w, lay, train_tokens, at_rates=None):
+def predicted_record(step, global_batch, w, lay, train_tokens, at_rates=None, device=None):
     """The predicted step, tokens/s per device and (with a token budget) days; with `at_rates`
     (the StepTime at achievable rates the step scales) its parts and each stage's micro-batch,
-    each times the fitted factor, so the parts sum to the step as the estimate's do."""
+    each times the fitted factor, so the parts sum to the step as the estimate's do; with `device`
+    the fused attention's rates at its best shape, their basis and source (efficiency.attention)."""
     if step is None:
         return None
+    from .efficiency.attention import SOURCE, training_rates
     from .efficiency.training import FITTED
 
     tokens = global_batch * w.tokens
     out = {"step_s": _s(step), "tokens_per_s_per_device": _ratio(tokens / step / lay.devices),
            "fitted_factor": FITTED["all"]}
+    rates = training_rates(device) if device is not None else None
+    if rates is not None:
+        out["attention"] = {"forward_flops_per_s": rates.forward_flops_per_s,
+                            "backward_flops_per_s": rates.backward_flops_per_s, "basis": rates.basis,
+                            "source": SOURCE}
     if train_tokens:
         steps = ceil_div(train_tokens, tokens)
         out["train_days"] = _ratio(steps * step / 86400)
@@ -437,7 +444,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, pe
                          for c in train_flops.conventions(arch, st, global_batch, w.tokens)],
         "time": {**time_record(t), "predicted_step_s": _s(step_pred) if step_pred else None,
                  "unknown_peaks": peaks},
-        "predicted": predicted_record(step_pred, global_batch, w, lay, train_tokens, at_rates),
+        "predicted": predicted_record(step_pred, global_batch, w, lay, train_tokens, at_rates, device),
         "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem=mem, model_flops=st.model_flops),
                                           global_batch * w.tokens),
         "throughput": throughput_record(arch, st, t, lay, device, w=w, global_batch=global_batch,
