@@ -25,10 +25,15 @@ TESTS = ("test_parallel test_parallel_bound test_parallel_independent test_paral
          "test_train_bound test_train_flops test_train_formulas test_train_memory test_comm test_comm_across "
          "test_comm_convention test_layout test_collective_command test_published_recipes test_moe "
          "test_mla test_collective_pins test_train_pins test_one_vocabulary test_predicted_ceiling "
-         "test_collective_prediction test_book_train test_prediction").split()
+         "test_collective_prediction test_book_train test_prediction test_efficiency test_trtllm_bench "
+         "test_parallel_predicted test_first_screen_predicted test_dispatcher test_attention_rates").split()
 
 # (file under calculations/infracalc/, text replaced (exactly once), replacement, what it breaks)
 MUTANTS = (
+    # parallel's predicted figure per stage (analyses/parallel/predicted.py)
+    ("analyses/parallel/predicted.py", "total += count * unit_s(", "total += unit_s(", "predicted stage: count x each layer"),
+    ("analyses/parallel/predicted.py", "return runs * collective.seconds(", "return collective.seconds(", "predicted collective runs"),
+    ("analyses/parallel/predicted.py", '"total" if phase == "decode" else phase', 'phase', "predicted decode phase sums every step"),
     # pipeline composition (analyses/parallel/pipeline.py)
     ("analyses/parallel/pipeline.py", "+ (pp - 1) * transfer_s", "+ pp * transfer_s", "pass: pp-1 boundary transfers"),
     ("analyses/parallel/pipeline.py", '"ttft_s": L + full - slowest', '"ttft_s": L + full', "prefill TTFT of m micro-batches"),
@@ -145,9 +150,25 @@ MUTANTS = (
     ("comm.py", "return s * max(t_m / (g * b_o), 2 / b_u if g > 1", "return s * max(2 * t_m / (g * b_o), 2 / b_u if g > 1", "tree across domains t_m S / (g B_o)"),
     ("analyses/efficiency/collective.py", "PCI_NCCL_SHARE = 0.75", "PCI_NCCL_SHARE = 1.0", "NIC path at NCCL's PCIe figure"),
     ("analyses/efficiency/collective.py", "        names = [NCCL_ALGOS[forced]]", "        names = names", "a forced NCCL_ALGO prices that algorithm alone"),
-    ("analyses/validate_predict.py", "got = EXPERT_HOST_FITTED.get(publication(case), {}).get(model_id(case))", "got = None",
-     "expert host constant of the case's own release"),
+    ("analyses/validate_predict.py", "got = EXPERT_HOST_FITTED.get(stack(case), {}).get(model_id(case))", "got = None",
+     "expert host constant of the case's own stack"),
+    ("analyses/train_time.py", "forward=max(0.0, host.forward - gpu.forward)", "forward=host.forward",
+     "host exposed only beyond the MoE blocks' GPU time"),
+    ("analyses/train_time.py", "            if not overlap_ep:   # the overlapped schedule's", "            if True:   # the overlapped schedule's",
+     "host time in full under the overlapped schedule"),
+    ("analyses/train_time.py", "                out = out + seconds_pass(list(rows)).times(count)\n    return out",
+     "                out = out + seconds_pass(list(rows))\n    return out", "MoE blocks' GPU time over the stage's MoE layers"),
+    ("analyses/validate_predict.py", 'or not recipe.get("per_expert_gemms") or case["setup"].get("overlap_ep"):',
+     'or not recipe.get("per_expert_gemms"):', "overlapped-schedule cases out of the expert host fit"),
+    ("analyses/validate_predict.py", "{src.get('title', '').split(',')[0]}", "{src.get('title', '')}",
+     "one stack over a page's releases"),
     ("analyses/validate_predict.py", "round(i * 1e-5, 8) for i in range(61))", "round(i * 2e-5, 8) for i in range(31))", "expert host grid 10 us steps"),
+    # the host step's floor under a serving iteration (analyses/efficiency/serving.py, fit.py)
+    ("analyses/efficiency/serving.py", "    it = max(gpu + per_token_s(n) + host, floor)", "    it = gpu + per_token_s(n) + host", "grace host step floors the iteration"),
+    ("analyses/efficiency/serving.py", "{(\"TensorRT-LLM\", \"Grace\"): 44.53e-3 / 1536}", "{(\"TensorRT-LLM\", \"Grace\"): 44.53e-3 / 1024}", "grace host step per request 44.53 ms / 1536"),
+    ("analyses/efficiency/serving.py", "                   host_floor_s(engine, device, batch))", "                   0.0)", "grace host step at a batch"),
+    ("analyses/efficiency/serving.py", "    it = max(pp * t + host, floor)", "    it = pp * t + host", "grace host step floors the pipeline"),
+    ("analyses/efficiency/fit.py", "            errs[i] = s[4] / floor - 1", "            pass", "grace host step in the fit's errors"),
     ("analyses/efficiency/fit.py", "HOSTS = tuple(i / 2 for i in range(17))", "HOSTS = (0, 1, 2, 4, 6, 8)", "serving host grid 0.5 ms steps"),
     ("analyses/train.py", "        if states_floor(mem, lay, s, change.get(\"zero\", s.zero)) > capacity:",
      "        if states_floor(mem, lay, s, change.get(\"zero\", s.zero)) > 0.5 * capacity:", "would_fit prunes by the states floor only"),
@@ -171,6 +192,52 @@ MUTANTS = (
      "a2a rate of the largest measured count <= n"),
     ("analyses/validate_predict.py", '    return True, case["source"].get("url_or_ref") == collective.A2A_URL', "    return True, False",
      "in-sample cases by their publication"),
+    # the flex dispatcher's backends at their published rates (analyses/efficiency/dispatcher.py, issue 18 item 4)
+    ("analyses/efficiency/dispatcher.py", "return c.bytes * (c.rank_share if c.tier == \"up\" else c.nic_share)",
+     "return c.bytes", "the rows a backend's benchmark counts"),
+    ("analyses/efficiency/dispatcher.py", "got = [row for row in rows if row[0] <= ranks]",
+     "got = [row for row in rows if row[0] < ranks]", "the row of the largest measured count <= n"),
+    ("analyses/efficiency/dispatcher.py", "return gbps * 1e9 * (link.bytes_per_s / (link_gbps * 1e9))",
+     "return gbps * 1e9", "a row scaled by the link over the measured platform's"),
+    ("analyses/efficiency/dispatcher.py", "gbps = got[-1][1 if direction == \"dispatch\" else 2]", "gbps = got[-1][1]",
+     "the combine's own rate"),
+    ("analyses/efficiency/dispatcher.py", "return counted_bytes(c) * c.skew / r", "return counted_bytes(c) / r",
+     "the busiest rank's skew"),
+    ("analyses/efficiency/dispatcher.py", 'SMS = {"deepep": 20, "hybridep": 16}', 'SMS = {"deepep": 24, "hybridep": 16}',
+     "Megatron's 20 DeepEP SMs"),
+    ("analyses/efficiency/collective.py", "    if t is not None:   # the flex dispatcher's", "    if False:   # the flex dispatcher's",
+     "the flex dispatcher priced at its backend's rate"),
+    ("analyses/train_time.py", "getattr(hide_tp_under, phase), ep[phase] * ep_sm_share)",
+     "getattr(hide_tp_under, phase))", "the overlapped dispatch's SMs taken from compute"),
+    ("collectives.py", "return float(distinct_devices(experts, top_k, ep) / top_k)",
+     "return float(distinct_devices(experts, top_k, ep) / ep)", "one copy per destination rank: E[ranks] / k"),
+    # trtllm-bench's build rule (analyses/efficiency/trtllm_bench.py) and its token limit (serving.py)
+    ("analyses/efficiency/trtllm_bench.py", "engine = param_count / 1000 ** 3", "engine = param_count / 1024 ** 3", "the rule's engine in 10^9 bytes"),
+    ("analyses/efficiency/trtllm_bench.py", "2 * layers * max(tp, kv_heads)", "2 * layers * kv_heads", "at least one KV head per TP rank"),
+    ("analyses/efficiency/trtllm_bench.py", "KV_CACHE_GPU_MEM_FRACTION = 0.95", "KV_CACHE_GPU_MEM_FRACTION = 0.9", "the build's cache fraction 0.95"),
+    ("analyses/efficiency/trtllm_bench.py", "raw_batch * (1 + input_len / output_len)", "raw_batch * input_len / output_len", "max num tokens N (1 + ISL / OSL)"),
+    ("analyses/efficiency/serving.py", "int(max_tokens / (1 + cp_split(", "int(max_tokens / (2 + cp_split(", "token limit N (1 + P / (G - 1)) <= M"),
+    # the L40S's own rates (analyses/efficiency/matmul.py, memory.py, predict.py)
+    ("analyses/efficiency/matmul.py", "2 * 512 * 4096 * 4096 / 45.50e-6 / 1e12", "2 * 512 * 4096 * 4096 / 45.05e-6 / 1e12",
+     "L40S FP8 rate from the measured 45.50 us"),
+    ("analyses/efficiency/memory.py", "return (got / 3350e9 * share,", "return (got / 3350e9,", "inline ECC keeps 15/16 of the stream"),
+    ("analyses/efficiency/predict.py", '        order = tuple(f for f in order if f in ("bf16", "fp16"))', "        order = order",
+     "16-bit attention on a device with no FP8 attention kernel"),
+    # the mixed iteration's GEMM shape and the Server run's p99 TPOT (analyses/efficiency/serving.py)
+    ("analyses/efficiency/serving.py", "    m = ga[0] + round(gb[0] * prefills)\n", "    m = ga[0]\n", "one GEMM's rows: decode + prefill tokens"),
+    ("analyses/efficiency/serving.py", "math.ceil(m + Z_TAIL * math.sqrt(2 * m / 3))", "math.ceil(m + Z_TAIL * math.sqrt(m))",
+     "p99 window concurrency, variance 2m/3"),
+    ("analyses/efficiency/serving.py", "        n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)\n    gpu, rows",
+     "        n = latency_limited(step_s, n, tpot_limit_s)\n    gpu, rows", "Server limit on the p99 request's iteration"),
+    # training's fused attention rates (analyses/efficiency/attention.py, train_time.row_terms)
+    ("analyses/efficiency/attention.py", "table_figure(FORWARD_CAUSAL, head_dim, 2 * keys_per_query)",
+     "table_figure(FORWARD_CAUSAL, head_dim, keys_per_query)", "attention forward at the causal figure of S = 2k"),
+    ("analyses/efficiency/attention.py", "work = BACKWARD_FLOPS * forward_flops", "work = 2 * forward_flops",
+     "attention backward: FA's 2.5x the forward work"),
+    ("analyses/efficiency/attention.py", "f = (x - xs[i - 1]) / (xs[i] - xs[i - 1])",
+     "f = (x - xs[i - 1]) / xs[i]", "attention table interpolation"),
+    ("analyses/train_time.py", "geometry = (op.head_dim, w.tokens * op.matrix_flops / op.rect_flops)",
+     "geometry = (op.head_dim, op.matrix_flops / op.rect_flops)", "attention keys per query T x FLOPs / rectangle"),
 )
 
 

@@ -251,10 +251,18 @@ class MeasuredAllToAll(unittest.TestCase):
         # the same residual passed explicitly changes nothing (a measured rate)
         self.assertAlmostEqual(EC.predicted_s(self.a2a(8), self.links, "b200", residual=0.5)[0], t, places=15)
 
-    def test_hybridep_keeps_topo_figure(self):
-        # topo.h's 40.1 x 18 = 721.8 GB/s x the residual, the same 11.8 us latency
-        t = EC.predicted_s(self.a2a(8), self.links, "b200", residual=0.85, dispatcher="hybridep")[0]
-        self.assertAlmostEqual(t, 11.8e-6 + 939524096 / (721.8e9 * 0.85), places=12)
+    def test_hybridep_at_its_published_rate(self):
+        # HybridEP's B200 row (8 ranks, 16 SMs): 535.94 GB/s on the counted rows; a record without
+        # rank_share counts all of S: 1,073,741,824 / 535.94e9, no latency, no residual
+        t, name, _ = EC.predicted_s(self.a2a(8), self.links, "b200", residual=0.85, dispatcher="hybridep")
+        self.assertEqual(name, "hybridep")
+        self.assertAlmostEqual(t, 1073741824 / 535.94e9, places=15)
+
+    def test_hybridep_without_a_row_keeps_topo_figure(self):
+        # no HybridEP row on SM90: topo.h's 20.6 x 18 = 370.8 GB/s x the residual, the 11.8 us latency
+        links = comm.links(load_device("h100-sxm"))
+        t = EC.predicted_s(self.a2a(8), links, "h100-sxm", residual=0.85, dispatcher="hybridep")[0]
+        self.assertAlmostEqual(t, 11.8e-6 + 939524096 / (370.8e9 * 0.85), places=12)
 
     def test_four_ranks_and_two(self):
         # 4 ranks: 3/4 S / 446.20 GB/s + 11.8 us
@@ -291,6 +299,6 @@ class Dispatcher(unittest.TestCase):
         nccl = T.run_s(ep, links, "nccl", "b200")
         hybrid = T.run_s(ep, links, "nccl/hybridep", "b200")
         self.assertAlmostEqual(nccl, 11.8e-6 + 939524096 / 383.43e9, places=12)
-        self.assertAlmostEqual(hybrid, 11.8e-6 + 939524096 / (721.8e9 * EC.FITTED["all"]), places=12)
+        self.assertAlmostEqual(hybrid, 1073741824 / 535.94e9, places=15)   # HybridEP's B200 row
         # a collective of another dimension is NCCL's all-to-all whatever the EP dispatcher
         self.assertEqual(T.run_s(cp, links, "nccl/hybridep", "b200"), nccl)

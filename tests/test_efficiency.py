@@ -59,6 +59,24 @@ class Mamf(unittest.TestCase):
             self.assertAlmostEqual(f.value, got / 2614.9, places=12)
             self.assertEqual(f[1], "measured")
 
+    def test_l40s_own_measurements(self):
+        # vllm-project/vllm pull request #6677 (one L40S): torch._scaled_mm's best time 45.50 us at
+        # M, K, N = 512, 4096, 4096: 2 x 512 x 4096 x 4096 = 17,179,869,184 FLOPs / 45.50 us
+        # = 377.5795 TFLOP/s, over the datasheet's dense FP8 733 TFLOP/s
+        f = self.fraction("l40s", "fp8")
+        self.assertAlmostEqual(f.value, 17_179_869_184 / 45.50e-6 / 733e12, places=12)
+        self.assertAlmostEqual(f.value, 0.515115, places=6)
+        self.assertEqual(f[1], "measured")
+        self.assertIn("pull request #6677", f[2])
+        # zzc0721/torch-performance-test-data database.md, the L40S row: BF16 269.15, FP16 264.02
+        # TFLOP/s of the dense 362.05
+        self.assertAlmostEqual(self.fraction("l40s", "bf16").value, 269.15 / 362.05, places=12)
+        self.assertAlmostEqual(self.fraction("l40s", "fp16").value, 264.02 / 362.05, places=12)
+        # INT8 has no measurement of its own: the device's FP8 figure, stated as assumed
+        f = self.fraction("l40s", "int8")
+        self.assertAlmostEqual(f.value, 17_179_869_184 / 45.50e-6 / 733e12, places=12)
+        self.assertEqual(f[1], "assumed (fp8 of the same device)")
+
     def test_every_fraction_is_at_most_one(self):
         for device in matmul.SMS:
             d = load_device(device)
@@ -89,6 +107,32 @@ class Hbm(unittest.TestCase):
         f, basis, _ = memory.hbm_fraction("mi300x", 5.3e12)
         self.assertAlmostEqual(f, 3000 / 3350, places=12)
         self.assertTrue(basis.startswith("assumed"))
+
+    def test_inline_ecc_keeps_the_data_share(self):
+        # GDDR with inline ECC (L40S): 1/16 of the DRAM holds check bits, so 15/16 of a stream's
+        # bytes are data: the borrowed H800 fraction 3000 / 3350 times 15/16 = 0.839552...
+        f, basis, src = memory.hbm_fraction("l40s", 864e9)
+        self.assertAlmostEqual(f, 3000 / 3350 * 15 / 16, places=12)
+        self.assertAlmostEqual(f, 0.8395522388, places=10)
+        self.assertIn("inline ECC", basis)
+        self.assertIn("V100", src)
+        # 864 GB/s x 0.83955 = 725.37 GB/s sustained
+        rates = predict.achievable(load_device("l40s"), DTYPES["fp8"])
+        self.assertAlmostEqual(rates.bytes_per_s, 864e9 * 3000 / 3350 * 15 / 16, places=0)
+        # an HBM device (sideband ECC) keeps the fraction unscaled
+        self.assertAlmostEqual(memory.hbm_fraction("h100-sxm", 3.35e12)[0], 3000 / 3350, places=12)
+
+    def test_attention_in_16_bits_on_ada(self):
+        # No FP8 fused attention on the L40S (TensorRT-LLM's FP8 context FMHA is Hopper-only;
+        # FlashAttention-2 runs FP16/BF16 on Ada): attention at the BF16 peak 362.05 TFLOP/s
+        # times FlashAttention-2's A100 fraction 0.73 = 264.2965 TFLOP/s, while the GEMMs run FP8
+        rates = predict.achievable(load_device("l40s"), DTYPES["fp8"])
+        self.assertAlmostEqual(rates.attention_flops_per_s, 0.73 * 362.05e12, places=0)
+        self.assertIn(("attention (bf16)", 0.73), [b[:2] for b in rates.bases])
+        self.assertAlmostEqual(rates.matrix_flops_per_s, 17_179_869_184 / 45.50e-6, places=0)
+        # Hopper keeps its FP8 attention (FlashAttention-3: 1.2 PFLOP/s)
+        h100 = predict.achievable(load_device("h100-sxm"), DTYPES["fp8"])
+        self.assertAlmostEqual(h100.attention_flops_per_s, 1200e12, places=0)
 
     def test_attention_figures(self):
         # FlashAttention-3 abstract: 740 TFLOP/s FP16 (of 989), close to 1.2 PFLOP/s FP8 (of 1979)

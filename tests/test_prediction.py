@@ -193,10 +193,33 @@ class LatencyLimit(unittest.TestCase):
         w = _serving_workload(s, arch)
         k, f, q, t, h = VP.constants_for(case)[0]
         rates = serving.predict.achievable(device, w.compute_dtype, k)
-        n = rec["concurrency"] + 1
-        gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
-        self.assertGreater(gpu + f + h * n + (q * n + t * n * s["input_len"] / (s["output_len"] - 1)) * len(arch.layers),
-                           0.200)
+
+
+        def step(n):   # the iteration at n in flight, as predicted_serving sums it
+            gpu, _ = serving.iteration(arch, w, rates, n, s["input_len"], s["output_len"])
+            return gpu + f + h * n + (q * n + t * n * s["input_len"] / (s["output_len"] - 1)) * len(arch.layers)
+
+        # the limit binds the 99th-percentile request's iteration, at tail_concurrency of the mean:
+        # within 200 ms at the answer, over it one request more
+        cap = rec["memory_concurrency"]
+        self.assertLessEqual(step(serving.tail_concurrency(rec["concurrency"], cap)), 0.200)
+        self.assertGreater(step(serving.tail_concurrency(rec["concurrency"] + 1, cap)), 0.200)
+
+    def test_tail_concurrency_by_hand(self):
+        # Z_TAIL is the standard normal's 99th percentile
+        import statistics
+        self.assertEqual(serving.Z_TAIL, statistics.NormalDist().inv_cdf(0.99))
+        # m = 150 in flight on average: the window's variance 2 x 150 / 3 = 100, sd 10;
+        # p99 = ceil(150 + 2.3263 x 10) = ceil(173.26) = 174
+        self.assertEqual(serving.tail_concurrency(150, 10**6), 174)
+        self.assertEqual(serving.tail_concurrency(150, 160), 160)   # the memory's N caps it
+        # a Server case's p99 request sees more than the mean: its concurrency is below the mean rule's
+        step = lambda m: 0.010 + 0.001 * m   # noqa: E731
+        mean_rule = serving.latency_limited(step, 500, 0.1000001)
+        tail_rule = serving.latency_limited(lambda m: step(serving.tail_concurrency(m, 500)), 500, 0.1000001)
+        self.assertEqual(mean_rule, 90)
+        # m + 2.3263 sqrt(2m/3) <= 90: m = 73 gives ceil(73 + 16.23) = 90, m = 74 gives 91
+        self.assertEqual(tail_rule, 73)
 
 
 class MixedIteration(unittest.TestCase):
@@ -207,6 +230,15 @@ class MixedIteration(unittest.TestCase):
                Op("att", "attention", "x", matrix_flops=300, kv_read=0, kv_write=500, act_read=20)]
         q, att, att_pre = serving.mixed_ops(dec, pre, 0.5)
         self.assertEqual((q.matrix_flops, q.weight_read, q.act_read, q.act_write), (512, 32, 128, 128))
+        # one GEMM over the iteration's tokens: 8 decode tokens + 0.5 x 16 prompt tokens = 16 rows
+        self.assertEqual(q.shape, "[16,4]x[4,4]")
+        # its wave quantisation reads them: 300 decode + 0.5 x 2,048 = 1,324 tokens x 4,096 on 132
+        # SMs: 11 x 32 = 352 tiles, 3 waves of 132 -> 352 / 396 (the decode's 300 rows alone: 3 x 32
+        # = 96 tiles, below one wave, 1.0)
+        big = serving.mixed_ops([Op("q", "linear", "[300,4096]x[4096,4096]", matrix_flops=1)],
+                                [Op("q", "linear", "[2048,4096]x[4096,4096]", matrix_flops=1)], 0.5)[0]
+        self.assertEqual(big.shape, "[1324,4096]x[4096,4096]")
+        self.assertAlmostEqual(serving.predict.wave(big, 132), 352 / 396, places=15)
         # attention: the decodes' row unchanged, the prefills' row at half its work (two kernels)
         self.assertEqual((att.matrix_flops, att.kv_read, att.kv_write, att.act_read), (100, 1000, 0, 10))
         self.assertEqual((att_pre.matrix_flops, att_pre.kv_read, att_pre.kv_write, att_pre.act_read),
@@ -437,6 +469,68 @@ class TpOverlap(unittest.TestCase):
         self.assertEqual(TT.local_expert_layers(load_model("llama-3.1-8b"), placement.Layout(dp=8),
                                                 placement.stages(load_model("llama-3.1-8b"), placement.Layout(dp=8))[0]), 0)
 
+    def test_exposed_host_pass_by_hand(self):
+        # per phase max(0, host - GPU): forward 3 - 1 = 2, backward 6 - 8 < 0 -> 0, recompute 3 - 0 = 3
+        from infracalc.analyses import train_time as TT
+
+        got = TT.exposed_host_pass(TT.Pass(forward=3.0, backward=6.0, recompute=3.0), TT.Pass(forward=1.0, backward=8.0))
+        self.assertEqual((got.forward, got.backward, got.weight_grad, got.recompute), (2.0, 0.0, 0.0, 3.0))
+
+    def test_host_in_full_under_the_overlapped_schedule(self):
+        # Qwen3-30B-A3B at EP 8, 768 local expert-layers, 100 us each: under overlap_ep the host time is
+        # charged in full, 768 x 100 us = 76.8 ms per micro-batch; in the plain schedule at eight
+        # sequences per micro-batch the MoE blocks' GPU time hides part of it
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.validate import _device
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("qwen3-30b-a3b")
+        lay = placement.Layout(tp=1, pp=1, dp=8, cp=1, ep=8, micro_batches=8)
+        w = Workload(batch=8, tokens=4096, logits="all", weight_dtype=dtype("bf16"), act_dtype=dtype("fp8"),
+                     kv_dtype=dtype("fp8"))
+        opts = dict(overlap_tp=True, collective_model="nccl", expert_gemm_host_s=1e-4)
+        full = TT.step_time(arch, w, lay, _device("b200"), overlap_ep=True, **opts).stages[0].host_s
+        plain = TT.step_time(arch, w, lay, _device("b200"), overlap_ep=False, **opts).stages[0].host_s
+        self.assertAlmostEqual(full, 768 * 1e-4, places=12)
+        self.assertLess(plain, full)
+
+    def test_moe_block_pass_is_the_layers_moe_share(self):
+        # the MoE blocks' GPU time is the layer pass less its other blocks' (attention, norms), and it
+        # grows with the tokens, so more sequences per micro-batch hide more of a fixed host cost
+        from infracalc import layout as placement
+        from infracalc.analyses import train_time as TT
+        from infracalc.analyses.validate import _device
+        from infracalc.blocks.moe import MoE
+        from infracalc.dtypes import dtype
+        from infracalc.load.models import load_model
+        from infracalc.workload import Workload
+
+        arch = load_model("qwen3-30b-a3b")
+        lay = placement.Layout(tp=1, pp=1, dp=8, cp=1, ep=8, micro_batches=4)
+        st = placement.stages(arch, lay)[0]
+        dev = _device("b200")
+
+        def passes(batch):
+            w = TT.train_flops.training_workload(Workload(batch=batch, tokens=4096, logits="all", weight_dtype=dtype("bf16"),
+                                                          act_dtype=dtype("fp8"), kv_dtype=dtype("fp8")))
+            roofs = TT.roofs_of(dev, w)
+            moe = TT.moe_block_pass(arch, lay, st, w, roofs, recompute="none", flash=False)
+            whole = other = TT.Pass()
+            for layer, count, _ in placement.device_layers(arch, lay, st):
+                whole = whole + TT.layer_pass(layer, w, roofs, cp=1, recompute="none", flash=False).times(count)
+                rest = layer.replace(blocks=tuple(b for b in layer.blocks if not isinstance(b, MoE)))
+                other = other + TT.layer_pass(rest, w, roofs, cp=1, recompute="none", flash=False).times(count)
+            return moe, whole, other
+
+        moe, whole, other = passes(1)
+        self.assertGreater(moe.forward, 0.0)
+        self.assertAlmostEqual(moe.forward + other.forward, whole.forward, places=12)
+        self.assertAlmostEqual(moe.backward + other.backward, whole.backward, places=12)
+        self.assertGreater(passes(8)[0].forward, 4 * moe.forward)
+
     def test_permute_bytes_by_hand(self):
         # Megatron-Core's all-to-all dispatcher, one MoE layer's forward, BF16 (2 bytes):
         # GPT-OSS-120B at EP 64 (2 of 128 experts local), 8,192 tokens, top-4, hidden 2,880:
@@ -612,25 +706,25 @@ class TpOverlap(unittest.TestCase):
 
     def test_expert_host_charged_per_recipe_and_held_out_by_model(self):
         case = V.load_case(os.path.join(V.VALIDATION_DIR, "mbridge2511-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8.json"))
-        base, t0 = VP.training_prediction(case, 1.0, expert_host_s=0.0)
-        got, t1 = VP.training_prediction(case, 1.0, expert_host_s=1e-4)
-        # one stage, 64 micro-batches, no bubble: the step grows by 64 x 768 x 100 us (the DP sync's
-        # overlap unchanged)
-        self.assertAlmostEqual(t1.step_s - t0.step_s, 64 * 768 * 1e-4, places=6)
-        # held out by model within the case's own publication (release): 25.11's Qwen3-30B row takes
-        # the 25.11 fit on the other models, the 26.02 row the 26.02 one
-        pub = VP.publication(case)
-        self.assertIn("25.11", pub)
-        self.assertEqual(VP.expert_host_for(case), (training.EXPERT_HOST_FITTED[pub]["qwen3-30b-a3b"],
-                                                    "without its model, same publication"))
+        _, t1 = VP.training_prediction(case, 1.0, expert_host_s=1e-3)
+        _, t2 = VP.training_prediction(case, 1.0, expert_host_s=2e-3)
+        # one stage, 64 micro-batches, no bubble: at 1 and 2 ms per local expert the host exceeds the
+        # MoE blocks' GPU time in every phase (exposed_host_pass), so the step grows by the host time
+        # itself, 64 x 768 x 1 ms (the DP sync's overlap unchanged)
+        self.assertAlmostEqual(t2.step_s - t1.step_s, 64 * 768 * 1e-3, places=6)
+        self.assertAlmostEqual(t2.stages[0].host_s - t1.stages[0].host_s, 768 * 1e-3, places=9)
+        # held out by model within the case's stack (every Megatron Bridge release): the 25.11 and the
+        # 26.02 Qwen3-30B rows take the same fit, on the other models' cases of both releases
+        self.assertEqual(VP.stack(case), "NVIDIA: Megatron Bridge Performance Summary")
+        self.assertEqual(VP.expert_host_for(case), (training.EXPERT_HOST_FITTED[VP.stack(case)]["qwen3-30b-a3b"],
+                                                    "without its model, same stack"))
         later = V.load_case(os.path.join(V.VALIDATION_DIR, "mbridge2602-pretrain-qwen3-30b-a3b-fp8-mx-b200-x8.json"))
-        self.assertEqual(VP.expert_host_for(later)[0],
-                         training.EXPERT_HOST_FITTED[VP.publication(later)]["qwen3-30b-a3b"])
-        self.assertNotEqual(VP.expert_host_for(later)[0], VP.expert_host_for(case)[0])
-        # a case of a publication without a fit takes the fit on all
+        self.assertEqual(VP.stack(later), VP.stack(case))
+        self.assertEqual(VP.expert_host_for(later), VP.expert_host_for(case))
+        # a case of a stack without a fit takes the fit on all
         other = dict(case, source=dict(case["source"], title="elsewhere"))
         self.assertEqual(VP.expert_host_for(other), (training.EXPERT_HOST_FITTED["all"],
-                                                     "all MoE cases, none of its model's in its publication"))
+                                                     "all MoE cases, none of its model's in its stack"))
         # DeepSeek's own stack is not charged (its recipe names no per-expert GEMM launches)
         ds = V.load_case(os.path.join(V.VALIDATION_DIR, "deepseek-v3-report-pretrain-h800-x2048.json"))
         self.assertEqual(VP.training_prediction(ds, 1.0, expert_host_s=0.0)[0],
@@ -818,6 +912,84 @@ class Fit(unittest.TestCase):
         self.assertEqual(len(engines["vLLM"]), 4)       # AMD v4.1, ASUSTeK v5.1, Red Hat x2
         with self.assertRaises(VP.UserError):
             VP.engine({"id": "x", "source": {"title": "an engine we do not know"}})
+
+
+class HostStep(unittest.TestCase):
+    """TensorRT-LLM's measured host step on a Grace host bounds the iteration from below."""
+
+    def setUp(self):
+        from support import load_model
+        from infracalc.load.hardware import load_device
+        from infracalc.workload import from_formats
+
+        self.arch = load_model("qwen3-30b-a3b")
+        self.gb200, self.b200 = load_device("gb200"), load_device("b200")
+        self.w = from_formats(self.arch, weight_dtype="nvfp4", act_dtype="nvfp4", kv_dtype="fp8")
+
+    def test_floor_by_hand(self):
+        # PR #10273: 44.53 ms a step at 1,536 requests a rank -> 4,096 requests: 44.53 x 4096 / 1536
+        # = 118.7467 ms; none on B200's x86 host, none for vLLM (no published step)
+        self.assertAlmostEqual(serving.host_floor_s("TensorRT-LLM", self.gb200, 4096), 0.04453 * 8 / 3, places=15)
+        self.assertAlmostEqual(serving.host_floor_s("TensorRT-LLM", self.gb200, 1536), 0.04453, places=15)
+        self.assertEqual(serving.host_floor_s("TensorRT-LLM", self.b200, 4096), 0.0)
+        self.assertEqual(serving.host_floor_s("vLLM", self.gb200, 4096), 0.0)
+        self.assertEqual(serving.HOST_CPU, {"gb200": "Grace", "gb300": "Grace"})
+
+    def test_iteration_is_the_longer(self):
+        # Qwen3-30B-A3B NVFP4 at 128/128, 30,000 requests: 4,096 in flight (the engine's limit); the
+        # GPU's sum is below the host's 118.75 ms step, so the iteration is the step and the output
+        # 4096 x 128 / 127 / 0.11875 = 1536 x 128 / (127 x 0.04453) = 34,765.2 tokens/s
+        rec = serving.predicted_serving(self.arch, self.w, self.gb200, 128, 128, requests=30000)
+        self.assertEqual(rec["concurrency"], 4096)
+        self.assertAlmostEqual(rec["iteration_s"], 0.04453 * 8 / 3, places=15)
+        self.assertAlmostEqual(rec["output_tokens_per_s"], 1536 * 128 / (127 * 0.04453), places=6)
+        self.assertLess(rec["gpu_s"] + rec["host_s"], rec["iteration_s"])
+        # without a published step (another engine) the iteration is the sum, the key absent
+        other = serving.predicted_serving(self.arch, self.w, self.gb200, 128, 128, requests=30000, engine="none")
+        self.assertNotIn("host_step_s", other)
+        self.assertAlmostEqual(other["iteration_s"], other["gpu_s"] + other["host_s"], places=12)
+        self.assertNotIn("host_step_s", serving.predicted_serving(self.arch, self.w, self.b200, 128, 128))
+        # a GPU-bound row keeps its sum: 20000/2000 (151 in flight, a step of 4.4 ms)
+        long = serving.predicted_serving(self.arch, self.w, self.gb200, 20000, 2000, requests=1000)
+        self.assertAlmostEqual(long["host_step_s"], long["concurrency"] * 0.04453 / 1536, places=15)
+        self.assertAlmostEqual(long["iteration_s"], long["gpu_s"] + long["host_s"], places=12)
+
+    def test_at_batch_is_the_steady_state(self):
+        from infracalc.layout import Layout
+
+        rec = serving.predicted_serving(self.arch, self.w, self.gb200, 128, 128, requests=30000)
+        at = serving.predicted_at_batch(self.arch, self.w, self.gb200, Layout(), 128, 128, 4096)
+        self.assertEqual(at["tpot_s"], rec["iteration_s"])
+        lay = serving.predicted_layout(self.arch, self.w, self.gb200, Layout(), 128, 128, requests=30000)
+        self.assertEqual(lay["iteration_s"], rec["iteration_s"])
+
+    def test_pipeline_takes_the_floor(self):
+        # PP 2: two stages of 24 layers, 4,096 requests in flight; the pipeline's 60 ms (2 x the
+        # slowest stage + 1.5 ms of host) is below the step of 4,096 requests, 118.75 ms
+        from infracalc.layout import Layout
+
+        rec = serving.predicted_layout(self.arch, self.w, self.gb200, Layout(pp=2), 128, 128, requests=30000)
+        self.assertEqual(rec["concurrency"], 4096)
+        self.assertAlmostEqual(rec["iteration_s"], 0.04453 * 8 / 3, places=15)
+        self.assertLess(rec["gpu_s"] + rec["host_s"], rec["iteration_s"])
+        at = serving.predicted_at_batch(self.arch, self.w, self.gb200, Layout(pp=2), 128, 128, 4096)
+        self.assertEqual(at["tpot_s"], rec["iteration_s"])
+
+    def test_fit_errors_take_the_floor(self):
+        # GPU 10 ms, measured 30 ms, a host step of 30 ms: at zero constants the step is the iteration
+        # (error 0); a fixed host time of 25 ms makes the sum 35 ms, above it: 30 / 35 - 1
+        s = [("p", 0, 0.010, 0, 0.030, "f", "e", 0, "c", 1000, 0.030)]
+        self.assertAlmostEqual(fit.errors(s, (0, 0, 0, 0))[0], 0.0, places=12)
+        self.assertAlmostEqual(fit.errors(s, (0, 0.025, 0, 0))[0], 30 / 35 - 1, places=12)
+        self.assertAlmostEqual(fit.errors([s[0][:10]], (0, 0, 0, 0))[0], 2.0, places=12)   # no step: 3x
+
+    def test_validate_names_the_host_step(self):
+        case = V.load_case(os.path.join(V.VALIDATION_DIR, "trtllm-qwen3-30b-a3b-fp4-gb200-128-128.json"))
+        value, rec = VP.serving_prediction(case)
+        self.assertAlmostEqual(value, 1536 * 128 / (127 * 0.04453), places=6)
+        self.assertTrue(VP.cause(rec).startswith("host step"), VP.cause(rec))
+        twin = V.load_case(os.path.join(V.VALIDATION_DIR, "trtllm-qwen3-30b-a3b-fp4-b200-128-128.json"))
+        self.assertTrue(VP.cause(VP.serving_prediction(twin)[1]).startswith("GPU work"))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ class Collective(Record):
     local: int = 1   # ranks of the group inside one scale-up domain (tier "out"; `comm.group_local`)
     nic_share: float = 1.0  # all-to-all across domains: the least share of its NIC bytes a node-deduplicating
     #                         implementation sends (`node_share`; DeepEP's normal mode); only the bound reads it
+    rank_share: float = 1.0  # all-to-all: the share of its copies a dispatch sending one copy per destination
+    #                          rank moves (`rank_share`; DeepEP's and HybridEP's); only a dispatcher's rate reads it
 
     def _check(self):
         if self.kind not in KINDS:
@@ -49,6 +51,8 @@ class Collective(Record):
             raise UserError(f"collective '{self.name}': skew must be >= 1, got {self.skew!r}")
         if not 0 < self.nic_share <= 1:
             raise UserError(f"collective '{self.name}': nic_share must be in (0, 1], got {self.nic_share!r}")
+        if not 0 < self.rank_share <= 1:
+            raise UserError(f"collective '{self.name}': rank_share must be in (0, 1], got {self.rank_share!r}")
         if isinstance(self.local, bool) or not isinstance(self.local, int) or not 1 <= self.local <= self.group:
             raise UserError(f"collective '{self.name}': local must be an integer from 1 to the group "
                             f"({self.group}), got {self.local!r}")
@@ -122,6 +126,14 @@ def distinct_devices(experts, top_k, ep):
 
     m = experts // ep
     return ep * (1 - Fraction(math.comb(experts - m, top_k), math.comb(experts, top_k)))
+
+
+def rank_share(experts, top_k, ep):
+    """Share of an EP all-to-all's per-expert copies that a dispatch sending one copy per destination
+    rank moves (DeepEP's and HybridEP's dispatch; their combine returns the same rows), under uniform
+    routing with E / ep experts per rank: E[distinct ranks] / k (`distinct_devices`). Qwen3-30B-A3B at
+    EP 8 (E 128, k 8): (1 - C(112, 8) / C(128, 8)) = 0.667."""
+    return float(distinct_devices(experts, top_k, ep) / top_k)
 
 
 def node_share(experts, top_k, ep, local, dedup=False):
@@ -224,14 +236,15 @@ def ep_collectives(tokens, top_k, hidden, act_bytes, *, ep, moe_layers, tier, de
         dispatch = copies * out_bytes
         combine = copies * back_bytes
     how = " (one copy per destination rank)" if dedup else ""
-    share = node_share(experts, top_k, ep, local, dedup) if tier == "out" and routing in ("uniform", "balanced") \
-        else 1.0
+    even = routing in ("uniform", "balanced")
+    share = node_share(experts, top_k, ep, local, dedup) if tier == "out" and even else 1.0
+    per_rank = rank_share(experts, top_k, ep) if experts and even and not dedup else 1.0
     return [Collective(f"EP dispatch all-to-all{how}", "all_to_all", dispatch, ep, tier, count=moe_layers, dim="ep",
                        skew=skew,
-                       local=local, nic_share=share),
+                       local=local, nic_share=share, rank_share=per_rank),
             Collective(f"EP combine all-to-all{how}", "all_to_all", combine, ep, tier, count=moe_layers, dim="ep",
                        skew=skew,
-                       local=local, nic_share=share)]
+                       local=local, nic_share=share, rank_share=per_rank)]
 
 
 def moe_keeps_tp_reduction(tp, ep, sp, shared):

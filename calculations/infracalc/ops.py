@@ -82,6 +82,7 @@ class Op(Record):
     book_specials: tuple = ()
     book_extra_bytes: int = 0   # the book's materialized-operand bytes beyond ours (scores, tables, indices)
     book_train: tuple = None    # the book's training rule of the row (train_rule; train --scalar-count book)
+    head_dim: int = 0        # attention only: the head dimension of its contraction (the kernel's shape; 0 unknown)
 
     @property
     def bytes_read(self):

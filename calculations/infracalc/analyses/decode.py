@@ -85,7 +85,8 @@ OPERATOR_COLUMNS = ("name", "layers", "repeats", "category", "shape", "matrix_fl
 SWEEP_COLUMNS = ("batch", "tpot_first_s", "tpot_mean_s", "tpot_last_s", "decode_tokens_per_s_per_request",
                  "decode_tokens_per_s_aggregate", "compute_share", "compute_bound_s", "weights_s", "kv_s",
                  "activations_s", "bound", "cache_bytes",
-                 "stream_output_tokens_per_s", "stream_bound")
+                 "stream_output_tokens_per_s", "stream_bound", "predicted_tpot_mean_s",
+                 "predicted_decode_tokens_per_s_aggregate")
 
 
 class Account(Record):
@@ -426,6 +427,15 @@ def sweep_batches(capacity):
     return out
 
 
+def predicted_sweep_row(pcs, rates, batch, steps):
+    """A sweep row's predicted mean TPOT and aggregate decode tokens/s: the row's decode steps at
+    the achievable rates (predict.piece_times, as `decode` predicts one batch); None without rates."""
+    if rates is None:
+        return {"predicted_tpot_mean_s": None, "predicted_decode_tokens_per_s_aggregate": None}
+    dec = plain_sum(predict.piece_times(pcs, rates))
+    return {"predicted_tpot_mean_s": dec / steps, "predicted_decode_tokens_per_s_aggregate": batch * steps / dec}
+
+
 def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory_efficiency=1.0,
           reserve_bytes=None):
     """The `decode --batch-sweep` record: B = 1, 2, 4, ... up to the batch whose cache still fits."""
@@ -445,6 +455,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
     serving = serving_record(arch, w, r, input_len, output_len, cap, wp)
     work = (serving["request_matrix_flops"], serving["request_vector_flops"], serving["request_kv_bytes"])
     rows, pieces = [], []
+    rates = predict.achievable(device, w.compute_dtype)
     for b in sweep_batches(cap["max_requests"]):
         wb = w.replace(batch=b)
         pcs = decode_sum.decode_pieces(arch, wb, lo, hi, check=b == 1)
@@ -465,6 +476,7 @@ def sweep(arch, w, device, input_len, output_len, compute_efficiency=1.0, memory
             "cache_bytes": b * cap["cache_bytes_per_request"],
             "stream_output_tokens_per_s": stream["output_tokens_per_s"],
             "stream_bound": stream["bound"],
+            **predicted_sweep_row(pcs, rates, b, steps),
         })
     rec = _header(arch, w, device, r, compute_efficiency, memory_efficiency)
     rec["inputs"] = inputs_record(w, input_len, output_len, batch=False)

@@ -20,6 +20,7 @@ from ..ops import gemm
 from ..record import Record
 from ..workload import Workload
 from .records import SCHEMA_VERSION
+from .efficiency import predict
 from .roofline import bound_name, roof
 
 KERNEL_CONVENTIONS = (
@@ -123,6 +124,8 @@ def device_row(kern, device, compute_efficiency=1.0, memory_efficiency=1.0):
     compute = r.compute_s(mf, vf)
     memory = r.memory_s(moved)
     unknown = r.compute_unknown(mf, vf)
+    rates = predict.achievable(device, fmt)
+    predicted = predict.pass_time(kern.ops, rates) if rates else None
     return {
         "id": device.id,
         "name": device.name,
@@ -134,6 +137,9 @@ def device_row(kern, device, compute_efficiency=1.0, memory_efficiency=1.0):
         "memory_time_s": memory,
         "time_s": max(compute, memory),
         "bound": bound_name(r, compute, memory, mf, vf),
+        "predicted_time_s": predicted,
+        "predicted_efficiency": max(compute, memory) / predicted if predicted else None,
+        "prediction": predict.rates_record(rates) if rates else None,
     }
 
 
@@ -154,7 +160,7 @@ def kernel_result(command, inputs, kern, devices, compute_efficiency=1.0, memory
         "inputs": dict(inputs, compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency),
         "work": kernel_record(kern),
         "devices": [device_row(kern, d, compute_efficiency, memory_efficiency) for d in devices],
-        "conventions": list(KERNEL_CONVENTIONS) + list(conventions),
+        "conventions": list(KERNEL_CONVENTIONS) + list(conventions) + [predict.PREDICTION_CONVENTION],
     }
     if tiles is not None:
         from .tiles import TILE_CONVENTIONS

@@ -180,24 +180,44 @@ def step_of(arch, w, lay, device, s, *, links, mem):
 
 def predicted(arch, w, lay, device, s, *, links, mem):
     """The predicted step seconds (efficiency.training), None without a prediction."""
-    from .efficiency.training import predicted_step
-
-    got = predicted_step(arch, w, lay, device, **recipe_options(s, links, mem))
+    got = predicted_with_step(arch, w, lay, device, s, links=links, mem=mem)
     return got[0] if got else None
 
 
-def predicted_record(step, global_batch, w, lay, train_tokens):
-    """The predicted step, tokens/s per device and (with a token budget) days."""
+def predicted_with_step(arch, w, lay, device, s, *, links, mem):
+    """(predicted step seconds, the StepTime at achievable rates it scales), None without a prediction."""
+    from .efficiency.training import predicted_step
+
+    return predicted_step(arch, w, lay, device, **recipe_options(s, links, mem))
+
+
+def predicted_record(step, global_batch, w, lay, train_tokens, at_rates=None, device=None):
+    """The predicted step, tokens/s per device and (with a token budget) days; with `at_rates`
+    (the StepTime at achievable rates the step scales) its parts and each stage's micro-batch,
+    each times the fitted factor, so the parts sum to the step as the estimate's do; with `device`
+    the fused attention's rates at its best shape, their basis and source (efficiency.attention)."""
     if step is None:
         return None
+    from .efficiency.attention import SOURCE, training_rates
     from .efficiency.training import FITTED
 
     tokens = global_batch * w.tokens
     out = {"step_s": _s(step), "tokens_per_s_per_device": _ratio(tokens / step / lay.devices),
            "fitted_factor": FITTED["all"]}
+    rates = training_rates(device) if device is not None else None
+    if rates is not None:
+        out["attention"] = {"forward_flops_per_s": rates.forward_flops_per_s,
+                            "backward_flops_per_s": rates.backward_flops_per_s, "basis": rates.basis,
+                            "source": SOURCE}
     if train_tokens:
         steps = ceil_div(train_tokens, tokens)
         out["train_days"] = _ratio(steps * step / 86400)
+    if at_rates is not None:
+        k = step / at_rates.step_s if at_rates.step_s else 0.0
+        parts = time_record(at_rates)
+        out["breakdown"] = {key: _s(k * v) for key, v in parts["breakdown"].items()}
+        out["stages"] = [{"stage": st["stage"], "micro_batch_s": _s(k * st["micro_batch_s"])}
+                         for st in parts["stages"]]
     return out
 
 
@@ -410,7 +430,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, pe
     micro = train_flops.step(arch, w, s.recompute_spec, s.flash_recompute, per_layer)
     mem, bind, t = evaluate(arch, w, lay, device, s, links=links)
     peaks = unknown_peaks(device, w)
-    step_pred = predicted(arch, w, lay, device, s, links=links, mem=mem)
+    step_pred, at_rates = predicted_with_step(arch, w, lay, device, s, links=links, mem=mem) or (None, None)
     return {
         "schema_version": SCHEMA_VERSION,
         "command": "train",
@@ -424,7 +444,7 @@ def train(arch, w, device, lay, s, *, global_batch, links, train_tokens=None, pe
                          for c in train_flops.conventions(arch, st, global_batch, w.tokens)],
         "time": {**time_record(t), "predicted_step_s": _s(step_pred) if step_pred else None,
                  "unknown_peaks": peaks},
-        "predicted": predicted_record(step_pred, global_batch, w, lay, train_tokens),
+        "predicted": predicted_record(step_pred, global_batch, w, lay, train_tokens, at_rates, device),
         "lower_bound": lower_bound_record(lower_bound(arch, w, lay, device, s, mem=mem, model_flops=st.model_flops),
                                           global_batch * w.tokens),
         "throughput": throughput_record(arch, st, t, lay, device, w=w, global_batch=global_batch,

@@ -69,6 +69,7 @@ from ..record import Record
 from ..splits import ceil_div
 from . import stage_comm, train_flops, train_memory
 from .efficiency.collective import EP_DISPATCHERS, seconds as nccl_seconds
+from .efficiency.dispatcher import sm_share
 from .roofline import roof as make_roof
 from ..summation import plain_sum
 
@@ -109,12 +110,17 @@ def row_terms(op, w, vocab, recompute, flash):
     """What the roofline of one forward row's pass reads, device-independent: (linear row?, in the
     sequence region?, forward matrix FLOPs, vector FLOPs, bytes, weight bytes, the same four of
     its backward (`train_flops.backward`; the weights read twice, dX = dY W^T and dW, none by a
-    memory row), a GEMM (its weight gradient = its forward time)?, run again by the recompute?)."""
+    memory row), a GEMM (its weight gradient = its forward time)?, run again by the recompute?, and for
+    a fused attention row (head dimension, keys per query: pairs / queries = T x FLOPs / rectangle
+    FLOPs, the shape efficiency.attention prices it by), else None)."""
     b = train_flops.backward(op, w, vocab, flash)
     wb = op.weight_read
+    geometry = None
+    if op.kind == "attention" and op.rect_flops:
+        geometry = (op.head_dim, w.tokens * op.matrix_flops / op.rect_flops)
     return (train_flops.linear_row(op), in_sequence_region(op), op.matrix_flops, op.vector_flops,
             op.bytes_moved, wb, b.matrix_flops, b.vector_flops, b.bytes, 0 if op.kind == "memory" else 2 * wb,
-            op.kind == "gemm", train_flops.recomputed(op, recompute))
+            op.kind == "gemm", train_flops.recomputed(op, recompute), geometry)
 
 
 def terms_pass(terms, roofs, cp, sp_tp=1):
@@ -128,16 +134,24 @@ def row_seconds(terms, roofs, cp, sp_tp=1):
     vector peak), (weights + other bytes / cp) / bandwidth); `roofs` = (the compute format's roof,
     BF16's): linear rows at the first, every other row at the second (the format convention,
     train_flops.stored_workload); `sp_tp` = tp under sequence parallelism: the sequence-region
-    rows do 1/sp_tp of their work."""
+    rows do 1/sp_tp of their work. A third roof, efficiency.attention's AttentionRates (the
+    predicted step's), prices the fused attention rows' matrix work at the kernel's forward and
+    backward rates for their shape instead of the matrix peak."""
     out = []
-    r_linear, r_other = roofs
+    r_linear, r_other = roofs[0], roofs[1]
+    attention = roofs[2] if len(roofs) > 2 else None
     seq_split = cp * sp_tp
-    for linear, seq, fm, fv, fb, fw, bm, bv, bb, bw, gemm, rec in terms:
+    for linear, seq, fm, fv, fb, fw, bm, bv, bb, bw, gemm, rec, geometry in terms:
         r = r_linear if linear else r_other
         mps, vps, bps = r.matrix_flops_per_s, r.vector_flops_per_s, r.bytes_per_s
         split = seq_split if seq else cp
-        fwd = max(fm / split / mps + fv / split / vps, (fw + (fb - fw) / split) / bps)
-        bwd = max(bm / split / mps + bv / split / vps, (bw + (bb - bw) / split) / bps)
+        if attention is not None and geometry is not None:
+            fm_s = attention.forward_s(fm, *geometry) / split
+            bm_s = attention.backward_s(fm, *geometry) / split
+        else:
+            fm_s, bm_s = fm / split / mps, bm / split / mps
+        fwd = max(fm_s + fv / split / vps, (fw + (fb - fw) / split) / bps)
+        bwd = max(bm_s + bv / split / vps, (bw + (bb - bw) / split) / bps)
         out.append((fwd, bwd, gemm, rec))
     return out
 
@@ -169,15 +183,19 @@ def block_terms(block, w, recompute, flash):
         row_terms(op, w, 0, recompute, flash) for op in train_flops.recipe_block_ops(block, w)))
 
 
-def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
-    """Pass of one decoder layer as one device holds it: its blocks' `row_seconds` (memoized per
-    block: the layers share most blocks) summed in row order (memoized)."""
-    def block_seconds(b):
-        return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
-                              lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
+def block_seconds(b, w, r, *, cp, recompute, flash, sp_tp=1):
+    """The `row_seconds` of one block's training rows, memoized per block (the layers share most blocks)."""
+    return placement.memo(("train seconds", b, w, r, cp, recompute, flash, sp_tp),
+                          lambda: tuple(row_seconds(block_terms(b, w, recompute, flash), r, cp, sp_tp)))
 
+
+def layer_pass(layer, w, r, *, cp, recompute, flash, sp_tp=1):
+    """Pass of one decoder layer as one device holds it: its blocks' `block_seconds` summed in row
+    order (memoized)."""
     key = ("train pass", layer, w, r, cp, recompute, flash, sp_tp)
-    return placement.memo(key, lambda: seconds_pass([row for b in layer.blocks for row in block_seconds(b)]))
+    return placement.memo(key, lambda: seconds_pass([
+        row for b in layer.blocks for row in block_seconds(b, w, r, cp=cp, recompute=recompute, flash=flash,
+                                                           sp_tp=sp_tp)]))
 
 
 def top_pass(arch, lay, stage, w, *, r, cp, recompute, flash):
@@ -355,6 +373,7 @@ class StageTime(Record):
     dp_collectives: tuple      # Timed, per step (phase "step")
     dp_exposed_s: float        # per step, after overlap
     optimizer_s: float         # per step
+    host_s: float = 0.0        # per micro-batch: the per-expert host cost left exposed (`exposed_host_pass`)
 
     @property
     def micro_batch(self):
@@ -380,6 +399,46 @@ def expert_host_pass(arch, lay, st, per_expert_s, recompute):
     that the GPU waits for when each expert's GEMM is short."""
     f = per_expert_s * local_expert_layers(arch, lay, st) / 3
     return Pass(forward=f, backward=2 * f, recompute=f if recompute == "full" else 0.0)
+
+
+def moe_block_pass(arch, lay, st, w, r, *, recompute, flash):
+    """The GPU Pass of the MoE blocks one device of stage `st` runs in one micro-batch (the ledger's
+    MoE rows: router, the local experts' GEMMs and activations, the combine), at the roofs `r`."""
+    moe = sys.modules.get(__name__.rsplit(".", 2)[0] + ".blocks.moe")
+    out = Pass()
+    if moe is None:
+        return out
+    sp_tp = lay.tp if lay.sp else 1
+    for layer, count, _ in placement.device_layers(arch, lay, st):
+        for b in layer.blocks:
+            if isinstance(b, moe.MoE):
+                rows = block_seconds(b, w, r, cp=lay.cp, recompute=recompute, flash=flash, sp_tp=sp_tp)
+                out = out + seconds_pass(list(rows)).times(count)
+    return out
+
+
+def exposed_host_pass(host, gpu):
+    """The Pass of the host time `host` (`expert_host_pass`) the GPU waits for when the host issues it
+    while the GPU runs only `gpu` (`moe_block_pass`), per phase:
+
+        exposed = max(0, host - gpu)
+
+    What it stands for: the host launches asynchronously, so the GPU runs the MoE layer's own kernels
+    while the host issues the per-expert launches; it cannot run further ahead, because a dropless
+    dispatcher waits on the device once per MoE layer and micro-batch for the routed token counts
+    (NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py: the all-to-all
+    dispatcher's `cuda_sync_point = "before_ep_alltoall"` for the all-to-all splits; the flex
+    dispatcher's `tokens_per_expert.sum().item()`). Short expert GEMMs (few tokens per expert: one
+    sequence per micro-batch) leave the host's time exposed; long ones hide it.
+
+    Under the EP all-to-all overlap (step_time's `overlap_ep`: Megatron's combined forward-backward
+    schedule, `moe_a2a_overlap`) step_time charges the host time in full instead: that schedule
+    interleaves two micro-batches' sub-modules across streams, and NVIDIA disabled it for its "CPU
+    overhead" (NVIDIA-NeMo/Megatron-Bridge pull request #1760: Qwen3-235B-A22B on 64 B200s, MXFP8 step
+    20.1 s with it, 16.9 s without, with the VP change), about 52 ms per micro-batch beyond the
+    all-to-all it hid, where the full per-expert host time of that layout is 48 ms at 250 us."""
+    return Pass(forward=max(0.0, host.forward - gpu.forward), backward=max(0.0, host.backward - gpu.backward),
+                recompute=max(0.0, host.recompute - gpu.recompute))
 
 
 def permute_bytes(block, positions, act_bytes=2):
@@ -464,21 +523,25 @@ def hidden_dims(overlap_tp=False, overlap_ep=False, overlap_pp=False):
     return ("tp",) * bool(overlap_tp) + ("ep",) * bool(overlap_ep) + ("pp",) * bool(overlap_pp)
 
 
-def _pass_of(timed, hide_tp_under=None, dims=("tp",)):
+def _pass_of(timed, hide_tp_under=None, dims=("tp",), ep_sm_share=0.0):
     """The seconds of per-micro-batch collectives summed by phase, as a Pass; with
     `hide_tp_under` (the stage's compute Pass) the collectives of `dims` (TP's; EP's too under
     an all-to-all overlapping schedule) of a phase are exposed only beyond that phase's compute:
-    max(0, their seconds - compute seconds)."""
+    max(0, their seconds - compute seconds), and at least the compute the overlapped EP dispatch's
+    kernels take from it, ep seconds x `ep_sm_share` (their share of the SMs,
+    efficiency.dispatcher.sm_share): max(hidden - compute, ep x share)."""
     p = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     tp = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
+    ep = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     for t in timed:
         if hide_tp_under is not None and t.collective.dim in dims:
             tp[t.phase] += t.seconds
+            ep[t.phase] += t.seconds if t.collective.dim == "ep" else 0.0
         else:
             p[t.phase] += t.seconds
     if hide_tp_under is not None:
         for phase in p:
-            p[phase] += max(0.0, tp[phase] - getattr(hide_tp_under, phase))
+            p[phase] += max(0.0, tp[phase] - getattr(hide_tp_under, phase), ep[phase] * ep_sm_share)
     return Pass(p["forward"], p["backward"], 0.0, p["recompute"])
 
 
@@ -614,12 +677,14 @@ def rank_params(arch, lay, st, schedule, stage_params=None):
     return dense, expert
 
 
-def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0):
+def roofs_of(device, w, compute_efficiency=1.0, memory_efficiency=1.0, attention=None):
     """(the compute format's roof, the roof of every other row): the same roof unless the
-    format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload)."""
+    format is 8-bit, whose non-linear rows run at BF16's (train_flops.stored_workload); with
+    `attention` (efficiency.attention.AttentionRates) a third, the fused attention rows' rates."""
     r = make_roof(device, w.compute_dtype, compute_efficiency, memory_efficiency)
     store = train_flops.stored_workload(w)
-    return r, r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency)
+    other = r if store is w else make_roof(device, store.compute_dtype, compute_efficiency, memory_efficiency)
+    return (r, other) if attention is None else (r, other, attention)
 
 
 def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b",
@@ -627,7 +692,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
               compute_efficiency=1.0, memory_efficiency=1.0, overlap_dp=False, stage_params=None,
               wire=("", ""), overlap_tp=False, overlap_ep=False, collective_model="ring",
               expert_gemm_host_s=0.0, token_permute=False, overlap_pp=False, unfused_expert_bias=False,
-              ep_dispatcher="alltoall"):
+              ep_dispatcher="alltoall", attention=None):
     """StepTime of one optimizer step: `w` is one micro-batch (batch = micro-batch
     size, tokens = sequence length), `lay` the layout (micro_batches = m); `wire`: the EP
     dispatch and combine formats ("" = the activation format; `collectives.token_bytes`).
@@ -639,8 +704,9 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     all-to-all overlap): off by default. `collective_model`: "ring" (the estimate's alpha-beta
     ring at the links' figures) or "nccl" (the predicted figure's NCCL model, `run_s`).
     `expert_gemm_host_s`: seconds per local expert per MoE layer per micro-batch that a stack
-    running each expert's GEMMs as their own launches adds (`expert_host_pass`; 0 in the
-    estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
+    running each expert's GEMMs as their own launches spends on the host (`expert_host_pass`),
+    charged where the MoE blocks' own GPU time does not cover it (`exposed_host_pass`), in full under
+    `overlap_ep` (0 in the estimate). `token_permute`: charge the all-to-all dispatcher's token permutations of every
     MoE layer (`token_permute_pass`; off in the estimate, whose ledger has none). `overlap_pp`:
     under the interleaved schedule (chunks > 1) the pipeline boundary sends and receives run
     under the same phase's compute, as TP's do under `overlap_tp` (Megatron's overlap_p2p_comm,
@@ -649,11 +715,13 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
     `unfused_expert_bias`: charge Megatron-Core's per-expert output bias add of every MoE layer with
     expert biases (`expert_bias_pass`; off in the estimate, whose ledger fuses the bias into the GEMM).
     `ep_dispatcher`: what runs the EP dispatch and combine under the NCCL model (`pricing`;
-    efficiency.collective item 4): "alltoall" (NCCL's all-to-all, the default), "hybridep", "deepep"."""
+    efficiency.collective item 4): "alltoall" (NCCL's all-to-all, the default), "hybridep", "deepep".
+    `attention`: efficiency.attention.AttentionRates pricing the fused attention rows (the predicted
+    step's; None, the estimate: at the matrix peak like every matmul)."""
     check_schedule(arch, lay, schedule, chunks)
     collective_model = pricing(collective_model, ep_dispatcher)
     w = train_flops.training_workload(w)
-    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency, attention)
     r = roofs[0]
     links = links or comm.links(device)
     m = lay.micro_batches
@@ -670,8 +738,12 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
                              collective_model),
                             lambda: dp_step(dense, expert, lay, w_bytes=weight_bytes, g_bytes=grad_bytes, zero=zero,
                                             device=device, links=links, micro_batches=m, model=collective_model))
+        host = Pass()
         if expert_gemm_host_s:
-            compute = compute + expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
+            host = expert_host_pass(arch, lay, st, expert_gemm_host_s, recompute)
+            if not overlap_ep:   # the overlapped schedule's host time is charged in full (exposed_host_pass)
+                host = exposed_host_pass(host, moe_block_pass(arch, lay, st, w, roofs, recompute=recompute, flash=flash))
+            compute = compute + host
         if token_permute:
             compute = compute + token_permute_pass(arch, lay, st, w, roofs[1], recompute)
         if unfused_expert_bias:
@@ -680,9 +752,13 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
         opt_s = optimizer_s(r, lay, dense, expert, zero=zero, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                             optimizer_bytes=optimizer_bytes)
         hidden = hidden_dims(overlap_tp, overlap_ep, overlap_pp and chunks > 1)
-        stages.append(StageTime(st.index, compute=compute, comm=_pass_of(timed, compute if hidden else None, hidden),
+        stages.append(StageTime(st.index, compute=compute,
+                                comm=_pass_of(timed, compute if hidden else None, hidden,
+                                              ep_sm_share=sm_share(ep_dispatcher, device.id)
+                                              if overlap_ep and collective_model != "ring" else 0.0),
                                 collectives=tuple(timed),
-                                dp_collectives=tuple(dp), dp_exposed_s=exposed, optimizer_s=opt_s))
+                                dp_collectives=tuple(dp), dp_exposed_s=exposed, optimizer_s=opt_s,
+                                host_s=host.total))
     times = [s.micro_batch for s in stages]
     b = max(range(len(times)), key=lambda i: (times[i].total, -i))
     bub, formula = bubble(schedule, times, b, pp=lay.pp, micro_batches=m, chunks=chunks)
@@ -695,7 +771,7 @@ def step_time(arch, w, lay, device, *, recompute="none", flash=False, zero=0, sc
 def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, schedule="1f1b", chunks=1,
                weight_bytes=2, grad_bytes=2, optimizer_bytes=12, links=None, compute_efficiency=1.0,
                memory_efficiency=1.0, stage_params=None, wire=("", ""), overlap_tp=False, overlap_ep=False,
-               collective_model="ring", ep_dispatcher="alltoall", **_):
+               collective_model="ring", ep_dispatcher="alltoall", attention=None, **_):
     """A value never above step_time(...).step_s with the same arguments, for pruning a search.
     With c_s = stage s's layers' compute and their TP, EP and CP collectives (count x
     (`layer_pass` + `layer_comm_s`); the top blocks', the PP boundary's and, under
@@ -706,7 +782,7 @@ def step_floor(arch, w, lay, device, *, recompute="none", flash=False, zero=0, s
     largest stage's DP traffic + optimizer update, >= the largest update (`optimizer_s`)."""
     collective_model = pricing(collective_model, ep_dispatcher)
     w = train_flops.training_workload(w)
-    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency)
+    roofs = roofs_of(device, w, compute_efficiency, memory_efficiency, attention)
     r = roofs[0]
     links = links or comm.links(device)
     sp_tp = lay.tp if lay.sp else 1

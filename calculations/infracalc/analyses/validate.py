@@ -371,6 +371,26 @@ def spread(rows):
     return out
 
 
+RECIPE_KEYS = ("zero", "overlap_dp", "overlap_tp", "overlap_ep", "overlap_pp", "recompute", "schedule")
+
+
+def training_recipes(cases):
+    """The recipe the prediction runs for each training publisher among `cases`
+    (validate_predict.TRAINING_RECIPES: ZeRO stage, which communication it overlaps, recompute,
+    schedule, and what the publication's recipe states), in publisher order; a case's own
+    setup (its row's recompute, overlap_tp, overlap_ep, schedule) overrides it, and its
+    assumptions say so."""
+    from .validate_predict import TRAINING_RECIPES
+
+    publishers = sorted({c["source"]["publisher"] for c in cases if c.get("kind") == "training-step"})
+    out = []
+    for name in publishers:
+        r = TRAINING_RECIPES[name]
+        out.append({"publisher": name, **{k: r.get(k, False if k.startswith("overlap") else None)
+                                          for k in RECIPE_KEYS}, "recipe": r["why"]})
+    return out
+
+
 def validate(case_id=None, directory=VALIDATION_DIR):
     """The `validate` record over every case (or one)."""
     paths = case_paths(directory)
@@ -382,7 +402,8 @@ def validate(case_id=None, directory=VALIDATION_DIR):
         paths = [by_id[case_id]]
     from .validate_predict import PREDICTION_CONVENTIONS, accuracy
 
-    rows = [evaluate(load_case(p)) for p in paths]
+    cases = [load_case(p) for p in paths]
+    rows = [evaluate(c) for c in cases]
     failures = [r["id"] for r in rows if r["status"] == "EXCEEDS BOUND"]
     return {
         "schema_version": SCHEMA_VERSION,
@@ -391,6 +412,7 @@ def validate(case_id=None, directory=VALIDATION_DIR):
         "cases": rows,
         "spread": spread(rows),
         "accuracy": accuracy(rows),
+        "training_recipes": training_recipes(cases),
         "failures": failures,
         "conventions": list(CONVENTIONS) + list(PREDICTION_CONVENTIONS),
     }

@@ -80,6 +80,40 @@ def tpot_limit(case):
     return MLPERF_SERVER_LIMITS[title.rsplit(", ", 1)[-1]][1]
 
 
+# Publications whose engines `trtllm-bench build --dataset` sized (its build rule sets the max
+# batch size and max num tokens from the model, the quantisation, TP/PP and the dataset's ISL/OSL;
+# efficiency.trtllm_bench), keyed by title: TensorRT-LLM 0.14's performance page builds every engine
+# with `trtllm-bench --model $model_name build --tp_size $tp_size --quantization FP8 --dataset
+# $dataset_file` (FP16 engines the same without --quantization; docs/source/performance/
+# perf-overview.md at v0.14.0, "Engine Building").
+TRTLLM_BENCH_BUILDS = ("TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)",)
+
+
+def engine_limits(case, arch, w, device):
+    """(max batch size, max num tokens) of a case whose publication built its engine with
+    trtllm-bench's rule (TRTLLM_BENCH_BUILDS), from the checkpoint's parameters, its attention's
+    KV heads and head size, the formats, the device's driver total and the case's lengths; None
+    for other cases (the engine limit then follows the runtime's room: efficiency.serving
+    .engine_batch). An error naming the case where the rule's inputs are not one uniform attention."""
+    if case["source"].get("title") not in TRTLLM_BENCH_BUILDS:
+        return None
+    from ..blocks.attention import Attention
+    from .efficiency import memory, trtllm_bench
+
+    s = case["setup"]
+    heads = {(b.kv_heads, b.head_dim) for layer in arch.layers for b in layer.blocks if isinstance(b, Attention)}
+    if len(heads) != 1 or any(not any(isinstance(b, Attention) for b in layer.blocks) for layer in arch.layers):
+        raise UserError(f"validation case {case['id']}: trtllm-bench's build rule needs one attention "
+                        f"geometry in every layer; {arch.id} has {sorted(heads)}")
+    (kv_heads, head_size), = heads
+    lay = s.get("layout", {})
+    return trtllm_bench.engine_setting(
+        param_count=arch.params, fp8_weights=s["weight_dtype"] == "fp8", layers=len(arch.layers),
+        kv_heads=kv_heads, head_size=head_size, fp8_cache=s["kv_dtype"] == "fp8",
+        device_total_bytes=memory.engine_memory_bytes(device), input_len=s["input_len"],
+        output_len=s["output_len"], tp=lay.get("tp", 1), pp=lay.get("pp", 1))
+
+
 def serving_prediction(case, constants=None):
     """(predicted figure in the case's unit, the steady-state record) of a serving case;
     (None, None) when the tool has no prediction for it."""
@@ -92,13 +126,18 @@ def serving_prediction(case, constants=None):
     w = _serving_workload(s, arch)
     constants = constants or constants_for(case)[0]
     limit = tpot_limit(case)
+    limits = engine_limits(case, arch, w, device)
     if s["devices"] > 1:
+        if limits is not None:
+            raise UserError(f"validation case {case['id']}: trtllm-bench's build limits are applied to one "
+                            f"device only (the layout's stages and replicas do not take them yet)")
         rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants,
-                               limit, s.get("requests"))
+                               limit, s.get("requests"), engine(case))
         out = rec and rec["output_tokens_per_s_cluster"]
     else:
         rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants,
-                                tpot_limit_s=limit, requests=s.get("requests"))
+                                tpot_limit_s=limit, requests=s.get("requests"), engine_limits=limits,
+                                engine=engine(case))
         out = rec and rec["output_tokens_per_s"]
     if rec is None:
         return None, None
@@ -114,7 +153,9 @@ PREDICTION_CONVENTIONS = (
     "where the case gives one, one iteration of decode and chunked "
     "prefill at achievable rates, TP all-reduces exposed, a fixed cost per request in flight in "
     "the form the engine's scheduler runs it (TensorRT-LLM: on the GPU per layer; vLLM: on the host "
-    "per request, its Python scheduler walking every request each step), host time per iteration); "
+    "per request, its Python scheduler walking every request each step), host time per iteration, "
+    "and at least the engine's measured host step of the requests in flight where one is published "
+    "(TensorRT-LLM on a Grace host: 29.0 us a request, overlapped with the GPU's work)); "
     "error = predicted / measured - 1 (positive: the prediction is optimistic). Its four fitted "
     "constants are the serving engine's (TensorRT-LLM or vLLM, named by the publication) and are "
     "fitted leave one publication out within the "
@@ -154,13 +195,7 @@ def with_prediction(case, row):
         if TRAINING_RECIPES[case["source"]["publisher"]].get("per_expert_gemms") and family(case) == "training, MoE":
             h, why = expert_host_for(case)
             fit = f"{h * 1e6:.0f} us per local expert and MoE layer, {why}; {fit}"
-            from .train_time import local_expert_layers
-            from .validate import _layout, _model
-            arch = _model(case)
-            lay = _layout(case, arch, case["setup"]["micro_batch"])
-            from .. import layout as placement
-            st = placement.stages(arch, lay)[t.bottleneck]
-            host = t.micro_batches * local_expert_layers(arch, lay, st) * h
+            host = t.micro_batches * t.stages[t.bottleneck].host_s   # the exposed share (train_time.exposed_host_pass)
         row.update(predicted=value, predicted_error=error, predicted_fit=fit,
                    predicted_cause=training_cause(t, host))
         return row
@@ -197,7 +232,7 @@ def training_cause(t, host_s=0.0):
     parts = [f"compute {(t.pipeline_s - t.bubble_s - comm - host_s) / t.step_s:.0%}",
              f"exposed communication {comm / t.step_s:.0%}"]
     if host_s:
-        parts.append(f"per-expert host cost {host_s / t.step_s:.0%}")
+        parts.append(f"exposed per-expert host cost {host_s / t.step_s:.0%}")
     return ", ".join(parts) + (f", bubble {t.bubble_s / t.step_s:.0%}, "
                                f"DP sync and optimizer {t.sync_s / t.step_s:.0%} of the step")
 
@@ -331,16 +366,24 @@ def model_id(case):
     return case["setup"]["model"]
 
 
+def stack(case):
+    """The software stack a case's publication measures: its publisher and its title before the first
+    comma, so every release of one publisher's page is one stack ("NVIDIA: Megatron Bridge Performance
+    Summary" for Megatron Bridge 25.11 and 26.02)."""
+    src = case["source"] if isinstance(case["source"], dict) else {}
+    return f"{src.get('publisher', '')}: {src.get('title', '').split(',')[0]}"
+
+
 def expert_host_for(case):
     """(seconds per local expert per MoE layer and micro-batch, basis) for a training case: the fit on
-    the other models' cases of its own publication (a software release: efficiency.training.
-    EXPERT_HOST_FITTED[publication][model]), else the fit on all."""
+    the other models' cases of its own stack (every release of the publisher's page: efficiency.training.
+    EXPERT_HOST_FITTED[stack][model]), else the fit on all."""
     from .efficiency.training import EXPERT_HOST_FITTED
 
-    got = EXPERT_HOST_FITTED.get(publication(case), {}).get(model_id(case))
+    got = EXPERT_HOST_FITTED.get(stack(case), {}).get(model_id(case))
     if got is not None:
-        return got, "without its model, same publication"
-    return EXPERT_HOST_FITTED["all"], "all MoE cases, none of its model's in its publication"
+        return got, "without its model, same stack"
+    return EXPERT_HOST_FITTED["all"], "all MoE cases, none of its model's in its stack"
 
 
 EXPERT_HOST_GRID = tuple(round(i * 1e-5, 8) for i in range(61))   # 0-600 us in steps of 10 us
@@ -348,21 +391,25 @@ EXPERT_HOST_GRID = tuple(round(i * 1e-5, 8) for i in range(61))   # 0-600 us in 
 
 def fit_expert_host(cases):
     """efficiency.training.EXPERT_HOST_FITTED from the MoE training cases whose recipe runs per-expert
-    GEMMs: the value of EXPERT_HOST_GRID (0-600 us in steps of 10 us) of minimal median |error|, over
-    all ("all", `train`'s default) and, per publication (one software release of one publisher's
-    stack: the host cost is the stack's, and Megatron Bridge 26.02's MoE path launches less per expert
-    than 25.11's), over its cases of every other model (leave one model out within the publication).
-    Each case is predicted at every grid value: the step is not linear in the constant where the
-    stages hold different numbers of MoE layers (DeepSeek-V3's dense first layers under PP 16: a chord
-    from 0 to 1 ms was up to 4.7% off the predicted rate at 100 us). A fit on the grid's last value is an
-    error (the range no longer brackets the optimum)."""
+    GEMMs in the plain schedule: the value of EXPERT_HOST_GRID (0-600 us in steps of 10 us) of minimal
+    median |error|, over all ("all", `train`'s default) and, per stack (`stack`: the host cost is the
+    launch path's, and once the host is charged only beyond the MoE blocks' own GPU time,
+    train_time.exposed_host_pass, Megatron Bridge 25.11's and 26.02's cases leave the same constant
+    within 20 us per model), over its cases of every other model (leave one model out within the stack).
+    A case whose recipe runs the EP all-to-all overlapped (setup.overlap_ep: Megatron's
+    moe_a2a_overlap, the combined forward-backward schedule) is predicted with the constant but not in
+    the fit: that schedule's own host cost (NVIDIA-NeMo/Megatron-Bridge pull request #1760 disabled it
+    for "CPU overhead") is not the per-expert launch cost, and folding it in would charge it to every
+    case. Each case is predicted at every grid value: the step is not linear in the constant (the host
+    is charged beyond the MoE blocks' GPU time, and stages hold different numbers of MoE layers). A fit
+    on the grid's last value is an error (the range no longer brackets the optimum)."""
     rows = []
     for case in cases:
         recipe = TRAINING_RECIPES.get(case["source"].get("publisher", ""), {})
-        if family(case) != "training, MoE" or not recipe.get("per_expert_gemms"):
+        if family(case) != "training, MoE" or not recipe.get("per_expert_gemms") or case["setup"].get("overlap_ep"):
             continue
         seconds = [1 / training_prediction(case, expert_host_s=h)[0] for h in EXPERT_HOST_GRID]
-        rows.append((publication(case), model_id(case), seconds, 1 / case["measured"]["value"]))
+        rows.append((stack(case), model_id(case), seconds, 1 / case["measured"]["value"]))
 
     def best(rs):
         i = min(range(len(EXPERT_HOST_GRID)), key=lambda i: statistics.median(abs(r[3] / r[2][i] - 1) for r in rs))
@@ -467,11 +514,17 @@ def cause(rec):
     held = (f", held by the {rec['tpot_limit_s'] * 1e3:.0f} ms TPOT limit below the memory's "
             f"{rec['memory_concurrency']}" if rec.get("tpot_limit_s") and rec["concurrency"] < rec["memory_concurrency"]
             else "")
+    run = f", requests {rec['requests']}" if rec.get("requests") is not None else ""
+    if rec.get("engine_max_num_tokens") is not None:   # the build rule's limits
+        run = f" and {rec['engine_max_num_tokens']} tokens, trtllm-bench's build rule" + run
+    if rec.get("host_step_s") and rec["host_step_s"] >= rec["iteration_s"]:
+        return (f"host step (the engine's measured step on its host CPU, per request in flight) 100% of the "
+                f"iteration, GPU work {rec['gpu_s'] / rec['iteration_s']:.0%} under it, at concurrency "
+                f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{run}{held})")
     shares = [f"{what} {rec[key] / rec['iteration_s']:.0%}"
               for what, key in (("per-sequence work", "sequence_s"), ("per-prompt-token work", "prefill_token_s"))
               if rec.get(key)]
     seq = f" ({', '.join(shares)})" if name == "GPU work" and shares else ""
-    run = f", requests {rec['requests']}" if rec.get("requests") is not None else ""
     return (f"{name} {parts[name] / rec['iteration_s']:.0%} of the iteration{seq} at concurrency "
             f"{rec['concurrency']} (engine limit {rec['engine_batch_limit']}{run}{held})")
 

@@ -279,7 +279,7 @@ class Attention(Block):
                   act_read=act.nbytes_flat(n * heads * hd),
                   kv_read=b * read * k_token, compute=w.compute_dtype.name,
                   kind="attention", saved_bytes=act.nbytes_flat(n * heads * hd) + b * keys * k_token,
-                  book_extra_bytes=act.nbytes_flat(b * heads * rect), book_train=reduce)]
+                  book_extra_bytes=act.nbytes_flat(b * heads * rect), book_train=reduce, head_dim=hd)]
         sink_rows = b * heads * t if self.sinks else 0   # one sink logit per (query, head) row
         named = {tn.name.split(".", 1)[1]: tn for tn in self.tensors()} if self.sinks else {}
         rows, valid = b * heads * t, b * heads * pairs
@@ -306,5 +306,5 @@ class Attention(Block):
                       kv_read=b * read * k_token,
                       act_write=act.nbytes_flat(n * heads * hd), compute=w.compute_dtype.name,
                       kind="attention", saved_bytes=b * keys * k_token,
-                      book_extra_bytes=act.nbytes_flat(b * heads * rect), book_train=reduce))
+                      book_extra_bytes=act.nbytes_flat(b * heads * rect), book_train=reduce, head_dim=hd))
         return out

@@ -201,12 +201,12 @@ class MLA(Block):
                matrix_flops=2 * b * heads * qk * pairs, rect_flops=2 * b * heads * qk * rect,
                act_read=act.nbytes_flat(n * heads * qk), kv_read=b * (keys - w.new_keys_on_chip) * k_token,
                compute=w.compute_dtype.name, kind="attention",
-               saved_bytes=act.nbytes_flat(n * heads * qk) + b * keys * k_token),
+               saved_bytes=act.nbytes_flat(n * heads * qk) + b * keys * k_token, head_dim=qk),
             self._softmax(w, pairs),
             Op("attn_pv", "attention", f"{b}x{heads}x[{t},{keys}]x[{keys},{v}]",
                matrix_flops=2 * b * heads * v * pairs, rect_flops=2 * b * heads * v * rect,
                kv_read=b * (keys - w.new_keys_on_chip) * v_token, act_write=act.nbytes_flat(n * heads * v),
-               compute=w.compute_dtype.name, kind="attention", saved_bytes=b * keys * v_token),
+               compute=w.compute_dtype.name, kind="attention", saved_bytes=b * keys * v_token, head_dim=v),
         ]
 
     def _expanded(self, w, named, n):

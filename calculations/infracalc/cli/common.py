@@ -411,6 +411,10 @@ def emit(args, record, markdown, csv=None):
         from ..render.table import to_json
         return to_json(record)
     if args.format == "csv":
+        if csv is None:   # a command question whose record has no table form
+            from ..errors import UserError
+            raise UserError(f"--format csv: this {record.get('command', 'command')} question has no table form; "
+                            "use --format json or md")
         return csv(record)
     if args.format == "html":   # a self-contained report: the full Markdown view, then SVG charts
         from ..render.html import page

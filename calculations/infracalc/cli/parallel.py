@@ -90,13 +90,13 @@ def add_arguments(p):
     p.add_argument("--plot", type=common.file_name, metavar="FILE.svg", help="with --batch-sweep: an SVG of tokens/s per device "
                                                       "against tokens/s per request")
     s = p.add_argument_group("search")
-    s.add_argument("--objective", choices=("throughput", "ttft", "tpot", "predicted"), default="throughput",
+    s.add_argument("--objective", choices=("throughput", "ttft", "tpot", "predicted"), default=None,
                    help="throughput: decode tokens/s per device (default); ttft; tpot; predicted: the "
                         "predicted output tokens/s per device of a tuned engine (every layout, CP included)")
     s.add_argument("--tpot-limit", type=common.duration, default=None, metavar="T",
                    help="the mean TPOT a layout must meet (e.g. 50ms), under any objective; the throughput "
                         "objective takes the best batch within it")
-    s.add_argument("--top", type=common.positive_int, default=10, metavar="K",
+    s.add_argument("--top", type=common.positive_int, default=None, metavar="K",
                    help="layouts listed with their breakdown (default 10)")
     common.add_dtypes(p)
     common.add_architecture_options(p)
@@ -141,9 +141,9 @@ def run(args):
     if args.plot and not args.batch_sweep:
         raise UserError("--plot needs --batch-sweep")
     if not args.search:
-        for name in ("tpot_limit",):
+        for name in ("tpot_limit", "objective", "top"):   # read only by the search: never silently ignored
             if getattr(args, name) is not None:
-                raise UserError("--tpot-limit applies to --search")
+                raise UserError(f"--{name.replace('_', '-')} applies to --search")
     elif _searched(args):
         raise UserError(f"--search enumerates the layout; drop {', '.join(_searched(args))}")
     if args.token_feedback and not args.comm_path:
@@ -172,8 +172,8 @@ def run(args):
     if args.search:
         from ..analyses.parallel.search import search_record
 
-        rec = search_record(plan, args.devices, objective=args.objective, tpot_limit=args.tpot_limit,
-                            top=args.top, batch=args.batch)
+        rec = search_record(plan, args.devices, objective=args.objective or "throughput",
+                            tpot_limit=args.tpot_limit, top=args.top or 10, batch=args.batch)
         return common.emit(args, rec, render.search_markdown, render.search_csv)
     lay = _layout(args, args.devices)
     if args.batch_sweep:

@@ -285,10 +285,10 @@ def add_arguments(p):
                            "fewest devices that meet the limits")
     load.add_argument("--tpot-limit", type=time_limit, default=None, metavar="T",
                       help="mean TPOT limit with its unit (e.g. 50ms)")
-    load.add_argument("--slo-figure", choices=("predicted", "estimate"), default="predicted",
+    load.add_argument("--slo-figure", choices=("predicted", "estimate"), default=None,
                       help="the figure the SLO sizing judges and ranks layouts by: predicted (default: a "
                            "well-tuned engine, efficiency.serving) or estimate (operator-sum roofline)")
-    load.add_argument("--max-devices", type=common.positive_int, default=1024, metavar="N",
+    load.add_argument("--max-devices", type=common.positive_int, default=None, metavar="N",
                       help="the largest device count the SLO sizing tries (default 1024)")
     load.add_argument("--cached-prefix", type=common.non_negative_int, default=0, metavar="C",
                       help="prompt tokens found in a prefix cache: each prompt prefills P - C tokens after them")
@@ -516,7 +516,7 @@ def add_arguments(p):
     common.add_architecture_options(p)
     common.add_device(p)
     common.add_memory(p)
-    common.add_output(p, ("md", "json"))
+    common.add_output(p, ("md", "json", "csv"))   # csv: the schedulers and the SLO sizing only
 
 
 def run(args):
@@ -612,7 +612,7 @@ def run(args):
                           cv2=args.service_cv2, ttft_limit=args.ttft_limit, tpot_limit=args.tpot_limit,
                           reserve_bytes=common.reserve_bytes(args, device.memory_bytes),
                           compute_efficiency=args.compute_efficiency,
-                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure,
+                          memory_efficiency=args.memory_efficiency, slo_figure=args.slo_figure or "predicted",
                           hit=args.prefix_hit_rate)
     if args.prefix_hit_rate < 1 and (not args.cached_prefix or args.worker or args.prefill_device
                                      or args.ttft_limit is not None or args.tpot_limit is not None):
@@ -644,7 +644,7 @@ def run(args):
     if args.max_draft_tokens > 64:
         raise UserError(f"--max-draft-tokens {args.max_draft_tokens}: at most 64")
     rec = system.system_record(arch, w, device, args.input_len, args.output_len, opts, args.tp,
-                               args.max_devices if sizing else None)
+                               (args.max_devices or 1024) if sizing else None)
     if args.draft_model or args.mtp:
         if args.mtp:
             from ..analyses.serve.speculation import mtp_drafter
@@ -660,7 +660,7 @@ def run(args):
         rec["conventions"].append(system.SPEC_CONVENTION)
         if rec["speculative"]["drafter"] == "dflash":
             rec["conventions"].append(system.DFLASH_SPEC_CONVENTION)
-    return common.emit(args, rec, render.markdown)
+    return common.emit(args, rec, render.markdown, render.csv if _tabular(rec) else None)
 
 
 # The options that each ask serve a different question (the first given answers; the others
@@ -679,6 +679,7 @@ QUESTIONS = ((("prefix_candidate", "--prefix-candidate"),), (("cache_route", "--
 # Options that only one question (or a part of it) reads, with no default: given without it
 # they would be ignored, so they are refused instead.
 COMPANIONS = (
+    (("slo_figure", "max_devices"), ("ttft_limit", "tpot_limit")),
     (("remote_bw", "hit_probability", "route_slo_ns"), ("cache_route",)),
     (("staging_bw",), ("handoff_bw",)),
     (("fabric_bw", "sender_bw", "receiver_bw", "reconfigure_capacity", "reconfigure_extra", "transfer_s",
@@ -705,6 +706,11 @@ COMPANIONS = (
 
 def _flag(dest):
     return "--" + dest.replace("_", "-")
+
+
+def _tabular(rec):
+    """True for the records --format csv tables: the schedulers' comparison and the SLO sizing."""
+    return not any(k in rec for k in ("speculative", "spec_round", "spec_budget", "workers", "pd"))
 
 
 def _one_question(args):

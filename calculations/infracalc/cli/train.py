@@ -86,17 +86,18 @@ def add_arguments(p):
     p.add_argument("--overlap-dp", action="store_true",
                    help="overlap the data-parallel gradient sync with the backward (and parameter "
                         "gathers with the forward)")
-    p.add_argument("--ep-dispatcher", choices=("alltoall", "hybridep", "deepep"), default="alltoall",
+    p.add_argument("--ep-dispatcher", choices=("alltoall", "hybridep", "deepep"), default=None,
                    help="what runs the EP dispatch and combine in the predicted step: Megatron-Core's "
                         "all-to-all dispatcher (NCCL all-to-all, default) or its flex dispatcher's HybridEP "
                         "or DeepEP backend")
     common.add_link_options(p.add_argument_group("links (override the device data)"))
     p.add_argument("--search", action="store_true",
                    help="rank every layout of --devices by step time (or MFU)")
-    p.add_argument("--objective", choices=("step", "mfu", "predicted"), default="step",
-                   help="search ranking: step time (default) or MFU (the same order)")
-    p.add_argument("--top", type=common.positive_int, default=10, help="layouts to list (default 10)")
-    p.add_argument("--cp-values", default="1", metavar="1,2,4",
+    p.add_argument("--objective", choices=("step", "mfu", "predicted"), default=None,
+                   help="search ranking: step time (default), MFU (the same order) or the predicted "
+                        "step of a well-tuned stack (docs/prediction.md)")
+    p.add_argument("--top", type=common.positive_int, default=None, help="layouts to list (default 10)")
+    p.add_argument("--cp-values", default=None, metavar="1,2,4",
                    help="context-parallel degrees the search tries (default 1)")
     from ..load.hardware import MEMORY_CONVENTIONS
     p.add_argument("--memory-convention", choices=MEMORY_CONVENTIONS, default="physical",
@@ -164,6 +165,7 @@ def run(args):
     from ..comm import links
     from ..dtypes import dtype
     from ..errors import UserError
+    from ..layout import moe_experts
     from ..load.models import load_model
     from ..render import train as render
     from ..workload import Workload
@@ -199,7 +201,14 @@ def run(args):
                     master_bytes=master, schedule=args.schedule, chunks=chunks,
                     compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
                     overlap_dp=args.overlap_dp, dispatch_dtype=args.dispatch_dtype,
-                    combine_dtype=args.combine_dtype, ep_dispatcher=args.ep_dispatcher)
+                    combine_dtype=args.combine_dtype, ep_dispatcher=args.ep_dispatcher or "alltoall")
+    if not args.search:
+        for name in ("objective", "top", "cp_values"):   # read only by the search: never silently ignored
+            if getattr(args, name) is not None:
+                raise UserError(f"--{name.replace('_', '-')} applies to --search")
+    if args.ep_dispatcher is not None and not moe_experts(arch):
+        raise UserError(f"--ep-dispatcher: {arch.id} has no routed experts (the EP dispatch it prices needs an "
+                        "MoE model)")
     lk = links(device, alpha_up=args.alpha_up, alpha_out=args.alpha_out, link_bw_up=args.link_bw_up,
                link_bw_out=args.link_bw_out, comm_efficiency=args.comm_efficiency)
     if args.search:
@@ -213,7 +222,7 @@ def run(args):
         if gb is None:
             raise UserError("--search needs --global-batch")
         rec = train.search(arch, w, device, s, devices=args.devices, global_batch=gb, links=lk,
-                           objective=args.objective, top=args.top, cps=_cps(args.cp_values))
+                           objective=args.objective or "step", top=args.top or 10, cps=_cps(args.cp_values or "1"))
         return common.emit(args, rec, render.search_markdown, render.search_csv)
     lay = layout(args)
     gb = args.global_batch or args.micro_batch * lay.dp

@@ -2,7 +2,7 @@
 
 from ..analyses.decode import OPERATOR_COLUMNS, SWEEP_COLUMNS
 from . import units as u
-from .forward import architecture_options, device_line, formats_line, model_line, note_lines
+from .forward import EFFICIENCY_NOTE, architecture_options, rates_text, device_line, formats_line, model_line, note_lines
 from .table import inline, markdown_table, records_to_csv, conventions
 
 
@@ -121,8 +121,18 @@ def summary(rec):
     s = (rec.get("serving") or {}).get("steady_state")
     if s:
         lines.append(f"Serving a stream (continuous batching): at most {_rate(s['output_tokens_per_s'])} "
-                     f"output tokens/s ({s['bound']}-bound, {s['concurrency']:,.1f} requests in flight)")
+                     f"output tokens/s ({s['bound']}-bound, {s['concurrency']:,.1f} requests in flight)"
+                     + predicted_stream_text(rec["serving"].get("predicted")))
     return v.block(head, lines)
+
+
+def predicted_stream_text(p):
+    """', 2,826.1 predicted (a well-tuned engine at 207 requests in flight)': the steady state of
+    efficiency.serving beside the stream's bound, on the first screen ('' without a prediction)."""
+    if not p:
+        return ""
+    return (f", {_rate(p['output_tokens_per_s'])} predicted (a well-tuned engine at "
+            f"{u.integer(p['concurrency'])} requests in flight)")
 
 
 def markdown(rec):
@@ -171,14 +181,17 @@ def markdown(rec):
         rows = [[o["name"], o["layers"], o["repeats"], f"`{o['shape']}`", u.flops(o["matrix_flops"]),
                  u.flops(o["vector_flops"]), u.nbytes(o["weight_bytes_read"]), u.nbytes(o["kv_bytes_read"]),
                  u.nbytes(o["act_bytes_read"] + o["act_bytes_written"] + o["kv_bytes_written"]),
-                 u.seconds(o["time_s"]), o["bound"], _opt_seconds(o.get("predicted_time_s"))]
+                 u.seconds(o["time_s"]), o["bound"], _opt_seconds(o.get("predicted_time_s")),
+                 u.ratio(o.get("predicted_efficiency"), 2)]
                 for o in rec["operators"]]
         parts += ["", f"## Decode operators, summed over the {u.count(steps, 'step')}", "",
                   "Shapes of the first step ... the last step; values summed over the steps and the "
-                  "listed layers (x = number of layers).", "",
+                  "listed layers (x = number of layers). " + EFFICIENCY_NOTE, "",
                   markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
-                                  "KV read", "other bytes", "time", "bound", "predicted"], rows,
-                                 "llrlrrrrrrlr")]
+                                  "KV read", "other bytes", "time", "bound", "predicted", "bound / predicted"],
+                                 rows, "llrlrrrrrrlrr")]
+        if rec.get("prediction"):
+            parts += ["", f"- Predicted at {rates_text(rec['prediction'])} (docs/prediction.md)"]
     return "\n".join(parts + _tail(rec))
 
 
@@ -227,8 +240,9 @@ def sweep_summary(rec):
         return v.block("Does not fit: not one request beside the weights and the reserve", [])
     last = rows[-1]
     cb = rec["compute_bound_batch"]
+    pred = last.get("predicted_decode_tokens_per_s_aggregate")
     return v.block(f"Fits up to batch {last['batch']}: at most {_rate(last['decode_tokens_per_s_aggregate'])} "
-                   f"decode tokens/s there", [
+                   f"decode tokens/s there" + (f", {_rate(pred)} predicted" if pred is not None else ""), [
         f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch 1: "
         f"{u.seconds(rows[0]['tpot_mean_s'])}",
         ("Decode turns compute-bound from batch " + str(cb)) if cb is not None else
@@ -241,7 +255,8 @@ def sweep_markdown(rec):
              _rate(r["decode_tokens_per_s_per_request"]), _rate(r["decode_tokens_per_s_aggregate"]),
              f"{100 * r['compute_share']:.1f}%",
              r["bound"], u.nbytes(r["cache_bytes"]), _rate(r["stream_output_tokens_per_s"]),
-             r["stream_bound"]] for r in rec["rows"]]
+             r["stream_bound"], _opt_seconds(r.get("predicted_tpot_mean_s")),
+             _rate(r.get("predicted_decode_tokens_per_s_aggregate"))] for r in rec["rows"]]
     cb, ideal, cap = rec["compute_bound_batch"], rec["ideal_compute_bound_batch"], rec["capacity_batch"]
 
     def crossover(batch, name):
@@ -271,10 +286,12 @@ def sweep_markdown(rec):
              *_header(rec, "B requests in lockstep"), "",
              "## Sweep", "",
              "TPOT = decode step time; tokens/s per request = 1 / mean TPOT; aggregate = B / mean TPOT; "
-             "compute share = compute-bound operators' share of the decode time.", "",
+             "compute share = compute-bound operators' share of the decode time; predicted = the same "
+             "steps at the achievable rates (a well-tuned stack, not a bound).", "",
              markdown_table(["batch", "TPOT first", "TPOT mean", "TPOT last", "tokens/s per request",
                              "tokens/s aggregate", "compute share", "bound", "caches", "stream tokens/s",
-                             "stream bound"], rows, "rrrrrrrlrrl")
+                             "stream bound", "predicted TPOT mean", "predicted tokens/s aggregate"], rows,
+                            "rrrrrrrlrrlrr")
              if rows else "No batch fits.",
              "", *findings, *serving_lines(rec["serving"]),
              "", "## Capacity", "", *_capacity_lines(rec["capacity"])]

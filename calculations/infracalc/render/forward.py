@@ -72,8 +72,19 @@ def operator_rows(ops):
             b(o["weight_bytes_read"]), b(o["act_bytes_read"]), b(o["kv_bytes_read"]),
             b(o["act_bytes_written"] + o["kv_bytes_written"]),
             u.ratio(o["arithmetic_intensity_flops_per_byte"]), u.seconds(o["time_s"]), o["bound"],
-            predicted_cell(o.get("predicted_time_s")),
+            predicted_cell(o.get("predicted_time_s")), u.ratio(o.get("predicted_efficiency"), 2),
         ]
+
+
+EFFICIENCY_NOTE = ("time = the operator's roofline bound; predicted = at the achievable rates (their "
+                   "fractions of the peaks and the cost per kernel: below); bound / predicted = the share of the predicted "
+                   "time the bound explains (the rest: the achievable fractions and kernel launches).")
+
+
+def rates_text(p):
+    """'achievable fractions: matrix 0.803 (measured); ...; 4.000 us per kernel' of a `prediction` record."""
+    rates = "; ".join(f"{f['rate']} {f['fraction']:.3f} ({f['basis'].split(' (')[0]})" for f in p["fractions"])
+    return f"achievable fractions: {rates}; {u.seconds(p['kernel_s'])} per kernel"
 
 
 def predicted_cell(seconds):
@@ -84,10 +95,8 @@ def predicted_rows(t, rec):
     """The predicted pass time beside the bound, and the rates it uses (with their basis)."""
     if t.get("predicted_time_s") is None:
         return [["Predicted (well-tuned stack)", "", "- (no published matrix or vector peak to scale)"]]
-    p = rec["prediction"]
-    rates = "; ".join(f"{f['rate']} {f['fraction']:.3f} ({f['basis'].split(' (')[0]})" for f in p["fractions"])
     return [["Predicted (well-tuned stack, not a bound)", "", u.seconds(t["predicted_time_s"])],
-            [f"  achievable fractions: {rates}; {u.seconds(p['kernel_s'])} per kernel", "",
+            [f"  {rates_text(rec['prediction'])}", "",
              f"bound / predicted {t['roofline_time_s'] / t['predicted_time_s']:.2f}"]]
 
 
@@ -148,10 +157,12 @@ def markdown(rec):
              "## Operators", "",
              ("Values are for ONE layer: one instance of each distinct block, not multiplied by x "
               "(x = number of layers that share it)." if rec.get("per_layer") else
-              "Values are per pass, summed over the listed layers (x = number of layers)."), "",
+              "Values are per pass, summed over the listed layers (x = number of layers).")
+             + " " + EFFICIENCY_NOTE, "",
              markdown_table(["operator", "layers", "x", "shape", "matrix", "vector", "weights read",
-                             "act read", "KV read", "written", "FLOP/B", "time", "bound", "predicted"],
-                            list(operator_rows(rec["operators"])), "llrlrrrrrrrrlr"),
+                             "act read", "KV read", "written", "FLOP/B", "time", "bound", "predicted",
+                             "bound / predicted"],
+                            list(operator_rows(rec["operators"])), "llrlrrrrrrrrlrr"),
              "", "## Totals", "",
              markdown_table(["quantity", "exact", "human"],
                             totals_rows(rec["totals"]) + predicted_rows(rec["totals"], rec), "lrr"),

@@ -79,12 +79,15 @@ def _device_rows(devices):
     for d in devices:
         ridge = d["ridge_point_flops_per_byte"]
         if d["time_s"] is None:   # no matrix unit for the compute format
-            yield [f"`{d['id']}`", "-", u.rate_bytes(d["memory_bandwidth_bytes_per_s"]), "-", "-", "-", "-", d["bound"]]
+            yield [f"`{d['id']}`", "-", u.rate_bytes(d["memory_bandwidth_bytes_per_s"]), "-", "-", "-", "-", d["bound"],
+                   "-", "-"]
             continue
+        pred = d.get("predicted_time_s")
         yield [f"`{d['id']}`", u.rate_flops(d["matrix_flops_per_s"]), u.rate_bytes(d["memory_bandwidth_bytes_per_s"]),
                "unknown" if ridge is None else f"{ridge:,.1f}",
                "unknown" if d["compute_time_s"] is None else u.seconds(d["compute_time_s"]),
-               u.seconds(d["memory_time_s"]), u.seconds(d["time_s"]), d["bound"]]
+               u.seconds(d["memory_time_s"]), u.seconds(d["time_s"]), d["bound"],
+               "-" if pred is None else u.seconds(pred), u.ratio(d.get("predicted_efficiency"), 2)]
 
 
 def markdown(rec):
@@ -112,7 +115,9 @@ def markdown(rec):
         f"## Roofline per device (compute at {w['compute_dtype']}; intensity "
         f"{w['arithmetic_intensity_flops_per_byte']:,.2f} FLOP/B)", "",
         markdown_table(["device", "matrix peak", "bandwidth", "ridge FLOP/B", "compute", "memory", "time bound",
-                        "bound"], list(_device_rows(rec["devices"])), "lrrrrrrl"),
+                        "bound", "predicted", "bound / predicted"], list(_device_rows(rec["devices"])), "lrrrrrrlrr"),
+        "", "predicted: the kernel's rows at the device's achievable rates (a well-tuned kernel, not a bound: "
+            "efficiency.predict); bound / predicted: the share of it the time bound explains.",
         "", *conventions(rec["conventions"])])
 
 
@@ -120,9 +125,10 @@ def csv(rec):
     w = rec["work"]
     header = ["device", "matrix_flops", "vector_flops", "bytes_moved", "arithmetic_intensity_flops_per_byte",
               "matrix_flops_per_s", "memory_bandwidth_bytes_per_s", "ridge_point_flops_per_byte",
-              "compute_time_s", "memory_time_s", "time_s", "bound"]
+              "compute_time_s", "memory_time_s", "time_s", "bound", "predicted_time_s", "predicted_efficiency"]
     rows = [[d["id"], w["matrix_flops"], w["vector_flops"], w["bytes_moved"],
              w["arithmetic_intensity_flops_per_byte"], d["matrix_flops_per_s"], d["memory_bandwidth_bytes_per_s"],
-             d["ridge_point_flops_per_byte"], d["compute_time_s"], d["memory_time_s"], d["time_s"], d["bound"]]
+             d["ridge_point_flops_per_byte"], d["compute_time_s"], d["memory_time_s"], d["time_s"], d["bound"],
+             d.get("predicted_time_s"), d.get("predicted_efficiency")]
             for d in rec["devices"]]
     return to_csv(header, rows)

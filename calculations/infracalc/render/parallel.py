@@ -10,7 +10,7 @@ PHASES = (("prefill", "prefill (TTFT)"), ("first", "first decode step"), ("last"
 STAGE_COLUMNS = ("phase", "stage", "roofline_s", "compute_bound_s", "weights_s", "kv_s", "activations_s",
                  "comm_s", "exposed_comm_s", "time_s", "matrix_flops", "vector_flops", "weight_bytes_read",
                  "kv_bytes_read", "kv_bytes_written", "act_bytes_moved", "ideal_s", "comm_fastest_s",
-                 "lower_bound_s")
+                 "lower_bound_s", "predicted_s", "predicted_comm_s", "predicted_efficiency")
 SEARCH_COLUMNS = ("rank", "layout", "tp", "pp", "dp", "cp", "ep", "batch", "micro_batches", "ttft_s",
                   "tpot_mean_s", "decode_tokens_per_s_cluster", "decode_tokens_per_s_per_device",
                   "bubble_fraction", "comm_s", "exposed_comm_s", "binding_stage", "max_requests_per_replica",
@@ -105,9 +105,29 @@ def _summary(rec):
         f"TTFT: {v.times(lat['ttft_s'], lb.get('ttft_s'), lat.get('predicted_ttft_s'), fits)}",
         f"TPOT (mean): {v.times(lat['tpot_mean_s'], lb.get('tpot_mean_s'), lat.get('predicted_tpot_mean_s'), fits)}",
         f"Decode tokens/s per device: {_rate(lat['decode_tokens_per_s_per_device'])} estimate, "
-        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound" + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        f"{_rate(lb.get('decode_tokens_per_s_per_device'))} upper bound"
+        + (f", {_rate(lat['predicted_decode_tokens_per_s_per_device'])} predicted"
+           if lat.get("predicted_decode_tokens_per_s_per_device") is not None else "")
+        + ("" if fits else f" ({v.DOES_NOT_FIT})")]
+        + _stream_line(rec.get("serving"))
         + ([] if fits else ["Would fit with a smaller `--batch`, more devices (`--tp`, `--pp`), smaller formats, "
                             "or run with `--search` over a device count"]))
+
+
+def _stream_line(s):
+    """The first screen's serving-stream line: the layout's serving bound per device beside the
+    predicted steady state of a tuned engine (efficiency.serving.predicted_layout)."""
+    if not s:
+        return []
+    p = s.get("predicted")
+    pred = (f", {_rate(p['output_tokens_per_s_per_device'])} predicted (a well-tuned engine at "
+            f"{u.integer(p['concurrency'])} requests in flight per replica)" if p else "")
+    return [f"Serving a stream (continuous batching): at most {_rate(s['output_tokens_per_s_per_device'])} "
+            f"output tokens/s per device (upper bound){pred}"]
+
+
+def _opt_s(x):
+    return "-" if x is None else u.seconds(x)
 
 
 def _sweep_summary(rec):
@@ -117,8 +137,10 @@ def _sweep_summary(rec):
     if not rows:
         return v.block("Does not fit: not one request per replica", [])
     last = rows[-1]
+    pred = last.get("predicted_decode_tokens_per_s_per_device")
     return v.block(f"Fits up to batch {last['batch']} per replica: {_rate(last['decode_tokens_per_s_per_device'])} "
-                   "decode tokens/s per device (estimate)", [
+                   "decode tokens/s per device (estimate" + (f"; {_rate(pred)} predicted" if pred is not None else "")
+                   + ")", [
         f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch {rows[0]['batch']}: "
         f"{u.seconds(rows[0]['tpot_mean_s'])}"])
 
@@ -140,6 +162,10 @@ def _search_summary(rec):
              *([f"Predicted (ranked): {_rate(best['predicted_output_tokens_per_s_per_device'])} output tokens/s "
                 f"per device at the engine's concurrency {u.integer(best['predicted_concurrency'])} per replica"]
                if "predicted_output_tokens_per_s_per_device" in best else []),
+             *([f"Predicted for this layout (a well-tuned engine, not a bound; `--objective predicted` ranks by "
+                f"it): {_rate(rec['best_predicted']['output_tokens_per_s_per_device'])} output tokens/s per "
+                f"device at {u.integer(rec['best_predicted']['concurrency'])} requests in flight per replica"]
+               if rec.get("best_predicted") else []),
              f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts admitted; "
              + (", ".join(f"{r['layouts']} rejected: {r['reason']}" for r in rec["rejected"][:2]) or "none rejected")]
     return v.block(f"Best of {u.count(i['devices'], 'device')}{limit}: {best['layout']}, batch {best['batch']} per "
@@ -150,7 +176,8 @@ def _stage_row(name, s):
     return [name, s["stage"], u.seconds(s["roofline_s"]), u.seconds(s["compute_bound_s"]), u.seconds(s["weights_s"]),
             u.seconds(s["kv_s"]), u.seconds(s["activations_s"]), u.seconds(s["comm_s"]),
             u.seconds(s["exposed_comm_s"]), u.seconds(s["time_s"]), u.seconds(s["ideal_s"]),
-            u.seconds(s["lower_bound_s"])]
+            u.seconds(s["lower_bound_s"])] + ([u.seconds(s["predicted_s"]), u.ratio(s.get("predicted_efficiency"), 2)]
+                                              if "predicted_s" in s else [])
 
 
 def _collective_rows(name, stage, cs):
@@ -196,8 +223,11 @@ def markdown(rec):
     m, d, lat, lb = rec["model"], rec["device"], rec["latency"], rec["lower_bound"]
     i, lay = rec["inputs"], rec["layout"]
     steps = i["decode_steps"]
+    has_pred = "predicted_ttft_s" in lat
     quantities = [
-        [name, fmt(lat[key]), fmt(lb[key]) if key in lb else "-"] for name, key, fmt in (
+        [name, fmt(lat[key]), fmt(lb[key]) if key in lb else "-"]
+        + ([fmt(lat[f"predicted_{key}"]) if lat.get(f"predicted_{key}") is not None else "-"] if has_pred else [])
+        for name, key, fmt in (
             ("TTFT of the batch (all micro-batches prefilled)", "ttft_s", u.seconds),
             ("TTFT of the first micro-batch", "ttft_first_micro_batch_s", u.seconds),
             ("TPOT, first decode step", "tpot_first_s", u.seconds),
@@ -224,10 +254,11 @@ def markdown(rec):
             coll_rows += _collective_rows(name, "boundary", p["transfer"])
     parts = [*_with_summary(_header(rec, f"parallel: {m['id']} on {lay['devices']} x {d['id']} ({lay['label']})"),
                             _summary(rec)), "",
-             "## Latency and throughput: estimate and lower bound", "",
-             "Definitions of the estimate and the bound: Conventions.", "",
-             markdown_table(["quantity", "estimate (exposed communication)",
-                             "bound (time: lower; tokens/s: upper)"], quantities, "lrr"),
+             "## Latency and throughput: estimate, lower bound" + (" and predicted" if has_pred else ""), "",
+             "Definitions of the estimate, the bound and the prediction: Conventions.", "",
+             markdown_table(["quantity", "estimate (exposed communication)", "bound (time: lower; tokens/s: upper)"]
+                            + (["predicted (a well-tuned stack)"] if has_pred else []), quantities,
+                            "lrrr" if has_pred else "lrr"),
              "", "## Pipeline", "",
              "Slowest stage and boundary transfer per micro-batch pass; pass = sum of stage times + "
              "transfers; cycle = TTFT of the batch (prefill) or max(pass, micro-batches x slowest stage) "
@@ -237,11 +268,14 @@ def markdown(rec):
              "", "## Per device, per stage and phase", "",
              "Roofline of the stage's shard (compute-bound operators, then memory-bound operators' time by "
              "bytes moved) plus communication; time (the estimate) = roofline + exposed communication; "
-             "lower bound = max(ideal, communication with the fastest algorithm). Per micro-batch "
-             "pass; the decode row sums every step.", "",
+             "lower bound = max(ideal, communication with the fastest algorithm)"
+             + ("; predicted = the shard at the achievable rates plus its collectives as NCCL runs them, "
+                "and bound / predicted the share of it the lower bound explains" if has_pred else "")
+             + ". Per micro-batch pass; the decode row sums every step.", "",
              markdown_table(["phase", "stage", "roofline", "compute-bound", "weights", "KV", "activations",
-                             "comm", "exposed comm", "time", "ideal", "lower bound"], stage_rows,
-                            "lrrrrrrrrrrr"),
+                             "comm", "exposed comm", "time", "ideal", "lower bound"]
+                            + (["predicted", "bound / predicted"] if has_pred else []), stage_rows,
+                            "lrrrrrrrrrrr" + ("rr" if has_pred else "")),
              "", "## Collectives per device (one micro-batch pass; decode summed over the steps)", "",
              "Stages with the same collectives are listed once. Bytes per run are S as nccl-tests counts it.", "",
              markdown_table(["phase", "stage", "collective", "kind", "bytes per run", "runs", "group", "tier",
@@ -322,7 +356,7 @@ def csv(rec):
     for key, _ in PHASES:
         p = rec["phases"].get(key)
         for s in (p or {}).get("stages", []):
-            rows.append([key] + [s[c] for c in STAGE_COLUMNS[1:]])
+            rows.append([key] + [s.get(c) for c in STAGE_COLUMNS[1:]])
     return to_csv(STAGE_COLUMNS, rows)
 
 
@@ -331,16 +365,21 @@ def sweep_markdown(rec):
     rows = [[r["batch"], r["micro_batches"], u.seconds(r["ttft_s"]), u.seconds(r["tpot_first_s"]),
              u.seconds(r["tpot_mean_s"]), u.seconds(r["tpot_last_s"]), _rate(r["decode_tokens_per_s_per_request"]),
              _rate(r["decode_tokens_per_s_replica"]), _rate(r["decode_tokens_per_s_cluster"]),
-             _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
+             _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"]),
+             _opt_s(r.get("predicted_ttft_s")), _opt_s(r.get("predicted_tpot_mean_s")),
+             _rate(r.get("predicted_decode_tokens_per_s_per_device"))]
             for r in rec["rows"]]
     parts = [*_with_summary(_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} "
                                          f"({lay['label']})"), _sweep_summary(rec)),
-             "", "## Sweep (estimates)", "",
+             "", "## Sweep (estimates; predicted beside them)", "",
              "B = requests per replica; exposed comm = the slowest stage's exposed "
-             "communication over the decode cycle.", "",
+             "communication over the decode cycle; predicted = the same layout and batch at the "
+             "achievable rates with NCCL's collectives (a well-tuned stack, not a bound).", "",
              markdown_table(["batch", "micro-batches", "TTFT", "TPOT first", "TPOT mean", "TPOT last",
                              "tokens/s per request", "tokens/s per replica", "tokens/s cluster",
-                             "tokens/s per device", "exposed comm", "bubble"], rows, "rrrrrrrrrrrr")
+                             "tokens/s per device", "exposed comm", "bubble", "predicted TTFT",
+                             "predicted TPOT mean", "predicted tokens/s per device"], rows,
+                            "rrrrrrrrrrrrrrr")
              if rows else "No batch fits.", *memory_lines(rec["memory"])]
     return "\n".join(parts + _tail(rec))
 

@@ -2,7 +2,7 @@
 
 from . import units as u
 from .forward import device_line, formats_line, model_line, note_lines
-from .table import conventions, inline, markdown_table
+from .table import conventions, inline, markdown_table, records_to_csv
 
 KINDS = (("estimate", "estimate"), ("lower_bound", "lower bound"))
 
@@ -276,7 +276,8 @@ def verdict_lines(rec):
         fewer = [f"{c['devices']}: {c['why']}" for c in rec["sizing"]["counts"] if not c["meets"]]
         return verdict.block(
             f"{u.count(a['devices'], 'device')} ({a['layout']}, batch {a['batch_per_replica']} per replica) "
-            f"meet {_limits(i)} ({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
+            f"{'meets' if a['devices'] == 1 else 'meet'} {_limits(i)} "
+            f"({a.get('judged_by', rec['sizing'].get('figure', 'estimate'))})",
             [f"TTFT {verdict.times(a['ttft_s'], lb['ttft_s'], a.get('predicted_ttft_s'))}",
              f"TPOT {verdict.times(a['tpot_s'], lb['tpot_s'], a.get('predicted_tpot_s'))}",
              _predicted_rate(a)]
@@ -357,7 +358,17 @@ def verdict_lines(rec):
     return verdict.block(f"{top['policy']} serves the most: {_rate(top['requests_per_s']['estimate'])} "
                          f"requests/s (estimate; {_rate(top['requests_per_s']['lower_bound'])} upper bound)",
                          [f"TTFT {verdict.times(top['ttft_s']['estimate'], top['ttft_s']['lower_bound'])}",
-                          f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}"])
+                          f"TPOT {verdict.times(top['tpot_s']['estimate'], top['tpot_s']['lower_bound'])}",
+                          *predicted_lines(rec.get("predicted"))])
+
+
+def predicted_lines(p):
+    """The tuned engine's predicted steady state (system.predicted_replica) on the first screen."""
+    if not p:
+        return []
+    return [f"Predicted (a well-tuned engine, not a bound): {_rate(p['requests_per_s'])} requests/s, "
+            f"{_rate(p['output_tokens_per_s_cluster'])} output tokens/s at {u.integer(p['concurrency'])} requests "
+            f"in flight; TPOT {_s(p['iteration_s'])} (one iteration)"]
 
 
 def round_lines(rec):
@@ -696,3 +707,23 @@ def markdown(rec):
               "## What it leaves out", "", *[f"- {t}" for t in rec["left_out"]], "",
               *conventions(rec["conventions"])]
     return "\n".join(lines)
+
+
+def csv(rec):
+    """The SLO sizing's rows (one per device count tried) when the record has one, else one row
+    per scheduler and figure (estimate, lower bound) and a tuned engine's predicted row."""
+    sizing = rec.get("sizing")
+    if sizing is not None:   # a count that fails carries fewer fields: every row gets every column
+        rows = [dict(c, figure=sizing["figure"]) for c in sizing["counts"]]
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        return records_to_csv([{k: r.get(k) for k in columns} for r in rows], columns)
+    keys = ("requests_per_s", "output_tokens_per_s", "ttft_s", "tpot_s", "iteration_s")
+    rows = [{"policy": p["policy"], "figure": fig, "concurrency": p["concurrency"],
+             **{k: p[k][fig] for k in keys}} for p in rec["policies"] if "refused" not in p
+            for fig in ("estimate", "lower_bound")]
+    pred = rec.get("predicted")
+    if pred:
+        rows.append({"policy": "tuned engine", "figure": "predicted", "concurrency": pred["concurrency"],
+                     "requests_per_s": pred["requests_per_s"], "output_tokens_per_s": pred["output_tokens_per_s_cluster"],
+                     "ttft_s": None, "tpot_s": pred["iteration_s"], "iteration_s": pred["iteration_s"]})
+    return records_to_csv(rows, ("policy", "figure", "concurrency") + keys)

@@ -105,31 +105,58 @@ def operator_rows(ops):
             for o in ops]
 
 
-def time_rows(t):
+PARTS = ("compute_s", "exposed_comm_s", "bubble_s", "dp_sync_exposed_s", "optimizer_s")
+
+
+def _against(estimate, predicted):
+    """The 'predicted' and 'estimate / predicted' cells of one part ('-' where either is missing or zero)."""
+    if predicted is None:
+        return ["-", "-"]
+    return [u.seconds(predicted), f"{estimate / predicted:.2f}" if predicted and estimate else "-"]
+
+
+def time_rows(t, pred=None):
+    """The step's parts (estimate, share); with `pred` (the record's `predicted` with its
+    breakdown) each part's predicted time and estimate / predicted beside it."""
     sec = u.seconds
     b = t["breakdown"]
     step = t["step_s"]
+    pb = (pred or {}).get("breakdown")
 
     def share(x):
         return f"{100 * x / step:.1f}%" if step else "-"
 
-    rows = [["Compute (m x slowest stage's forward + backward + recompute)", sec(b["compute_s"]), share(b["compute_s"])],
-            ["Exposed communication (m x slowest stage's TP/EP/CP/PP)", sec(b["exposed_comm_s"]), share(b["exposed_comm_s"])],
-            [f"Pipeline bubble: {t['bubble_formula']}", sec(b["bubble_s"]), share(b["bubble_s"])],
-            ["Data-parallel sync, exposed", sec(b["dp_sync_exposed_s"]), share(b["dp_sync_exposed_s"])],
-            ["Optimizer update (memory-bound)", sec(b["optimizer_s"]), share(b["optimizer_s"])],
-            ["**Step**", f"**{sec(step)}**", "100%"]]
+    names = ["Compute (m x slowest stage's forward + backward + recompute)",
+             "Exposed communication (m x slowest stage's TP/EP/CP/PP)", f"Pipeline bubble: {t['bubble_formula']}",
+             "Data-parallel sync, exposed", "Optimizer update (memory-bound)"]
+    rows = [[name, sec(b[key]), share(b[key]), *([] if pb is None else _against(b[key], pb[key]))]
+            for name, key in zip(names, PARTS)]
+    rows.append(["**Step**", f"**{sec(step)}**", "100%",
+                 *([] if pb is None else [f"**{sec(pred['step_s'])}**", f"{step / pred['step_s']:.2f}"])])
     if t.get("unknown_peaks"):   # those FLOPs took 0 s: the row is (mostly) memory time
         rows[0][0] += f"; {' and '.join(t['unknown_peaks'])} peak unknown: memory time of those operators"
         rows[-1][0] = "**Step (understated: compute partly unknown)**"
     return rows
 
 
-def stage_time_rows(stages):
+def stage_time_rows(stages, pred=None):
+    """One row per stage; with `pred` (the record's `predicted` with its stages) the predicted
+    micro-batch and estimate / predicted beside the estimate's."""
     sec = u.seconds
+    ps = {p["stage"]: p["micro_batch_s"] for p in (pred or {}).get("stages", ())}
     return [[s["stage"], sec(s["forward_compute_s"]), sec(s["backward_compute_s"]), sec(s["recompute_compute_s"]),
              sec(s["forward_comm_s"]), sec(s["backward_comm_s"]), sec(s["recompute_comm_s"]),
-             sec(s["micro_batch_s"]), sec(s["dp_exposed_s"]), sec(s["optimizer_s"])] for s in stages]
+             sec(s["micro_batch_s"]), *([] if not ps else _against(s["micro_batch_s"], ps.get(s["stage"]))),
+             sec(s["dp_exposed_s"]), sec(s["optimizer_s"])] for s in stages]
+
+
+def predicted_parts_line(pred):
+    """What the predicted columns are, once, under the step's table."""
+    if not (pred or {}).get("breakdown"):
+        return []
+    return [f"- predicted: each part of the step at the achievable rates, NCCL's collectives and the tuned "
+            f"recipe (Conventions), times the fitted step factor {pred['fitted_factor']:.3f}; estimate / "
+            "predicted is the share of the predicted time the estimate explains (docs/prediction.md)", ""]
 
 
 def collective_rows(cs):
@@ -209,7 +236,8 @@ def summary(rec):
              f"Throughput: {u.decimal(th['tokens_per_s_per_device'], 1)} tokens/s per device (estimate)"]
     pred = rec.get("predicted")
     if pred:
-        lines.append(f"Predicted (a well-tuned stack, not a bound): {u.decimal(pred['tokens_per_s_per_device'], 1)} "
+        lines.append(f"Predicted (a well-tuned stack, not a bound: the step at achievable rates x the fitted factor "
+                     f"{pred['fitted_factor']:.3f}): {u.decimal(pred['tokens_per_s_per_device'], 1)} "
                      f"tokens/s per device" + (f", {pred['train_days']:.2f} days to the token budget"
                                                if pred.get("train_days") is not None else "")
                      + ("" if fits else f" ({v.DOES_NOT_FIT})"))
@@ -242,26 +270,34 @@ def search_summary(rec):
                    f"{u.seconds(best['step_s'])} (estimate){mfu}", [
         f"{u.decimal(best['tokens_per_s_per_device'], 1)} tokens/s per device; peak memory "
         f"{u.nbytes(best['peak_memory_bytes'])} per device ({u.nbytes(best['headroom_bytes'])} left)",
+        *([f"Predicted step (ranked; a well-tuned stack, not a bound): {u.seconds(best['predicted_step_s'])}"]
+          if best.get("predicted_step_s") is not None else []),
         f"{u.integer(rec['layouts_admitted'])} of {u.integer(rec['layouts_considered'])} layouts fit and run"])
 
 
 def markdown(rec):
     m, d = shown(rec["model"]), shown(rec["device"])
     t = rec["time"]
+    pred = rec.get("predicted")
+    has_pred = bool((pred or {}).get("breakdown"))
     parts = [
         f"# train: {m['id']} on {d['id']}", "", *summary(rec), *header_lines(rec), links_line(rec["inputs"]), "",
-        "## Step time (estimate: exposed communication, ring collectives)", "",
+        "## Step time (estimate: exposed communication, ring collectives)"
+        + ("; predicted beside it" if has_pred else ""), "",
         f"{u.count(t['micro_batches'], 'micro-batch', 'micro-batches')} per step; one micro-batch "
         f"on the slowest stage ({t['bottleneck_stage']}) takes {u.seconds(t['micro_batch_s'])}"
         + (f"; bubble fraction {t['bubble_fraction']:.4f}" if t["bubble_fraction"] is not None else "") + ".", "",
-        markdown_table(["part", "time", "share"], time_rows(t), "lrr"), "",
+        markdown_table(["part", "time", "share"] + (["predicted", "estimate / predicted"] if has_pred else []),
+                       time_rows(t, pred), "lrrrr" if has_pred else "lrr"), "",
+        *predicted_parts_line(pred),
         *throughput_lines(rec["throughput"], rec["inputs"], t.get("unknown_peaks"),
                           rec.get("hc_contractions") == "matrix"), "",
         *lower_bound_lines(rec["lower_bound"], t["step_s"]), "",
         "### Per stage, one micro-batch", "",
         markdown_table(["stage", "fwd compute", "bwd compute", "recompute", "fwd comm", "bwd comm",
-                        "recompute comm", "micro-batch", "DP exposed (step)", "optimizer (step)"],
-                       stage_time_rows(t["stages"]), "rrrrrrrrrr"), "",
+                        "recompute comm", "micro-batch"] + (["predicted", "estimate / predicted"] if has_pred else [])
+                       + ["DP exposed (step)", "optimizer (step)"],
+                       stage_time_rows(t["stages"], pred), "rrrrrrrrrrrr" if has_pred else "rrrrrrrrrr"), "",
         "### Collectives (slowest stage per micro-batch; data-parallel per step)", "",
         markdown_table(["stage", "phase", "collective", "dim", "kind", "S", "group", "tier", "runs", "time"],
                        collective_rows(t["collectives"]), "rllllrrlrr") if t["collectives"] else "None (one device).", "",
@@ -347,9 +383,14 @@ def csv(rec):
     """One row per pipeline stage: its memory per device (the `memory.stages` keys) and one
     micro-batch's times (`time.stages`), then the step's figures, the same on every row."""
     times = {t["stage"]: t for t in rec["time"]["stages"]}
+    pred = rec.get("predicted") or {}
+    predicted = {p["stage"]: p["micro_batch_s"] for p in pred.get("stages", ())}
     step = {"step_s": rec["time"]["step_s"], "tokens_per_s_per_device": rec["throughput"]["tokens_per_s_per_device"],
-            "mfu": rec["throughput"]["mfu"], "hfu": rec["throughput"]["hfu"]}
-    rows = [{**m, **{k: v for k, v in times[m["stage"]].items() if k != "stage"}, **step}
+            "mfu": rec["throughput"]["mfu"], "hfu": rec["throughput"]["hfu"],
+            "lower_bound_step_s": rec["lower_bound"]["step_s"], "predicted_step_s": pred.get("step_s"),
+            "predicted_tokens_per_s_per_device": pred.get("tokens_per_s_per_device")}
+    rows = [{**m, **{k: v for k, v in times[m["stage"]].items() if k != "stage"},
+             "predicted_micro_batch_s": predicted.get(m["stage"]), **step}
             for m in rec["memory"]["stages"]]
     return records_to_csv(rows)
 

@@ -29,6 +29,24 @@ def accuracy_rows(acc):
              pct(a["worst_error"]), a["worst_cause"] or "-"] for a in acc]
 
 
+def recipe_lines(recipes):
+    """Per training publisher, the recipe the prediction runs: what it overlaps, stated."""
+    if not recipes:
+        return []
+
+    def on(x):
+        return "on" if x else "off"
+
+    rows = [[r["publisher"], r["zero"], on(r["overlap_dp"]), on(r["overlap_tp"]), on(r["overlap_ep"]),
+             on(r["overlap_pp"]), r["recompute"], r["schedule"] or "1f1b / interleaved as the case's layout",
+             r["recipe"]] for r in recipes]
+    return ["## Training recipes the prediction runs, per publisher", "",
+            "A case's own setup (its row's recompute, TP overlap, EP overlap, schedule) overrides its publisher's "
+            "recipe; its assumptions say so.", "",
+            markdown_table(["publisher", "ZeRO", "DP overlap", "TP overlap", "EP overlap", "PP sends overlap",
+                            "recompute", "schedule", "the recipe"], rows, "lrlllllll"), ""]
+
+
 def markdown(rec):
     rows = [[f"`{r['id']}`", r["model"], r["device"] + (f" x{r['devices']}" if r["devices"] != 1 else ""),
              r["formats"], _lengths(r),
@@ -51,6 +69,7 @@ def markdown(rec):
              markdown_table(["family", "cases", "median abs error", "p90 abs error", "median error",
                              "worst case", "its error", "what dominated it"], accuracy_rows(rec["accuracy"]),
                             "lrrrrlrl"), "",
+             *recipe_lines(rec.get("training_recipes")),
              "## Efficiency spread per kind, device and format family", "",
              markdown_table(["kind", "device", "formats w/a/kv", "cases", "min", "median", "max"], spread, "lllrrrr")
              if spread else "No evaluated case.",

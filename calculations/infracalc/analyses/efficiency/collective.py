@@ -52,9 +52,9 @@ A run that forced NCCL_ALGO (a case's `setup.nccl_algo`) lets the tuner pick its
    GB/s is what NCCL's maintainer quotes for non-all-reduce operations (NVIDIA/nccl-tests issue
    #212) and what NVIDIA/nccl issue #2169 measures on 4 H100 (335 GB/s): no measured override.
    An EP dispatch that does not run NCCL's all-to-all (`dispatcher` "hybridep", Megatron-Core's
-   flex dispatcher with NVIDIA's HybridEP backend, or "deepep") is priced at topo.h's figure and
-   the residual as before: no published rate of those kernels on these fabrics is used (a stated
-   stand-in).
+   flex dispatcher with NVIDIA's HybridEP backend, or "deepep") runs at its backend's published
+   rate where a row applies (efficiency.dispatcher: the bytes its benchmark counts over its
+   bandwidth, no residual); elsewhere at topo.h's figure and the residual (a stated stand-in).
 
 The prediction is never below the bound (`bound_s` is the floor), and on this model's own terms
 it is not: every latency above is at least the bound's per-step LL figure times its steps and
@@ -65,6 +65,7 @@ import functools
 
 from ... import comm
 from ...errors import UserError
+from .dispatcher import seconds as dispatcher_seconds
 
 SOURCE = "NVIDIA/nccl v2.28.3: src/graph/tuning.cc (ncclTunerConstantsDefaults, ncclTopoTuneModel)"
 TOPO_SOURCE = "NVIDIA/nccl: src/graph/topo.h (SM70/SM80_NVLINK_BW 20.0, SM90 20.6, SM100 40.1 GB/s)"
@@ -254,6 +255,9 @@ def predicted_s(c, links, device_id, residual=None, forced=None, dispatcher="all
     if link.topology == "torus" and c.tier == "up":
         name, t = comm.choose(c, link, up=up)
         return max(t / residual, bound), name, "-"
+    t = dispatcher_seconds(c, links, device_id, dispatcher)
+    if t is not None:   # the flex dispatcher's backend at its published rate (efficiency.dispatcher)
+        return max(t, bound), dispatcher, "-"
     name, p, lat, bw = min(choices(c, links, device_id, residual, forced, dispatcher), key=lambda r: r[2] + r[3])
     return max(lat + bw, bound), name, p
 

@@ -6,9 +6,11 @@ The predicted iteration is linear in the constants:
                 + sequence_layer_s x N x layers + prefill_token_layer_s x prefill tokens x layers
                 + sequence_host_s x N
 
-so each serving case is reduced once to (publication, N x layers, GPU seconds, kernels, measured
-iteration = the iteration time that reproduces the measured throughput at N, family, engine,
-prefill tokens of the iteration x layers, configuration, N), and a fit is a search over the
+at least the engine's measured host step of N requests (efficiency.serving.host_floor_s, which no
+constant moves), so each serving case is reduced once to (publication, N x layers, GPU seconds,
+kernels, measured iteration = the iteration time that reproduces the measured throughput at N,
+family, engine, prefill tokens of the iteration x layers, configuration, N, host step seconds), and
+a fit is a search over the
 engine's grid (GRIDS: four free constants per engine, its per-sequence work in the form its
 scheduler runs it, efficiency.serving)
 minimising, averaged over the serving families (one device, several devices: the accuracy target
@@ -60,7 +62,7 @@ DEFAULT_ENGINE = "TensorRT-LLM"
 
 def sample(case):
     """(publication, N x layers, GPU seconds at zero kernel cost, kernels, measured iteration, family,
-    engine, prefill tokens x layers, configuration, N) of a serving case, or None when it has no prediction or is
+    engine, prefill tokens x layers, configuration, N, host step seconds) of a serving case, or None when it has no prediction or is
     latency-limited (an MLPerf Server case: its concurrency depends on the constants, so the iteration is not linear in them)."""
     from ..validate import _layout, _model
     from ..validate_predict import engine, family, publication, serving_prediction, tpot_limit
@@ -79,15 +81,17 @@ def sample(case):
     s = case["setup"]
     return (publication(case), rec["concurrency"] * layers, rec["gpu_s"], rec["kernels"],
             measured_iteration, family(case), engine(case), rec["prefill_tokens"] * layers,
-            (publication(case), s["model"], s["device"], s["weight_dtype"], s["devices"]), rec["concurrency"])
+            (publication(case), s["model"], s["device"], s["weight_dtype"], s["devices"]), rec["concurrency"],
+            rec.get("host_step_s", 0.0))
 
 
 def errors(samples, constants):
     """predicted / measured throughput - 1 per sample (measured iteration / predicted iteration - 1);
     `constants` of four (no per-request host term) or five; a sample without N (its tenth item)
-    has no per-request host term."""
+    has no per-request host term, one without a host step (its eleventh) no floor."""
     k, f, q, t = constants[:4]
-    return _errors_from(samples, _fixed_part(samples, k, f, q), t, constants[4] if len(constants) > 4 else 0.0)
+    return _errors_from(samples, _fixed_part(samples, k, f, q), t, constants[4] if len(constants) > 4 else 0.0,
+                        host_steps(samples))
 
 
 def _fixed_part(samples, k, f, q):
@@ -96,11 +100,23 @@ def _fixed_part(samples, k, f, q):
     return [s[2] + k * s[3] + f + q * s[1] for s in samples]
 
 
-def _errors_from(samples, fixed, t, h):
-    """errors() from the samples' _fixed_part: + t x prefill tokens x layers (+ h x N)."""
+def host_steps(samples):
+    """((index, host step seconds), ...) of the samples whose iteration has a host step's floor."""
+    return tuple((i, s[10]) for i, s in enumerate(samples) if len(s) > 10 and s[10])
+
+
+def _errors_from(samples, fixed, t, h, steps=()):
+    """errors() from the samples' _fixed_part: + t x prefill tokens x layers (+ h x N); the
+    iteration at least the host step of the samples `steps` names (`host_steps`)."""
     if not h:
-        return [s[4] / (b + t * s[7]) - 1 for s, b in zip(samples, fixed)]
-    return [s[4] / (b + t * s[7] + h * s[9]) - 1 for s, b in zip(samples, fixed)]
+        errs = [s[4] / (b + t * s[7]) - 1 for s, b in zip(samples, fixed)]
+    else:
+        errs = [s[4] / (b + t * s[7] + h * s[9]) - 1 for s, b in zip(samples, fixed)]
+    for i, floor in steps:
+        s = samples[i]
+        if fixed[i] + t * s[7] + (h * s[9] if h else 0.0) < floor:
+            errs[i] = s[4] / floor - 1
+    return errs
 
 
 def _configuration(s, i):
@@ -169,11 +185,12 @@ def _fits(samples, subsets, grid=GRID):
                 for key, plan in numbered.items()}
     best = {key: (None, None) for key in subsets}
     prefix = fixed = None
+    steps = host_steps(mine)
     for c in grid:
         if c[:3] != prefix:   # the grid's last constants vary fastest: the fixed part is shared
             prefix = c[:3]
             fixed = _fixed_part(mine, *prefix)
-        errs = list(map(abs, _errors_from(mine, fixed, c[3], c[4] if len(c) > 4 else 0.0)))
+        errs = list(map(abs, _errors_from(mine, fixed, c[3], c[4] if len(c) > 4 else 0.0, steps)))
         medians = [_median_of(g(errs)) for g in members]
         for key, plan in families.items():
             total = 0   # plain_sum over the families, left to right

@@ -21,6 +21,21 @@
      kernel "achieves up to 1460 TFlops in forward": 1460 / 2250 = 0.649.
    Other devices and formats borrow the nearest of these (basis "assumed"); with
    no attention figure at all, the device's GEMM fraction (efficiency.matmul).
+   No FP8 attention kernel on Ada (NO_FP8_ATTENTION): TensorRT-LLM's FP8 context FMHA
+   (`--use_fp8_context_fmha`) supports "only NVIDIA Hopper architecture" (NVIDIA/TensorRT-LLM
+   docs/source/performance/perf-best-practices.md), and FlashAttention's FP8 kernel is
+   FlashAttention-3's, for Hopper; FlashAttention-2, which runs in FP16/BF16 on "Ampere, Ada, or
+   Hopper GPUs" (Dao-AILab/flash-attention README.md), is the prefill kernel there: attention
+   runs at the 16-bit peak with FlashAttention-2's A100 fraction, whatever the GEMM format.
+
+4. Inline ECC (GDDR). An HBM device keeps its check bits in a side band (NVIDIA Tesla V100
+   whitepaper, "ECC Memory Resiliency": HBM2's sideband ECC runs "without a bandwidth or
+   capacity penalty", against the inline ECC of GDDR5, where "6.25% of the overall GDDR5 is
+   reserved for ECC bits"). A GDDR device with ECC on (the default on data-centre parts) stores
+   them in the same DRAM, 1/16 of it (the L40S's 48 GiB shows 46,080 MiB, item 3), so the check
+   bytes travel with the data: at most 15/16 of the bytes a stream moves are data. ECC_DATA_SHARE
+   applies it to the sustained fraction of such a device (the least the check bits can cost:
+   their own share of the traffic, no extra accesses charged).
 
 3. The memory an engine allocates from: the driver's total in the device's default
    configuration. A device file's memory_bytes is the largest capacity any configuration
@@ -37,13 +52,23 @@ HBM_MEASURED = {
 HBM_DEFAULT = "h800"
 
 
+# GDDR devices whose ECC is inline and on by default -> the data share of the DRAM's traffic.
+_V100 = "NVIDIA Tesla V100 GPU Architecture whitepaper, 'ECC Memory Resiliency' (inline ECC: 6.25% of GDDR reserved)"
+ECC_DATA_SHARE = {"l40s": (15 / 16, _V100)}
+
+
 def hbm_fraction(device_id, bandwidth):
-    """(fraction of `bandwidth` a streaming kernel sustains, basis, source)."""
+    """(fraction of `bandwidth` a streaming kernel sustains, basis, source); a device with inline
+    ECC (ECC_DATA_SHARE) keeps its data share of it."""
     if device_id in HBM_MEASURED:
         got, src = HBM_MEASURED[device_id]
         return min(1.0, got / bandwidth), "measured", src
     got, src = HBM_MEASURED[HBM_DEFAULT]
-    return got / 3350e9, f"assumed (the {HBM_DEFAULT} fraction: no published measurement for {device_id})", src
+    basis = f"assumed (the {HBM_DEFAULT} fraction: no published measurement for {device_id})"
+    if device_id in ECC_DATA_SHARE:
+        share, ecc_src = ECC_DATA_SHARE[device_id]
+        return (got / 3350e9 * share, basis[:-1] + f", times {share} for inline ECC)", src + "; " + ecc_src)
+    return got / 3350e9, basis, src
 
 
 _FA2 = "FlashAttention-2 (Dao 2023, arXiv:2307.08691), abstract: up to 73% of peak on A100"
@@ -57,8 +82,11 @@ ATTENTION_MEASURED = {   # (device, format) -> (fraction of the dense peak, sour
 }
 ATTENTION_ANALOGY = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-nvl": "h100-sxm",
                      "h100-pcie": "h100-sxm", "h20": "h100-sxm", "gb200": "b200", "b300": "b200", "gb300": "b200",
-                     "rtx-3090": "a100-sxm-80gb", "v100-sxm2": "a100-sxm-80gb"}
+                     "rtx-3090": "a100-sxm-80gb", "v100-sxm2": "a100-sxm-80gb", "l40s": "a100-sxm-80gb"}
 _FORMATS = {"fp16": "bf16", "fp4": "fp8", "int8": "fp8"}
+# Devices with FP8 GEMMs and no FP8 fused attention (Ada): attention runs in 16 bits (item 2).
+NO_FP8_ATTENTION = {"l40s": "NVIDIA/TensorRT-LLM docs/source/performance/perf-best-practices.md (FP8 context "
+                            "FMHA: only Hopper); Dao-AILab/flash-attention README.md (FlashAttention-2 on Ada)"}
 
 
 def attention_fraction(device_id, fmt):

@@ -19,7 +19,8 @@ operators, the order in which a stream runs them).
 
 Attention rate: the fused-attention fraction of efficiency.memory times the dense
 peak of the format attention runs in: the compute format, except FP4 (no FP4
-attention kernel is published: attention runs in FP8, else BF16).
+attention kernel is published: attention runs in FP8, else BF16), and 16 bits on a
+device with no FP8 attention kernel (efficiency.memory.NO_FP8_ATTENTION: Ada).
 """
 
 from operator import add
@@ -63,8 +64,13 @@ class Rates(Record):
 
 
 def _attention_format(device, fmt):
+    """(format, dense peak) fused attention runs in: the compute format, except FP4 (FP8, else
+    16 bits) and on a device with no FP8 attention kernel (memory.NO_FP8_ATTENTION: 16 bits)."""
     peaks = dict(device.matrix_flops_per_s)
-    for f in ((fmt,) if fmt != "fp4" else ()) + ("fp8", "bf16", "fp16"):
+    order = ((fmt,) if fmt != "fp4" else ()) + ("fp8", "bf16", "fp16")
+    if device.id in memory.NO_FP8_ATTENTION:
+        order = tuple(f for f in order if f in ("bf16", "fp16"))
+    for f in order:
         if peaks.get(f):
             return f, peaks[f]
     return fmt, None

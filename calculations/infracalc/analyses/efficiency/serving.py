@@ -13,7 +13,10 @@ named:
    trtllm-bench rule (NVIDIA/TensorRT-LLM: tensorrt_llm/bench/build/tuning.py,
    `calc_engine_setting` and `finetune_setting`): requests of ISL + OSL tokens that
    fit in the room, at most 4096, rounded up to a multiple of 32 (at least 64) below
-   256, of 128 below 1024, of 256 above.
+   256, of 128 below 1024, of 256 above. Where a publication built its engines with that tool
+   (`trtllm-bench build --dataset`), the limits are the build rule's own (trtllm_bench.engine_setting:
+   its estimate of the room, not the runtime's), and its max num tokens M caps N at
+   M / (1 + P / (G - 1)), the tokens of one steady-state iteration.
 
        N = min(floor(room / cache at P + G - 1 tokens), engine_batch, requests)
 
@@ -64,6 +67,20 @@ named:
    PREFILL_TOKEN_LAYER_S, HOST_FIXED_S and SEQUENCE_HOST_S, like predict.KERNEL_S, are FITTED on
    the validation corpus (FITTED below; docs/prediction.md), not measured.
 
+5. The host's step, where it is measured: TensorRT-LLM's PyTorch executor (its default backend
+   since v0.19) overlaps the host's work of one iteration (scheduling, sampling, the requests'
+   updates and responses, the next step's inputs) with the GPU's work of the previous one (its
+   overlap scheduler, on by default: nvidia.github.io/TensorRT-LLM, "Overlap Scheduler"), so an
+   iteration takes at least the host's step, which grows with the requests in flight. On a Grace
+   host (GB200, GB300: HOST_CPU) that step is measured: 44.53 ms at 1,536 requests a rank
+   (HOST_PER_REQUEST_S, NVIDIA/TensorRT-LLM pull request #10273), 29.0 us a request, so
+
+       iteration = max(GPU time + per-sequence and per-prompt-token work + host time,
+                       N x HOST_PER_REQUEST_S[engine, host CPU])             (`host_floor_s`)
+
+   Where no figure is published (x86 hosts, vLLM, TensorRT-LLM's C++ executor) no floor is
+   charged beyond the fitted host time.
+
    output tokens/s = N G / (G - 1) / iteration   (N (G - 1) / G requests finish per step
    ... each yields G tokens: N G / (G - 1) per iteration)
 """
@@ -74,11 +91,27 @@ from ... import layout as placement
 from ... import ledger
 from ...blocks.attention import causal_pairs, keys_touched
 from ..memory import request_bytes
-from . import memory, predict
+from . import memory, predict, trtllm_bench
 from ...summation import plain_sum
 
 KV_FRACTION = 0.9
 ENGINE_MAX_BATCH = 4096
+DEFAULT_ENGINE = "TensorRT-LLM"   # the product default's engine (FITTED["all"]; efficiency.fit)
+
+# The host CPU a device's serving engine runs on, where a host step is measured for it: GB200 and
+# GB300 are Grace-Blackwell superchips, one NVIDIA Grace CPU (72 Arm Neoverse V2 cores) with two
+# GPUs over NVLink-C2C (NVIDIA GB200 NVL72 and GB300 NVL72 product pages). Any other device: a host
+# without a published step time (none charged beyond the fitted host time).
+HOST_CPU = {"gb200": "Grace", "gb300": "Grace"}
+
+# Host step time per request in flight of one iteration, per (engine, host CPU), measured: on GB200
+# TensorRT-LLM's PyTorch executor logs host_step_time 44.53 ms per iteration with Llama-3.2-1B and
+# 45.11 ms with GPT-OSS-120B at the same load (ISL/OSL 1k/1k, attention DP 2 with max_batch_size
+# 1536 a rank, 3,072 requests in flight; its C++ scheduler; NVIDIA/TensorRT-LLM pull request
+# #10273, description): a 16-layer 1B model and a 36-layer 120B MoE at the same step time, so the
+# step is the host's and set by the requests, not by the model. The 1B model's figure (its GPU
+# work is the smallest part of the step) over its 1,536 requests a rank.
+HOST_PER_REQUEST_S = {("TensorRT-LLM", "Grace"): 44.53e-3 / 1536}
 
 # Fitted constants: (kernel_s, host_fixed_s, sequence_layer_s, prefill_token_layer_s, sequence_host_s),
 # an engine's (efficiency.fit).
@@ -87,41 +120,49 @@ ENGINE_MAX_BATCH = 4096
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.0025, 3e-07, 1e-07, 0.0),
+        (4e-06, 0.0015, 3e-07, 1.6e-07, 0.0),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
-        (2e-06, 0.024, 0.0, 1.8e-07, 3.84e-05),
+        (2e-06, 0.024, 0.0, 3e-07, 2.4e-05),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
         (4e-06, 0.024, 0.0, 3e-07, 3.84e-05),
     'NVIDIA: MLPerf Inference v4.1 Datacenter, Closed: NVIDIA B200 (1x B200-SXM-180GB, TensorRT), llama2-70b':
-        (4e-06, 0.0025, 3e-07, 1e-07, 0.0),
+        (4e-06, 0.0025, 3e-07, 1.6e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.0015, 3e-07, 1e-07, 0.0),
+        (4e-06, 0.004, 2e-07, 1.4e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.0025, 3e-07, 1.4e-07, 0.0),
+        (4e-06, 0.004, 2.5e-07, 1.6e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.002, 3e-07, 1e-07, 0.0),
+        (4e-06, 0.005, 2.5e-07, 1.6e-07, 0.0),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
         (4e-06, 0.024, 0.0, 3e-07, 3.84e-05),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, IBM Cloud gx3 instance 1xL40S-PCIE-48GB, vLLM, llama3.1-8b':
-        (2e-06, 0.024, 0.0, 1.8e-07, 3.84e-05),
+        (2e-06, 0.024, 0.0, 3e-07, 2.4e-05),
 }
+
+
+def host_floor_s(engine, device, n):
+    """The host step of an iteration with n requests in flight: n x the engine's measured host
+    time per request on the device's host CPU (HOST_PER_REQUEST_S, HOST_CPU); 0 where none is
+    published. The engine overlaps it with the GPU's work, so it bounds the iteration from below
+    (the iteration is the longer of the two), it does not add to it."""
+    per = HOST_PER_REQUEST_S.get((engine, HOST_CPU.get(device.id)))
+    return per * n if per else 0.0
 
 
 def engine_batch(room_bytes, full_request_bytes):
     """TensorRT-LLM trtllm-bench's max batch size: min(requests of ISL + OSL tokens in the
     room, 4096), rounded up (multiples of 32, at least 64, below 256; of 128 below 1024; of
-    256 above); the cap alone when a request keeps no cache."""
+    256 above: trtllm_bench.round_batch); the cap alone when a request keeps no cache. The room
+    is the runtime's (`concurrency`); a case whose engine the build rule itself sized passes
+    that rule's result instead (trtllm_bench.engine_setting)."""
     raw = min(room_bytes / full_request_bytes, ENGINE_MAX_BATCH) if full_request_bytes else ENGINE_MAX_BATCH
-    if raw < 256:
-        return max(64, 32 * math.ceil(raw / 32))
-    if raw < 1024:
-        return 128 * math.ceil(raw / 128)
-    return 256 * math.ceil(raw / 256)
+    return trtllm_bench.round_batch(raw)
 
 
 def mixed_ops(decode_ops, prefill_ops, prefills):
     """One iteration's rows: the decode step's and `prefills` x the prefill's FLOPs, activation
-    and KV bytes per operator, the weights read once (the larger read). Attention rows are not
+    and KV bytes per operator, the weights read once (the larger read), the GEMM's shape over all
+    the iteration's tokens (decode tokens + prefills x prompt tokens). Attention rows are not
     merged: the requests in their context phase and those in their generation phase run
     different attention kernels (TensorRT-LLM docs/source/advanced/gpt-attention.md, "Context
     Phase": a fused multi-head attention kernel; "Generation Phase": masked multi-head / XQA
@@ -139,6 +180,7 @@ def mixed_ops(decode_ops, prefill_ops, prefills):
             out += [a, _scaled(b, prefills)]
             continue
         out.append(a.replace(
+            shape=_merged_shape(a.shape, b.shape, prefills),
             matrix_flops=a.matrix_flops + round(b.matrix_flops * prefills),
             vector_flops=a.vector_flops + round(b.vector_flops * prefills),
             weight_read=max(a.weight_read, b.weight_read),
@@ -147,6 +189,17 @@ def mixed_ops(decode_ops, prefill_ops, prefills):
             kv_read=a.kv_read + round(b.kv_read * prefills),
             kv_write=a.kv_write + round(b.kv_write * prefills)))
     return out
+
+
+def _merged_shape(a, b, prefills):
+    """The shape of the iteration's one GEMM over both passes' tokens, which its wave quantisation
+    reads (predict.wave): [m_a + round(m_b x prefills), k] x [k, n] when both read [m,k]x[k,n]
+    with the same k and n, else a's."""
+    ga, gb = predict._gemm_m_n(a), predict._gemm_m_n(b)
+    if not ga or not gb or a.split("]x[", 1)[1] != b.split("]x[", 1)[1]:
+        return a
+    m = ga[0] + round(gb[0] * prefills)
+    return "[" + str(m) + a[a.index(","):]
 
 
 def _scaled(op, k):
@@ -169,18 +222,27 @@ def cp_split(input_len, output_len, cp=1):
     return math.ceil(history / cp), math.ceil(input_len / cp), (cp - 1) * input_len // (2 * cp)
 
 
-def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1, requests=None):
+def concurrency(arch, w, memory_bytes, input_len, output_len, cp=1, requests=None, engine_limits=None):
     """(N, room, engine batch limit): the requests an engine keeps in flight on one device
     (or one device's shard `arch`) with `memory_bytes` to allocate from, at most `requests` (a
     finite run's request count; None: unbounded); under context parallelism each device holds
-    ceil(L / cp) of a request's L cached tokens."""
+    ceil(L / cp) of a request's L cached tokens. `engine_limits`: the (max batch size, max num
+    tokens) the engine was built with (trtllm_bench.engine_setting), else the batch limit from
+    the runtime's room (engine_batch) and no token limit. A token limit M caps N where one steady-
+    state iteration would carry more tokens than M: N decode tokens and N P / (G - 1) prompt
+    tokens, so N <= M / (1 + P / (G - 1))."""
     # the shard's weights memoized: a search meets each shard under many CP degrees and batches
     weights = placement.memo(("serving weight bytes", arch, w.without_history()), lambda: arch.weight_bytes(w))
     room = KV_FRACTION * max(memory_bytes - weights, 0)
     final = request_bytes(arch, w, math.ceil((input_len + output_len - 1) / cp))
-    limit = engine_batch(room, request_bytes(arch, w, math.ceil((input_len + output_len) / cp)))
+    if engine_limits is None:
+        limit = engine_batch(room, request_bytes(arch, w, math.ceil((input_len + output_len) / cp)))
+        tokens_cap = limit
+    else:
+        limit, max_tokens = engine_limits
+        tokens_cap = int(max_tokens / (1 + cp_split(input_len, output_len, cp)[1] / max(output_len - 1, 1)))
     fits = int(room // final) if final else limit
-    n = min(fits, limit)
+    n = min(fits, limit, tokens_cap)
     return (n if requests is None else min(n, requests)), room, limit
 
 
@@ -205,6 +267,27 @@ def iteration(arch, w, rates, n, input_len, output_len, comm_s=None, cp=1):
     return gpu, rows
 
 
+# MLPerf's Server TPOT is the 99th percentile over the run's samples of each sample's time per output
+# token (mlcommons/inference loadgen/results.cc, ProcessTokenLatencies: the sorted
+# time_per_output_token_arr read at target_tpot_percentile), its queries issued as a Poisson process
+# (mlcommons/inference_policies inference_rules.adoc, Scenarios: "LoadGen sends new queries to the SUT
+# according to a Poisson distribution"). Z_TAIL: the standard normal's 99th percentile,
+# statistics.NormalDist().inv_cdf(0.99) (tests/test_prediction.py checks it; statistics is not
+# imported here for its start-up cost).
+Z_TAIL = 2.3263478740408408
+
+
+def tail_concurrency(m, cap):
+    """The requests in flight a request at the 99th percentile of TPOT shares its decode with, when
+    m are in flight on average under Poisson arrivals: a request's TPOT is the mean iteration over
+    its own lifetime of D iterations, and the others in flight over it are the arrivals of the window
+    (-D, D) weighted by their overlap, mean m, variance m x 2/3 (the integral of the overlap's square:
+    2 x integral over [0, D] of (u / D)^2 du = 2D / 3, times the arrival rate m / D). Its p99:
+    ceil(m + Z_TAIL x sqrt(2 m / 3)), normal for the Poisson count, at most `cap` (the memory's N:
+    more requests wait for admission instead of sharing the iteration)."""
+    return min(cap, math.ceil(m + Z_TAIL * math.sqrt(2 * m / 3)))
+
+
 def latency_limited(step_s, n, tpot_limit_s):
     """A concurrency m <= n at the TPOT limit: n when its iteration `step_s(n)` (one output
     token of every request in flight: the TPOT) is within `tpot_limit_s`; else, by bisection on
@@ -224,7 +307,7 @@ def latency_limited(step_s, n, tpot_limit_s):
 
 
 def predicted_serving(arch, w, device, input_len, output_len, constants=None, comm_s=None,
-                      tpot_limit_s=None, cp=1, requests=None):
+                      tpot_limit_s=None, cp=1, requests=None, engine_limits=None, engine=DEFAULT_ENGINE):
     """The predicted steady state of one replica (one device, or the shard `arch` each of
     its devices holds): concurrency, iteration time split, output tokens/s of the replica.
     With `tpot_limit_s` (a latency-constrained load such as MLPerf's Server scenario) the
@@ -233,12 +316,15 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
     device's default, ECC-enabled capacity). Under context parallelism (`cp`) the shard is
     one CP rank's: its cache share and its share of each iteration (`cp_split`). None when
     the device has no prediction (no published peak) or nothing fits. `requests`: a finite
-    run's request count, a cap on the concurrency (`concurrency`)."""
+    run's request count, a cap on the concurrency (`concurrency`); `engine_limits`: the engine's
+    built (max batch size, max num tokens), where the case publishes how it was built. `engine`:
+    whose host step bounds the iteration from below on the device's host (`host_floor_s`)."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]
     rates = predict.achievable(device, w.compute_dtype, kernel_s)
     if rates is None:
         return None
-    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len, cp, requests)
+    n, room, limit = concurrency(arch, w, memory.engine_memory_bytes(device), input_len, output_len, cp, requests,
+                                 engine_limits)
     if n < 1:
         return None
     memory_n = n
@@ -254,13 +340,15 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
 
     if tpot_limit_s is not None:
         def step_s(m):
-            return iteration(arch, w, rates, m, input_len, output_len, comm_s, cp)[0] + per_token_s(m) + host_s(m)
-        n = latency_limited(step_s, n, tpot_limit_s)
+            return max(iteration(arch, w, rates, m, input_len, output_len, comm_s, cp)[0] + per_token_s(m) + host_s(m),
+                       host_floor_s(engine, device, m))
+        n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)
     gpu, rows = iteration(arch, w, rates, n, input_len, output_len, comm_s, cp)
     sequences = sequence_layer_s * n * layers
     prompts = per_token_s(n) - sequences
     host = host_s(n)
-    it = gpu + per_token_s(n) + host   # predicted_at_batch's sum, in its order
+    floor = host_floor_s(engine, device, n)
+    it = max(gpu + per_token_s(n) + host, floor)   # predicted_at_batch's, in its order
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
@@ -274,10 +362,14 @@ def predicted_serving(arch, w, device, input_len, output_len, constants=None, co
         "host_s": host,
         "output_tokens_per_s": n * output_len / steps / it,
     }
+    if floor:                      # a host with a measured step: the floor under the iteration
+        rec.update(host_step_s=floor)
     if tpot_limit_s is not None:   # a latency-constrained load: the limit and the memory's N
         rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
     if requests is not None:       # a finite run: its request count, the cap on N
         rec.update(requests=requests)
+    if engine_limits is not None:  # the engine's built limits (the build rule's result)
+        rec.update(engine_max_num_tokens=engine_limits[1])
     return rec
 
 
@@ -305,24 +397,25 @@ def tp_comm(device, tp, arch):
 
 
 def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None,
-                     requests=None):
+                     requests=None, engine=DEFAULT_ENGINE):
     """The predicted steady state of a layout: one replica of tp x cp x pp devices (each device
     holds its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
     replica runs `pipelined` (pp micro-batches in flight); under context parallelism each
     device is one CP rank (`cp_split`, `cp_comm`). None under a skewed routing model with EP, or
     without a prediction on the device. `requests`: a finite run's request count, shared by the
-    dp replicas (each keeps at most ceil(requests / dp) in flight)."""
+    dp replicas (each keeps at most ceil(requests / dp) in flight). `engine`: whose host step
+    bounds each replica's iteration from below (`host_floor_s`)."""
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay, w)
     if replica is None:
         return None
     per_replica = None if requests is None else math.ceil(requests / lay.dp)
     if lay.pp > 1:
         rec = pipelined(replica, w, device, lay, input_len, output_len, constants, tpot_limit_s,
-                        requests=per_replica)
+                        requests=per_replica, engine=engine)
     else:
         rec = predicted_serving(replica[0][0], w, device, input_len, output_len, constants, replica[0][1],
-                                tpot_limit_s, lay.cp, per_replica)
+                                tpot_limit_s, lay.cp, per_replica, engine=engine)
     if rec is None:
         return None
     return {**rec, "exposed_collectives": exposed_collectives(lay),
@@ -455,7 +548,7 @@ def pp_send_s(device, lay, hidden):
 
 
 def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None, batch=None,
-              requests=None):
+              requests=None, engine=DEFAULT_ENGINE):
     """A pipeline-parallel replica's steady state (`predicted_layout` under pp > 1): the engine
     keeps pp micro-batches of N / pp requests in flight, one per stage, so that every stage is
     busy (TensorRT-LLM's and vLLM's pipeline parallelism); each stage holds its layers' cache of
@@ -466,7 +559,7 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         iteration = pp x max over stages of (GPU time of ceil(N / pp) requests on the stage
                     + its per-sequence and per-prompt-token work + the boundary send of the
                     micro-batch's tokens)
-                    + host time
+                    + host time,   at least the host's step of N requests (`host_floor_s`)
 
     (the boundary sends are charged on the stage's time: a stage receives its micro-batch before
     it can run it). With `batch` the iteration at that concurrency (predicted_at_batch) instead
@@ -500,13 +593,16 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         return worst
 
     if tpot_limit_s is not None:
-        n = latency_limited(lambda m: pp * stage_s(m)[0] + host_fixed + sequence_host_s * m, n, tpot_limit_s)
+        def step_s(m):
+            return max(pp * stage_s(m)[0] + host_fixed + sequence_host_s * m, host_floor_s(engine, device, m))
+        n = latency_limited(lambda m: step_s(tail_concurrency(m, memory_n)), n, tpot_limit_s)
     t, kernels = stage_s(n)
     deepest = max(len(sh.layers) for sh, _, _ in replica)
     sequences = sequence_layer_s * math.ceil(n / pp) * deepest * pp
     prompts = prefill_token_layer_s * math.ceil(n / pp) * prompt / steps * deepest * pp
     host = host_fixed + sequence_host_s * n
-    it = pp * t + host
+    floor = host_floor_s(engine, device, n)
+    it = max(pp * t + host, floor)
     rec = {
         "concurrency": n,
         "engine_batch_limit": limit,
@@ -521,6 +617,8 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
         "pipeline_micro_batches": pp,
         "output_tokens_per_s": n * output_len / steps / it,
     }
+    if floor:
+        rec.update(host_step_s=floor)
     if tpot_limit_s is not None:
         rec.update(tpot_limit_s=tpot_limit_s, memory_concurrency=memory_n)
     if requests is not None:
@@ -528,10 +626,11 @@ def pipelined(replica, w, device, lay, input_len, output_len, constants=None, tp
     return rec
 
 
-def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, constants=None):
+def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, constants=None, engine=DEFAULT_ENGINE):
     """The prediction at a given concurrency per replica (the SLO answer's batch), not the
     engine's own: TPOT = one steady-state iteration at `batch` requests (iteration(), plus
-    the per-sequence work of `batch` requests and the host time; under pipeline parallelism
+    the per-sequence work of `batch` requests and the host time, at least the host's step of
+    `batch` requests (`host_floor_s`); under pipeline parallelism
     `pipelined`'s iteration at that batch); TTFT = one prompt's prefill alone (batch 1, the SLO
     sizing's TTFT case) at the achievable rates, through every stage in turn, plus its
     all-reduces and boundary sends, one sequence's per-layer work and its prompt tokens' per-layer
@@ -546,14 +645,16 @@ def predicted_at_batch(arch, w, device, lay, input_len, output_len, batch, const
         return None
     _, prompt, before = cp_split(input_len, output_len, lay.cp)
     if lay.pp > 1:
-        tpot = pipelined(replica, w, device, lay, input_len, output_len, constants, batch=batch)["iteration_s"]
+        tpot = pipelined(replica, w, device, lay, input_len, output_len, constants, batch=batch,
+                         engine=engine)["iteration_s"]
         send = pp_send_s(device, lay, replica[0][0].hidden_size)(prompt) * (lay.pp - 1)
     else:
         shard, comm_s, _ = replica[0]
         gpu, _ = iteration(shard, w, rates, batch, input_len, output_len, comm_s, lay.cp)
         steps = max(output_len - 1, 1)
-        tpot = (gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * prompt / steps)
-                * len(shard.layers) + (host_fixed + sequence_host_s * batch))   # predicted_serving's sum
+        tpot = max(gpu + (sequence_layer_s * batch + prefill_token_layer_s * batch * prompt / steps)
+                   * len(shard.layers) + (host_fixed + sequence_host_s * batch),
+                   host_floor_s(engine, device, batch))   # predicted_serving's, in its order
         send = 0.0
     ttft = send + host_fixed + sequence_host_s
     for shard, comm_s, count in replica:
@@ -746,7 +847,8 @@ def predicted_ceiling(arch, w, device, lay, input_len, output_len, constants=Non
                          and per-prompt-token work of m + [pp > 1] the boundary send)
                          + host time of N) x dp / devices,      m = ceil(N / pp) (N when pp = 1)
 
-    `pipelined`'s and `predicted_serving`'s sums with each stage's GPU time bounded below. With
+    `pipelined`'s and `predicted_serving`'s sums with each stage's GPU time bounded below (the
+    host step's floor, `host_floor_s`, left out: a smaller iteration, still a ceiling). With
     `with_comm` each stage adds its exposed collectives (the exact ones of `_replica`: tighter, and
     as costly to build as the figure's own)."""
     kernel_s, host_fixed, sequence_layer_s, prefill_token_layer_s, sequence_host_s = constants or FITTED["all"]

@@ -14,28 +14,25 @@ publisher out for `validate` (analyses/validate_predict; docs/prediction.md).
 """
 
 FITTED = {
-    'all': 1.45508728792,
-    'NVIDIA': 1.3905748457912845,
-    'PyTorch (Meta)': 1.4595278161917025,
+    'all': 1.3719682376173223,
+    'NVIDIA': 1.330723478180754,
+    'PyTorch (Meta)': 1.3719682376173223,
 }
 
 
 # Seconds per local expert per MoE layer and micro-batch (forward + backward) that a stack running
 # each expert's GEMMs as launches of their own (Transformer Engine's GroupedLinear over a host list
 # of splits: per expert its GEMMs, casts, split-K reduces and fills; NVIDIA/TransformerEngine issue
-# #2939 counts them) adds when the experts' GEMMs are short: train_time.expert_host_pass. Fitted on
-# the MoE training cases (Megatron Bridge 25.11 and 26.02): per publication (one release of the
-# stack, whose launch path sets the cost), leave one MODEL out within it: a case is predicted with
-# the fit on the other models' cases of its publication (validate_predict.fit_expert_host;
-# tests/test_prediction.py refits). "all", the fit on every case, is the product default for MoE
-# layers in `train`'s predicted step.
-_MB = "NVIDIA: Megatron Bridge Performance Summary, {} NeMo Container, Pre-Training Performance (docs/performance-summary.md)"
+# #2939 counts them) spends on the host: train_time.expert_host_pass, charged beyond the MoE blocks'
+# own GPU time (train_time.exposed_host_pass). Fitted on the MoE training cases of the plain schedule
+# (Megatron Bridge 25.11 and 26.02): per stack (every release of the publisher's page), leave one
+# MODEL out within it: a case is predicted with the fit on the other models' cases of its stack
+# (validate_predict.fit_expert_host; tests/test_prediction.py refits). "all", the fit on every case,
+# is the product default for MoE layers in `train`'s predicted step.
 EXPERT_HOST_FITTED = {
-    'all': 0.0001,
-    _MB.format("25.11"): {'deepseek-v3': 0.00024, 'gpt-oss-120b': 0.00021, 'qwen3-235b-a22b': 0.00024,
-                          'qwen3-30b-a3b': 0.00021},
-    _MB.format("26.02"): {'deepseek-v3': 7e-05, 'gpt-oss-120b': 9e-05, 'qwen3-235b-a22b': 0.00013,
-                          'qwen3-30b-a3b': 0.00017},
+    'all': 0.00024,
+    "NVIDIA: Megatron Bridge Performance Summary": {'deepseek-v3': 0.00025, 'gpt-oss-120b': 0.00022,
+                                                    'qwen3-235b-a22b': 0.00025, 'qwen3-30b-a3b': 0.00023},
 }
 
 
@@ -43,8 +40,10 @@ EXPERT_HOST_FITTED = {
 # own, setup.ep_dispatcher): Megatron-Core's default token dispatcher, NCCL's all-to-all.
 DISPATCHER = "alltoall"
 MEASURED_NOTE = {"alltoall": ", NCCL's measured all-to-all rate on SM100 NVLink from 4 ranks",
-                 "hybridep": ", at NCCL's topology figure and the residual (no published rate used)",
-                 "deepep": ", at NCCL's topology figure and the residual (no published rate used)"}
+                 "hybridep": (", at HybridEP's published rate on B200 and GB200 NVLink (16 SMs; B300 and GB300 "
+                              "take it) and over SM90 RDMA from 16 ranks, NCCL's model elsewhere"),
+                 "deepep": (", at DeepEP's published rate on H800 (NVLink scaled to other SM90 nodes; RDMA from "
+                            "16 ranks) and B200 NVLink, NCCL's model elsewhere")}
 DISPATCHER_NAMES = {"alltoall": "Megatron-Core's all-to-all dispatcher (NCCL all-to-all)",
                     "hybridep": "the flex dispatcher's HybridEP backend",
                     "deepep": "the flex dispatcher's DeepEP backend"}
@@ -55,14 +54,17 @@ def convention(dispatcher=DISPATCHER):
     (DISPATCHER unless the user names another)."""
     return ("Predicted step (a third figure, not a bound; efficiency.training, docs/prediction.md): the "
             "step estimate at the device's achievable matmul and HBM fractions, the TP collectives under "
-            "the same phase's compute, every collective priced as NCCL runs it (its algorithm and "
+            "the same phase's compute, the fused attention at the measured kernel's forward and backward "
+            "rates for its head dimension and keys per query (FlashAttention-3's curves: efficiency.attention), "
+            "every collective priced as NCCL runs it (its algorithm and "
             "protocol for the size, the fitted residual; the EP dispatch and combine by "
             f"{DISPATCHER_NAMES[dispatcher]}{MEASURED_NOTE[dispatcher]}), "
             "an interleaved pipeline's boundary sends under "
             "the same phase's compute, MoE layers charged the all-to-all "
             "dispatcher's token permutations and the per-expert output bias add (their bytes at the "
             "achievable bandwidth) and "
-            f"{EXPERT_HOST_FITTED['all'] * 1e6:.0f} us per local expert per micro-batch (fitted, leave one "
+            f"{EXPERT_HOST_FITTED['all'] * 1e6:.0f} us of host time per local expert per micro-batch where it "
+            "exceeds the MoE blocks' own GPU time (fitted, leave one "
             f"model out), times the fitted step factor {FITTED['all']:.3f} (leave one publisher out on the "
             "dense training cases).")
 
@@ -85,15 +87,18 @@ def predicted_step(arch, w, lay, device, *, factor=None, **options):
     if rates is None:
         return None
     t = step_time(arch, w, lay, device, compute_efficiency=rates.matrix_fraction,
-                  memory_efficiency=rates.memory_fraction, **_tuned(options))
+                  memory_efficiency=rates.memory_fraction, **_tuned(options, device))
     return t.step_s * (FITTED["all"] if factor is None else factor), t
 
 
-def _tuned(options):
-    """`options` with a tuned stack's defaults (predicted_step's docstring)."""
+def _tuned(options, device):
+    """`options` with a tuned stack's defaults (predicted_step's docstring), the fused attention rows
+    at the device's measured kernel rates for their shape (efficiency.attention)."""
+    from .attention import training_rates
+
     return {"overlap_tp": True, "collective_model": "nccl", "expert_gemm_host_s": EXPERT_HOST_FITTED["all"],
             "token_permute": True, "overlap_pp": True, "unfused_expert_bias": True, "ep_dispatcher": DISPATCHER,
-            **options}
+            "attention": training_rates(device), **options}
 
 
 def predicted_floor(arch, w, lay, device, *, factor=None, **options):
@@ -108,6 +113,6 @@ def predicted_floor(arch, w, lay, device, *, factor=None, **options):
     if rates is None:
         return None
     floor = step_floor(arch, w, lay, device, compute_efficiency=rates.matrix_fraction,
-                       memory_efficiency=rates.memory_fraction, **_tuned(options))
+                       memory_efficiency=rates.memory_fraction, **_tuned(options, device))
     return floor * (FITTED["all"] if factor is None else factor)
 

@@ -265,6 +265,8 @@ def search_record(plan, devices, *, objective="throughput", tpot_limit=None, top
                                 "weight_bytes": mem["stages"][mem["binding_stage"]]["weight_bytes"]}})
         if objective == "predicted":
             best[-1]["predicted"] = predicted(plan, lay)
+        elif rank == 1:   # the first screen's answer carries the third figure whatever ranks it
+            rec["best_predicted"] = predicted(plan, lay)
     rec["notes"] = [f"{admitted} of {total} layouts of {devices} devices admitted; "
                     f"{total - admitted} rejected"] + unknown_peak_notes(plan)
     for phase, choice in plan.mla_choices.items():

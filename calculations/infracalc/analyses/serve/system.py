@@ -111,6 +111,30 @@ def serve(arch, w, device, input_len, output_len, opts):
     return rec
 
 
+PREDICTED_STEADY_STATE = (
+    "Predicted (a third figure, not a bound; efficiency.serving, docs/prediction.md): a tuned "
+    "continuous-batching engine's steady state on the replica, at its own concurrency (the requests "
+    "whose cache fits 0.9 of the memory left after the weights, capped by TensorRT-LLM's batch limit): one "
+    "iteration carries every request's decode and its share of chunked prefills, the operators at "
+    "achievable rates, the TP all-reduces as NCCL runs them, and the fitted per-request, per-prompt-token "
+    "and host times; requests/s = output tokens/s / G; queueing, --rate and the schedulers above not "
+    "included; not modelled with a prefix cache.")
+
+
+def predicted_replica(arch, w, device, input_len, output_len, tp, opts):
+    """A tuned engine's predicted steady state on one TP replica (efficiency.serving.
+    predicted_layout: its all-reduces as NCCL runs them, the engine's concurrency and batch
+    limit), beside the schedulers' estimates and bounds, with its requests/s (output tokens/s /
+    G). None without a prediction on the device, and with a prefix cache (not modelled)."""
+    from ... import layout as placement
+    from ..efficiency.serving import predicted_layout
+
+    if opts.cached:
+        return None
+    p = predicted_layout(arch, w, device, placement.Layout(tp=tp), input_len, output_len)
+    return None if p is None else dict(p, requests_per_s=p["output_tokens_per_s_cluster"] / output_len)
+
+
 def replica_shard(arch, tp, ep=1):
     """The per-device architecture of a tensor-parallel replica (one stage, no CP)."""
     from ... import layout as placement
@@ -148,6 +172,9 @@ def system_record(arch, w, device, input_len, output_len, opts, tp=1, max_device
         shard = replica_shard(arch, tp) if tp > 1 else arch
         rec = serve(shard, w, device, input_len, output_len, opts)
         rec["model"] = model_record(arch)
+        rec["predicted"] = predicted_replica(arch, w, device, input_len, output_len, tp, opts)
+        if rec["predicted"] is not None:
+            rec["conventions"].append(PREDICTED_STEADY_STATE)
         rec["replica"] = {"tp": tp, "shard": shard.id if tp > 1 else None,
                           "note": "per device of the replica: its shard's work on its roof; TP "
                                   "communication is not charged (hidden), so the lower bounds stay "
