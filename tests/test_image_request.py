@@ -83,7 +83,7 @@ class Comparisons(unittest.TestCase):
     def test_bad_input(self):
         for argv, text in ((["--compressed-bytes", "40MB"], "exceeds --input-bytes"),
                            (["--compress-time", "1s"], "need --compressed-bytes"),
-                           (["--local-time", "5"], "time with a unit")):
+                           (["--local-time", "5"], "'5' has no unit")):
             status, _, err = run_cli("budget", "image-request", *BOOK, "--upload-rate", "20Mb/s", *argv)
             self.assertEqual(status, 2, argv)
             self.assertIn(text, err)

@@ -81,5 +81,17 @@ class NoPrediction(unittest.TestCase):
         self.assertNotIn("predicted_s", rec["phases"]["prefill"]["stages"][0])
 
 
+class Sweep(unittest.TestCase):
+    def test_rows_equal_the_one_layout_record(self):
+        common = ("--model", "qwen3-8b", "--device", "h100-sxm", "--tp", "2", "--input-len", "1024",
+                  "--output-len", "64")
+        rows = _json("parallel", *common, "--batch-sweep")["rows"]
+        for r in (rows[0], rows[3]):
+            with self.subTest(batch=r["batch"]):
+                lat = _json("parallel", *common, "--batch", str(r["batch"]))["latency"]
+                for k in ("ttft_s", "tpot_mean_s", "decode_tokens_per_s_per_device"):
+                    self.assertAlmostEqual(r[f"predicted_{k}"], lat[f"predicted_{k}"], delta=1e-12 * lat[f"predicted_{k}"])
+
+
 if __name__ == "__main__":
     unittest.main()

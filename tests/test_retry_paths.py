@@ -82,7 +82,7 @@ class Paths(unittest.TestCase):
                            (["--node", "a,time=1s,b=1"], "unknown node 'b'"),
                            (["--node", "a,time=1s,b=1", "--node", "b,time=1s,a=1"], "cycle"),
                            (["--node", "success,time=1s,failure=1"], "must be ID"),
-                           (["--node", "a,time=1,success=1"], "time with a unit")):
+                           (["--node", "a,time=1,success=1"], "'1' has no unit")):
             status, _, err = run_cli("budget", "retry", *argv, "--deadline", "5s")
             self.assertEqual(status, 2, argv)
             self.assertIn(text, err)

@@ -237,7 +237,7 @@ class Cli(unittest.TestCase):
 
     def test_errors(self):
         for extra, text in ((("--forward-times", "10ms,10ms"), "one value or 4"),
-                            (("--forward-times", "10"), "with a unit")):
+                            (("--forward-times", "10"), "'10' has no unit")):
             status, _, err = run_cli("budget", "pipeline", "--schedule", "1f1b", *extra, *self.BASE)
             self.assertEqual(status, 2)
             self.assertIn(text, err)

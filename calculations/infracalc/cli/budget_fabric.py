@@ -7,7 +7,7 @@ cli/budget.py lists the kinds and dispatches to them (a '-' in a kind's name is 
 from fractions import Fraction
 
 from . import common
-from .budget_values import exact_ns as _ns, exact_ns_list
+from .budget_values import exact_ns as _ns, exact_ns_list, seconds_at_most
 
 
 def _rate(text):
@@ -59,10 +59,7 @@ def _loss(text):
     return value
 
 
-def _seconds(text):
-    from .budget_values import _exact_time
-
-    return _exact_time(text)
+_seconds = seconds_at_most(10**6)   # a declared round trip, model time or round startup: exact, at most 10^6 s
 
 
 def _wan_loss_arguments(q):
@@ -220,14 +217,13 @@ def _clos(args):
 
 
 def _rail_pairing_arguments(q):
-    from .budget_values import _exact_time
     from .budget_training import _gradient_tensor_arguments
 
     _gradient_tensor_arguments(q)
     q.add_argument("--rails", type=common.positive_int, default=8, metavar="R",
                    help="ranks (and NIC rails) per server (default 8)")
     q.add_argument("--nic-bw", type=_rate, required=True, metavar="R", help="one NIC's bytes/s (50GB/s)")
-    q.add_argument("--startup", type=_exact_time, default=0, metavar="T", help="per round (833ns; default 0)")
+    q.add_argument("--startup", type=_seconds, default=0, metavar="T", help="per round (833ns; default 0)")
     q.add_argument("--pairing", choices=("aligned", "shifted"), required=True,
                    help="peer of rank i: rank i (same rail) or rank i + 1 mod R (across rails)")
 

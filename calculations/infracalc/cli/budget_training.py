@@ -8,7 +8,10 @@ import argparse
 from fractions import Fraction
 
 from . import common
-from .budget_values import _exact_time, _history_model, _list, _params, byte_count
+from .budget_values import _history_model, _list, _params, byte_count, seconds_at_most
+
+# A declared step, stage, round or preparation time (chapters 3 and 10): exact, at most 10^6 s.
+declared_time = seconds_at_most(10**6)
 
 
 def long_duration(text):
@@ -54,7 +57,7 @@ def _cast_arguments(q):
                    help="the GPU cast's throughput over its read + write bytes (e.g. 1500GB/s)")
     for flag, what in (("--copy-startup", "each copy"), ("--cpu-cast-startup", "the CPU cast"),
                        ("--gpu-cast-startup", "the GPU cast")):
-        q.add_argument(flag, dest=flag[2:].replace("-", "_") + "_s", type=_exact_time, default=0, metavar="T",
+        q.add_argument(flag, dest=flag[2:].replace("-", "_") + "_s", type=declared_time, default=0, metavar="T",
                        help=f"startup of {what} (default 0s)")
     q.add_argument("--gpu-budget", type=byte_count, required=True, metavar="BYTES",
                    help="extra GPU memory the cast may use beyond the source gradient (e.g. 256MiB)")
@@ -129,7 +132,7 @@ def _async_checkpoint_arguments(q):
                                       ("--staging-time", "staging_time_s", "staging one snapshot (training paused)", None),
                                       ("--durability-delay", "durability_delay_s", "after the upload until durable", 0),
                                       ("--failure-at", "failure_at_s", "the failure's time", None)):
-        q.add_argument(flag, dest=dest, type=_exact_time, required=default is None, default=default, metavar="T",
+        q.add_argument(flag, dest=dest, type=declared_time, required=default is None, default=default, metavar="T",
                        help=f"{what}" + ("" if default is None else " (default 0s)"))
     q.add_argument("--upload-bw", type=common.bandwidth, required=True, metavar="BW", help="the writer's rate (8GB/s)")
     q.add_argument("--slots", type=common.positive_int, default=2, metavar="B", help="snapshot buffers (default 2)")
@@ -181,7 +184,7 @@ def _samples(text):
             count, x, rest = item.strip().partition("x")
             times, spec = (int(count), rest) if x and count.isdigit() else (1, item.strip())
             tokens, stored, prep = spec.split(":")
-            out += [(int(tokens), int(stored), _exact_time(prep))] * times
+            out += [(int(tokens), int(stored), declared_time(prep))] * times
     except (ValueError, argparse.ArgumentTypeError):
         out = None
     if not out or len(out) > 10**4 or any(t < 1 or b < 0 for t, b, _ in out):
@@ -202,7 +205,7 @@ def _input_supply_arguments(q):
     for flag, dest, what in (("--packing-time", "packing_time_s", "CPU packing per pack"),
                              ("--consume-time", "consume_time_s", "the device's consumption of one pack"),
                              ("--snapshot-time", "snapshot_time_s", "one checkpoint snapshot on the device")):
-        q.add_argument(flag, dest=dest, type=_exact_time, required=True, metavar="T", help=what)
+        q.add_argument(flag, dest=dest, type=declared_time, required=True, metavar="T", help=what)
     q.add_argument("--checkpoint-every", type=common.non_negative_int, default=0, metavar="K",
                    help="a snapshot after every K-th pack (default 0: none)")
     q.add_argument("--snapshot-slots", type=common.positive_int, default=1, metavar="S", help="snapshot buffers (1)")
@@ -257,7 +260,7 @@ def _pipeline_arguments(q):
     q.add_argument("--microbatch-size", type=common.positive_int, default=1, metavar="B",
                    help="sequences per micro-batch (default 1)")
     q.add_argument("--seq", type=common.tokens, required=True, metavar="T", help="tokens per sequence")
-    times = _list(_exact_time)
+    times = _list(declared_time)
     q.add_argument("--forward-times", dest="forward_times_s", type=times, required=True, metavar="T[,T...]",
                    help="one micro-batch's forward per stage (one value for every stage, or P)")
     q.add_argument("--backward-times", dest="backward_times_s", type=times, required=True, metavar="T[,T...]",
@@ -268,7 +271,7 @@ def _pipeline_arguments(q):
                    help="one gradient message s+1 -> s per boundary (one value or P-1)")
     q.add_argument("--update-times", dest="update_times_s", type=times, default=(0,), metavar="T[,T...]",
                    help="the optimizer update per stage after the last backward (one value or P; default 0s)")
-    q.add_argument("--setup-time", dest="setup_time_s", type=_exact_time, default=0, metavar="T",
+    q.add_argument("--setup-time", dest="setup_time_s", type=declared_time, default=0, metavar="T",
                    help="once per step before any micro-batch (default 0s)")
     q.add_argument("--link", choices=("independent", "shared"), default="independent",
                    help="one link per boundary and direction (default), or one shared half-duplex link")
@@ -367,8 +370,8 @@ def _gradient_ring_arguments(q, organization=True):
                    help="a rank's local link, transmit and receive (450GB/s)")
     q.add_argument("--egress-bw", type=common.bandwidth, default=None, metavar="BW",
                    help="a shared server egress and ingress (default none)")
-    q.add_argument("--startup", type=_exact_time, default=0, metavar="T", help="per round (e.g. 833ns; default 0)")
-    q.add_argument("--budget", type=_exact_time, default=None, metavar="T", help="a declared time budget (3ms)")
+    q.add_argument("--startup", type=declared_time, default=0, metavar="T", help="per round (e.g. 833ns; default 0)")
+    q.add_argument("--budget", type=declared_time, default=None, metavar="T", help="a declared time budget (3ms)")
 
 
 def _gradient_tensor(args):
@@ -439,10 +442,10 @@ def _batch_arguments(q):
                    help="sequences per step of the reference run (taken as exactly reaching the target)")
     q.add_argument("--reference-cards", type=common.positive_int, required=True, metavar="N",
                    help="cards of the reference run (B / N micro-batches per card)")
-    q.add_argument("--compute-time", type=_exact_time, required=True, metavar="T",
+    q.add_argument("--compute-time", type=declared_time, required=True, metavar="T",
                    help="compute seconds of a reference step, kept exact (52.2s or a ratio such as 261/5s; scales "
                         "as 1 / cards under strong scaling)")
-    q.add_argument("--overhead-time", type=_exact_time, default=0, metavar="T",
+    q.add_argument("--overhead-time", type=declared_time, default=0, metavar="T",
                    help="per-step communication and input wait that does not scale (e.g. 0.5s; default 0)")
     q.add_argument("--cards", type=_card_list, required=True, metavar="N[,N...]",
                    help="card counts to scale to")

@@ -12,23 +12,6 @@ def byte_count(text):
     return common._bytes(text, 0)
 
 
-def _exact_time(text):
-    """A declared duration with a unit, kept exact: 10ms, 0.02s, 1us, 0s, or a ratio such as 261/5s
-    (a figure a source states as an exact fraction); at most 10^6 s."""
-    import re
-    from fractions import Fraction
-
-    units = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "ms": Fraction(1, 1000), "s": 1, "min": 60,
-             "h": 3600, "d": 86400}
-    m = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|[0-9]+/0*[1-9][0-9]*)(ns|us|ms|s|min|h|d)",
-                     text.strip()) if len(text) <= 48 else None
-    value = Fraction(m.group(1)) * units[m.group(2)] if m else None
-    if value is None or value > 10**6:
-        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 10ms, 0.02s or 261/5s (ns, us, ms, s, "
-                                         f"min, h, d), at most 1e6 s, got '{text}'")
-    return value
-
-
 def _exact(text, what, low=0, high=10**30):
     """An exact non-negative number: 1, 0.75, 3/4, 10M (K, M, G = 10^3, 10^6, 10^9)."""
     from fractions import Fraction
@@ -53,27 +36,72 @@ def _share(text):
     return Fraction(value)
 
 
-_EXACT_TIME_UNITS = (("min", 60), ("ns", Fraction(1, 10**9)), ("us", Fraction(1, 10**6)), ("ms", Fraction(1, 1000)),
-                     ("h", 3600), ("s", 1))
+# A declared time, kept exact: a number, an optional space, a unit. The number is a decimal (an exponent of
+# at most two digits) or a ratio of whole numbers (a figure a source states as a fraction); ASCII digits, no sign.
+_TIME_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?(?P<exponent>[0-9]+))?|[0-9]+/[0-9]+"
+_TIME_UNITS = {"ns": Fraction(1, 10**9), "us": Fraction(1, 10**6), "\u00b5s": Fraction(1, 10**6),
+               "ms": Fraction(1, 1000), "s": Fraction(1), "min": Fraction(60), "h": Fraction(3600),
+               "d": Fraction(86400)}
+TIME_FORMS = "a number and a unit such as 300ms, 0.02s, 2.5e-3s or 261/5s (ns, us, ms, s, min, h, d)"
 
 
-def exact_seconds(text):
-    """A declared time kept exact, unit required: 1/10s, 300ms, 0.2s, 5s (ns, us, ms, s, min, h)."""
-    unit = next(((u, f) for u, f in _EXACT_TIME_UNITS if text.endswith(u)), None)
-    try:
-        value = Fraction(text[:-len(unit[0])]) * unit[1] if unit and len(text) <= 40 else None
-    except (ValueError, ZeroDivisionError):
-        value = None
-    if value is None or not 0 <= value <= 10**9:
-        raise argparse.ArgumentTypeError(f"must be a time with a unit such as 1/10s, 300ms or 5s, got '{text}'")
+def exact_seconds(text, high=10**9):
+    """A declared time in seconds as an exact Fraction, from 0 to `high` (each caller's own cap): 300ms, 0.02s,
+    .5s, 2.5e-3s, 261/5s, 5 s (units ns, us or \u00b5s, ms, s, min, h, d). Anything else is one line naming the
+    problem and these forms."""
+    import re
+
+    raw = text.strip()
+    match = re.fullmatch(rf"(?P<number>{_TIME_NUMBER}) ?(?P<unit>[a-z\u00b5]+)", raw) if len(raw) <= 48 else None
+    problem = _time_problem(raw, match)
+    value = None if problem else Fraction(match["number"]) * _TIME_UNITS[match["unit"]]
+    if value is not None and value > high:
+        problem = "is too large"
+    if problem:
+        from ..errors import quote
+        raise argparse.ArgumentTypeError(f"{quote(text)} {problem}: give {TIME_FORMS}, at most {_cap(high)}")
     return value
 
 
+def _time_problem(raw, match):
+    """What is wrong with a time (None when nothing is)."""
+    import re
+
+    if len(raw) > 48:
+        return "is longer than 48 characters"
+    if raw.startswith(("+", "-")):
+        return "has a sign"
+    if match is None:
+        return "has no unit" if re.fullmatch(_TIME_NUMBER, raw) else "is not a time"
+    if match["unit"] not in _TIME_UNITS:
+        return f"has an unknown unit '{match['unit']}'"
+    if match["exponent"] and int(match["exponent"]) > 99:
+        return "has an exponent of more than two digits"
+    _, slash, denominator = match["number"].partition("/")
+    return "divides by zero" if slash and int(denominator) == 0 else None
+
+
+def _cap(high):
+    """A cap in seconds as the messages print it: 10^6 s."""
+    k = len(str(high)) - 1
+    return f"10^{k} s" if high == 10**k else f"{high} s"
+
+
+def seconds_at_most(high):
+    """The argparse type of `exact_seconds` with the cap `high` (in seconds)."""
+    def parse(text):
+        return exact_seconds(text, high)
+    parse.__name__ = "exact_seconds"
+    return parse
+
+
 def exact_ns(text):
-    """A declared time as whole nanoseconds: 20ms, 12ms, 1/20s (unit required)."""
+    """A declared time as whole nanoseconds: 20ms, 12ms, 1/20s (`exact_seconds`, at most 10^9 s)."""
     value = exact_seconds(text) * 10**9
     if value.denominator != 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of nanoseconds, got '{text}'")
+        from ..errors import quote
+        raise argparse.ArgumentTypeError(f"{quote(text)} is not a whole number of nanoseconds: give a time such as "
+                                         f"20ms, 833ns or 1/20s")
     return int(value)
 
 

@@ -126,6 +126,10 @@ def _stream_line(s):
             f"output tokens/s per device (upper bound){pred}"]
 
 
+def _opt_s(x):
+    return "-" if x is None else u.seconds(x)
+
+
 def _sweep_summary(rec):
     from . import verdict as v
 
@@ -133,8 +137,10 @@ def _sweep_summary(rec):
     if not rows:
         return v.block("Does not fit: not one request per replica", [])
     last = rows[-1]
+    pred = last.get("predicted_decode_tokens_per_s_per_device")
     return v.block(f"Fits up to batch {last['batch']} per replica: {_rate(last['decode_tokens_per_s_per_device'])} "
-                   "decode tokens/s per device (estimate)", [
+                   "decode tokens/s per device (estimate" + (f"; {_rate(pred)} predicted" if pred is not None else "")
+                   + ")", [
         f"TPOT (mean) at batch {last['batch']}: {u.seconds(last['tpot_mean_s'])}; at batch {rows[0]['batch']}: "
         f"{u.seconds(rows[0]['tpot_mean_s'])}"])
 
@@ -359,16 +365,21 @@ def sweep_markdown(rec):
     rows = [[r["batch"], r["micro_batches"], u.seconds(r["ttft_s"]), u.seconds(r["tpot_first_s"]),
              u.seconds(r["tpot_mean_s"]), u.seconds(r["tpot_last_s"]), _rate(r["decode_tokens_per_s_per_request"]),
              _rate(r["decode_tokens_per_s_replica"]), _rate(r["decode_tokens_per_s_cluster"]),
-             _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"])]
+             _rate(r["decode_tokens_per_s_per_device"]), _pct(r["exposed_comm_share"]), _pct(r["bubble_fraction"]),
+             _opt_s(r.get("predicted_ttft_s")), _opt_s(r.get("predicted_tpot_mean_s")),
+             _rate(r.get("predicted_decode_tokens_per_s_per_device"))]
             for r in rec["rows"]]
     parts = [*_with_summary(_header(rec, f"parallel batch sweep: {m['id']} on {lay['devices']} x {d['id']} "
                                          f"({lay['label']})"), _sweep_summary(rec)),
-             "", "## Sweep (estimates)", "",
+             "", "## Sweep (estimates; predicted beside them)", "",
              "B = requests per replica; exposed comm = the slowest stage's exposed "
-             "communication over the decode cycle.", "",
+             "communication over the decode cycle; predicted = the same layout and batch at the "
+             "achievable rates with NCCL's collectives (a well-tuned stack, not a bound).", "",
              markdown_table(["batch", "micro-batches", "TTFT", "TPOT first", "TPOT mean", "TPOT last",
                              "tokens/s per request", "tokens/s per replica", "tokens/s cluster",
-                             "tokens/s per device", "exposed comm", "bubble"], rows, "rrrrrrrrrrrr")
+                             "tokens/s per device", "exposed comm", "bubble", "predicted TTFT",
+                             "predicted TPOT mean", "predicted tokens/s per device"], rows,
+                            "rrrrrrrrrrrrrrr")
              if rows else "No batch fits.", *memory_lines(rec["memory"])]
     return "\n".join(parts + _tail(rec))
 

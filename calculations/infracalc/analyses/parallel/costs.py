@@ -164,21 +164,34 @@ def prefill_cost(plan, lay, stage, b):
     return max(options, key=lambda o: o[0].time_s)
 
 
-def decode_cost(plan, lay, stage, b, which="total"):
-    """The Cost of all G - 1 decode steps summed ("total"), of the first step or of the last.
-    Under CP a step at history h costs the step at h' = ceil(h/cp) (each rank holds at most
-    that many); each h' in lo'..hi' stands for cp histories except at the ends:
-    sum = cp x S(lo'..hi') - x step(lo') - y step(hi'), x = lo - cp (lo' - 1) - 1,
-    y = cp hi' - hi (exact)."""
+def decode_terms(plan, lay, b, which="total"):
+    """(workload, spec, terms): the decode steps as a weighted sum of a stage's unit figures
+    (index 0 the steps summed over lo'..hi', 1 the first step, 2 the last), terms ((index,
+    weight), ...), for "total" (all G - 1 steps), "first" or "last". Under CP a step at history
+    h costs the step at h' = ceil(h/cp) (each rank holds at most that many); each h' in lo'..hi'
+    stands for cp histories except at the ends: sum = cp x S(lo'..hi') - x step(lo') -
+    y step(hi'), x = lo - cp (lo' - 1) - 1, y = cp hi' - hi (exact). decode_cost and the
+    predicted figure's decode_s both read it."""
     cp, lo, hi = lay.cp, plan.P, plan.P + plan.steps - 1
     lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
     w = plan.workload(plan.wd, batch=b, tokens=1, history=0)
     spec = ("steps", lo2, hi2)
     if which != "total":
-        return stage_cost(plan, lay, stage, w, spec, i=1 if which == "first" else 2)
-    total = stage_cost(plan, lay, stage, w, spec, i=0)
-    if cp > 1:
-        x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
-        first, last = stage_cost(plan, lay, stage, w, spec, i=1), stage_cost(plan, lay, stage, w, spec, i=2)
-        total = total.times(cp).plus(first.times(-x).plus(last.times(-y)))
-    return total
+        return w, spec, ((1 if which == "first" else 2, 1),)
+    if cp == 1:
+        return w, spec, ((0, 1),)
+    x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
+    return w, spec, ((0, cp), (1, -x), (2, -y))
+
+
+def decode_cost(plan, lay, stage, b, which="total"):
+    """The Cost of all G - 1 decode steps summed ("total"), of the first step or of the last
+    (`decode_terms`: under CP, cp x the rank's steps less the ends)."""
+    w, spec, terms = decode_terms(plan, lay, b, which)
+    (i, k), rest = terms[0], terms[1:]
+    total = stage_cost(plan, lay, stage, w, spec, i=i)
+    if not rest:
+        return total
+    (i1, k1), (i2, k2) = rest
+    first, last = stage_cost(plan, lay, stage, w, spec, i=i1), stage_cost(plan, lay, stage, w, spec, i=i2)
+    return total.times(k).plus(first.times(k1).plus(last.times(k2)))

@@ -18,7 +18,7 @@ from ...arch import Layer
 from ...summation import plain_sum
 from ..efficiency import predict
 from .communication import transfer
-from .costs import history_free, pieces, prefill_ranks, top_unit, unit
+from .costs import decode_terms, history_free, pieces, prefill_ranks, top_unit, unit
 from .pipeline import latency, micro_batches, prefill_pipeline, step_pipeline
 from .plan import stage_kinds
 from .stage import evaluate
@@ -82,19 +82,13 @@ def prefill_s(plan, lay, stage, b):
 
 
 def decode_s(plan, lay, stage, b, which="total"):
-    """costs.decode_cost's steps at the achievable rates (the same CP sum: each rank's step at
-    ceil(h / cp), cp x the rank's steps less the ends)."""
-    cp, lo, hi = lay.cp, plan.P, plan.P + plan.steps - 1
-    lo2, hi2 = ceil_div(lo, cp), ceil_div(hi, cp)
-    w = plan.workload(plan.wd, batch=b, tokens=1, history=0)
-    spec = ("steps", lo2, hi2)
-    if which != "total":
-        return stage_work_s(plan, lay, stage, w, spec, 1 if which == "first" else 2)
-    total = stage_work_s(plan, lay, stage, w, spec, 0)
-    if cp > 1:
-        x, y = lo - cp * (lo2 - 1) - 1, cp * hi2 - hi
-        total = cp * total - x * stage_work_s(plan, lay, stage, w, spec, 1) - y * stage_work_s(plan, lay, stage, w,
-                                                                                              spec, 2)
+    """costs.decode_cost's steps at the achievable rates (the same weighted sum,
+    costs.decode_terms: under CP, cp x the rank's steps less the ends)."""
+    w, spec, terms = decode_terms(plan, lay, b, which)
+    (i, k), rest = terms[0], terms[1:]
+    total = k * stage_work_s(plan, lay, stage, w, spec, i)
+    for i, k in rest:   # cp x the sum - x first - y last, left to right
+        total += k * stage_work_s(plan, lay, stage, w, spec, i)
     return total
 
 

@@ -206,7 +206,8 @@ def parallel(plan, lay, batch, comm_path=False, token_feedback=False):
 SWEEP_COLUMNS = ("batch", "micro_batches", "ttft_s", "tpot_first_s", "tpot_mean_s", "tpot_last_s",
                  "decode_tokens_per_s_per_request", "decode_tokens_per_s_replica",
                  "decode_tokens_per_s_cluster", "decode_tokens_per_s_per_device", "exposed_comm_share",
-                 "bubble_fraction")
+                 "bubble_fraction", "predicted_ttft_s", "predicted_tpot_mean_s",
+                 "predicted_decode_tokens_per_s_per_device")
 
 
 def sweep(plan, lay):
@@ -220,10 +221,14 @@ def sweep(plan, lay):
     cap = mem["max_requests_per_replica"]
     if cap is None:
         raise UserError(f"{plan.arch.id} keeps no per-request cache: memory does not bound the batch")
+    from . import predicted as prediction
+
     rows = []
     for b in sweep_batches(cap):
         ph = phases(plan, lay, b, detail=False)
         lat = latency(plan, lay, b, ph)
+        pred = prediction.phases(plan, lay, b, ph)
+        plat = latency(plan, lay, b, pred) if pred else {}
         dec = ph["decode"]
         exposed = max(s["exposed_comm_s"] for s in dec["stages"])
         rows.append({"batch": b, "micro_batches": ph["micro_batches"], "ttft_s": lat["ttft_s"],
@@ -234,7 +239,9 @@ def sweep(plan, lay):
                      "decode_tokens_per_s_cluster": lat["decode_tokens_per_s_cluster"],
                      "decode_tokens_per_s_per_device": lat["decode_tokens_per_s_per_device"],
                      "exposed_comm_share": exposed / dec["cycle_s"] if dec["cycle_s"] else 0.0,
-                     "bubble_fraction": dec["bubble_fraction"]})
+                     "bubble_fraction": dec["bubble_fraction"],
+                     **{f"predicted_{k}": plat.get(k) for k in ("ttft_s", "tpot_mean_s",
+                                                                 "decode_tokens_per_s_per_device")}})
     rec = header(plan, "parallel --batch-sweep")
     rec["inputs"] = inputs_record(plan, None)
     rec["inputs"]["devices"] = lay.devices
@@ -244,8 +251,8 @@ def sweep(plan, lay):
     rec["notes"] = notes(plan, lay, mem, 1) if cap else ["not even one request fits: nothing to sweep"]
     rec["memory"] = mem
     rec["rows"] = rows
-    rec["latency_definition"] = (ESTIMATE + " The sweep gives the estimate only; `parallel --batch B` adds the "
-                                 "lower bound.")
+    rec["latency_definition"] = (ESTIMATE + " The sweep gives the estimate and the prediction (predicted_*: "
+                                 + prediction.DEFINITION + "); `parallel --batch B` adds the lower bound.")
     rec["left_out"] = list(LEFT_OUT)
     rec["conventions"] = list(CONVENTIONS) + list(PARALLEL_CONVENTIONS) + list(comm_conventions(plan))
     return rec
