@@ -217,6 +217,16 @@ MUTANTS = (
     ("analyses/efficiency/trtllm_bench.py", "KV_CACHE_GPU_MEM_FRACTION = 0.95", "KV_CACHE_GPU_MEM_FRACTION = 0.9", "the build's cache fraction 0.95"),
     ("analyses/efficiency/trtllm_bench.py", "raw_batch * (1 + input_len / output_len)", "raw_batch * input_len / output_len", "max num tokens N (1 + ISL / OSL)"),
     ("analyses/efficiency/serving.py", "int(max_tokens / (1 + cp_split(", "int(max_tokens / (2 + cp_split(", "token limit N (1 + P / (G - 1)) <= M"),
+    # v1.0's PyTorch rule (trtllm_bench.pytorch_setting) and the checkpoint's elements (dtypes.py)
+    ("analyses/efficiency/trtllm_bench.py", '"nvfp4": 0.5}', '"nvfp4": 1.0}', "trtllm-bench v1.0: NVFP4 0.5 bytes per element"),
+    ("analyses/efficiency/trtllm_bench.py", "BYTES_PER_ELEM[weight_format] / 1024 ** 3", "BYTES_PER_ELEM[weight_format] / 1000 ** 3",
+     "trtllm-bench v1.0: the engine in GiB"),
+    ("analyses/efficiency/trtllm_bench.py", "max(tokens, max_input_len + batch)", "tokens",
+     "trtllm-bench v1.0: max num tokens >= longest prompt + batch (chunked prefill off)"),
+    ("analyses/efficiency/trtllm_bench.py", "kv_fraction * (memory - engine)", "0.95 * (memory - engine)",
+     "trtllm-bench v1.0: the run's KV fraction"),
+    ("dtypes.py", "total = ceil_div(n * self.bits, 8) if self.bits < 8 else n", "total = n",
+     "checkpoint elements: sub-byte values packed into uint8"),
     # the L40S's own rates (analyses/efficiency/matmul.py, memory.py, predict.py)
     ("analyses/efficiency/matmul.py", "2 * 512 * 4096 * 4096 / 45.50e-6 / 1e12", "2 * 512 * 4096 * 4096 / 45.05e-6 / 1e12",
      "L40S FP8 rate from the measured 45.50 us"),
