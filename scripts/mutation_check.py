@@ -227,6 +227,13 @@ MUTANTS = (
      "trtllm-bench v1.0: the run's KV fraction"),
     ("dtypes.py", "total = ceil_div(n * self.bits, 8) if self.bits < 8 else n", "total = n",
      "checkpoint elements: sub-byte values packed into uint8"),
+    ("analyses/efficiency/trtllm_bench.py", "raw_batch = min(requests, MAX_BATCH) / pp", "raw_batch = min(requests, MAX_BATCH)", "trtllm-bench rule: batch per pipeline stage"),
+    ("analyses/efficiency/trtllm_bench.py", "min(raw_batch * (1 + input_len / output_len), MAX_TOKENS)", "raw_batch * (1 + input_len / output_len)", "trtllm-bench rule: tokens capped at 32768"),
+    ("analyses/efficiency/trtllm_bench.py", "return max(64, 32 * math.ceil(raw / 32))", "return max(32, 32 * math.ceil(raw / 32))", "trtllm-bench rule: batch at least 64"),
+    ("analyses/efficiency/trtllm_bench.py", "return 128 * math.ceil(raw / 128)", "return 256 * math.ceil(raw / 256)", "trtllm-bench rule: batch to 128 below 1024"),
+    ("analyses/efficiency/trtllm_bench.py", "return max(2048, 256 * math.ceil(raw / 256))", "return 256 * math.ceil(raw / 256)", "trtllm-bench rule: tokens at least 2048"),
+    ("analyses/efficiency/trtllm_bench.py", "    if raw < 8192:\n", "    if raw < 4096:\n", "trtllm-bench rule: tokens to 512 below 8192"),
+    ("analyses/efficiency/serving.py", 'HOST_CPU = {"gb200": "Grace", "gb300": "Grace"}', 'HOST_CPU = {"gb200": "Grace"}', "grace host step on GB300 too"),
     # the L40S's own rates (analyses/efficiency/matmul.py, memory.py, predict.py)
     ("analyses/efficiency/matmul.py", "2 * 512 * 4096 * 4096 / 45.50e-6 / 1e12", "2 * 512 * 4096 * 4096 / 45.05e-6 / 1e12",
      "L40S FP8 rate from the measured 45.50 us"),

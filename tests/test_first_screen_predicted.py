@@ -291,6 +291,11 @@ class KernelCommands(unittest.TestCase):
         self.assertEqual(code, 0, err)
         d = json.loads(out)["devices"][0]
         self.assertAlmostEqual(d["predicted_time_s"] / (2 * 64 * 7168 * 16384 / 336e12), 1.0, delta=0.05)
+        # by hand: memory-bound (15.03 GFLOP at 0.7087 x 1979 TFLOP/s = 10.7 us < the stream), FP8 bytes
+        # 16384 x 7168 weights + 64 x 16384 in + 64 x 7168 out = 118,947,840 B at 3,000 GB/s = 39.64928 us,
+        # plus one kernel's fixed cost
+        self.assertAlmostEqual(d["predicted_time_s"], 118_947_840 / 3000e9 + d["prediction"]["kernel_s"], places=15)
+        self.assertEqual(16384 * 7168 + 64 * 16384 + 64 * 7168, 118_947_840)
         self.assertGreaterEqual(d["predicted_time_s"], d["time_s"])
         self.assertAlmostEqual(d["predicted_efficiency"], d["time_s"] / d["predicted_time_s"])
         self.assertEqual(d["prediction"]["fractions"][1]["rate"], "hbm")

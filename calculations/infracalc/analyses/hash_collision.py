@@ -33,9 +33,9 @@ MAX_UPLINKS = 65536
 
 
 def _miller_table(binomials, m, most):
-    """((m + 1) j - k) C(k, j) for k <= n, j <= most (the largest L the recurrence runs for), from the
+    """((m + 1) j - k) C(k, j) for k <= n, 1 <= j <= most (the largest L the recurrence runs for), from the
     binomials C(k, j): the recurrence's coefficients, shared by every L."""
-    return [[((m + 1) * j - k) * c for j, c in enumerate(row[:most + 1])] for k, row in enumerate(binomials)]
+    return [[((m + 1) * j - k) * c for j, c in enumerate(row[1:most + 1], 1)] for k, row in enumerate(binomials)]
 
 
 def _bounded_count(n, m, L, table, binomials, one):
@@ -45,7 +45,7 @@ def _bounded_count(n, m, L, table, binomials, one):
     q = [m ** k for k in range(L + 1)]
     q += [_one_above(k, m, L, binomials, one) for k in range(L + 1, min(2 * L + 1, n) + 1)]
     for k in range(len(q), n + 1):
-        q.append(sum(map(mul, table[k][1:L + 1], reversed(q[k - L:k]))) // k)
+        q.append(sum(map(mul, table[k], q[k - 1:k - L - 1:-1])) // k)   # j = 1..L (map stops at L)
     return q[n]
 
 

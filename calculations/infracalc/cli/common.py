@@ -161,6 +161,16 @@ def add_memory(p, memory_bytes=False):
                                 "10^9 B, 80GiB); the device keeps its peaks and bandwidth")
 
 
+def search_only(args, names):
+    """Refuse any option of `names` (argparse dests, None when not given) without --search: only the
+    search reads them, so one given alone would be silently ignored."""
+    if not args.search:
+        for name in names:
+            if getattr(args, name) is not None:
+                from ..errors import UserError
+                raise UserError(f"--{name.replace('_', '-')} applies to --search")
+
+
 def device_for(args):
     """The --device with its capacity per --memory-convention, or the declared --memory-bytes
     (memory_convention 'declared') when that is given."""

@@ -140,11 +140,8 @@ def run(args):
 
     if args.plot and not args.batch_sweep:
         raise UserError("--plot needs --batch-sweep")
-    if not args.search:
-        for name in ("tpot_limit", "objective", "top"):   # read only by the search: never silently ignored
-            if getattr(args, name) is not None:
-                raise UserError(f"--{name.replace('_', '-')} applies to --search")
-    elif _searched(args):
+    common.search_only(args, ("tpot_limit", "objective", "top"))
+    if args.search and _searched(args):
         raise UserError(f"--search enumerates the layout; drop {', '.join(_searched(args))}")
     if args.token_feedback and not args.comm_path:
         raise UserError("--token-feedback applies with --comm-path")

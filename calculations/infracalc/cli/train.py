@@ -202,10 +202,7 @@ def run(args):
                     compute_efficiency=args.compute_efficiency, memory_efficiency=args.memory_efficiency,
                     overlap_dp=args.overlap_dp, dispatch_dtype=args.dispatch_dtype,
                     combine_dtype=args.combine_dtype, ep_dispatcher=args.ep_dispatcher or "alltoall")
-    if not args.search:
-        for name in ("objective", "top", "cp_values"):   # read only by the search: never silently ignored
-            if getattr(args, name) is not None:
-                raise UserError(f"--{name.replace('_', '-')} applies to --search")
+    common.search_only(args, ("objective", "top", "cp_values"))
     if args.ep_dispatcher is not None and not moe_experts(arch):
         raise UserError(f"--ep-dispatcher: {arch.id} has no routed experts (the EP dispatch it prices needs an "
                         "MoE model)")
