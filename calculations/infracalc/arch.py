@@ -357,6 +357,13 @@ class Architecture(Record):
         `w.tensor_shapes` says: the config's, or the checkpoint's where they differ)."""
         return sum(n * w.weight_bytes(t.stored_as(w.tensor_shapes)) for t, n in self._weight_tally())
 
+    def checkpoint_elements(self, w):
+        """The elements of the model's checkpoint in the workload's formats (Dtype.elements: packed
+        values plus scales, per tensor as `w.tensor_shapes` says), what a safetensors parameter
+        count of that checkpoint sums."""
+        stored = ((t.stored_as(w.tensor_shapes), n) for t, n in self._weight_tally())
+        return sum(n * w.stored_format(t).elements(t.shape) for t, n in stored)
+
     def kv_bytes_per_token(self, kv_dtype, mla="absorbed"):
         """One token's cache over all layers; `mla` picks the MLA path (naive | absorbed)."""
         return sum(layer.kv_bytes_per_token(kv_dtype, mla) * count

@@ -65,6 +65,22 @@ class Dtype(Record):
             total += blocks * self.scale_bits // 8
         return total + self.tensor_scale_bytes
 
+    def elements(self, shape):
+        """The elements a safetensors file holds for a tensor of this shape (what a checkpoint's
+        parameter count sums, huggingface_hub's SafetensorsRepoMetadata.parameter_count): its
+        values, packed into bytes (uint8 elements, ceil(n x bits / 8)) when narrower than 8 bits
+        as ModelOpt exports NVFP4, plus one element per group or block scale. A per-tensor scale
+        is a scalar tensor of its own and is not counted."""
+        n = 1
+        for d in shape:
+            n *= d
+        total = ceil_div(n * self.bits, 8) if self.bits < 8 else n
+        if self.group:
+            total += (n // shape[-1]) * ceil_div(shape[-1], self.group)
+        if self.block and len(shape) >= 2:
+            total += n // (shape[-1] * shape[-2]) * ceil_div(shape[-2], self.block) * ceil_div(shape[-1], self.block)
+        return total
+
     def nbytes_flat(self, n):
         """Bytes of n values that are one row of a larger tensor (a token's
         activations or KV-cache entry): group scales counted; a per-tensor

@@ -162,10 +162,13 @@ class Workload(Record):
             return wd
         return _BF16
 
-    def weight_bytes(self, tensor):
+    def stored_format(self, tensor):
+        """The format a weight tensor is stored in: its checkpoint's own, else its role's (dtype_for)."""
         stored = tensor.stored
-        fmt = (DTYPES.get(stored) or STORED_ONLY.get(stored) or dtype(stored)) if stored else self.dtype_for(tensor.role)
-        return fmt.nbytes(tensor.shape)
+        return (DTYPES.get(stored) or STORED_ONLY.get(stored) or dtype(stored)) if stored else self.dtype_for(tensor.role)
+
+    def weight_bytes(self, tensor):
+        return self.stored_format(tensor).nbytes(tensor.shape)
 
 
 def from_formats(arch, *, weight_dtype=None, act_dtype="bf16", kv_dtype=None, routing="uniform", routing_loads=(),

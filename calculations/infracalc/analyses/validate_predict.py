@@ -80,38 +80,54 @@ def tpot_limit(case):
     return MLPERF_SERVER_LIMITS[title.rsplit(", ", 1)[-1]][1]
 
 
-# Publications whose engines `trtllm-bench build --dataset` sized (its build rule sets the max
-# batch size and max num tokens from the model, the quantisation, TP/PP and the dataset's ISL/OSL;
-# efficiency.trtllm_bench), keyed by title: TensorRT-LLM 0.14's performance page builds every engine
-# with `trtllm-bench --model $model_name build --tp_size $tp_size --quantization FP8 --dataset
-# $dataset_file` (FP16 engines the same without --quantization; docs/source/performance/
-# perf-overview.md at v0.14.0, "Engine Building").
-TRTLLM_BENCH_BUILDS = ("TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)",)
+# Publications whose runs trtllm-bench's tuning rule sized (it sets the max batch size and max num
+# tokens from the model, the quantisation, TP/PP and the dataset's ISL/OSL; efficiency.trtllm_bench),
+# keyed by title, each with the rule's version:
+# - TensorRT-LLM 0.14's performance page builds every engine with `trtllm-bench --model $model_name
+#   build --tp_size $tp_size --quantization FP8 --dataset $dataset_file` (FP16 engines the same
+#   without --quantization; docs/source/performance/perf-overview.md at v0.14.0, "Engine Building");
+# - TensorRT-LLM 1.0's runs `trtllm-bench --tp $tp_size --pp $pp_size [--ep $ep_size] --model
+#   $model_name throughput --dataset $dataset_file --backend pytorch --extra_llm_api_options
+#   $llm_options`, passing neither --max_batch_size nor --max_num_tokens (its options file sets
+#   CUDA-graph batch sizes and padding only; perf-overview.md at commit 00f37686, "Running the
+#   Benchmark"), so get_settings sizes the run by the rule, chunked prefill off (the default).
+TRTLLM_BENCH_BUILDS = {
+    "TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)": "v0.14",
+    "TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)": "v1.0",
+}
 
 
 def engine_limits(case, arch, w, device):
-    """(max batch size, max num tokens) of a case whose publication built its engine with
-    trtllm-bench's rule (TRTLLM_BENCH_BUILDS), from the checkpoint's parameters, its attention's
-    KV heads and head size, the formats, the device's driver total and the case's lengths; None
-    for other cases (the engine limit then follows the runtime's room: efficiency.serving
-    .engine_batch). An error naming the case where the rule's inputs are not one uniform attention."""
-    if case["source"].get("title") not in TRTLLM_BENCH_BUILDS:
+    """(max batch size, max num tokens) of a case whose publication sized its runs with
+    trtllm-bench's rule (TRTLLM_BENCH_BUILDS), from the checkpoint (v0.14: its parameters; v1.0:
+    its safetensors elements in the case's formats), its attention's KV heads and head size, the
+    formats, the device's driver total, the layout's TP and PP and the case's lengths; v1.0 at the
+    KV fraction the prediction's runtime room takes (efficiency.serving.KV_FRACTION, the
+    throughput command's default). None for other cases (the engine limit then follows the
+    runtime's room: efficiency.serving.engine_batch). An error naming the case where the rule's
+    inputs are not one uniform attention."""
+    version = TRTLLM_BENCH_BUILDS.get(case["source"].get("title"))
+    if version is None:
         return None
     from ..blocks.attention import Attention
-    from .efficiency import memory, trtllm_bench
+    from .efficiency import memory, serving, trtllm_bench
 
     s = case["setup"]
     heads = {(b.kv_heads, b.head_dim) for layer in arch.layers for b in layer.blocks if isinstance(b, Attention)}
     if len(heads) != 1 or any(not any(isinstance(b, Attention) for b in layer.blocks) for layer in arch.layers):
-        raise UserError(f"validation case {case['id']}: trtllm-bench's build rule needs one attention "
+        raise UserError(f"validation case {case['id']}: trtllm-bench's tuning rule needs one attention "
                         f"geometry in every layer; {arch.id} has {sorted(heads)}")
     (kv_heads, head_size), = heads
     lay = s.get("layout", {})
-    return trtllm_bench.engine_setting(
-        param_count=arch.params, fp8_weights=s["weight_dtype"] == "fp8", layers=len(arch.layers),
-        kv_heads=kv_heads, head_size=head_size, fp8_cache=s["kv_dtype"] == "fp8",
-        device_total_bytes=memory.engine_memory_bytes(device), input_len=s["input_len"],
-        output_len=s["output_len"], tp=lay.get("tp", 1), pp=lay.get("pp", 1))
+    common = dict(kv_heads=kv_heads, head_size=head_size, device_total_bytes=memory.engine_memory_bytes(device),
+                  input_len=s["input_len"], output_len=s["output_len"], tp=lay.get("tp", 1), pp=lay.get("pp", 1))
+    if version == "v0.14":
+        return trtllm_bench.engine_setting(
+            param_count=arch.params, fp8_weights=s["weight_dtype"] == "fp8", layers=len(arch.layers),
+            fp8_cache=s["kv_dtype"] == "fp8", **common)
+    return trtllm_bench.pytorch_setting(
+        checkpoint_elements=arch.checkpoint_elements(w), weight_format=s["weight_dtype"], kv_format=s["kv_dtype"],
+        attention_layers=len(arch.layers), max_input_len=s["input_len"], kv_fraction=serving.KV_FRACTION, **common)
 
 
 def serving_prediction(case, constants=None):
@@ -128,11 +144,8 @@ def serving_prediction(case, constants=None):
     limit = tpot_limit(case)
     limits = engine_limits(case, arch, w, device)
     if s["devices"] > 1:
-        if limits is not None:
-            raise UserError(f"validation case {case['id']}: trtllm-bench's build limits are applied to one "
-                            f"device only (the layout's stages and replicas do not take them yet)")
         rec = predicted_layout(arch, w, device, _layout(case, arch), s["input_len"], s["output_len"], constants,
-                               limit, s.get("requests"), engine(case))
+                               limit, s.get("requests"), engine(case), engine_limits=limits)
         out = rec and rec["output_tokens_per_s_cluster"]
     else:
         rec = predicted_serving(arch, w, device, s["input_len"], s["output_len"], constants,
@@ -515,8 +528,8 @@ def cause(rec):
             f"{rec['memory_concurrency']}" if rec.get("tpot_limit_s") and rec["concurrency"] < rec["memory_concurrency"]
             else "")
     run = f", requests {rec['requests']}" if rec.get("requests") is not None else ""
-    if rec.get("engine_max_num_tokens") is not None:   # the build rule's limits
-        run = f" and {rec['engine_max_num_tokens']} tokens, trtllm-bench's build rule" + run
+    if rec.get("engine_max_num_tokens") is not None:   # the tuning rule's limits
+        run = f" and {rec['engine_max_num_tokens']} tokens, trtllm-bench's tuning rule" + run
     if rec.get("host_step_s") and rec["host_step_s"] >= rec["iteration_s"]:
         return (f"host step (the engine's measured step on its host CPU, per request in flight) 100% of the "
                 f"iteration, GPU work {rec['gpu_s'] / rec['iteration_s']:.0%} under it, at concurrency "

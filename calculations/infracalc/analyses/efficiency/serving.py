@@ -92,6 +92,7 @@ from ... import ledger
 from ...blocks.attention import causal_pairs, keys_touched
 from ..memory import request_bytes
 from . import memory, predict, trtllm_bench
+from ...errors import UserError
 from ...summation import plain_sum
 
 KV_FRACTION = 0.9
@@ -120,7 +121,7 @@ HOST_PER_REQUEST_S = {("TensorRT-LLM", "Grace"): 44.53e-3 / 1536}
 # uses for that publication's cases. tests/test_prediction.py refits them and fails when a number drifts.
 FITTED = {
     'all':
-        (4e-06, 0.001358, 3.01e-07, 1.541e-07, 0.0),
+        (4e-06, 0.001357, 3.01e-07, 1.541e-07, 0.0),
     'AMD: MLPerf Inference v4.1 Datacenter, Closed: AMD, Supermicro AS-8125GS-TNMR2 (1x AMD Instinct MI300X-NPS1-SPX-192GB-750W, vLLM 0.4.3+rocm614), llama2-70b':
         (4e-06, 0.024, 0.0, 2.827e-07, 2.517e-05),
     'ASUSTeK: MLPerf Inference v5.1 submission, ASUSTeK (AMD vLLM harness): per-GPU Offline measurements of llama2-70b on one AMD Instinct MI325X each':
@@ -130,7 +131,7 @@ FITTED = {
     'NVIDIA: TensorRT-LLM Performance Overview (docs/source/performance/perf-overview.md)':
         (4e-06, 0.002212, 3.31e-07, 1.46e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, Online Serving Measurements, v0.14.0 data (docs/source/performance/perf-overview.md)':
-        (4e-06, 0.001439, 3.02e-07, 1.418e-07, 0.0),
+        (4e-06, 0.001438, 3.02e-07, 1.418e-07, 0.0),
     'NVIDIA: TensorRT-LLM Performance Overview, v0.14.0 data (docs/source/performance/perf-overview.md)':
         (4e-06, 0.0, 3.19e-07, 1.617e-07, 0.0),
     'Red Hat: MLPerf Inference v5.1 Datacenter, Closed: Red Hat, Dell PowerEdge XE8640 (1xH100-SXM-80GB, vLLM), llama3.1-8b':
@@ -397,7 +398,7 @@ def tp_comm(device, tp, arch):
 
 
 def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None, tpot_limit_s=None,
-                     requests=None, engine=DEFAULT_ENGINE):
+                     requests=None, engine=DEFAULT_ENGINE, engine_limits=None):
     """The predicted steady state of a layout: one replica of tp x cp x pp devices (each device
     holds its TP shard of its stage's layers, the all-reduces exposed), dp replicas adding up; the
     replica's record plus `output_tokens_per_s_cluster`. Under pipeline parallelism the
@@ -405,7 +406,13 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
     device is one CP rank (`cp_split`, `cp_comm`). None under a skewed routing model with EP, or
     without a prediction on the device. `requests`: a finite run's request count, shared by the
     dp replicas (each keeps at most ceil(requests / dp) in flight). `engine`: whose host step
-    bounds each replica's iteration from below (`host_floor_s`)."""
+    bounds each replica's iteration from below (`host_floor_s`). `engine_limits`: the (max batch
+    size, max num tokens) each replica's engine was sized with (trtllm_bench: the rule sees one
+    replica's tp x pp devices; its batch is the whole TP group's, its tokens one iteration's); an
+    error under pipeline parallelism, whose per-stage share of the limits is not modelled."""
+    if engine_limits is not None and lay.pp > 1:
+        raise UserError(f"engine limits {engine_limits} with pp {lay.pp}: a pipelined replica's share of "
+                        f"the rule's limits is not modelled")
     replica = None if _routing_unmodelled(w, lay) else _replica(arch, device, lay, w)
     if replica is None:
         return None
@@ -415,7 +422,7 @@ def predicted_layout(arch, w, device, lay, input_len, output_len, constants=None
                         requests=per_replica, engine=engine)
     else:
         rec = predicted_serving(replica[0][0], w, device, input_len, output_len, constants, replica[0][1],
-                                tpot_limit_s, lay.cp, per_replica, engine=engine)
+                                tpot_limit_s, lay.cp, per_replica, engine_limits, engine=engine)
     if rec is None:
         return None
     return {**rec, "exposed_collectives": exposed_collectives(lay),
